@@ -1,0 +1,86 @@
+// The compiler's public entry points: source + signature -> loaded kernel.
+// Used by plaitc and by the Python extension; runs without Python.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "ir/types.h"
+#include "runtime/abi.h"
+#include "support/diagnostics.h"
+
+namespace plait {
+
+enum class Target { CPU, CUDA };
+
+// A name the kernel can see besides its parameters: a module alias
+// (`np` -> "numpy", `math` -> "math", `plait` -> "plait") or a constant
+// whose value is frozen at compile time, as Numba freezes global scalars.
+struct GlobalValue {
+  enum class Kind { Module, Int, Float, Bool } kind = Kind::Module;
+  std::string module;  // for Module: "numpy", "math" or "plait"
+  int64_t int_value = 0;
+  double float_value = 0.0;
+  bool bool_value = false;
+};
+using Globals = std::map<std::string, GlobalValue>;
+
+struct CompileOptions {
+  Target target = Target::CPU;
+  bool boundscheck = false;
+  bool fastmath = false;
+  // Where compiled libraries are kept; "" = the default user cache directory
+  // ($PLAIT_CACHE_DIR, else $XDG_CACHE_HOME/plait, else ~/.cache/plait).
+  std::string cache_dir;
+  bool disk_cache = true;
+  // When non-empty, the IR after each pass and the generated source are
+  // written here (PLAIT_DUMP_DIR).
+  std::string dump_dir;
+  // The C++ compiler ($PLAIT_CXX, else $CXX, else "c++").
+  std::string cxx;
+};
+
+// The result of the front end and the pass pipeline.
+struct LoweredKernel {
+  ir::Function function;
+  std::string ir_text;  // after the last pass
+};
+
+// Parses `source`, finds the function `name`, types it for `signature` and
+// runs the pass pipeline (driver/pipeline.cpp). Throws CompileError.
+LoweredKernel lower_kernel(const SourceFile& source, const std::string& name, const Signature& signature,
+                           const Globals& globals, const CompileOptions& options);
+
+// Generates the target source for a lowered kernel (C++ for Target::CPU).
+std::string generate_source(const ir::Function& function, const CompileOptions& options);
+
+class LoadedLibrary;  // jit/loader.h
+
+struct CompiledKernel {
+  std::string name;
+  Signature signature;
+  std::vector<ValueType> results;
+  bool returns_tuple = false;
+  std::string ir_text;
+  std::string source;        // generated C++
+  std::string library_path;  // the shared object in the cache
+  std::string explain;       // the report of kernel.explain()
+  bool from_disk_cache = false;
+  std::shared_ptr<LoadedLibrary> library;
+  plait_entry_fn entry = nullptr;
+};
+
+// lower_kernel + generate_source + build (or find in the disk cache) + load.
+// Throws CompileError for user errors and InternalError when the system
+// compiler or the loader fails (the message quotes the command and its log).
+std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, const std::string& name,
+                                                     const Signature& signature, const Globals& globals,
+                                                     const CompileOptions& options);
+
+// The compiler's version, part of every cache key.
+const char* compiler_version();
+
+}  // namespace plait

@@ -1,0 +1,419 @@
+// The typed, target-neutral IR.
+//
+// Expressions are scalar-valued and side-effect free (apart from run-time
+// error reports such as a failed bounds check); statements are structured
+// (no goto). Parallel loops, vector loops, reductions and atomics are explicit
+// constructs so that each back end maps them to its own machinery (OpenMP on
+// the CPU, thread blocks and lanes on CUDA). Nodes are immutable and shared;
+// passes rebuild what they change through IRMutator.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/types.h"
+#include "support/diagnostics.h"
+
+namespace plait::ir {
+
+// ---------------------------------------------------------------- variables
+
+// A scalar local or scalar parameter. Identity is the pointer: two VarInfo
+// with the same name are different variables (the lowering gives each Python
+// name one VarInfo per function).
+struct VarInfo {
+  std::string name;
+  ScalarType type;
+  SourceLoc loc;  // first definition
+  bool is_param = false;
+};
+using Var = std::shared_ptr<VarInfo>;
+
+// An array: a parameter, an allocation, or a local bound to another array.
+struct ArrayInfo {
+  std::string name;
+  ArrayType type;
+  SourceLoc loc;
+  bool is_param = false;
+};
+using ArrayVar = std::shared_ptr<ArrayInfo>;
+
+// ---------------------------------------------------------------- node kinds
+
+enum class NodeKind : uint8_t {
+#define PLAIT_EXPR_NODE(n) n,
+#define PLAIT_STMT_NODE(n) n,
+#include "ir/ir_nodes.def"
+};
+const char* node_kind_name(NodeKind k);
+
+struct ExprNode {
+  ExprNode(NodeKind k, ScalarType t, SourceLoc l) : kind(k), type(t), loc(l) {}
+  virtual ~ExprNode() = default;
+  NodeKind kind;
+  ScalarType type;
+  SourceLoc loc;
+  template <typename T> const T* as() const { return kind == T::kKind ? static_cast<const T*>(this) : nullptr; }
+};
+using Expr = std::shared_ptr<const ExprNode>;
+
+struct StmtNode {
+  StmtNode(NodeKind k, SourceLoc l) : kind(k), loc(l) {}
+  virtual ~StmtNode() = default;
+  NodeKind kind;
+  SourceLoc loc;
+  template <typename T> const T* as() const { return kind == T::kKind ? static_cast<const T*>(this) : nullptr; }
+};
+using Stmt = std::shared_ptr<const StmtNode>;
+
+// ---------------------------------------------------------------- expressions
+
+struct IntImm : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::IntImm;
+  IntImm(int64_t v, ScalarType t, SourceLoc l) : ExprNode(kKind, t, l), value(v) {}
+  int64_t value;
+  static Expr make(int64_t v, ScalarType t = ScalarType::py_int(), SourceLoc l = {});
+};
+
+struct FloatImm : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::FloatImm;
+  FloatImm(double v, ScalarType t, SourceLoc l) : ExprNode(kKind, t, l), value(v) {}
+  double value;
+  static Expr make(double v, ScalarType t = ScalarType::py_float(), SourceLoc l = {});
+};
+
+struct BoolImm : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::BoolImm;
+  BoolImm(bool v, ScalarType t, SourceLoc l) : ExprNode(kKind, t, l), value(v) {}
+  bool value;
+  static Expr make(bool v, SourceLoc l = {});
+};
+
+struct VarRef : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::VarRef;
+  VarRef(Var v, SourceLoc l) : ExprNode(kKind, v->type, l), var(std::move(v)) {}
+  Var var;
+  static Expr make(Var v, SourceLoc l = {});
+};
+
+// Conversion to `type`. Float to int truncates toward zero (Python int(),
+// NumPy astype); `checked` makes NaN or out-of-range values a run-time
+// ValueError/OverflowError as Python's int() does.
+struct Cast : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::Cast;
+  Cast(ScalarType t, Expr v, bool c, SourceLoc l) : ExprNode(kKind, t, l), value(std::move(v)), checked(c) {}
+  Expr value;
+  bool checked;
+  static Expr make(ScalarType t, Expr v, bool checked = false, SourceLoc l = {});
+};
+
+enum class UnaryOp : uint8_t { Neg, Not, BitNot };
+const char* unary_op_name(UnaryOp op);
+
+struct Unary : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::Unary;
+  Unary(UnaryOp o, Expr v, ScalarType t, SourceLoc l) : ExprNode(kKind, t, l), op(o), a(std::move(v)) {}
+  UnaryOp op;
+  Expr a;
+  static Expr make(UnaryOp op, Expr a, SourceLoc l = {});  // type of a (bool for Not)
+};
+
+// Operands already have the result type (the lowering inserts Casts), except
+// Shl/Shr whose right operand may be any int. Semantics are Python's/NumPy's:
+// FloorDiv and Mod round toward negative infinity (Mod takes the sign of the
+// divisor), Div is true division (float operands), Pow of ints is an integer
+// power. Min/Max propagate NaN (np.minimum/np.maximum); PyMin/PyMax are the
+// builtins: PyMax(a, b) = b > a ? b : a.
+enum class BinaryOp : uint8_t {
+  Add, Sub, Mul, Div, FloorDiv, Mod, Pow,
+  BitAnd, BitOr, BitXor, Shl, Shr,
+  Min, Max, PyMin, PyMax,
+};
+const char* binary_op_name(BinaryOp op);
+
+struct Binary : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::Binary;
+  Binary(BinaryOp o, Expr x, Expr y, ScalarType t, bool zc, SourceLoc l)
+      : ExprNode(kKind, t, l), op(o), a(std::move(x)), b(std::move(y)), zero_check(zc) {}
+  BinaryOp op;
+  Expr a, b;
+  // Div/FloorDiv/Mod/Pow on Python scalars: a zero divisor (or 0 ** negative)
+  // raises ZeroDivisionError as Python does, instead of NumPy's inf/0.
+  bool zero_check;
+  static Expr make(BinaryOp op, Expr a, Expr b, ScalarType t, bool zero_check = false, SourceLoc l = {});
+};
+
+enum class CompareOp : uint8_t { EQ, NE, LT, LE, GT, GE };
+const char* compare_op_name(CompareOp op);
+
+// Operands have one common type; the result is bool.
+struct Compare : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::Compare;
+  Compare(CompareOp o, Expr x, Expr y, ScalarType t, SourceLoc l) : ExprNode(kKind, t, l), op(o), a(std::move(x)), b(std::move(y)) {}
+  CompareOp op;
+  Expr a, b;
+  static Expr make(CompareOp op, Expr a, Expr b, SourceLoc l = {});
+};
+
+enum class LogicalOp : uint8_t { And, Or };
+
+// Short-circuit boolean and/or on bool operands (b is evaluated only when needed).
+struct Logical : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::Logical;
+  Logical(LogicalOp o, Expr x, Expr y, ScalarType t, SourceLoc l) : ExprNode(kKind, t, l), op(o), a(std::move(x)), b(std::move(y)) {}
+  LogicalOp op;
+  Expr a, b;
+  static Expr make(LogicalOp op, Expr a, Expr b, SourceLoc l = {});
+};
+
+// cond ? t : f, evaluating only the chosen side. t and f have the result type.
+struct Select : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::Select;
+  Select(Expr c, Expr x, Expr y, ScalarType t, SourceLoc l)
+      : ExprNode(kKind, t, l), cond(std::move(c)), t(std::move(x)), f(std::move(y)) {}
+  Expr cond, t, f;
+  static Expr make(Expr cond, Expr t, Expr f, SourceLoc l = {});
+};
+
+// Elementwise math. Arguments have the call's computation type; IsNan/IsInf
+// return bool; Round is round-half-to-even (Python round, np.round).
+enum class Intrinsic : uint8_t {
+  Sqrt, Exp, Log, Log2, Log10, Sin, Cos, Tan, Tanh, Asin, Acos, Atan, Atan2,
+  Sinh, Cosh, Floor, Ceil, Trunc, Fabs, Abs, Round, Pow, IsNan, IsInf, IsFinite,
+};
+const char* intrinsic_name(Intrinsic fn);
+
+struct Call : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::Call;
+  Call(Intrinsic f, std::vector<Expr> a, ScalarType t, bool pm, SourceLoc l)
+      : ExprNode(kKind, t, l), fn(f), args(std::move(a)), python_math(pm) {}
+  Intrinsic fn;
+  std::vector<Expr> args;
+  // math.* semantics: a NaN result from non-NaN arguments raises ValueError
+  // ("math domain error"), an infinite result from finite arguments raises
+  // OverflowError. np.* functions return NaN/inf instead.
+  bool python_math;
+  static Expr make(Intrinsic fn, std::vector<Expr> args, ScalarType t, bool python_math = false, SourceLoc l = {});
+};
+
+// An element of an array. Indices are int64 and already in range [0, dim)
+// when `checked` is false; the lowering wraps negative indices
+// (transforms/normalize_indices) and, when bounds checking is on, marks the
+// access checked so that an out-of-range index raises IndexError.
+struct Load : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::Load;
+  Load(ArrayVar a, std::vector<Expr> i, bool c, SourceLoc l)
+      : ExprNode(kKind, ScalarType{a->type.dtype, false}, l), array(std::move(a)), indices(std::move(i)), checked(c) {}
+  ArrayVar array;
+  std::vector<Expr> indices;
+  bool checked;
+  static Expr make(ArrayVar a, std::vector<Expr> indices, bool checked = false, SourceLoc l = {});
+};
+
+// The extent of dimension `dim` of an array (int64, weak: A.shape[k] is a Python int).
+struct ArrayDim : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::ArrayDim;
+  ArrayDim(ArrayVar a, int d, SourceLoc l) : ExprNode(kKind, ScalarType::py_int(), l), array(std::move(a)), dim(d) {}
+  ArrayVar array;
+  int dim;
+  static Expr make(ArrayVar a, int dim, SourceLoc l = {});
+};
+
+// ---------------------------------------------------------------- statements
+
+struct Block : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::Block;
+  Block(std::vector<Stmt> s, SourceLoc l) : StmtNode(kKind, l), stmts(std::move(s)) {}
+  std::vector<Stmt> stmts;
+  static Stmt make(std::vector<Stmt> stmts, SourceLoc l = {});
+};
+
+// Declares `var` for the rest of the enclosing Block. Placed by
+// transforms/place_declarations: a variable declared inside a parallel loop's
+// body is private to each iteration.
+struct Declare : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::Declare;
+  Declare(Var v, SourceLoc l) : StmtNode(kKind, l), var(std::move(v)) {}
+  Var var;
+  static Stmt make(Var v, SourceLoc l = {});
+};
+
+struct Assign : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::Assign;
+  Assign(Var v, Expr e, SourceLoc l) : StmtNode(kKind, l), var(std::move(v)), value(std::move(e)) {}
+  Var var;
+  Expr value;  // has var's type
+  static Stmt make(Var v, Expr value, SourceLoc l = {});
+};
+
+struct Store : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::Store;
+  Store(ArrayVar a, std::vector<Expr> i, Expr v, bool c, SourceLoc l)
+      : StmtNode(kKind, l), array(std::move(a)), indices(std::move(i)), value(std::move(v)), checked(c) {}
+  ArrayVar array;
+  std::vector<Expr> indices;
+  Expr value;  // has the array's dtype
+  bool checked;
+  static Stmt make(ArrayVar a, std::vector<Expr> indices, Expr value, bool checked = false, SourceLoc l = {});
+};
+
+enum class AtomicOp : uint8_t { Add, Sub, Mul, Div, Min, Max, BitAnd, BitOr, BitXor };
+const char* atomic_op_name(AtomicOp op);
+
+// array[indices] = array[indices] op value, as one indivisible update
+// (`#pragma atomic`). value has the array's dtype.
+struct AtomicUpdate : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::AtomicUpdate;
+  AtomicUpdate(ArrayVar a, std::vector<Expr> i, AtomicOp o, Expr v, bool c, SourceLoc l)
+      : StmtNode(kKind, l), array(std::move(a)), indices(std::move(i)), op(o), value(std::move(v)), checked(c) {}
+  ArrayVar array;
+  std::vector<Expr> indices;
+  AtomicOp op;
+  Expr value;
+  bool checked;
+  static Stmt make(ArrayVar a, std::vector<Expr> indices, AtomicOp op, Expr value, bool checked = false, SourceLoc l = {});
+};
+
+struct If : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::If;
+  If(Expr c, Stmt t, Stmt e, SourceLoc l) : StmtNode(kKind, l), cond(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+  Expr cond;
+  Stmt then_case;
+  Stmt else_case;  // may be null
+  static Stmt make(Expr cond, Stmt then_case, Stmt else_case = nullptr, SourceLoc l = {});
+};
+
+enum class ReduceOp : uint8_t { Add, Mul, Min, Max };
+const char* reduce_op_name(ReduceOp op);
+
+struct Reduction {
+  Var var;
+  ReduceOp op;
+};
+
+enum class LoopKind : uint8_t {
+  Serial,            // in order, in one worker
+  Parallel,          // iterations are independent: one worker each
+  Vectorized,        // in one worker, iterations may run in SIMD lanes
+  ParallelVectorized,
+};
+const char* loop_kind_name(LoopKind k);
+inline bool is_parallel(LoopKind k) { return k == LoopKind::Parallel || k == LoopKind::ParallelVectorized; }
+inline bool is_vectorized(LoopKind k) { return k == LoopKind::Vectorized || k == LoopKind::ParallelVectorized; }
+
+// How a loop runs. Set from pragmas by the lowering and refined by passes
+// (reductions are detected, collapse is chosen).
+struct LoopSchedule {
+  LoopKind kind = LoopKind::Serial;
+  int simd_width = 0;                  // simd(N); 0 = the back end's choice
+  int num_threads = 0;                 // num_threads(N); 0 = the kernel's default
+  int collapse = 1;                    // number of perfectly nested parallel loops run as one
+  std::vector<Reduction> reductions;   // scalars combined across iterations
+  std::vector<Var> privates;           // private(...) from the pragma
+  SourceLoc pragma_loc;                // the pragma that asked for it, if any
+};
+
+// for var in range(begin, end, step): the trip count is fixed when the loop
+// starts (begin, end and step are evaluated once); `var` takes the values
+// begin, begin+step, ... and keeps the last one after the loop, as in Python.
+// step is never zero (the lowering checks).
+struct For : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::For;
+  For(Var v, Expr b, Expr e, Expr s, Stmt bd, LoopSchedule sc, SourceLoc l)
+      : StmtNode(kKind, l), var(std::move(v)), begin(std::move(b)), end(std::move(e)), step(std::move(s)), body(std::move(bd)), schedule(std::move(sc)) {}
+  Var var;
+  Expr begin, end, step;
+  Stmt body;
+  LoopSchedule schedule;
+  static Stmt make(Var v, Expr begin, Expr end, Expr step, Stmt body, LoopSchedule sc = {}, SourceLoc l = {});
+};
+
+struct While : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::While;
+  While(Expr c, Stmt b, SourceLoc l) : StmtNode(kKind, l), cond(std::move(c)), body(std::move(b)) {}
+  Expr cond;
+  Stmt body;
+  static Stmt make(Expr cond, Stmt body, SourceLoc l = {});
+};
+
+struct Break : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::Break;
+  explicit Break(SourceLoc l) : StmtNode(kKind, l) {}
+  static Stmt make(SourceLoc l = {});
+};
+
+struct Continue : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::Continue;
+  explicit Continue(SourceLoc l) : StmtNode(kKind, l) {}
+  static Stmt make(SourceLoc l = {});
+};
+
+// One returned value: a scalar expression or an array.
+struct ReturnValue {
+  Expr scalar;     // set for scalars
+  ArrayVar array;  // set for arrays
+};
+
+// Returns from the kernel. Every Return of a function has the same number of
+// values with the same types (Function::results).
+struct Return : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::Return;
+  Return(std::vector<ReturnValue> v, SourceLoc l) : StmtNode(kKind, l), values(std::move(v)) {}
+  std::vector<ReturnValue> values;
+  static Stmt make(std::vector<ReturnValue> values, SourceLoc l = {});
+};
+
+enum class FillKind : uint8_t { Uninitialized, Zeros, Ones, Value };
+
+// array = new array of `shape` (each int64), C or F order (array->type.layout),
+// filled as `fill` says (fill_value has the array's dtype for FillKind::Value).
+// The storage lives until the last reference goes; a returned array is handed
+// to the caller.
+struct Allocate : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::Allocate;
+  Allocate(ArrayVar a, std::vector<Expr> s, FillKind f, Expr fv, SourceLoc l)
+      : StmtNode(kKind, l), array(std::move(a)), shape(std::move(s)), fill(f), fill_value(std::move(fv)) {}
+  ArrayVar array;
+  std::vector<Expr> shape;
+  FillKind fill;
+  Expr fill_value;  // null unless fill == Value
+  static Stmt make(ArrayVar a, std::vector<Expr> shape, FillKind fill, Expr fill_value = nullptr, SourceLoc l = {});
+};
+
+// dst = src: rebinds an array name (no copy), as Python assignment does.
+struct ArrayBind : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::ArrayBind;
+  ArrayBind(ArrayVar d, ArrayVar s, SourceLoc l) : StmtNode(kKind, l), dst(std::move(d)), src(std::move(s)) {}
+  ArrayVar dst, src;
+  static Stmt make(ArrayVar dst, ArrayVar src, SourceLoc l = {});
+};
+
+// ---------------------------------------------------------------- function
+
+// A kernel parameter: exactly one of scalar/array is set.
+struct Param {
+  Var scalar;
+  ArrayVar array;
+  const std::string& name() const { return scalar ? scalar->name : array->name; }
+};
+
+// A remark for kernel.explain(): what a pass did or declined, and why.
+struct Remark {
+  SourceLoc loc;
+  std::string pass;     // the pass that made it
+  std::string message;  // one line, e.g. "parallel loop over i (OpenMP, 2 threads)"
+};
+
+struct Function {
+  std::string name;
+  SourceFile source;
+  std::vector<Param> params;
+  Stmt body;
+  std::vector<ValueType> results;  // empty: returns None
+  bool returns_tuple = false;      // `return a, b` (or a 1-tuple)
+  std::vector<Remark> remarks;
+};
+
+}  // namespace plait::ir
