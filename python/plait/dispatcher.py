@@ -59,13 +59,22 @@ def _code_names(code):
 
 def _classify_global(value, prange):
     """('module', name) or ('constant', value) for a value kernels may use,
-    else None (the compiler then reports the name as unknown)."""
+    else None (the compiler then reports the name as unknown). Functions
+    imported from math or numpy (`from math import sqrt`) are passed as
+    "math.sqrt", the name the compiler gives `math.sqrt`."""
     if isinstance(value, types.ModuleType):
         if value.__name__ in _KERNEL_MODULES:
             return "module", value.__name__
         return None
     if value is prange:
         return "module", "plait.prange"
+    if callable(value) and not isinstance(value, type):
+        name = getattr(value, "__name__", None)
+        for module_name in ("math", "numpy"):
+            module = sys.modules.get(module_name)
+            if isinstance(name, str) and module is not None and getattr(module, name, None) is value:
+                return "module", f"{module_name}.{name}"
+        return None
     if isinstance(value, (bool, int, float)):
         return "constant", value
     return None
@@ -216,6 +225,10 @@ class Dispatcher(_core.Dispatcher):
         """The compiled shared object in the cache."""
         return self._kernel(signature).library_path
 
+    def from_disk_cache(self, signature=None):
+        """Whether the library was found in the disk cache rather than built."""
+        return self._kernel(signature).from_disk_cache
+
 
 class PythonDispatcher:
     """What @plait.jit returns under PLAIT_DISABLE_JIT=1: calls the Python
@@ -235,7 +248,7 @@ class PythonDispatcher:
     def _disabled(self, *args, **kwargs):
         raise RuntimeError("plait's JIT is disabled (PLAIT_DISABLE_JIT=1): nothing is compiled")
 
-    compile = inspect_ir = inspect_source = explain = library_path = _disabled
+    compile = inspect_ir = inspect_source = explain = library_path = from_disk_cache = _disabled
 
 
 def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False, num_threads=None):
