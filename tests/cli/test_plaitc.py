@@ -106,8 +106,8 @@ def test_help():
     ["compile", f"{VECTOR_OPS}::scale", "--signature", "f99[::1]"],
     ["compile", f"{VECTOR_OPS}::scale", "--signature"],
 ])
-def test_bad_usage_exits_64_with_usage(args):
-    result = run_plaitc(*args)
+def test_bad_usage_exits_64_with_usage(args, tmp_path):
+    result = run_plaitc(*args, cwd=tmp_path)
     assert result.returncode == 64, result.stderr
     assert "usage: plaitc compile" in result.stderr
 
