@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "jit/sha256.h"
 #include "support/diagnostics.h"
@@ -94,6 +95,23 @@ bool entry_is_intact(const std::string& entry) {
   }
 }
 
+// What -march=native resolves to depends on the processor, so a cache shared
+// between machines (a network home directory) must not hand one machine's
+// code to another: the processor's model and feature flags join the key.
+const std::string& host_cpu_identity() {
+  static const std::string identity = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model, features;
+    while (std::getline(in, line) && (model.empty() || features.empty())) {
+      auto starts = [&line](const char* prefix) { return line.rfind(prefix, 0) == 0; };
+      if (model.empty() && (starts("model name") || starts("CPU part"))) model = line;
+      if (features.empty() && (starts("flags") || starts("Features"))) features = line;
+    }
+    return model + "\n" + features;
+  }();
+  return identity;
+}
+
 }  // namespace
 
 std::string default_cache_directory(const CompileOptions& options) {
@@ -124,6 +142,7 @@ std::string cache_key(const std::string& plait_version, const std::string& sourc
   add(toolchain.version);
   add(std::to_string(toolchain.flags.size()));
   for (const std::string& flag : toolchain.flags) add(flag);
+  add(host_cpu_identity());
   add(source);
   return hasher.hex_digest();
 }

@@ -19,7 +19,8 @@ std::string default_cache_directory(const CompileOptions& options);
 
 // The key of a build: the SHA-256 (hex) of everything that determines the
 // shared object: the Plait version, the generated source, the target and
-// the toolchain (compiler, its version line, flags).
+// the toolchain (compiler, its version line, flags) and the host processor
+// (model and feature flags, which -march=native depends on).
 std::string cache_key(const std::string& plait_version, const std::string& source, Target target,
                       const Toolchain& toolchain);
 
