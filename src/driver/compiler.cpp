@@ -48,7 +48,11 @@ std::string file_name_part(const std::string& text) {
   return part;
 }
 
-std::string two_digits(int n) { return (n < 10 ? "0" : "") + std::to_string(n); }
+std::string two_digits(int n) {
+  std::string digits = std::to_string(n);
+  if (digits.size() < 2) digits.insert(digits.begin(), '0');
+  return digits;
+}
 
 std::string results_text(const std::vector<ValueType>& results, bool returns_tuple) {
   if (results.empty()) return "None";
