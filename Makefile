@@ -60,11 +60,11 @@ build/cpp/build.ninja: CMakeLists.txt | system-deps
 # ctest prints one line per test; only failures and the summary are kept.
 test-cpp: build/cpp/build.ninja
 	@ninja -C build/cpp -j$(JOBS) --quiet
-	@ctest --test-dir build/cpp --output-on-failure -j$(JOBS) 2>&1 | grep -v -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed'
+	@ctest --test-dir build/cpp --output-on-failure -j$(JOBS) 2>&1 | grep -v -E '^ *([0-9]+/[0-9]+ Test +#[0-9]+: .* Passed|Start +[0-9]+: )'
 
 # tests/cli drives the plaitc that the wheel installed into .venv/bin.
 test-python: $(VENV)/.plait-installed
-	PLAIT_PLAITC=$(CURDIR)/$(VENV)/bin/plaitc $(VPY) -m pytest tests -q -p no:cacheprovider
+	PLAIT_PLAITC=$(CURDIR)/$(VENV)/bin/plaitc $(VPY) -m pytest tests -q --tb=short -p no:cacheprovider
 
 # pytest runs last so that its summary line closes the log.
 test: test-cpp test-python
