@@ -44,7 +44,7 @@ def workspace(tmp_path):
     (tmp_path / "cached_kernels.py").write_text(KERNEL_MODULE)
     (tmp_path / "runner.py").write_text(RUNNER)
     cache = tmp_path / "cache"
-    cache.mkdir()
+    cache.mkdir(mode=0o700)
     return tmp_path, cache
 
 
