@@ -36,9 +36,9 @@ def stencil(u):
     """One Jacobi step of the 2-D Laplace equation; returns a new grid."""
     out = np.empty_like(u)
     n, m = u.shape[0], u.shape[1]
-    for j in range(m):
-        out[0, j] = u[0, j]
-        out[n - 1, j] = u[n - 1, j]
+    for col in range(m):
+        out[0, col] = u[0, col]
+        out[n - 1, col] = u[n - 1, col]
     #pragma parallel for
     for i in range(1, n - 1):
         out[i, 0] = u[i, 0]
