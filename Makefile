@@ -72,6 +72,7 @@ test: test-cpp test-python
 
 bench: $(VENV)/.plait-installed
 	$(VPY) benchmarks/call_overhead.py
+	$(VPY) benchmarks/omp_overhead.py
 
 clean:
 	rm -rf build $(VENV)
