@@ -72,6 +72,15 @@ def parallel_square(x, out):
         out[i] = math.sqrt(x[i] * x[i])
 
 
+def same_array_twice(n):
+    out = np.zeros(n)
+    return out, out
+
+
+def floor_divide(a, b):
+    return a // b
+
+
 def unknown_name(x):
     return x[0] + no_such_global  # noqa: F821
 
@@ -393,6 +402,12 @@ def test_tuples_are_python_tuples_with_python_result_types(rng, assert_same):
         assert_same(got, sum_and_count(x), rtol=1e-5)
 
 
+def test_one_array_returned_twice_is_one_object():
+    first, second = fresh(same_array_twice)(4)
+    assert first is second
+    np.testing.assert_array_equal(first, np.zeros(4))
+
+
 def test_module_constants_are_seen_by_kernels():
     kernel = fresh(scaled_copy)
     np.testing.assert_array_equal(kernel(np.ones(2)), [3.0, 3.0])
@@ -452,6 +467,16 @@ def test_out_of_bounds_index_with_boundscheck_is_an_index_error():
     assert f'(File "{get_item.__code__.co_filename}", line {line})' in str(info.value)
     # The dispatcher keeps working after a runtime error.
     assert kernel(x, 0) == 0.0
+
+
+@pytest.mark.parametrize("a, b", [(7, 0), (7.0, 0.0)])
+def test_division_by_zero_is_a_zero_division_error_with_the_python_message(a, b):
+    with pytest.raises(ZeroDivisionError) as expected:
+        floor_divide(a, b)
+    with pytest.raises(ZeroDivisionError) as got:
+        fresh(floor_divide)(a, b)
+    line = floor_divide.__code__.co_firstlineno + 1
+    assert str(got.value) == f'{expected.value} (File "{floor_divide.__code__.co_filename}", line {line})'
 
 
 def test_plait_boundscheck_environment_variable_turns_checks_on(monkeypatch):
