@@ -230,14 +230,17 @@ struct Block : StmtNode {
   static Stmt make(std::vector<Stmt> stmts, SourceLoc l = {});
 };
 
-// Declares `var` for the rest of the enclosing Block. Placed by
-// transforms/place_declarations: a variable declared inside a parallel loop's
-// body is private to each iteration.
+// Declares a local (a scalar `var` or an `array`; exactly one is set) for
+// the rest of the enclosing Block. Placed by transforms/place_declarations: a
+// local declared inside a parallel loop's body is private to each iteration.
+// Array parameters are never declared; scalar parameters neither.
 struct Declare : StmtNode {
   static constexpr NodeKind kKind = NodeKind::Declare;
-  Declare(Var v, SourceLoc l) : StmtNode(kKind, l), var(std::move(v)) {}
+  Declare(Var v, ArrayVar a, SourceLoc l) : StmtNode(kKind, l), var(std::move(v)), array(std::move(a)) {}
   Var var;
+  ArrayVar array;
   static Stmt make(Var v, SourceLoc l = {});
+  static Stmt make(ArrayVar a, SourceLoc l = {});
 };
 
 struct Assign : StmtNode {
