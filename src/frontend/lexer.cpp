@@ -160,10 +160,12 @@ class Lexer {
     return token;
   }
 
-  void emit_pragmas(bool deeper_than, int width) {
+  // Emits the pending pragmas indented deeper than `width` (or, when
+  // `deeper` is false, the others), keeping their order.
+  void emit_pragmas(bool deeper, int width) {
     auto it = pending_.begin();
     while (it != pending_.end()) {
-      if ((it->width > width) == deeper_than) {
+      if ((it->width > width) == deeper) {
         out_.tokens.push_back(std::move(it->token));
         it = pending_.erase(it);
       } else {
@@ -200,7 +202,8 @@ class Lexer {
       }
       if (level.alt_width != indents_.back().alt_width) inconsistent_tabs(ci);
     }
-    emit_pragmas(false, level.width);
+    for (PendingPragma& pragma : pending_) out_.tokens.push_back(std::move(pragma.token));
+    pending_.clear();
   }
 
   void finish() {
