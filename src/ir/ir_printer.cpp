@@ -135,7 +135,10 @@ class StmtPrinter : public IRVisitor {
   void visit(const Block* n) override {
     for (const Stmt& s : n->stmts) visit(s);
   }
-  void visit(const Declare* n) override { line("let " + n->var->name + ":" + plait::to_string(n->var->type)); }
+  void visit(const Declare* n) override {
+    if (n->var) line("let " + n->var->name + ":" + plait::to_string(n->var->type));
+    else line("let " + n->array->name + ":" + plait::to_string(n->array->type));
+  }
   void visit(const Assign* n) override { line(n->var->name + " = " + to_string(n->value)); }
   void visit(const Store* n) override { line(element(n->array, n->indices, n->checked) + " = " + to_string(n->value)); }
   void visit(const AtomicUpdate* n) override {
