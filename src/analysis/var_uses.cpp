@@ -1,0 +1,190 @@
+// Read/write sets and upward exposure of variables, for declaration placement
+// and the race checks of parallel loops.
+#include "analysis/var_uses.h"
+
+#include "ir/ir_visitor.h"
+
+namespace plait::analysis {
+
+namespace {
+
+class UseCollector : public ir::IRVisitor {
+ public:
+  VarUses uses;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const ir::VarRef* n) override { uses.reads.insert(n->var.get()); }
+  void visit(const ir::Load* n) override {
+    uses.arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ir::ArrayDim* n) override { uses.arrays.insert(n->array.get()); }
+  void visit(const ir::Assign* n) override {
+    uses.writes.insert(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ir::For* n) override {
+    uses.writes.insert(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ir::Store* n) override {
+    uses.arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ir::AtomicUpdate* n) override {
+    uses.arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ir::Allocate* n) override {
+    uses.arrays.insert(n->array.get());
+    uses.array_binds.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ir::ArrayBind* n) override {
+    uses.arrays.insert(n->dst.get());
+    uses.arrays.insert(n->src.get());
+    uses.array_binds.insert(n->dst.get());
+  }
+  void visit(const ir::Return* n) override {
+    for (const auto& v : n->values) {
+      if (v.array) uses.arrays.insert(v.array.get());
+      if (v.scalar) IRVisitor::visit(v.scalar);
+    }
+  }
+};
+
+// A variable or an array: the two kinds of locals whose exposure we ask about.
+struct Local {
+  const ir::VarInfo* var = nullptr;
+  const ir::ArrayInfo* array = nullptr;
+};
+
+bool expr_reads(const ir::Expr& e, const Local& l) {
+  if (!e) return false;
+  VarUses u = uses_of(e);
+  return l.var ? u.reads.count(l.var) > 0 : u.arrays.count(l.array) > 0;
+}
+
+// Walks a statement in execution order. Returns true when a read may happen
+// before a definite write; sets *written when every path that falls through
+// writes it, *diverges when no path falls through.
+bool exposed(const ir::Stmt& s, const Local& l, bool* written, bool* diverges);
+
+bool exposed_list(const std::vector<ir::Stmt>& stmts, const Local& l, bool* written, bool* diverges) {
+  for (const auto& s : stmts) {
+    bool w = false, d = false;
+    if (exposed(s, l, &w, &d)) return true;
+    if (w) {
+      *written = true;
+      return false;
+    }
+    if (d) {
+      *diverges = true;
+      return false;
+    }
+  }
+  return false;
+}
+
+bool exposed(const ir::Stmt& s, const Local& l, bool* written, bool* diverges) {
+  *written = false;
+  *diverges = false;
+  if (!s) return false;
+  switch (s->kind) {
+    case ir::NodeKind::Block: return exposed_list(s->as<ir::Block>()->stmts, l, written, diverges);
+    case ir::NodeKind::Assign: {
+      auto a = s->as<ir::Assign>();
+      if (expr_reads(a->value, l)) return true;
+      *written = l.var == a->var.get();
+      return false;
+    }
+    case ir::NodeKind::Store:
+    case ir::NodeKind::AtomicUpdate:
+    case ir::NodeKind::Declare: {
+      VarUses u = uses_of(s);
+      return l.var ? u.reads.count(l.var) > 0 : u.arrays.count(l.array) > 0;
+    }
+    case ir::NodeKind::Allocate: {
+      auto a = s->as<ir::Allocate>();
+      for (const auto& e : a->shape)
+        if (expr_reads(e, l)) return true;
+      if (expr_reads(a->fill_value, l)) return true;
+      *written = l.array == a->array.get();
+      return false;
+    }
+    case ir::NodeKind::ArrayBind: {
+      auto a = s->as<ir::ArrayBind>();
+      if (l.array == a->src.get()) return true;
+      *written = l.array == a->dst.get();
+      return false;
+    }
+    case ir::NodeKind::If: {
+      auto i = s->as<ir::If>();
+      if (expr_reads(i->cond, l)) return true;
+      bool tw = false, td = false, ew = false, ed = false;
+      if (exposed(i->then_case, l, &tw, &td)) return true;
+      if (i->else_case && exposed(i->else_case, l, &ew, &ed)) return true;
+      bool then_done = tw || td, else_done = i->else_case ? (ew || ed) : false;
+      *diverges = td && ed && i->else_case;
+      *written = then_done && else_done && !*diverges;
+      return false;
+    }
+    case ir::NodeKind::For: {
+      auto f = s->as<ir::For>();
+      if (expr_reads(f->begin, l) || expr_reads(f->end, l) || expr_reads(f->step, l)) return true;
+      if (l.var == f->var.get()) return false;  // the loop writes it before each iteration
+      bool w = false, d = false;
+      // The body may run zero times, so nothing in it is a definite write;
+      // a read at its start reads the value from before the loop (or from
+      // the previous iteration, which the same test catches).
+      return exposed(f->body, l, &w, &d);
+    }
+    case ir::NodeKind::While: {
+      auto w = s->as<ir::While>();
+      if (expr_reads(w->cond, l)) return true;
+      bool bw = false, bd = false;
+      return exposed(w->body, l, &bw, &bd);
+    }
+    case ir::NodeKind::Return: {
+      auto r = s->as<ir::Return>();
+      for (const auto& v : r->values) {
+        if (v.scalar && expr_reads(v.scalar, l)) return true;
+        if (v.array && v.array.get() == l.array) return true;
+      }
+      *diverges = true;
+      return false;
+    }
+    case ir::NodeKind::Break:
+    case ir::NodeKind::Continue: *diverges = true; return false;
+    default: PLAIT_INTERNAL_ERROR(std::string("unexpected statement ") + ir::node_kind_name(s->kind));
+  }
+}
+
+}  // namespace
+
+VarUses uses_of(const ir::Stmt& s) {
+  UseCollector c;
+  c.visit(s);
+  return c.uses;
+}
+
+VarUses uses_of(const ir::Expr& e) {
+  UseCollector c;
+  c.visit(e);
+  return c.uses;
+}
+
+bool reads_var(const ir::Expr& e, const ir::VarInfo* var) { return uses_of(e).reads.count(var) > 0; }
+
+bool may_read_before_write(const ir::Stmt& s, const ir::VarInfo* var) {
+  bool w = false, d = false;
+  return exposed(s, Local{var, nullptr}, &w, &d);
+}
+
+bool may_read_before_write(const ir::Stmt& s, const ir::ArrayInfo* array) {
+  bool w = false, d = false;
+  return exposed(s, Local{nullptr, array}, &w, &d);
+}
+
+}  // namespace plait::analysis

@@ -1,0 +1,29 @@
+// Which scalar variables and arrays a piece of IR reads and writes.
+#pragma once
+
+#include <set>
+
+#include "ir/ir.h"
+
+namespace plait::analysis {
+
+struct VarUses {
+  std::set<const ir::VarInfo*> reads;
+  std::set<const ir::VarInfo*> writes;        // Assign targets and loop variables
+  std::set<const ir::ArrayInfo*> arrays;      // every array mentioned
+  std::set<const ir::ArrayInfo*> array_binds; // arrays (re)bound: Allocate, ArrayBind dst
+};
+
+VarUses uses_of(const ir::Stmt& s);
+VarUses uses_of(const ir::Expr& e);
+
+// True when `e` reads `var`.
+bool reads_var(const ir::Expr& e, const ir::VarInfo* var);
+
+// Whether `var` may be read, on some path through `s`, before `s` writes it
+// (it is "upward exposed": its value on entry matters). A branch that ends in
+// break/continue/return does not fall through, so it counts as written.
+bool may_read_before_write(const ir::Stmt& s, const ir::VarInfo* var);
+bool may_read_before_write(const ir::Stmt& s, const ir::ArrayInfo* array);
+
+}  // namespace plait::analysis

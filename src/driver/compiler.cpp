@@ -1,0 +1,193 @@
+// The compiler's public entry points: front end, pass pipeline, code
+// generation, build through the disk cache, loading, and the explain report.
+#include "driver/compiler.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/cpu/codegen_cpp.h"
+#include "driver/pipeline.h"
+#include "frontend/lower_to_ir.h"
+#include "frontend/parser.h"
+#include "ir/ir_printer.h"
+#include "jit/disk_cache.h"
+#include "jit/loader.h"
+#include "jit/toolchain.h"
+
+#define PLAIT_STRINGIFY_VALUE(x) #x
+#define PLAIT_STRINGIFY(x) PLAIT_STRINGIFY_VALUE(x)
+
+namespace plait {
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) PLAIT_INTERNAL_ERROR("cannot write '" + path + "'");
+}
+
+void ensure_dump_directory(const std::string& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) PLAIT_INTERNAL_ERROR("cannot create the dump directory '" + dir + "': " + error.message());
+}
+
+// A pass name as a file name component.
+std::string file_name_part(const std::string& text) {
+  std::string part = text;
+  for (char& c : part) {
+    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!keep) c = '_';
+  }
+  return part;
+}
+
+std::string two_digits(int n) {
+  std::string digits = std::to_string(n);
+  if (digits.size() < 2) digits.insert(digits.begin(), '0');
+  return digits;
+}
+
+std::string results_text(const std::vector<ValueType>& results, bool returns_tuple) {
+  if (results.empty()) return "None";
+  std::string text;
+  for (const ValueType& result : results) {
+    if (!text.empty()) text += ", ";
+    text += to_string(result);
+  }
+  if (returns_tuple) return "(" + text + (results.size() == 1 ? ",)" : ")");
+  return text;
+}
+
+// kernel.explain(): the signature, where the library came from, then what
+// each pass did, in source order.
+std::string explain_report(const ir::Function& function, const Signature& signature, const CompiledKernel& kernel) {
+  std::ostringstream out;
+  out << "kernel " << function.name << "(" << signature.to_string() << ") -> "
+      << results_text(function.results, function.returns_tuple) << "\n";
+  if (kernel.from_disk_cache) {
+    out << "library: " << kernel.library_path << " (from the disk cache)\n";
+  } else if (!kernel.library_path.empty()) {
+    out << "library: " << kernel.library_path << " (built now)\n";
+  } else {
+    out << "library: built now (disk cache off)\n";
+  }
+  std::vector<ir::Remark> remarks = function.remarks;
+  std::stable_sort(remarks.begin(), remarks.end(), [](const ir::Remark& a, const ir::Remark& b) {
+    return a.loc.line != b.loc.line ? a.loc.line < b.loc.line : a.loc.col < b.loc.col;
+  });
+  std::string file = fs::path(function.source.path).filename().string();
+  if (remarks.empty()) out << "no remarks: every loop runs sequentially as written\n";
+  for (const ir::Remark& remark : remarks) {
+    out << file;
+    if (remark.loc.valid()) out << ":" << remark.loc.line;
+    out << ": " << remark.message << "\n";
+  }
+  return out.str();
+}
+
+// Loads the library and checks the ABI it was built for.
+void load_library(CompiledKernel& kernel, const std::string& path) {
+  kernel.library = LoadedLibrary::open(path);
+  auto abi = reinterpret_cast<plait_abi_fn>(kernel.library->symbol(PLAIT_ABI_SYMBOL));
+  if (!abi) PLAIT_INTERNAL_ERROR("'" + path + "' does not export " PLAIT_ABI_SYMBOL);
+  int32_t version = abi();
+  if (version != PLAIT_ABI_VERSION) {
+    PLAIT_INTERNAL_ERROR("'" + path + "' was built for ABI version " + std::to_string(version) + ", expected " +
+                         std::to_string(PLAIT_ABI_VERSION));
+  }
+  kernel.entry = reinterpret_cast<plait_entry_fn>(kernel.library->symbol(PLAIT_ENTRY_SYMBOL));
+  if (!kernel.entry) PLAIT_INTERNAL_ERROR("'" + path + "' does not export " PLAIT_ENTRY_SYMBOL);
+}
+
+}  // namespace
+
+const char* compiler_version() { return PLAIT_VERSION "+abi" PLAIT_STRINGIFY(PLAIT_ABI_VERSION); }
+
+LoweredKernel lower_kernel(const SourceFile& source, const std::string& name, const Signature& signature,
+                           const Globals& globals, const CompileOptions& options) {
+  ast::FunctionDef definition = parse_function(source, name);
+  ir::Function function = lower_to_ir(definition, source, signature, globals, options);
+
+  PassObserver observer;
+  if (!options.dump_dir.empty()) {
+    ensure_dump_directory(options.dump_dir);
+    std::string prefix = options.dump_dir + "/" + name + ".";
+    write_text_file(prefix + "00.lower_to_ir.ir", ir::to_string(function));
+    observer = [prefix, pass_number = 0](const std::string& pass, const ir::Function& after) mutable {
+      ++pass_number;
+      write_text_file(prefix + two_digits(pass_number) + "." + file_name_part(pass) + ".ir", ir::to_string(after));
+    };
+  }
+  run_pipeline(function, options, observer);
+
+  LoweredKernel lowered;
+  lowered.ir_text = ir::to_string(function);
+  lowered.function = std::move(function);
+  return lowered;
+}
+
+std::string generate_source(const ir::Function& function, const CompileOptions& options) {
+  switch (options.target) {
+    case Target::CPU:
+      return codegen::generate_cpp(function, options);
+    case Target::CUDA:
+      PLAIT_INTERNAL_ERROR("the CUDA target is not available yet");
+  }
+  PLAIT_INTERNAL_ERROR("unknown target");
+}
+
+std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, const std::string& name,
+                                                     const Signature& signature, const Globals& globals,
+                                                     const CompileOptions& options) {
+  LoweredKernel lowered = lower_kernel(source, name, signature, globals, options);
+  auto kernel = std::make_shared<CompiledKernel>();
+  kernel->name = name;
+  kernel->signature = signature;
+  kernel->results = lowered.function.results;
+  kernel->returns_tuple = lowered.function.returns_tuple;
+  kernel->ir_text = lowered.ir_text;
+  kernel->source = generate_source(lowered.function, options);
+  if (!options.dump_dir.empty()) write_text_file(options.dump_dir + "/" + name + ".cpp", kernel->source);
+
+  jit::Toolchain toolchain = jit::host_toolchain(options);
+  if (options.disk_cache) {
+    jit::DiskCache cache(jit::default_cache_directory(options));
+    std::string key = jit::cache_key(compiler_version(), kernel->source, options.target, toolchain);
+    if (std::optional<std::string> hit = cache.lookup(key)) {
+      kernel->library_path = *hit;
+      kernel->from_disk_cache = true;
+    } else {
+      kernel->library_path = cache.store(key, kernel->source, toolchain);
+    }
+    load_library(*kernel, kernel->library_path);
+  } else {
+    // A private directory, removed once the library is loaded (the mapping
+    // outlives the file). On a build failure it stays, with its build.log.
+    fs::path temporary_root = fs::temp_directory_path();
+    std::string dir = (temporary_root / "plait-build-XXXXXX").string();
+    if (!::mkdtemp(dir.data())) {
+      PLAIT_INTERNAL_ERROR("cannot create a temporary build directory in '" + temporary_root.string() + "'");
+    }
+    std::string path = jit::build_in_directory(dir, kernel->source, toolchain);
+    try {
+      load_library(*kernel, path);
+    } catch (...) {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+      throw;
+    }
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+  kernel->explain = explain_report(lowered.function, signature, *kernel);
+  return kernel;
+}
+
+}  // namespace plait

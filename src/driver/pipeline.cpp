@@ -1,0 +1,31 @@
+// The pass pipeline. This is the one list of the passes a lowered function
+// goes through, in order; each pass lives in its own file under transforms/
+// and documents its entry function in its header. To add a pass, write
+// transforms/<name>.{h,cpp} and add one line here.
+#include "driver/pipeline.h"
+
+#include "transforms/detect_reductions.h"
+#include "transforms/insert_bounds_checks.h"
+#include "transforms/normalize_indices.h"
+#include "transforms/place_declarations.h"
+#include "transforms/plan_parallel_loops.h"
+
+namespace plait {
+
+void run_pipeline(ir::Function& function, const CompileOptions& options, const PassObserver& after_pass) {
+  auto run = [&](const char* name, auto&& pass) {
+    pass(function);
+    if (after_pass) after_pass(name, function);
+  };
+  // Where each local lives; privacy in parallel loops follows from it.
+  run("place_declarations", transforms::place_declarations);
+  // Scalars shared by parallel/simd iterations: reductions, or a race error.
+  run("detect_reductions", transforms::detect_reductions);
+  // Collapse perfectly nested parallel loops; serialise other nested ones.
+  run("plan_parallel_loops", transforms::plan_parallel_loops);
+  // Python's negative indices, where an index is not provably non-negative.
+  run("normalize_indices", transforms::normalize_indices);
+  if (options.boundscheck) run("insert_bounds_checks", transforms::insert_bounds_checks);
+}
+
+}  // namespace plait

@@ -1,0 +1,222 @@
+// The on-disk kernel cache: directory checks, keys, lookup with checksum
+// validation, and atomic publication of new entries.
+#include "jit/disk_cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "jit/sha256.h"
+#include "support/diagnostics.h"
+
+namespace plait::jit {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kLibraryName = "kernel.so";
+constexpr const char* kChecksumName = "kernel.sha256";
+constexpr const char* kSourceName = "kernel.cpp";
+constexpr const char* kLogName = "build.log";
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+// Creates `path` with mode 0700 unless it exists, then checks that it is a
+// private directory of the current user.
+void ensure_private_directory(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    PLAIT_INTERNAL_ERROR("cannot create the cache directory '" + path + "': " + std::strerror(errno));
+  }
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    PLAIT_INTERNAL_ERROR("cannot inspect the cache directory '" + path + "': " + std::strerror(errno));
+  }
+  if (!S_ISDIR(info.st_mode)) PLAIT_INTERNAL_ERROR("the cache directory '" + path + "' is not a directory");
+  if (info.st_uid != ::geteuid()) {
+    PLAIT_INTERNAL_ERROR("refusing to use the cache directory '" + path +
+                         "': it is owned by another user (set PLAIT_CACHE_DIR to a private directory)");
+  }
+  if (info.st_mode & (S_IWGRP | S_IWOTH)) {
+    PLAIT_INTERNAL_ERROR("refusing to use the cache directory '" + path +
+                         "': it is writable by group or others (chmod 700 it, or set PLAIT_CACHE_DIR)");
+  }
+}
+
+void write_file(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << contents;
+  out.close();
+  if (!out) PLAIT_INTERNAL_ERROR("cannot write '" + path + "'");
+}
+
+std::string read_small_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  return text;
+}
+
+// A new, empty, mode-0700 directory under `parent` named <prefix>XXXXXX.
+std::string make_temporary_directory(const std::string& parent, const std::string& prefix) {
+  std::string path = parent + "/" + prefix + "XXXXXX";
+  if (!::mkdtemp(path.data())) {
+    PLAIT_INTERNAL_ERROR("cannot create a temporary directory in '" + parent + "': " + std::strerror(errno));
+  }
+  return path;
+}
+
+void remove_quietly(const std::string& path) {
+  std::error_code ignored;
+  fs::remove_all(path, ignored);
+}
+
+// Whether the entry directory holds a kernel.so matching its checksum.
+bool entry_is_intact(const std::string& entry) {
+  std::string library = entry + "/" + kLibraryName;
+  std::string recorded = read_small_file(entry + "/" + kChecksumName);
+  if (recorded.size() < 64) return false;
+  recorded.resize(64);
+  std::error_code error;
+  if (!fs::is_regular_file(library, error)) return false;
+  try {
+    return sha256_file_hex(library) == recorded;
+  } catch (const InternalError&) {
+    return false;
+  }
+}
+
+// What -march=native resolves to depends on the processor, so a cache shared
+// between machines (a network home directory) must not hand one machine's
+// code to another: the processor's model and feature flags join the key.
+const std::string& host_cpu_identity() {
+  static const std::string identity = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model, features;
+    while (std::getline(in, line) && (model.empty() || features.empty())) {
+      auto starts = [&line](const char* prefix) { return line.rfind(prefix, 0) == 0; };
+      if (model.empty() && (starts("model name") || starts("CPU part"))) model = line;
+      if (features.empty() && (starts("flags") || starts("Features"))) features = line;
+    }
+    return model + "\n" + features;
+  }();
+  return identity;
+}
+
+}  // namespace
+
+std::string default_cache_directory(const CompileOptions& options) {
+  if (!options.cache_dir.empty()) return options.cache_dir;
+  std::string dir = env_or_empty("PLAIT_CACHE_DIR");
+  if (!dir.empty()) return dir;
+  dir = env_or_empty("XDG_CACHE_HOME");
+  if (!dir.empty()) return dir + "/plait";
+  dir = env_or_empty("HOME");
+  if (!dir.empty()) return dir + "/.cache/plait";
+  PLAIT_INTERNAL_ERROR("no cache directory: set PLAIT_CACHE_DIR (or HOME)");
+}
+
+std::string cache_key(const std::string& plait_version, const std::string& source, Target target,
+                      const Toolchain& toolchain) {
+  // Each part is length-prefixed so that no two different inputs hash the
+  // same byte stream.
+  Sha256 hasher;
+  auto add = [&hasher](const std::string& part) {
+    std::string length = std::to_string(part.size()) + ":";
+    hasher.update(length);
+    hasher.update(part);
+  };
+  add("plait-kernel-cache-v1");
+  add(plait_version);
+  add(target == Target::CPU ? "cpu" : "cuda");
+  add(toolchain.cxx);
+  add(toolchain.version);
+  add(std::to_string(toolchain.flags.size()));
+  for (const std::string& flag : toolchain.flags) add(flag);
+  add(host_cpu_identity());
+  add(source);
+  return hasher.hex_digest();
+}
+
+std::string build_in_directory(const std::string& directory, const std::string& source, const Toolchain& toolchain) {
+  std::string source_path = directory + "/" + kSourceName;
+  std::string library_path = directory + "/" + kLibraryName;
+  write_file(source_path, source);
+  build_shared_library(toolchain, source_path, library_path, directory + "/" + kLogName);
+  return library_path;
+}
+
+DiskCache::DiskCache(std::string directory) : directory_(std::move(directory)) {
+  while (directory_.size() > 1 && directory_.back() == '/') directory_.pop_back();
+  if (directory_.empty()) PLAIT_INTERNAL_ERROR("the cache directory is empty");
+  fs::path parent = fs::path(directory_).parent_path();
+  if (!parent.empty()) {
+    std::error_code error;
+    fs::create_directories(parent, error);
+    if (error) {
+      PLAIT_INTERNAL_ERROR("cannot create '" + parent.string() + "' for the cache directory: " + error.message());
+    }
+  }
+  ensure_private_directory(directory_);
+}
+
+std::string DiskCache::entry_path(const std::string& key) const {
+  PLAIT_ASSERT(key.size() == 64);
+  return directory_ + "/" + key.substr(0, 2) + "/" + key;
+}
+
+std::optional<std::string> DiskCache::lookup(const std::string& key) const {
+  std::string entry = entry_path(key);
+  std::error_code error;
+  if (!fs::exists(entry, error)) return std::nullopt;
+  if (entry_is_intact(entry)) return entry + "/" + kLibraryName;
+  // Move the damaged entry aside before deleting it, so that a concurrent
+  // store() never sees a half-deleted directory under the entry's name
+  // (rename replaces the empty directory made for it).
+  std::string trash = make_temporary_directory(directory_, "trash-");
+  // When the rename fails, another process removed or replaced it first.
+  ::rename(entry.c_str(), trash.c_str());
+  remove_quietly(trash);
+  return std::nullopt;
+}
+
+std::string DiskCache::store(const std::string& key, const std::string& source, const Toolchain& toolchain) const {
+  std::string entry = entry_path(key);
+  std::string shard = directory_ + "/" + key.substr(0, 2);
+  if (::mkdir(shard.c_str(), 0700) != 0 && errno != EEXIST) {
+    PLAIT_INTERNAL_ERROR("cannot create '" + shard + "': " + std::strerror(errno));
+  }
+  std::string staging = make_temporary_directory(directory_, "build-" + key.substr(0, 12) + "-");
+  std::string staged_library = build_in_directory(staging, source, toolchain);
+  write_file(staging + "/" + kChecksumName, sha256_file_hex(staged_library) + "\n");
+
+  // rename() of a directory fails with EEXIST or ENOTEMPTY when the target
+  // exists: another process published the key first. Use its entry if it
+  // is intact; otherwise lookup() removes it and we try again.
+  constexpr int kAttempts = 3;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    if (::rename(staging.c_str(), entry.c_str()) == 0) return entry + "/" + kLibraryName;
+    int error = errno;
+    if (error != EEXIST && error != ENOTEMPTY) {
+      remove_quietly(staging);
+      PLAIT_INTERNAL_ERROR("cannot publish '" + entry + "': " + std::strerror(error));
+    }
+    if (std::optional<std::string> theirs = lookup(key)) {
+      remove_quietly(staging);
+      return *theirs;
+    }
+  }
+  remove_quietly(staging);
+  PLAIT_INTERNAL_ERROR("cannot publish '" + entry + "': it keeps being replaced by a damaged entry");
+}
+
+}  // namespace plait::jit

@@ -1,0 +1,156 @@
+// Finding the system C++ compiler and running it on a generated kernel.
+#include "jit/toolchain.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+
+#include "support/diagnostics.h"
+
+extern char** environ;
+
+namespace plait::jit {
+namespace {
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+// The command as a shell would show it, for error messages only.
+std::string quote_command(const std::vector<std::string>& argv) {
+  std::string text;
+  for (const std::string& arg : argv) {
+    if (!text.empty()) text += ' ';
+    bool plain = !arg.empty() && arg.find_first_of(" \t\n'\"\\$`") == std::string::npos;
+    text += plain ? arg : "'" + arg + "'";
+  }
+  return text;
+}
+
+// Runs `argv` (argv[0] resolved through PATH) with stdout and stderr going to
+// the file `log_path`, and returns its wait status. Throws InternalError when
+// the program cannot be started.
+int run_to_file(const std::vector<std::string>& argv, const std::string& log_path) {
+  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (log_fd < 0) PLAIT_INTERNAL_ERROR("cannot create '" + log_path + "': " + std::strerror(errno));
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd >= 0) posix_spawn_file_actions_adddup2(&actions, null_fd, STDIN_FILENO);
+
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+
+  pid_t pid = 0;
+  int spawn_error = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(log_fd);
+  if (null_fd >= 0) ::close(null_fd);
+  if (spawn_error != 0) {
+    PLAIT_INTERNAL_ERROR("cannot run the C++ compiler '" + argv[0] + "': " + std::strerror(spawn_error) +
+                         " (set PLAIT_CXX or CXX to a working compiler)");
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) PLAIT_INTERNAL_ERROR(std::string("waitpid failed: ") + std::strerror(errno));
+  }
+  return status;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "wait status " + std::to_string(status);
+}
+
+std::string read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A path in the directory of `path` that no other process uses: the
+// compiler writes there and the result is renamed into place.
+std::string temporary_sibling(const std::string& path) {
+  static std::atomic<unsigned> counter{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+}
+
+// The first line of `cxx --version`, once per process per compiler.
+std::string compiler_version_line(const std::string& cxx) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> versions;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = versions.find(cxx);
+  if (found != versions.end()) return found->second;
+
+  std::string log_path = (std::filesystem::temp_directory_path() / "plait-cxx-version-XXXXXX").string();
+  int fd = ::mkstemp(log_path.data());
+  if (fd < 0) PLAIT_INTERNAL_ERROR(std::string("cannot create a temporary file: ") + std::strerror(errno));
+  ::close(fd);
+  int status = run_to_file({cxx, "--version"}, log_path);
+  std::string output = read_file_text(log_path);
+  ::unlink(log_path.c_str());
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    PLAIT_INTERNAL_ERROR("'" + cxx + " --version' failed (" + describe_status(status) + "): " + output);
+  }
+  std::string line = output.substr(0, output.find('\n'));
+  versions.emplace(cxx, line);
+  return line;
+}
+
+}  // namespace
+
+Toolchain host_toolchain(const CompileOptions& options) {
+  Toolchain toolchain;
+  toolchain.cxx = options.cxx;
+  if (toolchain.cxx.empty()) toolchain.cxx = env_or_empty("PLAIT_CXX");
+  if (toolchain.cxx.empty()) toolchain.cxx = env_or_empty("CXX");
+  if (toolchain.cxx.empty()) toolchain.cxx = "c++";
+  toolchain.flags = {"-O3", "-march=native", "-fopenmp", "-std=c++20", "-shared", "-fPIC"};
+  if (options.fastmath) toolchain.flags.push_back("-ffast-math");
+  toolchain.version = compiler_version_line(toolchain.cxx);
+  return toolchain;
+}
+
+void build_shared_library(const Toolchain& toolchain, const std::string& source_path,
+                          const std::string& output_path, const std::string& log_path) {
+  std::string temporary_output = temporary_sibling(output_path);
+  std::vector<std::string> argv = {toolchain.cxx};
+  argv.insert(argv.end(), toolchain.flags.begin(), toolchain.flags.end());
+  argv.insert(argv.end(), {source_path, "-o", temporary_output});
+
+  int status = run_to_file(argv, log_path);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    ::unlink(temporary_output.c_str());
+    std::string log = read_file_text(log_path);
+    constexpr size_t kMaxLogInMessage = 4000;
+    if (log.size() > kMaxLogInMessage) log = log.substr(0, kMaxLogInMessage) + "\n[... see the full log]";
+    PLAIT_INTERNAL_ERROR("the C++ compiler failed (" + describe_status(status) + ")\ncommand: " +
+                         quote_command(argv) + "\nlog: " + log_path + "\n" + log);
+  }
+  if (::rename(temporary_output.c_str(), output_path.c_str()) != 0) {
+    int error = errno;
+    ::unlink(temporary_output.c_str());
+    PLAIT_INTERNAL_ERROR("cannot rename '" + temporary_output + "' to '" + output_path + "': " +
+                         std::strerror(error));
+  }
+}
+
+}  // namespace plait::jit

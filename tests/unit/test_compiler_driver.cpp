@@ -1,0 +1,112 @@
+// compile_kernel end to end on a tiny kernel: build, disk cache reuse,
+// no-cache builds, IR/C++ dumps, the explain report and the version string.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "driver/compiler.h"
+#include "jit/loader.h"
+#include "runtime/abi.h"
+
+namespace plait {
+namespace {
+namespace fs = std::filesystem;
+
+class CompilerDriver : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "plait-driver-test-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    source_.path = "/somewhere/kernels.py";
+    source_.text = "def add(a, b):\n    return a + b\n";
+    source_.first_line = 1;
+    options_.cache_dir = root_ + "/cache";
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(root_, ignored);
+  }
+  // Calls a compiled add(a: f64, b: f64) -> f64.
+  static double call_add(const CompiledKernel& kernel, double a, double b) {
+    void* args[] = {&a, &b};
+    plait_result results[1] = {};
+    plait_context context = {};
+    context.num_threads = 1;
+    EXPECT_EQ(kernel.entry(args, results, &context), PLAIT_OK);
+    EXPECT_EQ(results[0].is_array, 0);
+    return results[0].f64;
+  }
+  std::string root_;
+  SourceFile source_;
+  CompileOptions options_;
+};
+
+TEST_F(CompilerDriver, BuildsThenReusesTheDiskCache) {
+  Signature signature = Signature::parse("f64, f64");
+  auto first = compile_kernel(source_, "add", signature, {}, options_);
+  ASSERT_NE(first->entry, nullptr);
+  EXPECT_FALSE(first->from_disk_cache);
+  EXPECT_EQ(first->name, "add");
+  EXPECT_EQ(first->results.size(), 1u);
+  EXPECT_EQ(call_add(*first, 1.25, 2.25), 3.5);
+  EXPECT_EQ(first->library_path.rfind(options_.cache_dir, 0), 0u) << first->library_path;
+  EXPECT_TRUE(fs::exists(first->library_path));
+  EXPECT_NE(first->source.find(PLAIT_ENTRY_SYMBOL), std::string::npos);
+  EXPECT_NE(first->explain.find("kernel add("), std::string::npos) << first->explain;
+
+  auto second = compile_kernel(source_, "add", signature, {}, options_);
+  EXPECT_TRUE(second->from_disk_cache);
+  EXPECT_EQ(second->library_path, first->library_path);
+  EXPECT_NE(second->explain.find("from the disk cache"), std::string::npos) << second->explain;
+  EXPECT_EQ(call_add(*second, -1.0, 0.5), -0.5);
+
+  // Another signature is another kernel.
+  auto ints = compile_kernel(source_, "add", Signature::parse("i64, i64"), {}, options_);
+  EXPECT_FALSE(ints->from_disk_cache);
+  EXPECT_NE(ints->library_path, first->library_path);
+}
+
+TEST_F(CompilerDriver, NoCacheBuildsPrivatelyAndLeavesNothingBehind) {
+  options_.disk_cache = false;
+  auto kernel = compile_kernel(source_, "add", Signature::parse("f64, f64"), {}, options_);
+  EXPECT_EQ(call_add(*kernel, 2.0, 3.0), 5.0);
+  EXPECT_TRUE(kernel->library_path.empty());
+  EXPECT_FALSE(kernel->from_disk_cache);
+  EXPECT_FALSE(fs::exists(options_.cache_dir));
+}
+
+TEST_F(CompilerDriver, DumpDirectoryGetsEveryPassAndTheSource) {
+  options_.dump_dir = root_ + "/dump";
+  auto kernel = compile_kernel(source_, "add", Signature::parse("f64, f64"), {}, options_);
+  EXPECT_TRUE(fs::exists(options_.dump_dir + "/add.00.lower_to_ir.ir"));
+  EXPECT_TRUE(fs::exists(options_.dump_dir + "/add.cpp"));
+  int pass_dumps = 0;
+  for (const auto& item : fs::directory_iterator(options_.dump_dir)) {
+    std::string name = item.path().filename().string();
+    if (name.rfind("add.", 0) == 0 && name.size() > 3 && name.substr(name.size() - 3) == ".ir") ++pass_dumps;
+  }
+  EXPECT_GE(pass_dumps, 2);
+}
+
+TEST_F(CompilerDriver, LowerKernelReportsUserErrors) {
+  EXPECT_THROW(lower_kernel(source_, "no_such_function", Signature::parse("f64, f64"), {}, options_), CompileError);
+}
+
+TEST_F(CompilerDriver, CudaIsNotAvailable) {
+  LoweredKernel lowered = lower_kernel(source_, "add", Signature::parse("f64, f64"), {}, options_);
+  EXPECT_FALSE(lowered.ir_text.empty());
+  options_.target = Target::CUDA;
+  EXPECT_THROW(generate_source(lowered.function, options_), InternalError);
+}
+
+TEST(CompilerVersion, CarriesTheAbiVersion) {
+  std::string version = compiler_version();
+  EXPECT_EQ(version, std::string(PLAIT_VERSION) + "+abi" + std::to_string(PLAIT_ABI_VERSION));
+}
+
+}  // namespace
+}  // namespace plait

@@ -1,0 +1,283 @@
+// plaitc: compiles one kernel of a Python file from the command line, to its
+// IR, its generated C++ or a shared object.
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "driver/compiler.h"
+#include "frontend/parser.h"
+
+namespace {
+namespace fs = std::filesystem;
+
+// sysexits.h values.
+constexpr int kExitCompileError = 1;
+constexpr int kExitInternalError = 2;
+constexpr int kExitUsage = 64;
+constexpr int kExitNoInput = 66;
+
+constexpr const char* kUsage =
+    "usage: plaitc compile FILE.py::FUNCTION --signature SIGNATURE [options]\n"
+    "       plaitc --version\n"
+    "       plaitc --help\n"
+    "\n"
+    "Compiles the function FUNCTION of FILE.py for the argument types SIGNATURE,\n"
+    "e.g. --signature \"i64[::1], i32[::1], f64[::1], f64[::1]\".\n"
+    "\n"
+    "options:\n"
+    "  --emit ir|cpp|so   what to produce (default: so): the IR after the last pass,\n"
+    "                     the generated C++, or the shared object\n"
+    "  -o DIR             write FUNCTION.ir, FUNCTION.cpp or FUNCTION.so into DIR\n"
+    "                     (default: ir and cpp to standard output, so to the current\n"
+    "                     directory)\n"
+    "  --boundscheck      check every array index (IndexError)\n"
+    "  --fastmath         let the C++ compiler reassociate floating-point math\n"
+    "  --no-cache         build afresh, neither using nor filling the disk cache\n"
+    "  --cache-dir DIR    the disk cache directory (default: $PLAIT_CACHE_DIR,\n"
+    "                     $XDG_CACHE_HOME/plait or ~/.cache/plait)\n"
+    "  --dump-dir DIR     write the IR after each pass and the generated C++ to DIR\n"
+    "                     (default: $PLAIT_DUMP_DIR)\n"
+    "  --cxx PROGRAM      the C++ compiler (default: $PLAIT_CXX, $CXX or c++)\n"
+    "\n"
+    "exit status: 0 success, 1 error in the kernel, 2 internal error,\n"
+    "64 bad command line, 66 unreadable input file\n";
+
+// A command-line mistake: reported with the usage text, exit status 64.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class Emit { IR, Cpp, SharedObject };
+
+struct Command {
+  std::string file;
+  std::string function;
+  std::string signature;
+  Emit emit = Emit::SharedObject;
+  std::string output_dir;
+  plait::CompileOptions options;
+};
+
+Command parse_command_line(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "compile") throw UsageError("expected a command: compile");
+  Command command;
+  std::optional<std::string> target;
+  bool have_signature = false;
+  if (const char* dump = std::getenv("PLAIT_DUMP_DIR")) command.options.dump_dir = dump;
+
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::optional<std::string> inline_value;
+    if (arg.rfind("--", 0) == 0 && arg.find('=') != std::string::npos) {
+      inline_value = arg.substr(arg.find('=') + 1);
+      arg = arg.substr(0, arg.find('='));
+    }
+    auto value = [&]() -> std::string {
+      if (inline_value) return *inline_value;
+      if (i + 1 >= args.size()) throw UsageError("option " + arg + " needs a value");
+      return args[++i];
+    };
+    auto no_value = [&]() {
+      if (inline_value) throw UsageError("option " + arg + " takes no value");
+    };
+    if (arg == "--signature") {
+      command.signature = value();
+      have_signature = true;
+    } else if (arg == "--emit") {
+      std::string emit = value();
+      if (emit == "ir") {
+        command.emit = Emit::IR;
+      } else if (emit == "cpp") {
+        command.emit = Emit::Cpp;
+      } else if (emit == "so") {
+        command.emit = Emit::SharedObject;
+      } else {
+        throw UsageError("--emit takes ir, cpp or so, not '" + emit + "'");
+      }
+    } else if (arg == "-o" || arg == "--output") {
+      command.output_dir = value();
+    } else if (arg == "--boundscheck") {
+      no_value();
+      command.options.boundscheck = true;
+    } else if (arg == "--fastmath") {
+      no_value();
+      command.options.fastmath = true;
+    } else if (arg == "--no-cache") {
+      no_value();
+      command.options.disk_cache = false;
+    } else if (arg == "--cache-dir") {
+      command.options.cache_dir = value();
+    } else if (arg == "--dump-dir") {
+      command.options.dump_dir = value();
+    } else if (arg == "--cxx") {
+      command.options.cxx = value();
+    } else if (!arg.empty() && arg[0] == '-') {
+      throw UsageError("unknown option " + arg);
+    } else if (target) {
+      throw UsageError("more than one FILE.py::FUNCTION given");
+    } else {
+      target = arg;
+    }
+  }
+  if (!target) throw UsageError("no FILE.py::FUNCTION given");
+  size_t separator = target->rfind("::");
+  if (separator == std::string::npos || separator == 0 || separator + 2 == target->size()) {
+    throw UsageError("expected FILE.py::FUNCTION, got '" + *target + "'");
+  }
+  command.file = target->substr(0, separator);
+  command.function = target->substr(separator + 2);
+  if (!have_signature) throw UsageError("--signature is required");
+  return command;
+}
+
+// The module-level names the kernel may use: imported modules and functions
+// (by their dotted name) and int/float/bool constants, frozen now.
+plait::Globals module_globals(const plait::SourceFile& file) {
+  plait::ModuleNames names = plait::scan_module_names(file);
+  plait::Globals globals;
+  for (const auto& [alias, module] : names.imports) {
+    plait::GlobalValue value;
+    value.kind = plait::GlobalValue::Kind::Module;
+    value.module = module;
+    globals[alias] = value;
+  }
+  for (const auto& [name, constant] : names.constants) {
+    plait::GlobalValue value;
+    if (const bool* b = std::get_if<bool>(&constant)) {
+      value.kind = plait::GlobalValue::Kind::Bool;
+      value.bool_value = *b;
+    } else if (const int64_t* i = std::get_if<int64_t>(&constant)) {
+      value.kind = plait::GlobalValue::Kind::Int;
+      value.int_value = *i;
+    } else if (const double* d = std::get_if<double>(&constant)) {
+      value.kind = plait::GlobalValue::Kind::Float;
+      value.float_value = *d;
+    } else {
+      continue;  // None and strings are not values a kernel computes with
+    }
+    globals[name] = value;
+  }
+  return globals;
+}
+
+void write_output(const Command& command, const std::string& extension, const std::string& text) {
+  if (command.output_dir.empty()) {
+    std::cout << text;
+    if (!text.empty() && text.back() != '\n') std::cout << '\n';
+    return;
+  }
+  fs::create_directories(command.output_dir);
+  std::string path = (fs::path(command.output_dir) / (command.function + extension)).string();
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write '" + path + "'");
+}
+
+// Builds and loads the kernel (which checks its ABI), then copies the shared
+// object. --no-cache builds into a throwaway cache directory so that the
+// library file survives loading long enough to be copied.
+void emit_shared_object(const Command& command, const plait::SourceFile& source, const plait::Signature& signature,
+                        const plait::Globals& globals) {
+  plait::CompileOptions options = command.options;
+  std::string throwaway_cache;
+  if (!options.disk_cache) {
+    throwaway_cache = (fs::temp_directory_path() / "plaitc-XXXXXX").string();
+    if (!::mkdtemp(throwaway_cache.data())) throw std::runtime_error("cannot create a temporary directory");
+    options.disk_cache = true;
+    options.cache_dir = throwaway_cache;
+  }
+  struct RemoveOnExit {
+    std::string path;
+    ~RemoveOnExit() {
+      std::error_code ignored;
+      if (!path.empty()) fs::remove_all(path, ignored);
+    }
+  } cleanup{throwaway_cache};
+
+  auto kernel = plait::compile_kernel(source, command.function, signature, globals, options);
+  fs::path output_dir = command.output_dir.empty() ? fs::path(".") : fs::path(command.output_dir);
+  fs::create_directories(output_dir);
+  fs::path destination = output_dir / (command.function + ".so");
+  // Copy to a temporary name and rename, so that a process that has the old
+  // file loaded keeps a consistent mapping.
+  fs::path staging = destination;
+  staging += ".tmp";
+  fs::copy_file(kernel->library_path, staging, fs::copy_options::overwrite_existing);
+  fs::rename(staging, destination);
+}
+
+int run(const Command& command) {
+  std::ifstream in(command.file, std::ios::binary);
+  if (!in) {
+    std::cerr << "plaitc: cannot read '" << command.file << "': " << std::strerror(errno) << "\n";
+    return kExitNoInput;
+  }
+  plait::SourceFile source;
+  source.path = command.file;
+  source.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  source.first_line = 1;
+
+  plait::Signature signature;
+  try {
+    signature = plait::Signature::parse(command.signature);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("bad --signature: ") + e.what());
+  }
+  plait::Globals globals = module_globals(source);
+
+  switch (command.emit) {
+    case Emit::IR:
+      write_output(command, ".ir",
+                   plait::lower_kernel(source, command.function, signature, globals, command.options).ir_text);
+      break;
+    case Emit::Cpp: {
+      plait::LoweredKernel lowered = plait::lower_kernel(source, command.function, signature, globals, command.options);
+      write_output(command, ".cpp", plait::generate_source(lowered.function, command.options));
+      break;
+    }
+    case Emit::SharedObject:
+      emit_shared_object(command, source, signature, globals);
+      break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (args.size() == 1 && args[0] == "--version") {
+    std::cout << "plaitc " << plait::compiler_version() << "\n";
+    return 0;
+  }
+  try {
+    return run(parse_command_line(args));
+  } catch (const UsageError& e) {
+    std::cerr << "plaitc: " << e.what() << "\n\n" << kUsage;
+    return kExitUsage;
+  } catch (const plait::CompileError& e) {
+    std::cerr << e.what() << "\n";
+    return kExitCompileError;
+  } catch (const plait::InternalError& e) {
+    std::cerr << "plaitc: " << e.what() << "\n";
+    return kExitInternalError;
+  } catch (const std::exception& e) {
+    std::cerr << "plaitc: " << e.what() << "\n";
+    return kExitInternalError;
+  }
+}
