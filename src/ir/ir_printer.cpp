@@ -98,18 +98,18 @@ class ExprPrinter : public IRVisitor {
         out = std::string(binary_op_name(n->op)) + "(" + to_string(n->a) + ", " + to_string(n->b) + ")";
         break;
       default:
-        out = "(" + to_string(n->a) + " " + binary_op_name(n->op) + zc + " " + to_string(n->b) + ")";
+        out = std::string("(") + to_string(n->a) + " " + binary_op_name(n->op) + zc + " " + to_string(n->b) + ")";
         break;
     }
   }
   void visit(const Compare* n) override {
-    out = "(" + to_string(n->a) + " " + compare_op_name(n->op) + " " + to_string(n->b) + ")";
+    out = std::string("(") + to_string(n->a) + " " + compare_op_name(n->op) + " " + to_string(n->b) + ")";
   }
   void visit(const Logical* n) override {
-    out = "(" + to_string(n->a) + (n->op == LogicalOp::And ? " and " : " or ") + to_string(n->b) + ")";
+    out = std::string("(") + to_string(n->a) + (n->op == LogicalOp::And ? " and " : " or ") + to_string(n->b) + ")";
   }
   void visit(const Select* n) override {
-    out = "(" + to_string(n->t) + " if " + to_string(n->cond) + " else " + to_string(n->f) + ")";
+    out = std::string("(") + to_string(n->t) + " if " + to_string(n->cond) + " else " + to_string(n->f) + ")";
   }
   void visit(const Call* n) override {
     out = std::string(n->python_math ? "math." : "np.") + intrinsic_name(n->fn) + "(" + join(n->args) + ")";

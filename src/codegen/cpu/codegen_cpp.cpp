@@ -337,15 +337,15 @@ class CppEmitter {
       case NodeKind::Binary: return binary(e->as<Binary>());
       case NodeKind::Compare: {
         const Compare* c = e->as<Compare>();
-        return "(" + expr(c->a) + " " + compare_op_name(c->op) + " " + expr(c->b) + ")";
+        return std::string("(") + expr(c->a) + " " + compare_op_name(c->op) + " " + expr(c->b) + ")";
       }
       case NodeKind::Logical: {
         const Logical* l = e->as<Logical>();
-        return "(" + expr(l->a) + (l->op == LogicalOp::And ? " && " : " || ") + expr(l->b) + ")";
+        return std::string("(") + expr(l->a) + (l->op == LogicalOp::And ? " && " : " || ") + expr(l->b) + ")";
       }
       case NodeKind::Select: {
         const Select* s = e->as<Select>();
-        return "(" + expr(s->cond) + " ? " + expr(s->t) + " : " + expr(s->f) + ")";
+        return std::string("(") + expr(s->cond) + " ? " + expr(s->t) + " : " + expr(s->f) + ")";
       }
       case NodeKind::Call: return call(e->as<Call>());
       case NodeKind::Load: return load(e->as<Load>());
@@ -361,7 +361,7 @@ class CppEmitter {
     const ScalarType from = c->value->type;
     const std::string v = expr(c->value);
     if (c->type.kind == from.kind) return v;
-    if (c->type.is_bool()) return "(" + v + " != 0)";
+    if (c->type.is_bool()) return std::string("(") + v + " != 0)";
     if (from.is_float() && c->type.is_int()) {
       if (c->checked)
         return "plait::checked_float_to_int<" + ctype(c->type) + ">(" + v + ", ctx, " + loc_args(c->loc) + ")";
@@ -398,7 +398,7 @@ class CppEmitter {
       case BinaryOp::Mod: return b->zero_check ? helper("mod_checked") + checked_args : helper("mod") + ")";
       case BinaryOp::Pow:
         if (b->type.is_float()) return b->zero_check ? helper("pow_float_checked") + checked_args : helper("pow_float") + ")";
-        if (is_bool) return "(" + x + " || !" + y + ")";
+        if (is_bool) return std::string("(") + x + " || !" + y + ")";
         return helper("pow_int") + checked_args;
       case BinaryOp::BitAnd: return "static_cast<" + t + ">(" + x + " & " + y + ")";
       case BinaryOp::BitOr: return "static_cast<" + t + ">(" + x + " | " + y + ")";
@@ -696,8 +696,11 @@ class CppEmitter {
     };
     std::vector<Level> levels;
     for (const For* f : nest) {
-      Level lv{f, temp("begin"), temp("step"), temp("trip"), temp("k")};
+      Level lv{f, temp("begin"), "", "", ""};
       const std::string end = temp("end");
+      lv.step = temp("step");
+      lv.trip = temp("trip");
+      lv.k = temp("k");
       line("const int64_t " + lv.begin + " = " + expr(f->begin) + ";");
       line("const int64_t " + end + " = " + expr(f->end) + ";");
       line("const int64_t " + lv.step + " = " + expr(f->step) + ";");
