@@ -441,5 +441,56 @@ TEST(CodegenCpu, ScalarSemantics) {
   EXPECT_EQ(r[5].i64, -3);
 }
 
+// Serial control flow: k = 0; c = 0; while True: k += 1; if k % 2 == 0:
+// continue; if k > 9: break; c += k. Returns (k, c) = (11, 1+3+5+7+9).
+TEST(CodegenCpu, WhileBreakContinue) {
+  Var k = var("k", ScalarType::i64()), c = var("c", ScalarType::i64());
+  Stmt body = Block::make({
+      Assign::make(k, bin(BinaryOp::Add, vref(k), i64(1))),
+      If::make(Compare::make(CompareOp::EQ, bin(BinaryOp::Mod, vref(k), i64(2)), i64(0)), Block::make({Continue::make()})),
+      If::make(Compare::make(CompareOp::GT, vref(k), i64(9)), Block::make({Break::make()}),
+               Block::make({Assign::make(c, bin(BinaryOp::Add, vref(c), vref(k)))})),
+  });
+  Kernel kern = build(function("loops", {},
+                               {Declare::make(k), Declare::make(c), Assign::make(k, i64(0)), Assign::make(c, i64(0)),
+                                While::make(BoolImm::make(true), body), Return::make({{vref(k), nullptr}, {vref(c), nullptr}})},
+                               {ValueType::of(ScalarType::i64()), ValueType::of(ScalarType::i64())}));
+  plait_result r[2];
+  plait_context ctx;
+  ASSERT_EQ(kern.run({}, r, &ctx), PLAIT_OK);
+  EXPECT_EQ(r[0].i64, 11);
+  EXPECT_EQ(r[1].i64, 25);
+}
+
+// math.exp overflowing is an OverflowError; 0.0 ** -1.0 on Python floats a
+// ZeroDivisionError.
+TEST(CodegenCpu, MathRangeError) {
+  Var x = var("x", ScalarType::py_float(), true);
+  Expr e = Call::make(Intrinsic::Exp, {vref(x)}, ScalarType::py_float(), true, at(3));
+  Expr p = Binary::make(BinaryOp::Pow, vref(x), FloatImm::make(-1.0), ScalarType::py_float(), true, at(4));
+  Kernel k = build(function("mathrange", {{x, nullptr}}, {Return::make({{e, nullptr}, {p, nullptr}})},
+                            {ValueType::of(ScalarType::py_float()), ValueType::of(ScalarType::py_float())}));
+  plait_result r[2];
+  plait_context ctx;
+  double v = 2.0;
+  ASSERT_EQ(k.run({&v}, r, &ctx), PLAIT_OK);
+  EXPECT_DOUBLE_EQ(r[0].f64, std::exp(2.0));
+  EXPECT_DOUBLE_EQ(r[1].f64, 0.5);
+  v = 1000.0;
+  EXPECT_EQ(k.run({&v}, r, &ctx), PLAIT_OVERFLOW_ERROR);
+  EXPECT_STREQ(ctx.error_message, "math range error");
+  EXPECT_EQ(ctx.error_line, 3);
+  v = 0.0;
+  EXPECT_EQ(k.run({&v}, r, &ctx), PLAIT_ZERO_DIVISION_ERROR);
+  EXPECT_STREQ(ctx.error_message, "0.0 cannot be raised to a negative power");
+}
+
+// A parallel loop cannot be left early: the lowering must not produce one.
+TEST(CodegenCpu, ParallelLoopWithBreakIsAnInternalError) {
+  Var i = var("i", ScalarType::i64());
+  Stmt loop = For::make(i, i64(0), i64(10), i64(1), Block::make({Break::make()}), schedule(LoopKind::Parallel));
+  EXPECT_THROW(codegen::generate_cpp(function("bad", {}, {loop}), CompileOptions{}), InternalError);
+}
+
 }  // namespace
 }  // namespace plait

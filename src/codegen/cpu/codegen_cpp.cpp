@@ -174,6 +174,33 @@ class UsesVars : public IRVisitor {
   std::set<const VarInfo*> vars_;
 };
 
+// Whether a loop body leaves the loop early: a Return anywhere, or a Break
+// that is not inside a nested loop. OpenMP loops cannot do either.
+class LeavesLoop : public IRVisitor {
+ public:
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Break*) override {
+    if (depth_ == 0) found = true;
+  }
+  void visit(const Return*) override { found = true; }
+  void visit(const For* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const While* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
 // How an array lives in the generated code.
 struct ArrayLocal {
   std::string base;     // a_<name>: fields base_data, base_n<d>, base_s<d>
@@ -195,13 +222,20 @@ class CppEmitter {
     scopes_.emplace_back();
     emit_prologue();
     if (fn_.body) emit_contents(fn_.body);
-    line("return ctx->error_kind;");
+    if (!ends_with_return(fn_.body)) line("return ctx->error_kind;");
     scopes_.pop_back();
     out_ << "}\n";
     return out_.str();
   }
 
  private:
+  static bool ends_with_return(const Stmt& body) {
+    if (!body) return false;
+    const Block* b = body->as<Block>();
+    if (!b) return body->kind == NodeKind::Return;
+    return !b->stmts.empty() && b->stmts.back()->kind == NodeKind::Return;
+  }
+
   // ------------------------------------------------------------ naming
 
   std::string unique(const std::string& wanted) {
@@ -487,7 +521,8 @@ class CppEmitter {
     std::string cond;
     for (int d = 0; d < a->type.ndim; ++d) {
       const std::string n = temp("i");
-      *decls += "const int64_t " + n + " = " + index_value(indices[static_cast<size_t>(d)]) + "; ";
+      if (d) *decls += " ";
+      *decls += "const int64_t " + n + " = " + index_value(indices[static_cast<size_t>(d)]) + ";";
       names->push_back(n);
       cond += (d ? " && " : "") + std::string("plait::index_ok(ctx, ") + loc_args(loc) + ", " + n + ", " +
               std::to_string(d) + ", " + extent(a, d) + ")";
@@ -505,7 +540,7 @@ class CppEmitter {
     std::string decls;
     const std::string cond = bound_checks(l->array, l->indices, l->loc, &names, &decls);
     const std::string t = ctype(l->type);
-    return "[&]() -> " + t + " { " + decls + "if (!(" + cond + ")) return " + t + "(0); return " + data(l->array) + "[" +
+    return "[&]() -> " + t + " { " + decls + " if (!(" + cond + ")) return " + t + "(0); return " + data(l->array) + "[" +
            offset(l->array, names) + "]; }()";
   }
 
@@ -685,6 +720,13 @@ class CppEmitter {
 
   void emit_for(const For* loop) {
     const LoopSchedule& sc = loop->schedule;
+    if (sc.kind != LoopKind::Serial) {
+      LeavesLoop leaves;
+      leaves.visit(loop->body);
+      if (leaves.found)
+        PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(sc.kind)) + " loop over `" + loop->var->name +
+                             "` contains a break or return; the lowering must make it serial");
+    }
     const bool parallel = is_parallel(sc.kind);
     const std::vector<const For*> nest = parallel ? collapse_nest(loop) : std::vector<const For*>{loop};
 
@@ -736,13 +778,13 @@ class CppEmitter {
         scopes_.back().insert(v.get());
       }
     }
-    if (parallel) ++parallel_depth_;
+    if (sc.kind != LoopKind::Serial) ++omp_depth_;
     if (const Block* b = innermost->body->as<Block>()) {
       for (const Stmt& st : b->stmts) emit(st);
     } else {
       emit(innermost->body);
     }
-    if (parallel) --parallel_depth_;
+    if (sc.kind != LoopKind::Serial) --omp_depth_;
     scopes_.pop_back();
     --indent_;
     line("}");
@@ -861,9 +903,10 @@ class CppEmitter {
     line("plait::allocation<" + t + "> " + result + " = plait::allocate_array<" + t + ">(ctx, " + loc_args(al->loc) +
          ", " + std::to_string(a->type.ndim) + ", " + shape + ", " + (a->type.layout == Layout::F ? "true" : "false") +
          ", plait::fill_kind::" + fill + ", " + value + ");");
-    // Outside parallel regions a failed allocation ends the call at once;
-    // inside one the array is left empty and the error is reported at the end.
-    if (parallel_depth_ == 0) line("if (!" + result + ".ok) return ctx->error_kind;");
+    // Outside OpenMP loops a failed allocation ends the call at once; inside
+    // one (which cannot be left early) the array stays empty and the error is
+    // reported when the call ends.
+    if (omp_depth_ == 0) line("if (!" + result + ".ok) return ctx->error_kind;");
     line(data(a) + " = " + result + ".data;");
     for (int d = 0; d < a->type.ndim; ++d) {
       line(extent(a, d) + " = " + result + ".shape[" + std::to_string(d) + "];");
@@ -892,7 +935,7 @@ class CppEmitter {
   std::ostringstream out_;
   int indent_ = 0;
   int temp_counter_ = 0;
-  int parallel_depth_ = 0;
+  int omp_depth_ = 0;  // enclosing parallel/simd loops
   std::unordered_map<const VarInfo*, std::string> var_names_;
   std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
   std::unordered_set<std::string> used_names_;
