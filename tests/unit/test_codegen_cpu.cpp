@@ -128,20 +128,21 @@ TEST(CodegenCpu, VectorAdd) {
   EXPECT_DOUBLE_EQ(z[n - 1], 1.5 * static_cast<double>(n - 1));
 }
 
-// s = 0; parallel for i in range(n): s += a[i]; return s, i (i keeps its last value).
+// s = 0; parallel simd for i in range(n): s += a[i]; return s, i (i keeps its last value).
 TEST(CodegenCpu, ParallelReductionAndLoopVariable) {
   ArrayVar a = arr("a", ScalarKind::Float64, 1, Layout::C);
   Var n = var("n", ScalarType::py_int(), true), s = var("s", ScalarType::f64()), i = var("i", ScalarType::i64());
   Stmt loop = For::make(i, i64(0), vref(n), i64(1),
                         Block::make({Assign::make(s, bin(BinaryOp::Add, vref(s), Load::make(a, {vref(i)})))}),
-                        schedule(LoopKind::Parallel, {{s, ReduceOp::Add}}));
+                        schedule(LoopKind::ParallelVectorized, {{s, ReduceOp::Add}}));
   Kernel k = build(function("psum", {{nullptr, a}, {n, nullptr}},
                             {Declare::make(s), Assign::make(s, FloatImm::make(0.0, ScalarType::f64())),
                              Declare::make(i), Assign::make(i, i64(-1)), loop,
                              Return::make({{vref(s), nullptr}, {vref(i), nullptr}})},
                             {ValueType::of(ScalarType::f64()), ValueType::of(ScalarType::i64())}));
   EXPECT_NE(k.source.find("reduction(+: v_s)"), std::string::npos);
-  EXPECT_NE(k.source.find(" if("), std::string::npos);
+  EXPECT_NE(k.source.find("#pragma omp parallel for simd schedule(static)"), std::string::npos);
+  EXPECT_NE(k.source.find(" if(parallel: "), std::string::npos);
 
   std::vector<double> x(1 << 20);
   std::iota(x.begin(), x.end(), 0.0);

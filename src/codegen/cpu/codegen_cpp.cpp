@@ -812,13 +812,15 @@ class CppEmitter {
       // Run in parallel only when there is enough work: trip count times the
       // body's IR node count must reach kParallelWorkThreshold, except that a
       // body holding a loop is assumed heavy and goes parallel at 2 trips.
+      // The `parallel:` modifier keeps a combined `parallel for simd`
+      // vectorised when the team is not started.
       CostCounter cost;
       cost.visit(innermost->body);
       if (cost.has_loop) {
-        p += " if(" + work + " >= 2)";
+        p += " if(parallel: " + work + " >= 2)";
       } else {
         const int64_t nodes = cost.nodes > 0 ? cost.nodes : 1;
-        p += " if(" + work + " >= " + std::to_string((kParallelWorkThreshold + nodes - 1) / nodes) + ".0)";
+        p += " if(parallel: " + work + " >= " + std::to_string((kParallelWorkThreshold + nodes - 1) / nodes) + ".0)";
       }
       // Arrays (re)bound inside the body but declared outside it belong to
       // one iteration.
