@@ -52,6 +52,24 @@ def matrix_sum(m):
     return total
 
 
+def transpose_copy(m):
+    out = np.empty((m.shape[1], m.shape[0]), dtype=m.dtype)
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            out[j, i] = m[i, j]
+    return out
+
+
+def sum_4d(a):
+    total = 0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            for k in range(a.shape[2]):
+                for l in range(a.shape[3]):
+                    total += a[i, j, k, l]
+    return total
+
+
 def add_one(v):
     return v + 1
 
@@ -348,6 +366,25 @@ def test_two_dimensional_layouts(numeric_dtype, layout_2d, make_array, assert_sa
     kernel = fresh(matrix_sum)
     m = make_array(numeric_dtype, (5, 3), layout_2d)
     assert_same(kernel(m), matrix_sum(m), rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 4), (4, 1), (0, 3), (3, 0), (1, 1), (6, 5)])
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "transposed"])
+def test_degenerate_matrix_shapes(shape, layout, make_array, assert_same):
+    m = make_array(np.float64, shape, layout)
+    assert_same(fresh(transpose_copy)(m), transpose_copy(m))
+    if m.size:
+        assert_same(fresh(matrix_sum)(m), matrix_sum(m), rtol=1e-12)
+    else:
+        # Python's `total` stays the float 0.0 when no loop iteration runs;
+        # the kernel's has its static type, float64, either way.
+        assert fresh(matrix_sum)(m) == 0.0
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "reversed", "transposed"])
+def test_four_dimensional_arrays(layout, make_array, assert_same):
+    a = make_array(np.int64, (2, 3, 1, 4), layout)
+    assert_same(fresh(sum_4d)(a), sum_4d(a))
 
 
 def test_parallel_loop_over_module_functions(rng):
