@@ -181,8 +181,11 @@ class Parser {
       return;
     }
     while (!at_end() && peek().kind != TokenKind::Newline) advance();
+    // Only a compound statement's header, which ends with ':', opens a block.
+    const bool opens_block = pos_ > 0 && tokens_[pos_ - 1].is_op(":");
     if (peek().kind == TokenKind::Newline) advance();
     if (peek().kind == TokenKind::Indent) {
+      if (!opens_block) syntax_error("unexpected indent", peek().loc);
       int depth = 0;
       do {
         if (peek().kind == TokenKind::Indent) ++depth;
@@ -585,10 +588,8 @@ class Parser {
     return parse_list_of([this] { return parse_star_target(); }, &Parser::starts_expression);
   }
 
-  ExprPtr parse_star_target() {
-    if (peek().is_op("*")) parse_star_expr();
-    return parse_bitor();
-  }
+  // A starred target (`for *a, b in t`) is reported by parse_star_expr.
+  ExprPtr parse_star_target() { return peek().is_op("*") ? parse_star_expr() : parse_bitor(); }
 
   ExprPtr parse_star_expr() {
     if (peek().is_op("*")) {
