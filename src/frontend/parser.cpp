@@ -142,6 +142,7 @@ class Parser {
   [[noreturn]] void fail(ErrorKind kind, const std::string& message, SourceLoc loc) const {
     throw CompileError(kind, message, file_, loc);
   }
+  [[noreturn]] void report(const DeferredError& error) const { fail(error.kind, error.message, error.loc); }
   [[noreturn]] void syntax_error(const std::string& message, SourceLoc loc) const {
     fail(ErrorKind::Syntax, message, loc);
   }
@@ -838,6 +839,7 @@ class Parser {
 
   ExprPtr parse_atom() {
     const Token& token = peek();
+    if (token.deferred_error) report(*token.deferred_error);
     switch (token.kind) {
       case TokenKind::Name:
         advance();
@@ -872,6 +874,7 @@ class Parser {
     std::string value;
     while (peek().kind == TokenKind::String) {
       const Token& literal = advance();
+      if (literal.deferred_error) report(*literal.deferred_error);
       if (literal.string_prefix.find('f') != std::string::npos) unsupported("f-strings are", literal.loc);
       if (literal.string_prefix.find('b') != std::string::npos) unsupported("bytes literals are", literal.loc);
       value += literal.text;
@@ -1010,9 +1013,10 @@ class Parser {
       signed_literal = true;
     }
     const Token& literal = advance();
-    if (literal.kind == TokenKind::Int) {
+    const bool usable = !literal.deferred_error;
+    if (usable && literal.kind == TokenKind::Int) {
       value = negate ? -literal.int_value : literal.int_value;
-    } else if (literal.kind == TokenKind::Float) {
+    } else if (usable && literal.kind == TokenKind::Float) {
       value = negate ? -literal.float_value : literal.float_value;
     } else if (!signed_literal && (literal.is_keyword("True") || literal.is_keyword("False"))) {
       value = literal.text == "True";

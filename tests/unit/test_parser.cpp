@@ -465,6 +465,24 @@ TEST(Parser, MultiLineExpressionSpans) {
   EXPECT_EQ(loc_text(f.body[0]->as<ast::Assign>()->value->loc), "2:8-3:12");
 }
 
+TEST(Parser, LiteralsKernelsCannotUse) {
+  const CompileError error = function_error("def f():\n    return 9223372036854775808\n", 3);
+  EXPECT_EQ(error.kind(), ErrorKind::Syntax);
+  EXPECT_EQ(error.message(), "integer literal is too large for a 64-bit integer");
+  EXPECT_EQ(loc_text(error.loc()), "4:11-4:30");
+  EXPECT_EQ(expr("-9223372036854775807"), "(neg 9223372036854775807)");
+  const CompileError complex_error = body_error("x = 1 + 2j");
+  EXPECT_EQ(complex_error.kind(), ErrorKind::Unsupported);
+  EXPECT_EQ(complex_error.message(), "complex literals are not supported in Plait kernels");
+  EXPECT_EQ(loc_text(complex_error.loc()), "2:12-2:14");
+  const CompileError escape_error = body_error("x = 'a' 'b\\N{DASH}'");
+  EXPECT_EQ(escape_error.kind(), ErrorKind::Unsupported);
+  EXPECT_EQ(loc_text(escape_error.loc()), "2:14-2:22");
+  // Outside the kernel they do not matter.
+  EXPECT_EQ(parse_function(source("MASK = 0xFFFFFFFFFFFFFFFF\nI = 1j\nS = '\\N{DASH}'\ndef f():\n    pass\n"), "f").name,
+            "f");
+}
+
 TEST(Parser, StringPrefixes) {
   EXPECT_EQ(expr("r'\\d' 'x'"), "'\\dx'");
   CompileError error = body_error("x = f'{a}'");
@@ -819,6 +837,8 @@ TEST(Parser, ScanModuleNames) {
       "EXPR = 1 + 2\n"
       "NEG_BOOL = -True\n"
       "S = 'text'\n"
+      "BIG = 0xFFFFFFFFFFFFFFFF\n"
+      "IMAG = 2j\n"
       "def N2():\n"
       "    Z = 5\n"
       "if True:\n"
