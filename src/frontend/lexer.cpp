@@ -207,7 +207,10 @@ class Lexer {
   }
 
   void finish() {
-    const size_t last = lines_.size() - 1;
+    // The end of input sits just after the last line with text, so that
+    // errors there show that line.
+    size_t last = lines_.size() - 1;
+    while (last > 0 && lines_[last].find_first_not_of(" \t\f") == std::string::npos) --last;
     const SourceLoc end = loc(last, lines_[last].size(), last, lines_[last].size() + 1);
     const int base = indents_.empty() ? 0 : indents_.front().width;
     emit_pragmas(true, base);

@@ -110,7 +110,7 @@ class Parser {
         scan_import(names);
       } else if (first.is_keyword("from")) {
         scan_from_import(names);
-      } else if (first.kind == TokenKind::Name && peek(1).is_op("=")) {
+      } else if (first.kind == TokenKind::Name && (peek(1).is_op("=") || peek(1).is_op(":"))) {
         scan_assignment(names);
       } else if ((first.is_keyword("def") || first.is_keyword("class")) && peek(1).kind == TokenKind::Name) {
         names.imports.erase(peek(1).text);
@@ -231,6 +231,7 @@ class Parser {
     std::set<std::string> seen;
     while (!peek().is_op(")")) {
       const Token& param = peek();
+      if (param.is_op("*") && peek(1).is_op(",")) unsupported("keyword-only parameters ('*') are", param.loc);
       if (param.is_op("*") || param.is_op("**")) unsupported("'*args' and '**kwargs' parameters are", param.loc);
       if (param.is_op("/")) unsupported("positional-only parameter markers ('/') are", param.loc);
       if (param.kind != TokenKind::Name) unexpected(param);
@@ -998,9 +999,17 @@ class Parser {
     }
   }
 
-  // `A = B = <literal>` records constants; any other value unbinds the names.
+  // `A = B = <literal>` or `A: T = <literal>` records constants; any other
+  // value unbinds the names. A bare annotation `A: T` binds nothing.
   void scan_assignment(ModuleNames& names) {
     std::vector<std::string> targets;
+    if (peek(1).is_op(":")) {
+      targets.push_back(advance().text);
+      advance();
+      skip_annotation({"="});
+      if (!peek().is_op("=")) return;
+      advance();
+    }
     while (peek().kind == TokenKind::Name && peek(1).is_op("=")) {
       targets.push_back(advance().text);
       advance();

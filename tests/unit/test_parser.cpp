@@ -244,6 +244,10 @@ TEST(Parser, ParameterErrors) {
   EXPECT_EQ(error.kind(), ErrorKind::Unsupported);
   EXPECT_EQ(error.message(), "'*args' and '**kwargs' parameters are not supported in Plait kernels");
   EXPECT_EQ(function_error("def f(**kw):\n    pass\n").kind(), ErrorKind::Unsupported);
+  EXPECT_EQ(function_error("def f(a, *, b):\n    pass\n").message(),
+            "keyword-only parameters ('*') are not supported in Plait kernels");
+  EXPECT_EQ(function_error("def f(a, /, b):\n    pass\n").message(),
+            "positional-only parameter markers ('/') are not supported in Plait kernels");
 }
 
 TEST(Parser, DocstringIsDropped) {
@@ -584,6 +588,16 @@ TEST(Parser, UnexpectedIndent) {
   EXPECT_EQ(loc_text(error.loc()), "3:8-3:9");
 }
 
+TEST(Parser, ErrorsAtTheEndOfInputShowTheLastLine) {
+  const CompileError error = function_error("def f(x):\n    if x:\n\n   \n");
+  EXPECT_EQ(error.message(), "expected an indented block after 'if' statement on line 2");
+  EXPECT_EQ(std::string(error.what()),
+            "File \"k.py\", line 2, col 10\n"
+            "    if x:\n"
+            "         ^\n"
+            "SyntaxError: expected an indented block after 'if' statement on line 2");
+}
+
 TEST(Parser, ExpectedIndentedBlock) {
   const CompileError error = function_error("def f(x):\n    for i in r:\n    pass\n");
   EXPECT_EQ(error.message(), "expected an indented block after 'for' statement on line 2");
@@ -830,6 +844,8 @@ TEST(Parser, ScanModuleNames) {
       "ALPHA = 0.5\n"
       "BETA = -1e-3\n"
       "FLAG = True\n"
+      "TYPED: Final[int] = 12\n"
+      "DECLARED: int\n"
       "OFF = False\n"
       "A = B = 7  # chained\n"
       "GONE = 1\n"
@@ -850,7 +866,7 @@ TEST(Parser, ScanModuleNames) {
   EXPECT_EQ(names.imports, imports);
   const std::map<std::string, ast::Constant::Value> constants = {
       {"N", int64_t{10}}, {"M", int64_t{-3}}, {"ALPHA", 0.5}, {"BETA", -1e-3}, {"FLAG", true},
-      {"OFF", false},     {"A", int64_t{7}},  {"B", int64_t{7}},
+      {"OFF", false},     {"A", int64_t{7}},  {"B", int64_t{7}}, {"TYPED", int64_t{12}},
   };
   EXPECT_EQ(names.constants, constants);
 }
