@@ -306,20 +306,25 @@ class Lexer {
   }
 
   void emit_int(const std::string& digits, int base, size_t start) {
-    int64_t value = 0;
-    bool too_large = false;  // Python's ints are unbounded: only kernels reject this literal
-    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    uint64_t value = 0;
+    bool overflow = false;
     for (char c : digits) {
-      const int d = digit_value(c);
-      if (value > (kMax - d) / base) {
-        too_large = true;
-        value = 0;
+      const auto d = static_cast<uint64_t>(digit_value(c));
+      if (value > (std::numeric_limits<uint64_t>::max() - d) / static_cast<uint64_t>(base)) {
+        overflow = true;
         break;
       }
-      value = value * base + d;
+      value = value * static_cast<uint64_t>(base) + d;
     }
+    constexpr uint64_t kMinMagnitude = uint64_t{1} << 63;
+    // Python's ints are unbounded: only kernels reject a literal beyond int64.
+    const bool too_large = overflow || value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
     Token& token = emit(TokenKind::Int, lines_[li_].substr(start, ci_ - start), loc_here(start, ci_));
-    token.int_value = value;
+    if (!overflow && value == kMinMagnitude) {
+      token.int_value = std::numeric_limits<int64_t>::min();
+    } else if (!too_large) {
+      token.int_value = static_cast<int64_t>(value);
+    }
     if (too_large) {
       token.deferred_error =
           DeferredError{ErrorKind::Syntax, "integer literal is too large for a 64-bit integer", token.loc};

@@ -47,6 +47,8 @@ struct Token {
   // ("pragma parallel for").
   std::string text;
   SourceLoc loc;  // Pragma: the span of `text`, which starts after the '#'
+  // Int: the value. The literal 2**63, too large by itself, holds INT64_MIN
+  // so that the parser can accept `-9223372036854775808`.
   int64_t int_value = 0;
   double float_value = 0.0;
   // String: the prefix letters, lower-cased, in source order ("", "r", "f",

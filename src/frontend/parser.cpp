@@ -3,6 +3,7 @@
 #include "frontend/parser.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 #include <utility>
@@ -726,8 +727,18 @@ class Parser {
     if (!op) return parse_power();
     const size_t start = pos_;
     advance();
+    if (*op == ast::UnaryOpKind::USub && is_int64_min_magnitude(peek()) && !peek(1).is_op("**")) {
+      advance();
+      return std::make_unique<ast::Constant>(since(start), std::numeric_limits<int64_t>::min());
+    }
     ExprPtr operand = parse_factor();
     return std::make_unique<ast::UnaryOp>(since(start), *op, std::move(operand));
+  }
+
+  // The literal 2**63, which fits in int64 only when negated.
+  static bool is_int64_min_magnitude(const Token& token) {
+    return token.kind == TokenKind::Int && token.deferred_error &&
+           token.int_value == std::numeric_limits<int64_t>::min();
   }
 
   // `**` binds tighter than a unary operator on its left and looser than one
@@ -1022,9 +1033,11 @@ class Parser {
       signed_literal = true;
     }
     const Token& literal = advance();
-    const bool usable = !literal.deferred_error;
+    const bool usable = !literal.deferred_error || (negate && is_int64_min_magnitude(literal));
     if (usable && literal.kind == TokenKind::Int) {
-      value = negate ? -literal.int_value : literal.int_value;
+      // Negating INT64_MIN's magnitude, held as INT64_MIN, leaves it as is.
+      value = negate && literal.int_value != std::numeric_limits<int64_t>::min() ? -literal.int_value
+                                                                               : literal.int_value;
     } else if (usable && literal.kind == TokenKind::Float) {
       value = negate ? -literal.float_value : literal.float_value;
     } else if (!signed_literal && (literal.is_keyword("True") || literal.is_keyword("False"))) {

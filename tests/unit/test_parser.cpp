@@ -3,6 +3,7 @@
 // modules, and the module-level name scan.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -475,6 +476,11 @@ TEST(Parser, LiteralsKernelsCannotUse) {
   EXPECT_EQ(error.message(), "integer literal is too large for a 64-bit integer");
   EXPECT_EQ(loc_text(error.loc()), "4:11-4:30");
   EXPECT_EQ(expr("-9223372036854775807"), "(neg 9223372036854775807)");
+  EXPECT_EQ(expr("-9223372036854775808"), "-9223372036854775808");
+  EXPECT_EQ(expr("-0x8000_0000_0000_0000"), "-9223372036854775808");
+  EXPECT_EQ(body_error("x = 9223372036854775808").message(), "integer literal is too large for a 64-bit integer");
+  EXPECT_EQ(body_error("x = -9223372036854775808**1").message(), "integer literal is too large for a 64-bit integer");
+  EXPECT_EQ(body_error("x = -9223372036854775809").message(), "integer literal is too large for a 64-bit integer");
   const CompileError complex_error = body_error("x = 1 + 2j");
   EXPECT_EQ(complex_error.kind(), ErrorKind::Unsupported);
   EXPECT_EQ(complex_error.message(), "complex literals are not supported in Plait kernels");
@@ -855,6 +861,7 @@ TEST(Parser, ScanModuleNames) {
       "S = 'text'\n"
       "BIG = 0xFFFFFFFFFFFFFFFF\n"
       "IMAG = 2j\n"
+      "LOWEST = -9223372036854775808\n"
       "def N2():\n"
       "    Z = 5\n"
       "if True:\n"
@@ -867,6 +874,7 @@ TEST(Parser, ScanModuleNames) {
   const std::map<std::string, ast::Constant::Value> constants = {
       {"N", int64_t{10}}, {"M", int64_t{-3}}, {"ALPHA", 0.5}, {"BETA", -1e-3}, {"FLAG", true},
       {"OFF", false},     {"A", int64_t{7}},  {"B", int64_t{7}}, {"TYPED", int64_t{12}},
+      {"LOWEST", std::numeric_limits<int64_t>::min()},
   };
   EXPECT_EQ(names.constants, constants);
 }
