@@ -161,13 +161,7 @@ class Parser {
   }
 
   const Token& expect_op(std::string_view op, const std::string& message = "") {
-    if (!peek().is_op(op)) {
-      const Token& found = peek();
-      if (message.empty() && found.kind == TokenKind::Op && found.text == "=" && op == ":") {
-        syntax_error("expected ':'", found.loc);
-      }
-      syntax_error(message.empty() ? "expected '" + std::string(op) + "'" : message, found.loc);
-    }
+    if (!peek().is_op(op)) syntax_error(message.empty() ? "expected '" + std::string(op) + "'" : message, peek().loc);
     return advance();
   }
 
