@@ -3,8 +3,6 @@ plait.prange, nested (collapsed) and non-perfectly nested parallel loops,
 `parallel for simd`, `simd`, `simd(8)`, `num_threads(2)`, `private(...)`
 and `sequential for`."""
 
-import math
-
 import numpy as np
 import pytest
 
