@@ -191,3 +191,38 @@ def test_histogram_atomic_strided_output(layout):
     values = make(rng, np.int64, 500, low=0, high=10**6)
     hist = with_layout(np.zeros(13, dtype=np.int64), layout)
     check(histogram, values, 13, hist)
+
+
+@plait.jit
+def scale_3d(a, out):
+    #pragma parallel for
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            for k in range(a.shape[2]):
+                out[i, j, k] = a[i, j, k] * 2 - k
+
+
+@pytest.mark.parametrize("shape", [(0, 2, 3), (1, 1, 1), (3, 4, 5), (6, 1, 7)], ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS_2D)
+def test_elementwise_3d_layouts(shape, layout):
+    rng = rng_for("scale_3d", shape, layout)
+    a = make(rng, np.float64, shape, layout)
+    check(scale_3d, a, poisoned(shape, np.float64, layout))
+
+
+@plait.jit
+def weighted_sum_4d(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            for k in range(a.shape[2]):
+                for m in range(a.shape[3]):
+                    s += a[i, j, k, m] * (i + 2 * j + 3 * k + 4 * m)
+    return s
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 1), (2, 3, 4, 5), (3, 1, 2, 7)], ids=str)
+@pytest.mark.parametrize("layout", ("C", "F", "reversed"))
+def test_4d_arrays(shape, layout):
+    rng = rng_for("weighted_sum_4d", shape, layout)
+    check(weighted_sum_4d, make(rng, np.int32, shape, layout))

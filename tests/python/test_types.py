@@ -55,10 +55,11 @@ def int_accumulator(x):
     return acc
 
 
-@pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 def test_accumulator_takes_the_element_type(dtype):
     # acc = 0.0; acc += float32 element -> numpy.float32, as in NumPy 2;
-    # acc = 0.0; acc += int32 element -> numpy.float64.
+    # acc = 0.0; acc += int32 element -> numpy.float64; acc = 0; acc += bool
+    # element -> numpy.int64.
     x = make(rng_for("accumulator", dtype_id(dtype)), dtype, 25, low=0, high=10)
     check(float_accumulator, x, rtol=1e-6 if dtype == np.float32 else None)
     check(int_accumulator, x, rtol=1e-6 if dtype == np.float32 else None)
