@@ -48,6 +48,22 @@ def test_allocate_2d(m, n):
 
 
 @plait.jit
+def allocate_with_order_and_dtype_string(m, n):
+    a = np.zeros((m, n), dtype="float32", order="F")
+    b = np.empty((m, n), order="C", dtype="int64")
+    for j in range(n):
+        for i in range(m):
+            a[i, j] = i * n + j
+            b[i, j] = i - j
+    return a, b
+
+
+def test_allocate_order_and_dtype_string():
+    a, b = check(allocate_with_order_and_dtype_string, 3, 4)
+    assert a.flags.f_contiguous and b.flags.c_contiguous
+
+
+@plait.jit
 def allocate_3d(x):
     out = np.zeros((x.shape[0], 2, 3), dtype=x.dtype)
     for i in range(x.shape[0]):

@@ -348,7 +348,8 @@ def test_round_half_to_even(dtype):
 def math_functions(x):
     return (math.sqrt(x), math.exp(x), math.log(x), math.log2(x), math.log10(x), math.sin(x), math.cos(x),
             math.tan(x), math.tanh(x), math.asin(x / 4), math.acos(x / 4), math.atan(x), math.atan2(x, -1.5),
-            math.sinh(x), math.cosh(x), math.floor(x), math.ceil(x), math.fabs(-x), math.isnan(x), math.isinf(x))
+            math.sinh(x), math.cosh(x), math.floor(x), math.ceil(x), math.fabs(-x), math.isnan(x), math.isinf(x),
+            math.trunc(-x), math.pow(x, 1.5), math.isfinite(x))
 
 
 @pytest.mark.parametrize("x", [0.25, 1.0, 2.5, 3.9])
@@ -403,6 +404,11 @@ def numpy_functions(x, out):
         out[i, 22] = np.isnan(v)
         out[i, 23] = np.isinf(v)
         out[i, 24] = np.abs(-v)
+        out[i, 25] = np.trunc(-v * 3)
+        out[i, 26] = np.rint(v * 2)
+        out[i, 27] = np.round(v * 2)
+        out[i, 28] = np.absolute(-v)
+        out[i, 29] = np.isfinite(v)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
@@ -411,7 +417,7 @@ def test_numpy_functions(dtype):
     # NumPy's own SIMD implementations of some functions differ from the C
     # library's by a few units in the last place.
     rtol = {np.float32: 1e-6, np.float64: 4e-15}[dtype]
-    check(numpy_functions, x, poisoned((40, 25), dtype), rtol=rtol, atol=1e-30)
+    check(numpy_functions, x, poisoned((40, 30), dtype), rtol=rtol, atol=1e-30)
 
 
 @plait.jit
@@ -446,7 +452,8 @@ def test_numpy_functions_on_ints(dtype):
 
 @plait.jit
 def constants(x):
-    return float('inf'), -float('inf'), np.inf, np.pi, math.pi, x < np.inf, x > -math.inf
+    return (float('inf'), -float('inf'), np.inf, np.pi, math.pi, x < np.inf, x > -math.inf, np.e, math.e, math.inf,
+            math.tau, math.isnan(float('nan')), np.isnan(np.nan))
 
 
 def test_constants():

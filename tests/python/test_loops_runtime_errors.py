@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import plait
-from oracle import check
+from oracle import check, poisoned
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -236,3 +236,30 @@ def test_kernel_usable_after_runtime_error():
     with pytest.raises(ZeroDivisionError):
         int_mod(1, 0)
     check(int_mod, -9, 4)
+
+
+@plait.jit
+def numpy_int_division(x, d, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] // d[i] + x[i] % d[i]
+
+
+def test_numpy_int_division_by_zero_gives_zero():
+    # With a NumPy operand, integer division by zero is 0 (NumPy warns,
+    # no exception), as the language documents.
+    x = np.array([7, -7, 0, 5], dtype=np.int64)
+    d = np.array([0, 0, 0, 2], dtype=np.int64)
+    check(numpy_int_division, x, d, poisoned(4, np.int64))
+
+
+@plait.jit
+def to_int(x):
+    return int(x[0])
+
+
+def test_int_of_nan_and_inf():
+    check(to_int, np.array([2.5]))
+    with pytest.raises(ValueError):
+        to_int(np.array([np.nan]))
+    with pytest.raises(OverflowError):
+        to_int(np.array([np.inf]))

@@ -225,3 +225,32 @@ def test_function_result_types(dtype):
     # NumPy type of its argument; np.sqrt of a Python int is numpy.float64.
     x = make(rng_for("fn_types", dtype_id(dtype)), dtype, 1, low=1, high=50)
     check(math_returns_python_float, x, 9)
+
+
+@plait.jit
+def numpy_scalar_conversions(x, f, n):
+    a = np.float32(f)
+    b = np.int32(n)
+    c = np.float64(x[0])
+    d = np.int64(f)
+    e = np.bool_(n)
+    return a, b, c, d, e, a * 2.0, b + 1, b + x[0]
+
+
+@pytest.mark.parametrize("dtype", (np.int32, np.float32), ids=dtype_id)
+def test_numpy_scalar_conversions(dtype):
+    x = make(rng_for("np_conversions", dtype_id(dtype)), dtype, 2, low=-9, high=9)
+    for f, n in [(2.75, 3), (-1.5, 0)]:
+        check(numpy_scalar_conversions, x, f, n)
+
+
+@plait.jit
+def numpy_scalar_arguments(a, b):
+    return a * 2.5, a + b, b * 3, a / 2
+
+
+@pytest.mark.parametrize("a, b", [(np.float32(1.5), np.int32(7)), (np.int64(-4), np.float64(0.25)),
+                                  (np.float32(-2.0), np.float32(3.0)), (np.int32(5), 2), (2.5, np.int32(3))],
+                         ids=str)
+def test_numpy_scalar_arguments_are_strong(a, b):
+    check(numpy_scalar_arguments, a, b)
