@@ -290,8 +290,9 @@ def pragma_unknown_reduction_operator(x):
 
 def pragma_line(kernel, fragment):
     """The caret positions a pragma error may fairly have: the '#' of the
-    pragma or the offending word in it."""
-    return [(fragment, "#pragma")] + [(fragment, word) for word in fragment.split()[1:]]
+    pragma, the word 'pragma' after it (the span of the pragma's text) or
+    the offending word in it."""
+    return [(fragment, "#pragma"), (fragment, "pragma")] + [(fragment, word) for word in fragment.split()[1:]]
 
 
 @pytest.mark.parametrize("kernel, fragment, message", [
@@ -319,7 +320,8 @@ def test_pragma_errors(kernel, fragment, message):
 
 def test_pragma_on_a_code_line():
     expect_compile_error(pragma_after_code, (np.zeros(4),), PragmaError,
-                         [("for i in range(x.shape[0]):  #pragma", "#pragma")], "pragma")
+                         [("for i in range(x.shape[0]):  #pragma", "#pragma"),
+                          ("for i in range(x.shape[0]):  #pragma", "pragma parallel")], "pragma")
 
 
 # ------------------------------------------------------------------ races
@@ -396,8 +398,8 @@ def break_in_prange(x):
 
 
 def test_break_inside_parallel_loop():
-    expect_compile_error(break_in_parallel, (np.ones(4),), CompileError, [("break", "break")], "break")
-    expect_compile_error(break_in_prange, (np.ones(4),), CompileError, [("break", "break")], "break")
+    expect_compile_error(break_in_parallel, (np.ones(4),), CompileError, [("    break", "break")], "break")
+    expect_compile_error(break_in_prange, (np.ones(4),), CompileError, [("    break", "break")], "break")
 
 
 def test_return_inside_parallel_loop():
@@ -436,13 +438,14 @@ def reduction_clause_unknown_variable(x):
 def test_reduction_clause_does_not_match():
     pragma = "#pragma parallel for reduction(+:s)"
     expect_compile_error(reduction_clause_mismatch, (np.ones(4),), CompileError,
-                         [(pragma, "#pragma"), (pragma, "reduction"), ("s = max(s, x[i])", "s = max")], "max")
+                         [(pragma, "#pragma"), (pragma, "pragma"), (pragma, "reduction"),
+                          ("s = max(s, x[i])", "s = max")], "max")
     pragma = "#pragma parallel for reduction(+:s, t)"
     expect_compile_error(reduction_clause_not_updated, (np.ones(4),), CompileError,
-                         [(pragma, "#pragma"), (pragma, "reduction"), ("t = x[i]", "t = x")], "'t'")
+                         [(pragma, "#pragma"), (pragma, "pragma"), (pragma, "reduction"), ("t = x[i]", "t = x")], "'t'")
     pragma = "#pragma parallel for reduction(+:q)"
     expect_compile_error(reduction_clause_unknown_variable, (np.ones(4),), CompileError,
-                         [(pragma, "#pragma"), (pragma, "reduction"), (pragma, "q)")], "'q'")
+                         [(pragma, "#pragma"), (pragma, "pragma"), (pragma, "reduction"), (pragma, "q)")], "'q'")
 
 
 # ------------------------------------------------------------------ types
