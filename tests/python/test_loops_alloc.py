@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import plait
-from oracle import DTYPES, LAYOUTS_2D, check, dtype_id, make, poisoned, rng_for
+from oracle import check, dtype_id, make, poisoned, rng_for
 
 
 @plait.jit
@@ -91,12 +91,12 @@ def allocate_like(x):
     return a, b, c, d, e
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dtype", (np.bool_, np.int32), ids=dtype_id)
 def test_allocate_like_dtypes(dtype):
     check(allocate_like, make(rng_for("allocate_like", dtype_id(dtype)), dtype, (3, 4)))
 
 
-@pytest.mark.parametrize("layout", LAYOUTS_2D)
+@pytest.mark.parametrize("layout", ("C", "F", "strided"))
 def test_allocate_like_layouts(layout):
     x = make(rng_for("allocate_like_layout", layout), np.float64, (5, 3), layout)
     check(allocate_like, x)

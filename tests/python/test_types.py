@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import plait
-from oracle import (DTYPES, FLOAT_DTYPES, INT_DTYPES, NUMERIC_DTYPES, check, dtype_id, make, poisoned, rng_for)
+from oracle import (DTYPES, NUMERIC_DTYPES, check, dtype_id, make, poisoned, rng_for)
 
 
 @plait.jit
@@ -28,9 +28,8 @@ def mixed_elements(x, y):
     return x[0] + y[0], x[0] * y[0], x[0] - y[0], x[0] / y[0], x[0] // y[0], max(x[0] + y[0], x[0] * y[0])
 
 
-@pytest.mark.parametrize("xd, yd", [(np.int32, np.int64), (np.int32, np.float32), (np.int32, np.float64),
-                                    (np.int64, np.float32), (np.float32, np.float64), (np.int32, np.int32),
-                                    (np.float32, np.float32), (np.bool_, np.int32), (np.bool_, np.float32)],
+@pytest.mark.parametrize("xd, yd", [(np.int32, np.int64), (np.int32, np.float32), (np.int64, np.float32),
+                                    (np.float32, np.float64), (np.bool_, np.int32)],
                          ids=lambda d: dtype_id(d))
 def test_strong_promotion(xd, yd):
     rng = rng_for("mixed", dtype_id(xd), dtype_id(yd))
@@ -40,19 +39,13 @@ def test_strong_promotion(xd, yd):
 
 
 @plait.jit
-def float_accumulator(x):
+def accumulators(x):
     acc = 0.0
+    count = 0
     for i in range(x.shape[0]):
         acc += x[i]
-    return acc
-
-
-@plait.jit
-def int_accumulator(x):
-    acc = 0
-    for i in range(x.shape[0]):
-        acc += x[i]
-    return acc
+        count += x[i]
+    return acc, count
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
@@ -61,15 +54,14 @@ def test_accumulator_takes_the_element_type(dtype):
     # acc = 0.0; acc += int32 element -> numpy.float64; acc = 0; acc += bool
     # element -> numpy.int64.
     x = make(rng_for("accumulator", dtype_id(dtype)), dtype, 25, low=0, high=10)
-    check(float_accumulator, x, rtol=1e-6 if dtype == np.float32 else None)
-    check(int_accumulator, x, rtol=1e-6 if dtype == np.float32 else None)
+    check(accumulators, x, rtol=1e-6 if dtype == np.float32 else None)
 
 
 def test_float32_accumulator_is_float32():
     x = np.array([0.1, 0.2, 0.3], dtype=np.float32)
-    result = float_accumulator(x)
+    result, _ = accumulators(x)
     assert type(result) is np.float32
-    assert result == float_accumulator.py_func(x)
+    assert result == accumulators.py_func(x)[0]
 
 
 @plait.jit
@@ -79,7 +71,7 @@ def weak_parameters(x, k, c, flag, out):
     return x[0] * k, x[0] + c, k + c, k * 2, c * 2, flag and k > 0
 
 
-@pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dtype", (np.int32, np.float32), ids=dtype_id)
 def test_weak_python_parameters(dtype):
     rng = rng_for("weak_parameters", dtype_id(dtype))
     x = make(rng, dtype, 9, low=-9, high=9)
@@ -94,7 +86,7 @@ def returned_scalar_kinds(x, n, f):
             int(x[0]), float(n), f > n)
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dtype", (np.bool_, np.int64, np.float32), ids=dtype_id)
 def test_returned_scalar_types(dtype):
     x = make(rng_for("returned", dtype_id(dtype)), dtype, 3)
     check(returned_scalar_kinds, x, 7, 2.5)
@@ -109,7 +101,7 @@ def division_types(x):
     return a, b, c, d
 
 
-@pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dtype", (np.int32, np.int64, np.float32), ids=dtype_id)
 def test_division_result_types(dtype):
     # int32 / 2 is float64, int32 // 2 stays int32, float32 / 2 stays float32.
     check(division_types, make(rng_for("division", dtype_id(dtype)), dtype, 1, low=-9, high=9))
@@ -121,8 +113,8 @@ def store_converts(x, out):
         out[i] = x[i] * 1.5
 
 
-@pytest.mark.parametrize("src, dst", [(np.float64, np.float32), (np.float64, np.int32), (np.int64, np.float32),
-                                      (np.float32, np.int64), (np.int32, np.bool_), (np.float64, np.bool_)],
+@pytest.mark.parametrize("src, dst", [(np.float64, np.float32), (np.float64, np.int32), (np.float32, np.int64),
+                                      (np.float64, np.bool_)],
                          ids=lambda d: dtype_id(d))
 def test_store_casts_to_the_array_dtype(src, dst):
     # Storing into an array casts like NumPy's item assignment (floats to
@@ -219,7 +211,7 @@ def math_returns_python_float(x, n):
             np.sqrt(n), math.sqrt(n), n * 0.5)
 
 
-@pytest.mark.parametrize("dtype", FLOAT_DTYPES + INT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("dtype", (np.float32, np.int64), ids=dtype_id)
 def test_function_result_types(dtype):
     # math.* returns Python floats (math.floor an int); np.* keeps the
     # NumPy type of its argument; np.sqrt of a Python int is numpy.float64.
@@ -250,7 +242,7 @@ def numpy_scalar_arguments(a, b):
 
 
 @pytest.mark.parametrize("a, b", [(np.float32(1.5), np.int32(7)), (np.int64(-4), np.float64(0.25)),
-                                  (np.float32(-2.0), np.float32(3.0)), (np.int32(5), 2), (2.5, np.int32(3))],
+                                  (np.int32(5), 2)],
                          ids=str)
 def test_numpy_scalar_arguments_are_strong(a, b):
     check(numpy_scalar_arguments, a, b)
