@@ -207,7 +207,7 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
       int64_t a = lo_c ? lo_c->value : 0;
       int64_t b = hi_c ? hi_c->value : 0;
       p.value = int_imm(a, l);
-      p.length = imax(add(n, int_imm(b - a, l), l), int_imm(0, l), l);
+      p.length = a == 0 && b == 0 ? n : imax(add(n, int_imm(b - a, l), l), int_imm(0, l), l);
       return p;
     }
     if (step > 0) {

@@ -75,6 +75,20 @@ bool same_tree(const ast::Expr* a, const ast::Expr* b) {
     auto y = b->as<ast::Attribute>();
     return x->attr == y->attr && same_tree(x->value.get(), y->value.get());
   }
+  if (auto x = a->as<ast::Slice>()) {
+    auto y = b->as<ast::Slice>();
+    return same_tree(x->lower.get(), y->lower.get()) && same_tree(x->upper.get(), y->upper.get()) &&
+           same_tree(x->step.get(), y->step.get());
+  }
+  if (auto x = a->as<ast::Call>()) {
+    auto y = b->as<ast::Call>();
+    if (!same_tree(x->func.get(), y->func.get()) || x->args.size() != y->args.size() || !x->keywords.empty() ||
+        !y->keywords.empty())
+      return false;
+    for (size_t i = 0; i < x->args.size(); ++i)
+      if (!same_tree(x->args[i].get(), y->args[i].get())) return false;
+    return true;
+  }
   return false;
 }
 
