@@ -90,9 +90,15 @@ class IndexNormalizer : public ir::IRMutator {
       auto lb = analysis::lower_bound(idx[d], bounds_);
       if (lb && *lb >= 0) continue;
       const ir::Expr& i = idx[d];
+      ir::Expr extent_here = ir::ArrayDim::make(a, static_cast<int>(d), i->loc);
+      if (i->as<ir::IntImm>()) {
+        // A negative constant counts from the end: a[-1] is a[n - 1].
+        idx[d] = ir::Binary::make(ir::BinaryOp::Add, extent_here, i, i->type, false, i->loc);
+        *changed = true;
+        continue;
+      }
       ir::Expr zero = ir::IntImm::make(0, i->type, i->loc);
-      ir::Expr extent = ir::ArrayDim::make(a, static_cast<int>(d), i->loc);
-      ir::Expr wrapped = ir::Binary::make(ir::BinaryOp::Add, i, extent, i->type, false, i->loc);
+      ir::Expr wrapped = ir::Binary::make(ir::BinaryOp::Add, i, extent_here, i->type, false, i->loc);
       idx[d] = ir::Select::make(ir::Compare::make(ir::CompareOp::LT, i, zero, i->loc), wrapped, i, i->loc);
       *changed = true;
     }

@@ -1,0 +1,223 @@
+// Type inference, lowering and the pass pipeline, checked on the printed IR
+// and on the errors they raise.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "driver/compiler.h"
+#include "driver/pipeline.h"
+#include "frontend/lower_to_ir.h"
+#include "frontend/parser.h"
+#include "ir/ir_printer.h"
+
+namespace plait {
+namespace {
+
+Globals numpy_globals() {
+  Globals g;
+  g["np"].module = "numpy";
+  g["math"].module = "math";
+  g["plait"].module = "plait";
+  return g;
+}
+
+// The IR of `name` in `source` after the whole pipeline.
+ir::Function lower(const std::string& source, const std::string& name, const std::string& signature,
+                   CompileOptions options = {}) {
+  SourceFile file{"k.py", source, 1};
+  ast::FunctionDef fn = parse_function(file, name);
+  ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), numpy_globals(), options);
+  run_pipeline(f, options);
+  return f;
+}
+
+std::string ir_text(const std::string& source, const std::string& name, const std::string& signature,
+                    CompileOptions options = {}) {
+  return ir::to_string(lower(source, name, signature, options));
+}
+
+// The CompileError raised while compiling, or a failure.
+CompileError error_of(const std::string& source, const std::string& name, const std::string& signature) {
+  try {
+    lower(source, name, signature);
+  } catch (const CompileError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no CompileError for:\n" << source;
+  return CompileError(ErrorKind::Syntax, "none", SourceFile{}, SourceLoc{});
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(Lowering, WeakFloatAccumulatorTakesTheArrayDtype) {
+  const char* src =
+      "def total(a):\n"
+      "    s = 0.0\n"
+      "    for i in range(a.shape[0]):\n"
+      "        s += a[i]\n"
+      "    return s\n";
+  ir::Function f = lower(src, "total", "f32[::1]");
+  ASSERT_EQ(f.results.size(), 1u);
+  EXPECT_EQ(to_string(f.results[0]), "f32");
+  ir::Function g = lower(src, "total", "i32[::1]");
+  EXPECT_EQ(to_string(g.results[0]), "f64");  // a Python float plus int32 is numpy.float64
+}
+
+TEST(Lowering, IntAndFloatUnifyToFloat) {
+  const char* src =
+      "def f(n):\n"
+      "    x = 1\n"
+      "    if n > 0:\n"
+      "        x = 2.5\n"
+      "    return x\n";
+  EXPECT_TRUE(contains(ir_text(src, "f", "int"), "let x:float"));
+}
+
+TEST(Lowering, DivisionOfPythonNumbersChecksForZero) {
+  const char* src = "def f(a, b):\n    return a // b, a / b\n";
+  ir::Function f = lower(src, "f", "int, int");
+  EXPECT_EQ(to_string(f.results[0]), "int");
+  EXPECT_EQ(to_string(f.results[1]), "float");
+}
+
+TEST(Passes, ParallelReductionIsDetected) {
+  const char* src =
+      "def total(a):\n"
+      "    s = 0.0\n"
+      "    #pragma parallel for\n"
+      "    for i in range(a.shape[0]):\n"
+      "        s += a[i]\n"
+      "    return s\n";
+  std::string text = ir_text(src, "total", "f64[::1]");
+  EXPECT_TRUE(contains(text, "reduction(+: s)")) << text;
+}
+
+TEST(Passes, MaxReductionIsDetected) {
+  const char* src =
+      "def top(a):\n"
+      "    m = -1e300\n"
+      "    for i in plait.prange(a.shape[0]):\n"
+      "        m = max(m, a[i])\n"
+      "    return m\n";
+  EXPECT_TRUE(contains(ir_text(src, "top", "f64[::1]"), "reduction(max: m)"));
+}
+
+TEST(Passes, LocalsOfAParallelBodyArePrivate) {
+  const char* src =
+      "def f(a, b):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(a.shape[0]):\n"
+      "        t = a[i] * 2.0\n"
+      "        b[i] = t\n";
+  std::string text = ir_text(src, "f", "f64[::1], f64[::1]");
+  // `t` is declared inside the loop body, after the loop header.
+  EXPECT_LT(text.find("parallel for i"), text.find("let t:f64")) << text;
+}
+
+TEST(Passes, ScalarRaceIsRefused) {
+  const char* src =
+      "def f(a):\n"
+      "    t = 0.0\n"
+      "    #pragma parallel for\n"
+      "    for i in range(a.shape[0]):\n"
+      "        t = a[i]\n"
+      "    return t\n";
+  CompileError e = error_of(src, "f", "f64[::1]");
+  EXPECT_EQ(e.kind(), ErrorKind::Race);
+  EXPECT_EQ(e.loc().line, 5);
+  EXPECT_TRUE(contains(e.message(), "'t'")) << e.message();
+}
+
+TEST(Passes, BreakInParallelLoopIsRefused) {
+  const char* src =
+      "def f(a):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(a.shape[0]):\n"
+      "        if a[i] > 0:\n"
+      "            break\n";
+  CompileError e = error_of(src, "f", "f64[::1]");
+  EXPECT_EQ(e.loc().line, 5);
+}
+
+TEST(Passes, PerfectlyNestedParallelLoopsCollapse) {
+  const char* src =
+      "def f(a, b):\n"
+      "    M, N = a.shape\n"
+      "    #pragma parallel for\n"
+      "    for i in range(1, M - 1):\n"
+      "        #pragma parallel for\n"
+      "        for j in range(1, N - 1):\n"
+      "            b[i, j] = a[i - 1, j] + a[i, j + 1]\n";
+  std::string text = ir_text(src, "f", "f64[:, ::1], f64[:, ::1]");
+  EXPECT_TRUE(contains(text, "collapse(2)")) << text;
+  // Indices of loops starting at 1 are provably non-negative: no wrap-around.
+  EXPECT_FALSE(contains(text, "< 0")) << text;
+}
+
+TEST(Passes, NegativeIndicesWrap) {
+  const char* src = "def f(a, i):\n    return a[i] + a[-1]\n";
+  std::string text = ir_text(src, "f", "f64[::1], int");
+  EXPECT_TRUE(contains(text, "(i < 0:int)")) << text;
+  EXPECT_TRUE(contains(text, "a[(a.shape[0] + -1:int)]")) << text;
+}
+
+TEST(Passes, BoundsChecksMarkAccesses) {
+  CompileOptions checked;
+  checked.boundscheck = true;
+  std::string text = ir_text("def f(a):\n    a[0] = a[1]\n", "f", "f64[::1]", checked);
+  EXPECT_TRUE(contains(text, "checked")) << text;
+  EXPECT_FALSE(contains(ir_text("def f(a):\n    a[0] = a[1]\n", "f", "f64[::1]"), "checked"));
+}
+
+TEST(Errors, UnknownNameHasACaret) {
+  CompileError e = error_of("def f(a):\n    return a[0] + undefined_thing\n", "f", "f64[::1]");
+  EXPECT_EQ(e.kind(), ErrorKind::Name);
+  EXPECT_EQ(e.loc().line, 2);
+  EXPECT_EQ(e.loc().col, 18);
+  EXPECT_TRUE(contains(e.what(), "^")) << e.what();
+}
+
+TEST(Errors, ScalarAndArrayInOneLocal) {
+  CompileError e = error_of("def f(a):\n    x = 1.0\n    x = a\n", "f", "f64[::1]");
+  EXPECT_EQ(e.kind(), ErrorKind::Type);
+  EXPECT_TRUE(contains(e.message(), "'x'")) << e.message();
+}
+
+TEST(Errors, SlicingIsNotSupportedYet) {
+  CompileError e = error_of("def f(a):\n    a[1:] = 0.0\n", "f", "f64[::1]");
+  EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+  EXPECT_EQ(e.loc().line, 2);
+}
+
+TEST(Errors, LoopPragmaAboveAnAssignment) {
+  CompileError e = error_of("def f(a):\n    #pragma parallel for\n    a[0] = 1.0\n", "f", "f64[::1]");
+  EXPECT_EQ(e.kind(), ErrorKind::Pragma);
+  EXPECT_EQ(e.loc().line, 2);
+}
+
+TEST(Errors, UnknownPragmaWord) {
+  CompileError e = error_of(
+      "def f(a):\n    #pragma paralel for\n    for i in range(3):\n        a[i] = 1.0\n", "f", "f64[::1]");
+  EXPECT_EQ(e.kind(), ErrorKind::Pragma);
+  EXPECT_TRUE(contains(e.message(), "paralel")) << e.message();
+}
+
+TEST(Errors, AtomicNeedsAnElementUpdate) {
+  CompileError e = error_of("def f(a, s):\n    #pragma atomic\n    s += 1\n", "f", "f64[::1], int");
+  EXPECT_EQ(e.kind(), ErrorKind::Pragma);
+}
+
+TEST(Errors, ReductionClauseMustMatch) {
+  const char* src =
+      "def f(a):\n"
+      "    s = 1.0\n"
+      "    #pragma parallel for reduction(*: s)\n"
+      "    for i in range(a.shape[0]):\n"
+      "        s += a[i]\n"
+      "    return s\n";
+  CompileError e = error_of(src, "f", "f64[::1]");
+  EXPECT_EQ(e.kind(), ErrorKind::Race);
+}
+
+}  // namespace
+}  // namespace plait
