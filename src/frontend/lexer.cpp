@@ -207,7 +207,10 @@ class Lexer {
   }
 
   void finish() {
-    const size_t last = lines_.size() - 1;
+    // The end of input sits just after the last line with text, so that
+    // errors there show that line.
+    size_t last = lines_.size() - 1;
+    while (last > 0 && lines_[last].find_first_not_of(" \t\f") == std::string::npos) --last;
     const SourceLoc end = loc(last, lines_[last].size(), last, lines_[last].size() + 1);
     const int base = indents_.empty() ? 0 : indents_.front().width;
     emit_pragmas(true, base);
@@ -303,17 +306,29 @@ class Lexer {
   }
 
   void emit_int(const std::string& digits, int base, size_t start) {
-    int64_t value = 0;
-    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    uint64_t value = 0;
+    bool overflow = false;
     for (char c : digits) {
-      const int d = digit_value(c);
-      if (value > (kMax - d) / base) {
-        fail("integer literal is too large for a 64-bit integer", loc_here(start, ci_));
+      const auto d = static_cast<uint64_t>(digit_value(c));
+      if (value > (std::numeric_limits<uint64_t>::max() - d) / static_cast<uint64_t>(base)) {
+        overflow = true;
+        break;
       }
-      value = value * base + d;
+      value = value * static_cast<uint64_t>(base) + d;
     }
+    constexpr uint64_t kMinMagnitude = uint64_t{1} << 63;
+    // Python's ints are unbounded: only kernels reject a literal beyond int64.
+    const bool too_large = overflow || value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
     Token& token = emit(TokenKind::Int, lines_[li_].substr(start, ci_ - start), loc_here(start, ci_));
-    token.int_value = value;
+    if (!overflow && value == kMinMagnitude) {
+      token.int_value = std::numeric_limits<int64_t>::min();
+    } else if (!too_large) {
+      token.int_value = static_cast<int64_t>(value);
+    }
+    if (too_large) {
+      token.deferred_error =
+          DeferredError{ErrorKind::Syntax, "integer literal is too large for a 64-bit integer", token.loc};
+    }
   }
 
   void lex_number() {
@@ -368,12 +383,11 @@ class Lexer {
       ci_ = exponent;
       read_decimal_digits(digits);
     }
-    if (ci_ < line.size() && (line[ci_] == 'j' || line[ci_] == 'J')) {
-      fail("complex literals are not supported in Plait kernels", loc_here(start, ci_ + 1), ErrorKind::Unsupported);
-    }
+    const bool imaginary = ci_ < line.size() && (line[ci_] == 'j' || line[ci_] == 'J');
+    if (imaginary) ++ci_;
     if (ci_ < line.size() && is_name_char(line[ci_])) fail("invalid decimal literal", loc_here(start, ci_ + 1));
 
-    if (!is_float) {
+    if (!is_float && !imaginary) {
       if (digits.size() > 1 && digits[0] == '0' && digits.find_first_not_of('0') != std::string::npos) {
         fail("leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers",
              loc_here(start, ci_));
@@ -391,11 +405,17 @@ class Lexer {
     }
     Token& token = emit(TokenKind::Float, line.substr(start, ci_ - start), loc_here(start, ci_));
     token.float_value = value;
+    if (imaginary) {
+      token.deferred_error =
+          DeferredError{ErrorKind::Unsupported, "complex literals are not supported in Plait kernels", token.loc};
+    }
   }
 
   // Decodes the escape sequence at line[i] == '\\' into `value`; returns the
-  // index after it.
-  size_t decode_escape(const std::string& line, size_t i, std::string& value, bool bytes) const {
+  // index after it. A `\N{...}` escape is kept as written and recorded in
+  // `deferred`.
+  size_t decode_escape(const std::string& line, size_t i, std::string& value, bool bytes,
+                       std::optional<DeferredError>& deferred) const {
     const char e = line[i + 1];
     switch (e) {
       case '\\': case '\'': case '"': value += e; return i + 2;
@@ -438,7 +458,16 @@ class Lexer {
       return i + 2 + hex_digits;
     }
     if (e == 'N' && !bytes) {
-      fail("\\N{...} escapes are not supported in Plait kernels", loc_here(i, i + 2), ErrorKind::Unsupported);
+      const size_t close = line.find('}', i);
+      if (i + 2 >= line.size() || line[i + 2] != '{' || close == std::string::npos) {
+        fail("malformed \\N character escape", loc_here(i, i + 2));
+      }
+      if (!deferred) {
+        deferred = DeferredError{ErrorKind::Unsupported, "\\N{...} escapes are not supported in Plait kernels",
+                                 loc_here(i, close + 1)};
+      }
+      value += line.substr(i, close + 1 - i);
+      return close + 1;
     }
     // Python keeps unknown escapes as written.
     value += '\\';
@@ -455,6 +484,7 @@ class Lexer {
     const SourceLoc start = loc(start_li, start_ci, start_li, ci_ + (triple ? 3 : 1));
     ci_ += triple ? 3 : 1;
     std::string value;
+    std::optional<DeferredError> deferred;
     while (true) {
       const std::string& line = lines_[li_];
       if (ci_ >= line.size()) {
@@ -482,7 +512,7 @@ class Lexer {
           value += line[ci_ + 1];
           ci_ += 2;
         } else {
-          ci_ = decode_escape(line, ci_, value, bytes);
+          ci_ = decode_escape(line, ci_, value, bytes, deferred);
         }
         continue;
       }
@@ -495,6 +525,7 @@ class Lexer {
     }
     Token& token = emit(TokenKind::String, std::move(value), loc(start_li, start_ci, li_, ci_));
     token.string_prefix = std::move(prefix);
+    token.deferred_error = std::move(deferred);
   }
 
   void lex_operator() {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,12 @@ enum class TokenKind {
 
 const char* token_kind_name(TokenKind kind);
 
+struct DeferredError {
+  ErrorKind kind = ErrorKind::Syntax;
+  std::string message;
+  SourceLoc loc;
+};
+
 struct Token {
   TokenKind kind = TokenKind::EndOfInput;
   // Name/Keyword/Op: the spelling. Int/Float: the literal as written.
@@ -40,12 +47,19 @@ struct Token {
   // ("pragma parallel for").
   std::string text;
   SourceLoc loc;  // Pragma: the span of `text`, which starts after the '#'
+  // Int: the value. The literal 2**63, too large by itself, holds INT64_MIN
+  // so that the parser can accept `-9223372036854775808`.
   int64_t int_value = 0;
   double float_value = 0.0;
   // String: the prefix letters, lower-cased, in source order ("", "r", "f",
   // "b", "rb"...). The lexer accepts every prefix so that whole files can be
   // tokenized; the parser rejects f-strings and bytes in kernels.
   std::string string_prefix;
+  // A literal the lexer accepts so that whole files tokenize, but that
+  // kernels cannot use: an integer beyond int64 (Syntax), a complex number or
+  // a `\N{...}` escape (Unsupported). The parser reports it when a kernel
+  // uses the token.
+  std::optional<DeferredError> deferred_error;
   // Pragma: a blank line separates this pragma from the next token.
   bool blank_line_after = false;
 
@@ -63,8 +77,7 @@ struct LexedSource {
 
 // Tokenizes `file.text`. The text may be indented as a whole (a method or a
 // nested function): the indentation of its first line holding a token is the
-// base level. Throws CompileError (Syntax, or Unsupported for complex
-// literals and `\N{...}` escapes).
+// base level. Throws CompileError Syntax for malformed text.
 LexedSource tokenize(const SourceFile& file);
 
 // Whether `word` is one of Python's reserved words.

@@ -3,6 +3,7 @@
 #include "frontend/parser.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <set>
 #include <utility>
@@ -110,7 +111,7 @@ class Parser {
         scan_import(names);
       } else if (first.is_keyword("from")) {
         scan_from_import(names);
-      } else if (first.kind == TokenKind::Name && peek(1).is_op("=")) {
+      } else if (first.kind == TokenKind::Name && (peek(1).is_op("=") || peek(1).is_op(":"))) {
         scan_assignment(names);
       } else if ((first.is_keyword("def") || first.is_keyword("class")) && peek(1).kind == TokenKind::Name) {
         names.imports.erase(peek(1).text);
@@ -142,6 +143,7 @@ class Parser {
   [[noreturn]] void fail(ErrorKind kind, const std::string& message, SourceLoc loc) const {
     throw CompileError(kind, message, file_, loc);
   }
+  [[noreturn]] void report(const DeferredError& error) const { fail(error.kind, error.message, error.loc); }
   [[noreturn]] void syntax_error(const std::string& message, SourceLoc loc) const {
     fail(ErrorKind::Syntax, message, loc);
   }
@@ -159,13 +161,7 @@ class Parser {
   }
 
   const Token& expect_op(std::string_view op, const std::string& message = "") {
-    if (!peek().is_op(op)) {
-      const Token& found = peek();
-      if (message.empty() && found.kind == TokenKind::Op && found.text == "=" && op == ":") {
-        syntax_error("expected ':'", found.loc);
-      }
-      syntax_error(message.empty() ? "expected '" + std::string(op) + "'" : message, found.loc);
-    }
+    if (!peek().is_op(op)) syntax_error(message.empty() ? "expected '" + std::string(op) + "'" : message, peek().loc);
     return advance();
   }
 
@@ -181,8 +177,11 @@ class Parser {
       return;
     }
     while (!at_end() && peek().kind != TokenKind::Newline) advance();
+    // Only a compound statement's header, which ends with ':', opens a block.
+    const bool opens_block = pos_ > 0 && tokens_[pos_ - 1].is_op(":");
     if (peek().kind == TokenKind::Newline) advance();
     if (peek().kind == TokenKind::Indent) {
+      if (!opens_block) syntax_error("unexpected indent", peek().loc);
       int depth = 0;
       do {
         if (peek().kind == TokenKind::Indent) ++depth;
@@ -227,6 +226,7 @@ class Parser {
     std::set<std::string> seen;
     while (!peek().is_op(")")) {
       const Token& param = peek();
+      if (param.is_op("*") && peek(1).is_op(",")) unsupported("keyword-only parameters ('*') are", param.loc);
       if (param.is_op("*") || param.is_op("**")) unsupported("'*args' and '**kwargs' parameters are", param.loc);
       if (param.is_op("/")) unsupported("positional-only parameter markers ('/') are", param.loc);
       if (param.kind != TokenKind::Name) unexpected(param);
@@ -585,10 +585,8 @@ class Parser {
     return parse_list_of([this] { return parse_star_target(); }, &Parser::starts_expression);
   }
 
-  ExprPtr parse_star_target() {
-    if (peek().is_op("*")) parse_star_expr();
-    return parse_bitor();
-  }
+  // A starred target (`for *a, b in t`) is reported by parse_star_expr.
+  ExprPtr parse_star_target() { return peek().is_op("*") ? parse_star_expr() : parse_bitor(); }
 
   ExprPtr parse_star_expr() {
     if (peek().is_op("*")) {
@@ -723,8 +721,18 @@ class Parser {
     if (!op) return parse_power();
     const size_t start = pos_;
     advance();
+    if (*op == ast::UnaryOpKind::USub && is_int64_min_magnitude(peek()) && !peek(1).is_op("**")) {
+      advance();
+      return std::make_unique<ast::Constant>(since(start), std::numeric_limits<int64_t>::min());
+    }
     ExprPtr operand = parse_factor();
     return std::make_unique<ast::UnaryOp>(since(start), *op, std::move(operand));
+  }
+
+  // The literal 2**63, which fits in int64 only when negated.
+  static bool is_int64_min_magnitude(const Token& token) {
+    return token.kind == TokenKind::Int && token.deferred_error &&
+           token.int_value == std::numeric_limits<int64_t>::min();
   }
 
   // `**` binds tighter than a unary operator on its left and looser than one
@@ -837,6 +845,7 @@ class Parser {
 
   ExprPtr parse_atom() {
     const Token& token = peek();
+    if (token.deferred_error) report(*token.deferred_error);
     switch (token.kind) {
       case TokenKind::Name:
         advance();
@@ -871,6 +880,7 @@ class Parser {
     std::string value;
     while (peek().kind == TokenKind::String) {
       const Token& literal = advance();
+      if (literal.deferred_error) report(*literal.deferred_error);
       if (literal.string_prefix.find('f') != std::string::npos) unsupported("f-strings are", literal.loc);
       if (literal.string_prefix.find('b') != std::string::npos) unsupported("bytes literals are", literal.loc);
       value += literal.text;
@@ -994,9 +1004,17 @@ class Parser {
     }
   }
 
-  // `A = B = <literal>` records constants; any other value unbinds the names.
+  // `A = B = <literal>` or `A: T = <literal>` records constants; any other
+  // value unbinds the names. A bare annotation `A: T` binds nothing.
   void scan_assignment(ModuleNames& names) {
     std::vector<std::string> targets;
+    if (peek(1).is_op(":")) {
+      targets.push_back(advance().text);
+      advance();
+      skip_annotation({"="});
+      if (!peek().is_op("=")) return;
+      advance();
+    }
     while (peek().kind == TokenKind::Name && peek(1).is_op("=")) {
       targets.push_back(advance().text);
       advance();
@@ -1009,9 +1027,12 @@ class Parser {
       signed_literal = true;
     }
     const Token& literal = advance();
-    if (literal.kind == TokenKind::Int) {
-      value = negate ? -literal.int_value : literal.int_value;
-    } else if (literal.kind == TokenKind::Float) {
+    const bool usable = !literal.deferred_error || (negate && is_int64_min_magnitude(literal));
+    if (usable && literal.kind == TokenKind::Int) {
+      // Negating INT64_MIN's magnitude, held as INT64_MIN, leaves it as is.
+      value = negate && literal.int_value != std::numeric_limits<int64_t>::min() ? -literal.int_value
+                                                                               : literal.int_value;
+    } else if (usable && literal.kind == TokenKind::Float) {
       value = negate ? -literal.float_value : literal.float_value;
     } else if (!signed_literal && (literal.is_keyword("True") || literal.is_keyword("False"))) {
       value = literal.text == "True";

@@ -264,12 +264,13 @@ Stmt Block::make(std::vector<Stmt> stmts, SourceLoc l) {
 }
 
 Stmt Declare::make(Var v, SourceLoc l) {
-  PLAIT_ASSERT(v);
+  PLAIT_ASSERT(v != nullptr);
   return std::make_shared<Declare>(std::move(v), nullptr, l);
 }
 
 Stmt Declare::make(ArrayVar a, SourceLoc l) {
-  PLAIT_ASSERT(a);
+  PLAIT_ASSERT(a != nullptr);
+  PLAIT_ASSERT(!a->is_param);
   return std::make_shared<Declare>(nullptr, std::move(a), l);
 }
 

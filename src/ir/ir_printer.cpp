@@ -98,18 +98,18 @@ class ExprPrinter : public IRVisitor {
         out = std::string(binary_op_name(n->op)) + "(" + to_string(n->a) + ", " + to_string(n->b) + ")";
         break;
       default:
-        out = "(" + to_string(n->a) + " " + binary_op_name(n->op) + zc + " " + to_string(n->b) + ")";
+        out = std::string("(") + to_string(n->a) + " " + binary_op_name(n->op) + zc + " " + to_string(n->b) + ")";
         break;
     }
   }
   void visit(const Compare* n) override {
-    out = "(" + to_string(n->a) + " " + compare_op_name(n->op) + " " + to_string(n->b) + ")";
+    out = std::string("(") + to_string(n->a) + " " + compare_op_name(n->op) + " " + to_string(n->b) + ")";
   }
   void visit(const Logical* n) override {
-    out = "(" + to_string(n->a) + (n->op == LogicalOp::And ? " and " : " or ") + to_string(n->b) + ")";
+    out = std::string("(") + to_string(n->a) + (n->op == LogicalOp::And ? " and " : " or ") + to_string(n->b) + ")";
   }
   void visit(const Select* n) override {
-    out = "(" + to_string(n->t) + " if " + to_string(n->cond) + " else " + to_string(n->f) + ")";
+    out = std::string("(") + to_string(n->t) + " if " + to_string(n->cond) + " else " + to_string(n->f) + ")";
   }
   void visit(const Call* n) override {
     out = std::string(n->python_math ? "math." : "np.") + intrinsic_name(n->fn) + "(" + join(n->args) + ")";
@@ -136,8 +136,8 @@ class StmtPrinter : public IRVisitor {
     for (const Stmt& s : n->stmts) visit(s);
   }
   void visit(const Declare* n) override {
-    if (n->var) line("let " + n->var->name + ":" + plait::to_string(n->var->type));
-    else line("let " + n->array->name + ":" + plait::to_string(n->array->type));
+    line(n->var ? "let " + n->var->name + ":" + plait::to_string(n->var->type)
+                : "let " + n->array->name + ":" + plait::to_string(n->array->type));
   }
   void visit(const Assign* n) override { line(n->var->name + " = " + to_string(n->value)); }
   void visit(const Store* n) override { line(element(n->array, n->indices, n->checked) + " = " + to_string(n->value)); }

@@ -7,7 +7,23 @@
 
 namespace plait {
 
+namespace {
+
+// OpenMP's runtime must outlive every kernel: if the last kernel that pulled
+// libgomp in were unloaded, libgomp would go with it while its worker threads
+// still run, and the process would crash. Loading it once, for good, before
+// the first kernel prevents that.
+void pin_openmp_runtime() {
+  static const bool pinned = [] {
+    return ::dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != nullptr;
+  }();
+  (void)pinned;
+}
+
+}  // namespace
+
 std::shared_ptr<LoadedLibrary> LoadedLibrary::open(const std::string& path) {
+  pin_openmp_runtime();
   // RTLD_LOCAL keeps each kernel's symbols (they all export the same entry
   // name) out of the global namespace; RTLD_NOW reports missing symbols here
   // rather than at the first call.

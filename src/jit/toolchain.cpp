@@ -123,7 +123,9 @@ Toolchain host_toolchain(const CompileOptions& options) {
   if (toolchain.cxx.empty()) toolchain.cxx = env_or_empty("PLAIT_CXX");
   if (toolchain.cxx.empty()) toolchain.cxx = env_or_empty("CXX");
   if (toolchain.cxx.empty()) toolchain.cxx = "c++";
-  toolchain.flags = {"-O3", "-march=native", "-fopenmp", "-std=c++20", "-shared", "-fPIC"};
+  // -fwrapv: integer overflow wraps, as NumPy's fixed-width integers do,
+  // instead of being undefined behaviour the optimiser may exploit.
+  toolchain.flags = {"-O3", "-march=native", "-fopenmp", "-fwrapv", "-std=c++20", "-shared", "-fPIC"};
   if (options.fastmath) toolchain.flags.push_back("-ffast-math");
   toolchain.version = compiler_version_line(toolchain.cxx);
   return toolchain;

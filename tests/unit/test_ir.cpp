@@ -110,6 +110,7 @@ TEST(IRPrinter, PrintsExpressions) {
   Stmt at = AtomicUpdate::make(b, {VarRef::make(k), VarRef::make(k)}, AtomicOp::Max, VarRef::make(x));
   EXPECT_EQ(to_string(at, 1), "  atomic B[k, k] max= x\n");
   ArrayVar c = array("C", {ScalarKind::Float64, 1, Layout::C}, false);
+  EXPECT_EQ(to_string(Declare::make(c)), "let C:f64[::1]\n");
   EXPECT_EQ(to_string(Allocate::make(c, {VarRef::make(k)}, FillKind::Zeros)), "C = zeros<f64[::1]>((k,))\n");
 }
 

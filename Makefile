@@ -1,0 +1,76 @@
+# make demo  -- builds plait into .venv and runs examples/demo.py
+# make test  -- C++ unit tests (ctest), then the Python tests (pytest)
+#
+# Works on a fresh Debian machine: missing Debian packages are installed when
+# running as root, Python packages come from PyPI into .venv.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+JOBS ?= 2
+DEBIAN_PACKAGES := g++ cmake ninja-build libgtest-dev
+BUILD_DEPS := scikit-build-core nanobind "numpy>=2" pytest scipy
+
+export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
+
+PLAIT_SOURCES := $(shell find src python tools cmake -type f \( -name '*.cpp' -o -name '*.h' -o -name '*.def' \
+                   -o -name '*.py' -o -name '*.txt' -o -name '*.cmake' \) 2>/dev/null) CMakeLists.txt pyproject.toml
+
+.NOTPARALLEL:
+.PHONY: all demo test test-cpp test-python bench clean system-deps
+
+all: $(VENV)/.plait-installed
+
+# Debian packages, installed only when missing (and only as root).
+system-deps:
+	@missing=""; \
+	for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	$(PYTHON) -c "import ensurepip" >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	$(PYTHON) -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
+	  || missing="$$missing python3-dev"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "missing Debian packages:$$missing (run as root or install them)"; exit 1; fi; \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(VENV)/.deps-installed: pyproject.toml | system-deps
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing Python build and test dependencies into $(VENV)"
+	@$(VPY) -m pip install -q --disable-pip-version-check --upgrade pip
+	@$(VPY) -m pip install -q --disable-pip-version-check $(BUILD_DEPS)
+	@touch $@
+
+# A plain (non-editable) install; the CMake build directory build/<wheel tag>
+# persists, so rebuilds are incremental.
+$(VENV)/.plait-installed: $(VENV)/.deps-installed $(PLAIT_SOURCES)
+	@echo "building and installing plait into $(VENV)"
+	@$(VPY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall .
+	@touch $@
+
+demo: $(VENV)/.plait-installed
+	$(VPY) examples/demo.py
+
+build/cpp/build.ninja: CMakeLists.txt | system-deps
+	@cmake -S . -B build/cpp -G Ninja -DPLAIT_BUILD_TESTS=ON -DPLAIT_BUILD_PYTHON=OFF >/dev/null
+
+# ctest prints one line per test; only failures and the summary are kept.
+test-cpp: build/cpp/build.ninja
+	@ninja -C build/cpp -j$(JOBS) --quiet
+	@ctest --test-dir build/cpp --output-on-failure -j$(JOBS) 2>&1 | grep -v -E '^ *([0-9]+/[0-9]+ Test +#[0-9]+: .* Passed|Start +[0-9]+: )'
+
+# tests/cli drives the plaitc that the wheel installed into .venv/bin.
+test-python: $(VENV)/.plait-installed
+	PLAIT_PLAITC=$(CURDIR)/$(VENV)/bin/plaitc $(VPY) -m pytest tests -q --tb=short -p no:cacheprovider
+
+# pytest runs last so that its summary line closes the log.
+test: test-cpp test-python
+
+bench: $(VENV)/.plait-installed
+	$(VPY) benchmarks/call_overhead.py
+
+clean:
+	rm -rf build $(VENV)

@@ -1,0 +1,281 @@
+"""The @plait.jit decorator and the dispatcher objects it returns.
+
+A Dispatcher is called like the Python function. The C++ base class
+(`_core.Dispatcher`) classifies the arguments, looks the compiled kernel up by
+their types and calls it; this module only runs on a new signature
+(`_compile`), on calls with keywords or defaults (`_bind`) and for inspection.
+"""
+
+import functools
+import inspect
+import os
+import sys
+import types
+
+from . import _core
+
+_TRUE_WORDS = ("1", "true", "yes", "on")
+_FALSE_WORDS = ("", "0", "false", "no", "off")
+_KERNEL_MODULES = ("numpy", "math", "plait")
+
+
+def _env_flag(name):
+    """True/False for a set boolean environment variable, None when unset."""
+    value = os.environ.get(name)
+    if value is None:
+        return None
+    word = value.strip().lower()
+    if word in _TRUE_WORDS:
+        return True
+    if word in _FALSE_WORDS:
+        return False
+    raise ValueError(f"{name}={value!r}: expected 0 or 1")
+
+
+def _default_num_threads():
+    """PLAIT_NUM_THREADS, else the CPUs this process may run on."""
+    value = os.environ.get("PLAIT_NUM_THREADS", "").strip()
+    if value:
+        try:
+            threads = int(value)
+        except ValueError:
+            raise ValueError(f"PLAIT_NUM_THREADS={value!r}: expected a positive integer") from None
+        if threads < 1:
+            raise ValueError(f"PLAIT_NUM_THREADS={value!r}: expected a positive integer")
+        return threads
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _code_names(code):
+    """Global names used by a code object and the code objects nested in it."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _classify_global(value, prange):
+    """('module', name) or ('constant', value) for a value kernels may use,
+    else None (the compiler then reports the name as unknown). Functions
+    imported from math or numpy (`from math import sqrt`) are passed as
+    "math.sqrt", the name the compiler gives `math.sqrt`."""
+    if isinstance(value, types.ModuleType):
+        if value.__name__ in _KERNEL_MODULES:
+            return "module", value.__name__
+        return None
+    if value is prange:
+        return "module", "plait.prange"
+    if callable(value) and not isinstance(value, type):
+        name = getattr(value, "__name__", None)
+        for module_name in ("math", "numpy"):
+            module = sys.modules.get(module_name)
+            if isinstance(name, str) and module is not None and getattr(module, name, None) is value:
+                return "module", f"{module_name}.{name}"
+        return None
+    if isinstance(value, (bool, int, float)):
+        return "constant", value
+    return None
+
+
+def collect_globals(fn):
+    """The modules and constants a kernel sees besides its parameters:
+    (modules: name -> module name, constants: name -> bool/int/float)."""
+    from . import prange
+
+    modules, constants = {}, {}
+    scopes = [fn.__globals__]
+    if fn.__closure__:
+        scopes.insert(0, {name: cell.cell_contents for name, cell in zip(fn.__code__.co_freevars, fn.__closure__)
+                          if _cell_is_set(cell)})
+    names = _code_names(fn.__code__) | set(fn.__code__.co_freevars)
+    for name in sorted(names):
+        for scope in scopes:
+            if name in scope:
+                found = _classify_global(scope[name], prange)
+                if found is not None:
+                    (modules if found[0] == "module" else constants)[name] = found[1]
+                break
+    return modules, constants
+
+
+def _cell_is_set(cell):
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _kernel_parameters(fn):
+    """The parameter names of a kernel; kernels take a fixed list."""
+    names = []
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            raise NotImplementedError(
+                f"plait kernel {fn.__qualname__}: parameter '{param}' is not supported; "
+                "kernels take plain positional parameters (with optional defaults)")
+        names.append(param.name)
+    return names
+
+
+def _normalize_signature(text):
+    return "".join(text.split())
+
+
+class Dispatcher(_core.Dispatcher):
+    """A compiled Python function. Calling it compiles a specialisation for
+    each new combination of argument types (dtype, ndim, layout; scalar kind)
+    and runs it."""
+
+    def __init__(self, py_func, *, cache=True, boundscheck=False, fastmath=False, num_threads=None):
+        super().__init__()
+        functools.update_wrapper(self, py_func)
+        self.py_func = py_func
+        self._signature = inspect.signature(py_func)
+        self._cache = cache
+        self._boundscheck = boundscheck
+        self._fastmath = fastmath
+        self._kernels = {}  # signature text -> _core.Kernel, in compile order
+        self._source = None
+        threads = _default_num_threads() if num_threads is None else num_threads
+        self._setup(py_func.__name__, py_func.__code__.co_filename, _kernel_parameters(py_func), threads)
+
+    def __repr__(self):
+        return f"<plait.Dispatcher {self.py_func.__qualname__} signatures={self.signatures}>"
+
+    @property
+    def signatures(self):
+        """The signatures compiled so far, e.g. ["f64[::1], int"]."""
+        return list(self._kernels)
+
+    def _bind(self, args, kwargs):
+        """The full positional argument tuple of a call (defaults filled in)."""
+        bound = self._signature.bind(*args, **(kwargs or {}))
+        bound.apply_defaults()
+        return tuple(bound.args)
+
+    def _source_text(self):
+        if self._source is None:
+            try:
+                self._source = inspect.getsource(self.py_func)
+            except (OSError, TypeError) as e:
+                raise OSError(f"plait cannot read the source of {self.py_func.__qualname__}: {e}") from None
+        return self._source
+
+    def _compile(self, signature):
+        """Compiles the kernel for `signature` (called by the C++ base class
+        on a new argument-type combination) and returns the _core.Kernel."""
+        code = self.py_func.__code__
+        modules, constants = collect_globals(self.py_func)
+        boundscheck = _env_flag("PLAIT_BOUNDSCHECK")
+        kernel = _core.compile(
+            path=code.co_filename,
+            text=self._source_text(),
+            first_line=code.co_firstlineno,
+            name=self.py_func.__name__,
+            signature=signature,
+            modules=modules,
+            constants=constants,
+            boundscheck=self._boundscheck if boundscheck is None else boundscheck,
+            fastmath=self._fastmath,
+            disk_cache=self._cache,
+            cache_dir=os.environ.get("PLAIT_CACHE_DIR", ""),
+            dump_dir=os.environ.get("PLAIT_DUMP_DIR", ""),
+            cxx=os.environ.get("PLAIT_CXX", ""),
+        )
+        self._kernels[kernel.signature] = kernel
+        if _env_flag("PLAIT_EXPLAIN"):
+            print(kernel.explain, file=sys.stderr)
+        return kernel
+
+    def compile(self, signature):
+        """Compiles the kernel for a signature string ahead of the first call
+        with it, e.g. compile("f64[::1], f64[::1], float")."""
+        kernel = self._compile(signature)
+        self._register(kernel)
+        return kernel.signature
+
+    def _kernel(self, signature):
+        if not self._kernels:
+            raise ValueError(f"{self.py_func.__qualname__} has not been compiled yet: call it first")
+        if signature is None:
+            return next(reversed(self._kernels.values()))
+        wanted = _normalize_signature(signature)
+        for text, kernel in self._kernels.items():
+            if _normalize_signature(text) == wanted:
+                return kernel
+        raise KeyError(f"{self.py_func.__qualname__} has no signature {signature!r}; compiled: {self.signatures}")
+
+    def inspect_ir(self, signature=None):
+        """The typed IR after the last pass (default: the last compiled signature)."""
+        return self._kernel(signature).ir_text
+
+    def inspect_source(self, signature=None):
+        """The generated C++ (default: the last compiled signature)."""
+        return self._kernel(signature).source
+
+    def explain(self, signature=None):
+        """What the compiler did with each loop: parallelised, vectorised, why not."""
+        return self._kernel(signature).explain
+
+    def library_path(self, signature=None):
+        """The compiled shared object in the cache."""
+        return self._kernel(signature).library_path
+
+    def from_disk_cache(self, signature=None):
+        """Whether the library was found in the disk cache rather than built."""
+        return self._kernel(signature).from_disk_cache
+
+
+class PythonDispatcher:
+    """What @plait.jit returns under PLAIT_DISABLE_JIT=1: calls the Python
+    function itself."""
+
+    def __init__(self, py_func):
+        functools.update_wrapper(self, py_func)
+        self.py_func = py_func
+        self.signatures = []
+
+    def __repr__(self):
+        return f"<plait.PythonDispatcher {self.py_func.__qualname__}>"
+
+    def __call__(self, *args, **kwargs):
+        return self.py_func(*args, **kwargs)
+
+    def _disabled(self, *args, **kwargs):
+        raise RuntimeError("plait's JIT is disabled (PLAIT_DISABLE_JIT=1): nothing is compiled")
+
+    compile = inspect_ir = inspect_source = explain = library_path = from_disk_cache = _disabled
+
+
+def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False, num_threads=None):
+    """Compiles a Python function into a parallel native kernel.
+
+    Usable as @plait.jit, @plait.jit(...) and plait.jit(...)(fn).
+      target:      "cpu" (the only target so far)
+      cache:       keep compiled libraries on disk across processes
+      boundscheck: check every array index (IndexError); PLAIT_BOUNDSCHECK overrides
+      fastmath:    allow float reassociation and contraction
+      num_threads: threads for parallel loops (default: PLAIT_NUM_THREADS, else
+                   the CPUs this process may use)
+    """
+    if target != "cpu":
+        raise ValueError(f"target {target!r} is not supported yet; available: cpu")
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
+                                    or num_threads < 1):
+        raise ValueError(f"num_threads must be a positive integer or None, got {num_threads!r}")
+
+    def decorate(func):
+        if not isinstance(func, types.FunctionType):
+            raise TypeError(f"plait.jit compiles Python functions, got {type(func).__name__}")
+        if _env_flag("PLAIT_DISABLE_JIT"):
+            return PythonDispatcher(func)
+        return Dispatcher(func, cache=cache, boundscheck=bool(boundscheck), fastmath=bool(fastmath),
+                          num_threads=num_threads)
+
+    if fn is None:
+        return decorate
+    return decorate(fn)

@@ -1,0 +1,756 @@
+// The extension module plait._core: compiles kernels through the C++ core and
+// calls them. The per-call path (argument classification, kernel lookup, the
+// entry call and the conversion of results) runs here, on the NumPy C API,
+// because it decides the call overhead of every cached kernel.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#define NPY_NO_DEPRECATED_API NPY_API_VERSION
+#include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
+
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "driver/compiler.h"
+#include "ir/types.h"
+#include "runtime/abi.h"
+#include "support/diagnostics.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Error classes, handed over by plait/errors.py at import time. They live as
+// long as the process (module state is not torn down before exit).
+
+struct ErrorClasses {
+  PyObject* by_kind[7] = {};  // indexed by plait::ErrorKind
+  PyObject* internal = nullptr;
+};
+ErrorClasses g_errors;
+
+void set_error_classes(nb::dict by_kind, nb::handle internal) {
+  static const std::pair<const char*, plait::ErrorKind> names[] = {
+      {"Syntax", plait::ErrorKind::Syntax}, {"Type", plait::ErrorKind::Type},
+      {"Name", plait::ErrorKind::Name},     {"Value", plait::ErrorKind::Value},
+      {"Unsupported", plait::ErrorKind::Unsupported}, {"Pragma", plait::ErrorKind::Pragma},
+      {"Race", plait::ErrorKind::Race}};
+  for (const auto& [name, kind] : names) {
+    nb::object cls = by_kind[name];
+    g_errors.by_kind[static_cast<int>(kind)] = cls.release().ptr();
+  }
+  g_errors.internal = nb::borrow(internal).release().ptr();
+}
+
+// Raises the Python class for a CompileError, with its parts as attributes.
+[[noreturn]] void raise_compile_error(const plait::CompileError& e) {
+  PyObject* cls = g_errors.by_kind[static_cast<int>(e.kind())];
+  if (cls == nullptr) throw std::runtime_error(e.what());
+  nb::object exc = nb::borrow(cls)(nb::str(e.what()), "message"_a = e.message(), "path"_a = e.path(),
+                                   "line"_a = e.loc().line, "col"_a = e.loc().col,
+                                   "kind"_a = plait::error_kind_name(e.kind()));
+  PyErr_SetObject(cls, exc.ptr());
+  throw nb::python_error();
+}
+
+[[noreturn]] void raise_internal_error(const char* what) {
+  PyErr_SetString(g_errors.internal != nullptr ? g_errors.internal : PyExc_RuntimeError, what);
+  throw nb::python_error();
+}
+
+// ---------------------------------------------------------------------------
+// Compiled kernels as Python objects (for inspection; calls go through
+// Dispatcher).
+
+using KernelPtr = std::shared_ptr<const plait::CompiledKernel>;
+
+struct Kernel {
+  KernelPtr compiled;
+};
+
+// modules: name -> "numpy" | "math" | "plait" | "plait.prange";
+// constants: name -> bool | int | float.
+plait::Globals to_globals(const nb::dict& modules, const nb::dict& constants) {
+  plait::Globals globals;
+  for (auto [name, module] : modules) {
+    plait::GlobalValue value;
+    value.kind = plait::GlobalValue::Kind::Module;
+    value.module = nb::cast<std::string>(module);
+    globals[nb::cast<std::string>(name)] = value;
+  }
+  for (auto [name, constant] : constants) {
+    plait::GlobalValue value;
+    if (PyBool_Check(constant.ptr())) {
+      value.kind = plait::GlobalValue::Kind::Bool;
+      value.bool_value = constant.ptr() == Py_True;
+    } else if (PyLong_Check(constant.ptr())) {
+      value.kind = plait::GlobalValue::Kind::Int;
+      value.int_value = nb::cast<int64_t>(constant);
+    } else {
+      value.kind = plait::GlobalValue::Kind::Float;
+      value.float_value = nb::cast<double>(constant);
+    }
+    globals[nb::cast<std::string>(name)] = value;
+  }
+  return globals;
+}
+
+// Compiles (or finds in the disk cache) one specialisation. The GIL is
+// released while the system compiler runs so that other threads go on.
+Kernel compile(const std::string& path, const std::string& text, int first_line, const std::string& name,
+               const std::string& signature_text, nb::dict modules, nb::dict constants, bool boundscheck,
+               bool fastmath, bool disk_cache, const std::string& cache_dir, const std::string& dump_dir,
+               const std::string& cxx) {
+  plait::Signature signature;
+  try {
+    signature = plait::Signature::parse(signature_text);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error(e.what());
+  }
+  plait::SourceFile source{path, text, first_line};
+  plait::Globals globals = to_globals(modules, constants);
+  plait::CompileOptions options;
+  options.boundscheck = boundscheck;
+  options.fastmath = fastmath;
+  options.disk_cache = disk_cache;
+  options.cache_dir = cache_dir;
+  options.dump_dir = dump_dir;
+  options.cxx = cxx;
+
+  // Exceptions are caught with the GIL released and raised once it is back.
+  KernelPtr compiled;
+  std::unique_ptr<plait::CompileError> compile_error;
+  std::string internal_error;
+  bool failed_internally = false;
+  {
+    nb::gil_scoped_release release;
+    try {
+      compiled = plait::compile_kernel(source, name, signature, globals, options);
+    } catch (const plait::CompileError& e) {
+      compile_error = std::make_unique<plait::CompileError>(e);
+    } catch (const std::exception& e) {
+      internal_error = e.what();
+      failed_internally = true;
+    }
+  }
+  if (compile_error) raise_compile_error(*compile_error);
+  if (failed_internally) raise_internal_error(internal_error.c_str());
+  return Kernel{std::move(compiled)};
+}
+
+// ---------------------------------------------------------------------------
+// Argument classification.
+//
+// Every argument gets a one-byte type code; the codes of all arguments form
+// the key of the dispatcher's kernel table.
+//   scalar: (weak << 3) | dtype
+//   array:  0x80 | (layout << 5) | ((ndim - 1) << 3) | dtype
+
+constexpr uint8_t kArrayBit = 0x80;
+constexpr uint8_t kWeakBit = 0x08;
+
+uint8_t scalar_code(int dtype, bool weak) { return static_cast<uint8_t>((weak ? kWeakBit : 0) | dtype); }
+uint8_t array_code(int dtype, int ndim, plait::Layout layout) {
+  return static_cast<uint8_t>(kArrayBit | (static_cast<int>(layout) << 5) | ((ndim - 1) << 3) | dtype);
+}
+
+plait::ValueType decode(uint8_t code) {
+  if (code & kArrayBit) {
+    plait::ArrayType array;
+    array.dtype = static_cast<plait::ScalarKind>(code & 7);
+    array.ndim = ((code >> 3) & 3) + 1;
+    array.layout = static_cast<plait::Layout>((code >> 5) & 3);
+    return plait::ValueType::of(array);
+  }
+  return plait::ValueType::of(plait::ScalarType{static_cast<plait::ScalarKind>(code & 7), (code & kWeakBit) != 0});
+}
+
+uint8_t encode(const plait::ValueType& type) {
+  if (type.is_array()) return array_code(static_cast<int>(type.array.dtype), type.array.ndim, type.array.layout);
+  return scalar_code(static_cast<int>(type.scalar.kind), type.scalar.weak);
+}
+
+std::string signature_of(const std::string& key) {
+  plait::Signature signature;
+  for (char c : key) signature.args.push_back(decode(static_cast<uint8_t>(c)));
+  return signature.to_string();
+}
+
+// One argument as the entry point reads it.
+struct ArgSlot {
+  union {
+    plait_array array;
+    int64_t i64;
+    double f64;
+    int32_t b;
+  };
+};
+
+// The plait dtype of a NumPy dtype, or -1 when kernels do not take it.
+int dtype_code(const PyArray_Descr* descr) {
+  if (!PyArray_ISNBO(descr->byteorder)) return -1;
+  const npy_intp size = PyDataType_ELSIZE(descr);
+  switch (descr->type_num) {
+    case NPY_BOOL: return PLAIT_BOOL;
+    case NPY_INT:
+    case NPY_LONG:
+    case NPY_LONGLONG: return size == 4 ? PLAIT_INT32 : size == 8 ? PLAIT_INT64 : -1;
+    case NPY_FLOAT: return PLAIT_FLOAT32;
+    case NPY_DOUBLE: return PLAIT_FLOAT64;
+    default: return -1;
+  }
+}
+
+// Reads a 0-d array or NumPy scalar value of `dtype` from memory.
+void read_scalar(const void* data, int dtype, ArgSlot& slot) {
+  switch (dtype) {
+    case PLAIT_BOOL: slot.b = *static_cast<const npy_bool*>(data) != 0; break;
+    case PLAIT_INT32: slot.i64 = *static_cast<const int32_t*>(data); break;
+    case PLAIT_INT64: slot.i64 = *static_cast<const int64_t*>(data); break;
+    case PLAIT_FLOAT32: slot.f64 = *static_cast<const float*>(data); break;
+    default: slot.f64 = *static_cast<const double*>(data); break;
+  }
+}
+
+struct Dispatcher;
+[[noreturn]] void raise_argument_error(const Dispatcher& d, size_t index, PyObject* obj, const char* why);
+
+struct Dispatcher {
+  std::string name;
+  std::string path;
+  std::vector<std::string> params;
+  int32_t num_threads = 1;
+  std::unordered_map<std::string, KernelPtr> table;
+
+  // Classifies argument `index`; returns its type code and fills `slot`.
+  // Sets a Python exception and returns 0xff on failure.
+  uint8_t classify(size_t index, PyObject* obj, ArgSlot& slot) const;
+};
+
+[[noreturn]] void raise_argument_error(const Dispatcher& d, size_t index, PyObject* obj, const char* why) {
+  const std::string param = index < d.params.size() ? d.params[index] : std::to_string(index);
+  std::string message = d.name + "() argument '" + param + "' ";
+  if (why != nullptr) {
+    message += why;
+  } else {
+    message += "has unsupported type '";
+    message += Py_TYPE(obj)->tp_name;
+    message += "'; plait kernels take NumPy arrays (bool, int32, int64, float32, float64; up to "
+               "4 dimensions) and bool, int or float scalars";
+  }
+  PyErr_SetString(PyExc_TypeError, message.c_str());
+  throw nb::python_error();
+}
+
+constexpr uint8_t kBadCode = 0xff;
+
+uint8_t Dispatcher::classify(size_t index, PyObject* obj, ArgSlot& slot) const {
+  if (PyArray_Check(obj)) {
+    PyArrayObject* array = reinterpret_cast<PyArrayObject*>(obj);
+    const int dtype = dtype_code(PyArray_DESCR(array));
+    if (dtype < 0) {
+      std::string why = "has unsupported dtype '";
+      nb::str dtype_name = nb::str(nb::handle(reinterpret_cast<PyObject*>(PyArray_DESCR(array))));
+      why += dtype_name.c_str();
+      why += "'; plait kernels take bool, int32, int64, float32 and float64 arrays";
+      raise_argument_error(*this, index, obj, why.c_str());
+    }
+    const int ndim = PyArray_NDIM(array);
+    if (ndim == 0) {
+      read_scalar(PyArray_DATA(array), dtype, slot);
+      return scalar_code(dtype, false);
+    }
+    if (ndim > PLAIT_MAX_NDIM) {
+      raise_argument_error(*this, index, obj,
+                           ("is a " + std::to_string(ndim) + "-D array; plait kernels take arrays of up to 4 dimensions")
+                               .c_str());
+    }
+    const int flags = PyArray_FLAGS(array);
+    if (!(flags & NPY_ARRAY_ALIGNED)) raise_argument_error(*this, index, obj, "is not aligned to its item size");
+    const npy_intp* shape = PyArray_DIMS(array);
+    plait_array& out = slot.array;
+    out.data = PyArray_DATA(array);
+    for (int k = 0; k < ndim; ++k) out.shape[k] = shape[k];
+    // Contiguous arrays get canonical strides: NumPy leaves the stride of a
+    // dimension of extent 1 arbitrary, and kernels specialised on C or F
+    // assume the canonical ones.
+    plait::Layout layout;
+    if (flags & NPY_ARRAY_C_CONTIGUOUS) {
+      layout = plait::Layout::C;
+      int64_t stride = 1;
+      for (int k = ndim - 1; k >= 0; --k) {
+        out.strides[k] = stride;
+        stride *= shape[k];
+      }
+    } else if (ndim >= 2 && (flags & NPY_ARRAY_F_CONTIGUOUS)) {
+      layout = plait::Layout::F;
+      int64_t stride = 1;
+      for (int k = 0; k < ndim; ++k) {
+        out.strides[k] = stride;
+        stride *= shape[k];
+      }
+    } else {
+      layout = plait::Layout::Any;
+      const npy_intp itemsize = PyArray_ITEMSIZE(array);
+      const npy_intp* strides = PyArray_STRIDES(array);
+      for (int k = 0; k < ndim; ++k) {
+        if (strides[k] % itemsize != 0) {
+          raise_argument_error(*this, index, obj,
+                               ("has a byte stride of " + std::to_string(strides[k]) +
+                                " that is not a multiple of its item size " + std::to_string(itemsize))
+                                   .c_str());
+        }
+        out.strides[k] = strides[k] / itemsize;
+      }
+    }
+    return array_code(dtype, ndim, layout);
+  }
+  if (PyFloat_CheckExact(obj)) {
+    slot.f64 = PyFloat_AS_DOUBLE(obj);
+    return scalar_code(PLAIT_FLOAT64, true);
+  }
+  if (PyLong_CheckExact(obj)) {
+    int overflow = 0;
+    slot.i64 = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow != 0) raise_argument_error(*this, index, obj, "is a Python int that does not fit in int64");
+    return scalar_code(PLAIT_INT64, true);
+  }
+  if (PyBool_Check(obj)) {
+    slot.b = obj == Py_True;
+    return scalar_code(PLAIT_BOOL, true);
+  }
+  if (PyArray_IsScalar(obj, Generic)) {
+    PyArray_Descr* descr = PyArray_DescrFromScalar(obj);
+    const int dtype = dtype_code(descr);
+    if (dtype < 0) {
+      Py_DECREF(descr);
+      raise_argument_error(*this, index, obj, nullptr);
+    }
+    alignas(16) unsigned char value[16];
+    PyArray_ScalarAsCtype(obj, value);
+    Py_DECREF(descr);
+    read_scalar(value, dtype, slot);
+    return scalar_code(dtype, false);
+  }
+  // Subclasses of int and float (IntEnum, ...) pass as Python scalars.
+  if (PyLong_Check(obj)) {
+    int overflow = 0;
+    slot.i64 = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow != 0) raise_argument_error(*this, index, obj, "is a Python int that does not fit in int64");
+    return scalar_code(PLAIT_INT64, true);
+  }
+  if (PyFloat_Check(obj)) {
+    slot.f64 = PyFloat_AS_DOUBLE(obj);
+    return scalar_code(PLAIT_FLOAT64, true);
+  }
+  raise_argument_error(*this, index, obj, nullptr);
+}
+
+// ---------------------------------------------------------------------------
+// Results.
+
+// Keeps a kernel-owned buffer alive for as long as the NumPy array viewing
+// it, and the kernel's library loaded until the buffer is released.
+struct OwnedBuffer {
+  void* owner;
+  void (*release)(void*);
+  KernelPtr kernel;
+};
+
+void release_owned_buffer(PyObject* capsule) {
+  auto* buffer = static_cast<OwnedBuffer*>(PyCapsule_GetPointer(capsule, "plait.buffer"));
+  if (buffer == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  if (buffer->release != nullptr) buffer->release(buffer->owner);
+  delete buffer;
+}
+
+int numpy_type(int dtype) {
+  switch (dtype) {
+    case PLAIT_BOOL: return NPY_BOOL;
+    case PLAIT_INT32: return NPY_INT32;
+    case PLAIT_INT64: return NPY_INT64;
+    case PLAIT_FLOAT32: return NPY_FLOAT32;
+    default: return NPY_FLOAT64;
+  }
+}
+
+npy_intp item_size(int dtype) {
+  switch (dtype) {
+    case PLAIT_BOOL: return 1;
+    case PLAIT_INT32:
+    case PLAIT_FLOAT32: return 4;
+    default: return 8;
+  }
+}
+
+PyObject* scalar_result(const plait_result& r, const plait::ScalarType& type) {
+  const int dtype = static_cast<int>(type.kind);
+  if (type.weak) {
+    switch (dtype) {
+      case PLAIT_BOOL: return PyBool_FromLong(r.b);
+      case PLAIT_INT64: return PyLong_FromLongLong(r.i64);
+      default: return PyFloat_FromDouble(r.f64);
+    }
+  }
+  if (dtype == PLAIT_BOOL) {
+    PyObject* value = r.b ? PyArrayScalar_True : PyArrayScalar_False;
+    Py_INCREF(value);
+    return value;
+  }
+  alignas(8) unsigned char value[8];
+  switch (dtype) {
+    case PLAIT_INT32: { const int32_t v = static_cast<int32_t>(r.i64); std::memcpy(value, &v, 4); break; }
+    case PLAIT_INT64: std::memcpy(value, &r.i64, 8); break;
+    case PLAIT_FLOAT32: { const float v = static_cast<float>(r.f64); std::memcpy(value, &v, 4); break; }
+    default: std::memcpy(value, &r.f64, 8); break;
+  }
+  PyArray_Descr* descr = PyArray_DescrFromType(numpy_type(dtype));
+  PyObject* scalar = PyArray_Scalar(value, descr, nullptr);
+  Py_DECREF(descr);
+  return scalar;
+}
+
+bool same_view(const plait_array& a, const plait_array& b, int ndim) {
+  if (a.data != b.data) return false;
+  for (int k = 0; k < ndim; ++k) {
+    if (a.shape[k] != b.shape[k]) return false;
+    if (a.shape[k] > 1 && a.strides[k] != b.strides[k]) return false;
+  }
+  return true;
+}
+
+// The byte range [lo, hi) an array view touches; empty for empty arrays.
+void byte_span(const plait_array& a, int ndim, npy_intp itemsize, const char*& lo, const char*& hi) {
+  lo = hi = static_cast<const char*>(a.data);
+  npy_intp low = 0, high = 0;
+  for (int k = 0; k < ndim; ++k) {
+    if (a.shape[k] == 0) return;
+    const npy_intp extent = (a.shape[k] - 1) * a.strides[k] * itemsize;
+    (extent < 0 ? low : high) += extent;
+  }
+  lo += low;
+  hi += high + itemsize;
+}
+
+PyObject* wrap_array(const plait_array& a, int ndim, int dtype, int flags, PyObject* base) {
+  npy_intp shape[PLAIT_MAX_NDIM];
+  npy_intp strides[PLAIT_MAX_NDIM];
+  const npy_intp itemsize = item_size(dtype);
+  for (int k = 0; k < ndim; ++k) {
+    shape[k] = a.shape[k];
+    strides[k] = a.strides[k] * itemsize;
+  }
+  PyArray_Descr* descr = PyArray_DescrFromType(numpy_type(dtype));  // stolen below
+  PyObject* array = PyArray_NewFromDescr(&PyArray_Type, descr, ndim, shape, strides, a.data, flags, nullptr);
+  if (array == nullptr) return nullptr;
+  if (base != nullptr && PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array), base) < 0) {
+    Py_DECREF(array);
+    return nullptr;
+  }
+  return array;
+}
+
+struct CallState {
+  PyObject* const* args;
+  const ArgSlot* slots;
+  const uint8_t* codes;
+  size_t nargs;
+};
+
+// Converts an array result. Takes over the result's owner (released exactly
+// once, through the array's base capsule or here on failure).
+PyObject* array_result(plait_result& r, const plait::ArrayType& type, const KernelPtr& kernel,
+                       const CallState& call) {
+  const int dtype = static_cast<int>(type.dtype);
+  const int ndim = type.ndim;
+  if (r.owner == nullptr) {
+    // A borrowed result: an argument itself or a view into one.
+    for (size_t i = 0; i < call.nargs; ++i) {
+      if (!(call.codes[i] & kArrayBit) || (call.codes[i] & 7) != dtype) continue;
+      const int arg_ndim = ((call.codes[i] >> 3) & 3) + 1;
+      if (arg_ndim == ndim && same_view(call.slots[i].array, r.array, ndim)) {
+        Py_INCREF(call.args[i]);
+        return call.args[i];
+      }
+    }
+    const npy_intp itemsize = item_size(dtype);
+    const char* lo;
+    const char* hi;
+    byte_span(r.array, ndim, itemsize, lo, hi);
+    if (lo != hi) {
+      for (size_t i = 0; i < call.nargs; ++i) {
+        if (!(call.codes[i] & kArrayBit)) continue;
+        PyArrayObject* arg = reinterpret_cast<PyArrayObject*>(call.args[i]);
+        const char* arg_lo;
+        const char* arg_hi;
+        byte_span(call.slots[i].array, ((call.codes[i] >> 3) & 3) + 1, PyArray_ITEMSIZE(arg), arg_lo, arg_hi);
+        if (arg_lo <= lo && hi <= arg_hi) {
+          Py_INCREF(call.args[i]);
+          return wrap_array(r.array, ndim, dtype, PyArray_FLAGS(arg) & NPY_ARRAY_WRITEABLE, call.args[i]);
+        }
+      }
+    }
+    // Not inside any argument (an empty array): a copy owns its memory.
+    PyObject* view = wrap_array(r.array, ndim, dtype, 0, nullptr);
+    if (view == nullptr) return nullptr;
+    PyObject* copy = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(view), NPY_CORDER);
+    Py_DECREF(view);
+    return copy;
+  }
+  auto* buffer = new OwnedBuffer{r.owner, r.release, kernel};
+  r.owner = nullptr;
+  PyObject* capsule = PyCapsule_New(buffer, "plait.buffer", release_owned_buffer);
+  if (capsule == nullptr) {
+    if (buffer->release != nullptr) buffer->release(buffer->owner);
+    delete buffer;
+    return nullptr;
+  }
+  return wrap_array(r.array, ndim, dtype, NPY_ARRAY_WRITEABLE, capsule);  // steals the capsule, even on failure
+}
+
+void release_results(plait_result* results, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (results[i].owner != nullptr && results[i].release != nullptr) results[i].release(results[i].owner);
+    results[i].owner = nullptr;
+  }
+}
+
+PyObject* runtime_error_class(int32_t kind) {
+  switch (kind) {
+    case PLAIT_INDEX_ERROR: return PyExc_IndexError;
+    case PLAIT_ZERO_DIVISION_ERROR: return PyExc_ZeroDivisionError;
+    case PLAIT_VALUE_ERROR: return PyExc_ValueError;
+    case PLAIT_OVERFLOW_ERROR: return PyExc_OverflowError;
+    case PLAIT_MEMORY_ERROR: return PyExc_MemoryError;
+    default: return PyExc_RuntimeError;
+  }
+}
+
+// Builds the Python results of one call; releases every owned result that
+// does not end up in a Python object.
+PyObject* build_results(plait_result* results, const KernelPtr& kernel, const CallState& call) {
+  const size_t count = kernel->results.size();
+  if (count == 0) Py_RETURN_NONE;
+  PyObject* values[16];
+  std::vector<PyObject*> many;
+  PyObject** out = values;
+  if (count > 16) {
+    many.resize(count);
+    out = many.data();
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const plait::ValueType& type = kernel->results[i];
+    PyObject* value = nullptr;
+    // A result repeating an earlier owned one (`return a, a`) is that same object.
+    if (type.is_array() && results[i].owner != nullptr) {
+      for (size_t j = 0; j < i && value == nullptr; ++j) {
+        if (results[j].is_array && out[j] != nullptr && PyArray_Check(out[j]) &&
+            PyArray_DATA(reinterpret_cast<PyArrayObject*>(out[j])) == results[i].array.data &&
+            kernel->results[j] == type && same_view(results[j].array, results[i].array, type.array.ndim)) {
+          value = out[j];
+          Py_INCREF(value);
+          results[i].release(results[i].owner);
+          results[i].owner = nullptr;
+        }
+      }
+    }
+    if (value == nullptr) {
+      value = type.is_array() ? array_result(results[i], type.array, kernel, call) : scalar_result(results[i], type.scalar);
+    }
+    if (value == nullptr) {
+      for (size_t j = 0; j < i; ++j) Py_DECREF(out[j]);
+      release_results(results + i, count - i);
+      return nullptr;
+    }
+    out[i] = value;
+  }
+  if (!kernel->returns_tuple) return out[0];
+  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(count));
+  if (tuple == nullptr) {
+    for (size_t i = 0; i < count; ++i) Py_DECREF(out[i]);
+    return nullptr;
+  }
+  for (size_t i = 0; i < count; ++i) PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), out[i]);
+  return tuple;
+}
+
+// ---------------------------------------------------------------------------
+// The call path: Dispatcher.__call__ as a tp_call slot.
+
+constexpr size_t kInlineArgs = 16;
+
+PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
+  const size_t nargs = static_cast<size_t>(PyTuple_GET_SIZE(args_tuple));
+  PyObject* const* args = &PyTuple_GET_ITEM(args_tuple, 0);
+
+  ArgSlot inline_slots[kInlineArgs];
+  void* inline_pointers[kInlineArgs];
+  std::vector<ArgSlot> heap_slots;
+  std::vector<void*> heap_pointers;
+  ArgSlot* slots = inline_slots;
+  void** pointers = inline_pointers;
+  if (nargs > kInlineArgs) {
+    heap_slots.resize(nargs);
+    heap_pointers.resize(nargs);
+    slots = heap_slots.data();
+    pointers = heap_pointers.data();
+  }
+  std::string key(nargs, '\0');
+  for (size_t i = 0; i < nargs; ++i) {
+    key[i] = static_cast<char>(d.classify(i, args[i], slots[i]));
+    pointers[i] = &slots[i];
+  }
+
+  auto found = d.table.find(key);
+  if (found == d.table.end()) {
+    // A new signature: Python compiles it (plait/dispatcher.py).
+    nb::object kernel = nb::borrow(self).attr("_compile")(signature_of(key));
+    found = d.table.emplace(key, nb::cast<Kernel&>(kernel).compiled).first;
+  }
+  const KernelPtr& kernel = found->second;
+
+  const size_t nresults = kernel->results.size();
+  plait_result inline_results[4];
+  std::vector<plait_result> heap_results;
+  plait_result* results = inline_results;
+  if (nresults > 4) {
+    heap_results.resize(nresults);
+    results = heap_results.data();
+  }
+  std::memset(results, 0, sizeof(plait_result) * (nresults > 4 ? nresults : 4));
+
+  plait_context ctx;
+  ctx.num_threads = d.num_threads;
+  ctx.error_kind = PLAIT_OK;
+  ctx.error_line = 0;
+  ctx.error_col = 0;
+  ctx.error_message[0] = '\0';
+
+  int32_t status;
+  {
+    PyThreadState* thread_state = PyEval_SaveThread();
+    status = kernel->entry(pointers, results, &ctx);
+    PyEval_RestoreThread(thread_state);
+  }
+  if (status != PLAIT_OK) {
+    release_results(results, nresults);
+    ctx.error_message[sizeof(ctx.error_message) - 1] = '\0';
+    std::string message = ctx.error_message;
+    message += " (File \"" + d.path + "\", line " + std::to_string(ctx.error_line) + ")";
+    PyErr_SetString(runtime_error_class(status), message.c_str());
+    return nullptr;
+  }
+  const CallState call{args, slots, reinterpret_cast<const uint8_t*>(key.data()), nargs};
+  return build_results(results, kernel, call);
+}
+
+PyObject* dispatcher_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (!nb::inst_ready(self)) {
+    PyErr_SetString(PyExc_RuntimeError, "plait dispatcher used before its __init__ ran");
+    return nullptr;
+  }
+  Dispatcher& d = *nb::inst_ptr<Dispatcher>(self);
+  try {
+    if (static_cast<size_t>(PyTuple_GET_SIZE(args)) == d.params.size() &&
+        (kwargs == nullptr || PyDict_GET_SIZE(kwargs) == 0)) {
+      return call_kernel(d, self, args);
+    }
+    // Keywords or defaults: Python binds the call to the full argument list.
+    nb::object bound = nb::borrow(self).attr("_bind")(nb::handle(args),
+                                                       kwargs ? nb::handle(kwargs) : nb::handle(Py_None));
+    if (!PyTuple_Check(bound.ptr()) || static_cast<size_t>(PyTuple_GET_SIZE(bound.ptr())) != d.params.size()) {
+      PyErr_SetString(PyExc_RuntimeError, "plait dispatcher: _bind returned a wrong argument tuple");
+      return nullptr;
+    }
+    return call_kernel(d, self, bound.ptr());
+  } catch (nb::python_error& e) {
+    e.restore();
+    return nullptr;
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+    return nullptr;
+  }
+}
+
+PyType_Slot dispatcher_slots[] = {{Py_tp_call, reinterpret_cast<void*>(dispatcher_call)}, {0, nullptr}};
+
+std::string signature_for(Dispatcher& d, nb::args args) {
+  std::string key(args.size(), '\0');
+  std::vector<ArgSlot> slots(args.size());
+  for (size_t i = 0; i < args.size(); ++i) key[i] = static_cast<char>(d.classify(i, args[i].ptr(), slots[i]));
+  return signature_of(key);
+}
+
+int import_numpy() {
+  import_array1(-1);
+  return 0;
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  if (import_numpy() < 0) throw nb::python_error();
+  m.doc() = "The Plait compiler core and the kernel call path";
+
+  m.def("_set_error_classes", &set_error_classes, "by_kind"_a, "internal"_a,
+        "Registers the Python classes raised for compile errors (plait/errors.py).");
+  m.def("compiler_version", &plait::compiler_version);
+  m.def("compile", &compile, "path"_a, "text"_a, "first_line"_a, "name"_a, "signature"_a, "modules"_a,
+        "constants"_a, "boundscheck"_a, "fastmath"_a, "disk_cache"_a, "cache_dir"_a, "dump_dir"_a, "cxx"_a,
+        "Compiles one specialisation of a kernel and returns a Kernel.");
+
+  nb::class_<Kernel>(m, "Kernel")
+      .def_prop_ro("name", [](const Kernel& k) { return k.compiled->name; })
+      .def_prop_ro("signature", [](const Kernel& k) { return k.compiled->signature.to_string(); })
+      .def_prop_ro("results",
+                   [](const Kernel& k) {
+                     std::vector<std::string> names;
+                     for (const auto& t : k.compiled->results) names.push_back(plait::to_string(t));
+                     return names;
+                   })
+      .def_prop_ro("returns_tuple", [](const Kernel& k) { return k.compiled->returns_tuple; })
+      .def_prop_ro("ir_text", [](const Kernel& k) { return k.compiled->ir_text; })
+      .def_prop_ro("source", [](const Kernel& k) { return k.compiled->source; })
+      .def_prop_ro("explain", [](const Kernel& k) { return k.compiled->explain; })
+      .def_prop_ro("library_path", [](const Kernel& k) { return k.compiled->library_path; })
+      .def_prop_ro("from_disk_cache", [](const Kernel& k) { return k.compiled->from_disk_cache; });
+
+  nb::class_<Dispatcher>(m, "Dispatcher", nb::type_slots(dispatcher_slots))
+      .def(nb::init<>())
+      .def(
+          "_setup",
+          [](Dispatcher& d, std::string name, std::string path, std::vector<std::string> params, int num_threads) {
+            d.name = std::move(name);
+            d.path = std::move(path);
+            d.params = std::move(params);
+            d.num_threads = num_threads < 1 ? 1 : num_threads;
+          },
+          "name"_a, "path"_a, "params"_a, "num_threads"_a)
+      .def_prop_rw(
+          "num_threads", [](const Dispatcher& d) { return d.num_threads; },
+          [](Dispatcher& d, int n) {
+            if (n < 1) throw nb::value_error("num_threads must be at least 1");
+            d.num_threads = n;
+          })
+      .def(
+          "_register",
+          [](Dispatcher& d, const Kernel& kernel) {
+            std::string key;
+            for (const auto& type : kernel.compiled->signature.args) key.push_back(static_cast<char>(encode(type)));
+            d.table.emplace(key, kernel.compiled);
+          },
+          "kernel"_a, "Makes calls whose argument types match the kernel's signature use it.")
+      .def("_signature_of", &signature_for,
+           "The signature a call with these (complete) arguments is compiled for.");
+}

@@ -1,0 +1,954 @@
+// The CPU back end: IR -> one C++ translation unit (abi.h + plait_runtime.h +
+// the kernel), compiled by the system compiler with OpenMP.
+//
+// Shape of the output. Every argument is unpacked into typed locals; each
+// array becomes separate locals for its data pointer, extents and strides
+// (never a struct whose address escapes) so that the compiler keeps them in
+// registers and vectorises; the unit stride of a C/F layout is the constant 1
+// in the index arithmetic. Loops take the canonical form
+// `for (int64_t k = 0; k < trip; ++k) { var = begin + k * step; ... }` with
+// begin/end/step evaluated once before the loop, which is what OpenMP's
+// `parallel for`/`simd` need. Run-time errors go through plait::raise_error
+// (the first one wins); the entry point returns ctx->error_kind.
+#include "codegen/cpu/codegen_cpp.h"
+
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/ir_visitor.h"
+
+namespace plait {
+extern const char* const kRuntimeAbiText;
+extern const char* const kRuntimeHeaderText;
+}  // namespace plait
+
+namespace plait::codegen {
+
+using namespace ir;
+
+namespace {
+
+// A parallel loop runs in parallel only when trip count * body cost reaches
+// this many IR nodes, so small loops do not pay for starting a team.
+constexpr int64_t kParallelWorkThreshold = 50000;
+
+const char* dtype_code(ScalarKind k) {
+  switch (k) {
+    case ScalarKind::Bool: return "PLAIT_BOOL";
+    case ScalarKind::Int32: return "PLAIT_INT32";
+    case ScalarKind::Int64: return "PLAIT_INT64";
+    case ScalarKind::Float32: return "PLAIT_FLOAT32";
+    case ScalarKind::Float64: return "PLAIT_FLOAT64";
+  }
+  return "PLAIT_FLOAT64";
+}
+
+std::string ctype(ScalarType t) { return c_type_name(t.kind); }
+std::string ctype(ScalarKind k) { return c_type_name(k); }
+
+std::string sanitize(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    out += ok ? c : '_';
+  }
+  return out;
+}
+
+std::string double_literal(double v) {
+  if (std::isnan(v)) return "__builtin_nan(\"\")";
+  if (std::isinf(v)) return v > 0 ? "__builtin_inf()" : "(-__builtin_inf())";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return v < 0 ? "(" + s + ")" : s;
+}
+
+std::string int_literal(int64_t v, ScalarKind k) {
+  if (k == ScalarKind::Int32) return "int32_t(" + std::to_string(v) + ")";
+  if (v == INT64_MIN) return "(-int64_t(9223372036854775807) - 1)";
+  return "int64_t(" + std::to_string(v) + ")";
+}
+
+std::string escape_path(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += (c == '\n' || c == '\r') ? ' ' : c;
+  }
+  return out;
+}
+
+// Counts IR nodes (the body cost estimate) and notices inner loops.
+class CostCounter : public IRVisitor {
+ public:
+  int64_t nodes = 0;
+  bool has_loop = false;
+  using IRVisitor::visit;
+
+ protected:
+#define PLAIT_EXPR_NODE(n)         \
+  void visit(const n* node) override { \
+    ++nodes;                       \
+    IRVisitor::visit(node);        \
+  }
+#define PLAIT_STMT_NODE(n)                                                                  \
+  void visit(const n* node) override {                                                      \
+    ++nodes;                                                                                \
+    if (node->kind == NodeKind::For || node->kind == NodeKind::While) has_loop = true;     \
+    IRVisitor::visit(node);                                                                 \
+  }
+#include "ir/ir_nodes.def"
+};
+
+// Collects the arrays a subtree mentions and those it (re)binds.
+class ArrayCollector : public IRVisitor {
+ public:
+  std::vector<ArrayVar> used;        // in first-use order
+  std::set<const ArrayInfo*> bound;     // targets of Allocate / ArrayBind
+  std::set<const ArrayInfo*> declared;  // arrays with a Declare
+  using IRVisitor::visit;
+
+ protected:
+  void note(const ArrayVar& a) {
+    if (seen_.insert(a.get()).second) used.push_back(a);
+  }
+  void visit(const Load* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayDim* n) override { note(n->array); }
+  void visit(const Store* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const Allocate* n) override {
+    note(n->array);
+    bound.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayBind* n) override {
+    note(n->src);
+    note(n->dst);
+    bound.insert(n->dst.get());
+  }
+  void visit(const Declare* n) override {
+    if (n->array) {
+      note(n->array);
+      declared.insert(n->array.get());
+    }
+  }
+  void visit(const Return* n) override {
+    for (const ReturnValue& v : n->values)
+      if (v.array) note(v.array);
+    IRVisitor::visit(n);
+  }
+
+ private:
+  std::set<const ArrayInfo*> seen_;
+};
+
+// Whether an expression reads any of the given variables.
+class UsesVars : public IRVisitor {
+ public:
+  explicit UsesVars(std::set<const VarInfo*> vars) : vars_(std::move(vars)) {}
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const VarRef* n) override {
+    if (vars_.count(n->var.get())) found = true;
+  }
+
+ private:
+  std::set<const VarInfo*> vars_;
+};
+
+// Whether a loop body leaves the loop early: a Return anywhere, or a Break
+// that is not inside a nested loop. OpenMP loops cannot do either.
+class LeavesLoop : public IRVisitor {
+ public:
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Break*) override {
+    if (depth_ == 0) found = true;
+  }
+  void visit(const Return*) override { found = true; }
+  void visit(const For* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const While* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+// How an array lives in the generated code.
+struct ArrayLocal {
+  std::string base;     // a_<name>: fields base_data, base_n<d>, base_s<d>
+  bool has_owner = false;  // allocated or rebound: base_owner keeps storage alive
+};
+
+class CppEmitter {
+ public:
+  CppEmitter(const Function& f) : fn_(f), path_(escape_path(f.source.path)) {}
+
+  std::string run() {
+    out_ << kRuntimeAbiText << "\n" << kRuntimeHeaderText << "\n";
+    out_ << "// ---- kernel `" << fn_.name << "` generated by plait from " << path_ << "\n\n";
+    out_ << "extern \"C\" int32_t plait_kernel_abi_version(void) { return PLAIT_ABI_VERSION; }\n\n";
+    out_ << "extern \"C\" int32_t plait_kernel_entry(void** args, plait_result* results, plait_context* ctx) {\n";
+    indent_ = 1;
+    line("(void)args;");
+    line("(void)results;");
+    scopes_.emplace_back();
+    emit_prologue();
+    if (fn_.body) emit_contents(fn_.body);
+    if (!ends_with_return(fn_.body)) line("return ctx->error_kind;");
+    scopes_.pop_back();
+    out_ << "}\n";
+    return out_.str();
+  }
+
+ private:
+  static bool ends_with_return(const Stmt& body) {
+    if (!body) return false;
+    const Block* b = body->as<Block>();
+    if (!b) return body->kind == NodeKind::Return;
+    return !b->stmts.empty() && b->stmts.back()->kind == NodeKind::Return;
+  }
+
+  // ------------------------------------------------------------ naming
+
+  std::string unique(const std::string& wanted) {
+    std::string name = wanted;
+    for (int k = 2; !used_names_.insert(name).second; ++k) name = wanted + "_" + std::to_string(k);
+    return name;
+  }
+
+  const std::string& var_name(const Var& v) {
+    auto it = var_names_.find(v.get());
+    if (it != var_names_.end()) return it->second;
+    return var_names_[v.get()] = unique("v_" + sanitize(v->name));
+  }
+
+  std::string temp(const std::string& what) { return "p_" + what + std::to_string(++temp_counter_); }
+
+  ArrayLocal& array(const ArrayVar& a) {
+    auto it = arrays_.find(a.get());
+    if (it == arrays_.end()) PLAIT_INTERNAL_ERROR("array `" + a->name + "` used before it is bound");
+    return it->second;
+  }
+
+  static bool unit_stride(const ArrayType& t, int d) {
+    return (t.layout == Layout::C && d == t.ndim - 1) || (t.layout == Layout::F && d == 0);
+  }
+  std::string data(const ArrayVar& a) { return array(a).base + "_data"; }
+  std::string extent(const ArrayVar& a, int d) { return array(a).base + "_n" + std::to_string(d); }
+  std::string stride(const ArrayVar& a, int d) {
+    return unit_stride(a->type, d) ? "1" : array(a).base + "_s" + std::to_string(d);
+  }
+  std::string owner(const ArrayVar& a) { return array(a).base + "_owner"; }
+
+  // The fields of an array's locals, for private() clauses.
+  std::vector<std::string> array_fields(const ArrayVar& a) {
+    std::vector<std::string> f{data(a)};
+    for (int d = 0; d < a->type.ndim; ++d) {
+      f.push_back(extent(a, d));
+      if (!unit_stride(a->type, d)) f.push_back(stride(a, d));
+    }
+    if (array(a).has_owner) f.push_back(owner(a));
+    return f;
+  }
+
+  // ------------------------------------------------------------ output
+
+  void line(const std::string& text) { out_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
+  void line_directive(const SourceLoc& loc) {
+    if (loc.valid()) out_ << "#line " << loc.line << " \"" << path_ << "\"\n";
+  }
+  static std::string loc_args(const SourceLoc& loc) {
+    return std::to_string(loc.valid() ? loc.line : 0) + ", " + std::to_string(loc.valid() ? loc.col : 0);
+  }
+
+  bool declared(const VarInfo* v) const {
+    for (const auto& s : scopes_)
+      if (s.count(v)) return true;
+    return false;
+  }
+
+  // ------------------------------------------------------------ prologue
+
+  void emit_prologue() {
+    ArrayCollector arrays;
+    arrays.visit(fn_.body);
+    for (size_t k = 0; k < fn_.params.size(); ++k) {
+      const Param& p = fn_.params[k];
+      const std::string arg = "args[" + std::to_string(k) + "]";
+      if (p.scalar) {
+        const Var& v = p.scalar;
+        std::string value;
+        switch (v->type.kind) {
+          case ScalarKind::Bool: value = "*static_cast<const int32_t*>(" + arg + ") != 0"; break;
+          case ScalarKind::Int32:
+          case ScalarKind::Int64: value = "static_cast<" + ctype(v->type) + ">(*static_cast<const int64_t*>(" + arg + "))"; break;
+          case ScalarKind::Float32:
+          case ScalarKind::Float64: value = "static_cast<" + ctype(v->type) + ">(*static_cast<const double*>(" + arg + "))"; break;
+        }
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
+        scopes_.back().insert(v.get());
+        continue;
+      }
+      const ArrayVar& a = p.array;
+      const bool rebound = arrays.bound.count(a.get()) > 0;
+      ArrayLocal& local = arrays_[a.get()];
+      local.base = unique("a_" + sanitize(a->name));
+      local.has_owner = rebound;
+      const std::string view = unique("p_arg" + std::to_string(k));
+      const std::string mut = rebound ? "" : "const ";
+      line("const plait_array* const " + view + " = static_cast<const plait_array*>(" + arg + ");");
+      line("[[maybe_unused]] " + ctype(a->type.dtype) + "* " + mut + data(a) + " = static_cast<" + ctype(a->type.dtype) +
+           "*>(" + view + "->data);");
+      for (int d = 0; d < a->type.ndim; ++d) {
+        line("[[maybe_unused]] " + mut + "int64_t " + extent(a, d) + " = " + view + "->shape[" + std::to_string(d) + "];");
+        if (!unit_stride(a->type, d))
+          line("[[maybe_unused]] " + mut + "int64_t " + stride(a, d) + " = " + view + "->strides[" + std::to_string(d) + "];");
+      }
+      if (rebound) line("[[maybe_unused]] plait::array_owner " + owner(a) + ";");
+    }
+    // Other arrays are declared where their Declare stands, or else for the
+    // whole call.
+    for (const ArrayVar& a : arrays.used) {
+      if (arrays_.count(a.get())) continue;
+      ArrayLocal& local = arrays_[a.get()];
+      local.base = unique("a_" + sanitize(a->name));
+      local.has_owner = true;
+      if (!arrays.declared.count(a.get())) declare_array(a);
+    }
+  }
+
+  // The locals of a non-parameter array: empty until allocated or bound.
+  void declare_array(const ArrayVar& a) {
+    line("[[maybe_unused]] " + ctype(a->type.dtype) + "* " + data(a) + " = nullptr;");
+    for (int d = 0; d < a->type.ndim; ++d) {
+      line("[[maybe_unused]] int64_t " + extent(a, d) + " = 0;");
+      if (!unit_stride(a->type, d)) line("[[maybe_unused]] int64_t " + stride(a, d) + " = 0;");
+    }
+    line("[[maybe_unused]] plait::array_owner " + owner(a) + ";");
+  }
+
+  // ------------------------------------------------------------ expressions
+
+  std::string expr(const Expr& e) {
+    switch (e->kind) {
+      case NodeKind::IntImm: return int_literal(e->as<IntImm>()->value, e->type.kind);
+      case NodeKind::FloatImm: {
+        const std::string lit = double_literal(e->as<FloatImm>()->value);
+        return e->type.kind == ScalarKind::Float32 ? "float(" + lit + ")" : lit;
+      }
+      case NodeKind::BoolImm: return e->as<BoolImm>()->value ? "true" : "false";
+      case NodeKind::VarRef: return var_name(e->as<VarRef>()->var);
+      case NodeKind::Cast: return cast(e->as<Cast>());
+      case NodeKind::Unary: return unary(e->as<Unary>());
+      case NodeKind::Binary: return binary(e->as<Binary>());
+      case NodeKind::Compare: {
+        const Compare* c = e->as<Compare>();
+        return std::string("(") + expr(c->a) + " " + compare_op_name(c->op) + " " + expr(c->b) + ")";
+      }
+      case NodeKind::Logical: {
+        const Logical* l = e->as<Logical>();
+        return std::string("(") + expr(l->a) + (l->op == LogicalOp::And ? " && " : " || ") + expr(l->b) + ")";
+      }
+      case NodeKind::Select: {
+        const Select* s = e->as<Select>();
+        return std::string("(") + expr(s->cond) + " ? " + expr(s->t) + " : " + expr(s->f) + ")";
+      }
+      case NodeKind::Call: return call(e->as<Call>());
+      case NodeKind::Load: return load(e->as<Load>());
+      case NodeKind::ArrayDim: {
+        const ArrayDim* d = e->as<ArrayDim>();
+        return extent(d->array, d->dim);
+      }
+      default: PLAIT_INTERNAL_ERROR(std::string("not an expression: ") + node_kind_name(e->kind));
+    }
+  }
+
+  std::string cast(const Cast* c) {
+    const ScalarType from = c->value->type;
+    const std::string v = expr(c->value);
+    if (c->type.kind == from.kind) return v;
+    if (c->type.is_bool()) return std::string("(") + v + " != 0)";
+    if (from.is_float() && c->type.is_int()) {
+      if (c->checked)
+        return "plait::checked_float_to_int<" + ctype(c->type) + ">(" + v + ", ctx, " + loc_args(c->loc) + ")";
+      return "plait::float_to_int<" + ctype(c->type) + ">(" + v + ")";
+    }
+    return "static_cast<" + ctype(c->type) + ">(" + v + ")";
+  }
+
+  std::string unary(const Unary* u) {
+    const std::string a = expr(u->a);
+    switch (u->op) {
+      case UnaryOp::Neg: return "(-" + a + ")";
+      case UnaryOp::Not: return "(!" + a + ")";
+      case UnaryOp::BitNot: return u->type.is_bool() ? "(!" + a + ")" : "static_cast<" + ctype(u->type) + ">(~" + a + ")";
+    }
+    return a;
+  }
+
+  std::string binary(const Binary* b) {
+    const std::string t = ctype(b->type);
+    const std::string x = expr(b->a);
+    const std::string y = expr(b->b);
+    const std::string checked_args = ", ctx, " + loc_args(b->loc) + ")";
+    const bool is_bool = b->type.is_bool();
+    auto helper = [&](const std::string& name) { return "plait::" + name + "<" + t + ">(" + x + ", " + y; };
+    switch (b->op) {
+      case BinaryOp::Add: return is_bool ? "(" + x + " || " + y + ")" : "(" + x + " + " + y + ")";
+      case BinaryOp::Sub: return is_bool ? "(" + x + " != " + y + ")" : "(" + x + " - " + y + ")";
+      case BinaryOp::Mul: return is_bool ? "(" + x + " && " + y + ")" : "(" + x + " * " + y + ")";
+      case BinaryOp::Div:
+        return b->zero_check ? helper("div_checked") + checked_args : "(" + x + " / " + y + ")";
+      case BinaryOp::FloorDiv:
+        return b->zero_check ? helper("floordiv_checked") + checked_args : helper("floordiv") + ")";
+      case BinaryOp::Mod: return b->zero_check ? helper("mod_checked") + checked_args : helper("mod") + ")";
+      case BinaryOp::Pow:
+        if (b->type.is_float()) return b->zero_check ? helper("pow_float_checked") + checked_args : helper("pow_float") + ")";
+        if (is_bool) return std::string("(") + x + " || !" + y + ")";
+        return helper("pow_int") + checked_args;
+      case BinaryOp::BitAnd: return "static_cast<" + t + ">(" + x + " & " + y + ")";
+      case BinaryOp::BitOr: return "static_cast<" + t + ">(" + x + " | " + y + ")";
+      case BinaryOp::BitXor: return "static_cast<" + t + ">(" + x + " ^ " + y + ")";
+      case BinaryOp::Shl: return helper("shl") + ")";
+      case BinaryOp::Shr: return helper("shr") + ")";
+      case BinaryOp::Min: return helper("minimum") + ")";
+      case BinaryOp::Max: return helper("maximum") + ")";
+      case BinaryOp::PyMin: return helper("py_min") + ")";
+      case BinaryOp::PyMax: return helper("py_max") + ")";
+    }
+    return x;
+  }
+
+  std::string call(const Call* c) {
+    const ScalarType arg_type = c->args[0]->type;
+    const bool int_arg = !arg_type.is_float();
+    std::vector<std::string> args;
+    for (const Expr& a : c->args) args.push_back(expr(a));
+    auto wrap = [&](const std::string& s) {
+      return arg_type.kind == c->type.kind ? s : "static_cast<" + ctype(c->type) + ">(" + s + ")";
+    };
+    switch (c->fn) {
+      case Intrinsic::Floor:
+      case Intrinsic::Ceil:
+      case Intrinsic::Trunc:
+      case Intrinsic::Round:
+        if (int_arg) return wrap(args[0]);
+        return wrap(std::string(c->fn == Intrinsic::Round ? "std::nearbyint" : std::string("std::") + intrinsic_name(c->fn)) +
+                    "(" + args[0] + ")");
+      case Intrinsic::Abs:
+        if (arg_type.is_bool()) return wrap(args[0]);
+        if (int_arg) return wrap("plait::abs_int<" + ctype(arg_type) + ">(" + args[0] + ")");
+        return wrap("std::fabs(" + args[0] + ")");
+      case Intrinsic::Fabs: return wrap("std::fabs(" + args[0] + ")");
+      case Intrinsic::IsNan: return int_arg ? "false" : "std::isnan(" + args[0] + ")";
+      case Intrinsic::IsInf: return int_arg ? "false" : "std::isinf(" + args[0] + ")";
+      case Intrinsic::IsFinite: return int_arg ? "true" : "std::isfinite(" + args[0] + ")";
+      default: break;
+    }
+    // sqrt, exp, log, ..., pow, atan2: <cmath>, with math.* error rules when asked.
+    const std::string name = std::string("std::") + intrinsic_name(c->fn);
+    std::string joined;
+    for (size_t i = 0; i < args.size(); ++i) joined += (i ? ", " : "") + args[i];
+    if (!c->python_math) return wrap(name + "(" + joined + ")");
+    const char* on_inf = "none";
+    switch (c->fn) {
+      case Intrinsic::Exp:
+      case Intrinsic::Sinh:
+      case Intrinsic::Cosh: on_inf = "overflow"; break;
+      case Intrinsic::Log:
+      case Intrinsic::Log2:
+      case Intrinsic::Log10: on_inf = "domain"; break;
+      case Intrinsic::Pow: on_inf = "pow"; break;
+      default: break;
+    }
+    std::string params, names;
+    for (size_t i = 0; i < c->args.size(); ++i) {
+      params += (i ? ", " : "") + ctype(c->args[i]->type) + " x" + std::to_string(i);
+      names += (i ? ", x" : "x") + std::to_string(i);
+    }
+    return wrap("plait::py_math(ctx, " + loc_args(c->loc) + ", plait::math_inf::" + on_inf + ", [](" + params +
+                ") { return " + name + "(" + names + "); }, " + joined + ")");
+  }
+
+  // The flat element offset of `indices` (already evaluated names or expressions).
+  std::string offset(const ArrayVar& a, const std::vector<std::string>& indices) {
+    std::string off;
+    for (int d = 0; d < a->type.ndim; ++d) {
+      const std::string s = stride(a, d);
+      const std::string term = s == "1" ? indices[d] : indices[d] + " * " + s;
+      off += (d ? " + " : "") + term;
+    }
+    return off;
+  }
+
+  std::string index_value(const Expr& e) {
+    const std::string s = expr(e);
+    return e->type.kind == ScalarKind::Int64 ? s : "static_cast<int64_t>(" + s + ")";
+  }
+
+  // Evaluates the indices into consts named in `names` and returns the
+  // condition that they are all in bounds (reporting the first that is not).
+  std::string bound_checks(const ArrayVar& a, const std::vector<Expr>& indices, const SourceLoc& loc,
+                           std::vector<std::string>* names, std::string* decls) {
+    std::string cond;
+    for (int d = 0; d < a->type.ndim; ++d) {
+      const std::string n = temp("i");
+      if (d) *decls += " ";
+      *decls += "const int64_t " + n + " = " + index_value(indices[static_cast<size_t>(d)]) + ";";
+      names->push_back(n);
+      cond += (d ? " && " : "") + std::string("plait::index_ok(ctx, ") + loc_args(loc) + ", " + n + ", " +
+              std::to_string(d) + ", " + extent(a, d) + ")";
+    }
+    return cond;
+  }
+
+  std::string load(const Load* l) {
+    if (!l->checked) {
+      std::vector<std::string> idx;
+      for (const Expr& i : l->indices) idx.push_back(index_value(i));
+      return data(l->array) + "[" + offset(l->array, idx) + "]";
+    }
+    std::vector<std::string> names;
+    std::string decls;
+    const std::string cond = bound_checks(l->array, l->indices, l->loc, &names, &decls);
+    const std::string t = ctype(l->type);
+    return "[&]() -> " + t + " { " + decls + " if (!(" + cond + ")) return " + t + "(0); return " + data(l->array) + "[" +
+           offset(l->array, names) + "]; }()";
+  }
+
+  // ------------------------------------------------------------ statements
+
+  // A statement as the body of a construct: a Block's statements go in a new
+  // scope without extra braces.
+  void emit_contents(const Stmt& s) {
+    scopes_.emplace_back();
+    if (const Block* b = s->as<Block>()) {
+      for (const Stmt& st : b->stmts) emit(st);
+    } else {
+      emit(s);
+    }
+    scopes_.pop_back();
+  }
+
+  void emit(const Stmt& s) {
+    line_directive(s->loc);
+    switch (s->kind) {
+      case NodeKind::Block:
+        line("{");
+        ++indent_;
+        emit_contents(s);
+        --indent_;
+        line("}");
+        return;
+      case NodeKind::Declare: {
+        if (const ArrayVar& a = s->as<Declare>()->array) return declare_array(a);
+        const Var& v = s->as<Declare>()->var;
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
+        scopes_.back().insert(v.get());
+        return;
+      }
+      case NodeKind::Assign: {
+        const Assign* a = s->as<Assign>();
+        if (declared(a->var.get())) {
+          line(var_name(a->var) + " = " + expr(a->value) + ";");
+        } else {
+          // Not declared by the lowering: it lives for the rest of this block.
+          line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + " = " + expr(a->value) + ";");
+          scopes_.back().insert(a->var.get());
+        }
+        return;
+      }
+      case NodeKind::Store: return emit_store(s->as<Store>());
+      case NodeKind::AtomicUpdate: return emit_atomic(s->as<AtomicUpdate>());
+      case NodeKind::If: {
+        const If* i = s->as<If>();
+        line("if (" + expr(i->cond) + ") {");
+        nested(i->then_case);
+        if (i->else_case) {
+          line("} else {");
+          nested(i->else_case);
+        }
+        line("}");
+        return;
+      }
+      case NodeKind::For: return emit_for(s->as<For>());
+      case NodeKind::While: {
+        const While* w = s->as<While>();
+        line("while (" + expr(w->cond) + ") {");
+        nested(w->body);
+        line("}");
+        return;
+      }
+      case NodeKind::Break: line("break;"); return;
+      case NodeKind::Continue: line("continue;"); return;
+      case NodeKind::Return: return emit_return(s->as<Return>());
+      case NodeKind::Allocate: return emit_allocate(s->as<Allocate>());
+      case NodeKind::ArrayBind: return emit_bind(s->as<ArrayBind>());
+      default: PLAIT_INTERNAL_ERROR(std::string("not a statement: ") + node_kind_name(s->kind));
+    }
+  }
+
+  void nested(const Stmt& s) {
+    ++indent_;
+    emit_contents(s);
+    --indent_;
+  }
+
+  void emit_store(const Store* st) {
+    if (!st->checked) {
+      std::vector<std::string> idx;
+      for (const Expr& i : st->indices) idx.push_back(index_value(i));
+      line(data(st->array) + "[" + offset(st->array, idx) + "] = " + expr(st->value) + ";");
+      return;
+    }
+    // Python evaluates the value before the subscript.
+    const std::string value = temp("value");
+    line("{");
+    ++indent_;
+    line("const " + ctype(st->array->type.dtype) + " " + value + " = " + expr(st->value) + ";");
+    std::vector<std::string> names;
+    std::string decls;
+    const std::string cond = bound_checks(st->array, st->indices, st->loc, &names, &decls);
+    line(decls);
+    line("if (" + cond + ") " + data(st->array) + "[" + offset(st->array, names) + "] = " + value + ";");
+    --indent_;
+    line("}");
+  }
+
+  void emit_atomic(const AtomicUpdate* u) {
+    std::string fn;
+    switch (u->op) {
+      case AtomicOp::Add: fn = "atomic_add"; break;
+      case AtomicOp::Sub: fn = "atomic_sub"; break;
+      case AtomicOp::Mul: fn = "atomic_mul"; break;
+      case AtomicOp::Div: fn = "atomic_div"; break;
+      case AtomicOp::Min: fn = "atomic_min"; break;
+      case AtomicOp::Max: fn = "atomic_max"; break;
+      case AtomicOp::BitAnd: fn = "atomic_and"; break;
+      case AtomicOp::BitOr: fn = "atomic_or"; break;
+      case AtomicOp::BitXor: fn = "atomic_xor"; break;
+    }
+    const std::string t = ctype(u->array->type.dtype);
+    fn = "plait::" + fn + "<" + t + ">";
+    if (!u->checked) {
+      std::vector<std::string> idx;
+      for (const Expr& i : u->indices) idx.push_back(index_value(i));
+      line(fn + "(&" + data(u->array) + "[" + offset(u->array, idx) + "], " + expr(u->value) + ");");
+      return;
+    }
+    const std::string value = temp("value");
+    line("{");
+    ++indent_;
+    line("const " + t + " " + value + " = " + expr(u->value) + ";");
+    std::vector<std::string> names;
+    std::string decls;
+    const std::string cond = bound_checks(u->array, u->indices, u->loc, &names, &decls);
+    line(decls);
+    line("if (" + cond + ") " + fn + "(&" + data(u->array) + "[" + offset(u->array, names) + "], " + value + ");");
+    --indent_;
+    line("}");
+  }
+
+  // The one For that `body` consists of (besides a Declare of that loop's
+  // own variable), or null.
+  static const For* single_loop(const Stmt& body) {
+    if (const For* f = body->as<For>()) return f;
+    const Block* b = body->as<Block>();
+    if (!b) return nullptr;
+    const For* inner = nullptr;
+    for (const Stmt& st : b->stmts) {
+      if (const For* f = st->as<For>()) {
+        if (inner) return nullptr;
+        inner = f;
+      } else if (!st->as<Declare>()) {
+        return nullptr;
+      }
+    }
+    if (!inner) return nullptr;
+    for (const Stmt& st : b->stmts)
+      if (const Declare* d = st->as<Declare>(); d && d->var != inner->var) return nullptr;
+    return inner;
+  }
+
+  // The loops run as one by collapse(k): `outer` and the loops perfectly
+  // nested in it, as many as the schedule asks and the shape allows (an
+  // inner loop whose bounds read an outer loop variable stops the nest).
+  std::vector<const For*> collapse_nest(const For* outer) {
+    std::vector<const For*> nest{outer};
+    std::set<const VarInfo*> vars{outer->var.get()};
+    while (static_cast<int>(nest.size()) < outer->schedule.collapse) {
+      const For* inner = single_loop(nest.back()->body);
+      if (!inner) return nest;
+      UsesVars uses(vars);
+      uses.visit(inner->begin);
+      uses.visit(inner->end);
+      uses.visit(inner->step);
+      if (uses.found) return nest;
+      nest.push_back(inner);
+      vars.insert(inner->var.get());
+    }
+    return nest;
+  }
+
+  void emit_for(const For* loop) {
+    const LoopSchedule& sc = loop->schedule;
+    if (sc.kind != LoopKind::Serial) {
+      LeavesLoop leaves;
+      leaves.visit(loop->body);
+      if (leaves.found)
+        PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(sc.kind)) + " loop over `" + loop->var->name +
+                             "` contains a break or return; the lowering must make it serial");
+    }
+    const bool parallel = is_parallel(sc.kind);
+    const std::vector<const For*> nest = parallel ? collapse_nest(loop) : std::vector<const For*>{loop};
+
+    line("{");
+    ++indent_;
+    struct Level {
+      const For* loop;
+      std::string begin, step, trip, k;
+    };
+    std::vector<Level> levels;
+    for (const For* f : nest) {
+      Level lv{f, temp("begin"), "", "", ""};
+      const std::string end = temp("end");
+      lv.step = temp("step");
+      lv.trip = temp("trip");
+      lv.k = temp("k");
+      line("const int64_t " + lv.begin + " = " + expr(f->begin) + ";");
+      line("const int64_t " + end + " = " + expr(f->end) + ";");
+      line("const int64_t " + lv.step + " = " + expr(f->step) + ";");
+      line("const int64_t " + lv.trip + " = plait::trip_count(" + lv.begin + ", " + end + ", " + lv.step + ");");
+      levels.push_back(lv);
+    }
+    const For* innermost = nest.back();
+
+    if (sc.kind != LoopKind::Serial) line(pragma(loop, levels.size(), innermost, [&] {
+      std::string trips;
+      for (const Level& lv : levels) trips += (trips.empty() ? "" : " * ") + ("static_cast<double>(" + lv.trip + ")");
+      return trips;
+    }()));
+    for (size_t d = 0; d < levels.size(); ++d) {
+      const Level& lv = levels[d];
+      line("for (int64_t " + lv.k + " = 0; " + lv.k + " < " + lv.trip + "; ++" + lv.k + ")" +
+           (d + 1 == levels.size() ? " {" : ""));
+    }
+    ++indent_;
+    scopes_.emplace_back();
+    // The loop variable: a serial loop assigns the variable itself (so break
+    // and assignments in the body leave Python's value); parallel and vector
+    // loops give each iteration its own copy and set the last value after.
+    std::vector<const Level*> copy_back;
+    for (const Level& lv : levels) {
+      const Var& v = lv.loop->var;
+      const std::string value = "static_cast<" + ctype(v->type) + ">(" + lv.begin + " + " + lv.k + " * " + lv.step + ")";
+      if (sc.kind == LoopKind::Serial && declared(v.get())) {
+        line(var_name(v) + " = " + value + ";");
+      } else {
+        if (declared(v.get())) copy_back.push_back(&lv);
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
+        scopes_.back().insert(v.get());
+      }
+    }
+    if (sc.kind != LoopKind::Serial) ++omp_depth_;
+    if (const Block* b = innermost->body->as<Block>()) {
+      for (const Stmt& st : b->stmts) emit(st);
+    } else {
+      emit(innermost->body);
+    }
+    if (sc.kind != LoopKind::Serial) --omp_depth_;
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    for (const Level* lv : copy_back) {
+      const Var& v = lv->loop->var;
+      line("if (" + lv->trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + lv->begin + " + (" +
+           lv->trip + " - 1) * " + lv->step + ");");
+    }
+    --indent_;
+    line("}");
+  }
+
+  std::string pragma(const For* loop, size_t depth, const For* innermost, const std::string& work) {
+    const LoopSchedule& sc = loop->schedule;
+    std::string p;
+    switch (sc.kind) {
+      case LoopKind::Parallel: p = "#pragma omp parallel for schedule(static)"; break;
+      case LoopKind::ParallelVectorized: p = "#pragma omp parallel for simd schedule(static)"; break;
+      case LoopKind::Vectorized: p = "#pragma omp simd"; break;
+      case LoopKind::Serial: return "";
+    }
+    if (is_parallel(sc.kind)) {
+      p += " num_threads(" + (sc.num_threads > 0 ? std::to_string(sc.num_threads) : std::string("ctx->num_threads")) + ")";
+      if (depth > 1) p += " collapse(" + std::to_string(depth) + ")";
+      // Run in parallel only when there is enough work: trip count times the
+      // body's IR node count must reach kParallelWorkThreshold, except that a
+      // body holding a loop is assumed heavy and goes parallel at 2 trips.
+      // The `parallel:` modifier keeps a combined `parallel for simd`
+      // vectorised when the team is not started.
+      CostCounter cost;
+      cost.visit(innermost->body);
+      if (cost.has_loop) {
+        p += " if(parallel: " + work + " >= 2)";
+      } else {
+        const int64_t nodes = cost.nodes > 0 ? cost.nodes : 1;
+        p += " if(parallel: " + work + " >= " + std::to_string((kParallelWorkThreshold + nodes - 1) / nodes) + ".0)";
+      }
+      // Arrays (re)bound inside the body but declared outside it belong to
+      // one iteration.
+      ArrayCollector arrays;
+      arrays.visit(innermost->body);
+      std::vector<std::string> priv;
+      for (const ArrayVar& a : arrays.used)
+        if (arrays.bound.count(a.get()) && !arrays.declared.count(a.get()))
+          for (const std::string& f : array_fields(a)) priv.push_back(f);
+      if (!priv.empty()) {
+        std::string list;
+        for (const std::string& f : priv) list += (list.empty() ? "" : ", ") + f;
+        p += " private(" + list + ")";
+      }
+    }
+    if (is_vectorized(sc.kind) && sc.simd_width > 0) p += " simdlen(" + std::to_string(sc.simd_width) + ")";
+    for (const Reduction& r : sc.reductions)
+      p += std::string(" reduction(") + reduce_op_name(r.op) + ": " + var_name(r.var) + ")";
+    std::string privates;
+    for (const Var& v : sc.privates)
+      if (declared(v.get())) privates += (privates.empty() ? "" : ", ") + var_name(v);
+    if (!privates.empty()) p += " private(" + privates + ")";
+    return p;
+  }
+
+  void emit_return(const Return* r) {
+    PLAIT_ASSERT(r->values.size() == fn_.results.size());
+    for (size_t k = 0; k < r->values.size(); ++k) {
+      const ReturnValue& v = r->values[k];
+      const std::string res = "results[" + std::to_string(k) + "]";
+      line(res + " = plait_result{};");
+      if (v.scalar) {
+        const ScalarKind kind = fn_.results[k].scalar.kind;
+        line(res + ".is_array = 0;");
+        line(res + ".dtype = " + dtype_code(kind) + ";");
+        const std::string value = expr(v.scalar);
+        switch (kind) {
+          case ScalarKind::Bool: line(res + ".b = " + value + " ? 1 : 0;"); break;
+          case ScalarKind::Int32:
+          case ScalarKind::Int64: line(res + ".i64 = static_cast<int64_t>(" + value + ");"); break;
+          case ScalarKind::Float32:
+          case ScalarKind::Float64: line(res + ".f64 = static_cast<double>(" + value + ");"); break;
+        }
+        continue;
+      }
+      const ArrayVar& a = v.array;
+      line(res + ".is_array = 1;");
+      line(res + ".dtype = " + dtype_code(a->type.dtype) + ";");
+      line(res + ".ndim = " + std::to_string(a->type.ndim) + ";");
+      line(res + ".array.data = " + data(a) + ";");
+      for (int d = 0; d < a->type.ndim; ++d) {
+        line(res + ".array.shape[" + std::to_string(d) + "] = " + extent(a, d) + ";");
+        line(res + ".array.strides[" + std::to_string(d) + "] = " + stride(a, d) + ";");
+      }
+      if (array(a).has_owner) {
+        // Kernel-allocated storage goes to the caller; borrowed arrays have no owner.
+        line(res + ".owner = plait::export_owner(" + owner(a) + ");");
+        line(res + ".release = " + res + ".owner ? &plait::release_owner : nullptr;");
+      }
+    }
+    line("return ctx->error_kind;");
+  }
+
+  void emit_allocate(const Allocate* al) {
+    const ArrayVar& a = al->array;
+    const std::string t = ctype(a->type.dtype);
+    const std::string shape = temp("shape");
+    const std::string result = temp("alloc");
+    std::string extents;
+    for (const Expr& e : al->shape) extents += (extents.empty() ? "" : ", ") + index_value(e);
+    const char* fill = "uninitialized";
+    switch (al->fill) {
+      case FillKind::Uninitialized: fill = "uninitialized"; break;
+      case FillKind::Zeros: fill = "zeros"; break;
+      case FillKind::Ones: fill = "ones"; break;
+      case FillKind::Value: fill = "value"; break;
+    }
+    const std::string value = al->fill_value ? expr(al->fill_value) : t + "()";
+    line("{");
+    ++indent_;
+    line("const int64_t " + shape + "[] = {" + extents + "};");
+    line("plait::allocation<" + t + "> " + result + " = plait::allocate_array<" + t + ">(ctx, " + loc_args(al->loc) +
+         ", " + std::to_string(a->type.ndim) + ", " + shape + ", " + (a->type.layout == Layout::F ? "true" : "false") +
+         ", plait::fill_kind::" + fill + ", " + value + ");");
+    // Outside OpenMP loops a failed allocation ends the call at once; inside
+    // one (which cannot be left early) the array stays empty and the error is
+    // reported when the call ends.
+    if (omp_depth_ == 0) line("if (!" + result + ".ok) return ctx->error_kind;");
+    line(data(a) + " = " + result + ".data;");
+    for (int d = 0; d < a->type.ndim; ++d) {
+      line(extent(a, d) + " = " + result + ".shape[" + std::to_string(d) + "];");
+      if (!unit_stride(a->type, d)) line(stride(a, d) + " = " + result + ".strides[" + std::to_string(d) + "];");
+    }
+    line(owner(a) + " = std::move(" + result + ".owner);");
+    --indent_;
+    line("}");
+  }
+
+  void emit_bind(const ArrayBind* b) {
+    line(data(b->dst) + " = " + data(b->src) + ";");
+    for (int d = 0; d < b->dst->type.ndim; ++d) {
+      line(extent(b->dst, d) + " = " + extent(b->src, d) + ";");
+      if (!unit_stride(b->dst->type, d)) line(stride(b->dst, d) + " = " + stride(b->src, d) + ";");
+    }
+    if (array(b->src).has_owner) {
+      line(owner(b->dst) + " = " + owner(b->src) + ";");
+    } else {
+      line(owner(b->dst) + ".reset();");
+    }
+  }
+
+  const Function& fn_;
+  std::string path_;
+  std::ostringstream out_;
+  int indent_ = 0;
+  int temp_counter_ = 0;
+  int omp_depth_ = 0;  // enclosing parallel/simd loops
+  std::unordered_map<const VarInfo*, std::string> var_names_;
+  std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
+  std::unordered_set<std::string> used_names_;
+  std::vector<std::unordered_set<const VarInfo*>> scopes_;
+};
+
+}  // namespace
+
+std::string generate_cpp(const Function& function, const CompileOptions& /*options*/) {
+  CppEmitter emitter(function);
+  return emitter.run();
+}
+
+}  // namespace plait::codegen

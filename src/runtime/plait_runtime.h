@@ -1,0 +1,438 @@
+// The run-time support of generated CPU kernels: Python/NumPy arithmetic
+// where C++ differs, run-time error reports, bounds checks, atomics and array
+// allocation. Header-only; the code generator pastes it into every kernel
+// after the text of abi.h (so it uses plait_context and the PLAIT_* codes
+// without including abi.h itself). Everything is inline so unused helpers
+// cost nothing and hot ones inline into vectorised loops.
+// An include guard, not #pragma once: the text sits in the kernel's main file.
+#ifndef PLAIT_RUNTIME_H
+#define PLAIT_RUNTIME_H
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+namespace plait {
+
+// ---------------------------------------------------------------- errors
+
+// Records a run-time error in `ctx`. Only the first error of a call is kept
+// (several threads may race to report one); the caller then goes on with a
+// harmless value and the entry point returns ctx->error_kind at the end.
+inline void raise_error(plait_context* ctx, int32_t kind, int line, int col, const char* message) {
+  int32_t expected = PLAIT_OK;
+  int32_t* slot = const_cast<int32_t*>(&ctx->error_kind);
+  if (__atomic_compare_exchange_n(slot, &expected, kind, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    ctx->error_line = line;
+    ctx->error_col = col;
+    std::snprintf(ctx->error_message, sizeof ctx->error_message, "%s", message);
+  }
+}
+
+// True when 0 <= index < extent; otherwise reports NumPy's IndexError.
+inline bool index_ok(plait_context* ctx, int line, int col, int64_t index, int axis, int64_t extent) {
+  if (__builtin_expect(index >= 0 && index < extent, 1)) return true;
+  char message[160];
+  std::snprintf(message, sizeof message, "index %lld is out of bounds for axis %d with size %lld",
+                static_cast<long long>(index), axis, static_cast<long long>(extent));
+  raise_error(ctx, PLAIT_INDEX_ERROR, line, col, message);
+  return false;
+}
+
+// ---------------------------------------------------------------- loops
+
+// The number of values of range(begin, end, step), step != 0. Computed in
+// unsigned arithmetic so that extreme bounds cannot overflow.
+inline int64_t trip_count(int64_t begin, int64_t end, int64_t step) {
+  if (step > 0) {
+    if (end <= begin) return 0;
+    return static_cast<int64_t>((static_cast<uint64_t>(end) - static_cast<uint64_t>(begin) - 1) /
+                                    static_cast<uint64_t>(step) + 1);
+  }
+  if (begin <= end) return 0;
+  return static_cast<int64_t>((static_cast<uint64_t>(begin) - static_cast<uint64_t>(end) - 1) /
+                                  (0 - static_cast<uint64_t>(step)) + 1);
+}
+
+// ---------------------------------------------------------------- arithmetic
+
+// Floor division rounding toward negative infinity (Python //). Integer
+// division by zero gives 0 as NumPy does; INT_MIN // -1 wraps to INT_MIN.
+template <typename T>
+inline T floordiv(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (b == 0) return a / b;
+    T rem = std::fmod(a, b);
+    T quot = (a - rem) / b;
+    if (rem != 0 && ((b < 0) != (rem < 0))) quot -= 1;
+    if (quot == 0) return std::copysign(T(0), a / b);
+    // (a - rem) / b is an integer up to rounding; snap it to the nearest one.
+    T whole = std::floor(quot);
+    if (quot - whole > T(0.5)) whole += 1;
+    return whole;
+  } else {
+    if (b == 0) return 0;
+    if (b == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
+    T quot = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --quot;
+    return quot;
+  }
+}
+
+// Remainder with the sign of the divisor (Python %, np.mod). Integer modulo
+// by zero gives 0 (NumPy); float modulo by zero gives NaN.
+template <typename T>
+inline T mod(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (b == 0) return std::fmod(a, b);
+    T rem = std::fmod(a, b);
+    if (rem != 0) {
+      if ((b < 0) != (rem < 0)) rem += b;
+    } else {
+      rem = std::copysign(T(0), b);
+    }
+    return rem;
+  } else {
+    if (b == 0 || b == -1) return 0;
+    T rem = a % b;
+    if (rem != 0 && ((rem < 0) != (b < 0))) rem += b;
+    return rem;
+  }
+}
+
+// Python's ZeroDivisionError checks for operations on Python scalars.
+template <typename T>
+inline T div_checked(T a, T b, plait_context* ctx, int line, int col) {
+  if (b == 0) {
+    raise_error(ctx, PLAIT_ZERO_DIVISION_ERROR, line, col, "float division by zero");
+    return 0;
+  }
+  return a / b;
+}
+
+template <typename T>
+inline T floordiv_checked(T a, T b, plait_context* ctx, int line, int col) {
+  if (b == 0) {
+    raise_error(ctx, PLAIT_ZERO_DIVISION_ERROR, line, col,
+                std::is_floating_point_v<T> ? "float floor division by zero" : "integer division or modulo by zero");
+    return 0;
+  }
+  return floordiv(a, b);
+}
+
+template <typename T>
+inline T mod_checked(T a, T b, plait_context* ctx, int line, int col) {
+  if (b == 0) {
+    raise_error(ctx, PLAIT_ZERO_DIVISION_ERROR, line, col,
+                std::is_floating_point_v<T> ? "float modulo" : "integer modulo by zero");
+    return 0;
+  }
+  return mod(a, b);
+}
+
+// Integer power by squaring with wrap-around (NumPy). A negative exponent is
+// NumPy's ValueError.
+template <typename T>
+inline T pow_int(T base, T exponent, plait_context* ctx, int line, int col) {
+  if (exponent < 0) {
+    raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "Integers to negative integer powers are not allowed.");
+    return 0;
+  }
+  using U = std::make_unsigned_t<T>;
+  U result = 1;
+  U factor = static_cast<U>(base);
+  for (U e = static_cast<U>(exponent); e != 0; e >>= 1) {
+    if (e & 1) result = static_cast<U>(result * factor);
+    factor = static_cast<U>(factor * factor);
+  }
+  return static_cast<T>(result);
+}
+
+// Float power; `checked` adds Python's ZeroDivisionError for 0.0 ** negative.
+template <typename T, typename E>
+inline T pow_float(T base, E exponent) {
+  return static_cast<T>(std::pow(base, static_cast<T>(exponent)));
+}
+
+template <typename T, typename E>
+inline T pow_float_checked(T base, E exponent, plait_context* ctx, int line, int col) {
+  if (base == 0 && exponent < 0) {
+    raise_error(ctx, PLAIT_ZERO_DIVISION_ERROR, line, col, "0.0 cannot be raised to a negative power");
+    return 0;
+  }
+  return pow_float(base, exponent);
+}
+
+// np.minimum / np.maximum: NaN-propagating.
+template <typename T>
+inline T minimum(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return b < a ? b : a;
+}
+
+template <typename T>
+inline T maximum(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return b > a ? b : a;
+}
+
+// The builtins min(a, b) / max(a, b): the first argument unless the second
+// compares strictly smaller/greater (so NaN handling follows Python).
+template <typename T>
+inline T py_min(T a, T b) { return b < a ? b : a; }
+
+template <typename T>
+inline T py_max(T a, T b) { return b > a ? b : a; }
+
+// Shifts with Python results for counts in range; counts >= the width give
+// 0 (left) or the sign (right), negative counts give 0 / the sign, as NumPy.
+template <typename T, typename C>
+inline T shl(T a, C count) {
+  if (count < 0 || count >= static_cast<C>(sizeof(T) * 8)) return 0;
+  return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) << count);
+}
+
+template <typename T, typename C>
+inline T shr(T a, C count) {
+  if (count < 0 || count >= static_cast<C>(sizeof(T) * 8)) return a < 0 ? T(-1) : T(0);
+  return static_cast<T>(a >> count);
+}
+
+// |a| for ints, wrapping for the most negative value as NumPy does.
+template <typename T>
+inline T abs_int(T a) {
+  return a < 0 ? static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a)) : a;
+}
+
+// ---------------------------------------------------------------- casts
+
+// Float to int truncating toward zero. NaN and out-of-range values give the
+// most negative value (what x86's cvttsd2si yields) instead of C++'s UB.
+template <typename I, typename F>
+inline I float_to_int(F x) {
+  // 2^(bits-1) is exact in every float type; the range is [-2^(b-1), 2^(b-1)).
+  constexpr F limit = static_cast<F>(static_cast<double>(uint64_t(1) << (sizeof(I) * 8 - 1)));
+  if (!(x >= -limit && x < limit)) return std::numeric_limits<I>::min();
+  return static_cast<I>(x);
+}
+
+// Python's int(x): NaN is a ValueError, infinities and values beyond the
+// target range an OverflowError.
+template <typename I, typename F>
+inline I checked_float_to_int(F x, plait_context* ctx, int line, int col) {
+  constexpr F limit = static_cast<F>(static_cast<double>(uint64_t(1) << (sizeof(I) * 8 - 1)));
+  if (x != x) {
+    raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "cannot convert float NaN to integer");
+    return 0;
+  }
+  if (std::isinf(x)) {
+    raise_error(ctx, PLAIT_OVERFLOW_ERROR, line, col, "cannot convert float infinity to integer");
+    return 0;
+  }
+  if (!(x >= -limit && x < limit)) {
+    raise_error(ctx, PLAIT_OVERFLOW_ERROR, line, col,
+                sizeof(I) == 4 ? "int too large to convert to int32" : "int too large to convert to int64");
+    return 0;
+  }
+  return static_cast<I>(x);
+}
+
+// ---------------------------------------------------------------- math.*
+
+// What a math.* function raises when it produces an infinity from finite
+// arguments (a NaN from non-NaN arguments is always "math domain error").
+enum class math_inf : int {
+  none,      // cannot overflow, or Python returns the infinity (atan2, floor...)
+  overflow,  // OverflowError "math range error": exp, sinh, cosh
+  domain,    // ValueError "math domain error": log(0), log2(0), log10(0)
+  pow,       // pow: 0 ** negative is a domain error, anything else a range error
+};
+
+// Calls fn(args...) and applies Python's math-module error rules.
+template <typename F, typename... A>
+inline auto py_math(plait_context* ctx, int line, int col, math_inf on_inf, F fn, A... args) {
+  auto result = fn(args...);
+  if (std::isnan(result)) {
+    if (!(std::isnan(args) || ...)) raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "math domain error");
+  } else if (std::isinf(result) && (std::isfinite(args) && ...)) {
+    math_inf kind = on_inf;
+    if (kind == math_inf::pow) {
+      const double values[] = {static_cast<double>(args)...};
+      kind = values[0] == 0 ? math_inf::domain : math_inf::overflow;
+    }
+    if (kind == math_inf::overflow) raise_error(ctx, PLAIT_OVERFLOW_ERROR, line, col, "math range error");
+    if (kind == math_inf::domain) raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "math domain error");
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------- atomics
+
+// Atomically replaces *p by combine(*p, v) with a compare-exchange loop
+// (floats, multiplication, min/max).
+template <typename T, typename Combine>
+inline void atomic_combine(T* p, T v, Combine combine) {
+  T expected;
+  __atomic_load(p, &expected, __ATOMIC_RELAXED);
+  T desired = combine(expected, v);
+  while (!__atomic_compare_exchange(p, &expected, &desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    desired = combine(expected, v);
+  }
+}
+
+template <typename T>
+inline void atomic_add(T* p, T v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (v) __atomic_store_n(p, true, __ATOMIC_RELAXED);
+  } else {
+    atomic_combine(p, v, [](T a, T b) { return a + b; });
+  }
+}
+
+template <typename T>
+inline void atomic_sub(T* p, T v) {
+  if constexpr (std::is_integral_v<T>) {
+    __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
+  } else {
+    atomic_combine(p, v, [](T a, T b) { return a - b; });
+  }
+}
+
+template <typename T>
+inline void atomic_mul(T* p, T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v) __atomic_store_n(p, false, __ATOMIC_RELAXED);
+  } else if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    atomic_combine(p, v, [](T a, T b) { return static_cast<T>(static_cast<U>(a) * static_cast<U>(b)); });
+  } else {
+    atomic_combine(p, v, [](T a, T b) { return a * b; });
+  }
+}
+
+// Division: true division for floats, floor division for ints.
+template <typename T>
+inline void atomic_div(T* p, T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    atomic_combine(p, v, [](T a, T b) { return a / b; });
+  } else {
+    atomic_combine(p, v, [](T a, T b) { return floordiv(a, b); });
+  }
+}
+
+// Min/max keep Python's builtin rule on the stored value: the stored value
+// is replaced only when v compares strictly smaller/greater, so a NaN `v` is
+// ignored and a stored NaN stays.
+template <typename T>
+inline void atomic_min(T* p, T v) {
+  atomic_combine(p, v, [](T stored, T b) { return py_min(stored, b); });
+}
+
+template <typename T>
+inline void atomic_max(T* p, T v) {
+  atomic_combine(p, v, [](T stored, T b) { return py_max(stored, b); });
+}
+
+template <typename T>
+inline void atomic_and(T* p, T v) { __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
+
+template <typename T>
+inline void atomic_or(T* p, T v) { __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+
+template <typename T>
+inline void atomic_xor(T* p, T v) { __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }
+
+// ---------------------------------------------------------------- arrays
+
+// Keeps the storage of arrays a kernel allocates alive: shared by every
+// local bound to it and, when returned, by the caller's handle.
+using array_owner = std::shared_ptr<void>;
+
+// Frees a returned array's handle (plait_result::release).
+inline void release_owner(void* owner) { delete static_cast<array_owner*>(owner); }
+
+// Hands a kernel-allocated array to the caller: a heap copy of its owner, or
+// null for a borrowed array (no owner).
+inline void* export_owner(const array_owner& owner) { return owner ? new array_owner(owner) : nullptr; }
+
+// An array fresh from allocate_array. `ok` is false after an error (reported
+// in ctx); the extents are then all 0.
+template <typename T>
+struct allocation {
+  T* data = nullptr;
+  int64_t shape[PLAIT_MAX_NDIM] = {};
+  int64_t strides[PLAIT_MAX_NDIM] = {};
+  array_owner owner;
+  bool ok = false;
+};
+
+enum class fill_kind : int { uninitialized, zeros, ones, value };
+
+// Allocates an array of `ndim` extents `shape`, 64-byte aligned, in C order
+// (last dimension contiguous) or Fortran order, filled as `fill` says.
+// Negative extents are NumPy's ValueError; sizes that overflow or cannot be
+// allocated are a MemoryError.
+template <typename T>
+inline allocation<T> allocate_array(plait_context* ctx, int line, int col, int ndim, const int64_t* shape,
+                                    bool fortran_order, fill_kind fill, T fill_value) {
+  allocation<T> out;
+  uint64_t count = 1;
+  bool too_big = false;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] < 0) {
+      raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "negative dimensions are not allowed");
+      return out;
+    }
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(shape[d]), &count)) too_big = true;
+  }
+  uint64_t bytes = 0;
+  if (too_big || __builtin_mul_overflow(count, static_cast<uint64_t>(sizeof(T)), &bytes) ||
+      bytes > (uint64_t(1) << 62)) {
+    raise_error(ctx, PLAIT_MEMORY_ERROR, line, col, "array is too big; the size overflows");
+    return out;
+  }
+  const uint64_t rounded = (bytes + 63) / 64 * 64;
+  void* storage = std::aligned_alloc(64, rounded == 0 ? 64 : static_cast<size_t>(rounded));
+  if (storage == nullptr) {
+    char message[120];
+    std::snprintf(message, sizeof message, "Unable to allocate %llu bytes for an array",
+                  static_cast<unsigned long long>(bytes));
+    raise_error(ctx, PLAIT_MEMORY_ERROR, line, col, message);
+    return out;
+  }
+  out.owner = array_owner(storage, std::free);
+  out.data = static_cast<T*>(storage);
+  int64_t stride = 1;
+  for (int k = 0; k < ndim; ++k) {
+    const int d = fortran_order ? k : ndim - 1 - k;
+    out.shape[d] = shape[d];
+    out.strides[d] = stride;
+    stride *= shape[d];
+  }
+  if (fill == fill_kind::zeros) {
+    std::memset(storage, 0, static_cast<size_t>(bytes));
+  } else if (fill != fill_kind::uninitialized) {
+    const T value = fill == fill_kind::ones ? T(1) : fill_value;
+    for (uint64_t i = 0; i < count; ++i) out.data[i] = value;
+  }
+  out.ok = true;
+  return out;
+}
+
+}  // namespace plait
+
+#endif  // PLAIT_RUNTIME_H
