@@ -148,7 +148,8 @@ def spmv_plait(indptr, indices, data, x):
 # Plait increments shared bins with atomics. Numba has no atomics on the CPU,
 # so its parallel histogram gives each chunk of the input its own row of bins
 # and sums the rows (the usual Numba idiom); histogram_private runs that same
-# algorithm in Plait too.
+# algorithm in Plait too. (The bin loop's variables are named apart from the
+# first loop's: Plait reports reusing `b` there as a race.)
 
 
 def histogram_numpy(values, nbins, nchunks):
@@ -177,11 +178,11 @@ def histogram_private_numba(values, nbins, nchunks):
             b = min(int(values[i] * nbins), nbins - 1)
             local[t, b] += 1
     hist = np.zeros(nbins, dtype=np.int64)
-    for b in numba.prange(nbins):
+    for k in numba.prange(nbins):
         total = 0
-        for t in range(nchunks):
-            total += local[t, b]
-        hist[b] = total
+        for c in range(nchunks):
+            total += local[c, k]
+        hist[k] = total
     return hist
 
 
@@ -198,17 +199,19 @@ def histogram_private_plait(values, nbins, nchunks):
             local[t, b] += 1
     hist = np.zeros(nbins, dtype=np.int64)
     #pragma parallel for
-    for b in range(nbins):
+    for k in range(nbins):
         total = 0
-        for t in range(nchunks):
-            total += local[t, b]
-        hist[b] = total
+        for c in range(nchunks):
+            total += local[c, k]
+        hist[k] = total
     return hist
 
 
 # --- 2-D five-point stencil, ping-ponging two grids ------------------------------------
 # Each call runs `sweeps` Jacobi sweeps (an even number): u -> v, then v -> u.
-# The boundary rows and columns of both grids stay as they are.
+# The boundary rows and columns of both grids stay as they are. The second
+# sweep's loop variables are named apart from the first's: Plait reports
+# reusing them as a race.
 
 
 def stencil_numpy(u, v, sweeps):
@@ -223,9 +226,9 @@ def stencil_numba(u, v, sweeps):
         for i in numba.prange(1, n - 1):
             for j in range(1, m - 1):
                 v[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
-        for i in numba.prange(1, n - 1):
-            for j in range(1, m - 1):
-                u[i, j] = 0.25 * (v[i - 1, j] + v[i + 1, j] + v[i, j - 1] + v[i, j + 1])
+        for k in numba.prange(1, n - 1):
+            for l in range(1, m - 1):
+                u[k, l] = 0.25 * (v[k - 1, l] + v[k + 1, l] + v[k, l - 1] + v[k, l + 1])
 
 
 @plait.jit
@@ -238,10 +241,10 @@ def stencil_plait(u, v, sweeps):
             for j in range(1, m - 1):
                 v[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
         #pragma parallel for
-        for i in range(1, n - 1):
+        for k in range(1, n - 1):
             #pragma simd
-            for j in range(1, m - 1):
-                u[i, j] = 0.25 * (v[i - 1, j] + v[i + 1, j] + v[i, j - 1] + v[i, j + 1])
+            for l in range(1, m - 1):
+                u[k, l] = 0.25 * (v[k - 1, l] + v[k + 1, l] + v[k, l - 1] + v[k, l + 1])
 
 
 # --- memory roof and call overhead kernels -------------------------------------------------
