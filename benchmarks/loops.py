@@ -283,6 +283,22 @@ def touch_parallel_plait(a, b, c):
         c[i] = a[i] + b[i]
 
 
+def touch_team_numba(a, b, c):
+    for i in numba.prange(c.shape[0]):
+        for j in range(1):
+            c[i] = a[i] + b[i] + j
+
+
+@plait.jit
+def touch_team_plait(a, b, c):
+    # The inner loop makes Plait's cost model start a team even for 3
+    # iterations (a plain body that small runs serially).
+    #pragma parallel for
+    for i in range(c.shape[0]):
+        for j in range(1):
+            c[i] = a[i] + b[i] + j
+
+
 # --- inputs -------------------------------------------------------------------------------
 
 
@@ -487,12 +503,16 @@ def run_call_overhead(quick, use_numba):
     calls = 10_000 if quick else 100_000
     a, b, c = np.ones(3), np.ones(3), np.zeros(3)
     rows = []
-    for label, plait_fn, numba_fn in [("c[0] = a[0] + b[0]", touch_plait, touch_numba),
-                                      ("parallel for over 3 elements", touch_parallel_plait, touch_parallel_numba)]:
+    for label, plait_fn, numba_fn, parallel in [
+            ("c[0] = a[0] + b[0]", touch_plait, touch_numba, False),
+            ("parallel for over 3 elements (Plait: too small, runs serially)", touch_parallel_plait,
+             touch_parallel_numba, True),
+            ("parallel for over 3 elements with an inner loop (a team starts)", touch_team_plait,
+             touch_team_numba, True)]:
         plait_t = common.measure_per_call_ns(plait_fn, (a, b, c), calls=calls)
         row = [label, f"{plait_t.median_ns / 1e3:.3f}"]
         if use_numba:
-            jitted = numba.njit(parallel=numba_fn is touch_parallel_numba, cache=True)(numba_fn)
+            jitted = numba.njit(parallel=parallel, cache=True)(numba_fn)
             numba_t = common.measure_per_call_ns(jitted, (a, b, c), calls=calls)
             row.append(f"{numba_t.median_ns / 1e3:.3f}")
         else:
@@ -522,7 +542,8 @@ def show_source(name):
     by_name = {k.name: k for k in kernels(quick=True)}
     extras = {"triad": (triad_plait, lambda rng: (np.empty(8), rng.random(8), rng.random(8), 2.0)),
               "touch": (touch_plait, lambda rng: (np.ones(3), np.ones(3), np.zeros(3))),
-              "touch_parallel": (touch_parallel_plait, lambda rng: (np.ones(3), np.ones(3), np.zeros(3)))}
+              "touch_parallel": (touch_parallel_plait, lambda rng: (np.ones(3), np.ones(3), np.zeros(3))),
+              "touch_team": (touch_team_plait, lambda rng: (np.ones(3), np.ones(3), np.zeros(3)))}
     if name in by_name:
         fn, make_args = by_name[name].plait, by_name[name].make_args
     elif name in extras:
