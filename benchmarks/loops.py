@@ -427,7 +427,7 @@ def fmt(value, digits=2, suffix=""):
     return "n/a" if value is None else f"{value:.{digits}f}{suffix}"
 
 
-def run_kernels(selected, quick, repeat, use_numba, fastmath, roof_gbps):
+def run_kernels(selected, repeat, use_numba, fastmath, roof_gbps):
     """Checks and times the selected kernels; prints the table, returns the
     CSV rows and the names of kernels that failed their check."""
     headers = ["kernel", "size", "NumPy ms", "Numba ms", "Plait ms", "Plait/Numba", "speedup vs NumPy",
@@ -446,7 +446,7 @@ def run_kernels(selected, quick, repeat, use_numba, fastmath, roof_gbps):
             failures.extend(f"{kernel.name} ({name})" for name in wrong)
             print(f"{kernel.name}: {', '.join(wrong)} differ from NumPy; not timed", flush=True)
             continue
-        calls = {name: (lambda fn=fn: fn(*args)) for name, fn in [("NumPy", kernel.numpy)] + list(impls.items())}
+        calls = {name: (lambda fn=fn, args=args: fn(*args)) for name, fn in [("NumPy", kernel.numpy)] + list(impls.items())}
         timings = common.measure_interleaved(calls, repeat=repeat, warmup=1)
         numpy_ms = timings["NumPy"].median_ms
         plait_ms = timings["Plait"].median_ms
@@ -473,7 +473,7 @@ def run_kernels(selected, quick, repeat, use_numba, fastmath, roof_gbps):
         if ratio is not None and ratio > 1.10:
             slow.append(kernel.name)
         print(f"  {kernel.name}: done", file=sys.stderr, flush=True)
-        del args, calls, timings
+        del args, calls, timings  # frees this kernel's arrays before the next one allocates its own
     if rows:
         rows.append(["geometric mean", "all rows", "", "", "", fmt(geomean(ratios.values())),
                      fmt(geomean(speedups.values()), 2, "x"), ""])
@@ -600,8 +600,7 @@ def main(argv=None):
 
     roof = None if args.skip_extras else run_triad(args.quick, repeat, use_numba, args.numba_fastmath)
     selected = [k for k in kernels(args.quick) if k.name in names]
-    csv_headers, csv_rows, failures = run_kernels(selected, args.quick, repeat, use_numba, args.numba_fastmath,
-                                                  roof)
+    csv_headers, csv_rows, failures = run_kernels(selected, repeat, use_numba, args.numba_fastmath, roof)
     if use_numba and csv_rows:
         print(f"numba threading layer: {numba.threading_layer()}")
     csv_path = args.csv or os.path.join(common.RESULTS_DIR, "loops-quick.csv" if args.quick else "loops.csv")
