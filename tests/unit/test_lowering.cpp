@@ -259,3 +259,24 @@ TEST(Errors, ReductionClauseMustMatch) {
 
 }  // namespace
 }  // namespace plait
+
+namespace plait {
+namespace {
+
+TEST(Passes, AtomicHistogramUsesPerThreadCopies) {
+  const char* src =
+      "def hist(x, h):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(x.shape[0]):\n"
+      "        #pragma atomic\n"
+      "        h[x[i]] += 1\n";
+  std::string text = ir_text(src, "hist", "i64[::1], i64[::1]");
+  // Both forms: the privatised loop for small arrays, the atomic one else.
+  EXPECT_TRUE(contains(text, "reduction(+: h[:])")) << text;
+  EXPECT_TRUE(contains(text, "atomic h[")) << text;
+  // A strided array cannot be privatised as one block.
+  EXPECT_FALSE(contains(ir_text(src, "hist", "i64[::1], i64[:]"), "reduction(+: h[:])"));
+}
+
+}  // namespace
+}  // namespace plait

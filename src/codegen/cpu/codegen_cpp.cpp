@@ -860,6 +860,11 @@ class CppEmitter {
     if (is_vectorized(sc.kind) && sc.simd_width > 0) p += " simdlen(" + std::to_string(sc.simd_width) + ")";
     for (const Reduction& r : sc.reductions)
       p += std::string(" reduction(") + reduce_op_name(r.op) + ": " + var_name(r.var) + ")";
+    for (const ArrayReduction& r : sc.array_reductions) {
+      std::string size;
+      for (int d = 0; d < r.array->type.ndim; ++d) size += (d ? " * " : "") + extent(r.array, d);
+      p += std::string(" reduction(") + reduce_op_name(r.op) + ": " + data(r.array) + "[0:" + size + "])";
+    }
     std::string privates;
     for (const Var& v : sc.privates)
       if (declared(v.get())) privates += (privates.empty() ? "" : ", ") + var_name(v);
