@@ -82,6 +82,26 @@ Expr floordiv(const Expr& a, int64_t b, SourceLoc loc) {
 }
 Expr lt(const Expr& a, const Expr& b, SourceLoc loc) { return ir::Compare::make(ir::CompareOp::LT, a, b, loc); }
 
+// Whether syntax names every element of an array in order: `A`, `A[:]`,
+// `A[:, :]` (a bare name or only bare full slices).
+bool whole_array_syntax(const ast::Expr* n) {
+  if (!n) return false;
+  if (n->as<ast::Name>()) return true;
+  auto s = n->as<ast::Subscript>();
+  if (!s || !s->value->as<ast::Name>()) return false;
+  std::vector<const ast::Expr*> parts;
+  if (auto t = s->index->as<ast::Tuple>()) {
+    for (const auto& e : t->elts) parts.push_back(e.get());
+  } else {
+    parts.push_back(s->index.get());
+  }
+  for (const ast::Expr* p : parts) {
+    auto sl = p->as<ast::Slice>();
+    if (!sl || sl->lower || sl->upper || sl->step) return false;
+  }
+  return true;
+}
+
 // Python's normalisation of one slice bound against extent n.
 Expr slice_bound(const Expr& x, const Expr& n, bool negative_step, SourceLoc loc) {
   Expr low = negative_step ? int_imm(-1, loc) : int_imm(0, loc);
@@ -813,8 +833,13 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
   // reads the target's array other than at the element being written, the
   // value goes through a temporary first.
   bool overlap = false;
-  for (const auto& [array, node] : value->reads)
-    if (array == target->array.get() && !(node && target->source && same_tree(node, target->source))) overlap = true;
+  for (const auto& [array, node] : value->reads) {
+    if (array != target->array.get()) continue;
+    bool same_elements = node && target->source &&
+                         (same_tree(node, target->source) ||
+                          (whole_array_syntax(node) && whole_array_syntax(target->source)));
+    if (!same_elements) overlap = true;
+  }
   if (overlap && !inferring_) {
     ir::ArrayVar tmp = materialize(value, out, loc, nullptr);
     Value v = Value::of_array(tmp, loc);
