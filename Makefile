@@ -57,9 +57,10 @@ demo: $(VENV)/.plait-installed
 build/cpp/build.ninja: CMakeLists.txt | system-deps
 	@cmake -S . -B build/cpp -G Ninja -DPLAIT_BUILD_TESTS=ON -DPLAIT_BUILD_PYTHON=OFF >/dev/null
 
-# ctest prints one line per test; only failures and the summary are kept.
+# The build log is shown only when the build fails; ctest prints one line per
+# test, of which only failures and the summary are kept.
 test-cpp: build/cpp/build.ninja
-	@ninja -C build/cpp -j$(JOBS) --quiet
+	@ninja -C build/cpp -j$(JOBS) > build/cpp/ninja.log 2>&1 || { cat build/cpp/ninja.log; exit 1; }
 	@ctest --test-dir build/cpp --output-on-failure -j$(JOBS) 2>&1 | grep -v -E '^ *([0-9]+/[0-9]+ Test +#[0-9]+: .* Passed|Start +[0-9]+: )'
 
 # tests/cli drives the plaitc that the wheel installed into .venv/bin.
@@ -71,6 +72,7 @@ test: test-cpp test-python
 
 bench: $(VENV)/.plait-installed
 	$(VPY) benchmarks/call_overhead.py
+	$(VPY) benchmarks/omp_overhead.py
 
 clean:
 	rm -rf build $(VENV)

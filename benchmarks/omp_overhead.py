@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 SETTINGS = {
@@ -77,14 +78,20 @@ def main():
     print(f"kernel: out[i] = 2 * x[i] over {options.size} elements, parallel for; "
           f"{options.calls} calls per measurement\n")
     print(f"{'setting':42s} {'threads':>7s} {'back to back':>14s} {'between NumPy work':>19s}")
-    for name, extra in SETTINGS.items():
-        env = dict(base_env, **extra)
-        result = subprocess.run([sys.executable, "-c", WORKER, str(options.size), str(options.calls)], env=env,
-                                capture_output=True, text=True, check=True)
-        row = json.loads(result.stdout.strip().splitlines()[-1])
-        print(f"{name:42s} {row['threads']:7d} {row['back_to_back'] * 1e6:11.1f} us "
-              f"{row['interleaved'] * 1e6:16.1f} us")
-
+    # plait compiles from source files, so the worker is one.
+    with tempfile.TemporaryDirectory() as directory:
+        worker = os.path.join(directory, "omp_worker.py")
+        with open(worker, "w") as f:
+            f.write(WORKER)
+        for name, extra in SETTINGS.items():
+            env = dict(base_env, **extra)
+            result = subprocess.run([sys.executable, worker, str(options.size), str(options.calls)], env=env,
+                                    capture_output=True, text=True)
+            if result.returncode != 0:
+                sys.exit(f"{name}: the worker failed:\n{result.stderr}")
+            row = json.loads(result.stdout.strip().splitlines()[-1])
+            print(f"{name:42s} {row['threads']:7d} {row['back_to_back'] * 1e6:11.1f} us "
+                  f"{row['interleaved'] * 1e6:16.1f} us")
 
 if __name__ == "__main__":
     main()

@@ -99,6 +99,9 @@ bool exposed(const ir::Stmt& s, const Local& l, bool* written, bool* diverges) {
       *written = l.var == a->var.get();
       return false;
     }
+    case ir::NodeKind::Assert:
+      if (expr_reads(s->as<ir::Assert>()->cond, l)) return true;
+      return false;
     case ir::NodeKind::Store:
     case ir::NodeKind::AtomicUpdate:
     case ir::NodeKind::Declare: {

@@ -8,6 +8,8 @@
 // type. One set of typing rules serves both phases.
 #include "frontend/lower_to_ir.h"
 
+#include "frontend/lowerer.h"
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -20,61 +22,13 @@
 #include "ir/ir.h"
 
 namespace plait {
-namespace {
-
-using ir::Expr;
-using ir::Stmt;
-
-// Thrown in the inference phase when an expression reads a local whose type
-// is not known yet; the statement is retried in the next round.
-struct TypeNotKnownYet {};
-
-// What an expression evaluates to in the front end. Only scalars become IR
-// expressions; the rest exist at compile time (shapes, modules, dtypes).
-struct Value {
-  enum class Kind { Scalar, Array, Tuple, Function, DType, None, String };
-  Kind kind = Kind::None;
-  Expr scalar;
-  ir::ArrayVar array;
-  std::vector<Value> elems;
-  std::string name;  // Function: qualified name ("numpy.sqrt", "builtins.max"); String: the text
-  ScalarKind dtype = ScalarKind::Float64;
-  SourceLoc loc;
-
-  static Value of(Expr e) {
-    Value v;
-    v.kind = Kind::Scalar;
-    v.loc = e->loc;
-    v.scalar = std::move(e);
-    return v;
-  }
-  static Value of_array(ir::ArrayVar a, SourceLoc l) {
-    Value v;
-    v.kind = Kind::Array;
-    v.array = std::move(a);
-    v.loc = l;
-    return v;
-  }
-  static Value function(std::string name, SourceLoc l) {
-    Value v;
-    v.kind = Kind::Function;
-    v.name = std::move(name);
-    v.loc = l;
-    return v;
-  }
-  static Value dtype_of(ScalarKind k, SourceLoc l) {
-    Value v;
-    v.kind = Kind::DType;
-    v.dtype = k;
-    v.loc = l;
-    return v;
-  }
-};
+namespace lowering {
 
 const char* value_kind_name(Value::Kind k) {
   switch (k) {
     case Value::Kind::Scalar: return "a scalar";
     case Value::Kind::Array: return "an array";
+    case Value::Kind::Tensor: return "an array expression";
     case Value::Kind::Tuple: return "a tuple";
     case Value::Kind::Function: return "a function";
     case Value::Kind::DType: return "a dtype";
@@ -93,20 +47,6 @@ std::string describe(const ArrayType& t) {
   return "a " + std::to_string(t.ndim) + "-D array of " + numpy_dtype_name(t.dtype);
 }
 
-// The type a local name has after inference: a scalar or an array.
-struct LocalType {
-  std::optional<ScalarType> scalar;
-  std::optional<ArrayType> array;
-  SourceLoc first_loc;
-};
-
-struct Local {
-  ir::Var var;
-  ir::ArrayVar array;
-};
-
-// Structural equality of two syntax trees, for `#pragma atomic` on
-// `x[k] = max(x[k], e)`.
 bool same_tree(const ast::Expr* a, const ast::Expr* b) {
   if (!a || !b) return a == b;
   if (a->kind != b->kind) return false;
@@ -135,10 +75,23 @@ bool same_tree(const ast::Expr* a, const ast::Expr* b) {
     auto y = b->as<ast::Attribute>();
     return x->attr == y->attr && same_tree(x->value.get(), y->value.get());
   }
+  if (auto x = a->as<ast::Slice>()) {
+    auto y = b->as<ast::Slice>();
+    return same_tree(x->lower.get(), y->lower.get()) && same_tree(x->upper.get(), y->upper.get()) &&
+           same_tree(x->step.get(), y->step.get());
+  }
+  if (auto x = a->as<ast::Call>()) {
+    auto y = b->as<ast::Call>();
+    if (!same_tree(x->func.get(), y->func.get()) || x->args.size() != y->args.size() || !x->keywords.empty() ||
+        !y->keywords.empty())
+      return false;
+    for (size_t i = 0; i < x->args.size(); ++i)
+      if (!same_tree(x->args[i].get(), y->args[i].get())) return false;
+    return true;
+  }
   return false;
 }
 
-// Names assigned anywhere in the function: Python makes them local everywhere.
 void collect_assigned_names(const ast::StmtList& body, std::set<std::string>& out) {
   std::function<void(const ast::Expr*)> target = [&](const ast::Expr* t) {
     if (auto n = t->as<ast::Name>()) out.insert(n->id);
@@ -167,100 +120,6 @@ void collect_assigned_names(const ast::StmtList& body, std::set<std::string>& ou
   }
 }
 
-class Lowerer {
- public:
-  Lowerer(const SourceFile& file, const Signature& signature, const Globals& globals, const CompileOptions& options)
-      : file_(file), signature_(signature), globals_(globals), options_(options) {}
-
-  ir::Function run(const ast::FunctionDef& fn);
-
- private:
-  // ------------------------------------------------------------ errors
-  [[noreturn]] void fail(ErrorKind kind, const std::string& message, SourceLoc loc) const {
-    throw CompileError(kind, message, file_, loc);
-  }
-  [[noreturn]] void unsupported(const std::string& message, SourceLoc loc) const {
-    fail(ErrorKind::Unsupported, message, loc);
-  }
-  [[noreturn]] void type_error(const std::string& message, SourceLoc loc) const { fail(ErrorKind::Type, message, loc); }
-
-  // ------------------------------------------------------------ names
-  void declare_params(const ast::FunctionDef& fn);
-  void record_scalar(const std::string& name, ScalarType t, SourceLoc loc);
-  void record_array(const std::string& name, const ArrayType& t, SourceLoc loc);
-  Value lookup_name(const ast::Name& name);
-  Value global_value(const std::string& id, SourceLoc loc);
-
-  // ------------------------------------------------------------ statements
-  void lower_block(const ast::StmtList& body, std::vector<Stmt>& out);
-  void lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out);
-  void lower_assign(const ast::Assign& a, std::vector<Stmt>& out);
-  void assign_to(const ast::Expr& target, const Value& value, std::vector<Stmt>& out, SourceLoc loc);
-  void assign_scalar(const std::string& name, Expr value, std::vector<Stmt>& out, SourceLoc loc);
-  void assign_array(const std::string& name, const Value& value, std::vector<Stmt>& out, SourceLoc loc);
-  void lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out);
-  void lower_atomic(const ast::Stmt& s, std::vector<Stmt>& out);
-  void lower_for(const ast::For& f, std::vector<Stmt>& out);
-  void lower_return(const ast::Return& r, std::vector<Stmt>& out);
-  ir::LoopSchedule parse_loop_pragmas(const ast::Stmt& s, bool is_prange);
-  void check_pragmas_allowed(const ast::Stmt& s);
-
-  // ------------------------------------------------------------ expressions
-  Value lower(const ast::Expr& e);
-  Value lower_call(const ast::Call& c, ir::ArrayVar into = nullptr);
-  Value lower_subscript(const ast::Subscript& s);
-  Value lower_attribute(const ast::Attribute& a);
-  Expr scalar(const ast::Expr& e, const char* context);
-  Expr as_scalar(const Value& v, const char* context, SourceLoc loc);
-  std::vector<Expr> element_indices(const ir::ArrayVar& array, const ast::Expr& index, SourceLoc loc);
-  Expr binary(ast::BinOpKind op, Expr a, Expr b, SourceLoc loc);
-  Expr compare(ast::CmpOpKind op, Expr a, Expr b, SourceLoc loc);
-  Expr truthy(Expr e, SourceLoc loc);
-  Expr cast(Expr e, ScalarType t, bool checked = false);
-  Value allocate(const std::string& fn, const ast::Call& c, ir::ArrayVar into);
-  std::vector<Expr> shape_of(const Value& v, SourceLoc loc);
-  ScalarKind dtype_arg(const Value& v, SourceLoc loc);
-  Value call_numpy(const std::string& fn, const ast::Call& c, const std::vector<Value>& args);
-  Value call_math(const std::string& fn, const ast::Call& c, const std::vector<Value>& args);
-  Value call_builtin(const std::string& fn, const ast::Call& c, const std::vector<Value>& args);
-  Expr unary_float(ir::Intrinsic fn, Expr x, bool python_math, SourceLoc loc);
-
-  ir::ArrayVar temp_array(const ArrayType& t, SourceLoc loc) {
-    auto a = std::make_shared<ir::ArrayInfo>();
-    a->name = "_tmp_array" + std::to_string(temp_counter_++);
-    a->type = t;
-    a->loc = loc;
-    return a;
-  }
-  ir::Var temp_var(ScalarType t, SourceLoc loc) {
-    auto v = std::make_shared<ir::VarInfo>();
-    v->name = "_tmp" + std::to_string(temp_counter_++);
-    v->type = t;
-    v->loc = loc;
-    return v;
-  }
-
-  const SourceFile& file_;
-  const Signature& signature_;
-  const Globals& globals_;
-  const CompileOptions& options_;
-
-  bool inferring_ = true;
-  bool changed_ = false;
-  std::set<std::string> assigned_names_;
-  std::set<std::string> param_names_;
-  std::map<std::string, LocalType> types_;  // inferred so far
-  std::map<std::string, Local> locals_;     // emission phase
-  std::optional<std::vector<ValueType>> results_;
-  bool returns_tuple_ = false;
-  SourceLoc first_return_loc_;
-  int loop_depth_ = 0;
-  int temp_counter_ = 0;
-  // Statements an expression needs before the statement that contains it
-  // (array allocations), flushed by lower_stmt.
-  std::vector<Stmt> pending_;
-  std::vector<ir::Param> params_;
-};
 
 // ================================================================ names
 
@@ -397,10 +256,10 @@ Expr Lowerer::truthy(Expr e, SourceLoc loc) {
 
 Expr Lowerer::as_scalar(const Value& v, const char* context, SourceLoc loc) {
   if (v.kind == Value::Kind::Scalar) return v.scalar;
-  if (v.kind == Value::Kind::Array)
-    unsupported(std::string("array operands are not supported yet in ") + context +
-                    " (index the array to get an element, e.g. a[i])",
-                loc);
+  if (v.kind == Value::Kind::Array || v.kind == Value::Kind::Tensor)
+    type_error(std::string("an array is used where a number is needed, in ") + context +
+                   " (NumPy would say: the truth value of an array is ambiguous); index it to get an element",
+               loc);
   type_error(std::string("expected a number in ") + context + ", got " + value_kind_name(v.kind), loc);
 }
 
@@ -488,7 +347,11 @@ Expr Lowerer::compare(ast::CmpOpKind op, Expr a, Expr b, SourceLoc loc) {
 
 Value Lowerer::lower(const ast::Expr& e) {
   switch (e.kind) {
-    case ast::ExprKind::Name: return lookup_name(*e.as<ast::Name>());
+    case ast::ExprKind::Name: {
+      Value v = lookup_name(*e.as<ast::Name>());
+      if (v.kind == Value::Kind::Array) v.node = &e;
+      return v;
+    }
     case ast::ExprKind::Constant: {
       const auto& c = *e.as<ast::Constant>();
       if (std::holds_alternative<bool>(c.value)) return Value::of(ir::BoolImm::make(std::get<bool>(c.value), e.loc));
@@ -506,13 +369,32 @@ Value Lowerer::lower(const ast::Expr& e) {
     }
     case ast::ExprKind::BinOp: {
       const auto& b = *e.as<ast::BinOp>();
-      Expr l = scalar(*b.left, "arithmetic");
-      Expr r = scalar(*b.right, "arithmetic");
+      Value lv = lower(*b.left);
+      Value rv = lower(*b.right);
+      if (is_array_like(lv) || is_array_like(rv)) return tensor_binary(b.op, lv, rv, e.loc);
+      Expr l = as_scalar(lv, "arithmetic", b.left->loc);
+      Expr r = as_scalar(rv, "arithmetic", b.right->loc);
       return Value::of(binary(b.op, l, r, e.loc));
     }
     case ast::ExprKind::UnaryOp: {
       const auto& u = *e.as<ast::UnaryOp>();
-      Expr x = scalar(*u.operand, "arithmetic");
+      Value operand = lower(*u.operand);
+      if (is_array_like(operand)) {
+        if (u.op == ast::UnaryOpKind::Not)
+          type_error("'not' of an array is ambiguous; use np.logical_not or ~ on a bool array", e.loc);
+        const ast::UnaryOpKind op = u.op;
+        const SourceLoc loc = e.loc;
+        return elementwise({operand}, [this, op, loc](const std::vector<Expr>& x) {
+          if (op == ast::UnaryOpKind::UAdd) return x[0];
+          if (op == ast::UnaryOpKind::USub) {
+            if (x[0]->type.is_bool()) unsupported("negative of a bool array; convert it with astype(int)", loc);
+            return ir::Unary::make(ir::UnaryOp::Neg, x[0], loc);
+          }
+          if (x[0]->type.is_float()) type_error("bad operand type for unary ~: " + describe(x[0]->type), loc);
+          return ir::Unary::make(x[0]->type.is_bool() ? ir::UnaryOp::Not : ir::UnaryOp::BitNot, x[0], loc);
+        }, e.loc);
+      }
+      Expr x = as_scalar(operand, "arithmetic", u.operand->loc);
       switch (u.op) {
         case ast::UnaryOpKind::Not: {
           Expr t = truthy(x, e.loc);
@@ -568,6 +450,18 @@ Value Lowerer::lower(const ast::Expr& e) {
     }
     case ast::ExprKind::Compare: {
       const auto& c = *e.as<ast::Compare>();
+      if (c.ops.size() == 1) {
+        Value lv = lower(*c.left);
+        Value rv = lower(*c.comparators[0]);
+        if (is_array_like(lv) || is_array_like(rv)) {
+          const ast::CmpOpKind op = c.ops[0];
+          const SourceLoc loc = e.loc;
+          return elementwise({lv, rv}, [this, op, loc](const std::vector<Expr>& x) {
+            Expr r = compare(op, x[0], x[1], loc);
+            return r;
+          }, e.loc);
+        }
+      }
       Expr left = scalar(*c.left, "a comparison");
       Expr result;
       for (size_t i = 0; i < c.ops.size(); ++i) {
@@ -607,24 +501,28 @@ Value Lowerer::lower(const ast::Expr& e) {
 Value Lowerer::lower_attribute(const ast::Attribute& a) {
   Value base = lower(*a.value);
   const std::string& attr = a.attr;
-  if (base.kind == Value::Kind::Array) {
-    const ir::ArrayVar& arr = base.array;
+  if (is_array_like(base)) {
+    TensorPtr t = to_tensor(base, a.loc);
     if (attr == "shape") {
-      Value t;
-      t.kind = Value::Kind::Tuple;
-      t.loc = a.loc;
-      for (int d = 0; d < arr->type.ndim; ++d) t.elems.push_back(Value::of(ir::ArrayDim::make(arr, d, a.loc)));
-      return t;
+      Value tuple;
+      tuple.kind = Value::Kind::Tuple;
+      tuple.loc = a.loc;
+      for (const Expr& e : t->shape) tuple.elems.push_back(Value::of(e));
+      return tuple;
     }
-    if (attr == "ndim") return Value::of(ir::IntImm::make(arr->type.ndim, ScalarType::py_int(), a.loc));
+    if (attr == "ndim") return Value::of(ir::IntImm::make(static_cast<int64_t>(t->rank()), ScalarType::py_int(), a.loc));
     if (attr == "size") {
-      Expr n = ir::ArrayDim::make(arr, 0, a.loc);
-      for (int d = 1; d < arr->type.ndim; ++d)
-        n = ir::Binary::make(ir::BinaryOp::Mul, n, ir::ArrayDim::make(arr, d, a.loc), ScalarType::py_int(), false, a.loc);
+      Expr n = ir::IntImm::make(1, ScalarType::py_int(), a.loc);
+      for (const Expr& e : t->shape)
+        n = n->as<ir::IntImm>() ? e : ir::Binary::make(ir::BinaryOp::Mul, n, e, ScalarType::py_int(), false, a.loc);
       return Value::of(n);
     }
-    if (attr == "dtype") return Value::dtype_of(arr->type.dtype, a.loc);
-    unsupported("the array attribute '." + attr + "' is not supported (available: shape, ndim, size, dtype)", a.loc);
+    if (attr == "dtype") return Value::dtype_of(t->type.kind, a.loc);
+    if (attr == "T") return transpose(base, a.loc);
+    // A method: bound to its array, called by lower_call.
+    Value m = Value::function("method." + attr, a.loc);
+    m.elems.push_back(base);
+    return m;
   }
   if (base.kind == Value::Kind::Function) {
     const std::string& mod = base.name;
@@ -650,6 +548,7 @@ Value Lowerer::lower_attribute(const ast::Attribute& a) {
       return Value::function("math." + attr, a.loc);
     }
     if (mod == "plait") return Value::function("plait." + attr, a.loc);
+    if (mod.rfind("numpy.", 0) == 0) return Value::function(mod + "." + attr, a.loc);
   }
   unsupported("the attribute '." + attr + "' of " + value_kind_name(base.kind) + " is not supported", a.loc);
 }
@@ -710,8 +609,12 @@ Value Lowerer::lower_subscript(const ast::Subscript& s) {
     if (k < -n || k >= n) fail(ErrorKind::Value, "tuple index out of range", s.index->loc);
     return base.elems[static_cast<size_t>(k < 0 ? k + n : k)];
   }
+  if (base.kind == Value::Kind::Tensor)
+    return Value::of_tensor(array_view(base.tensor, s.index.get(), &s, s.loc), s.loc);
   if (base.kind != Value::Kind::Array)
     type_error(std::string(value_kind_name(base.kind)) + " cannot be indexed", s.value->loc);
+  if (indexes_a_view(base.array, *s.index))
+    return Value::of_tensor(array_view(to_tensor(base, s.loc), s.index.get(), &s, s.loc), s.loc);
   std::vector<Expr> idx = element_indices(base.array, *s.index, s.loc);
   return Value::of(ir::Load::make(base.array, idx, false, s.loc));
 }
@@ -811,6 +714,9 @@ Value Lowerer::allocate(const std::string& fn, const ast::Call& c, ir::ArrayVar 
                                         : ir::FillKind::Value;
   if (fill_value) fill_value = cast(fill_value, ScalarType{t.dtype, false}, true);
   ir::ArrayVar target = into ? into : temp_array(t, c.loc);
+  std::vector<bool> units;
+  for (const auto& e : shape) units.push_back(e->as<ir::IntImm>() && e->as<ir::IntImm>()->value == 1);
+  if (!into) array_units_[target.get()] = units;
   if (into && !inferring_ && (into->type.dtype != t.dtype || into->type.ndim != t.ndim))
     PLAIT_INTERNAL_ERROR("allocation type differs from the inferred type of " + into->name);
   pending_.push_back(ir::Allocate::make(target, shape, fill, fill_value, c.loc));
@@ -1014,8 +920,13 @@ Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
     // np.float32(x) and friends: a conversion to a NumPy scalar.
     if (c.args.size() != 1 || !c.keywords.empty())
       type_error(std::string("numpy.") + numpy_dtype_name(callee.dtype) + "() takes one argument", c.loc);
-    Expr x = scalar(*c.args[0], "a conversion");
+    Value xv = lower(*c.args[0]);
     ScalarType t{callee.dtype, false};
+    if (is_array_like(xv))
+      return elementwise({xv}, [this, t, &c](const std::vector<Expr>& e) {
+        return t.is_bool() ? cast(truthy(e[0], c.loc), t) : cast(e[0], t);
+      }, c.loc);
+    Expr x = as_scalar(xv, "a conversion", c.args[0]->loc);
     if (t.is_bool()) return Value::of(cast(truthy(x, c.loc), t));
     return Value::of(cast(x, t, true));
   }
@@ -1031,10 +942,27 @@ Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
     if (kAlloc.count(fn)) return allocate(fn, c, into);
   }
   if (name == "plait.prange") unsupported("plait.prange() can only be used as the iterable of a for loop", c.loc);
+  if (name == "plait.vidx") unsupported("plait.vidx() can only be used as an array subscript", c.loc);
+  if (mod == "method") {
+    for (const auto& a : c.args)
+      if (a->kind == ast::ExprKind::Slice) unsupported("slices are only allowed inside [ ]", a->loc);
+    return call_array_method(fn, callee.elems[0], c);
+  }
   std::vector<Value> args;
+  bool any_array = false;
   for (const auto& a : c.args) {
     if (a->kind == ast::ExprKind::Slice) unsupported("slices are only allowed inside [ ]", a->loc);
     args.push_back(lower(*a));
+    any_array = any_array || is_array_like(args.back());
+  }
+  if (mod == "numpy") {
+    Value out;
+    if (call_numpy_array(fn, c, args, &out)) return out;
+  }
+  if (mod == "builtins" && any_array) {
+    if (fn == "len") return call_builtin(fn, c, args);
+    if (fn == "abs") return call_numpy_array("abs", c, args, &args[0]) ? args[0] : args[0];
+    unsupported(fn + "() of an array is not supported; use the numpy function", c.loc);
   }
   if (mod == "builtins") return call_builtin(fn, c, args);
   if (mod == "math") return call_math(fn, c, args);
@@ -1165,22 +1093,37 @@ void Lowerer::lower_block(const ast::StmtList& body, std::vector<Stmt>& out) {
 
 void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
   pending_.clear();
+  current_stmt_ = &s;
   std::vector<Stmt> here;
   switch (s.kind) {
     case ast::StmtKind::Assign:
-      if (!s.pragmas.empty()) {
+    case ast::StmtKind::AugAssign: {
+      bool atomic = false;
+      for (const auto& p : s.pragmas)
+        for (const auto& w : p.words) atomic = atomic || w == "atomic";
+      if (atomic) {
         lower_atomic(s, here);
         break;
       }
-      lower_assign(*s.as<ast::Assign>(), here);
-      break;
-    case ast::StmtKind::AugAssign:
-      if (!s.pragmas.empty()) {
-        lower_atomic(s, here);
-        break;
+      // Other pragmas on an assignment schedule an array statement's loops
+      // (`#pragma :M=>parallel`, `#pragma sequential`).
+      for (const auto& p : s.pragmas)
+        if (p.text.find("=>") == std::string::npos && p.text != "sequential") check_pragmas_allowed(s);
+      schedule_pragma_used_ = false;
+      parse_statement_pragmas(s);
+      if (s.kind == ast::StmtKind::Assign) lower_assign(*s.as<ast::Assign>(), here);
+      else lower_aug_assign(*s.as<ast::AugAssign>(), here);
+      if (!inferring_) {
+        if (!s.pragmas.empty() && !schedule_pragma_used_)
+          fail(ErrorKind::Pragma, "this pragma schedules the loops of an array statement, but the statement below is "
+                                  "not one (it computes a single element)",
+               s.pragmas[0].loc);
+        check_sliced_pragmas_used();
       }
-      lower_aug_assign(*s.as<ast::AugAssign>(), here);
+      sliced_pragmas_.clear();
+      statement_sequential_ = false;
       break;
+    }
     case ast::StmtKind::ExprStmt: {
       check_pragmas_allowed(s);
       const auto& e = *s.as<ast::ExprStmt>()->value;
@@ -1248,6 +1191,22 @@ void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
   for (auto& h : here) out.push_back(std::move(h));
 }
 
+void Lowerer::record_units(const std::string& name, const std::vector<bool>& units) {
+  if (!inferring_) return;
+  auto it = local_units_.find(name);
+  if (it == local_units_.end()) {
+    local_units_[name] = units;
+    changed_ = true;
+    return;
+  }
+  for (size_t d = 0; d < units.size() && d < it->second.size(); ++d) {
+    if (it->second[d] && !units[d]) {
+      it->second[d] = false;
+      changed_ = true;
+    }
+  }
+}
+
 void Lowerer::assign_scalar(const std::string& name, Expr value, std::vector<Stmt>& out, SourceLoc loc) {
   if (inferring_) {
     record_scalar(name, value->type, loc);
@@ -1271,14 +1230,37 @@ void Lowerer::assign_array(const std::string& name, const Value& value, std::vec
 void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector<Stmt>& out, SourceLoc loc) {
   if (auto n = target.as<ast::Name>()) {
     if (value.kind == Value::Kind::Scalar) return assign_scalar(n->id, value.scalar, out, loc);
-    if (value.kind == Value::Kind::Array) return assign_array(n->id, value, out, loc);
+    if (value.kind == Value::Kind::Array) {
+      auto known = array_units_.find(value.array.get());
+      record_units(n->id, known != array_units_.end() ? known->second
+                                                      : std::vector<bool>(value.array->type.ndim, false));
+      return assign_array(n->id, value, out, loc);
+    }
+    if (value.kind == Value::Kind::Tensor) {
+      record_units(n->id, value.tensor->unit);
+      // A new array holding the expression's values (Python binds the name
+      // to the result of the expression, a fresh array).
+      ir::ArrayVar tmp = materialize(value.tensor, out, loc, current_stmt_);
+      return assign_array(n->id, Value::of_array(tmp, loc), out, loc);
+    }
     if (value.kind == Value::Kind::Tuple)
       unsupported("tuples can only be unpacked into names (a, b = ...), not kept in a variable", target.loc);
     type_error("cannot assign " + std::string(value_kind_name(value.kind)) + " to a variable in a kernel", loc);
   }
   if (auto s = target.as<ast::Subscript>()) {
     Value base = lower(*s->value);
+    if (base.kind == Value::Kind::Array) base.node = s->value.get();
+    if (base.kind == Value::Kind::Tensor && base.tensor->array) {
+      if (!inferring_)
+        assign_tensor(array_view(base.tensor, s->index.get(), s, s->loc), to_tensor(value, loc), out, loc, current_stmt_);
+      return;
+    }
     if (base.kind != Value::Kind::Array) type_error("only arrays support item assignment", s->value->loc);
+    if (indexes_a_view(base.array, *s->index) || is_array_like(value)) {
+      TensorPtr view = array_view(to_tensor(base, s->loc), s->index.get(), s, s->loc);
+      if (!inferring_) assign_tensor(view, to_tensor(value, loc), out, loc, current_stmt_);
+      return;
+    }
     std::vector<Expr> idx = element_indices(base.array, *s->index, s->loc);
     Expr v = as_scalar(value, "an array element assignment", loc);
     if (!inferring_)
@@ -1332,6 +1314,22 @@ void Lowerer::lower_assign(const ast::Assign& a, std::vector<Stmt>& out) {
 
 void Lowerer::lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out) {
   Value rhs = lower(*a.value);
+  // In-place operators on arrays (`A += B`, `A[1:-1] *= 2`) update the
+  // array's own elements, as NumPy does.
+  Value current = lower(*a.target);
+  if (is_array_like(current)) {
+    Value updated = tensor_binary(a.op, current, rhs, a.loc);
+    TensorPtr target = to_tensor(current, a.loc);
+    if (!target->array) unsupported("in-place update of an array expression that is not a view", a.target->loc);
+    if (!inferring_) assign_tensor(target, updated.tensor, out, a.loc, current_stmt_);
+    return;
+  }
+  if (is_array_like(rhs) && a.target->as<ast::Name>())
+    type_error("cannot update a number in place with an array", a.loc);
+  if (a.target->as<ast::Subscript>() && is_array_like(rhs)) {
+    assign_to(*a.target, tensor_binary(a.op, current, rhs, a.loc), out, a.loc);
+    return;
+  }
   Expr r = as_scalar(rhs, "an augmented assignment", a.value->loc);
   if (auto n = a.target->as<ast::Name>()) {
     Expr cur = scalar(*a.target, "an augmented assignment");
@@ -1471,7 +1469,8 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
     } else if (v.kind != Value::Kind::None) {
       items.push_back(v);
     }
-    for (const auto& it : items) {
+    for (auto& it : items) {
+      if (it.kind == Value::Kind::Tensor) it = Value::of_array(materialize(it.tensor, out, r.loc, current_stmt_), r.loc);
       if (it.kind == Value::Kind::Scalar) {
         values.push_back({it.scalar, nullptr});
         types.push_back(ValueType::of(it.scalar->type));
@@ -1563,6 +1562,7 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
       l.array->type = *lt.array;
       l.array->loc = lt.first_loc;
       l.array->is_param = param_names_.count(name) > 0;
+      if (local_units_.count(name)) array_units_[l.array.get()] = local_units_.at(name);
     } else {
       l.var = std::make_shared<ir::VarInfo>();
       l.var->name = name;
@@ -1588,16 +1588,17 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
                 "a return statement",
                 fn.loc);
   out.body = ir::Block::make(body, fn.loc);
+  out.remarks = function_remarks_;
   if (results_) out.results = *results_;
   out.returns_tuple = returns_tuple_;
   return out;
 }
 
-}  // namespace
+}  // namespace lowering
 
 ir::Function lower_to_ir(const ast::FunctionDef& function, const SourceFile& file, const Signature& signature,
                          const Globals& globals, const CompileOptions& options) {
-  Lowerer lowerer(file, signature, globals, options);
+  lowering::Lowerer lowerer(file, signature, globals, options);
   return lowerer.run(function);
 }
 

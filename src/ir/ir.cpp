@@ -263,6 +263,11 @@ Stmt Block::make(std::vector<Stmt> stmts, SourceLoc l) {
   return std::make_shared<Block>(std::move(stmts), l);
 }
 
+Stmt Assert::make(Expr cond, int error_kind, std::string message, SourceLoc l) {
+  PLAIT_ASSERT(cond != nullptr && cond->type.is_bool());
+  return std::make_shared<Assert>(std::move(cond), error_kind, std::move(message), l);
+}
+
 Stmt Declare::make(Var v, SourceLoc l) {
   PLAIT_ASSERT(v != nullptr);
   return std::make_shared<Declare>(std::move(v), nullptr, l);

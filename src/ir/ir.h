@@ -393,6 +393,19 @@ struct ArrayBind : StmtNode {
   static Stmt make(ArrayVar dst, ArrayVar src, SourceLoc l = {});
 };
 
+// Raises a run-time error (the abi.h plait_error_kind) with `message` when
+// `cond` is false, then leaves the enclosing loop iteration (or the kernel,
+// outside loops) so that nothing after it runs on bad data. Used for the
+// checks NumPy makes at run time: broadcast shapes, empty reductions.
+struct Assert : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::Assert;
+  Assert(Expr c, int k, std::string m, SourceLoc l) : StmtNode(kKind, l), cond(std::move(c)), error_kind(k), message(std::move(m)) {}
+  Expr cond;
+  int error_kind;
+  std::string message;
+  static Stmt make(Expr cond, int error_kind, std::string message, SourceLoc l = {});
+};
+
 // ---------------------------------------------------------------- function
 
 // A kernel parameter: exactly one of scalar/array is set.

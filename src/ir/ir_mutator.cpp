@@ -165,6 +165,12 @@ Stmt IRMutator::visit(const While* node, const Stmt& self) {
   return While::make(std::move(c), std::move(body), node->loc);
 }
 
+Stmt IRMutator::visit(const Assert* node, const Stmt& self) {
+  Expr c = mutate(node->cond);
+  if (c == node->cond) return self;
+  return Assert::make(std::move(c), node->error_kind, node->message, node->loc);
+}
+
 Stmt IRMutator::visit(const Break*, const Stmt& self) { return self; }
 Stmt IRMutator::visit(const Continue*, const Stmt& self) { return self; }
 

@@ -165,6 +165,7 @@ class StmtPrinter : public IRVisitor {
     line("}");
   }
   void visit(const Break*) override { line("break"); }
+  void visit(const Assert* n) override { line("assert " + to_string(n->cond) + ", \"" + n->message + "\""); }
   void visit(const Continue*) override { line("continue"); }
   void visit(const Return* n) override {
     std::string text = "return";

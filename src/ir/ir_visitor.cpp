@@ -89,6 +89,7 @@ void IRVisitor::visit(const While* node) {
   visit(node->cond);
   visit(node->body);
 }
+void IRVisitor::visit(const Assert* node) { visit(node->cond); }
 void IRVisitor::visit(const Break*) {}
 void IRVisitor::visit(const Continue*) {}
 void IRVisitor::visit(const Return* node) {

@@ -52,6 +52,24 @@ def matrix_sum(m):
     return total
 
 
+def transpose_copy(m):
+    out = np.empty((m.shape[1], m.shape[0]), dtype=m.dtype)
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            out[j, i] = m[i, j]
+    return out
+
+
+def sum_4d(a):
+    total = 0
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            for k in range(a.shape[2]):
+                for l in range(a.shape[3]):
+                    total += a[i, j, k, l]
+    return total
+
+
 def add_one(v):
     return v + 1
 
@@ -70,6 +88,15 @@ def with_default(x, scale=2.0):
 def parallel_square(x, out):
     for i in prange(x.shape[0]):
         out[i] = math.sqrt(x[i] * x[i])
+
+
+def same_array_twice(n):
+    out = np.zeros(n)
+    return out, out
+
+
+def floor_divide(a, b):
+    return a // b
 
 
 def unknown_name(x):
@@ -341,6 +368,25 @@ def test_two_dimensional_layouts(numeric_dtype, layout_2d, make_array, assert_sa
     assert_same(kernel(m), matrix_sum(m), rtol=1e-5)
 
 
+@pytest.mark.parametrize("shape", [(1, 4), (4, 1), (0, 3), (3, 0), (1, 1), (6, 5)])
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "transposed"])
+def test_degenerate_matrix_shapes(shape, layout, make_array, assert_same):
+    m = make_array(np.float64, shape, layout)
+    assert_same(fresh(transpose_copy)(m), transpose_copy(m))
+    if m.size:
+        assert_same(fresh(matrix_sum)(m), matrix_sum(m), rtol=1e-12)
+    else:
+        # Python's `total` stays the float 0.0 when no loop iteration runs;
+        # the kernel's has its static type, float64, either way.
+        assert fresh(matrix_sum)(m) == 0.0
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided", "reversed", "transposed"])
+def test_four_dimensional_arrays(layout, make_array, assert_same):
+    a = make_array(np.int64, (2, 3, 1, 4), layout)
+    assert_same(fresh(sum_4d)(a), sum_4d(a))
+
+
 def test_parallel_loop_over_module_functions(rng):
     kernel = fresh(parallel_square, num_threads=2)
     x = rng.random(1001) - 0.5
@@ -391,6 +437,12 @@ def test_tuples_are_python_tuples_with_python_result_types(rng, assert_same):
         got = kernel(x)
         assert isinstance(got, tuple)
         assert_same(got, sum_and_count(x), rtol=1e-5)
+
+
+def test_one_array_returned_twice_is_one_object():
+    first, second = fresh(same_array_twice)(4)
+    assert first is second
+    np.testing.assert_array_equal(first, np.zeros(4))
 
 
 def test_module_constants_are_seen_by_kernels():
@@ -452,6 +504,16 @@ def test_out_of_bounds_index_with_boundscheck_is_an_index_error():
     assert f'(File "{get_item.__code__.co_filename}", line {line})' in str(info.value)
     # The dispatcher keeps working after a runtime error.
     assert kernel(x, 0) == 0.0
+
+
+@pytest.mark.parametrize("a, b", [(7, 0), (7.0, 0.0)])
+def test_division_by_zero_is_a_zero_division_error_with_the_python_message(a, b):
+    with pytest.raises(ZeroDivisionError) as expected:
+        floor_divide(a, b)
+    with pytest.raises(ZeroDivisionError) as got:
+        fresh(floor_divide)(a, b)
+    line = floor_divide.__code__.co_firstlineno + 1
+    assert str(got.value) == f'{expected.value} (File "{floor_divide.__code__.co_filename}", line {line})'
 
 
 def test_plait_boundscheck_environment_variable_turns_checks_on(monkeypatch):

@@ -183,10 +183,48 @@ TEST(Errors, ScalarAndArrayInOneLocal) {
   EXPECT_TRUE(contains(e.message(), "'x'")) << e.message();
 }
 
-TEST(Errors, SlicingIsNotSupportedYet) {
-  CompileError e = error_of("def f(a):\n    a[1:] = 0.0\n", "f", "f64[::1]");
-  EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
-  EXPECT_EQ(e.loc().line, 2);
+TEST(ArrayExprs, SliceAssignmentIsOneLoopNest) {
+  const char* src =
+      "def f(a, b):\n"
+      "    b[1:-1] = 0.5 * (a[2:] + a[:-2])\n";
+  std::string text = ir_text(src, "f", "f64[::1], f64[::1]");
+  // One vector loop and no temporary array. The two slices of `a` have
+  // the same length expression, so the only run-time check compares `b`'s
+  // slice with `a`'s.
+  EXPECT_TRUE(contains(text, "parallel simd for _i")) << text;
+  EXPECT_FALSE(contains(text, "empty<")) << text;
+  EXPECT_EQ(text.find("assert"), text.rfind("assert")) << text;
+}
+
+TEST(ArrayExprs, RowReductionIsHoistedOutOfTheColumnLoop) {
+  const char* src =
+      "def f(A):\n"
+      "    return A / A.sum(axis=1, keepdims=True)\n";
+  std::string text = ir_text(src, "f", "f64[:, ::1]");
+  // The row sum is computed in the row loop, before the column loop.
+  size_t row = text.find("parallel for _i");
+  size_t sum = text.find("reduction(+:");
+  size_t col = text.find("simd for _i", row + 1);
+  ASSERT_NE(sum, std::string::npos) << text;
+  EXPECT_LT(row, sum) << text;
+  EXPECT_LT(sum, col) << text;
+}
+
+TEST(ArrayExprs, OverlappingAssignmentGoesThroughATemporary) {
+  std::string text = ir_text("def f(b):\n    b[1:] = b[:-1]\n", "f", "f64[::1]");
+  EXPECT_TRUE(contains(text, "empty<f64[::1]>")) << text;
+  std::string in_place = ir_text("def f(b):\n    b[:] = b[:] * 2.0\n", "f", "f64[::1]");
+  EXPECT_FALSE(contains(in_place, "empty<")) << in_place;
+}
+
+TEST(Errors, SlicedPragmaNamesAMissingDimension) {
+  const char* src =
+      "def f(a, b):\n"
+      "    #pragma :M=>parallel\n"
+      "    b[:] = a[:] + 1.0\n";
+  CompileError e = error_of(src, "f", "f64[::1], f64[::1]");
+  EXPECT_EQ(e.kind(), ErrorKind::Pragma);
+  EXPECT_TRUE(contains(e.message(), ":M")) << e.message();
 }
 
 TEST(Errors, LoopPragmaAboveAnAssignment) {

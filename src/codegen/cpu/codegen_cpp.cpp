@@ -76,6 +76,7 @@ std::string int_literal(int64_t v, ScalarKind k) {
   return "int64_t(" + std::to_string(v) + ")";
 }
 
+// Escapes text for a C++ string literal (a path in #line, a message).
 std::string escape_path(const std::string& path) {
   std::string out;
   for (char c : path) {
@@ -603,11 +604,24 @@ class CppEmitter {
       case NodeKind::While: {
         const While* w = s->as<While>();
         line("while (" + expr(w->cond) + ") {");
+        ++loop_depth_;
         nested(w->body);
+        --loop_depth_;
         line("}");
         return;
       }
       case NodeKind::Break: line("break;"); return;
+      case NodeKind::Assert: {
+        const Assert* a = s->as<Assert>();
+        line("if (!(" + expr(a->cond) + ")) {");
+        ++indent_;
+        line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + std::to_string(a->loc.line) + ", " +
+             std::to_string(a->loc.col) + ", \"" + escape_path(a->message) + "\");");
+        line(loop_depth_ > 0 ? "continue;" : "return ctx->error_kind;");
+        --indent_;
+        line("}");
+        return;
+      }
       case NodeKind::Continue: line("continue;"); return;
       case NodeKind::Return: return emit_return(s->as<Return>());
       case NodeKind::Allocate: return emit_allocate(s->as<Allocate>());
@@ -779,11 +793,13 @@ class CppEmitter {
       }
     }
     if (sc.kind != LoopKind::Serial) ++omp_depth_;
+    ++loop_depth_;
     if (const Block* b = innermost->body->as<Block>()) {
       for (const Stmt& st : b->stmts) emit(st);
     } else {
       emit(innermost->body);
     }
+    --loop_depth_;
     if (sc.kind != LoopKind::Serial) --omp_depth_;
     scopes_.pop_back();
     --indent_;
@@ -936,6 +952,7 @@ class CppEmitter {
   std::string path_;
   std::ostringstream out_;
   int indent_ = 0;
+  int loop_depth_ = 0;  // loops around the statement being emitted
   int temp_counter_ = 0;
   int omp_depth_ = 0;  // enclosing parallel/simd loops
   std::unordered_map<const VarInfo*, std::string> var_names_;

@@ -1,0 +1,283 @@
+// The lowering's internal interface, shared by the scalar part
+// (lower_to_ir.cpp) and the array-expression part (lower_array_exprs.cpp).
+// Not part of the compiler's API: include frontend/lower_to_ir.h instead.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "driver/compiler.h"
+#include "frontend/ast.h"
+#include "ir/ir.h"
+
+namespace plait::lowering {
+
+using ir::Expr;
+using ir::Stmt;
+
+// Statements that computing an element needs first (the loops of a
+// reduction), in groups. The loop-nest builder places each group at the
+// outermost loop level whose index it reads, which hoists loop-invariant
+// reductions (a row sum used by every element of the row is computed once
+// per row).
+struct Sink {
+  std::vector<std::vector<Stmt>> groups;
+};
+
+// An array-valued expression, evaluated lazily element by element: lowering
+// an assignment builds one loop nest over the target and asks for the
+// element at the nest's indices, so sub-expressions never become
+// temporaries.
+struct Tensor {
+  ScalarType type;                  // element type (strong)
+  std::vector<Expr> shape;          // extent of each dimension (int)
+  std::vector<bool> unit;           // extent is 1 at compile time (broadcasts)
+  std::vector<std::string> labels;  // per dimension: the slice text it came from, for sliced-index pragmas
+  // The element at `index` (one int per dimension, each in range); may add
+  // groups of statements to `sink`.
+  std::function<Expr(const std::vector<Expr>& index, Sink& sink)> element;
+  // Arrays read, with the syntax that read them (for overlap checks).
+  std::vector<std::pair<const ir::ArrayInfo*, const ast::Expr*>> reads;
+  // Set when the tensor is a view of one array (an assignment target): the
+  // array and the array index of each view index.
+  ir::ArrayVar array;
+  std::function<std::vector<Expr>(const std::vector<Expr>& index)> array_index;
+  const ast::Expr* source = nullptr;
+  size_t rank() const { return shape.size(); }
+};
+using TensorPtr = std::shared_ptr<const Tensor>;
+
+// One loop of a nest built for an array statement.
+struct LoopDim {
+  ir::Var var;
+  Expr extent;
+  std::string label;
+  bool reduction = false;
+  ir::ReduceOp op = ir::ReduceOp::Add;
+  bool vectorizable = true;  // false for reductions whose update is not a simple combine (argmax)
+  ir::LoopSchedule schedule;
+};
+
+// Thrown in the inference phase when an expression reads a local whose type
+// is not known yet; the statement is retried in the next round.
+struct TypeNotKnownYet {};
+
+// What an expression evaluates to in the front end. Only scalars become IR
+// expressions; the rest exist at compile time (shapes, modules, dtypes).
+struct Value {
+  enum class Kind { Scalar, Array, Tensor, Tuple, Function, DType, None, String };
+  Kind kind = Kind::None;
+  Expr scalar;
+  ir::ArrayVar array;
+  TensorPtr tensor;  // Tensor: an array-valued expression, evaluated lazily
+  std::vector<Value> elems;
+  std::string name;  // Function: qualified name ("numpy.sqrt", "builtins.max"); String: the text
+  ScalarKind dtype = ScalarKind::Float64;
+  SourceLoc loc;
+  const ast::Expr* node = nullptr;  // the syntax an Array value came from (overlap checks)
+
+  static Value of(Expr e) {
+    Value v;
+    v.kind = Kind::Scalar;
+    v.loc = e->loc;
+    v.scalar = std::move(e);
+    return v;
+  }
+  static Value of_array(ir::ArrayVar a, SourceLoc l) {
+    Value v;
+    v.kind = Kind::Array;
+    v.array = std::move(a);
+    v.loc = l;
+    return v;
+  }
+  static Value function(std::string name, SourceLoc l) {
+    Value v;
+    v.kind = Kind::Function;
+    v.name = std::move(name);
+    v.loc = l;
+    return v;
+  }
+  static Value of_tensor(TensorPtr t, SourceLoc l) {
+    Value v;
+    v.kind = Kind::Tensor;
+    v.tensor = std::move(t);
+    v.loc = l;
+    return v;
+  }
+  static Value dtype_of(ScalarKind k, SourceLoc l) {
+    Value v;
+    v.kind = Kind::DType;
+    v.dtype = k;
+    v.loc = l;
+    return v;
+  }
+};
+
+
+
+
+// The type a local name has after inference: a scalar or an array.
+struct LocalType {
+  std::optional<ScalarType> scalar;
+  std::optional<ArrayType> array;
+  SourceLoc first_loc;
+};
+
+struct Local {
+  ir::Var var;
+  ir::ArrayVar array;
+};
+
+// Structural equality of two syntax trees, for `#pragma atomic` on
+// `x[k] = max(x[k], e)`.
+
+// Names assigned anywhere in the function: Python makes them local everywhere.
+
+
+const char* value_kind_name(Value::Kind k);
+std::string describe(ScalarType t);
+std::string describe(const ArrayType& t);
+bool same_tree(const ast::Expr* a, const ast::Expr* b);
+void collect_assigned_names(const ast::StmtList& body, std::set<std::string>& out);
+
+class Lowerer {
+ public:
+  Lowerer(const SourceFile& file, const Signature& signature, const Globals& globals, const CompileOptions& options)
+      : file_(file), signature_(signature), globals_(globals), options_(options) {}
+
+  ir::Function run(const ast::FunctionDef& fn);
+
+ private:
+  // ------------------------------------------------------------ errors
+  [[noreturn]] void fail(ErrorKind kind, const std::string& message, SourceLoc loc) const {
+    throw CompileError(kind, message, file_, loc);
+  }
+  [[noreturn]] void unsupported(const std::string& message, SourceLoc loc) const {
+    fail(ErrorKind::Unsupported, message, loc);
+  }
+  [[noreturn]] void type_error(const std::string& message, SourceLoc loc) const { fail(ErrorKind::Type, message, loc); }
+
+  // ------------------------------------------------------------ names
+  void declare_params(const ast::FunctionDef& fn);
+  void record_scalar(const std::string& name, ScalarType t, SourceLoc loc);
+  void record_array(const std::string& name, const ArrayType& t, SourceLoc loc);
+  Value lookup_name(const ast::Name& name);
+  Value global_value(const std::string& id, SourceLoc loc);
+
+  // ------------------------------------------------------------ statements
+  void lower_block(const ast::StmtList& body, std::vector<Stmt>& out);
+  void lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out);
+  void lower_assign(const ast::Assign& a, std::vector<Stmt>& out);
+  void assign_to(const ast::Expr& target, const Value& value, std::vector<Stmt>& out, SourceLoc loc);
+  void assign_scalar(const std::string& name, Expr value, std::vector<Stmt>& out, SourceLoc loc);
+  void assign_array(const std::string& name, const Value& value, std::vector<Stmt>& out, SourceLoc loc);
+  void lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out);
+  void lower_atomic(const ast::Stmt& s, std::vector<Stmt>& out);
+  void lower_for(const ast::For& f, std::vector<Stmt>& out);
+  void lower_return(const ast::Return& r, std::vector<Stmt>& out);
+  ir::LoopSchedule parse_loop_pragmas(const ast::Stmt& s, bool is_prange);
+  void check_pragmas_allowed(const ast::Stmt& s);
+
+  // ------------------------------------------------------------ expressions
+  Value lower(const ast::Expr& e);
+  Value lower_call(const ast::Call& c, ir::ArrayVar into = nullptr);
+  Value lower_subscript(const ast::Subscript& s);
+  Value lower_attribute(const ast::Attribute& a);
+  Expr scalar(const ast::Expr& e, const char* context);
+  Expr as_scalar(const Value& v, const char* context, SourceLoc loc);
+  std::vector<Expr> element_indices(const ir::ArrayVar& array, const ast::Expr& index, SourceLoc loc);
+  Expr binary(ast::BinOpKind op, Expr a, Expr b, SourceLoc loc);
+  Expr compare(ast::CmpOpKind op, Expr a, Expr b, SourceLoc loc);
+  Expr truthy(Expr e, SourceLoc loc);
+  Expr cast(Expr e, ScalarType t, bool checked = false);
+  Value allocate(const std::string& fn, const ast::Call& c, ir::ArrayVar into);
+  std::vector<Expr> shape_of(const Value& v, SourceLoc loc);
+  ScalarKind dtype_arg(const Value& v, SourceLoc loc);
+  Value call_numpy(const std::string& fn, const ast::Call& c, const std::vector<Value>& args);
+  Value call_math(const std::string& fn, const ast::Call& c, const std::vector<Value>& args);
+  Value call_builtin(const std::string& fn, const ast::Call& c, const std::vector<Value>& args);
+  Expr unary_float(ir::Intrinsic fn, Expr x, bool python_math, SourceLoc loc);
+
+  // ------------------------------------------------------------ array expressions (lower_array_exprs.cpp)
+  bool is_array_like(const Value& v) const { return v.kind == Value::Kind::Array || v.kind == Value::Kind::Tensor; }
+  TensorPtr to_tensor(const Value& v, SourceLoc loc);
+  TensorPtr array_view(const TensorPtr& base, const ast::Expr* index, const ast::Expr* source, SourceLoc loc);
+  bool indexes_a_view(const ir::ArrayVar& array, const ast::Expr& index);
+  Value elementwise(const std::vector<Value>& args, const std::function<Expr(const std::vector<Expr>&)>& op, SourceLoc loc);
+  Value tensor_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc);
+  Value reduce(const std::string& name, const Value& x, const ast::Call& c, size_t first_kwarg_arg);
+  Value reduce_axes(const std::string& name, TensorPtr t, std::vector<int> axes, bool keepdims, SourceLoc loc);
+  Value matmul(const Value& a, const Value& b, SourceLoc loc);
+  Value transpose(const Value& a, SourceLoc loc);
+  Value call_array_method(const std::string& method, const Value& self, const ast::Call& c);
+  bool call_numpy_array(const std::string& fn, const ast::Call& c, const std::vector<Value>& args, Value* out);
+  ir::ArrayVar materialize(const TensorPtr& t, std::vector<Stmt>& out, SourceLoc loc, const ast::Stmt* stmt);
+  void assign_tensor(const TensorPtr& target, const TensorPtr& value, std::vector<Stmt>& out, SourceLoc loc,
+                     const ast::Stmt* stmt);
+  std::vector<Stmt> build_nest(const std::vector<LoopDim>& dims, Sink& inner, std::vector<Stmt> innermost, Sink& outer);
+  // Sliced-index pragmas of the statement being lowered: dimension label ->
+  // properties (`#pragma :M=>parallel :N=>reduce(sum)`).
+  struct SlicedPragma {
+    std::vector<std::string> props;
+    SourceLoc loc;
+    bool used = false;
+  };
+  std::map<std::string, SlicedPragma> sliced_pragmas_;
+  bool statement_sequential_ = false;
+  // Dimensions of extent 1 known at compile time: by local name (gathered
+  // while inferring: a dimension counts only if every assignment agrees) and
+  // by array (temporaries and locals, while emitting).
+  std::map<std::string, std::vector<bool>> local_units_;
+  std::map<const ir::ArrayInfo*, std::vector<bool>> array_units_;
+  void record_units(const std::string& name, const std::vector<bool>& units);
+  void parse_statement_pragmas(const ast::Stmt& stmt);
+  ir::LoopSchedule apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedule sched, const std::string& reduce_name);
+  void check_sliced_pragmas_used();
+  Expr placeholder(ScalarType t);
+  const ast::Stmt* current_stmt_ = nullptr;  // the statement being lowered (for its pragmas)
+  std::vector<ir::Remark> function_remarks_;  // for kernel.explain()
+  bool schedule_pragma_used_ = false;          // the current statement built a loop nest that read its pragmas
+
+  ir::ArrayVar temp_array(const ArrayType& t, SourceLoc loc) {
+    auto a = std::make_shared<ir::ArrayInfo>();
+    a->name = "_tmp_array" + std::to_string(temp_counter_++);
+    a->type = t;
+    a->loc = loc;
+    return a;
+  }
+  ir::Var temp_var(ScalarType t, SourceLoc loc) {
+    auto v = std::make_shared<ir::VarInfo>();
+    v->name = "_tmp" + std::to_string(temp_counter_++);
+    v->type = t;
+    v->loc = loc;
+    return v;
+  }
+
+  const SourceFile& file_;
+  const Signature& signature_;
+  const Globals& globals_;
+  const CompileOptions& options_;
+
+  bool inferring_ = true;
+  bool changed_ = false;
+  std::set<std::string> assigned_names_;
+  std::set<std::string> param_names_;
+  std::map<std::string, LocalType> types_;  // inferred so far
+  std::map<std::string, Local> locals_;     // emission phase
+  std::optional<std::vector<ValueType>> results_;
+  bool returns_tuple_ = false;
+  SourceLoc first_return_loc_;
+  int loop_depth_ = 0;
+  int temp_counter_ = 0;
+  // Statements an expression needs before the statement that contains it
+  // (array allocations), flushed by lower_stmt.
+  std::vector<Stmt> pending_;
+  std::vector<ir::Param> params_;
+};
+
+}  // namespace plait::lowering
