@@ -228,9 +228,9 @@ class _CallPlan:
     def __init__(self, dispatcher, args):
         self.types = []
         self.values = []
-        self.copy_back = []   # (numpy array, DeviceBuffer, strides)
+        self.copy_back = []   # (NumPy array, DeviceBuffer, strides): staged, copied back after the call
         self.borrowed = []    # (python object, pointer, shape) of array arguments
-        self.keep = []        # staging buffers alive for the call
+        self.staged = {}      # id(NumPy array) -> its _View on the GPU, so a repeated argument is one copy
         self.torch = None
         self.cupy = False
         self.device_arrays = False
@@ -272,10 +272,13 @@ class _CallPlan:
             if value.dtype not in _DTYPE_CODES:
                 self._argument_error(dispatcher, index, f"has unsupported dtype '{value.dtype}'; plait kernels take "
                                      "bool, int32, int64, float32 and float64 arrays")
-            buffer, strides = _host_array_to_device(value, 0)
-            self.keep.append(buffer)
-            self.copy_back.append((value, buffer, strides))
-            self._add_array(dispatcher, index, value, _View(buffer.pointer, value.shape, strides, value.dtype))
+            view = self.staged.get(id(value))
+            if view is None:
+                buffer, strides = _host_array_to_device(value, 0)
+                self.copy_back.append((value, buffer, strides))
+                view = _View(buffer.pointer, value.shape, strides, value.dtype)
+                self.staged[id(value)] = view
+            self._add_array(dispatcher, index, value, view)
             return
         if isinstance(value, np.ndarray) or isinstance(value, np.generic):
             scalar = value.item() if isinstance(value, np.ndarray) else value
@@ -368,6 +371,7 @@ class CudaDispatcher(Dispatcher):
         self._by_call_signature = {}  # signature text of a call -> _core.Kernel
 
     def __call__(self, *args, **kwargs):
+        _require_cuda()
         if kwargs or len(args) != len(self._param_names):
             args = self._bind(args, kwargs)
         plan = _CallPlan(self, args)
@@ -378,8 +382,15 @@ class CudaDispatcher(Dispatcher):
             self._by_call_signature[signature] = kernel
         try:
             results = kernel.call_cuda(plan.values, plan.stream, self.py_func.__code__.co_filename)
-        finally:
-            plan.finish()
+        except BaseException:
+            # NumPy arguments get what the kernel wrote before the error, as
+            # on the CPU; the kernel's error is the one raised.
+            try:
+                plan.finish()
+            except Exception:  # noqa: BLE001
+                pass
+            raise
+        plan.finish()
         values = [plan.wrap_result(r) if isinstance(r, tuple) else r for r in results]
         if not values:
             return None

@@ -413,7 +413,7 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
     ctx->error_line = record.line;
     ctx->error_col = record.col;
     std::snprintf(ctx->error_message, sizeof ctx->error_message, "%s",
-                  codegen::cuda::device_error_message(record).c_str());
+                  codegen::cuda::device_error_message(record, kernel.device_assert_messages).c_str());
   }
   return ctx->error_kind;
 }

@@ -35,6 +35,8 @@ def test_calling_without_cuda_names_what_is_missing():
     with pytest.raises(plait.CudaUnavailableError, match="target='cuda' cannot run here: .*(libcuda|GPU|NVRTC)"):
         kernel.compile("f64[::1], f64[::1], f64[::1]")
     with pytest.raises(plait.CudaUnavailableError):
+        kernel(np.zeros(3), np.zeros(3), np.zeros(3))
+    with pytest.raises(plait.CudaUnavailableError):
         plait.to_device(np.zeros(3))
 
 

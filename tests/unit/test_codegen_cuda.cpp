@@ -259,9 +259,13 @@ TEST(CodegenCuda, DeviceErrorMessagesAreFormattedOnTheHost) {
   record.values[0] = 12;
   record.values[1] = 0;
   record.values[2] = 10;
-  EXPECT_EQ(codegen::cuda::device_error_message(record), "index 12 is out of bounds for axis 0 with size 10");
+  EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "index 12 is out of bounds for axis 0 with size 10");
   record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::MathDomainError);
-  EXPECT_EQ(codegen::cuda::device_error_message(record), "math domain error");
+  EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "math domain error");
+  record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::AssertFailed);
+  record.values[0] = 1;
+  EXPECT_EQ(codegen::cuda::device_error_message(record, {"first", "operands could not be broadcast"}),
+            "operands could not be broadcast");
   // The device runtime names the same numbers.
   EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_math_domain_error = 13,"), std::string::npos);
   EXPECT_NE(codegen::cuda::device_runtime_text().find("kind_index_error = 1,"), std::string::npos);

@@ -302,6 +302,10 @@ class HasErrorSites : public IRVisitor {
     found = found || n->python_math;
     IRVisitor::visit(n);
   }
+  void visit(const Assert* n) override {
+    found = true;
+    IRVisitor::visit(n);
+  }
 };
 
 // ------------------------------------------------------------------ emitter
@@ -341,6 +345,7 @@ class CudaEmitter {
     out.device = device_.str();
     out.kernel_names = kernel_names_;
     out.device_errors = device_errors_;
+    out.assert_messages = assert_messages_;
     out.remarks = remarks_;
     return out;
   }
@@ -761,10 +766,13 @@ class CudaEmitter {
       case NodeKind::While: {
         const While* w = s->as<While>();
         line("while (" + expr(w->cond) + ") {");
+        ++loop_depth_;
         nested(w->body);
+        --loop_depth_;
         line("}");
         return;
       }
+      case NodeKind::Assert: return emit_assert(s->as<Assert>());
       case NodeKind::Break: line("break;"); return;
       case NodeKind::Continue: line("continue;"); return;
       case NodeKind::Return:
@@ -776,6 +784,26 @@ class CudaEmitter {
       case NodeKind::ArrayBind: return emit_bind(s->as<ArrayBind>());
       default: PLAIT_INTERNAL_ERROR(std::string("not a statement: ") + node_kind_name(s->kind));
     }
+  }
+
+  // A failed assertion records its error, then leaves the loop iteration
+  // (or the kernel, or the device region's thread, outside loops).
+  void emit_assert(const Assert* a) {
+    line("if (!(" + expr(a->cond) + ")) {");
+    ++indent_;
+    if (device()) {
+      const size_t index = assert_messages_.size();
+      assert_messages_.push_back(a->message);
+      line("plait::raise_error(p_err, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) +
+           ", plait::msg_assert_failed, " + std::to_string(index) + ");");
+      line(loop_depth_ > 0 ? "continue;" : "return;");
+    } else {
+      line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) + ", \"" +
+           escape_path(a->message) + "\");");
+      line(loop_depth_ > 0 ? "continue;" : "return ctx->error_kind;");
+    }
+    --indent_;
+    line("}");
   }
 
   void nested(const Stmt& s) {
@@ -876,7 +904,9 @@ class CudaEmitter {
       line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
       scopes_.back().insert(v.get());
     }
+    ++loop_depth_;
     emit_body_statements(loop->body);
+    --loop_depth_;
     scopes_.pop_back();
     --indent_;
     line("}");
@@ -1185,6 +1215,7 @@ class CudaEmitter {
              lv.begin + " + " + kd + " * " + lv.step + ");");
         scopes_.back().insert(v.get());
       }
+      loop_depth_ = 1;  // the grid-stride loop
       emit_body_statements(innermost->body);
       scopes_.pop_back();
       --indent_;
@@ -1308,13 +1339,15 @@ class CudaEmitter {
   // destroyed.
   struct ModeSwitch {
     explicit ModeSwitch(CudaEmitter& e)
-        : emitter(e), mode(e.mode_), indent(e.indent_), scopes(std::move(e.scopes_)) {
+        : emitter(e), mode(e.mode_), indent(e.indent_), loop_depth(e.loop_depth_), scopes(std::move(e.scopes_)) {
       e.mode_ = Mode::Device;
+      e.loop_depth_ = 0;
       e.scopes_.clear();
     }
     ~ModeSwitch() {
       emitter.mode_ = mode;
       emitter.indent_ = indent;
+      emitter.loop_depth_ = loop_depth;
       emitter.scopes_ = std::move(scopes);
     }
     ModeSwitch(const ModeSwitch&) = delete;
@@ -1322,6 +1355,7 @@ class CudaEmitter {
     CudaEmitter& emitter;
     Mode mode;
     int indent;
+    int loop_depth;
     std::vector<std::unordered_set<const VarInfo*>> scopes;
   };
 
@@ -1432,6 +1466,7 @@ class CudaEmitter {
   std::ostringstream host_, device_;
   Mode mode_ = Mode::Host;
   int indent_ = 0;
+  int loop_depth_ = 0;  // loops around the statement being emitted, in its own code (host or kernel)
   int temp_counter_ = 0;
   std::unordered_map<const VarInfo*, std::string> var_names_;
   std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
@@ -1440,6 +1475,7 @@ class CudaEmitter {
   std::vector<std::string> kernel_names_;
   std::map<int, int> fill_kernels_;  // ScalarKind -> kernel index
   bool device_errors_ = false;
+  std::vector<std::string> assert_messages_;
   std::vector<Remark> remarks_;
 };
 

@@ -35,6 +35,9 @@ struct CudaSources {
   // argument of plait_cuda_api::launch.
   std::vector<std::string> kernel_names;
   bool device_errors = false;  // device code may record a run-time error
+  // Messages of IR assertions in device code, by the index the device
+  // error record carries (DeviceMessage::AssertFailed).
+  std::vector<std::string> assert_messages;
   std::vector<ir::Remark> remarks;  // how each part runs on the GPU, for explain()
 };
 

@@ -33,6 +33,7 @@ constexpr MessageInfo kMessages[] = {
     {DeviceMessage::IntTooLargeForInt64, "msg_int_too_large_for_int64", "int too large to convert to int64"},
     {DeviceMessage::MathDomainError, "msg_math_domain_error", "math domain error"},
     {DeviceMessage::MathRangeError, "msg_math_range_error", "math range error"},
+    {DeviceMessage::AssertFailed, "msg_assert_failed", ""},
 };
 static_assert(sizeof(kMessages) / sizeof(kMessages[0]) == static_cast<size_t>(DeviceMessage::Count));
 static_assert(sizeof(DeviceErrorRecord) <= PLAIT_CUDA_ERROR_BYTES);
@@ -538,7 +539,11 @@ inline plait::allocation<T> allocate_device_array(plait_context* ctx, int line, 
 
 }  // namespace
 
-std::string device_error_message(const DeviceErrorRecord& record) {
+std::string device_error_message(const DeviceErrorRecord& record, const std::vector<std::string>& assert_messages) {
+  if (record.message == static_cast<int32_t>(DeviceMessage::AssertFailed) && record.values[0] >= 0 &&
+      static_cast<size_t>(record.values[0]) < assert_messages.size()) {
+    return assert_messages[static_cast<size_t>(record.values[0])];
+  }
   if (record.message <= 0 || record.message >= static_cast<int32_t>(DeviceMessage::Count)) {
     return "error " + std::to_string(record.kind) + " in device code";
   }

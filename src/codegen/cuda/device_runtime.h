@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace plait::codegen::cuda {
 
@@ -37,11 +38,13 @@ enum class DeviceMessage : int32_t {
   IntTooLargeForInt64,
   MathDomainError,
   MathRangeError,
+  AssertFailed,  // values[0]: the index of the kernel's assertion message
   Count,
 };
 
-// The message Python raises for a device error record.
-std::string device_error_message(const DeviceErrorRecord& record);
+// The message Python raises for a device error record; `assert_messages`
+// are the kernel's messages of failed IR assertions (CudaSources).
+std::string device_error_message(const DeviceErrorRecord& record, const std::vector<std::string>& assert_messages);
 
 // The support code of device sources: fixed-width types, error reports,
 // Python/NumPy arithmetic, atomics and warp-level reductions. Compiles with
