@@ -242,6 +242,12 @@ def get_item(x, i):
     return x[i]
 
 
+def add_python_int(x, k):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        x[i] = x[i] + k
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
     "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]"],
@@ -270,5 +276,6 @@ KERNELS = {
     "divide_python_scalars": ["f64[::1], int"],
     "shifted_copy": ["f64[::1], f64[::1]"],
     "get_item": ["f64[::1], int"],
+    "add_python_int": ["i32[::1], int", "i64[::1], int"],
     "gesummv": ["float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]"],
 }

@@ -309,6 +309,13 @@ def test_out_of_bounds_index_with_boundscheck_is_an_index_error(rng):
         get_item(x, 100)
 
 
+def test_python_int_out_of_int32_range_is_an_overflow_error(rng):
+    check(K.add_python_int, [ints(rng, 100, np.int32), 7], "numpy")
+    kernel = plait.jit(K.add_python_int, target="cuda")
+    with pytest.raises(OverflowError, match="Python integer 4294967296 out of bounds for int32"):
+        kernel(ints(rng, 100, np.int32), 2**32)
+
+
 @pytest.mark.parametrize("n", [1000])
 def test_gesummv(rng, n):
     check(K.gesummv, [1.5, 0.5, floats(rng, (n, n)), floats(rng, (n, n)), floats(rng, n), np.empty(n)], "numpy",

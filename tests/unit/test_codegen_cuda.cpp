@@ -262,12 +262,16 @@ TEST(CodegenCuda, DeviceErrorMessagesAreFormattedOnTheHost) {
   EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "index 12 is out of bounds for axis 0 with size 10");
   record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::MathDomainError);
   EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "math domain error");
+  record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::PythonIntOutOfInt32);
+  record.values[0] = 4294967296;
+  EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "Python integer 4294967296 out of bounds for int32");
   record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::AssertFailed);
   record.values[0] = 1;
   EXPECT_EQ(codegen::cuda::device_error_message(record, {"first", "operands could not be broadcast"}),
             "operands could not be broadcast");
   // The device runtime names the same numbers.
   EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_math_domain_error = 13,"), std::string::npos);
+  EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_assert_failed = 16,"), std::string::npos);
   EXPECT_NE(codegen::cuda::device_runtime_text().find("kind_index_error = 1,"), std::string::npos);
 }
 

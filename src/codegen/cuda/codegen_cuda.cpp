@@ -291,7 +291,8 @@ class HasErrorSites : public IRVisitor {
     IRVisitor::visit(n);
   }
   void visit(const Cast* n) override {
-    found = found || (n->checked && n->value->type.is_float() && n->type.is_int());
+    found = found || (n->checked && n->value->type.is_float() && n->type.is_int()) ||
+            (n->checked && n->value->type.kind == ScalarKind::Int64 && n->type.kind == ScalarKind::Int32);
     IRVisitor::visit(n);
   }
   void visit(const Binary* n) override {
@@ -536,6 +537,8 @@ class CudaEmitter {
         return "plait::checked_float_to_int<" + ctype(c->type) + ">(" + v + ", " + sink() + ", " + loc_args(c->loc) + ")";
       return "plait::float_to_int<" + ctype(c->type) + ">(" + v + ")";
     }
+    if (c->checked && from.kind == ScalarKind::Int64 && c->type.kind == ScalarKind::Int32)
+      return "plait::checked_int32(" + v + ", " + sink() + ", " + loc_args(c->loc) + ")";
     return "static_cast<" + ctype(c->type) + ">(" + v + ")";
   }
 

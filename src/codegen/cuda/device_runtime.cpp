@@ -33,6 +33,7 @@ constexpr MessageInfo kMessages[] = {
     {DeviceMessage::IntTooLargeForInt64, "msg_int_too_large_for_int64", "int too large to convert to int64"},
     {DeviceMessage::MathDomainError, "msg_math_domain_error", "math domain error"},
     {DeviceMessage::MathRangeError, "msg_math_range_error", "math range error"},
+    {DeviceMessage::PythonIntOutOfInt32, "msg_python_int_out_of_int32", "Python integer %lld out of bounds for int32"},
     {DeviceMessage::AssertFailed, "msg_assert_failed", ""},
 };
 static_assert(sizeof(kMessages) / sizeof(kMessages[0]) == static_cast<size_t>(DeviceMessage::Count));
@@ -273,6 +274,13 @@ __device__ __forceinline__ I checked_float_to_int(F x, device_error* err, int li
     return 0;
   }
   return (I)x;
+}
+
+// A Python int meeting an int32 value (NEP 50): it must fit.
+__device__ __forceinline__ int32_t checked_int32(int64_t x, device_error* err, int line, int col) {
+  if (x >= -2147483647LL - 1 && x <= 2147483647LL) return (int32_t)x;
+  raise_error(err, kind_overflow_error, line, col, msg_python_int_out_of_int32, x);
+  return 0;
 }
 
 // ---- math.* error rules

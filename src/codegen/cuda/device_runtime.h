@@ -38,6 +38,7 @@ enum class DeviceMessage : int32_t {
   IntTooLargeForInt64,
   MathDomainError,
   MathRangeError,
+  PythonIntOutOfInt32,  // values: the int
   AssertFailed,  // values[0]: the index of the kernel's assertion message
   Count,
 };
