@@ -879,6 +879,11 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
                                        : ir::LoopKind::Serial;
     dims[d].schedule = apply_sliced_pragma(dims[d], dims[d].schedule, "");
   }
+  if (options_.auto_simd && !sliced_pragmas_.empty() && !dims.empty()) {
+    ir::LoopSchedule& inner = dims.back().schedule;
+    if (!ir::is_vectorized(inner.kind))
+      inner.kind = ir::is_parallel(inner.kind) ? ir::LoopKind::ParallelVectorized : ir::LoopKind::Vectorized;
+  }
   std::vector<Expr> vidx;
   for (size_t d = 0; d < value->rank(); ++d) vidx.push_back(value->unit[d] ? int_imm(0, loc) : idx[d + offset]);
   Sink inner;
