@@ -47,6 +47,14 @@ def prange(*args):
     return range(*args)
 
 
+def vidx(start, size, bound):
+    """A vector block of indices `start .. min(start + size, bound) - 1`.
+    Inside kernels it is a subscript (`c[vi] = a[vi] + b[vi]`) that the
+    compiler turns into one vector strip; in plain Python it is the
+    equivalent slice."""
+    return slice(start, min(start + size, bound))
+
+
 __all__ = [
     "CompileError",
     "Dispatcher",
@@ -61,4 +69,5 @@ __all__ = [
     "UnsupportedError",
     "jit",
     "prange",
+    "vidx",
 ]
