@@ -5,10 +5,12 @@
 #include "driver/pipeline.h"
 
 #include "transforms/detect_reductions.h"
+#include "transforms/fuse_loop_nests.h"
 #include "transforms/insert_bounds_checks.h"
 #include "transforms/normalize_indices.h"
 #include "transforms/place_declarations.h"
 #include "transforms/plan_parallel_loops.h"
+#include "transforms/privatize_atomics.h"
 
 namespace plait {
 
@@ -17,12 +19,16 @@ void run_pipeline(ir::Function& function, const CompileOptions& options, const P
     pass(function);
     if (after_pass) after_pass(name, function);
   };
+  // One loop for consecutive nests over the same extent; shrink temporaries.
+  run("fuse_loop_nests", transforms::fuse_loop_nests);
   // Where each local lives; privacy in parallel loops follows from it.
   run("place_declarations", transforms::place_declarations);
   // Scalars shared by parallel/simd iterations: reductions, or a race error.
   run("detect_reductions", transforms::detect_reductions);
   // Collapse perfectly nested parallel loops; serialise other nested ones.
   run("plan_parallel_loops", transforms::plan_parallel_loops);
+  // Per-thread copies instead of contended atomics on small arrays.
+  run("privatize_atomics", transforms::privatize_atomics);
   // Python's negative indices, where an index is not provably non-negative.
   run("normalize_indices", transforms::normalize_indices);
   if (options.boundscheck) run("insert_bounds_checks", transforms::insert_bounds_checks);
