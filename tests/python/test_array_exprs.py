@@ -16,12 +16,15 @@ so the parameter lists are chosen to cover dtypes and layout classes (C, F,
 any strides) with few distinct signatures: a compile costs about a second.
 """
 
-import math
-
 import numpy as np
 import pytest
 
+import oracle
 import plait
+from oracle import FLOAT_DTYPES as FLOATS
+from oracle import NUMERIC_DTYPES as NUMERIC
+from oracle import DTYPES as ALL_DTYPES
+from oracle import clone, dtype_id, poisoned
 
 # ---------------------------------------------------------------- helpers
 
@@ -35,122 +38,50 @@ def jitted(fn):
     return _DISPATCHERS[fn]
 
 
-def clone(value):
-    """An independent copy with the same shape, strides (negative too) and
-    values; anything but an array is returned as is."""
-    if not isinstance(value, np.ndarray):
-        return value
-    if value.size == 0 or value.ndim == 0:
-        return value.copy(order="K")
-    low = sum(s * (n - 1) for s, n in zip(value.strides, value.shape) if s < 0)
-    high = sum(s * (n - 1) for s, n in zip(value.strides, value.shape) if s > 0) + value.itemsize
-    buffer = np.zeros(high - low, dtype=np.uint8)[-low:].view(value.dtype)
-    copy = np.lib.stride_tricks.as_strided(buffer, value.shape, value.strides, writeable=True)
-    copy[...] = value
-    return copy
-
-
-def values(rng, dtype, shape, positive=False):
-    """Random values of `dtype`: booleans, small ints, floats in [-1, 1)
-    (or in [0.5, 1.5) with positive=True, for sums that must not cancel)."""
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if dtype.kind == "i":
-        low = 1 if positive else -100
-        return rng.integers(low, 100, size=shape).astype(dtype)
-    if positive:
-        return (rng.random(shape) + 0.5).astype(dtype)
-    return (rng.random(shape) * 2 - 1).astype(dtype)
-
-
 def arr(rng, dtype, shape, layout="C", positive=False):
-    """A random array. layout: "C", "F", "strided" (every other element of a
-    bigger array along each axis), "reversed" (negative strides),
-    "transposed" (a C array's .T), "mixed" (2-D: rows reversed, every third
-    column)."""
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    if layout == "C":
-        return values(rng, dtype, shape, positive)
-    if layout == "F":
-        return np.asfortranarray(values(rng, dtype, shape, positive))
-    if layout == "strided":
-        base = values(rng, dtype, tuple(2 * n for n in shape), positive)
-        return base[tuple(slice(None, None, 2) for _ in shape)]
-    if layout == "reversed":
-        return values(rng, dtype, shape, positive)[tuple(slice(None, None, -1) for _ in shape)]
-    if layout == "transposed":
-        return values(rng, dtype, shape[::-1], positive).T
+    """A random array (oracle.make) with a layout: "C", "F", "strided",
+    "reversed", "transposed", or "mixed" (2-D: rows reversed, every third
+    column). positive=True: ints in [1, 100), floats in [0.5, 1.5), for sums
+    and divisions that must not cancel or divide by zero."""
+    dtype = np.dtype(dtype)
+    low, high = (None, None)
+    if positive and dtype.kind == "i":
+        low, high = 1, 100
+    elif positive and dtype.kind == "f":
+        low, high = 0.5, 1.5
     if layout == "mixed":
-        base = values(rng, dtype, (shape[0], 3 * shape[1]), positive)
-        return base[::-1, ::3]
-    raise ValueError(layout)
+        base = oracle.random_array(rng, dtype, (shape[0], 3 * shape[1]), low, high)
+        view = base[::-1, ::3]
+        return view
+    return oracle.make(rng, dtype, shape, layout, low, high)
 
 
 def tolerance(result):
     """Relative tolerance for results that reassociate float sums."""
-    dtype = np.asarray(result).dtype
-    return 1e-5 if dtype == np.float32 else 1e-12
-
-
-def assert_same(got, expected, rtol=None):
-    """Same Python/NumPy types (tuples element by element), dtype, shape and
-    values (exactly unless rtol is given; NaN equals NaN)."""
-    if isinstance(expected, tuple):
-        assert isinstance(got, tuple) and len(got) == len(expected), (got, expected)
-        for i, (g, e) in enumerate(zip(got, expected)):
-            try:
-                assert_same(g, e, rtol)
-            except AssertionError as error:
-                raise AssertionError(f"result {i}: {error}") from None
-        return
-    assert type(got) is type(expected), (type(got), type(expected))
-    if isinstance(expected, (np.ndarray, np.generic)):
-        assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
-        assert np.shape(got) == np.shape(expected), (np.shape(got), np.shape(expected))
-    if rtol is None:
-        np.testing.assert_array_equal(got, expected)
-    else:
-        np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol)
+    return oracle.reduction_rtol(np.asarray(result).dtype)
 
 
 def check(fn, *args, rtol=None):
-    """Runs the kernel and the oracle on independent copies of the arguments;
-    compares the results and every argument array afterwards (the kernel's
-    writes). Returns the kernel's result."""
-    expected_args = [clone(a) for a in args]
-    got_args = [clone(a) for a in args]
-    expected = fn(*expected_args)
-    got = jitted(fn)(*got_args)
-    assert_same(got, expected, rtol)
-    for i, (g, e) in enumerate(zip(got_args, expected_args)):
-        if isinstance(e, np.ndarray):
-            try:
-                assert_same(g, e, rtol)
-            except AssertionError as error:
-                raise AssertionError(f"argument {i} after the call: {error}") from None
-    return got
+    """oracle.check on the module's dispatcher of `fn`: kernel and Python on
+    clones of the arguments; same results (types, dtypes, shapes, values)
+    and same arguments afterwards, nothing written between a view's
+    elements. rtol (reductions) also serves as the absolute tolerance, for
+    results near zero."""
+    return oracle.check(jitted(fn), *args, rtol=rtol, atol=rtol)
 
 
 def check_raises(fn, exception, *args, match=None):
     """The oracle and the kernel both raise `exception`."""
     with pytest.raises(exception):
-        fn(*[clone(a) for a in args])
+        fn(*clone(args))
     with pytest.raises(exception, match=match):
-        jitted(fn)(*[clone(a) for a in args])
+        jitted(fn)(*clone(args))
 
 
-ALL_DTYPES = (np.bool_, np.int32, np.int64, np.float32, np.float64)
-NUMERIC = (np.int32, np.int64, np.float32, np.float64)
-FLOATS = (np.float32, np.float64)
-SIZES_1D = (0, 1, 2, 7, 33, 1000)
+SIZES_1D = oracle.SIZES
 SHAPES_2D = ((0, 0), (0, 3), (3, 0), (1, 1), (1, 5), (5, 1), (7, 3), (33, 65), (200, 301))
-# Layouts that give distinct signatures: C, F and any-strides (several kinds).
-LAYOUTS_2D = ("C", "F", "strided", "reversed", "transposed", "mixed")
-
-
-def dtype_id(d):
-    return np.dtype(d).name
+# Layouts; the signatures they give are C, F and any-strides.
+LAYOUTS_2D = oracle.LAYOUTS_2D + ("mixed",)
 
 
 # ---------------------------------------------------------------- slicing
@@ -298,11 +229,9 @@ def test_ufuncs_with_nan_and_inf(rng, dtype):
         x[5], x[6], y[7] = np.inf, -np.inf, -np.inf
         x[8] = 2.5  # rint rounds half to even
         x[9] = -0.5
-    expected = ufuncs(clone(x), clone(y))
-    got = jitted(ufuncs)(x, y)
     # libm and NumPy's own vector implementations of exp, log, sin... may
     # differ in the last bit.
-    assert_same(got, expected, rtol=1e-6 if dtype == np.float32 else 1e-14)
+    check(ufuncs, x, y, rtol=1e-6 if dtype == np.float32 else 1e-14)
 
 
 def where_forms(a, b):
@@ -901,7 +830,7 @@ def auto_statement_order(A, B):
 
 def test_sliced_pragma_parallel_rows_reduced_columns(rng):
     for m, n in ((0, 3), (1, 1), (7, 9), (300, 257)):
-        check(sum_rows_pragma, arr(rng, np.float64, (m, n)), np.zeros(m), rtol=1e-12)
+        check(sum_rows_pragma, arr(rng, np.float64, (m, n)), poisoned(m, np.float64), rtol=1e-12)
 
 
 def test_sliced_pragma_on_a_stencil(rng):
@@ -974,15 +903,15 @@ def test_vidx_is_the_equivalent_slice_in_python():
 def test_vadd_blocked_with_a_vidx_local(rng):
     for n in (0, 1, 255, 256, 257, 1000):
         a, b = arr(rng, np.float64, n), arr(rng, np.float64, n)
-        check(vadd_blocked, a, b, np.zeros(n), n)
-        check(vadd_blocked, a, b, np.zeros(n), n, 7)
+        check(vadd_blocked, a, b, poisoned(n, np.float64), n)
+        check(vadd_blocked, a, b, poisoned(n, np.float64), n, 7)
 
 
 def test_vidx_as_a_subscript(rng):
     for n in (0, 1, 255, 1000):
         a, b = arr(rng, np.float32, n), arr(rng, np.float32, n)
-        check(vadd_blocked_inline, a, b, np.zeros(n, np.float32), n)
-        check(vadd_blocked_inline, a, b, np.zeros(n, np.float32), n, 3)
+        check(vadd_blocked_inline, a, b, poisoned(n, np.float32), n)
+        check(vadd_blocked_inline, a, b, poisoned(n, np.float32), n, 3)
 
 
 def test_vidx_in_reductions(rng):
