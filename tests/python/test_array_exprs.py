@@ -766,6 +766,87 @@ def test_in_place_updates_by_a_reduction_of_the_same_array(rng, fn):
         check(fn, arr(rng, np.float64, shape, positive=True), rtol=1e-12)
 
 
+# ---------------------------------------------------------------- runs of statements (fusion hazards)
+
+
+def chain(x):
+    a = x * 2
+    b = a + 1
+    return np.sqrt(np.abs(b))
+
+
+def read_reversed_local(x):
+    a = x * 2
+    return a[::-1] + a
+
+
+def second_difference(x):
+    d = x[1:] - x[:-1]
+    return d[1:] - d[:-1]
+
+
+def local_then_input_modified(x):
+    y = x + 1
+    x[0] = 100.0
+    return y, x
+
+
+def local_rebound(x):
+    t = x * 2
+    out = t + 1
+    t = x * 3
+    return out + t
+
+
+def whole_sum_between(x):
+    e = np.exp(x)
+    s = e.sum()
+    return e / s
+
+
+def escaping_row_max(A):
+    m = A.max(axis=1, keepdims=True)
+    e = np.exp(A - m)
+    return e / e.sum(axis=1, keepdims=True), m
+
+
+def temporary_feeds_two_updates(a, b):
+    t = a + b
+    a[:] = t * 2
+    b[:] = t - a
+    return t
+
+
+def local_read_transposed(A):
+    t = A * 2
+    return t.T + t
+
+
+def row_then_column_sums(A):
+    r = A / A.sum(axis=1, keepdims=True)
+    return r / r.sum(axis=0, keepdims=True)
+
+
+@pytest.mark.parametrize("fn", (chain, read_reversed_local, second_difference, local_then_input_modified, local_rebound,
+                                whole_sum_between), ids=lambda f: f.__name__)
+def test_runs_of_1d_statements(rng, fn):
+    # local_then_input_modified writes x[0]; whole_sum_between divides by the sum.
+    for n in (1, 2, 5, 1000) if fn in (local_then_input_modified, whole_sum_between) else (0, 1, 2, 5, 1000):
+        check(fn, arr(rng, np.float64, n), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", (escaping_row_max, local_read_transposed, row_then_column_sums),
+                         ids=lambda f: f.__name__)
+def test_runs_of_2d_statements(rng, fn):
+    for n in (1, 3, 40):
+        check(fn, arr(rng, np.float64, (n, n), positive=True), rtol=1e-12)
+
+
+def test_a_temporary_that_feeds_two_updates(rng):
+    for n in (0, 1, 9, 1000):
+        check(temporary_feeds_two_updates, arr(rng, np.float64, n), arr(rng, np.float64, n))
+
+
 # ---------------------------------------------------------------- sliced-index pragmas
 
 
