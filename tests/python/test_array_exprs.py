@@ -7,9 +7,13 @@ elementwise arithmetic, comparisons, ufuncs and np.where, the reductions
 sum/prod/max/min/mean/argmax/argmin (functions and methods, axis int, tuple
 or None, keepdims), @ / np.dot / np.matmul, np.outer and np.add.outer,
 transposes, copies, astype, slice assignment and in-place operators on slices
-(overlapping ones too), sliced-index pragmas, plait.vidx vector blocks, and
-whole kernels (the issue's examples, floyd_warshall, covariance, heat_3d, row
+(overlapping ones too), runs of statements that fusion must keep apart or
+shrink correctly, sliced-index pragmas, plait.vidx vector blocks, and whole
+kernels (the issue's examples, floyd_warshall, covariance, heat_3d, row
 normalisation).
+
+Failures here are compiler bugs: the tests state NumPy's behaviour and are
+not marked xfail.
 
 Each kernel is compiled once per signature for the whole module (`jitted`),
 so the parameter lists are chosen to cover dtypes and layout classes (C, F,
