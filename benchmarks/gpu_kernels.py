@@ -1553,7 +1553,7 @@ def run_peer(session, kernel, peer, row):
     row.update(status="failed", note=" || ".join(failures))
 
 
-def run_kernel(session, kernel_cls, peers, rows, started):
+def run_kernel(session, kernel_cls, peers, rows, started, progress):
     """All peers of one kernel. Returns False when the CUDA context is lost."""
     args = session.args
     kernel = kernel_cls(args.size)
@@ -1580,7 +1580,9 @@ def run_kernel(session, kernel_cls, peers, rows, started):
             print(f"   {peer:8s} skipped: time budget spent", flush=True)
             continue
         t0 = time.perf_counter()
+        progress.write(session, rows[:-1], current=f"{kernel.name}/{peer}")
         run_peer(session, kernel, peer, row)
+        progress.write(session, rows)
         if row["status"] == "ok":
             extra = f" [{row['variant']}]" if row.get("variant") else ""
             print(f"   {peer:8s} {row['median_ms']:10.4f} ms  (min {row['min_ms']:.4f}, {row['runs']} runs, "
@@ -1622,10 +1624,10 @@ def fmt_ms(row):
     return f"{ms:.4f}" if ms < 1 else (f"{ms:.3f}" if ms < 100 else f"{ms:.1f}")
 
 
-def summarize(session, rows, kernel_names, peer_columns, plait_label):
-    """The markdown table and the geometric mean of fastest peer / Plait."""
+def summarize(rows, kernel_names, peer_columns, plait_label, bw):
+    """The markdown table and the geometric mean of fastest peer / Plait
+    (bw: the copy bandwidth in bytes/s, or None)."""
     by = {(r["kernel"], r["impl"]): r for r in rows}
-    bw = session.copy_bw
     headers = ["kernel"] + [label for _, label in peer_columns] + \
         [plait_label, "fastest peer / Plait", "Plait % of copy BW", "fastest peer % of copy BW"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
@@ -1679,7 +1681,7 @@ def notes_for(rows):
     return out
 
 
-def write_outputs(session, rows, table, out_dir, tag):
+def write_outputs(errors, rows, table, out_dir, tag):
     os.makedirs(out_dir, exist_ok=True)
     csv_path = os.path.join(out_dir, f"gpu_kernels{tag}.csv")
     with open(csv_path, "w", newline="") as f:
@@ -1691,10 +1693,10 @@ def write_outputs(session, rows, table, out_dir, tag):
     with open(md_path, "w") as f:
         f.write(table + "\n")
     paths = [csv_path, md_path]
-    if session.errors:
+    if errors:
         log_path = os.path.join(out_dir, f"gpu_kernels{tag}_errors.log")
         with open(log_path, "w") as f:
-            f.write("\n".join(session.errors))
+            f.write("\n".join(errors))
         paths.append(log_path)
     print("\nwritten: " + ", ".join(paths), flush=True)
 
@@ -1756,12 +1758,14 @@ def parse_args(argv):
                    help="seconds after which the remaining implementations are skipped (default 420)")
     p.add_argument("--out", default=os.environ.get("OUT", ""), help="directory for CSV/markdown (default $OUT)")
     p.add_argument("--explain", action="store_true", help="print plait's explain() for each kernel")
-    p.add_argument("--no-respawn", action="store_true",
-                   help="when a crash loses the CUDA context, stop instead of going on in a new process")
+    p.add_argument("--in-process", action="store_true",
+                   help="run everything in this process (by default a child process runs the benchmark and a "
+                        "crash, e.g. a segfault or a lost CUDA context, ends only the implementation running)")
+    # Internal: the supervisor's instructions to its child processes.
     p.add_argument("--skip", default="", help=argparse.SUPPRESS)          # kernel/peer pairs already done
-    p.add_argument("--child-out", default="", help=argparse.SUPPRESS)     # JSON rows for a parent process
+    p.add_argument("--child-out", default="", help=argparse.SUPPRESS)     # JSON progress for the supervisor
     p.add_argument("--copy-bw", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.add_argument("--depth", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--plait-preflight", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     wanted = names if args.kernels == "all" else [k.strip() for k in args.kernels.split(",") if k.strip()]
     unknown = [k for k in wanted if k not in names]
@@ -1783,45 +1787,30 @@ def parse_args(argv):
     return args
 
 
-def respawn(args, argv, remaining, skip, budget_left, copy_bw):
-    """Runs the remaining kernels in a new process (the CUDA context of this
-    one is lost) and returns its rows."""
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-        child_out = f.name
-    keep = []
-    skip_next = False
-    for a in argv:
-        if skip_next:
-            skip_next = False
-            continue
-        if a in ("--kernels", "--skip", "--child-out", "--copy-bw", "--depth", "--budget", "--out"):
-            skip_next = True
-            continue
-        if a.split("=")[0] in ("--kernels", "--skip", "--child-out", "--copy-bw", "--depth", "--budget", "--out"):
-            continue
-        keep.append(a)
-    cmd = [sys.executable, os.path.abspath(__file__)] + keep + [
-        "--kernels", ",".join(remaining), "--skip", ",".join(sorted(skip)) or ",", "--child-out", child_out,
-        "--copy-bw", str(copy_bw or 0.0), "--depth", str(args.depth + 1), "--budget", str(max(1.0, budget_left)),
-        "--out", ""]
-    print(f"\n== going on in a new process: {' '.join(cmd[1:])}", flush=True)
-    subprocess.run(cmd)
-    try:
-        with open(child_out) as f:
-            data = json.load(f)
-        return data["rows"], data.get("errors", [])
-    except Exception as exc:  # noqa: BLE001
-        print(f"the new process left no results: {compact_error(exc)}", flush=True)
-        return [], []
-    finally:
-        os.unlink(child_out)
+class Progress:
+    """What a child process has done so far, rewritten (atomically) after
+    every implementation, so that the supervisor knows where a crash struck."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def write(self, session, rows, current=None, codegen_ok=True):
+        if not self.path:
+            return
+        data = {"rows": rows, "lines": session.lines if session else [], "errors": session.errors if session else [],
+                "copy_bw": session.copy_bw if session else None, "current": current, "codegen_ok": codegen_ok}
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f, default=float)
+        os.replace(tmp, self.path)
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
+def run_benchmark(args):
+    """The benchmark in this process. Returns (session, rows, kernel names,
+    peer columns, whether plaitc's CUDA output was fine)."""
     started = time.perf_counter()
     session = Session(args)
+    progress = Progress(args.child_out)
     mode = "--cpu-check (tiny sizes, CPU only)" if args.cpu_check else ("--quick sizes" if args.quick else
                                                                          "full sizes")
     session.note(f"# GPU kernels: Plait-CUDA against its peers ({mode})")
@@ -1831,66 +1820,228 @@ def main(argv=None):
             print("no usable GPU library (torch or CuPy with CUDA): nothing can be timed", flush=True)
         elif args.copy_bw:
             session.copy_bw = args.copy_bw
-            session.note(f"device-to-device copy: {args.copy_bw / 1e12:.2f} TB/s (measured by the parent process)")
+            session.note(f"device-to-device copy: {args.copy_bw / 1e12:.2f} TB/s (measured by an earlier process)")
         else:
             session.measure_copy_bandwidth()
-
     peer_columns = [(p, label) for p, label in (CPU_PEER_COLUMNS if args.cpu_check else PEER_COLUMNS)
                     if p in args.peers]
     peers = [p for p, _ in peer_columns] + (["plait"] if "plait" in args.peers else [])
     rows = []
+    progress.write(session, rows)
     codegen_ok = True
-    if args.cpu_check and "plait" in args.peers and session.plait is not None:
+    if args.cpu_check and "plait" in args.peers and session.plait is not None and not args.skip:
         print("\n## Plait kernels through plaitc --target cuda", flush=True)
         codegen_ok = check_plait_cuda_codegen(session)
-
-    child_errors = []
-    names = [k.name for k in args.kernel_list]
-    for index, kernel_cls in enumerate(args.kernel_list):
+    progress.write(session, rows, codegen_ok=codegen_ok)
+    for kernel_cls in args.kernel_list:
         if session.gpu and session.clock is None:
             break
-        alive = run_kernel(session, kernel_cls, peers, rows, started)
+        alive = run_kernel(session, kernel_cls, peers, rows, started, progress)
+        progress.write(session, rows, codegen_ok=codegen_ok)
         if not alive:
-            done = {f"{r['kernel']}/{r['impl']}" for r in rows if r["kernel"] == kernel_cls.name}
-            remaining = names[index:]
-            if args.no_respawn or args.depth >= 3:
-                print("not going on (--no-respawn or too many new processes)", flush=True)
-                break
-            child_rows, child_errors = respawn(args, argv, remaining, done | args.skip,
-                                               args.budget - (time.perf_counter() - started), session.copy_bw)
-            rows.extend(child_rows)
             break
+    names = [k.name for k in args.kernel_list]
+    return session, rows, names, peer_columns, codegen_ok, time.perf_counter() - started
 
-    session.errors.extend(child_errors)
-    if args.child_out:
-        with open(args.child_out, "w") as f:
-            json.dump({"rows": rows, "errors": session.errors}, f)
-        return 0
 
+def report(args, lines, errors, copy_bw, rows, names, peer_columns, elapsed):
+    """Prints the table and notes; writes the CSV, markdown and error log."""
     plait_label = "Plait-cpu" if args.cpu_check else "Plait"
-    table, geo = summarize(session, rows, names, peer_columns, plait_label)
+    table, _ = summarize(rows, names, peer_columns, plait_label, copy_bw)
     notes = notes_for(rows)
-    legend = [
-        "",
-        "Times are medians in ms (timed runs per implementation in the CSV). GPU peers other than JAX: CUDA events "
-        "on the default stream, 256 MB L2 flush before each run. JAX: host clock over back-to-back calls (its "
-        "streams are its own). 'fastest peer / Plait' > 1 means Plait is faster. Copy BW: bytes each kernel must "
-        "move / median time / measured device-to-device copy bandwidth. FAIL: raised or did not validate "
-        "(relative L2 error > 1e-5 against float64 NumPy); n/a: peer not importable here.",
-    ]
-    text = "\n".join(session.lines) + "\n\n" + table + "\n" + "\n".join(legend) + \
-        ("\n\nNotes:\n" + "\n".join(notes) if notes else "") + \
-        f"\n\ntotal time {time.perf_counter() - started:.0f} s\n"
+    legend = (
+        "Times are medians in ms (runs, min, max and first-call time per implementation in the CSV). "
+        "GPU peers other than JAX: CUDA events on the default stream, 256 MB L2 flush before each run. "
+        "JAX: host clock over back-to-back calls (its streams are its own). "
+        "'fastest peer / Plait' > 1 means Plait is faster. Copy BW: bytes each kernel must move / median time / "
+        "measured device-to-device copy bandwidth. FAIL: raised, crashed or did not validate (relative L2 error "
+        "> 1e-5 against float64 NumPy; see Notes); n/a: peer not usable here.")
+    text = "\n".join(lines) + "\n\n" + table + "\n\n" + legend + \
+        ("\n\nNotes:\n" + "\n".join(notes) if notes else "") + f"\n\ntotal time {elapsed:.0f} s\n"
     print("\n" + table)
     if notes:
         print("\nNotes:\n" + "\n".join(notes))
-    print(f"\ntotal time {time.perf_counter() - started:.0f} s", flush=True)
+    print(f"\ntotal time {elapsed:.0f} s", flush=True)
     if args.out:
         tag = "_cpu_check" if args.cpu_check else ("_quick" if args.quick else "")
         try:
-            write_outputs(session, rows, text, args.out, tag)
+            write_outputs(errors, rows, text, args.out, tag)
         except Exception as exc:  # noqa: BLE001
             print(f"could not write the results: {compact_error(exc)}", flush=True)
+
+
+# --- the supervisor -----------------------------------------------------------------
+
+CHILD_OPTIONS = ("--kernels", "--skip", "--child-out", "--copy-bw", "--budget", "--out", "--peers")
+
+
+def child_argv(argv):
+    """The user's options without those the supervisor sets itself."""
+    keep, drop_next = [], False
+    for a in argv:
+        if drop_next:
+            drop_next = False
+        elif a in CHILD_OPTIONS:
+            drop_next = True
+        elif a.split("=")[0] in CHILD_OPTIONS or a in ("--plait-preflight", "--in-process"):
+            pass
+        else:
+            keep.append(a)
+    return keep
+
+
+def run_child(argv, kernels, peers, skip, budget, copy_bw, extra=()):
+    """Runs this script in a new process; returns (exit code, its progress)."""
+    fd, path = tempfile.mkstemp(suffix=".json", prefix="gpu_kernels_")
+    os.close(fd)
+    os.unlink(path)
+    cmd = [sys.executable, "-X", "faulthandler", os.path.abspath(__file__)] + child_argv(argv) + [
+        "--kernels", ",".join(kernels), "--peers", ",".join(peers), "--skip", ",".join(sorted(skip)) or ",",
+        "--child-out", path, "--copy-bw", repr(copy_bw or 0.0), "--budget", repr(max(1.0, budget)), "--out", "",
+        *extra]
+    code = subprocess.run(cmd).returncode
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        data = {"rows": [], "lines": [], "errors": [], "copy_bw": None, "current": None}
+    finally:
+        for leftover in (path, path + ".tmp"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+    return code, data
+
+
+def death_note(code):
+    if code < 0:
+        try:
+            import signal
+            return f"the process died of {signal.Signals(-code).name}"
+        except ValueError:
+            return f"the process died of signal {-code}"
+    return f"the process exited with status {code}"
+
+
+def plait_preflight(args):
+    """Child mode: compiles and runs each Plait kernel on tiny NumPy inputs
+    (plait and NumPy only), recording each result before the next starts."""
+    import plait
+    progress = Progress(args.child_out)
+    rows = []
+    if not plait.cuda_available():
+        return 0  # the benchmark itself reports why
+    for kernel_cls in args.kernel_list:
+        if f"{kernel_cls.name}/plait" in args.skip:
+            continue
+        progress.write(None, rows, current=f"{kernel_cls.name}/plait")
+        kernel = kernel_cls("tiny")
+        row = dict(kernel=kernel.name, impl="plait")
+        try:
+            kernel.setup(np.random.default_rng(1))
+            fn = plait.jit(kernel_cls.plait_fn, target="cuda")
+            validate(kernel, array_impl(kernel, NumpyBackend(), lambda d: fn(*kernel.plait_args(d))))
+            row["status"] = "ok"
+        except Exception as exc:  # noqa: BLE001
+            row.update(status="failed", note="on tiny NumPy inputs: " + compact_error(exc))
+        print(f"   plait pre-flight {kernel.name}: {row['status']}{': ' + row['note'] if 'note' in row else ''}",
+              flush=True)
+        rows.append(row)
+        progress.write(None, rows)
+    return 0
+
+
+def supervise(args, argv):
+    """Runs the benchmark in child processes. A child that dies (a segfault in
+    a library, a lost CUDA context) ends only the implementation it was
+    running: that one is reported as failed and a new child goes on with the
+    rest. Plait kernels are first compiled and run on tiny inputs in small
+    child processes, so that a compiler crash costs no framework start-up."""
+    started = time.perf_counter()
+    names = [k.name for k in args.kernel_list]
+    failed_rows = {}   # kernel/peer -> row of an implementation that crashed its process
+    if "plait" in args.peers and not args.cpu_check:
+        print("## Plait pre-flight (tiny NumPy inputs, one small process)", flush=True)
+        skip = set()
+        for _ in range(len(names) + 1):
+            code, data = run_child(argv, names, ["plait"], skip, args.budget, 0.0, ["--plait-preflight"])
+            for row in data["rows"]:
+                skip.add(f"{row['kernel']}/plait")
+                if row["status"] != "ok":
+                    failed_rows[f"{row['kernel']}/plait"] = dict(row, size=args.size, status="failed")
+            if code == 0:
+                break
+            current = data.get("current")
+            if not current:
+                print(f"   plait pre-flight stopped: {death_note(code)}", flush=True)
+                break
+            kernel = current.split("/")[0]
+            note = f"compiling/running on tiny inputs: {death_note(code)} (see the log above)"
+            print(f"   plait pre-flight {kernel}: CRASHED: {death_note(code)}", flush=True)
+            failed_rows[current] = dict(kernel=kernel, size=args.size, impl="plait", status="failed", note=note)
+            skip.add(current)
+
+    rows_by_key = dict(failed_rows)
+    lines, errors, copy_bw = [], [], args.copy_bw or None
+    codegen_ok = True
+    skip = set(failed_rows)
+    remaining = list(names)
+    last_done = -1
+    for _ in range(3 * len(names) * (len(args.peers) + 1)):
+        budget_left = args.budget - (time.perf_counter() - started)
+        code, data = run_child(argv, remaining, args.peers, skip, budget_left, copy_bw)
+        lines = lines or data["lines"]
+        errors.extend(data["errors"])
+        codegen_ok = codegen_ok and data.get("codegen_ok", True)
+        copy_bw = copy_bw or data["copy_bw"]
+        for row in data["rows"]:
+            key = f"{row['kernel']}/{row['impl']}"
+            if row.get("status") not in ("", None):
+                rows_by_key[key] = row
+                skip.add(key)
+        if code == 0:
+            break
+        current = data.get("current")
+        if current:
+            kernel, peer = current.split("/")
+            rows_by_key[current] = dict(kernel=kernel, size=args.size, impl=peer, status="failed",
+                                        note=f"{death_note(code)} while this implementation ran")
+            skip.add(current)
+            print(f"\n== {current}: {death_note(code)}; going on in a new process", flush=True)
+            remaining = names[names.index(kernel):]
+        elif code == 3 and data["rows"]:
+            print("\n== the CUDA context was lost; going on in a new process", flush=True)
+            remaining = names[names.index(data["rows"][-1]["kernel"]):]
+        else:
+            print(f"\n== the benchmark process stopped: {death_note(code)}", flush=True)
+            break
+        if len(rows_by_key) == last_done:
+            print("== no progress in the last process; stopping", flush=True)
+            break
+        last_done = len(rows_by_key)
+    # Rows in kernel order, peers in column order.
+    columns = CPU_PEER_COLUMNS if args.cpu_check else PEER_COLUMNS
+    order = [p for p, _ in columns] + ["plait"]
+    rows = sorted(rows_by_key.values(), key=lambda r: (names.index(r["kernel"]) if r["kernel"] in names else 99,
+                                                       order.index(r["impl"]) if r["impl"] in order else 99))
+    peer_columns = [(p, label) for p, label in columns if p in args.peers]
+    report(args, lines, errors, copy_bw, rows, names, peer_columns, time.perf_counter() - started)
+    if args.cpu_check:
+        return 1 if not codegen_ok or any(r.get("status") == "failed" for r in rows) else 0
+    return 0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    if args.plait_preflight:
+        return plait_preflight(args)
+    if not (args.in_process or args.child_out):
+        return supervise(args, argv)
+    session, rows, names, peer_columns, codegen_ok, elapsed = run_benchmark(args)
+    if args.child_out:
+        Progress(args.child_out).write(session, rows, codegen_ok=codegen_ok)
+        return 0 if session.context_alive() else 3
+    report(args, session.lines, session.errors, session.copy_bw, rows, names, peer_columns, elapsed)
     if args.cpu_check:
         failed = [r for r in rows if r.get("status") == "failed"]
         return 1 if failed or not codegen_ok else 0
