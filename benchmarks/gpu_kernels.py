@@ -1403,7 +1403,6 @@ class Session:
             self.copy_bw = 2 * nbytes / (ms * 1e-3)
             self.note(f"device-to-device copy ({how}, {nbytes / 2**30:.2f} GiB, read + write): "
                       f"{self.copy_bw / 1e12:.2f} TB/s (median {ms:.3f} ms of 20)")
-            del src, dst
         except Exception as exc:  # noqa: BLE001
             self.record_error("copy bandwidth", exc)
             self.note(f"copy bandwidth not measured: {compact_error(exc)}")
