@@ -28,6 +28,7 @@ import platform
 import sys
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -140,7 +141,14 @@ class NumbaPeer(Peer):
     name = "numba"
 
     def unavailable(self):
-        return _missing("numba")
+        reason = _missing("numba")
+        if reason is None:
+            # Numba warns about non-contiguous dots and loops it cannot
+            # parallelise; the versions are written as its users write them.
+            from numba.core.errors import NumbaPerformanceWarning
+
+            warnings.filterwarnings("ignore", category=NumbaPerformanceWarning)
+        return reason
 
 
 class PlaitPeer(Peer):
@@ -365,23 +373,30 @@ def _first_line(exc):
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
+def validate(peer, fn, module, preset, inputs, references):
+    """None when `fn` matches NumPy on every validation case, else why not.
+    Exceptions from `fn` propagate."""
+    for (label, case_inputs), reference in zip(validation_cases(module, preset, inputs), references):
+        args = peer.prepare(case_inputs, module.PARAMETERS)
+        outputs = peer.outputs(module, peer.call(fn, args), args)
+        if len(outputs) != len(reference):
+            return f"{label}: {len(outputs)} outputs, expected {len(reference)}"
+        for out_name, ref, value in zip(output_names(module, len(reference)), reference, outputs):
+            problem = compare(ref, value)
+            if problem:
+                return f"{label}: {out_name}: {problem}"
+    return None
+
+
 def run_peer(peer, module, name, preset, inputs, references, repeat, rng, verbose):
     """Validates one peer's version of one kernel, then times it."""
     fn = peer.implementation(module)
     if fn is None:
         return Result(name, peer.name, "skipped", f"no {peer.name} version")
     try:
-        for (label, case_inputs), reference in zip(validation_cases(module, preset, inputs), references):
-            args = peer.prepare(case_inputs, module.PARAMETERS)
-            outputs = peer.outputs(module, peer.call(fn, args), args)
-            if len(outputs) != len(reference):
-                return Result(name, peer.name, "failed",
-                              f"{label}: {len(outputs)} outputs, expected {len(reference)}")
-            names = output_names(module, len(reference))
-            for out_name, ref, value in zip(names, reference, outputs):
-                problem = compare(ref, value)
-                if problem:
-                    return Result(name, peer.name, "failed", f"{label}: {out_name}: {problem}")
+        problem = validate(peer, fn, module, preset, inputs, references)
+        if problem:
+            return Result(name, peer.name, "failed", problem)
         times, ci = time_runs(peer, fn, module, inputs, repeat, rng)
     except Exception as e:  # noqa: BLE001 -- a failing implementation is a result, not a harness error
         if verbose:
