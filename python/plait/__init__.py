@@ -12,13 +12,16 @@
 import os as _os
 
 # libgomp reads its settings once, when the first kernel library pulls it in.
-# By default its idle threads spin for a long while (about 300,000 spins)
-# before sleeping; on machines with few cores that spinning competes with the
-# calling thread and makes short consecutive calls slow. A modest spin count
-# keeps hand-offs between back-to-back parallel loops fast while letting idle
-# threads sleep soon. OMP_WAIT_POLICY stays unset (libgomp's default). Settings
-# the user made take precedence; benchmarks/omp_overhead.py measures the effect.
-_os.environ.setdefault("GOMP_SPINCOUNT", "10000")
+# By default its idle threads spin for a long while before sleeping. When the
+# machine has no idle core (2 cores, other processes running), a spinning
+# worker burns its whole spin window while the thread it waits for cannot run:
+# benchmarks/omp_overhead.py measured about 12 ms per parallel region with the
+# default, 0.55 ms with GOMP_SPINCOUNT=10000 and 8-10 us with passive waiting.
+# Small loops never start a parallel region (the generated code's `if`
+# clause), so passive waiting costs them nothing. Settings the user made take
+# precedence (GOMP_SPINCOUNT would override the policy, so it is left alone).
+if "GOMP_SPINCOUNT" not in _os.environ:
+    _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import _core  # noqa: E402
 from .errors import (  # noqa: E402

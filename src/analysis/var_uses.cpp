@@ -185,6 +185,66 @@ bool may_read_before_write(const ir::Stmt& s, const ir::VarInfo* var) {
   return exposed(s, Local{var, nullptr}, &w, &d);
 }
 
+namespace {
+
+// The chain of statements from `root` down to `target`, outermost first.
+bool find_path(const ir::Stmt& node, const ir::StmtNode* target, std::vector<const ir::StmtNode*>& path) {
+  if (!node) return false;
+  path.push_back(node.get());
+  if (node.get() == target) return true;
+  auto child = [&](const ir::Stmt& c) { return find_path(c, target, path); };
+  switch (node->kind) {
+    case ir::NodeKind::Block:
+      for (const auto& s : node->as<ir::Block>()->stmts)
+        if (child(s)) return true;
+      break;
+    case ir::NodeKind::If:
+      if (child(node->as<ir::If>()->then_case) || child(node->as<ir::If>()->else_case)) return true;
+      break;
+    case ir::NodeKind::For:
+      if (child(node->as<ir::For>()->body)) return true;
+      break;
+    case ir::NodeKind::While:
+      if (child(node->as<ir::While>()->body)) return true;
+      break;
+    default: break;
+  }
+  path.pop_back();
+  return false;
+}
+
+}  // namespace
+
+bool live_after(const ir::Stmt& root, const ir::StmtNode* stmt, const ir::VarInfo* var) {
+  std::vector<const ir::StmtNode*> path;
+  if (!find_path(root, stmt, path)) PLAIT_INTERNAL_ERROR("live_after: statement not found");
+  const Local l{var, nullptr};
+  // Walk outwards: the rest of each enclosing block, then the next
+  // iteration of each enclosing loop.
+  for (size_t depth = path.size() - 1; depth-- > 0;) {
+    const ir::StmtNode* parent = path[depth];
+    const ir::StmtNode* child = path[depth + 1];
+    if (auto b = dynamic_cast<const ir::Block*>(parent)) {
+      size_t k = 0;
+      while (k < b->stmts.size() && b->stmts[k].get() != child) ++k;
+      std::vector<ir::Stmt> rest(b->stmts.begin() + static_cast<long>(k) + 1, b->stmts.end());
+      bool written = false, diverges = false;
+      if (exposed_list(rest, l, &written, &diverges)) return true;
+      if (written) return false;
+    } else if (auto f = dynamic_cast<const ir::For*>(parent)) {
+      if (f->var.get() != var) {
+        bool w = false, d = false;
+        if (exposed(f->body, l, &w, &d)) return true;
+      }
+    } else if (auto w = dynamic_cast<const ir::While*>(parent)) {
+      if (expr_reads(w->cond, l)) return true;
+      bool wr = false, d = false;
+      if (exposed(w->body, l, &wr, &d)) return true;
+    }
+  }
+  return false;
+}
+
 bool may_read_before_write(const ir::Stmt& s, const ir::ArrayInfo* array) {
   bool w = false, d = false;
   return exposed(s, Local{nullptr, array}, &w, &d);

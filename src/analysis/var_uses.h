@@ -26,4 +26,9 @@ bool reads_var(const ir::Expr& e, const ir::VarInfo* var);
 bool may_read_before_write(const ir::Stmt& s, const ir::VarInfo* var);
 bool may_read_before_write(const ir::Stmt& s, const ir::ArrayInfo* array);
 
+// Whether `var` may be read after `stmt` (a statement inside `root`)
+// finishes and before it is written again: by the statements that follow,
+// by later iterations of enclosing loops, or by a return.
+bool live_after(const ir::Stmt& root, const ir::StmtNode* stmt, const ir::VarInfo* var);
+
 }  // namespace plait::analysis

@@ -5,6 +5,7 @@
 #include "driver/pipeline.h"
 
 #include "transforms/detect_reductions.h"
+#include "transforms/fuse_loop_nests.h"
 #include "transforms/insert_bounds_checks.h"
 #include "transforms/normalize_indices.h"
 #include "transforms/place_declarations.h"
@@ -17,6 +18,8 @@ void run_pipeline(ir::Function& function, const CompileOptions& options, const P
     pass(function);
     if (after_pass) after_pass(name, function);
   };
+  // One loop for consecutive nests over the same extent; shrink temporaries.
+  run("fuse_loop_nests", transforms::fuse_loop_nests);
   // Where each local lives; privacy in parallel loops follows from it.
   run("place_declarations", transforms::place_declarations);
   // Scalars shared by parallel/simd iterations: reductions, or a race error.

@@ -126,7 +126,7 @@ TensorPtr Lowerer::to_tensor(const Value& v, SourceLoc loc) {
     t->type = ScalarType{a->type.dtype, false};
     // Dimensions known to have extent 1 (a local assigned from `keepdims`
     // reductions, say) broadcast without run-time tests.
-    auto units = array_units_.find(a.get());
+    auto units = array_units_.find(a);
     for (int d = 0; d < a->type.ndim; ++d) {
       bool unit = units != array_units_.end() && units->second[d];
       t->shape.push_back(unit ? int_imm(1, loc) : ir::ArrayDim::make(a, d, loc));
@@ -849,7 +849,7 @@ ir::ArrayVar Lowerer::materialize(const TensorPtr& t, std::vector<Stmt>& out, So
   at.ndim = static_cast<int>(t->rank());
   at.layout = Layout::C;
   ir::ArrayVar tmp = temp_array(at, loc);
-  array_units_[tmp.get()] = t->unit;
+  array_units_[tmp] = t->unit;
   if (inferring_) return tmp;
   out.push_back(ir::Allocate::make(tmp, t->shape, ir::FillKind::Uninitialized, nullptr, loc));
   // The new array's extents are the expression's own, which spares the

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <climits>
 #include <map>
 #include <numbers>
 #include <optional>
@@ -248,6 +249,15 @@ Expr Lowerer::cast(Expr e, ScalarType t, bool checked) {
   return ir::Cast::make(t, e, checked && e->type.is_float() && t.is_int(), e->loc);
 }
 
+Expr Lowerer::with_weakness(Expr e, bool weak) {
+  if (e->type.weak == weak) return e;
+  ScalarType t{e->type.kind, weak};
+  if (auto i = e->as<ir::IntImm>()) return ir::IntImm::make(i->value, t, e->loc);
+  if (auto f = e->as<ir::FloatImm>()) return ir::FloatImm::make(f->value, t, e->loc);
+  if (auto b = e->as<ir::BoolImm>()) return std::make_shared<ir::BoolImm>(b->value, t, e->loc);
+  return ir::Cast::make(t, e, false, e->loc);
+}
+
 Expr Lowerer::truthy(Expr e, SourceLoc loc) {
   if (e->type.is_bool()) return e;
   Expr zero = e->type.is_float() ? ir::FloatImm::make(0.0, e->type, loc) : ir::IntImm::make(0, e->type, loc);
@@ -280,6 +290,16 @@ Expr Lowerer::binary(ast::BinOpKind op, Expr a, Expr b, SourceLoc loc) {
   if (op == K::MatMult) unsupported("'@' needs array operands, which are not supported yet", loc);
   ScalarType t = promote(a->type, b->type);
   bool both_weak = a->type.weak && b->type.weak;
+  // A Python int meeting an int32 value must fit in int32 (NEP 50): NumPy
+  // raises OverflowError otherwise.
+  auto narrow = [&](Expr& x) {
+    if (x->type.weak && x->type.kind == ScalarKind::Int64 && t.kind == ScalarKind::Int32) {
+      if (auto i = x->as<ir::IntImm>(); i && i->value >= INT32_MIN && i->value <= INT32_MAX) return;
+      x = ir::Cast::make(t, x, true, x->loc);
+    }
+  };
+  narrow(a);
+  narrow(b);
   if (!bitwise && t.is_bool())
     unsupported(std::string("arithmetic '") + ast::binop_symbol(op) + "' on two NumPy bools; convert them with int()",
                 loc);
@@ -336,6 +356,9 @@ Expr Lowerer::compare(ast::CmpOpKind op, Expr a, Expr b, SourceLoc loc) {
       unsupported(std::string("the comparison '") + ast::cmpop_symbol(op) + "' is not supported in kernels", loc);
   }
   ScalarType t = promote(a->type, b->type);
+  // NumPy compares a Python int with an int32 value exactly, even when the
+  // int does not fit in int32: compare in int64.
+  if (t.kind == ScalarKind::Int32 && (a->type.weak || b->type.weak)) t = ScalarType::i64();
   Expr c = ir::Compare::make(o, cast(a, t), cast(b, t), loc);
   // A comparison of two Python numbers is a Python bool; with a NumPy
   // operand it is a numpy.bool_.
@@ -397,8 +420,9 @@ Value Lowerer::lower(const ast::Expr& e) {
       Expr x = as_scalar(operand, "arithmetic", u.operand->loc);
       switch (u.op) {
         case ast::UnaryOpKind::Not: {
+          // `not x` is a Python bool whatever x is.
           Expr t = truthy(x, e.loc);
-          return Value::of(std::make_shared<ir::Unary>(ir::UnaryOp::Not, t, ScalarType{ScalarKind::Bool, x->type.weak}, e.loc));
+          return Value::of(std::make_shared<ir::Unary>(ir::UnaryOp::Not, t, ScalarType::py_bool(), e.loc));
         }
         case ast::UnaryOpKind::USub:
         case ast::UnaryOpKind::UAdd: {
@@ -567,8 +591,7 @@ std::vector<Expr> Lowerer::element_indices(const ir::ArrayVar& array, const ast:
                   "every dimension with an integer",
                   p->loc);
     Value v = lower(*p);
-    if (v.kind == Value::Kind::None)
-      unsupported("new axes (None) in indexing are not supported yet", p->loc);
+    if (is_array_like(v)) unsupported("indexing with an array (fancy indexing) is not supported", p->loc);
     Expr e = as_scalar(v, "an index", p->loc);
     if (!e->type.is_int())
       fail(ErrorKind::Type, "array indices must be integers, got " + describe(e->type), p->loc);
@@ -716,7 +739,7 @@ Value Lowerer::allocate(const std::string& fn, const ast::Call& c, ir::ArrayVar 
   ir::ArrayVar target = into ? into : temp_array(t, c.loc);
   std::vector<bool> units;
   for (const auto& e : shape) units.push_back(e->as<ir::IntImm>() && e->as<ir::IntImm>()->value == 1);
-  if (!into) array_units_[target.get()] = units;
+  if (!into) array_units_[target] = units;
   if (into && !inferring_ && (into->type.dtype != t.dtype || into->type.ndim != t.ndim))
     PLAIT_INTERNAL_ERROR("allocation type differs from the inferred type of " + into->name);
   pending_.push_back(ir::Allocate::make(target, shape, fill, fill_value, c.loc));
@@ -758,18 +781,19 @@ Value Lowerer::call_builtin(const std::string& fn, const ast::Call& c, const std
   }
   std::vector<Expr> xs;
   for (size_t i = 0; i < args.size(); ++i) xs.push_back(as_scalar(args[i], (fn + "()").c_str(), c.args[i]->loc));
+  // int(), float(), bool() and round() give Python numbers.
   if (fn == "int") {
     want(1, 1);
-    return Value::of(cast(xs[0], ScalarType::py_int(), true));
+    return Value::of(with_weakness(cast(xs[0], ScalarType::py_int(), true), true));
   }
   if (fn == "float") {
     want(1, 1);
-    return Value::of(cast(xs[0], ScalarType::py_float()));
+    return Value::of(with_weakness(cast(xs[0], ScalarType::py_float()), true));
   }
   if (fn == "bool") {
     want(1, 1);
     Expr t = truthy(xs[0], c.loc);
-    return Value::of(cast(t, ScalarType::py_bool()));
+    return Value::of(with_weakness(cast(t, ScalarType::py_bool()), true));
   }
   if (fn == "abs") {
     want(1, 1);
@@ -790,9 +814,9 @@ Value Lowerer::call_builtin(const std::string& fn, const ast::Call& c, const std
   if (fn == "round") {
     want(1, 1);
     Expr x = xs[0];
-    if (!x->type.is_float()) return Value::of(cast(x, ScalarType::py_int()));
+    if (!x->type.is_float()) return Value::of(with_weakness(cast(x, ScalarType::py_int()), true));
     Expr r = ir::Call::make(ir::Intrinsic::Round, {x}, x->type, false, c.loc);
-    return Value::of(cast(r, ScalarType::py_int(), true));
+    return Value::of(with_weakness(cast(r, ScalarType::py_int(), true), true));
   }
   if (fn == "range") unsupported("range() can only be used as the iterable of a for loop", c.loc);
   unsupported("the builtin " + fn + "() is not supported in kernels", c.loc);
@@ -825,7 +849,7 @@ Value Lowerer::call_math(const std::string& fn, const ast::Call& c, const std::v
   }
   if (fn == "floor" || fn == "ceil" || fn == "trunc") {
     want(1);
-    if (!xs[0]->type.is_float()) return Value::of(cast(xs[0], ScalarType::py_int()));
+    if (!xs[0]->type.is_float()) return Value::of(with_weakness(cast(xs[0], ScalarType::py_int()), true));
     ir::Intrinsic k = fn == "floor" ? ir::Intrinsic::Floor : fn == "ceil" ? ir::Intrinsic::Ceil : ir::Intrinsic::Trunc;
     Expr r = ir::Call::make(k, {cast(xs[0], ScalarType::py_float())}, ScalarType::py_float(), false, c.loc);
     return Value::of(cast(r, ScalarType::py_int(), true));
@@ -927,8 +951,8 @@ Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
         return t.is_bool() ? cast(truthy(e[0], c.loc), t) : cast(e[0], t);
       }, c.loc);
     Expr x = as_scalar(xv, "a conversion", c.args[0]->loc);
-    if (t.is_bool()) return Value::of(cast(truthy(x, c.loc), t));
-    return Value::of(cast(x, t, true));
+    if (t.is_bool()) return Value::of(with_weakness(cast(truthy(x, c.loc), t), false));
+    return Value::of(with_weakness(cast(x, t, true), false));
   }
   if (callee.kind != Value::Kind::Function)
     type_error(std::string(value_kind_name(callee.kind)) + " is not callable", c.func->loc);
@@ -1231,7 +1255,7 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
   if (auto n = target.as<ast::Name>()) {
     if (value.kind == Value::Kind::Scalar) return assign_scalar(n->id, value.scalar, out, loc);
     if (value.kind == Value::Kind::Array) {
-      auto known = array_units_.find(value.array.get());
+      auto known = array_units_.find(value.array);
       record_units(n->id, known != array_units_.end() ? known->second
                                                       : std::vector<bool>(value.array->type.ndim, false));
       return assign_array(n->id, value, out, loc);
@@ -1554,6 +1578,7 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   }
   // Phase 2: create the IR variables with their final types and emit.
   inferring_ = false;
+  array_units_.clear();
   for (const auto& [name, lt] : types_) {
     Local l;
     if (lt.array) {
@@ -1562,7 +1587,7 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
       l.array->type = *lt.array;
       l.array->loc = lt.first_loc;
       l.array->is_param = param_names_.count(name) > 0;
-      if (local_units_.count(name)) array_units_[l.array.get()] = local_units_.at(name);
+      if (local_units_.count(name)) array_units_[l.array] = local_units_.at(name);
     } else {
       l.var = std::make_shared<ir::VarInfo>();
       l.var->name = name;

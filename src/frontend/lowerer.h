@@ -194,6 +194,8 @@ class Lowerer {
   Expr binary(ast::BinOpKind op, Expr a, Expr b, SourceLoc loc);
   Expr compare(ast::CmpOpKind op, Expr a, Expr b, SourceLoc loc);
   Expr truthy(Expr e, SourceLoc loc);
+  // The same value as a Python number (weak) or a NumPy scalar (strong).
+  Expr with_weakness(Expr e, bool weak);
   Expr cast(Expr e, ScalarType t, bool checked = false);
   Value allocate(const std::string& fn, const ast::Call& c, ir::ArrayVar into);
   std::vector<Expr> shape_of(const Value& v, SourceLoc loc);
@@ -233,7 +235,9 @@ class Lowerer {
   // while inferring: a dimension counts only if every assignment agrees) and
   // by array (temporaries and locals, while emitting).
   std::map<std::string, std::vector<bool>> local_units_;
-  std::map<const ir::ArrayInfo*, std::vector<bool>> array_units_;
+  // Keyed by the array itself (not its address): the map keeps the arrays
+  // of the inference phase alive, so an address is never reused for another.
+  std::map<ir::ArrayVar, std::vector<bool>> array_units_;
   void record_units(const std::string& name, const std::vector<bool>& units);
   void parse_statement_pragmas(const ast::Stmt& stmt);
   ir::LoopSchedule apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedule sched, const std::string& reduce_name);

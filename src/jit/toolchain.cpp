@@ -126,7 +126,10 @@ Toolchain host_toolchain(const CompileOptions& options) {
   // -fwrapv: integer overflow wraps, as NumPy's fixed-width integers do,
   // instead of being undefined behaviour the optimiser may exploit.
   toolchain.flags = {"-O3", "-march=native", "-fopenmp", "-fwrapv", "-std=c++20", "-shared", "-fPIC"};
+  // Without fastmath, a * b + c is two roundings, as in NumPy and Python:
+  // g++ would otherwise contract it into one fused multiply-add.
   if (options.fastmath) toolchain.flags.push_back("-ffast-math");
+  else toolchain.flags.push_back("-ffp-contract=off");
   toolchain.version = compiler_version_line(toolchain.cxx);
   return toolchain;
 }

@@ -233,6 +233,9 @@ inline I float_to_int(F x) {
 template <typename I, typename F>
 inline I checked_float_to_int(F x, plait_context* ctx, int line, int col) {
   constexpr F limit = static_cast<F>(static_cast<double>(uint64_t(1) << (sizeof(I) * 8 - 1)));
+  // One range test on the hot path (NaN and infinities fail it too); which
+  // error it was is worked out only when it fails.
+  if (__builtin_expect(x >= -limit && x < limit, 1)) return static_cast<I>(x);
   if (x != x) {
     raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "cannot convert float NaN to integer");
     return 0;
@@ -247,6 +250,15 @@ inline I checked_float_to_int(F x, plait_context* ctx, int line, int col) {
     return 0;
   }
   return static_cast<I>(x);
+}
+
+// A Python int meeting an int32 value (NEP 50): it must fit, or NumPy raises.
+inline int32_t checked_int32(int64_t x, plait_context* ctx, int line, int col) {
+  if (__builtin_expect(x >= INT32_MIN && x <= INT32_MAX, 1)) return static_cast<int32_t>(x);
+  char message[96];
+  std::snprintf(message, sizeof message, "Python integer %lld out of bounds for int32", static_cast<long long>(x));
+  raise_error(ctx, PLAIT_OVERFLOW_ERROR, line, col, message);
+  return 0;
 }
 
 // ---------------------------------------------------------------- math.*

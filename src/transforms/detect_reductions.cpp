@@ -125,7 +125,6 @@ class ReductionFinder : public ir::IRMutator {
     LoopVars inner_loops;
     inner_loops.visit(loop->body);
     analysis::VarUses body_uses = analysis::uses_of(loop->body);
-    analysis::VarUses outside = uses_outside(loop);
 
     ir::LoopSchedule sched = loop->schedule;
     std::map<const ir::VarInfo*, ir::ReduceOp> asked;
@@ -170,7 +169,7 @@ class ReductionFinder : public ir::IRMutator {
                  ir::reduce_op_name(asked.at(v)) + "= ...` in this loop",
              where);
       bool exposed = analysis::may_read_before_write(loop->body, v);
-      if (!exposed && outside.reads.count(v) == 0) {
+      if (!exposed && !analysis::live_after(function_.body, f, v)) {
         sched.privates.push_back(var);
         function_remarks_.push_back({loop->loc, "detect_reductions",
                                      "'" + v->name + "' is private to each iteration of the loop over '" +
@@ -238,30 +237,6 @@ class ReductionFinder : public ir::IRMutator {
       if (p.scalar.get() == v) finder.found = p.scalar;
     if (!finder.found) PLAIT_INTERNAL_ERROR("variable " + v->name + " not found");
     return finder.found;
-  }
-
-  // Uses of locals anywhere in the function except inside `loop`.
-  analysis::VarUses uses_outside(const ir::For* loop) const {
-    struct Outside : ir::IRVisitor {
-      const ir::For* skip;
-      analysis::VarUses uses;
-      using IRVisitor::visit;
-      void visit(const ir::For* f) override {
-        if (f == skip) {
-          IRVisitor::visit(f->begin);
-          IRVisitor::visit(f->end);
-          IRVisitor::visit(f->step);
-          return;
-        }
-        IRVisitor::visit(f);
-      }
-      void visit(const ir::VarRef* r) override { uses.reads.insert(r->var.get()); }
-    } o;
-    o.skip = loop;
-    o.visit(function_.body);
-    for (const auto& p : function_.params)
-      if (p.scalar) (void)p;
-    return o.uses;
   }
 
   const ir::Function& function_;

@@ -80,7 +80,11 @@ class Planner : public ir::IRMutator {
     ir::Stmt body = innermost_body;
     for (size_t i = chain.size(); i-- > 1;) {
       const ir::For* l = chain[i];
-      for (const auto& r : l->schedule.reductions) sched.reductions.push_back(r);
+      for (const auto& r : l->schedule.reductions) {
+        bool known = false;
+        for (const auto& have : sched.reductions) known = known || have.var == r.var;
+        if (!known) sched.reductions.push_back(r);
+      }
       for (const auto& p : l->schedule.privates) sched.privates.push_back(p);
       if (ir::is_vectorized(l->schedule.kind)) sched.kind = ir::LoopKind::ParallelVectorized;
       ir::LoopSchedule plain;

@@ -527,3 +527,13 @@ def test_import_keeps_the_gomp_settings_the_user_made():
     code = "import os; os.environ['GOMP_SPINCOUNT'] = '7'; import plait; print(os.environ['GOMP_SPINCOUNT'])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "7"
+
+
+def test_import_makes_idle_openmp_threads_sleep_unless_told_otherwise():
+    code = ("import os; os.environ.pop('OMP_WAIT_POLICY', None); os.environ.pop('GOMP_SPINCOUNT', None); "
+            "import plait; print(os.environ.get('OMP_WAIT_POLICY'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "PASSIVE"
+    code = "import os; os.environ['OMP_WAIT_POLICY'] = 'active'; import plait; print(os.environ['OMP_WAIT_POLICY'])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "active"

@@ -79,7 +79,7 @@ TEST(Toolchain, FlagsAndVersion) {
   options.cxx = "g++";
   Toolchain plain = host_toolchain(options);
   EXPECT_EQ(plain.cxx, "g++");
-  std::vector<std::string> expected = {"-O3", "-march=native", "-fopenmp", "-fwrapv", "-std=c++20", "-shared", "-fPIC"};
+  std::vector<std::string> expected = {"-O3", "-march=native", "-fopenmp", "-fwrapv", "-std=c++20", "-shared", "-fPIC", "-ffp-contract=off"};
   EXPECT_EQ(plain.flags, expected);
   EXPECT_NE(plain.version.find("g++"), std::string::npos) << plain.version;
   EXPECT_EQ(plain.version.find('\n'), std::string::npos);

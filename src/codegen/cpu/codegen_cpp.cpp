@@ -402,6 +402,8 @@ class CppEmitter {
         return "plait::checked_float_to_int<" + ctype(c->type) + ">(" + v + ", ctx, " + loc_args(c->loc) + ")";
       return "plait::float_to_int<" + ctype(c->type) + ">(" + v + ")";
     }
+    if (c->checked && from.kind == ScalarKind::Int64 && c->type.kind == ScalarKind::Int32)
+      return "plait::checked_int32(" + v + ", ctx, " + loc_args(c->loc) + ")";
     return "static_cast<" + ctype(c->type) + ">(" + v + ")";
   }
 
@@ -765,6 +767,9 @@ class CppEmitter {
     }
     const For* innermost = nest.back();
 
+    // The bound set-up above shifted the line count: re-anchor so that a
+    // diagnostic about the OpenMP pragma names the user's pragma line.
+    if (sc.kind != LoopKind::Serial) line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
     if (sc.kind != LoopKind::Serial) line(pragma(loop, levels.size(), innermost, [&] {
       std::string trips;
       for (const Level& lv : levels) trips += (trips.empty() ? "" : " * ") + ("static_cast<double>(" + lv.trip + ")");

@@ -1,0 +1,577 @@
+// Pass: loop fusion and temporary shrinking (see fuse_loop_nests.h).
+#include "transforms/fuse_loop_nests.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "analysis/var_uses.h"
+#include "ir/ir_mutator.h"
+#include "ir/ir_printer.h"
+#include "ir/ir_visitor.h"
+
+namespace plait::transforms {
+
+namespace {
+
+using ir::ArrayInfo;
+using ir::Expr;
+using ir::Stmt;
+
+bool same_expr(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (!a || !b || a->kind != b->kind || a->type != b->type) return false;
+  switch (a->kind) {
+    case ir::NodeKind::IntImm: return a->as<ir::IntImm>()->value == b->as<ir::IntImm>()->value;
+    case ir::NodeKind::ArrayDim:
+      return a->as<ir::ArrayDim>()->array == b->as<ir::ArrayDim>()->array &&
+             a->as<ir::ArrayDim>()->dim == b->as<ir::ArrayDim>()->dim;
+    case ir::NodeKind::VarRef: return a->as<ir::VarRef>()->var == b->as<ir::VarRef>()->var;
+    case ir::NodeKind::Binary: {
+      auto x = a->as<ir::Binary>(), y = b->as<ir::Binary>();
+      return x->op == y->op && same_expr(x->a, y->a) && same_expr(x->b, y->b);
+    }
+    case ir::NodeKind::Compare: {
+      auto x = a->as<ir::Compare>(), y = b->as<ir::Compare>();
+      return x->op == y->op && same_expr(x->a, y->a) && same_expr(x->b, y->b);
+    }
+    case ir::NodeKind::Select: {
+      auto x = a->as<ir::Select>(), y = b->as<ir::Select>();
+      return same_expr(x->cond, y->cond) && same_expr(x->t, y->t) && same_expr(x->f, y->f);
+    }
+    case ir::NodeKind::Cast: return same_expr(a->as<ir::Cast>()->value, b->as<ir::Cast>()->value);
+    default: return false;
+  }
+}
+
+bool is_var(const Expr& e, const ir::VarInfo* v) {
+  auto r = e->as<ir::VarRef>();
+  return r && r->var.get() == v;
+}
+
+// Facts about the function's arrays that the fusion tests need.
+struct ArrayFacts {
+  std::map<const ArrayInfo*, const ArrayInfo*> parent;  // alias classes (union-find)
+  std::map<const ArrayInfo*, int> binds;                // Allocate/ArrayBind count per array
+  std::map<const ArrayInfo*, std::vector<Expr>> shape;  // extents of arrays bound once, as stable expressions
+  std::set<const ArrayInfo*> params;
+
+  const ArrayInfo* find(const ArrayInfo* a) {
+    auto it = parent.find(a);
+    if (it == parent.end() || it->second == a) return a;
+    return it->second = find(it->second);
+  }
+  void unite(const ArrayInfo* a, const ArrayInfo* b) {
+    const ArrayInfo* ra = find(a);
+    const ArrayInfo* rb = find(b);
+    if (ra != rb) parent[ra] = rb;
+  }
+};
+
+// An extent expression that means the same anywhere in the function: built
+// from constants and the extents of arrays that are never rebound.
+bool stable(const Expr& e, ArrayFacts& facts) {
+  if (!e) return false;
+  switch (e->kind) {
+    case ir::NodeKind::IntImm: return true;
+    case ir::NodeKind::ArrayDim: return facts.binds[e->as<ir::ArrayDim>()->array.get()] <= 1;
+    case ir::NodeKind::Binary: {
+      auto b = e->as<ir::Binary>();
+      return stable(b->a, facts) && stable(b->b, facts);
+    }
+    case ir::NodeKind::Compare: {
+      auto b = e->as<ir::Compare>();
+      return stable(b->a, facts) && stable(b->b, facts);
+    }
+    case ir::NodeKind::Select: {
+      auto s = e->as<ir::Select>();
+      return stable(s->cond, facts) && stable(s->t, facts) && stable(s->f, facts);
+    }
+    default: return false;
+  }
+}
+
+// Replaces the extents of arrays bound once by the expressions they were
+// allocated with, so that equal extents look equal.
+class CanonicalExtents : public ir::IRMutator {
+ public:
+  explicit CanonicalExtents(ArrayFacts& f) : facts_(f) {}
+
+ protected:
+  Expr visit(const ir::ArrayDim* d, const Expr& self) override {
+    auto it = facts_.shape.find(d->array.get());
+    if (it == facts_.shape.end() || d->dim >= static_cast<int>(it->second.size())) return self;
+    return mutate(it->second[d->dim]);
+  }
+
+ private:
+  ArrayFacts& facts_;
+};
+
+ArrayFacts gather_facts(const ir::Function& f) {
+  ArrayFacts facts;
+  for (const auto& p : f.params)
+    if (p.array) facts.params.insert(p.array.get());
+  struct Binds : ir::IRVisitor {
+    ArrayFacts* facts;
+    std::vector<const ir::Allocate*> allocs;
+    std::vector<const ir::ArrayBind*> array_binds;
+    using IRVisitor::visit;
+    void visit(const ir::Allocate* a) override {
+      ++facts->binds[a->array.get()];
+      allocs.push_back(a);
+    }
+    void visit(const ir::ArrayBind* b) override {
+      ++facts->binds[b->dst.get()];
+      facts->unite(b->dst.get(), b->src.get());
+      array_binds.push_back(b);
+    }
+  } binds;
+  binds.facts = &facts;
+  binds.visit(f.body);
+  // Parameters of one dtype may be views of one buffer.
+  std::vector<const ArrayInfo*> params(facts.params.begin(), facts.params.end());
+  for (size_t i = 0; i < params.size(); ++i)
+    for (size_t j = i + 1; j < params.size(); ++j)
+      if (params[i]->type.dtype == params[j]->type.dtype) facts.unite(params[i], params[j]);
+  for (const ir::Allocate* a : binds.allocs) {
+    if (facts.binds[a->array.get()] != 1) continue;
+    bool ok = true;
+    for (const auto& e : a->shape) ok = ok && stable(e, facts);
+    if (ok) facts.shape[a->array.get()] = a->shape;
+  }
+  // Bindings of bound-once arrays to arrays of known extents (in order: a
+  // chain m = t; n = m resolves in one sweep per link).
+  for (int sweep = 0; sweep < 4; ++sweep)
+    for (const ir::ArrayBind* b : binds.array_binds) {
+      if (facts.binds[b->dst.get()] != 1 || facts.shape.count(b->dst.get())) continue;
+      auto it = facts.shape.find(b->src.get());
+      if (it != facts.shape.end()) facts.shape[b->dst.get()] = it->second;
+      else if (facts.params.count(b->src.get())) {
+        std::vector<Expr> dims;
+        for (int d = 0; d < b->src->type.ndim; ++d) dims.push_back(ir::ArrayDim::make(b->src, d));
+        facts.shape[b->dst.get()] = dims;
+      }
+    }
+  return facts;
+}
+
+// How often each array is mentioned (accessed, measured, returned, bound).
+template <typename Node>
+std::map<const ArrayInfo*, int> count_mentions(const Node& s) {
+  struct Mentions : ir::IRVisitor {
+    std::map<const ArrayInfo*, int> count;
+    using IRVisitor::visit;
+    void visit(const ir::Load* l) override {
+      ++count[l->array.get()];
+      IRVisitor::visit(l);
+    }
+    void visit(const ir::ArrayDim* d) override { ++count[d->array.get()]; }
+    void visit(const ir::Store* x) override {
+      ++count[x->array.get()];
+      IRVisitor::visit(x);
+    }
+    void visit(const ir::AtomicUpdate* x) override {
+      ++count[x->array.get()];
+      IRVisitor::visit(x);
+    }
+    void visit(const ir::Return* r) override {
+      for (const auto& v : r->values)
+        if (v.array) ++count[v.array.get()];
+      IRVisitor::visit(r);
+    }
+    void visit(const ir::Allocate* a) override {
+      ++count[a->array.get()];
+      IRVisitor::visit(a);
+    }
+    void visit(const ir::ArrayBind* b) override {
+      ++count[b->dst.get()];
+      ++count[b->src.get()];
+    }
+    void visit(const ir::Declare* d) override {
+      if (d->array) ++count[d->array.get()];
+    }
+  } m;
+  m.visit(s);
+  return m.count;
+}
+
+struct Access {
+  const ArrayInfo* array;
+  std::vector<Expr> indices;
+  bool write;
+};
+
+struct BodyInfo {
+  std::vector<Access> accesses;
+  std::set<const ArrayInfo*> bound;  // arrays (re)bound inside
+  bool exits = false;                // break/continue/return inside
+  bool has_loop = false;
+};
+
+BodyInfo inspect(const Stmt& body) {
+  struct Inspector : ir::IRVisitor {
+    BodyInfo info;
+    using IRVisitor::visit;
+    void visit(const ir::Load* l) override {
+      info.accesses.push_back({l->array.get(), l->indices, false});
+      IRVisitor::visit(l);
+    }
+    void visit(const ir::Store* s) override {
+      info.accesses.push_back({s->array.get(), s->indices, true});
+      IRVisitor::visit(s);
+    }
+    void visit(const ir::AtomicUpdate* s) override {
+      info.accesses.push_back({s->array.get(), s->indices, true});
+      IRVisitor::visit(s);
+    }
+    void visit(const ir::Allocate* a) override {
+      info.bound.insert(a->array.get());
+      IRVisitor::visit(a);
+    }
+    void visit(const ir::ArrayBind* b) override { info.bound.insert(b->dst.get()); }
+    void visit(const ir::Break*) override { info.exits = true; }
+    void visit(const ir::Continue*) override { info.exits = true; }
+    void visit(const ir::Return*) override { info.exits = true; }
+    void visit(const ir::For* f) override {
+      info.has_loop = true;
+      IRVisitor::visit(f);
+    }
+    void visit(const ir::While* w) override {
+      info.has_loop = true;
+      IRVisitor::visit(w);
+    }
+  } inspector;
+  inspector.visit(body);
+  return inspector.info;
+}
+
+// Renames a variable in a statement.
+class RenameVar : public ir::IRMutator {
+ public:
+  RenameVar(const ir::VarInfo* from, ir::Var to) : from_(from), to_(std::move(to)) {}
+
+ protected:
+  Expr visit(const ir::VarRef* r, const Expr& self) override {
+    return r->var.get() == from_ ? ir::VarRef::make(to_, r->loc) : self;
+  }
+
+ private:
+  const ir::VarInfo* from_;
+  ir::Var to_;
+};
+
+class Fuser {
+ public:
+  Fuser(ir::Function& f) : facts_(gather_facts(f)) {}
+
+  Stmt run(const Stmt& body) {
+    // Asserts compare extents; written canonically they stop mentioning the
+    // temporaries whose extents they check, which may then shrink.
+    struct CanonAsserts : ir::IRMutator {
+      CanonicalExtents* canon;
+      Stmt visit(const ir::Assert* a, const Stmt&) override {
+        Expr cond = canon->mutate(a->cond);
+        // A check of an extent against itself always holds.
+        if (auto c = cond->as<ir::Compare>(); c && c->op == ir::CompareOp::EQ && same_expr(c->a, c->b)) return nullptr;
+        return ir::Assert::make(cond, a->error_kind, a->message, a->loc);
+      }
+      Stmt visit(const ir::Allocate* a, const Stmt&) override {
+        std::vector<Expr> shape;
+        for (const auto& e : a->shape) shape.push_back(canon->mutate(e));
+        return ir::Allocate::make(a->array, shape, a->fill, a->fill_value, a->loc);
+      }
+    } asserts;
+    CanonicalExtents canon(facts_);
+    asserts.canon = &canon;
+    Stmt start = asserts.mutate(body);
+    total_mentions_ = count_mentions(start);
+    return rewrite(start);
+  }
+  std::vector<ir::Remark> remarks;
+
+ private:
+  // Rewrites every block, innermost first.
+  Stmt rewrite(const Stmt& s) {
+    if (!s) return s;
+    switch (s->kind) {
+      case ir::NodeKind::Block: {
+        std::vector<Stmt> stmts;
+        for (const auto& c : s->as<ir::Block>()->stmts) stmts.push_back(rewrite(c));
+        fuse_block(stmts);
+        return ir::Block::make(stmts, s->loc);
+      }
+      case ir::NodeKind::For: {
+        auto f = s->as<ir::For>();
+        return ir::For::make(f->var, f->begin, f->end, f->step, rewrite(f->body), f->schedule, f->loc);
+      }
+      case ir::NodeKind::While: {
+        auto w = s->as<ir::While>();
+        return ir::While::make(w->cond, rewrite(w->body), w->loc);
+      }
+      case ir::NodeKind::If: {
+        auto i = s->as<ir::If>();
+        return ir::If::make(i->cond, rewrite(i->then_case), i->else_case ? rewrite(i->else_case) : nullptr, i->loc);
+      }
+      default: return s;
+    }
+  }
+
+  Expr extent(const ir::For* f) {
+    CanonicalExtents c(facts_);
+    return c.mutate(f->end);
+  }
+
+  bool simple_loop(const ir::For* f) {
+    auto b = f->begin->as<ir::IntImm>();
+    auto s = f->step->as<ir::IntImm>();
+    return b && b->value == 0 && s && s->value == 1 && f->schedule.reductions.empty() && f->schedule.num_threads == 0;
+  }
+
+  // Every access to `cls` in both loops has its loop's own index at one
+  // dimension, the same for all: iteration k touches only slice k.
+  bool same_slice(const ArrayInfo* cls, const ir::For* a, const BodyInfo& ai, const ir::For* b, const BodyInfo& bi) {
+    std::optional<size_t> dim;
+    auto check = [&](const ir::For* loop, const BodyInfo& info) {
+      for (const Access& acc : info.accesses) {
+        if (facts_.find(acc.array) != cls) continue;
+        std::optional<size_t> here;
+        for (size_t d = 0; d < acc.indices.size(); ++d)
+          if (is_var(acc.indices[d], loop->var.get())) {
+            here = d;
+            break;
+          }
+        if (!here || (dim && *dim != *here)) return false;
+        dim = here;
+      }
+      return true;
+    };
+    return check(a, ai) && check(b, bi);
+  }
+
+  bool can_fuse(const ir::For* a, const ir::For* b) {
+    if (!simple_loop(a) || !simple_loop(b)) return false;
+    if (ir::is_parallel(a->schedule.kind) != ir::is_parallel(b->schedule.kind)) return false;
+    if (!same_expr(extent(a), extent(b))) return false;
+    BodyInfo ai = inspect(a->body), bi = inspect(b->body);
+    if (ai.exits || bi.exits) return false;
+    // Scalars: what one loop writes, the other must not carry across
+    // iterations.
+    analysis::VarUses au = analysis::uses_of(a->body), bu = analysis::uses_of(b->body);
+    for (const ir::VarInfo* v : au.writes)
+      if ((bu.reads.count(v) || bu.writes.count(v)) && analysis::may_read_before_write(b->body, v)) return false;
+    for (const ir::VarInfo* v : bu.writes)
+      if (au.reads.count(v) && analysis::may_read_before_write(a->body, v)) return false;
+    if (au.reads.count(b->var.get()) || bu.reads.count(a->var.get())) return false;
+    // Arrays: dependences only within one iteration.
+    std::set<const ArrayInfo*> aw, ar, bw, br;
+    for (const Access& x : ai.accesses) (x.write ? aw : ar).insert(facts_.find(x.array));
+    for (const Access& x : bi.accesses) (x.write ? bw : br).insert(facts_.find(x.array));
+    for (const ArrayInfo* bound : ai.bound)
+      if (bw.count(facts_.find(bound)) || br.count(facts_.find(bound))) return false;
+    for (const ArrayInfo* bound : bi.bound)
+      if (aw.count(facts_.find(bound)) || ar.count(facts_.find(bound))) return false;
+    std::set<const ArrayInfo*> shared;
+    for (const ArrayInfo* c : aw)
+      if (br.count(c) || bw.count(c)) shared.insert(c);
+    for (const ArrayInfo* c : bw)
+      if (ar.count(c)) shared.insert(c);
+    for (const ArrayInfo* c : shared)
+      if (!same_slice(c, a, ai, b, bi)) return false;
+    return true;
+  }
+
+  // A statement between two nests that may move above the first one.
+  bool movable(const Stmt& s, const ir::For* first) {
+    BodyInfo info = inspect(first->body);
+    analysis::VarUses fu = analysis::uses_of(first->body);
+    std::set<const ArrayInfo*> touched;
+    for (const Access& x : info.accesses) touched.insert(facts_.find(x.array));
+    for (const ArrayInfo* bnd : info.bound) touched.insert(facts_.find(bnd));
+    analysis::VarUses su = analysis::uses_of(s);
+    for (const ir::VarInfo* v : su.reads)
+      if (fu.writes.count(v)) return false;
+    switch (s->kind) {
+      case ir::NodeKind::Allocate: return !touched.count(facts_.find(s->as<ir::Allocate>()->array.get()));
+      case ir::NodeKind::ArrayBind: {
+        auto b = s->as<ir::ArrayBind>();
+        // The first loop must not see the new binding of dst.
+        for (const Access& x : info.accesses)
+          if (x.array == b->dst.get()) return false;
+        return !info.bound.count(b->dst.get());
+      }
+      case ir::NodeKind::Assert: {
+        // Asserts read extents, which no loop changes, and scalars.
+        return true;
+      }
+      default: return false;
+    }
+  }
+
+  void fuse_block(std::vector<Stmt>& stmts) {
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      const ir::For* first = stmts[i]->as<ir::For>();
+      if (!first) continue;
+      std::vector<int> lines = {first->loc.line};
+      while (true) {
+        size_t j = i + 1;
+        std::vector<Stmt> moved;
+        while (j < stmts.size() && !stmts[j]->as<ir::For>() && movable(stmts[j], first)) moved.push_back(stmts[j++]);
+        if (j >= stmts.size()) break;
+        const ir::For* second = stmts[j]->as<ir::For>();
+        if (!second || !can_fuse(first, second)) break;
+        RenameVar rename(second->var.get(), first->var);
+        Stmt renamed = rename.mutate(second->body);
+        std::vector<Stmt> body = first->body->as<ir::Block>() ? first->body->as<ir::Block>()->stmts
+                                                              : std::vector<Stmt>{first->body};
+        body.push_back(renamed);
+        Stmt merged_body = ir::Block::make(body, first->body->loc);
+        ir::LoopSchedule sched = first->schedule;
+        if (inspect(merged_body).has_loop && ir::is_vectorized(sched.kind))
+          sched.kind = ir::is_parallel(sched.kind) ? ir::LoopKind::Parallel : ir::LoopKind::Serial;
+        Stmt fused = ir::For::make(first->var, first->begin, first->end, first->step, merged_body, sched, first->loc);
+        lines.push_back(second->loc.line);
+        // The second loop's header is gone: its extents no longer mention anything.
+        for (const auto& e : {second->begin, second->end, second->step})
+          for (const auto& [a, n] : count_mentions(e)) total_mentions_[a] -= n;
+        std::vector<Stmt> out(stmts.begin(), stmts.begin() + static_cast<long>(i));
+        out.insert(out.end(), moved.begin(), moved.end());
+        out.push_back(fused);
+        out.insert(out.end(), stmts.begin() + static_cast<long>(j) + 1, stmts.end());
+        i += moved.size();
+        stmts = out;
+        first = stmts[i]->as<ir::For>();
+      }
+      if (lines.size() > 1) {
+        std::string text = "fused the loop nests of lines";
+        for (size_t k = 0; k < lines.size(); ++k) text += (k ? ", " : " ") + std::to_string(lines[k]);
+        remarks.push_back({first->loc, "fuse_loop_nests", text + " into one loop over '" + ir::to_string(first->end) + "'"});
+        shrink_temporaries(stmts, i);
+      }
+    }
+  }
+
+  // Shrinks temporaries allocated before the fused loop stmts[at] and used
+  // only inside it at the loop's index in their first dimension.
+  void shrink_temporaries(std::vector<Stmt>& stmts, size_t& at) {
+    const ir::For* loop = stmts[at]->as<ir::For>();
+    BodyInfo info = inspect(loop->body);
+    for (size_t k = 0; k < at; ++k) {
+      auto alloc = stmts[k]->as<ir::Allocate>();
+      if (!alloc || alloc->array->type.layout == Layout::F || facts_.params.count(facts_.find(alloc->array.get())))
+        continue;
+      const ArrayInfo* cls = facts_.find(alloc->array.get());
+      // The class: the temporary and the names bound to it in this block.
+      std::vector<size_t> binds;
+      bool ok = facts_.binds[alloc->array.get()] == 1;
+      std::vector<ir::ArrayVar> members = {alloc->array};
+      for (size_t m = 0; m < stmts.size(); ++m) {
+        auto b = stmts[m]->as<ir::ArrayBind>();
+        if (!b || facts_.find(b->dst.get()) != cls) continue;
+        if (m > at || b->src != alloc->array || facts_.binds[b->dst.get()] != 1) ok = false;
+        binds.push_back(m);
+        members.push_back(b->dst);
+      }
+      // Every mention of the class is the allocation, the binds or inside
+      // the loop: it does not escape.
+      std::map<const ArrayInfo*, int> here = count_mentions(stmts[at]);
+      for (const auto& [a, n] : count_mentions(stmts[k])) here[a] += n;
+      for (size_t m : binds)
+        for (const auto& [a, n] : count_mentions(stmts[m])) here[a] += n;
+      for (const auto& m : members)
+        ok = ok && here[m.get()] == total_mentions_[m.get()] && !info.bound.count(m.get());
+      for (const Access& x : info.accesses)
+        if (facts_.find(x.array) == cls) ok = ok && !x.indices.empty() && is_var(x.indices[0], loop->var.get());
+      if (!ok) continue;
+      // Rebuild each member one dimension smaller (a 1-D temporary keeps one
+      // element) and rewrite the loop body.
+      std::map<const ArrayInfo*, ir::ArrayVar> smaller;
+      for (const auto& m : members) {
+        auto s = std::make_shared<ArrayInfo>(*m);
+        s->type.ndim = std::max(1, m->type.ndim - 1);
+        smaller[m.get()] = s;
+      }
+      const int old_ndim = alloc->array->type.ndim;
+      struct Shrink : ir::IRMutator {
+        std::map<const ArrayInfo*, ir::ArrayVar>* smaller;
+        Expr loop_extent;
+        int old_ndim;
+        std::vector<Expr> drop_first(const std::vector<Expr>& idx) {
+          if (old_ndim == 1) return {ir::IntImm::make(0, ScalarType::py_int())};
+          bool changed = false;
+          std::vector<Expr> rest = mutate_exprs(std::vector<Expr>(idx.begin() + 1, idx.end()), &changed);
+          return rest;
+        }
+        Expr visit(const ir::Load* l, const Expr& self) override {
+          auto it = smaller->find(l->array.get());
+          if (it == smaller->end()) return IRMutator::visit(l, self);
+          return ir::Load::make(it->second, drop_first(l->indices), l->checked, l->loc);
+        }
+        Stmt visit(const ir::Store* s, const Stmt& self) override {
+          auto it = smaller->find(s->array.get());
+          if (it == smaller->end()) return IRMutator::visit(s, self);
+          return ir::Store::make(it->second, drop_first(s->indices), mutate(s->value), s->checked, s->loc);
+        }
+        Stmt visit(const ir::AtomicUpdate* s, const Stmt& self) override {
+          auto it = smaller->find(s->array.get());
+          if (it == smaller->end()) return IRMutator::visit(s, self);
+          return ir::AtomicUpdate::make(it->second, drop_first(s->indices), s->op, mutate(s->value), s->checked, s->loc);
+        }
+        Expr visit(const ir::ArrayDim* d, const Expr& self) override {
+          auto it = smaller->find(d->array.get());
+          if (it == smaller->end()) return self;
+          if (d->dim == 0) return loop_extent;
+          return ir::ArrayDim::make(it->second, d->dim - 1, d->loc);
+        }
+      } shrink;
+      shrink.smaller = &smaller;
+      shrink.loop_extent = loop->end;
+      shrink.old_ndim = old_ndim;
+      std::vector<Expr> shape = old_ndim == 1 ? std::vector<Expr>{ir::IntImm::make(1, ScalarType::py_int(), alloc->loc)}
+                                              : std::vector<Expr>(alloc->shape.begin() + 1, alloc->shape.end());
+      std::vector<Stmt> prologue = {ir::Allocate::make(smaller.at(alloc->array.get()), shape, alloc->fill,
+                                                       alloc->fill_value, alloc->loc)};
+      for (size_t m : binds) {
+        auto b = stmts[m]->as<ir::ArrayBind>();
+        prologue.push_back(ir::ArrayBind::make(smaller.at(b->dst.get()), smaller.at(b->src.get()), b->loc));
+      }
+      Stmt new_body = shrink.mutate(loop->body);
+      std::vector<Stmt> body = prologue;
+      for (const auto& s : new_body->as<ir::Block>()->stmts) body.push_back(s);
+      Stmt new_loop = ir::For::make(loop->var, loop->begin, loop->end, loop->step, ir::Block::make(body, loop->body->loc),
+                                    loop->schedule, loop->loc);
+      remarks.push_back({alloc->loc, "fuse_loop_nests",
+                         "temporary '" + members.back()->name + "' needs one slice per iteration of the fused loop: "
+                         "allocated per iteration without its first dimension"});
+      // Remove the allocation and the binds from the block.
+      std::set<size_t> drop(binds.begin(), binds.end());
+      drop.insert(k);
+      std::vector<Stmt> out;
+      size_t new_at = 0;
+      for (size_t m = 0; m < stmts.size(); ++m) {
+        if (drop.count(m)) continue;
+        if (m == at) new_at = out.size();
+        out.push_back(m == at ? new_loop : stmts[m]);
+      }
+      stmts = out;
+      at = new_at;
+      loop = stmts[at]->as<ir::For>();
+      info = inspect(loop->body);
+      k = static_cast<size_t>(-1);  // start over: indices moved
+    }
+  }
+
+  ArrayFacts facts_;
+  std::map<const ArrayInfo*, int> total_mentions_;
+};
+
+}  // namespace
+
+void fuse_loop_nests(ir::Function& function) {
+  Fuser fuser(function);
+  function.body = fuser.run(function.body);
+  for (auto& r : fuser.remarks) function.remarks.push_back(std::move(r));
+}
+
+}  // namespace plait::transforms

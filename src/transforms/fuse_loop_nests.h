@@ -1,0 +1,22 @@
+// Pass: fuse consecutive loop nests and shrink the temporaries they share.
+//
+// Array statements become one loop nest each. When consecutive nests run over
+// the same extent and every array that one writes and another touches is
+// accessed only at the loop's own index in one dimension (so iteration k of
+// the second nest needs only what iteration k of the first produced), the
+// nests become one loop. An array allocated just for these statements and
+// used only inside the fused loop, always at the loop's index in its first
+// dimension, then needs only that one slice per iteration: it is allocated
+// per iteration without its first dimension. This is what lets
+// `m = x.max(axis=1, keepdims=True); e = np.exp(x - m); e / e.sum(axis=1,
+// keepdims=True)` make one pass per row over x and allocate nothing of size
+// rows x columns besides its result.
+#pragma once
+
+#include "ir/ir.h"
+
+namespace plait::transforms {
+
+void fuse_loop_nests(ir::Function& function);
+
+}  // namespace plait::transforms
