@@ -10,9 +10,12 @@ SUITES = ("npbench",)
 
 
 def main(argv):
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUITES:
-        print(__doc__.strip(), file=sys.stderr if argv and argv[0] not in ("-h", "--help") else sys.stdout)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if not argv or argv[0] not in SUITES:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
     from . import npbench
 
     return npbench.main(argv[1:])

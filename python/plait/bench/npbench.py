@@ -15,7 +15,9 @@ each kernel's extra validation inputs. Only implementations that validate are
 timed: before each run the inputs are copied afresh (untimed, as is the copy
 to the device for GPU peers); the timed statement is one call plus a device
 synchronisation. The median of --repeat runs is reported (more runs when the
-median is below 10 ms), with a bootstrap 95% confidence interval.
+median is below 10 ms, fewer -- at least 3 -- once the runs of one
+implementation exceed --time-budget seconds), with a bootstrap 95%
+confidence interval.
 """
 
 import argparse
@@ -38,6 +40,7 @@ KERNEL_PACKAGE = "plait_npbench_kernels"
 SHORT_RUN_S = 0.010      # runs shorter than this get more repetitions
 SHORT_RUN_BUDGET_S = 0.25  # timed seconds a short kernel's repetitions add up to
 MAX_RUNS = 200
+MIN_RUNS = 3         # runs kept even when they exceed the time budget
 RTOL, ATOL, L2_TOL = 1e-5, 1e-8, 1e-5
 CHECKSUM_RTOL = 1e-8
 
@@ -334,19 +337,22 @@ def bootstrap_ci(times, rng, resamples=1000):
     return float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))
 
 
-def time_runs(peer, fn, module, inputs, repeat, rng):
-    """Run times in seconds: `repeat` runs, more when the median is short."""
+def time_runs(peer, fn, module, inputs, repeat, rng, budget_s):
+    """Run times in seconds: `repeat` runs, more when the median is short,
+    fewer (but at least MIN_RUNS) when they would take more than `budget_s`."""
     def one_run():
         args = peer.prepare(inputs, module.PARAMETERS)
         start = time.perf_counter()
         peer.call(fn, args)
         return time.perf_counter() - start
 
-    times = [one_run() for _ in range(repeat)]
+    times = []
+    while len(times) < repeat and (len(times) < MIN_RUNS or sum(times) < budget_s):
+        times.append(one_run())
     median = float(np.median(times))
     if median < SHORT_RUN_S:
         wanted = min(MAX_RUNS, max(repeat, int(SHORT_RUN_BUDGET_S / max(median, 1e-6))))
-        times += [one_run() for _ in range(wanted - repeat)]
+        times += [one_run() for _ in range(wanted - len(times))]
     return times, bootstrap_ci(times, rng)
 
 
@@ -388,7 +394,7 @@ def validate(peer, fn, module, preset, inputs, references):
     return None
 
 
-def run_peer(peer, module, name, preset, inputs, references, repeat, rng, verbose):
+def run_peer(peer, module, name, preset, inputs, references, repeat, rng, verbose, budget_s=math.inf):
     """Validates one peer's version of one kernel, then times it."""
     fn = peer.implementation(module)
     if fn is None:
@@ -397,7 +403,7 @@ def run_peer(peer, module, name, preset, inputs, references, repeat, rng, verbos
         problem = validate(peer, fn, module, preset, inputs, references)
         if problem:
             return Result(name, peer.name, "failed", problem)
-        times, ci = time_runs(peer, fn, module, inputs, repeat, rng)
+        times, ci = time_runs(peer, fn, module, inputs, repeat, rng, budget_s)
     except Exception as e:  # noqa: BLE001 -- a failing implementation is a result, not a harness error
         if verbose:
             traceback.print_exc()
@@ -579,7 +585,7 @@ class _Progress:
             self._bar.close()
 
 
-def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, seed=0):
+def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, seed=0, budget_s=math.inf):
     """Validates and times every (kernel, peer); returns ({(kernel, peer): Result}, notes)."""
     all_peers = {p.name: p for p in peers_for(target)}
     unknown = [p for p in peer_names if p not in all_peers]
@@ -608,7 +614,7 @@ def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, 
                 notes.append(f"{kernel}: NumPy output differs from the reference checksum: {checksum}")
             for peer in peers:
                 progress.step(f"{kernel}: {peer.name}")
-                result = run_peer(peer, module, kernel, preset, inputs, references, repeat, rng, verbose)
+                result = run_peer(peer, module, kernel, preset, inputs, references, repeat, rng, verbose, budget_s)
                 if peer.name == "numpy":
                     result.checksum = "mismatch" if checksum else "ok" if isinstance(preset, str) and \
                         getattr(module, "CHECKSUMS", {}).get(preset) else "none"
@@ -642,6 +648,9 @@ def main(argv=None):
     parser.add_argument("--kernels", nargs="+", help="kernel names (comma or space separated); default: all 20")
     parser.add_argument("--peers", help="comma-separated peers; default: all of the target's peers")
     parser.add_argument("--repeat", type=int, default=10, help="timed runs per implementation (default 10)")
+    parser.add_argument("--time-budget", type=float, default=120.0,
+                        help="seconds of timed runs per implementation after which no more are started "
+                             f"(at least {MIN_RUNS} runs; default 120)")
     parser.add_argument("--kernels-dir", help="the benchmarks/npbench directory of a Plait checkout")
     parser.add_argument("--output-dir", default=".", help="where the CSV and the heatmap PNG go (default: .)")
     parser.add_argument("--verbose", action="store_true", help="print the traceback of each failing implementation")
@@ -659,12 +668,15 @@ def main(argv=None):
         parser.error(f"unknown kernel(s) {', '.join(unknown)}; known: {', '.join(package.KERNELS)}")
     peer_names = args.peers.split(",") if args.peers else [p.name for p in peers_for(args.target)]
     try:
+        load_before = os.getloadavg()[0]
         results, notes, peers = run(kernel_dir, kernels, args.target, args.preset, peer_names, args.repeat,
-                                    args.verbose)
+                                    args.verbose, budget_s=args.time_budget)
+        load_after = os.getloadavg()[0]
     except ValueError as e:
         parser.error(str(e))
     title = f"NPBench, preset {args.preset}, target {args.target}: speedup over NumPy"
-    print(f"\n{title}\n{machine_description()}\n")
+    print(f"\n{title}\n{machine_description()}\nload average (1 min) {load_before:.2f} before, "
+          f"{load_after:.2f} after the run\n")
     print(format_table(results, kernels, peers))
     problems = [r for r in results.values() if not r.ok and r.status != "skipped"]
     if problems:
