@@ -48,6 +48,9 @@ def kernel_numba(A_row, A_col, A_val, x):
     return y
 
 
+# Loop form: the NumPy version gathers x[cols] with an index array (fancy
+# indexing), which the array language does not have; a row's dot product is
+# an inner loop instead.
 @plait.jit
 def kernel_plait(A_row, A_col, A_val, x):
     y = np.empty(A_row.size - 1, dtype=A_val.dtype)

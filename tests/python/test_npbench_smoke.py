@@ -1,6 +1,7 @@
 """The NPBench suite at a tiny size: each kernel's Plait version must match
-NumPy (returns and in/out arrays, and the extra validation inputs), and the
-harness's validation must reject implementations that do nothing."""
+NumPy (returns and in/out arrays, and the extra validation inputs), NumPy's
+outputs at preset S must match the reference checksums, and the harness's
+validation must reject implementations that do nothing."""
 
 from pathlib import Path
 
@@ -19,8 +20,8 @@ KNOWN_COMPILER_ISSUES = {
 }
 
 
-def _references(module, inputs):
-    return npbench.numpy_references(module, "test", inputs)
+def _references(module, inputs, preset="test"):
+    return npbench.numpy_references(module, preset, inputs)
 
 
 @pytest.mark.parametrize("name", [
@@ -50,12 +51,17 @@ def test_validation_rejects_an_implementation_that_does_nothing(name):
     assert problem is not None
 
 
-def test_numpy_outputs_match_the_reference_checksums_at_preset_S():
+@pytest.mark.parametrize("name", KERNELS)
+def test_numpy_outputs_match_the_reference_checksums_at_preset_S(name):
+    module = npbench.load_kernel(KERNEL_DIR, name)
+    outputs = _references(module, module.initialize("S"), "S")[0]
+    assert npbench.check_checksums(module, "S", outputs) is None
+
+
+def test_checksum_check_detects_a_wrong_output():
     module = npbench.load_kernel(KERNEL_DIR, "trisolv")
-    inputs = module.initialize("S")
-    assert npbench.check_checksums(module, "S", _references(module, inputs)[0]) is None
-    wrong = [o * 1.001 for o in _references(module, inputs)[0]]
-    assert npbench.check_checksums(module, "S", wrong) is not None
+    outputs = _references(module, module.initialize("S"), "S")[0]
+    assert npbench.check_checksums(module, "S", [o * 1.001 for o in outputs]) is not None
 
 
 def test_table_has_speedups_and_a_geometric_mean():
