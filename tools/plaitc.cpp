@@ -14,8 +14,10 @@
 #include <variant>
 #include <vector>
 
+#include "codegen/cuda/codegen_cuda.h"
 #include "driver/compiler.h"
 #include "frontend/parser.h"
+#include "jit/cuda_runtime.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -35,9 +37,15 @@ constexpr const char* kUsage =
     "e.g. --signature \"i64[::1], i32[::1], f64[::1], f64[::1]\".\n"
     "\n"
     "options:\n"
-    "  --emit ir|cpp|so   what to produce (default: so): the IR after the last pass,\n"
-    "                     the generated C++, or the shared object\n"
-    "  -o DIR             write FUNCTION.ir, FUNCTION.cpp or FUNCTION.so into DIR\n"
+    "  --emit ir|cpp|so|cu|ptx\n"
+    "                     what to produce (default: so): the IR after the last pass,\n"
+    "                     the generated C++ (for --target cuda: the host part), the\n"
+    "                     shared object (CPU only), the generated CUDA C++ (cu), or\n"
+    "                     its PTX compiled by NVRTC (ptx)\n"
+    "  --target cpu|cuda  the target (default: cpu); cu and ptx imply cuda\n"
+    "  --arch N           the GPU architecture for --emit ptx (default: the GPU's,\n"
+    "                     else 90 for sm_90)\n"
+    "  -o DIR             write FUNCTION.ir, .cpp, .so, .cu or .ptx into DIR\n"
     "                     (default: ir and cpp to standard output, so to the current\n"
     "                     directory)\n"
     "  --boundscheck      check every array index (IndexError)\n"
@@ -57,13 +65,14 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Emit { IR, Cpp, SharedObject };
+enum class Emit { IR, Cpp, SharedObject, Cuda, Ptx };
 
 struct Command {
   std::string file;
   std::string function;
   std::string signature;
   Emit emit = Emit::SharedObject;
+  int arch = 0;  // --arch; 0: the GPU's, else 90
   std::string output_dir;
   plait::CompileOptions options;
 };
@@ -101,8 +110,30 @@ Command parse_command_line(const std::vector<std::string>& args) {
         command.emit = Emit::Cpp;
       } else if (emit == "so") {
         command.emit = Emit::SharedObject;
+      } else if (emit == "cu") {
+        command.emit = Emit::Cuda;
+        command.options.target = plait::Target::CUDA;
+      } else if (emit == "ptx") {
+        command.emit = Emit::Ptx;
+        command.options.target = plait::Target::CUDA;
       } else {
-        throw UsageError("--emit takes ir, cpp or so, not '" + emit + "'");
+        throw UsageError("--emit takes ir, cpp, so, cu or ptx, not '" + emit + "'");
+      }
+    } else if (arg == "--target") {
+      std::string target_name = value();
+      if (target_name == "cpu") {
+        command.options.target = plait::Target::CPU;
+      } else if (target_name == "cuda") {
+        command.options.target = plait::Target::CUDA;
+      } else {
+        throw UsageError("--target takes cpu or cuda, not '" + target_name + "'");
+      }
+    } else if (arg == "--arch") {
+      std::string arch = value();
+      try {
+        command.arch = std::stoi(arch);
+      } catch (const std::exception&) {
+        throw UsageError("--arch takes a number such as 90, not '" + arch + "'");
       }
     } else if (arg == "-o" || arg == "--output") {
       command.output_dir = value();
@@ -137,6 +168,10 @@ Command parse_command_line(const std::vector<std::string>& args) {
   command.file = target->substr(0, separator);
   command.function = target->substr(separator + 2);
   if (!have_signature) throw UsageError("--signature is required");
+  if ((command.emit == Emit::Cuda || command.emit == Emit::Ptx) && command.options.target != plait::Target::CUDA)
+    throw UsageError("--emit cu and ptx are for --target cuda");
+  if (command.emit == Emit::SharedObject && command.options.target == plait::Target::CUDA)
+    throw UsageError("--emit so is for the CPU target; for --target cuda use cpp, cu or ptx");
   return command;
 }
 
@@ -243,7 +278,24 @@ int run(const Command& command) {
       break;
     case Emit::Cpp: {
       plait::LoweredKernel lowered = plait::lower_kernel(source, command.function, signature, globals, command.options);
-      write_output(command, ".cpp", plait::generate_source(lowered.function, command.options));
+      if (command.options.target == plait::Target::CUDA) {
+        write_output(command, ".cpp", plait::codegen::generate_cuda(lowered.function, command.options).host);
+      } else {
+        write_output(command, ".cpp", plait::generate_source(lowered.function, command.options));
+      }
+      break;
+    }
+    case Emit::Cuda: {
+      plait::LoweredKernel lowered = plait::lower_kernel(source, command.function, signature, globals, command.options);
+      write_output(command, ".cu", plait::generate_source(lowered.function, command.options));
+      break;
+    }
+    case Emit::Ptx: {
+      plait::LoweredKernel lowered = plait::lower_kernel(source, command.function, signature, globals, command.options);
+      int arch = command.arch;
+      if (arch == 0) arch = plait::jit::cuda_unavailable_reason().empty() ? plait::jit::cuda_device().arch : 90;
+      std::string device_source = plait::generate_source(lowered.function, command.options);
+      write_output(command, ".ptx", plait::jit::compile_device_code(device_source, arch, true, command.options).ptx);
       break;
     }
     case Emit::SharedObject:

@@ -40,6 +40,15 @@ from .errors import (  # noqa: E402
 _core._set_error_classes(_ERROR_CLASSES, InternalCompilerError)
 
 from .dispatcher import Dispatcher, PythonDispatcher, jit  # noqa: E402
+from .cuda import (  # noqa: E402
+    CudaDispatcher,
+    CudaUnavailableError,
+    DeviceArray,
+    cuda_available,
+    cuda_unavailable_reason,
+    to_device,
+    to_host,
+)
 
 __version__ = "0.1.0"
 
@@ -52,6 +61,9 @@ def prange(*args):
 
 __all__ = [
     "CompileError",
+    "CudaDispatcher",
+    "CudaUnavailableError",
+    "DeviceArray",
     "Dispatcher",
     "InternalCompilerError",
     "KernelNameError",
@@ -62,6 +74,10 @@ __all__ = [
     "PythonDispatcher",
     "RaceError",
     "UnsupportedError",
+    "cuda_available",
+    "cuda_unavailable_reason",
     "jit",
     "prange",
+    "to_device",
+    "to_host",
 ]

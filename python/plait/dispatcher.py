@@ -130,6 +130,8 @@ class Dispatcher(_core.Dispatcher):
     each new combination of argument types (dtype, ndim, layout; scalar kind)
     and runs it."""
 
+    _target = "cpu"  # CudaDispatcher (plait/cuda.py): "cuda"
+
     def __init__(self, py_func, *, cache=True, boundscheck=False, fastmath=False, num_threads=None):
         super().__init__()
         functools.update_wrapper(self, py_func)
@@ -185,6 +187,7 @@ class Dispatcher(_core.Dispatcher):
             cache_dir=os.environ.get("PLAIT_CACHE_DIR", ""),
             dump_dir=os.environ.get("PLAIT_DUMP_DIR", ""),
             cxx=os.environ.get("PLAIT_CXX", ""),
+            target=self._target,
         )
         self._kernels[kernel.signature] = kernel
         if _env_flag("PLAIT_EXPLAIN"):
@@ -255,15 +258,16 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False,
     """Compiles a Python function into a parallel native kernel.
 
     Usable as @plait.jit, @plait.jit(...) and plait.jit(...)(fn).
-      target:      "cpu" (the only target so far)
+      target:      "cpu", or "cuda" for NVIDIA GPUs (see plait/cuda.py; plait.cuda_available()
+                   says whether this machine can run them)
       cache:       keep compiled libraries on disk across processes
       boundscheck: check every array index (IndexError); PLAIT_BOUNDSCHECK overrides
       fastmath:    allow float reassociation and contraction
       num_threads: threads for parallel loops (default: PLAIT_NUM_THREADS, else
                    the CPUs this process may use)
     """
-    if target != "cpu":
-        raise ValueError(f"target {target!r} is not supported yet; available: cpu")
+    if target not in ("cpu", "cuda"):
+        raise ValueError(f"target {target!r} is not supported; available: cpu, cuda")
     if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
                                     or num_threads < 1):
         raise ValueError(f"num_threads must be a positive integer or None, got {num_threads!r}")
@@ -273,8 +277,12 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False,
             raise TypeError(f"plait.jit compiles Python functions, got {type(func).__name__}")
         if _env_flag("PLAIT_DISABLE_JIT"):
             return PythonDispatcher(func)
-        return Dispatcher(func, cache=cache, boundscheck=bool(boundscheck), fastmath=bool(fastmath),
-                          num_threads=num_threads)
+        cls = Dispatcher
+        if target == "cuda":
+            from .cuda import CudaDispatcher
+            cls = CudaDispatcher
+        return cls(func, cache=cache, boundscheck=bool(boundscheck), fastmath=bool(fastmath),
+                   num_threads=num_threads)
 
     if fn is None:
         return decorate

@@ -4,6 +4,7 @@
 // because it decides the call overhead of every cached kernel.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #define NPY_NO_DEPRECATED_API NPY_API_VERSION
@@ -19,6 +20,7 @@
 
 #include "driver/compiler.h"
 #include "ir/types.h"
+#include "jit/cuda_runtime.h"
 #include "runtime/abi.h"
 #include "support/diagnostics.h"
 
@@ -108,7 +110,7 @@ plait::Globals to_globals(const nb::dict& modules, const nb::dict& constants) {
 Kernel compile(const std::string& path, const std::string& text, int first_line, const std::string& name,
                const std::string& signature_text, nb::dict modules, nb::dict constants, bool boundscheck,
                bool fastmath, bool disk_cache, const std::string& cache_dir, const std::string& dump_dir,
-               const std::string& cxx) {
+               const std::string& cxx, const std::string& target) {
   plait::Signature signature;
   try {
     signature = plait::Signature::parse(signature_text);
@@ -124,6 +126,11 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
   options.cache_dir = cache_dir;
   options.dump_dir = dump_dir;
   options.cxx = cxx;
+  if (target == "cuda") {
+    options.target = plait::Target::CUDA;
+  } else if (target != "cpu") {
+    throw nb::value_error(("unknown target '" + target + "'").c_str());
+  }
 
   // Exceptions are caught with the GIL released and raised once it is back.
   KernelPtr compiled;
@@ -636,6 +643,7 @@ PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
   ctx.error_line = 0;
   ctx.error_col = 0;
   ctx.error_message[0] = '\0';
+  ctx.cuda = nullptr;
 
   int32_t status;
   {
@@ -692,6 +700,217 @@ std::string signature_for(Dispatcher& d, nb::args args) {
   return signature_of(key);
 }
 
+// ---------------------------------------------------------------------------
+// CUDA target (begin): calls of CUDA kernels and device memory for
+// plait/cuda.py. The argument and result handling of CUDA kernels is in
+// Python (CuPy, PyTorch and NumPy arrays); this part only converts
+// already-classified values.
+
+// Device memory owned by Python: a plain allocation, or an array a kernel
+// allocated and returned (freed through its result's release function).
+struct DeviceBuffer {
+  uintptr_t pointer = 0;
+  size_t nbytes = 0;
+  void* owner = nullptr;             // kernel result owner, or null
+  void (*release)(void*) = nullptr;  // its release function
+  KernelPtr kernel;                  // keeps the kernel's library loaded for `release`
+
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (owner != nullptr && release != nullptr) {
+      release(owner);
+    } else if (owner == nullptr && pointer != 0) {
+      plait::jit::device_free(pointer);
+    }
+  }
+};
+
+[[noreturn]] void rethrow_as_python(const std::exception& e) {
+  if (const auto* compile_error = dynamic_cast<const plait::CompileError*>(&e)) raise_compile_error(*compile_error);
+  raise_internal_error(e.what());
+}
+
+std::unique_ptr<DeviceBuffer> device_alloc(size_t nbytes) {
+  auto buffer = std::make_unique<DeviceBuffer>();
+  try {
+    buffer->pointer = plait::jit::device_alloc(nbytes);
+  } catch (const std::exception& e) {
+    rethrow_as_python(e);
+  }
+  buffer->nbytes = nbytes;
+  return buffer;
+}
+
+// A writable or readable C-contiguous buffer of a Python object.
+struct HostBuffer {
+  Py_buffer view{};
+  explicit HostBuffer(nb::handle object, bool writable) {
+    if (PyObject_GetBuffer(object.ptr(), &view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) != 0)
+      throw nb::python_error();
+  }
+  ~HostBuffer() { PyBuffer_Release(&view); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+};
+
+void copy_to_device(uintptr_t dst, nb::handle host, uintptr_t stream) {
+  HostBuffer buffer(host, false);
+  try {
+    nb::gil_scoped_release release;
+    plait::jit::copy_host_to_device(dst, buffer.view.buf, static_cast<size_t>(buffer.view.len), stream);
+  } catch (const std::exception& e) {
+    rethrow_as_python(e);
+  }
+}
+
+void copy_to_host(nb::handle host, uintptr_t src, uintptr_t stream) {
+  HostBuffer buffer(host, true);
+  try {
+    nb::gil_scoped_release release;
+    plait::jit::copy_device_to_host(buffer.view.buf, src, static_cast<size_t>(buffer.view.len), stream);
+  } catch (const std::exception& e) {
+    rethrow_as_python(e);
+  }
+}
+
+void copy_device(uintptr_t dst, uintptr_t src, size_t nbytes, uintptr_t stream) {
+  try {
+    plait::jit::copy_device_to_device(dst, src, nbytes, stream);
+  } catch (const std::exception& e) {
+    rethrow_as_python(e);
+  }
+}
+
+void synchronize(uintptr_t stream) {
+  try {
+    nb::gil_scoped_release release;
+    plait::jit::synchronize(stream);
+  } catch (const std::exception& e) {
+    rethrow_as_python(e);
+  }
+}
+
+nb::dict cuda_device() {
+  plait::jit::CudaDeviceInfo info;
+  try {
+    info = plait::jit::cuda_device();
+  } catch (const std::exception& e) {
+    rethrow_as_python(e);
+  }
+  nb::dict out;
+  out["ordinal"] = info.ordinal;
+  out["arch"] = info.arch;
+  out["multiprocessors"] = info.multiprocessors;
+  out["name"] = info.name;
+  return out;
+}
+
+nb::object call_cuda(const Kernel& kernel, nb::list args, uintptr_t stream, const std::string& path) {
+  const plait::CompiledKernel& compiled = *kernel.compiled;
+  const size_t nargs = compiled.signature.args.size();
+  if (args.size() != nargs) throw nb::value_error("call_cuda: wrong number of arguments");
+  std::vector<ArgSlot> slots(nargs);
+  std::vector<void*> pointers(nargs);
+  for (size_t i = 0; i < nargs; ++i) {
+    const plait::ValueType& type = compiled.signature.args[i];
+    ArgSlot& slot = slots[i];
+    pointers[i] = &slot;
+    if (type.is_array()) {
+      nb::tuple view = nb::cast<nb::tuple>(args[i]);
+      nb::tuple shape = nb::cast<nb::tuple>(view[1]);
+      nb::tuple strides = nb::cast<nb::tuple>(view[2]);
+      std::memset(&slot.array, 0, sizeof slot.array);
+      slot.array.data = reinterpret_cast<void*>(nb::cast<uintptr_t>(view[0]));
+      for (int k = 0; k < type.array.ndim; ++k) {
+        slot.array.shape[k] = nb::cast<int64_t>(shape[static_cast<size_t>(k)]);
+        slot.array.strides[k] = nb::cast<int64_t>(strides[static_cast<size_t>(k)]);
+      }
+    } else if (type.scalar.is_bool()) {
+      slot.b = nb::cast<bool>(args[i]) ? 1 : 0;
+    } else if (type.scalar.is_int()) {
+      slot.i64 = nb::cast<int64_t>(args[i]);
+    } else {
+      slot.f64 = nb::cast<double>(args[i]);
+    }
+  }
+  const size_t nresults = compiled.results.size();
+  std::vector<plait_result> results(nresults > 0 ? nresults : 1);
+  std::memset(results.data(), 0, sizeof(plait_result) * results.size());
+  plait_context ctx;
+  std::memset(&ctx, 0, sizeof ctx);
+  ctx.num_threads = 1;
+  int32_t status = PLAIT_OK;
+  try {
+    nb::gil_scoped_release release;
+    status = plait::jit::call_cuda_kernel(compiled, pointers.data(), results.data(), &ctx, stream);
+  } catch (const std::exception& e) {
+    release_results(results.data(), nresults);
+    rethrow_as_python(e);
+  }
+  if (status != PLAIT_OK) {
+    release_results(results.data(), nresults);
+    ctx.error_message[sizeof(ctx.error_message) - 1] = '\0';
+    std::string message = ctx.error_message;
+    if (ctx.error_line > 0) message += " (File \"" + path + "\", line " + std::to_string(ctx.error_line) + ")";
+    PyErr_SetString(runtime_error_class(status), message.c_str());
+    throw nb::python_error();
+  }
+  nb::list out;
+  for (size_t i = 0; i < nresults; ++i) {
+    const plait::ValueType& type = compiled.results[i];
+    plait_result& r = results[i];
+    if (!type.is_array()) {
+      PyObject* value = scalar_result(r, type.scalar);
+      if (value == nullptr) {
+        release_results(results.data() + i, nresults - i);
+        throw nb::python_error();
+      }
+      out.append(nb::steal(value));
+      continue;
+    }
+    nb::list shape, strides;
+    size_t count = 1;
+    for (int k = 0; k < type.array.ndim; ++k) {
+      shape.append(r.array.shape[k]);
+      strides.append(r.array.strides[k]);
+      count *= static_cast<size_t>(r.array.shape[k]);
+    }
+    nb::object owner = nb::none();
+    if (r.owner != nullptr) {
+      auto buffer = std::make_unique<DeviceBuffer>();
+      buffer->pointer = reinterpret_cast<uintptr_t>(r.array.data);
+      buffer->nbytes = count * static_cast<size_t>(item_size(static_cast<int>(type.array.dtype)));
+      buffer->owner = r.owner;
+      buffer->release = r.release;
+      buffer->kernel = kernel.compiled;
+      r.owner = nullptr;
+      owner = nb::cast(std::move(buffer));
+    }
+    out.append(nb::make_tuple(reinterpret_cast<uintptr_t>(r.array.data), nb::tuple(shape), nb::tuple(strides),
+                              static_cast<int>(type.array.dtype), owner));
+  }
+  return nb::tuple(out);
+}
+
+void define_cuda_bindings(nb::module_& m) {
+  m.def("cuda_unavailable_reason", &plait::jit::cuda_unavailable_reason,
+        "'' when CUDA kernels can run here, else what is missing.");
+  m.def("cuda_device", &cuda_device, "The GPU plait uses: ordinal, arch (90 for sm_90), multiprocessors, name.");
+  nb::class_<DeviceBuffer>(m, "DeviceBuffer")
+      .def_prop_ro("pointer", [](const DeviceBuffer& b) { return b.pointer; })
+      .def_prop_ro("nbytes", [](const DeviceBuffer& b) { return b.nbytes; });
+  m.def("device_alloc", &device_alloc, "nbytes"_a, "Allocates GPU memory, freed with the returned DeviceBuffer.");
+  m.def("copy_to_device", &copy_to_device, "dst"_a, "host"_a, "stream"_a,
+        "Copies a C-contiguous host buffer to GPU memory and waits.");
+  m.def("copy_to_host", &copy_to_host, "host"_a, "src"_a, "stream"_a,
+        "Copies GPU memory into a writable C-contiguous host buffer and waits.");
+  m.def("copy_device", &copy_device, "dst"_a, "src"_a, "nbytes"_a, "stream"_a, "Copies GPU memory (queued).");
+  m.def("synchronize", &synchronize, "stream"_a, "Waits for the stream.");
+}
+// CUDA target (end)
+
 int import_numpy() {
   import_array1(-1);
   return 0;
@@ -708,7 +927,8 @@ NB_MODULE(_core, m) {
   m.def("compiler_version", &plait::compiler_version);
   m.def("compile", &compile, "path"_a, "text"_a, "first_line"_a, "name"_a, "signature"_a, "modules"_a,
         "constants"_a, "boundscheck"_a, "fastmath"_a, "disk_cache"_a, "cache_dir"_a, "dump_dir"_a, "cxx"_a,
-        "Compiles one specialisation of a kernel and returns a Kernel.");
+        "target"_a = "cpu", "Compiles one specialisation of a kernel and returns a Kernel.");
+  define_cuda_bindings(m);
 
   nb::class_<Kernel>(m, "Kernel")
       .def_prop_ro("name", [](const Kernel& k) { return k.compiled->name; })
@@ -724,7 +944,13 @@ NB_MODULE(_core, m) {
       .def_prop_ro("source", [](const Kernel& k) { return k.compiled->source; })
       .def_prop_ro("explain", [](const Kernel& k) { return k.compiled->explain; })
       .def_prop_ro("library_path", [](const Kernel& k) { return k.compiled->library_path; })
-      .def_prop_ro("from_disk_cache", [](const Kernel& k) { return k.compiled->from_disk_cache; });
+      .def_prop_ro("from_disk_cache", [](const Kernel& k) { return k.compiled->from_disk_cache; })
+      .def_prop_ro("device_source", [](const Kernel& k) { return k.compiled->device_source; })
+      .def_prop_ro("ptx", [](const Kernel& k) { return k.compiled->ptx; })
+      .def_prop_ro("device_arch", [](const Kernel& k) { return k.compiled->device_arch; })
+      .def("call_cuda", &call_cuda, "args"_a, "stream"_a, "path"_a,
+           "Runs a CUDA kernel. args: per parameter, (device pointer, shape, strides in elements) for arrays, "
+           "else the scalar; returns the results with arrays as (pointer, shape, strides, dtype code, DeviceBuffer or None).");
 
   nb::class_<Dispatcher>(m, "Dispatcher", nb::type_slots(dispatcher_slots))
       .def(nb::init<>())

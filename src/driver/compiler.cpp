@@ -9,10 +9,12 @@
 #include <sstream>
 
 #include "codegen/cpu/codegen_cpp.h"
+#include "codegen/cuda/codegen_cuda.h"
 #include "driver/pipeline.h"
 #include "frontend/lower_to_ir.h"
 #include "frontend/parser.h"
 #include "ir/ir_printer.h"
+#include "jit/cuda_runtime.h"
 #include "jit/disk_cache.h"
 #include "jit/loader.h"
 #include "jit/toolchain.h"
@@ -78,6 +80,11 @@ std::string explain_report(const ir::Function& function, const Signature& signat
   } else {
     out << "library: built now (disk cache off)\n";
   }
+  if (!kernel.device_arch.empty()) {
+    out << "device code: " << kernel.device_kernels.size() << " CUDA kernel(s) for " << kernel.device_arch
+        << "; arrays: CuPy and PyTorch CUDA arrays are used in place, NumPy arrays are copied to the GPU "
+           "before the call and back after it\n";
+  }
   std::vector<ir::Remark> remarks = function.remarks;
   std::stable_sort(remarks.begin(), remarks.end(), [](const ir::Remark& a, const ir::Remark& b) {
     return a.loc.line != b.loc.line ? a.loc.line < b.loc.line : a.loc.col < b.loc.col;
@@ -138,7 +145,7 @@ std::string generate_source(const ir::Function& function, const CompileOptions& 
     case Target::CPU:
       return codegen::generate_cpp(function, options);
     case Target::CUDA:
-      PLAIT_INTERNAL_ERROR("the CUDA target is not available yet");
+      return codegen::generate_cuda(function, options).device;
   }
   PLAIT_INTERNAL_ERROR("unknown target");
 }
@@ -153,7 +160,22 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
   kernel->results = lowered.function.results;
   kernel->returns_tuple = lowered.function.returns_tuple;
   kernel->ir_text = lowered.ir_text;
-  kernel->source = generate_source(lowered.function, options);
+  if (options.target == Target::CUDA) {
+    // ---- CUDA target (begin): host C++ + device CUDA C++
+    const std::string unavailable = jit::cuda_unavailable_reason();
+    if (!unavailable.empty()) PLAIT_INTERNAL_ERROR("the CUDA target is not available here: " + unavailable);
+    codegen::CudaSources cuda = codegen::generate_cuda(lowered.function, options);
+    kernel->source = std::move(cuda.host);
+    kernel->device_source = std::move(cuda.device);
+    kernel->device_kernels = std::move(cuda.kernel_names);
+    kernel->device_errors = cuda.device_errors;
+    kernel->device_assert_messages = std::move(cuda.assert_messages);
+    lowered.function.remarks.insert(lowered.function.remarks.end(), cuda.remarks.begin(), cuda.remarks.end());
+    if (!options.dump_dir.empty()) write_text_file(options.dump_dir + "/" + name + ".cu", kernel->device_source);
+    // ---- CUDA target (end)
+  } else {
+    kernel->source = generate_source(lowered.function, options);
+  }
   if (!options.dump_dir.empty()) write_text_file(options.dump_dir + "/" + name + ".cpp", kernel->source);
 
   jit::Toolchain toolchain = jit::host_toolchain(options);
@@ -185,6 +207,12 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
     }
     std::error_code ignored;
     fs::remove_all(dir, ignored);
+  }
+  if (options.target == Target::CUDA) {
+    jit::DeviceBuild device = jit::build_device_code(kernel->device_source, options);
+    kernel->ptx = std::move(device.ptx);
+    kernel->device_arch = device.arch;
+    kernel->cuda_module = jit::load_cuda_module(device.cubin, kernel->ptx, kernel->device_kernels);
   }
   kernel->explain = explain_report(lowered.function, signature, *kernel);
   return kernel;

@@ -54,10 +54,14 @@ struct LoweredKernel {
 LoweredKernel lower_kernel(const SourceFile& source, const std::string& name, const Signature& signature,
                            const Globals& globals, const CompileOptions& options);
 
-// Generates the target source for a lowered kernel (C++ for Target::CPU).
+// Generates the target source for a lowered kernel: C++ for Target::CPU,
+// the device part (CUDA C++) for Target::CUDA.
 std::string generate_source(const ir::Function& function, const CompileOptions& options);
 
 class LoadedLibrary;  // jit/loader.h
+namespace jit {
+class CudaModule;  // jit/cuda_runtime.h
+}
 
 struct CompiledKernel {
   std::string name;
@@ -71,6 +75,14 @@ struct CompiledKernel {
   bool from_disk_cache = false;
   std::shared_ptr<LoadedLibrary> library;
   plait_entry_fn entry = nullptr;
+  // Target::CUDA only (docs/cuda.md): `source` is then the host part.
+  std::string device_source;               // generated CUDA C++
+  std::string ptx;
+  std::string device_arch;                 // what NVRTC compiled for: "sm_90"
+  std::vector<std::string> device_kernels; // kernel names, by launch index
+  bool device_errors = false;              // device code may raise run-time errors
+  std::vector<std::string> device_assert_messages;  // codegen::CudaSources::assert_messages
+  std::shared_ptr<jit::CudaModule> cuda_module;
 };
 
 // lower_kernel + generate_source + build (or find in the disk cache) + load.

@@ -82,6 +82,26 @@ Expr floordiv(const Expr& a, int64_t b, SourceLoc loc) {
 }
 Expr lt(const Expr& a, const Expr& b, SourceLoc loc) { return ir::Compare::make(ir::CompareOp::LT, a, b, loc); }
 
+// Whether syntax names every element of an array in order: `A`, `A[:]`,
+// `A[:, :]` (a bare name or only bare full slices).
+bool whole_array_syntax(const ast::Expr* n) {
+  if (!n) return false;
+  if (n->as<ast::Name>()) return true;
+  auto s = n->as<ast::Subscript>();
+  if (!s || !s->value->as<ast::Name>()) return false;
+  std::vector<const ast::Expr*> parts;
+  if (auto t = s->index->as<ast::Tuple>()) {
+    for (const auto& e : t->elts) parts.push_back(e.get());
+  } else {
+    parts.push_back(s->index.get());
+  }
+  for (const ast::Expr* p : parts) {
+    auto sl = p->as<ast::Slice>();
+    if (!sl || sl->lower || sl->upper || sl->step) return false;
+  }
+  return true;
+}
+
 // Python's normalisation of one slice bound against extent n.
 Expr slice_bound(const Expr& x, const Expr& n, bool negative_step, SourceLoc loc) {
   Expr low = negative_step ? int_imm(-1, loc) : int_imm(0, loc);
@@ -504,6 +524,37 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
                                            std::string(is_max ? "maximum" : "minimum") + " which has no identity",
                                        loc));
     group.push_back(ir::Assign::make(acc, identity(name, acc_type, loc), loc));
+    // Reduction redundancy: factors of a sum's terms that do not depend on
+    // the reduced indices multiply the sum once, after it, instead of every
+    // term (`np.sum(alpha * A[i, :] * x)` is `alpha * np.sum(A[i, :] * x)`).
+    std::vector<Expr> outside_factors;
+    if ((name == "sum" || name == "mean") && acc_type.is_float() && e->type == acc_type) {
+      std::set<const ir::VarInfo*> reduced_vars;
+      for (const auto& d : dims) reduced_vars.insert(d.var.get());
+      std::vector<Expr> inside;
+      std::function<void(const Expr&)> split = [&](const Expr& x) {
+        auto m = x->as<ir::Binary>();
+        if (m && m->op == ir::BinaryOp::Mul && m->type == acc_type) {
+          split(m->a);
+          split(m->b);
+          return;
+        }
+        bool varies = false;
+        for (const auto* v : analysis::uses_of(x).reads) varies = varies || reduced_vars.count(v);
+        // A factor that reads an array may be an element that a loop after
+        // this one overwrites; only pure scalar factors move.
+        bool reads_memory = !analysis::uses_of(x).arrays.empty();
+        (varies || reads_memory ? inside : outside_factors).push_back(x);
+      };
+      split(e);
+      if (!outside_factors.empty() && !inside.empty()) {
+        e = inside[0];
+        for (size_t i = 1; i < inside.size(); ++i)
+          e = ir::Binary::make(ir::BinaryOp::Mul, e, inside[i], acc_type, false, loc);
+      } else {
+        outside_factors.clear();
+      }
+    }
     Expr value = cast(e, acc_type);
     ir::Var best_index;
     if (arg) {
@@ -572,6 +623,7 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
     sink.groups.push_back(group);
     if (arg) return ir::VarRef::make(best_index, loc);
     Expr out = ir::VarRef::make(acc, loc);
+    for (const auto& f : outside_factors) out = ir::Binary::make(ir::BinaryOp::Mul, f, out, acc_type, false, loc);
     if (name == "mean") {
       Expr n = ir::Cast::make(acc_type, count, false, loc);
       out = ir::Binary::make(ir::BinaryOp::Div, out, n, acc_type, false, loc);
@@ -781,8 +833,13 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
   // reads the target's array other than at the element being written, the
   // value goes through a temporary first.
   bool overlap = false;
-  for (const auto& [array, node] : value->reads)
-    if (array == target->array.get() && !(node && target->source && same_tree(node, target->source))) overlap = true;
+  for (const auto& [array, node] : value->reads) {
+    if (array != target->array.get()) continue;
+    bool same_elements = node && target->source &&
+                         (same_tree(node, target->source) ||
+                          (whole_array_syntax(node) && whole_array_syntax(target->source)));
+    if (!same_elements) overlap = true;
+  }
   if (overlap && !inferring_) {
     ir::ArrayVar tmp = materialize(value, out, loc, nullptr);
     Value v = Value::of_array(tmp, loc);

@@ -296,6 +296,14 @@ struct Reduction {
   ReduceOp op;
 };
 
+// A whole array combined across iterations: each worker updates a private
+// copy that starts at the identity, and the copies are folded into the array
+// when the loop ends (transforms/privatize_atomics). The array is contiguous.
+struct ArrayReduction {
+  ArrayVar array;
+  ReduceOp op;
+};
+
 enum class LoopKind : uint8_t {
   Serial,            // in order, in one worker
   Parallel,          // iterations are independent: one worker each
@@ -314,6 +322,7 @@ struct LoopSchedule {
   int num_threads = 0;                 // num_threads(N); 0 = the kernel's default
   int collapse = 1;                    // number of perfectly nested parallel loops run as one
   std::vector<Reduction> reductions;   // scalars combined across iterations
+  std::vector<ArrayReduction> array_reductions;  // arrays combined across iterations
   std::vector<Var> privates;           // private(...) from the pragma
   SourceLoc pragma_loc;                // the pragma that asked for it, if any
 };

@@ -64,6 +64,8 @@ std::string schedule_text(const LoopSchedule& s) {
   if (s.collapse > 1) out += " collapse(" + std::to_string(s.collapse) + ")";
   if (s.simd_width > 0) out += " simdlen(" + std::to_string(s.simd_width) + ")";
   for (const Reduction& r : s.reductions) out += std::string(" reduction(") + reduce_op_name(r.op) + ": " + r.var->name + ")";
+  for (const ArrayReduction& r : s.array_reductions)
+    out += std::string(" reduction(") + reduce_op_name(r.op) + ": " + r.array->name + "[:])";
   if (!s.privates.empty()) {
     out += " private(";
     for (size_t i = 0; i < s.privates.size(); ++i) out += (i ? ", " : "") + s.privates[i]->name;

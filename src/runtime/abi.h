@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 1
+#define PLAIT_ABI_VERSION 2
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -47,7 +47,36 @@ enum plait_error_kind {
   PLAIT_VALUE_ERROR = 3,         /* ValueError (math domain, int(nan), bad shape) */
   PLAIT_OVERFLOW_ERROR = 4,      /* OverflowError */
   PLAIT_MEMORY_ERROR = 5,        /* MemoryError */
+  PLAIT_RUNTIME_ERROR = 6,       /* RuntimeError (a CUDA call failed) */
 };
+
+struct plait_context;
+
+/* ---- CUDA target (begin) ----
+ * The host part of a CUDA kernel reaches the GPU only through this table,
+ * which the caller fills for each call; so the kernel library links against
+ * nothing from CUDA. Every function reports failures by recording an error
+ * in ctx (first error wins) and returning nonzero / null. */
+typedef struct plait_cuda_api {
+  void* state; /* the caller's: module, stream, scratch buffer */
+  /* Launches device kernel number `kernel` of the kernel's module with
+   * `grid` blocks of `block` threads; `params` as cuLaunchKernel takes them. */
+  int32_t (*launch)(struct plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params);
+  void* (*alloc)(struct plait_context* ctx, uint64_t bytes); /* device memory */
+  void (*free)(void* device_pointer);                        /* never fails; callable after the call */
+  int32_t (*copy_to_device)(struct plait_context* ctx, void* device_dst, const void* host_src, uint64_t bytes);
+  /* Waits for the stream's work, then copies. */
+  int32_t (*copy_to_host)(struct plait_context* ctx, void* host_dst, const void* device_src, uint64_t bytes);
+  int32_t (*zero)(struct plait_context* ctx, void* device_dst, uint64_t bytes);
+  /* Device memory of PLAIT_CUDA_SCRATCH_BYTES for reductions and scalars
+   * exchanged with single-thread device regions; the first
+   * PLAIT_CUDA_ERROR_BYTES hold the device error record (zeroed by the caller). */
+  void* scratch;
+} plait_cuda_api;
+
+#define PLAIT_CUDA_SCRATCH_BYTES 4096
+#define PLAIT_CUDA_ERROR_BYTES 64
+/* ---- CUDA target (end) ---- */
 
 /* Per-call context. The first error wins; kernels keep running to the end
  * of the current parallel region after an error (results are discarded). */
@@ -57,6 +86,7 @@ typedef struct plait_context {
   int32_t error_line;        /* user's file line */
   int32_t error_col;
   char error_message[240];
+  const plait_cuda_api* cuda; /* CUDA target only; null for CPU kernels */
 } plait_context;
 
 /* The entry point every compiled kernel exports under the name

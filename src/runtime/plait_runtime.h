@@ -8,6 +8,7 @@
 #ifndef PLAIT_RUNTIME_H
 #define PLAIT_RUNTIME_H
 
+#include <sys/mman.h>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -417,8 +418,13 @@ inline allocation<T> allocate_array(plait_context* ctx, int line, int col, int n
     raise_error(ctx, PLAIT_MEMORY_ERROR, line, col, "array is too big; the size overflows");
     return out;
   }
-  const uint64_t rounded = (bytes + 63) / 64 * 64;
-  void* storage = std::aligned_alloc(64, rounded == 0 ? 64 : static_cast<size_t>(rounded));
+  // Large arrays are aligned to 2 MiB and asked for huge pages (as NumPy
+  // does from 4 MiB on): one page fault per 2 MiB instead of per 4 KiB.
+  const bool huge = bytes >= (uint64_t(4) << 20);
+  const uint64_t align = huge ? (uint64_t(2) << 20) : 64;
+  const uint64_t rounded = (bytes + align - 1) / align * align;
+  void* storage = std::aligned_alloc(static_cast<size_t>(align), rounded == 0 ? 64 : static_cast<size_t>(rounded));
+  if (storage != nullptr && huge) ::madvise(storage, static_cast<size_t>(rounded), MADV_HUGEPAGE);
   if (storage == nullptr) {
     char message[120];
     std::snprintf(message, sizeof message, "Unable to allocate %llu bytes for an array",

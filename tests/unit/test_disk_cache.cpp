@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 // A kernel exporting the ABI symbols whose entry returns `value`.
 std::string kernel_source(int value) {
   return "#include <stdint.h>\n"
-         "extern \"C\" int32_t plait_kernel_abi_version(void) { return 1; }\n"
+         "extern \"C\" int32_t plait_kernel_abi_version(void) { return " + std::to_string(PLAIT_ABI_VERSION) + "; }\n"
          "extern \"C\" int32_t plait_kernel_entry(void**, void*, void*) { return " +
          std::to_string(value) + "; }\n";
 }
@@ -86,7 +86,7 @@ TEST(Toolchain, FlagsAndVersion) {
 
   options.fastmath = true;
   Toolchain fast = host_toolchain(options);
-  expected.push_back("-ffast-math");
+  expected.back() = "-ffast-math";
   EXPECT_EQ(fast.flags, expected);
   EXPECT_EQ(fast.version, plain.version);
 }

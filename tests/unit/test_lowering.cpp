@@ -259,3 +259,66 @@ TEST(Errors, ReductionClauseMustMatch) {
 
 }  // namespace
 }  // namespace plait
+
+namespace plait {
+namespace {
+
+TEST(Passes, AtomicHistogramUsesPerThreadCopies) {
+  const char* src =
+      "def hist(x, h):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(x.shape[0]):\n"
+      "        #pragma atomic\n"
+      "        h[x[i]] += 1\n";
+  std::string text = ir_text(src, "hist", "i64[::1], i64[::1]");
+  // Both forms: the privatised loop for small arrays, the atomic one else.
+  EXPECT_TRUE(contains(text, "reduction(+: h[:])")) << text;
+  EXPECT_TRUE(contains(text, "atomic h[")) << text;
+  // A strided array cannot be privatised as one block.
+  EXPECT_FALSE(contains(ir_text(src, "hist", "i64[::1], i64[:]"), "reduction(+: h[:])"));
+}
+
+}  // namespace
+}  // namespace plait
+
+namespace plait {
+namespace {
+
+// Allocations at the top level of the function (outside every loop).
+int top_level_allocations(const ir::Function& f) {
+  int n = 0;
+  for (const auto& s : f.body->as<ir::Block>()->stmts) n += s->as<ir::Allocate>() != nullptr;
+  return n;
+}
+
+TEST(Fusion, SoftmaxIsOnePassPerRowAndAllocatesOnlyItsOutput) {
+  const char* src =
+      "def softmax(x):\n"
+      "    m = np.max(x, axis=-1, keepdims=True)\n"
+      "    e = np.exp(x - m)\n"
+      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  ir::Function f = lower(src, "softmax", "f32[:, ::1]");
+  std::string text = ir::to_string(f);
+  // One allocation of rows x columns (the result); e and m live one row at a
+  // time inside the single row loop.
+  EXPECT_EQ(top_level_allocations(f), 1) << text;
+  size_t first = text.find("parallel for");
+  EXPECT_EQ(first, text.rfind("parallel for")) << text;
+  EXPECT_TRUE(contains(text, "e = _tmp_array")) << text;
+  EXPECT_LT(first, text.find("let e:f32[::1]")) << text;
+}
+
+TEST(Fusion, StencilSweepsAreNotFused) {
+  // The second sweep reads neighbours of what the first writes: fusing the
+  // row loops would read rows not yet computed.
+  const char* src =
+      "def f(A, B):\n"
+      "    B[1:-1, 1:-1] = A[1:-1, 1:-1] + A[:-2, 1:-1] + A[2:, 1:-1]\n"
+      "    A[1:-1, 1:-1] = B[1:-1, 1:-1] + B[:-2, 1:-1] + B[2:, 1:-1]\n";
+  std::string text = ir_text(src, "f", "f64[:, ::1], f64[:, ::1]");
+  size_t first = text.find("parallel for");
+  EXPECT_NE(first, text.rfind("parallel for")) << text;
+}
+
+}  // namespace
+}  // namespace plait

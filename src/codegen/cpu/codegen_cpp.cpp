@@ -34,8 +34,12 @@ using namespace ir;
 namespace {
 
 // A parallel loop runs in parallel only when trip count * body cost reaches
-// this many IR nodes, so small loops do not pay for starting a team.
-constexpr int64_t kParallelWorkThreshold = 50000;
+// this many IR nodes, so small loops do not pay for waking a team (about
+// 10 us with passive waiting, benchmarks/omp_overhead.py).
+constexpr int64_t kParallelWorkThreshold = 100000;
+// The iterations assumed for a loop inside a parallel loop's body, whose
+// trip count is not known when the team would start.
+constexpr int64_t kAssumedInnerTrips = 32;
 
 const char* dtype_code(ScalarKind k) {
   switch (k) {
@@ -831,18 +835,14 @@ class CppEmitter {
       p += " num_threads(" + (sc.num_threads > 0 ? std::to_string(sc.num_threads) : std::string("ctx->num_threads")) + ")";
       if (depth > 1) p += " collapse(" + std::to_string(depth) + ")";
       // Run in parallel only when there is enough work: trip count times the
-      // body's IR node count must reach kParallelWorkThreshold, except that a
-      // body holding a loop is assumed heavy and goes parallel at 2 trips.
+      // body's IR node count (times kAssumedInnerTrips when the body holds a
+      // loop) must reach kParallelWorkThreshold.
       // The `parallel:` modifier keeps a combined `parallel for simd`
       // vectorised when the team is not started.
       CostCounter cost;
       cost.visit(innermost->body);
-      if (cost.has_loop) {
-        p += " if(parallel: " + work + " >= 2)";
-      } else {
-        const int64_t nodes = cost.nodes > 0 ? cost.nodes : 1;
-        p += " if(parallel: " + work + " >= " + std::to_string((kParallelWorkThreshold + nodes - 1) / nodes) + ".0)";
-      }
+      const int64_t nodes = std::max<int64_t>(cost.nodes, 1) * (cost.has_loop ? kAssumedInnerTrips : 1);
+      p += " if(parallel: " + work + " >= " + std::to_string((kParallelWorkThreshold + nodes - 1) / nodes) + ".0)";
       // Arrays (re)bound inside the body but declared outside it belong to
       // one iteration.
       ArrayCollector arrays;
@@ -860,6 +860,11 @@ class CppEmitter {
     if (is_vectorized(sc.kind) && sc.simd_width > 0) p += " simdlen(" + std::to_string(sc.simd_width) + ")";
     for (const Reduction& r : sc.reductions)
       p += std::string(" reduction(") + reduce_op_name(r.op) + ": " + var_name(r.var) + ")";
+    for (const ArrayReduction& r : sc.array_reductions) {
+      std::string size;
+      for (int d = 0; d < r.array->type.ndim; ++d) size += (d ? " * " : "") + extent(r.array, d);
+      p += std::string(" reduction(") + reduce_op_name(r.op) + ": " + data(r.array) + "[0:" + size + "])";
+    }
     std::string privates;
     for (const Var& v : sc.privates)
       if (declared(v.get())) privates += (privates.empty() ? "" : ", ") + var_name(v);

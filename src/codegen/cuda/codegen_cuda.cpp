@@ -1,0 +1,1492 @@
+// The CUDA back end: IR -> host C++ (the function outside parallel loops,
+// launching kernels through plait_context::cuda) + device CUDA C++ (one
+// __global__ kernel per outermost parallel loop and per single-thread device
+// region). See codegen_cuda.h for the mapping.
+//
+// Both parts use the same names for the same values: a scalar `x` is v_x in
+// host code and in every kernel that receives it as a parameter, an array
+// `A` is a_A_data / a_A_n<d> / a_A_s<d>. Kernels receive what they read by
+// value; scalars a kernel assigns and the host reads afterwards travel
+// through 8-byte slots of the call's scratch buffer.
+#include "codegen/cuda/codegen_cuda.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/cuda/device_runtime.h"
+#include "ir/ir_visitor.h"
+#include "runtime/abi.h"
+
+namespace plait {
+extern const char* const kRuntimeAbiText;
+extern const char* const kRuntimeHeaderText;
+}  // namespace plait
+
+namespace plait::codegen {
+
+using namespace ir;
+
+namespace {
+
+// Blocks of a kernel launch: enough for one thread per iteration up to this
+// many; a reduction kernel stops earlier, as each warp costs one atomic.
+constexpr int64_t kMaxBlocks = 65536;
+constexpr int64_t kMaxReductionBlocks = 2048;
+constexpr int kScratchSlots = (PLAIT_CUDA_SCRATCH_BYTES - PLAIT_CUDA_ERROR_BYTES) / 8;
+
+const char* dtype_code(ScalarKind k) {
+  switch (k) {
+    case ScalarKind::Bool: return "PLAIT_BOOL";
+    case ScalarKind::Int32: return "PLAIT_INT32";
+    case ScalarKind::Int64: return "PLAIT_INT64";
+    case ScalarKind::Float32: return "PLAIT_FLOAT32";
+    case ScalarKind::Float64: return "PLAIT_FLOAT64";
+  }
+  return "PLAIT_FLOAT64";
+}
+
+const char* dtype_suffix(ScalarKind k) {
+  switch (k) {
+    case ScalarKind::Bool: return "b1";
+    case ScalarKind::Int32: return "i32";
+    case ScalarKind::Int64: return "i64";
+    case ScalarKind::Float32: return "f32";
+    case ScalarKind::Float64: return "f64";
+  }
+  return "f64";
+}
+
+std::string ctype(ScalarType t) { return c_type_name(t.kind); }
+std::string ctype(ScalarKind k) { return c_type_name(k); }
+
+std::string sanitize(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    out += ok ? c : '_';
+  }
+  return out;
+}
+
+std::string escape_path(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += (c == '\n' || c == '\r') ? ' ' : c;
+  }
+  return out;
+}
+
+std::string int_literal(int64_t v, ScalarKind k) {
+  if (k == ScalarKind::Int32) return "int32_t(" + std::to_string(v) + ")";
+  if (v == INT64_MIN) return "(-int64_t(9223372036854775807) - 1)";
+  return "int64_t(" + std::to_string(v) + ")";
+}
+
+// ------------------------------------------------------------------ analyses
+
+// Collects the arrays a subtree mentions and those it (re)binds or declares.
+class ArrayCollector : public IRVisitor {
+ public:
+  std::vector<ArrayVar> used;  // in first-use order
+  std::set<const ArrayInfo*> bound;
+  std::set<const ArrayInfo*> declared;
+  const Allocate* first_allocate = nullptr;
+  using IRVisitor::visit;
+
+ protected:
+  void note(const ArrayVar& a) {
+    if (seen_.insert(a.get()).second) used.push_back(a);
+  }
+  void visit(const Load* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayDim* n) override { note(n->array); }
+  void visit(const Store* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const Allocate* n) override {
+    note(n->array);
+    bound.insert(n->array.get());
+    if (!first_allocate) first_allocate = n;
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayBind* n) override {
+    note(n->src);
+    note(n->dst);
+    bound.insert(n->dst.get());
+  }
+  void visit(const Declare* n) override {
+    if (n->array) {
+      note(n->array);
+      declared.insert(n->array.get());
+    }
+  }
+  void visit(const Return* n) override {
+    for (const ReturnValue& v : n->values)
+      if (v.array) note(v.array);
+    IRVisitor::visit(n);
+  }
+
+ private:
+  std::set<const ArrayInfo*> seen_;
+};
+
+// The scalars a subtree mentions (read or assigned, loop variables included)
+// in first-use order, and those it assigns.
+class ScalarCollector : public IRVisitor {
+ public:
+  std::vector<Var> used;
+  std::set<const VarInfo*> written;
+  using IRVisitor::visit;
+
+ protected:
+  void note(const Var& v) {
+    if (seen_.insert(v.get()).second) used.push_back(v);
+  }
+  void visit(const VarRef* n) override { note(n->var); }
+  void visit(const Assign* n) override {
+    note(n->var);
+    written.insert(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const For* n) override {
+    note(n->var);
+    written.insert(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Declare* n) override {
+    if (n->var) note(n->var);
+  }
+
+ private:
+  std::set<const VarInfo*> seen_;
+};
+
+// What decides where a statement outside parallel loops runs.
+class StmtFacts : public IRVisitor {
+ public:
+  bool touches_elements = false;  // Load, Store or AtomicUpdate
+  bool has_parallel_loop = false;
+  bool has_return = false;
+  bool binds_arrays = false;       // Allocate or ArrayBind
+  bool leaves = false;             // break/continue out of the statement
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    touches_elements = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Store* n) override {
+    touches_elements = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    touches_elements = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Return* n) override {
+    has_return = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Allocate* n) override {
+    binds_arrays = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayBind*) override { binds_arrays = true; }
+  void visit(const Break*) override {
+    if (depth_ == 0) leaves = true;
+  }
+  void visit(const Continue*) override {
+    if (depth_ == 0) leaves = true;
+  }
+  void visit(const For* n) override {
+    if (is_parallel(n->schedule.kind)) has_parallel_loop = true;
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const While* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+// Whether an expression reads any of the given variables.
+class UsesVars : public IRVisitor {
+ public:
+  explicit UsesVars(std::set<const VarInfo*> vars) : vars_(std::move(vars)) {}
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const VarRef* n) override {
+    if (vars_.count(n->var.get())) found = true;
+  }
+
+ private:
+  std::set<const VarInfo*> vars_;
+};
+
+// Whether a loop body leaves the loop early (break at its level, or return).
+class LeavesLoop : public IRVisitor {
+ public:
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Break*) override {
+    if (depth_ == 0) found = true;
+  }
+  void visit(const Return*) override { found = true; }
+  void visit(const For* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const While* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+// Whether device code built from a subtree can record a run-time error.
+class HasErrorSites : public IRVisitor {
+ public:
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    found = found || n->checked;
+    IRVisitor::visit(n);
+  }
+  void visit(const Store* n) override {
+    found = found || n->checked;
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    found = found || n->checked;
+    IRVisitor::visit(n);
+  }
+  void visit(const Cast* n) override {
+    found = found || (n->checked && n->value->type.is_float() && n->type.is_int()) ||
+            (n->checked && n->value->type.kind == ScalarKind::Int64 && n->type.kind == ScalarKind::Int32);
+    IRVisitor::visit(n);
+  }
+  void visit(const Binary* n) override {
+    found = found || n->zero_check || (n->op == BinaryOp::Pow && n->type.is_int());
+    IRVisitor::visit(n);
+  }
+  void visit(const Call* n) override {
+    found = found || n->python_math;
+    IRVisitor::visit(n);
+  }
+  void visit(const Assert* n) override {
+    found = true;
+    IRVisitor::visit(n);
+  }
+};
+
+// ------------------------------------------------------------------ emitter
+
+struct ArrayLocal {
+  std::string base;        // a_<name>: fields base_data, base_n<d>, base_s<d>
+  bool has_owner = false;  // host code: allocated or rebound
+};
+
+enum class Mode { Host, Device };
+
+class CudaEmitter {
+ public:
+  explicit CudaEmitter(const Function& f) : fn_(f), path_(escape_path(f.source.path)) {}
+
+  CudaSources run() {
+    host_ << kRuntimeAbiText << "\n" << kRuntimeHeaderText << "\n" << cuda::host_cuda_runtime_text() << "\n";
+    host_ << "// ---- host part of kernel `" << fn_.name << "` (target cuda) generated by plait from " << path_
+          << "\n\n";
+    host_ << "extern \"C\" int32_t plait_kernel_abi_version(void) { return PLAIT_ABI_VERSION; }\n\n";
+    host_ << "extern \"C\" int32_t plait_kernel_entry(void** args, plait_result* results, plait_context* ctx) {\n";
+    device_ << cuda::device_runtime_text() << "\n";
+    device_ << "// ---- device part of kernel `" << fn_.name << "` generated by plait from " << path_ << "\n";
+    indent_ = 1;
+    line("(void)args;");
+    line("(void)results;");
+    scopes_.emplace_back();
+    emit_prologue();
+    if (fn_.body) emit_contents(fn_.body);
+    if (!ends_with_return(fn_.body)) line("return ctx->error_kind;");
+    scopes_.pop_back();
+    host_ << "}\n";
+    for (const auto& [kind, index] : fill_kernels_) emit_fill_kernel(static_cast<ScalarKind>(kind), index);
+
+    CudaSources out;
+    out.host = host_.str();
+    out.device = device_.str();
+    out.kernel_names = kernel_names_;
+    out.device_errors = device_errors_;
+    out.assert_messages = assert_messages_;
+    out.remarks = remarks_;
+    return out;
+  }
+
+ private:
+  static bool ends_with_return(const Stmt& body) {
+    if (!body) return false;
+    const Block* b = body->as<Block>();
+    if (!b) return body->kind == NodeKind::Return;
+    return !b->stmts.empty() && b->stmts.back()->kind == NodeKind::Return;
+  }
+
+  bool device() const { return mode_ == Mode::Device; }
+  // The name of the error sink in the current code: the call context on the
+  // host, the device error record in kernels.
+  std::string sink() const { return device() ? "p_err" : "ctx"; }
+  std::string math(const std::string& name) const { return (device() ? "plait::fm::" : "std::") + name; }
+
+  void remark(const SourceLoc& loc, const std::string& message) { remarks_.push_back({loc, "codegen_cuda", message}); }
+
+  // ------------------------------------------------------------ naming
+
+  std::string unique(const std::string& wanted) {
+    std::string name = wanted;
+    for (int k = 2; !used_names_.insert(name).second; ++k) name = wanted + "_" + std::to_string(k);
+    return name;
+  }
+
+  const std::string& var_name(const Var& v) {
+    auto it = var_names_.find(v.get());
+    if (it != var_names_.end()) return it->second;
+    return var_names_[v.get()] = unique("v_" + sanitize(v->name));
+  }
+
+  std::string temp(const std::string& what) { return "p_" + what + std::to_string(++temp_counter_); }
+
+  ArrayLocal& array(const ArrayVar& a) {
+    auto it = arrays_.find(a.get());
+    if (it == arrays_.end()) PLAIT_INTERNAL_ERROR("array `" + a->name + "` used before it is bound");
+    return it->second;
+  }
+
+  static bool unit_stride(const ArrayType& t, int d) {
+    return (t.layout == Layout::C && d == t.ndim - 1) || (t.layout == Layout::F && d == 0);
+  }
+  std::string data(const ArrayVar& a) { return array(a).base + "_data"; }
+  std::string extent(const ArrayVar& a, int d) { return array(a).base + "_n" + std::to_string(d); }
+  std::string stride(const ArrayVar& a, int d) {
+    return unit_stride(a->type, d) ? "1" : array(a).base + "_s" + std::to_string(d);
+  }
+  std::string owner(const ArrayVar& a) { return array(a).base + "_owner"; }
+
+  // ------------------------------------------------------------ output
+
+  std::ostringstream& out() { return device() ? device_ : host_; }
+  void line(const std::string& text) { out() << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
+  void line_directive(const SourceLoc& loc) {
+    if (loc.valid()) out() << "#line " << loc.line << " \"" << path_ << "\"\n";
+  }
+  static std::string loc_args(const SourceLoc& loc) {
+    return std::to_string(loc.valid() ? loc.line : 0) + ", " + std::to_string(loc.valid() ? loc.col : 0);
+  }
+
+  bool declared(const VarInfo* v) const {
+    for (const auto& s : scopes_)
+      if (s.count(v)) return true;
+    return false;
+  }
+
+  // ------------------------------------------------------------ prologue
+
+  void emit_prologue() {
+    ArrayCollector arrays;
+    arrays.visit(fn_.body);
+    for (size_t k = 0; k < fn_.params.size(); ++k) {
+      const Param& p = fn_.params[k];
+      const std::string arg = "args[" + std::to_string(k) + "]";
+      if (p.scalar) {
+        const Var& v = p.scalar;
+        std::string value;
+        switch (v->type.kind) {
+          case ScalarKind::Bool: value = "*static_cast<const int32_t*>(" + arg + ") != 0"; break;
+          case ScalarKind::Int32:
+          case ScalarKind::Int64:
+            value = "static_cast<" + ctype(v->type) + ">(*static_cast<const int64_t*>(" + arg + "))";
+            break;
+          case ScalarKind::Float32:
+          case ScalarKind::Float64:
+            value = "static_cast<" + ctype(v->type) + ">(*static_cast<const double*>(" + arg + "))";
+            break;
+        }
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
+        scopes_.back().insert(v.get());
+        continue;
+      }
+      const ArrayVar& a = p.array;
+      const bool rebound = arrays.bound.count(a.get()) > 0;
+      ArrayLocal& local = arrays_[a.get()];
+      local.base = unique("a_" + sanitize(a->name));
+      local.has_owner = rebound;
+      const std::string view = unique("p_arg" + std::to_string(k));
+      // Array arguments are views of device memory.
+      line("const plait_array* const " + view + " = static_cast<const plait_array*>(" + arg + ");");
+      line("[[maybe_unused]] " + ctype(a->type.dtype) + "* " + data(a) + " = static_cast<" + ctype(a->type.dtype) +
+           "*>(" + view + "->data);");
+      for (int d = 0; d < a->type.ndim; ++d) {
+        line("[[maybe_unused]] int64_t " + extent(a, d) + " = " + view + "->shape[" + std::to_string(d) + "];");
+        if (!unit_stride(a->type, d))
+          line("[[maybe_unused]] int64_t " + stride(a, d) + " = " + view + "->strides[" + std::to_string(d) + "];");
+      }
+      if (rebound) line("[[maybe_unused]] plait::array_owner " + owner(a) + ";");
+    }
+    for (const ArrayVar& a : arrays.used) {
+      if (arrays_.count(a.get())) continue;
+      ArrayLocal& local = arrays_[a.get()];
+      local.base = unique("a_" + sanitize(a->name));
+      local.has_owner = true;
+      if (!arrays.declared.count(a.get())) declare_array(a);
+    }
+  }
+
+  void declare_array(const ArrayVar& a) {
+    line("[[maybe_unused]] " + ctype(a->type.dtype) + "* " + data(a) + " = nullptr;");
+    for (int d = 0; d < a->type.ndim; ++d) {
+      line("[[maybe_unused]] int64_t " + extent(a, d) + " = 0;");
+      if (!unit_stride(a->type, d)) line("[[maybe_unused]] int64_t " + stride(a, d) + " = 0;");
+    }
+    if (!device()) line("[[maybe_unused]] plait::array_owner " + owner(a) + ";");
+  }
+
+  // ------------------------------------------------------------ expressions
+
+  std::string float_literal(double v, ScalarKind k) {
+    std::string lit;
+    if (std::isnan(v)) {
+      lit = device() ? "plait::nan_f64()" : "__builtin_nan(\"\")";
+    } else if (std::isinf(v)) {
+      const std::string inf = device() ? "plait::inf_f64()" : "__builtin_inf()";
+      lit = v > 0 ? inf : "(-" + inf + ")";
+    } else {
+      char buf[64];
+      auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+      lit.assign(buf, end);
+      if (lit.find_first_of(".e") == std::string::npos) lit += ".0";
+      if (v < 0) lit = "(" + lit + ")";
+    }
+    return k == ScalarKind::Float32 ? "float(" + lit + ")" : lit;
+  }
+
+  std::string expr(const Expr& e) {
+    switch (e->kind) {
+      case NodeKind::IntImm: return int_literal(e->as<IntImm>()->value, e->type.kind);
+      case NodeKind::FloatImm: return float_literal(e->as<FloatImm>()->value, e->type.kind);
+      case NodeKind::BoolImm: return e->as<BoolImm>()->value ? "true" : "false";
+      case NodeKind::VarRef: return var_name(e->as<VarRef>()->var);
+      case NodeKind::Cast: return cast(e->as<Cast>());
+      case NodeKind::Unary: return unary(e->as<Unary>());
+      case NodeKind::Binary: return binary(e->as<Binary>());
+      case NodeKind::Compare: {
+        const Compare* c = e->as<Compare>();
+        return std::string("(") + expr(c->a) + " " + compare_op_name(c->op) + " " + expr(c->b) + ")";
+      }
+      case NodeKind::Logical: {
+        const Logical* l = e->as<Logical>();
+        return std::string("(") + expr(l->a) + (l->op == LogicalOp::And ? " && " : " || ") + expr(l->b) + ")";
+      }
+      case NodeKind::Select: {
+        const Select* s = e->as<Select>();
+        return std::string("(") + expr(s->cond) + " ? " + expr(s->t) + " : " + expr(s->f) + ")";
+      }
+      case NodeKind::Call: return call(e->as<Call>());
+      case NodeKind::Load: return load(e->as<Load>());
+      case NodeKind::ArrayDim: {
+        const ArrayDim* d = e->as<ArrayDim>();
+        return extent(d->array, d->dim);
+      }
+      default: PLAIT_INTERNAL_ERROR(std::string("not an expression: ") + node_kind_name(e->kind));
+    }
+  }
+
+  std::string cast(const Cast* c) {
+    const ScalarType from = c->value->type;
+    const std::string v = expr(c->value);
+    if (c->type.kind == from.kind) return v;
+    if (c->type.is_bool()) return std::string("(") + v + " != 0)";
+    if (from.is_float() && c->type.is_int()) {
+      if (c->checked)
+        return "plait::checked_float_to_int<" + ctype(c->type) + ">(" + v + ", " + sink() + ", " + loc_args(c->loc) + ")";
+      return "plait::float_to_int<" + ctype(c->type) + ">(" + v + ")";
+    }
+    if (c->checked && from.kind == ScalarKind::Int64 && c->type.kind == ScalarKind::Int32)
+      return "plait::checked_int32(" + v + ", " + sink() + ", " + loc_args(c->loc) + ")";
+    return "static_cast<" + ctype(c->type) + ">(" + v + ")";
+  }
+
+  std::string unary(const Unary* u) {
+    const std::string a = expr(u->a);
+    switch (u->op) {
+      case UnaryOp::Neg: return "(-" + a + ")";
+      case UnaryOp::Not: return "(!" + a + ")";
+      case UnaryOp::BitNot: return u->type.is_bool() ? "(!" + a + ")" : "static_cast<" + ctype(u->type) + ">(~" + a + ")";
+    }
+    return a;
+  }
+
+  std::string binary(const Binary* b) {
+    const std::string t = ctype(b->type);
+    const std::string x = expr(b->a);
+    const std::string y = expr(b->b);
+    const std::string checked_args = ", " + sink() + ", " + loc_args(b->loc) + ")";
+    const bool is_bool = b->type.is_bool();
+    auto helper = [&](const std::string& name) { return "plait::" + name + "<" + t + ">(" + x + ", " + y; };
+    switch (b->op) {
+      case BinaryOp::Add: return is_bool ? "(" + x + " || " + y + ")" : "(" + x + " + " + y + ")";
+      case BinaryOp::Sub: return is_bool ? "(" + x + " != " + y + ")" : "(" + x + " - " + y + ")";
+      case BinaryOp::Mul: return is_bool ? "(" + x + " && " + y + ")" : "(" + x + " * " + y + ")";
+      case BinaryOp::Div: return b->zero_check ? helper("div_checked") + checked_args : "(" + x + " / " + y + ")";
+      case BinaryOp::FloorDiv:
+        return b->zero_check ? helper("floordiv_checked") + checked_args : helper("floordiv") + ")";
+      case BinaryOp::Mod: return b->zero_check ? helper("mod_checked") + checked_args : helper("mod") + ")";
+      case BinaryOp::Pow:
+        if (b->type.is_float())
+          return b->zero_check ? helper("pow_float_checked") + checked_args : helper("pow_float") + ")";
+        if (is_bool) return std::string("(") + x + " || !" + y + ")";
+        return helper("pow_int") + checked_args;
+      case BinaryOp::BitAnd: return "static_cast<" + t + ">(" + x + " & " + y + ")";
+      case BinaryOp::BitOr: return "static_cast<" + t + ">(" + x + " | " + y + ")";
+      case BinaryOp::BitXor: return "static_cast<" + t + ">(" + x + " ^ " + y + ")";
+      case BinaryOp::Shl: return helper("shl") + ")";
+      case BinaryOp::Shr: return helper("shr") + ")";
+      case BinaryOp::Min: return helper("minimum") + ")";
+      case BinaryOp::Max: return helper("maximum") + ")";
+      case BinaryOp::PyMin: return helper("py_min") + ")";
+      case BinaryOp::PyMax: return helper("py_max") + ")";
+    }
+    return x;
+  }
+
+  std::string call(const Call* c) {
+    const ScalarType arg_type = c->args[0]->type;
+    const bool int_arg = !arg_type.is_float();
+    std::vector<std::string> args;
+    for (const Expr& a : c->args) args.push_back(expr(a));
+    auto wrap = [&](const std::string& s) {
+      return arg_type.kind == c->type.kind ? s : "static_cast<" + ctype(c->type) + ">(" + s + ")";
+    };
+    switch (c->fn) {
+      case Intrinsic::Floor:
+      case Intrinsic::Ceil:
+      case Intrinsic::Trunc:
+      case Intrinsic::Round:
+        if (int_arg) return wrap(args[0]);
+        if (c->fn == Intrinsic::Round) return wrap(math(device() ? "rint" : "nearbyint") + "(" + args[0] + ")");
+        return wrap(math(intrinsic_name(c->fn)) + "(" + args[0] + ")");
+      case Intrinsic::Abs:
+        if (arg_type.is_bool()) return wrap(args[0]);
+        if (int_arg) return wrap("plait::abs_int<" + ctype(arg_type) + ">(" + args[0] + ")");
+        return wrap(math("fabs") + "(" + args[0] + ")");
+      case Intrinsic::Fabs: return wrap(math("fabs") + "(" + args[0] + ")");
+      case Intrinsic::IsNan: return int_arg ? "false" : math("isnan") + "(" + args[0] + ")";
+      case Intrinsic::IsInf: return int_arg ? "false" : math("isinf") + "(" + args[0] + ")";
+      case Intrinsic::IsFinite: return int_arg ? "true" : math("isfinite") + "(" + args[0] + ")";
+      default: break;
+    }
+    const std::string name = math(intrinsic_name(c->fn));
+    std::string joined;
+    for (size_t i = 0; i < args.size(); ++i) joined += (i ? ", " : "") + args[i];
+    if (!c->python_math) return wrap(name + "(" + joined + ")");
+    const char* on_inf = "none";
+    switch (c->fn) {
+      case Intrinsic::Exp:
+      case Intrinsic::Sinh:
+      case Intrinsic::Cosh: on_inf = "overflow"; break;
+      case Intrinsic::Log:
+      case Intrinsic::Log2:
+      case Intrinsic::Log10: on_inf = "domain"; break;
+      case Intrinsic::Pow: on_inf = "pow"; break;
+      default: break;
+    }
+    std::string params, names;
+    for (size_t i = 0; i < c->args.size(); ++i) {
+      params += (i ? ", " : "") + ctype(c->args[i]->type) + " x" + std::to_string(i);
+      names += (i ? ", x" : "x") + std::to_string(i);
+    }
+    return wrap("plait::py_math(" + sink() + ", " + loc_args(c->loc) + ", plait::math_inf::" + on_inf + ", [](" +
+                params + ") { return " + name + "(" + names + "); }, " + joined + ")");
+  }
+
+  std::string offset(const ArrayVar& a, const std::vector<std::string>& indices) {
+    std::string off;
+    for (int d = 0; d < a->type.ndim; ++d) {
+      const std::string s = stride(a, d);
+      const std::string term = s == "1" ? indices[d] : indices[d] + " * " + s;
+      off += (d ? " + " : "") + term;
+    }
+    return off;
+  }
+
+  std::string index_value(const Expr& e) {
+    const std::string s = expr(e);
+    return e->type.kind == ScalarKind::Int64 ? s : "static_cast<int64_t>(" + s + ")";
+  }
+
+  std::string bound_checks(const ArrayVar& a, const std::vector<Expr>& indices, const SourceLoc& loc,
+                           std::vector<std::string>* names, std::string* decls) {
+    std::string cond;
+    for (int d = 0; d < a->type.ndim; ++d) {
+      const std::string n = temp("i");
+      if (d) *decls += " ";
+      *decls += "const int64_t " + n + " = " + index_value(indices[static_cast<size_t>(d)]) + ";";
+      names->push_back(n);
+      cond += (d ? " && " : "") + std::string("plait::index_ok(") + sink() + ", " + loc_args(loc) + ", " + n + ", " +
+              std::to_string(d) + ", " + extent(a, d) + ")";
+    }
+    return cond;
+  }
+
+  // An element read: direct in device code; on the host a copy of the one
+  // element from device memory.
+  std::string element(const ArrayVar& a, const std::string& off) {
+    if (device()) return data(a) + "[" + off + "]";
+    return "plait_cuda::read(ctx, " + data(a) + " + (" + off + "))";
+  }
+
+  std::string load(const Load* l) {
+    if (!device()) {
+      remark(l->loc, "an array element of `" + l->array->name +
+                         "` is read by host code: one copy from device memory per read");
+    }
+    if (!l->checked) {
+      std::vector<std::string> idx;
+      for (const Expr& i : l->indices) idx.push_back(index_value(i));
+      return element(l->array, offset(l->array, idx));
+    }
+    std::vector<std::string> names;
+    std::string decls;
+    const std::string cond = bound_checks(l->array, l->indices, l->loc, &names, &decls);
+    const std::string t = ctype(l->type);
+    return "[&]() -> " + t + " { " + decls + " if (!(" + cond + ")) return " + t + "(0); return " +
+           element(l->array, offset(l->array, names)) + "; }()";
+  }
+
+  // ------------------------------------------------------------ statements
+
+  // A statement as the body of a construct. On the host, consecutive
+  // statements that touch array elements and can run on the device are
+  // grouped into single-thread device regions.
+  void emit_contents(const Stmt& s) {
+    scopes_.emplace_back();
+    const Block* b = s->as<Block>();
+    std::vector<Stmt> stmts = b ? b->stmts : std::vector<Stmt>{s};
+    std::vector<Stmt> run;
+    for (const Stmt& st : stmts) {
+      if (!device() && runs_on_device(st)) {
+        run.push_back(st);
+        continue;
+      }
+      if (!run.empty()) emit_serial_region(run);
+      run.clear();
+      emit(st);
+    }
+    if (!run.empty()) emit_serial_region(run);
+    scopes_.pop_back();
+  }
+
+  // Whether a host statement becomes (part of) a single-thread device region.
+  static bool runs_on_device(const Stmt& s) {
+    if (s->kind == NodeKind::Declare) return false;
+    StmtFacts facts;
+    facts.visit(s);
+    return facts.touches_elements && !facts.has_parallel_loop && !facts.has_return && !facts.binds_arrays &&
+           !facts.leaves;
+  }
+
+  void emit(const Stmt& s) {
+    line_directive(s->loc);
+    switch (s->kind) {
+      case NodeKind::Block:
+        line("{");
+        ++indent_;
+        emit_contents(s);
+        --indent_;
+        line("}");
+        return;
+      case NodeKind::Declare: {
+        if (const ArrayVar& a = s->as<Declare>()->array) return declare_array(a);
+        const Var& v = s->as<Declare>()->var;
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
+        scopes_.back().insert(v.get());
+        return;
+      }
+      case NodeKind::Assign: {
+        const Assign* a = s->as<Assign>();
+        if (declared(a->var.get())) {
+          line(var_name(a->var) + " = " + expr(a->value) + ";");
+        } else {
+          line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + " = " + expr(a->value) + ";");
+          scopes_.back().insert(a->var.get());
+        }
+        return;
+      }
+      case NodeKind::Store: return emit_store(s->as<Store>());
+      case NodeKind::AtomicUpdate: return emit_atomic(s->as<AtomicUpdate>());
+      case NodeKind::If: {
+        const If* i = s->as<If>();
+        line("if (" + expr(i->cond) + ") {");
+        nested(i->then_case);
+        if (i->else_case) {
+          line("} else {");
+          nested(i->else_case);
+        }
+        line("}");
+        return;
+      }
+      case NodeKind::For: {
+        const For* f = s->as<For>();
+        if (!device() && is_parallel(f->schedule.kind)) return emit_parallel_kernel(f);
+        return emit_serial_for(f);
+      }
+      case NodeKind::While: {
+        const While* w = s->as<While>();
+        line("while (" + expr(w->cond) + ") {");
+        ++loop_depth_;
+        nested(w->body);
+        --loop_depth_;
+        line("}");
+        return;
+      }
+      case NodeKind::Assert: return emit_assert(s->as<Assert>());
+      case NodeKind::Break: line("break;"); return;
+      case NodeKind::Continue: line("continue;"); return;
+      case NodeKind::Return:
+        if (device()) PLAIT_INTERNAL_ERROR("a return statement in device code");
+        return emit_return(s->as<Return>());
+      case NodeKind::Allocate:
+        if (device()) PLAIT_INTERNAL_ERROR("an allocation in device code");
+        return emit_allocate(s->as<Allocate>());
+      case NodeKind::ArrayBind: return emit_bind(s->as<ArrayBind>());
+      default: PLAIT_INTERNAL_ERROR(std::string("not a statement: ") + node_kind_name(s->kind));
+    }
+  }
+
+  // A failed assertion records its error, then leaves the loop iteration
+  // (or the kernel, or the device region's thread, outside loops).
+  void emit_assert(const Assert* a) {
+    line("if (!(" + expr(a->cond) + ")) {");
+    ++indent_;
+    if (device()) {
+      const size_t index = assert_messages_.size();
+      assert_messages_.push_back(a->message);
+      line("plait::raise_error(p_err, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) +
+           ", plait::msg_assert_failed, " + std::to_string(index) + ");");
+      line(loop_depth_ > 0 ? "continue;" : "return;");
+    } else {
+      line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) + ", \"" +
+           escape_path(a->message) + "\");");
+      line(loop_depth_ > 0 ? "continue;" : "return ctx->error_kind;");
+    }
+    --indent_;
+    line("}");
+  }
+
+  void nested(const Stmt& s) {
+    ++indent_;
+    emit_contents(s);
+    --indent_;
+  }
+
+  void emit_store(const Store* st) {
+    if (!device()) PLAIT_INTERNAL_ERROR("an array store in host code");
+    if (!st->checked) {
+      std::vector<std::string> idx;
+      for (const Expr& i : st->indices) idx.push_back(index_value(i));
+      line(data(st->array) + "[" + offset(st->array, idx) + "] = " + expr(st->value) + ";");
+      return;
+    }
+    const std::string value = temp("value");
+    line("{");
+    ++indent_;
+    line("const " + ctype(st->array->type.dtype) + " " + value + " = " + expr(st->value) + ";");
+    std::vector<std::string> names;
+    std::string decls;
+    const std::string cond = bound_checks(st->array, st->indices, st->loc, &names, &decls);
+    line(decls);
+    line("if (" + cond + ") " + data(st->array) + "[" + offset(st->array, names) + "] = " + value + ";");
+    --indent_;
+    line("}");
+  }
+
+  void emit_atomic(const AtomicUpdate* u) {
+    if (!device()) PLAIT_INTERNAL_ERROR("an atomic update in host code");
+    std::string fn;
+    switch (u->op) {
+      case AtomicOp::Add: fn = "atomic_add"; break;
+      case AtomicOp::Sub: fn = "atomic_sub"; break;
+      case AtomicOp::Mul: fn = "atomic_mul"; break;
+      case AtomicOp::Div: fn = "atomic_div"; break;
+      case AtomicOp::Min: fn = "atomic_min"; break;
+      case AtomicOp::Max: fn = "atomic_max"; break;
+      case AtomicOp::BitAnd: fn = "atomic_and"; break;
+      case AtomicOp::BitOr: fn = "atomic_or"; break;
+      case AtomicOp::BitXor: fn = "atomic_xor"; break;
+    }
+    const std::string t = ctype(u->array->type.dtype);
+    fn = "plait::" + fn + "<" + t + ">";
+    if (!u->checked) {
+      std::vector<std::string> idx;
+      for (const Expr& i : u->indices) idx.push_back(index_value(i));
+      line(fn + "(&" + data(u->array) + "[" + offset(u->array, idx) + "], " + expr(u->value) + ");");
+      return;
+    }
+    const std::string value = temp("value");
+    line("{");
+    ++indent_;
+    line("const " + t + " " + value + " = " + expr(u->value) + ";");
+    std::vector<std::string> names;
+    std::string decls;
+    const std::string cond = bound_checks(u->array, u->indices, u->loc, &names, &decls);
+    line(decls);
+    line("if (" + cond + ") " + fn + "(&" + data(u->array) + "[" + offset(u->array, names) + "], " + value + ");");
+    --indent_;
+    line("}");
+  }
+
+  // A loop that runs in order (host code, or inside one device thread).
+  void emit_serial_for(const For* loop) {
+    if (loop->schedule.kind != LoopKind::Serial) {
+      LeavesLoop leaves;
+      leaves.visit(loop->body);
+      if (leaves.found)
+        PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(loop->schedule.kind)) + " loop over `" + loop->var->name +
+                             "` contains a break or return; the lowering must make it serial");
+    }
+    if (device() && is_parallel(loop->schedule.kind)) {
+      remark(loop->loc, "parallel loop over `" + loop->var->name +
+                            "` is nested in another parallel loop: it runs serially inside each GPU thread");
+    }
+    line("{");
+    ++indent_;
+    const std::string begin = temp("begin"), end = temp("end"), step = temp("step"), trip = temp("trip"),
+                      k = temp("k");
+    line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
+    line("const int64_t " + end + " = " + expr(loop->end) + ";");
+    line("const int64_t " + step + " = " + expr(loop->step) + ";");
+    line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
+    line("for (int64_t " + k + " = 0; " + k + " < " + trip + "; ++" + k + ") {");
+    ++indent_;
+    scopes_.emplace_back();
+    const Var& v = loop->var;
+    const std::string value = "static_cast<" + ctype(v->type) + ">(" + begin + " + " + k + " * " + step + ")";
+    // A serial loop assigns the variable itself, so that break and
+    // assignments in the body leave Python's value; simd loops give each
+    // iteration its own copy and set the last value after.
+    const bool own_copy = loop->schedule.kind != LoopKind::Serial;
+    if (!own_copy && declared(v.get())) {
+      line(var_name(v) + " = " + value + ";");
+    } else {
+      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
+      scopes_.back().insert(v.get());
+    }
+    ++loop_depth_;
+    emit_body_statements(loop->body);
+    --loop_depth_;
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    if (own_copy && declared(v.get())) {
+      line("if (" + trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + begin + " + (" + trip +
+           " - 1) * " + step + ");");
+    }
+    --indent_;
+    line("}");
+  }
+
+  // A loop body's statements in the current scope (no extra braces).
+  void emit_body_statements(const Stmt& body) {
+    if (device()) {
+      if (const Block* b = body->as<Block>()) {
+        for (const Stmt& st : b->stmts) emit(st);
+      } else {
+        emit(body);
+      }
+      return;
+    }
+    // Host: group device regions as in any block.
+    emit_contents(body);
+  }
+
+  // ------------------------------------------------------------ kernels
+
+  static const For* single_loop(const Stmt& body) {
+    if (const For* f = body->as<For>()) return f;
+    const Block* b = body->as<Block>();
+    if (!b) return nullptr;
+    const For* inner = nullptr;
+    for (const Stmt& st : b->stmts) {
+      if (const For* f = st->as<For>()) {
+        if (inner) return nullptr;
+        inner = f;
+      } else if (!st->as<Declare>()) {
+        return nullptr;
+      }
+    }
+    if (!inner) return nullptr;
+    for (const Stmt& st : b->stmts)
+      if (const Declare* d = st->as<Declare>(); d && d->var != inner->var) return nullptr;
+    return inner;
+  }
+
+  std::vector<const For*> collapse_nest(const For* outer) {
+    std::vector<const For*> nest{outer};
+    std::set<const VarInfo*> vars{outer->var.get()};
+    while (static_cast<int>(nest.size()) < outer->schedule.collapse) {
+      const For* inner = single_loop(nest.back()->body);
+      if (!inner) return nest;
+      UsesVars uses(vars);
+      uses.visit(inner->begin);
+      uses.visit(inner->end);
+      uses.visit(inner->step);
+      if (uses.found) return nest;
+      nest.push_back(inner);
+      vars.insert(inner->var.get());
+    }
+    return nest;
+  }
+
+  // The parameters of a kernel that runs `body`: host scalars it uses and
+  // arrays it uses, as "type name" (device) and "name" (host) pairs.
+  struct Captures {
+    std::vector<Var> scalars;  // host scalars used (read or written)
+    std::set<const VarInfo*> written;
+    std::vector<ArrayVar> arrays;  // bound outside the body
+    std::vector<ArrayVar> local_arrays;
+  };
+
+  Captures captures_of(const std::vector<Stmt>& stmts) {
+    Captures c;
+    ScalarCollector scalars;
+    ArrayCollector arrays;
+    for (const Stmt& s : stmts) {
+      scalars.visit(s);
+      arrays.visit(s);
+    }
+    for (const Var& v : scalars.used)
+      if (declared(v.get())) c.scalars.push_back(v);
+    c.written = scalars.written;
+    for (const ArrayVar& a : arrays.used) {
+      if (arrays.declared.count(a.get())) {
+        c.local_arrays.push_back(a);
+      } else {
+        c.arrays.push_back(a);
+      }
+    }
+    return c;
+  }
+
+  void add_array_params(const std::vector<ArrayVar>& arrays, std::vector<std::string>* params,
+                        std::vector<std::string>* args) {
+    for (const ArrayVar& a : arrays) {
+      params->push_back(ctype(a->type.dtype) + "* " + data(a));
+      args->push_back(data(a));
+      for (int d = 0; d < a->type.ndim; ++d) {
+        params->push_back("int64_t " + extent(a, d));
+        args->push_back(extent(a, d));
+        if (!unit_stride(a->type, d)) {
+          params->push_back("int64_t " + stride(a, d));
+          args->push_back(stride(a, d));
+        }
+      }
+    }
+  }
+
+  int add_kernel(const std::string& name) {
+    kernel_names_.push_back(name);
+    return static_cast<int>(kernel_names_.size()) - 1;
+  }
+
+  void note_error_sites(const std::vector<Stmt>& stmts) {
+    HasErrorSites sites;
+    for (const Stmt& s : stmts) sites.visit(s);
+    device_errors_ = device_errors_ || sites.found;
+  }
+
+  static std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+    std::string out;
+    for (size_t i = 0; i < parts.size(); ++i) out += (i ? separator : "") + parts[i];
+    return out;
+  }
+
+  // Host code that launches kernel `index`, staging `slots` (host scalars
+  // exchanged through the scratch buffer) around it.
+  void emit_launch(int index, const std::string& grid, const std::string& block, const std::vector<std::string>& args,
+                   const std::vector<std::pair<std::string, std::string>>& slots_in,
+                   const std::vector<std::pair<std::string, std::string>>& slots_out) {
+    // slots_*: (host lvalue, C type), slot k at scratch_slot(ctx, k).
+    if (!slots_in.empty()) {
+      const std::string staging = temp("stage");
+      line("unsigned char " + staging + "[" + std::to_string(8 * slots_in.size()) + "] = {};");
+      for (size_t k = 0; k < slots_in.size(); ++k)
+        line("std::memcpy(" + staging + " + " + std::to_string(8 * k) + ", &" + slots_in[k].first + ", sizeof(" +
+             slots_in[k].second + "));");
+      line("if (ctx->cuda->copy_to_device(ctx, plait_cuda::scratch_slot(ctx, 0), " + staging + ", sizeof " + staging +
+           ") != 0) return ctx->error_kind;");
+    }
+    const std::string params = temp("params");
+    std::vector<std::string> addresses;
+    for (const std::string& a : args) {
+      // cuLaunchKernel reads each parameter through its address: values
+      // that are not locals already get one that outlives the launch.
+      std::string name = a;
+      if (a.find_first_of("(-") != std::string::npos) {
+        name = temp("param");
+        line("void* const " + name + " = " + a + ";");
+      }
+      addresses.push_back("plait_cuda::arg(" + name + ")");
+    }
+    line("void* " + params + "[] = {" + join(addresses, ", ") + "};");
+    line("if (ctx->cuda->launch(ctx, " + std::to_string(index) + ", " + grid + ", " + block + ", " + params +
+         ") != 0) return ctx->error_kind;");
+    if (!slots_out.empty()) {
+      const std::string staging = temp("stage");
+      line("unsigned char " + staging + "[" + std::to_string(8 * slots_out.size()) + "] = {};");
+      line("if (ctx->cuda->copy_to_host(ctx, " + staging + ", plait_cuda::scratch_slot(ctx, 0), sizeof " + staging +
+           ") != 0) return ctx->error_kind;");
+      for (size_t k = 0; k < slots_out.size(); ++k)
+        line("std::memcpy(&" + slots_out[k].first + ", " + staging + " + " + std::to_string(8 * k) + ", sizeof(" +
+             slots_out[k].second + "));");
+    }
+  }
+
+  static std::string reduction_identity(ReduceOp op, ScalarKind k) {
+    const bool is_float = k == ScalarKind::Float32 || k == ScalarKind::Float64;
+    const std::string t = c_type_name(k);
+    switch (op) {
+      case ReduceOp::Add: return t + "(0)";
+      case ReduceOp::Mul: return t + "(1)";
+      case ReduceOp::Min:
+        if (k == ScalarKind::Bool) return "true";
+        if (is_float) return t + "(plait::inf_f64())";
+        return k == ScalarKind::Int32 ? "int32_t(2147483647)" : "int64_t(9223372036854775807LL)";
+      case ReduceOp::Max:
+        if (k == ScalarKind::Bool) return "false";
+        if (is_float) return t + "(-plait::inf_f64())";
+        return k == ScalarKind::Int32 ? "int32_t(-2147483647 - 1)" : "(-int64_t(9223372036854775807LL) - 1)";
+    }
+    return t + "(0)";
+  }
+
+  void emit_parallel_kernel(const For* loop) {
+    const LoopSchedule& sc = loop->schedule;
+    LeavesLoop leaves;
+    leaves.visit(loop->body);
+    if (leaves.found)
+      PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(sc.kind)) + " loop over `" + loop->var->name +
+                           "` contains a break or return; the lowering must make it serial");
+    ArrayCollector body_arrays;
+    body_arrays.visit(loop->body);
+    if (body_arrays.first_allocate) {
+      throw CompileError(ErrorKind::Unsupported,
+                         "arrays cannot be allocated inside a parallel loop on the CUDA target; allocate `" +
+                             body_arrays.first_allocate->array->name + "` before the loop",
+                         fn_.source, body_arrays.first_allocate->loc);
+    }
+    const std::vector<const For*> nest = collapse_nest(loop);
+    const For* innermost = nest.back();
+    if (static_cast<int>(sc.reductions.size()) > kScratchSlots) {
+      throw CompileError(ErrorKind::Unsupported, "too many reductions in one parallel loop for the CUDA target",
+                         fn_.source, loop->loc);
+    }
+
+    // Host: the iteration space.
+    line("{");
+    ++indent_;
+    struct Level {
+      const For* loop;
+      std::string begin, step, trip, k;
+    };
+    std::vector<Level> levels;
+    std::string total_expr;
+    for (const For* f : nest) {
+      Level lv{f, temp("begin"), temp("step"), temp("trip"), temp("k")};
+      const std::string end = temp("end");
+      line("const int64_t " + lv.begin + " = " + expr(f->begin) + ";");
+      line("const int64_t " + end + " = " + expr(f->end) + ";");
+      line("const int64_t " + lv.step + " = " + expr(f->step) + ";");
+      line("const int64_t " + lv.trip + " = plait::trip_count(" + lv.begin + ", " + end + ", " + lv.step + ");");
+      total_expr += (total_expr.empty() ? "" : " * ") + lv.trip;
+      levels.push_back(lv);
+    }
+    const std::string total = temp("total");
+    line("const int64_t " + total + " = " + total_expr + ";");
+
+    // What the kernel receives.
+    std::set<const VarInfo*> nest_vars, reduction_vars, private_vars;
+    for (const For* f : nest) nest_vars.insert(f->var.get());
+    for (const Reduction& r : sc.reductions) reduction_vars.insert(r.var.get());
+    for (const Var& v : sc.privates) private_vars.insert(v.get());
+    Captures cap = captures_of({innermost->body});
+    std::vector<std::string> params, args;
+    for (const Level& lv : levels) {
+      for (const std::string& name : {lv.begin, lv.step, lv.trip}) {
+        params.push_back("int64_t " + name);
+        args.push_back(name);
+      }
+    }
+    for (const Var& v : cap.scalars) {
+      if (nest_vars.count(v.get())) continue;
+      if (reduction_vars.count(v.get()) || private_vars.count(v.get())) continue;
+      params.push_back(ctype(v->type) + " " + var_name(v));
+      args.push_back(var_name(v));
+    }
+    add_array_params(cap.arrays, &params, &args);
+    params.push_back("plait::device_error* p_err");
+    args.push_back("ctx->cuda->scratch");
+    std::vector<std::string> accumulators;
+    std::vector<std::pair<std::string, std::string>> slots;
+    for (size_t r = 0; r < sc.reductions.size(); ++r) {
+      const Var& v = sc.reductions[r].var;
+      const std::string acc = "p_acc" + std::to_string(r);
+      params.push_back(ctype(v->type) + "* " + acc);
+      args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(r) + ")");
+      accumulators.push_back(acc);
+      slots.emplace_back(var_name(v), ctype(v->type));
+    }
+    note_error_sites({innermost->body});
+
+    // Device: the kernel.
+    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
+    const std::string name = kernel_names_[static_cast<size_t>(index)];
+    {
+      ModeSwitch to_device(*this);
+      device_ << "\n// parallel loop over `" << loop->var->name << "` (line " << loop->loc.line << ")\n";
+      line_directive(loop->loc);
+      device_ << "extern \"C\" __global__ void __launch_bounds__(" << kCudaBlockSize << ") " << name << "("
+              << join(params, ", ") << ") {\n";
+      indent_ = 1;
+      scopes_.emplace_back();
+      for (const Var& v : cap.scalars)
+        if (!nest_vars.count(v.get())) scopes_.back().insert(v.get());
+      line("(void)p_err;");
+      for (const Reduction& r : sc.reductions)
+        line(ctype(r.var->type) + " " + var_name(r.var) + " = " + reduction_identity(r.op, r.var->type.kind) + ";");
+      for (const Var& v : sc.privates)
+        if (declared(v.get())) line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
+      line("const int64_t p_total = " + [&] {
+        std::string t;
+        for (const Level& lv : levels) t += (t.empty() ? "" : " * ") + lv.trip;
+        return t;
+      }() + ";");
+      line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
+      line("for (int64_t p_k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k < p_total; p_k += p_stride) {");
+      ++indent_;
+      scopes_.emplace_back();
+      if (levels.size() > 1) line("int64_t p_rest = p_k;");
+      for (size_t d = levels.size(); d-- > 0;) {
+        const Level& lv = levels[d];
+        std::string kd;
+        if (levels.size() == 1) {
+          kd = "p_k";
+        } else if (d == 0) {
+          kd = "p_rest";
+        } else {
+          line("const int64_t " + lv.k + " = p_rest % " + lv.trip + ";");
+          line("p_rest /= " + lv.trip + ";");
+          kd = lv.k;
+        }
+        const Var& v = lv.loop->var;
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+             lv.begin + " + " + kd + " * " + lv.step + ");");
+        scopes_.back().insert(v.get());
+      }
+      loop_depth_ = 1;  // the grid-stride loop
+      emit_body_statements(innermost->body);
+      scopes_.pop_back();
+      --indent_;
+      line("}");
+      for (size_t r = 0; r < sc.reductions.size(); ++r) {
+        line(std::string("plait::reduce_") + reduce_op_name_word(sc.reductions[r].op) + "(" + accumulators[r] + ", " +
+             var_name(sc.reductions[r].var) + ");");
+      }
+      scopes_.pop_back();
+      device_ << "}\n";
+    }
+
+    // Host: the launch.
+    line("if (" + total + " > 0) {");
+    ++indent_;
+    const int64_t cap_blocks = sc.reductions.empty() ? kMaxBlocks : kMaxReductionBlocks;
+    emit_launch(index,
+                "plait_cuda::grid_for(" + total + ", " + std::to_string(kCudaBlockSize) + ", " +
+                    std::to_string(cap_blocks) + ")",
+                std::to_string(kCudaBlockSize), args, slots, slots);
+    --indent_;
+    line("}");
+    for (const Level& lv : levels) {
+      const Var& v = lv.loop->var;
+      if (!declared(v.get())) continue;
+      line("if (" + lv.trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + lv.begin + " + (" +
+           lv.trip + " - 1) * " + lv.step + ");");
+    }
+    --indent_;
+    line("}");
+
+    std::string what = "parallel loop over `" + loop->var->name + "`";
+    if (nest.size() > 1) {
+      what += " (collapsed with";
+      for (size_t d = 1; d < nest.size(); ++d) what += " `" + nest[d]->var->name + "`";
+      what += ")";
+    }
+    remark(loop->loc, what + ": CUDA kernel " + name + ", one thread per iteration, blocks of " +
+                          std::to_string(kCudaBlockSize) + " threads, grid-stride loop");
+    for (const Reduction& r : sc.reductions) {
+      remark(loop->loc, std::string(reduce_op_name(r.op)) + "-reduction of `" + r.var->name +
+                            "` on the GPU: warp shuffles, then one atomic per warp");
+    }
+  }
+
+  static const char* reduce_op_name_word(ReduceOp op) {
+    switch (op) {
+      case ReduceOp::Add: return "add";
+      case ReduceOp::Mul: return "mul";
+      case ReduceOp::Min: return "min";
+      case ReduceOp::Max: return "max";
+    }
+    return "add";
+  }
+
+  // Statements outside parallel loops that touch array elements: one
+  // single-thread kernel.
+  void emit_serial_region(const std::vector<Stmt>& stmts) {
+    Captures cap = captures_of(stmts);
+    std::vector<std::string> params, args;
+    std::vector<std::pair<std::string, std::string>> slots;
+    std::vector<Var> exchanged;
+    for (const Var& v : cap.scalars) {
+      if (cap.written.count(v.get())) {
+        exchanged.push_back(v);
+        continue;
+      }
+      params.push_back(ctype(v->type) + " " + var_name(v));
+      args.push_back(var_name(v));
+    }
+    if (static_cast<int>(exchanged.size()) > kScratchSlots) {
+      throw CompileError(ErrorKind::Unsupported, "too many scalars assigned in one device region for the CUDA target",
+                         fn_.source, stmts.front()->loc);
+    }
+    for (size_t k = 0; k < exchanged.size(); ++k) {
+      const Var& v = exchanged[k];
+      params.push_back(ctype(v->type) + "* p_slot" + std::to_string(k));
+      args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(k) + ")");
+      slots.emplace_back(var_name(v), ctype(v->type));
+    }
+    add_array_params(cap.arrays, &params, &args);
+    params.push_back("plait::device_error* p_err");
+    args.push_back("ctx->cuda->scratch");
+    note_error_sites(stmts);
+
+    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
+    const std::string name = kernel_names_[static_cast<size_t>(index)];
+    const int first_line = stmts.front()->loc.line;
+    int last_line = first_line;
+    for (const Stmt& s : stmts) last_line = std::max(last_line, s->loc.end_line);
+    {
+      ModeSwitch to_device(*this);
+      device_ << "\n// statements outside parallel loops (lines " << first_line << "-" << last_line
+              << "), in one thread\n";
+      device_ << "extern \"C\" __global__ void " << name << "(" << join(params, ", ") << ") {\n";
+      indent_ = 1;
+      scopes_.emplace_back();
+      for (const Var& v : cap.scalars) scopes_.back().insert(v.get());
+      line("(void)p_err;");
+      for (size_t k = 0; k < exchanged.size(); ++k) {
+        const Var& v = exchanged[k];
+        line(ctype(v->type) + " " + var_name(v) + " = *p_slot" + std::to_string(k) + ";");
+      }
+      for (const Stmt& s : stmts) emit(s);
+      for (size_t k = 0; k < exchanged.size(); ++k)
+        line("*p_slot" + std::to_string(k) + " = " + var_name(exchanged[k]) + ";");
+      scopes_.pop_back();
+      device_ << "}\n";
+    }
+    line("{");
+    ++indent_;
+    emit_launch(index, "1", "1", args, slots, slots);
+    --indent_;
+    line("}");
+    remark(stmts.front()->loc, "lines " + std::to_string(first_line) + "-" + std::to_string(last_line) +
+                                   " touch array elements outside parallel loops: they run on the GPU in one thread "
+                                   "(kernel " + name + ")");
+  }
+
+  // Emits into the device source with fresh scopes and indentation until
+  // destroyed.
+  struct ModeSwitch {
+    explicit ModeSwitch(CudaEmitter& e)
+        : emitter(e), mode(e.mode_), indent(e.indent_), loop_depth(e.loop_depth_), scopes(std::move(e.scopes_)) {
+      e.mode_ = Mode::Device;
+      e.loop_depth_ = 0;
+      e.scopes_.clear();
+    }
+    ~ModeSwitch() {
+      emitter.mode_ = mode;
+      emitter.indent_ = indent;
+      emitter.loop_depth_ = loop_depth;
+      emitter.scopes_ = std::move(scopes);
+    }
+    ModeSwitch(const ModeSwitch&) = delete;
+    ModeSwitch& operator=(const ModeSwitch&) = delete;
+    CudaEmitter& emitter;
+    Mode mode;
+    int indent;
+    int loop_depth;
+    std::vector<std::unordered_set<const VarInfo*>> scopes;
+  };
+
+  void emit_fill_kernel(ScalarKind kind, int index) {
+    const std::string t = ctype(kind);
+    device_ << "\nextern \"C\" __global__ void " << kernel_names_[static_cast<size_t>(index)] << "(" << t
+            << "* data, int64_t count, " << t << " value) {\n  plait::fill(data, count, value);\n}\n";
+  }
+
+  int fill_kernel(ScalarKind kind) {
+    auto it = fill_kernels_.find(static_cast<int>(kind));
+    if (it != fill_kernels_.end()) return it->second;
+    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_fill_" + dtype_suffix(kind));
+    fill_kernels_[static_cast<int>(kind)] = index;
+    return index;
+  }
+
+  // ------------------------------------------------------------ host-only statements
+
+  void emit_return(const Return* r) {
+    PLAIT_ASSERT(r->values.size() == fn_.results.size());
+    for (size_t k = 0; k < r->values.size(); ++k) {
+      const ReturnValue& v = r->values[k];
+      const std::string res = "results[" + std::to_string(k) + "]";
+      line(res + " = plait_result{};");
+      if (v.scalar) {
+        const ScalarKind kind = fn_.results[k].scalar.kind;
+        line(res + ".is_array = 0;");
+        line(res + ".dtype = " + dtype_code(kind) + ";");
+        const std::string value = expr(v.scalar);
+        switch (kind) {
+          case ScalarKind::Bool: line(res + ".b = " + value + " ? 1 : 0;"); break;
+          case ScalarKind::Int32:
+          case ScalarKind::Int64: line(res + ".i64 = static_cast<int64_t>(" + value + ");"); break;
+          case ScalarKind::Float32:
+          case ScalarKind::Float64: line(res + ".f64 = static_cast<double>(" + value + ");"); break;
+        }
+        continue;
+      }
+      const ArrayVar& a = v.array;
+      line(res + ".is_array = 1;");
+      line(res + ".dtype = " + dtype_code(a->type.dtype) + ";");
+      line(res + ".ndim = " + std::to_string(a->type.ndim) + ";");
+      line(res + ".array.data = " + data(a) + ";");
+      for (int d = 0; d < a->type.ndim; ++d) {
+        line(res + ".array.shape[" + std::to_string(d) + "] = " + extent(a, d) + ";");
+        line(res + ".array.strides[" + std::to_string(d) + "] = " + stride(a, d) + ";");
+      }
+      if (array(a).has_owner) {
+        line(res + ".owner = plait::export_owner(" + owner(a) + ");");
+        line(res + ".release = " + res + ".owner ? &plait::release_owner : nullptr;");
+      }
+    }
+    line("return ctx->error_kind;");
+  }
+
+  void emit_allocate(const Allocate* al) {
+    const ArrayVar& a = al->array;
+    const std::string t = ctype(a->type.dtype);
+    const std::string shape = temp("shape");
+    const std::string result = temp("alloc");
+    std::string extents;
+    for (const Expr& e : al->shape) extents += (extents.empty() ? "" : ", ") + index_value(e);
+    const char* fill = "uninitialized";
+    switch (al->fill) {
+      case FillKind::Uninitialized: fill = "uninitialized"; break;
+      case FillKind::Zeros: fill = "zeros"; break;
+      case FillKind::Ones: fill = "ones"; break;
+      case FillKind::Value: fill = "value"; break;
+    }
+    const bool needs_kernel = al->fill == FillKind::Ones || al->fill == FillKind::Value;
+    const int kernel = needs_kernel ? fill_kernel(a->type.dtype) : -1;
+    const std::string value = al->fill_value ? expr(al->fill_value) : t + "()";
+    line("{");
+    ++indent_;
+    line("const int64_t " + shape + "[] = {" + extents + "};");
+    line("plait::allocation<" + t + "> " + result + " = plait_cuda::allocate_device_array<" + t + ">(ctx, " +
+         loc_args(al->loc) + ", " + std::to_string(a->type.ndim) + ", " + shape + ", " +
+         (a->type.layout == Layout::F ? "true" : "false") + ", plait::fill_kind::" + fill + ", " + value + ", " +
+         std::to_string(kernel) + ");");
+    line("if (!" + result + ".ok) return ctx->error_kind;");
+    line(data(a) + " = " + result + ".data;");
+    for (int d = 0; d < a->type.ndim; ++d) {
+      line(extent(a, d) + " = " + result + ".shape[" + std::to_string(d) + "];");
+      if (!unit_stride(a->type, d)) line(stride(a, d) + " = " + result + ".strides[" + std::to_string(d) + "];");
+    }
+    line(owner(a) + " = std::move(" + result + ".owner);");
+    --indent_;
+    line("}");
+  }
+
+  void emit_bind(const ArrayBind* b) {
+    line(data(b->dst) + " = " + data(b->src) + ";");
+    for (int d = 0; d < b->dst->type.ndim; ++d) {
+      line(extent(b->dst, d) + " = " + extent(b->src, d) + ";");
+      if (!unit_stride(b->dst->type, d)) line(stride(b->dst, d) + " = " + stride(b->src, d) + ";");
+    }
+    if (device()) return;
+    if (array(b->src).has_owner) {
+      line(owner(b->dst) + " = " + owner(b->src) + ";");
+    } else {
+      line(owner(b->dst) + ".reset();");
+    }
+  }
+
+  const Function& fn_;
+  std::string path_;
+  std::ostringstream host_, device_;
+  Mode mode_ = Mode::Host;
+  int indent_ = 0;
+  int loop_depth_ = 0;  // loops around the statement being emitted, in its own code (host or kernel)
+  int temp_counter_ = 0;
+  std::unordered_map<const VarInfo*, std::string> var_names_;
+  std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
+  std::unordered_set<std::string> used_names_;
+  std::vector<std::unordered_set<const VarInfo*>> scopes_;
+  std::vector<std::string> kernel_names_;
+  std::map<int, int> fill_kernels_;  // ScalarKind -> kernel index
+  bool device_errors_ = false;
+  std::vector<std::string> assert_messages_;
+  std::vector<Remark> remarks_;
+};
+
+}  // namespace
+
+CudaSources generate_cuda(const Function& function, const CompileOptions& /*options*/) {
+  CudaEmitter emitter(function);
+  return emitter.run();
+}
+
+}  // namespace plait::codegen

@@ -1,0 +1,595 @@
+// The device and host support texts of generated CUDA code, and the device
+// error messages.
+#include "codegen/cuda/device_runtime.h"
+
+#include <cstdio>
+
+#include "runtime/abi.h"
+
+namespace plait::codegen::cuda {
+namespace {
+
+struct MessageInfo {
+  DeviceMessage id;
+  const char* name;    // the enumerator in device code
+  const char* format;  // printf format over values[0..2] (as long long)
+};
+
+constexpr MessageInfo kMessages[] = {
+    {DeviceMessage::None, "msg_none", ""},
+    {DeviceMessage::IndexOutOfBounds, "msg_index_out_of_bounds",
+     "index %lld is out of bounds for axis %lld with size %lld"},
+    {DeviceMessage::FloatDivisionByZero, "msg_float_division_by_zero", "float division by zero"},
+    {DeviceMessage::FloatFloorDivisionByZero, "msg_float_floor_division_by_zero", "float floor division by zero"},
+    {DeviceMessage::IntegerDivisionByZero, "msg_integer_division_by_zero", "integer division or modulo by zero"},
+    {DeviceMessage::FloatModulo, "msg_float_modulo", "float modulo"},
+    {DeviceMessage::IntegerModuloByZero, "msg_integer_modulo_by_zero", "integer modulo by zero"},
+    {DeviceMessage::NegativeIntegerPower, "msg_negative_integer_power",
+     "Integers to negative integer powers are not allowed."},
+    {DeviceMessage::ZeroToNegativePower, "msg_zero_to_negative_power", "0.0 cannot be raised to a negative power"},
+    {DeviceMessage::FloatNanToInteger, "msg_float_nan_to_integer", "cannot convert float NaN to integer"},
+    {DeviceMessage::FloatInfinityToInteger, "msg_float_infinity_to_integer", "cannot convert float infinity to integer"},
+    {DeviceMessage::IntTooLargeForInt32, "msg_int_too_large_for_int32", "int too large to convert to int32"},
+    {DeviceMessage::IntTooLargeForInt64, "msg_int_too_large_for_int64", "int too large to convert to int64"},
+    {DeviceMessage::MathDomainError, "msg_math_domain_error", "math domain error"},
+    {DeviceMessage::MathRangeError, "msg_math_range_error", "math range error"},
+    {DeviceMessage::PythonIntOutOfInt32, "msg_python_int_out_of_int32", "Python integer %lld out of bounds for int32"},
+    {DeviceMessage::AssertFailed, "msg_assert_failed", ""},
+};
+static_assert(sizeof(kMessages) / sizeof(kMessages[0]) == static_cast<size_t>(DeviceMessage::Count));
+static_assert(sizeof(DeviceErrorRecord) <= PLAIT_CUDA_ERROR_BYTES);
+
+// The fixed part of the device runtime; the enumerations before it are
+// generated from kMessages and abi.h so that both sides agree.
+constexpr const char* kDeviceRuntimeBody = R"DEVICE(
+// Python/NumPy semantics on the device; mirrors src/runtime/plait_runtime.h.
+struct device_error {
+  int kind;
+  int line;
+  int col;
+  int message;
+  long long values[3];
+};
+
+// Records the first error of a call; later ones are dropped.
+__device__ __forceinline__ void raise_error(device_error* err, int kind, int line, int col, int message,
+                                            long long a = 0, long long b = 0, long long c = 0) {
+  if (atomicCAS(&err->kind, 0, kind) == 0) {
+    err->line = line;
+    err->col = col;
+    err->message = message;
+    err->values[0] = a;
+    err->values[1] = b;
+    err->values[2] = c;
+  }
+}
+
+__device__ __forceinline__ bool index_ok(device_error* err, int line, int col, int64_t index, int axis,
+                                         int64_t extent) {
+  if (index >= 0 && index < extent) return true;
+  raise_error(err, kind_index_error, line, col, msg_index_out_of_bounds, index, axis, extent);
+  return false;
+}
+
+__device__ __forceinline__ int64_t trip_count(int64_t begin, int64_t end, int64_t step) {
+  if (step > 0) {
+    if (end <= begin) return 0;
+    return (int64_t)(((uint64_t)end - (uint64_t)begin - 1) / (uint64_t)step + 1);
+  }
+  if (begin <= end) return 0;
+  return (int64_t)(((uint64_t)begin - (uint64_t)end - 1) / (0 - (uint64_t)step) + 1);
+}
+
+// ---- type traits (NVRTC has no <type_traits>)
+template <typename T> struct traits;
+template <> struct traits<bool> { static constexpr bool is_float = false; typedef unsigned char unsigned_type; };
+template <> struct traits<int32_t> { static constexpr bool is_float = false; typedef uint32_t unsigned_type; };
+template <> struct traits<int64_t> { static constexpr bool is_float = false; typedef uint64_t unsigned_type; };
+template <> struct traits<float> { static constexpr bool is_float = true; typedef uint32_t unsigned_type; };
+template <> struct traits<double> { static constexpr bool is_float = true; typedef uint64_t unsigned_type; };
+
+__device__ __forceinline__ double nan_f64() { return __longlong_as_double(0x7ff8000000000000LL); }
+__device__ __forceinline__ double inf_f64() { return __longlong_as_double(0x7ff0000000000000LL); }
+
+// ---- math, overloaded on float and double
+namespace fm {
+#define PLAIT_FM1(name)                                                   \
+  __device__ __forceinline__ float name(float x) { return ::name##f(x); } \
+  __device__ __forceinline__ double name(double x) { return ::name(x); }
+#define PLAIT_FM2(name)                                                            \
+  __device__ __forceinline__ float name(float x, float y) { return ::name##f(x, y); } \
+  __device__ __forceinline__ double name(double x, double y) { return ::name(x, y); }
+PLAIT_FM1(sqrt) PLAIT_FM1(exp) PLAIT_FM1(log) PLAIT_FM1(log2) PLAIT_FM1(log10) PLAIT_FM1(sin) PLAIT_FM1(cos)
+PLAIT_FM1(tan) PLAIT_FM1(tanh) PLAIT_FM1(asin) PLAIT_FM1(acos) PLAIT_FM1(atan) PLAIT_FM1(sinh) PLAIT_FM1(cosh)
+PLAIT_FM1(floor) PLAIT_FM1(ceil) PLAIT_FM1(trunc) PLAIT_FM1(fabs) PLAIT_FM1(rint)
+PLAIT_FM2(atan2) PLAIT_FM2(pow) PLAIT_FM2(fmod) PLAIT_FM2(copysign)
+#undef PLAIT_FM1
+#undef PLAIT_FM2
+template <typename T> __device__ __forceinline__ bool isnan(T x) { return x != x; }
+template <typename T> __device__ __forceinline__ bool isinf(T x) {
+  if constexpr (traits<T>::is_float) return fabs(x) == T(inf_f64()); else return false;
+}
+template <typename T> __device__ __forceinline__ bool isfinite(T x) { return !isnan(x) && !isinf(x); }
+}  // namespace fm
+
+// ---- arithmetic
+template <typename T>
+__device__ __forceinline__ T floordiv(T a, T b) {
+  if constexpr (traits<T>::is_float) {
+    if (b == 0) return a / b;
+    T rem = fm::fmod(a, b);
+    T quot = (a - rem) / b;
+    if (rem != 0 && ((b < 0) != (rem < 0))) quot -= 1;
+    if (quot == 0) return fm::copysign(T(0), a / b);
+    T whole = fm::floor(quot);
+    if (quot - whole > T(0.5)) whole += 1;
+    return whole;
+  } else {
+    if (b == 0) return 0;
+    if (b == -1) return (T)(0 - (typename traits<T>::unsigned_type)a);
+    T quot = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --quot;
+    return quot;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T mod(T a, T b) {
+  if constexpr (traits<T>::is_float) {
+    if (b == 0) return fm::fmod(a, b);
+    T rem = fm::fmod(a, b);
+    if (rem != 0) {
+      if ((b < 0) != (rem < 0)) rem += b;
+    } else {
+      rem = fm::copysign(T(0), b);
+    }
+    return rem;
+  } else {
+    if (b == 0 || b == -1) return 0;
+    T rem = a % b;
+    if (rem != 0 && ((rem < 0) != (b < 0))) rem += b;
+    return rem;
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T div_checked(T a, T b, device_error* err, int line, int col) {
+  if (b == 0) {
+    raise_error(err, kind_zero_division_error, line, col, msg_float_division_by_zero);
+    return 0;
+  }
+  return a / b;
+}
+
+template <typename T>
+__device__ __forceinline__ T floordiv_checked(T a, T b, device_error* err, int line, int col) {
+  if (b == 0) {
+    raise_error(err, kind_zero_division_error, line, col,
+                traits<T>::is_float ? msg_float_floor_division_by_zero : msg_integer_division_by_zero);
+    return 0;
+  }
+  return floordiv(a, b);
+}
+
+template <typename T>
+__device__ __forceinline__ T mod_checked(T a, T b, device_error* err, int line, int col) {
+  if (b == 0) {
+    raise_error(err, kind_zero_division_error, line, col,
+                traits<T>::is_float ? msg_float_modulo : msg_integer_modulo_by_zero);
+    return 0;
+  }
+  return mod(a, b);
+}
+
+template <typename T>
+__device__ __forceinline__ T pow_int(T base, T exponent, device_error* err, int line, int col) {
+  if (exponent < 0) {
+    raise_error(err, kind_value_error, line, col, msg_negative_integer_power);
+    return 0;
+  }
+  typedef typename traits<T>::unsigned_type U;
+  U result = 1;
+  U factor = (U)base;
+  for (U e = (U)exponent; e != 0; e >>= 1) {
+    if (e & 1) result = (U)(result * factor);
+    factor = (U)(factor * factor);
+  }
+  return (T)result;
+}
+
+template <typename T, typename E>
+__device__ __forceinline__ T pow_float(T base, E exponent) {
+  return fm::pow(base, (T)exponent);
+}
+
+template <typename T, typename E>
+__device__ __forceinline__ T pow_float_checked(T base, E exponent, device_error* err, int line, int col) {
+  if (base == 0 && exponent < 0) {
+    raise_error(err, kind_zero_division_error, line, col, msg_zero_to_negative_power);
+    return 0;
+  }
+  return pow_float(base, exponent);
+}
+
+template <typename T>
+__device__ __forceinline__ T minimum(T a, T b) {
+  if constexpr (traits<T>::is_float) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return b < a ? b : a;
+}
+
+template <typename T>
+__device__ __forceinline__ T maximum(T a, T b) {
+  if constexpr (traits<T>::is_float) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return b > a ? b : a;
+}
+
+template <typename T> __device__ __forceinline__ T py_min(T a, T b) { return b < a ? b : a; }
+template <typename T> __device__ __forceinline__ T py_max(T a, T b) { return b > a ? b : a; }
+
+template <typename T, typename C>
+__device__ __forceinline__ T shl(T a, C count) {
+  if (count < 0 || count >= (C)(sizeof(T) * 8)) return 0;
+  return (T)((typename traits<T>::unsigned_type)a << count);
+}
+
+template <typename T, typename C>
+__device__ __forceinline__ T shr(T a, C count) {
+  if (count < 0 || count >= (C)(sizeof(T) * 8)) return a < 0 ? T(-1) : T(0);
+  return (T)(a >> count);
+}
+
+template <typename T>
+__device__ __forceinline__ T abs_int(T a) {
+  return a < 0 ? (T)(0 - (typename traits<T>::unsigned_type)a) : a;
+}
+
+// ---- casts
+template <typename I, typename F>
+__device__ __forceinline__ I float_to_int(F x) {
+  const F limit = (F)(double)((uint64_t)1 << (sizeof(I) * 8 - 1));
+  if (!(x >= -limit && x < limit)) return (I)((typename traits<I>::unsigned_type)1 << (sizeof(I) * 8 - 1));
+  return (I)x;
+}
+
+template <typename I, typename F>
+__device__ __forceinline__ I checked_float_to_int(F x, device_error* err, int line, int col) {
+  const F limit = (F)(double)((uint64_t)1 << (sizeof(I) * 8 - 1));
+  if (x != x) {
+    raise_error(err, kind_value_error, line, col, msg_float_nan_to_integer);
+    return 0;
+  }
+  if (fm::isinf(x)) {
+    raise_error(err, kind_overflow_error, line, col, msg_float_infinity_to_integer);
+    return 0;
+  }
+  if (!(x >= -limit && x < limit)) {
+    raise_error(err, kind_overflow_error, line, col,
+                sizeof(I) == 4 ? msg_int_too_large_for_int32 : msg_int_too_large_for_int64);
+    return 0;
+  }
+  return (I)x;
+}
+
+// A Python int meeting an int32 value (NEP 50): it must fit.
+__device__ __forceinline__ int32_t checked_int32(int64_t x, device_error* err, int line, int col) {
+  if (x >= -2147483647LL - 1 && x <= 2147483647LL) return (int32_t)x;
+  raise_error(err, kind_overflow_error, line, col, msg_python_int_out_of_int32, x);
+  return 0;
+}
+
+// ---- math.* error rules
+enum class math_inf : int { none, overflow, domain, pow };
+
+template <typename F, typename... A>
+__device__ __forceinline__ auto py_math(device_error* err, int line, int col, math_inf on_inf, F fn, A... args) {
+  auto result = fn(args...);
+  if (fm::isnan(result)) {
+    if (!(fm::isnan(args) || ...)) raise_error(err, kind_value_error, line, col, msg_math_domain_error);
+  } else if (fm::isinf(result) && (fm::isfinite(args) && ...)) {
+    math_inf kind = on_inf;
+    if (kind == math_inf::pow) {
+      const double values[] = {(double)args...};
+      kind = values[0] == 0 ? math_inf::domain : math_inf::overflow;
+    }
+    if (kind == math_inf::overflow) raise_error(err, kind_overflow_error, line, col, msg_math_range_error);
+    if (kind == math_inf::domain) raise_error(err, kind_value_error, line, col, msg_math_domain_error);
+  }
+  return result;
+}
+
+// ---- atomics: native where the hardware has the operation, else a
+// compare-and-swap loop on the bits of the value (a byte lives in its
+// aligned 32-bit word).
+__device__ __forceinline__ uint32_t to_word(float v) { return __float_as_uint(v); }
+__device__ __forceinline__ uint64_t to_word(double v) { return (uint64_t)__double_as_longlong(v); }
+__device__ __forceinline__ uint32_t to_word(int32_t v) { return (uint32_t)v; }
+__device__ __forceinline__ uint64_t to_word(int64_t v) { return (uint64_t)v; }
+template <typename T> __device__ __forceinline__ T from_word(uint32_t w);
+template <typename T> __device__ __forceinline__ T from_word(uint64_t w);
+template <> __device__ __forceinline__ float from_word<float>(uint32_t w) { return __uint_as_float(w); }
+template <> __device__ __forceinline__ int32_t from_word<int32_t>(uint32_t w) { return (int32_t)w; }
+template <> __device__ __forceinline__ double from_word<double>(uint64_t w) { return __longlong_as_double((long long)w); }
+template <> __device__ __forceinline__ int64_t from_word<int64_t>(uint64_t w) { return (int64_t)w; }
+
+template <typename T, typename Combine>
+__device__ __forceinline__ void atomic_combine(T* p, T v, Combine combine) {
+  if constexpr (sizeof(T) == 8) {
+    unsigned long long* word = (unsigned long long*)p;
+    unsigned long long old = *word, assumed;
+    do {
+      assumed = old;
+      const T next = combine(from_word<T>((uint64_t)assumed), v);
+      old = atomicCAS(word, assumed, (unsigned long long)to_word(next));
+    } while (old != assumed);
+  } else if constexpr (sizeof(T) == 4) {
+    unsigned int* word = (unsigned int*)p;
+    unsigned int old = *word, assumed;
+    do {
+      assumed = old;
+      const T next = combine(from_word<T>((uint32_t)assumed), v);
+      old = atomicCAS(word, assumed, (unsigned int)to_word(next));
+    } while (old != assumed);
+  } else {
+    unsigned int* word = (unsigned int*)((unsigned long long)p & ~3ull);
+    const unsigned int shift = (unsigned int)((unsigned long long)p & 3ull) * 8u;
+    unsigned int old = *word, assumed;
+    do {
+      assumed = old;
+      const T current = (T)((assumed >> shift) & 0xffu);
+      const unsigned int next = (unsigned int)(unsigned char)combine(current, v);
+      old = atomicCAS(word, assumed, (assumed & ~(0xffu << shift)) | (next << shift));
+    } while (old != assumed);
+  }
+}
+
+struct op_add { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a + b); } };
+struct op_sub { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a - b); } };
+struct op_mul {
+  template <typename T> __device__ T operator()(T a, T b) const {
+    if constexpr (traits<T>::is_float) {
+      return a * b;
+    } else {
+      typedef typename traits<T>::unsigned_type U;
+      return (T)((U)a * (U)b);
+    }
+  }
+};
+struct op_div {
+  template <typename T> __device__ T operator()(T a, T b) const {
+    if constexpr (traits<T>::is_float) return a / b; else return floordiv(a, b);
+  }
+};
+struct op_min { template <typename T> __device__ T operator()(T a, T b) const { return py_min(a, b); } };
+struct op_max { template <typename T> __device__ T operator()(T a, T b) const { return py_max(a, b); } };
+struct op_and { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a & b); } };
+struct op_or { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a | b); } };
+struct op_xor { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a ^ b); } };
+
+template <typename T>
+__device__ __forceinline__ void atomic_add(T* p, T v) {
+  if constexpr (sizeof(T) == 1) atomic_combine(p, v, op_or());
+  else if constexpr (sizeof(T) == 8 && !traits<T>::is_float) atomicAdd((unsigned long long*)p, (unsigned long long)v);
+  else atomicAdd(p, v);
+}
+
+template <typename T>
+__device__ __forceinline__ void atomic_sub(T* p, T v) {
+  if constexpr (sizeof(T) == 1) atomic_combine(p, v, op_sub());
+  else if constexpr (sizeof(T) == 8 && !traits<T>::is_float)
+    atomicAdd((unsigned long long*)p, 0ull - (unsigned long long)v);
+  else if constexpr (traits<T>::is_float) atomicAdd(p, -v);
+  else atomicSub(p, v);
+}
+
+template <typename T> __device__ __forceinline__ void atomic_mul(T* p, T v) { atomic_combine(p, v, op_mul()); }
+template <typename T> __device__ __forceinline__ void atomic_div(T* p, T v) { atomic_combine(p, v, op_div()); }
+
+template <typename T>
+__device__ __forceinline__ void atomic_min(T* p, T v) {
+  if constexpr (sizeof(T) == 4 && !traits<T>::is_float) atomicMin(p, v);
+  else if constexpr (sizeof(T) == 8 && !traits<T>::is_float) atomicMin((long long*)p, (long long)v);
+  else atomic_combine(p, v, op_min());
+}
+
+template <typename T>
+__device__ __forceinline__ void atomic_max(T* p, T v) {
+  if constexpr (sizeof(T) == 4 && !traits<T>::is_float) atomicMax(p, v);
+  else if constexpr (sizeof(T) == 8 && !traits<T>::is_float) atomicMax((long long*)p, (long long)v);
+  else atomic_combine(p, v, op_max());
+}
+
+template <typename T>
+__device__ __forceinline__ void atomic_and(T* p, T v) {
+  if constexpr (sizeof(T) == 4) atomicAnd(p, v);
+  else if constexpr (sizeof(T) == 8) atomicAnd((unsigned long long*)p, (unsigned long long)v);
+  else atomic_combine(p, v, op_and());
+}
+
+template <typename T>
+__device__ __forceinline__ void atomic_or(T* p, T v) {
+  if constexpr (sizeof(T) == 4) atomicOr(p, v);
+  else if constexpr (sizeof(T) == 8) atomicOr((unsigned long long*)p, (unsigned long long)v);
+  else atomic_combine(p, v, op_or());
+}
+
+template <typename T>
+__device__ __forceinline__ void atomic_xor(T* p, T v) {
+  if constexpr (sizeof(T) == 4) atomicXor(p, v);
+  else if constexpr (sizeof(T) == 8) atomicXor((unsigned long long*)p, (unsigned long long)v);
+  else atomic_combine(p, v, op_xor());
+}
+
+// ---- reductions across a parallel loop: each warp combines its threads'
+// partial values with shuffles, then lane 0 folds the warp's value into the
+// accumulator with one atomic. Every thread of the block must call it.
+template <typename T>
+__device__ __forceinline__ T shuffle_down(T v, int offset) {
+  if constexpr (sizeof(T) == 1) return (T)__shfl_down_sync(0xffffffffu, (int)v, offset);
+  else return __shfl_down_sync(0xffffffffu, v, offset);
+}
+
+template <typename T, typename Op>
+__device__ __forceinline__ T warp_combine(T v, Op op) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, shuffle_down(v, offset));
+  return v;
+}
+
+template <typename T> __device__ __forceinline__ void reduce_add(T* acc, T v) {
+  v = warp_combine(v, op_add());
+  if ((threadIdx.x & 31u) == 0) atomic_add(acc, v);
+}
+template <typename T> __device__ __forceinline__ void reduce_mul(T* acc, T v) {
+  v = warp_combine(v, op_mul());
+  if ((threadIdx.x & 31u) == 0) atomic_mul(acc, v);
+}
+template <typename T> __device__ __forceinline__ void reduce_min(T* acc, T v) {
+  v = warp_combine(v, op_min());
+  if ((threadIdx.x & 31u) == 0) atomic_min(acc, v);
+}
+template <typename T> __device__ __forceinline__ void reduce_max(T* acc, T v) {
+  v = warp_combine(v, op_max());
+  if ((threadIdx.x & 31u) == 0) atomic_max(acc, v);
+}
+
+// ---- filling a fresh array (np.ones, np.full)
+template <typename T>
+__device__ __forceinline__ void fill(T* data, int64_t count, T value) {
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) data[i] = value;
+}
+)DEVICE";
+
+constexpr const char* kHostRuntime = R"HOST(
+// Host side of CUDA kernels: everything that touches the GPU goes through
+// ctx->cuda (runtime/abi.h).
+namespace plait_cuda {
+
+// A kernel parameter as cuLaunchKernel takes it: the address of the value.
+template <typename T>
+inline void* arg(const T& value) {
+  return const_cast<void*>(static_cast<const void*>(&value));
+}
+
+// Blocks of `block` threads for `total` iterations, at most `cap` blocks
+// (kernels loop over the rest with a grid stride).
+inline uint32_t grid_for(int64_t total, int64_t block, int64_t cap) {
+  const int64_t blocks = (total + block - 1) / block;
+  return static_cast<uint32_t>(blocks < cap ? blocks : cap);
+}
+
+// Slot `k` (8 bytes) of the scratch buffer, after the device error record.
+inline void* scratch_slot(plait_context* ctx, int k) {
+  return static_cast<char*>(ctx->cuda->scratch) + PLAIT_CUDA_ERROR_BYTES + 8 * k;
+}
+
+// Reads one element of device memory (waits for the stream).
+template <typename T>
+inline T read(plait_context* ctx, const T* device_pointer) {
+  T value{};
+  ctx->cuda->copy_to_host(ctx, &value, device_pointer, sizeof(T));
+  return value;
+}
+
+// Allocates an array in device memory, as plait::allocate_array does in
+// host memory; `fill_kernel` is the index of the module's fill kernel for T
+// (used for ones and value fills).
+template <typename T>
+inline plait::allocation<T> allocate_device_array(plait_context* ctx, int line, int col, int ndim,
+                                                  const int64_t* shape, bool fortran_order, plait::fill_kind fill,
+                                                  T fill_value, int32_t fill_kernel) {
+  plait::allocation<T> out;
+  uint64_t count = 1;
+  bool too_big = false;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] < 0) {
+      plait::raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "negative dimensions are not allowed");
+      return out;
+    }
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(shape[d]), &count)) too_big = true;
+  }
+  uint64_t bytes = 0;
+  if (too_big || __builtin_mul_overflow(count, static_cast<uint64_t>(sizeof(T)), &bytes) ||
+      bytes > (uint64_t(1) << 62)) {
+    plait::raise_error(ctx, PLAIT_MEMORY_ERROR, line, col, "array is too big; the size overflows");
+    return out;
+  }
+  void* storage = ctx->cuda->alloc(ctx, bytes == 0 ? 256 : bytes);
+  if (storage == nullptr) return out;
+  out.owner = plait::array_owner(storage, ctx->cuda->free);
+  out.data = static_cast<T*>(storage);
+  int64_t stride = 1;
+  for (int k = 0; k < ndim; ++k) {
+    const int d = fortran_order ? k : ndim - 1 - k;
+    out.shape[d] = shape[d];
+    out.strides[d] = stride;
+    stride *= shape[d];
+  }
+  if (count > 0 && fill == plait::fill_kind::zeros) {
+    if (ctx->cuda->zero(ctx, storage, bytes) != 0) return out;
+  } else if (count > 0 && fill != plait::fill_kind::uninitialized) {
+    const T value = fill == plait::fill_kind::ones ? T(1) : fill_value;
+    const int64_t n = static_cast<int64_t>(count);
+    void* params[] = {arg(out.data), arg(n), arg(value)};
+    if (ctx->cuda->launch(ctx, fill_kernel, grid_for(n, 256, 65536), 256, params) != 0) return out;
+  }
+  out.ok = true;
+  return out;
+}
+
+}  // namespace plait_cuda
+)HOST";
+
+}  // namespace
+
+std::string device_error_message(const DeviceErrorRecord& record, const std::vector<std::string>& assert_messages) {
+  if (record.message == static_cast<int32_t>(DeviceMessage::AssertFailed) && record.values[0] >= 0 &&
+      static_cast<size_t>(record.values[0]) < assert_messages.size()) {
+    return assert_messages[static_cast<size_t>(record.values[0])];
+  }
+  if (record.message <= 0 || record.message >= static_cast<int32_t>(DeviceMessage::Count)) {
+    return "error " + std::to_string(record.kind) + " in device code";
+  }
+  char text[200];
+  std::snprintf(text, sizeof text, kMessages[record.message].format, static_cast<long long>(record.values[0]),
+                static_cast<long long>(record.values[1]), static_cast<long long>(record.values[2]));
+  return text;
+}
+
+const std::string& device_runtime_text() {
+  static const std::string text = [] {
+    std::string out =
+        "// ---- plait device runtime\n"
+        "#ifdef __CUDACC_RTC__\n"
+        "typedef int int32_t;\ntypedef long long int64_t;\n"
+        "typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
+        "#else\n#include <cstdint>\n#endif\n\n"
+        "namespace plait {\n\n";
+    out += "enum error_kind_code : int {\n";
+    out += "  kind_index_error = " + std::to_string(PLAIT_INDEX_ERROR) + ",\n";
+    out += "  kind_zero_division_error = " + std::to_string(PLAIT_ZERO_DIVISION_ERROR) + ",\n";
+    out += "  kind_value_error = " + std::to_string(PLAIT_VALUE_ERROR) + ",\n";
+    out += "  kind_overflow_error = " + std::to_string(PLAIT_OVERFLOW_ERROR) + ",\n";
+    out += "};\n\nenum device_message_code : int {\n";
+    for (const MessageInfo& m : kMessages) {
+      out += "  " + std::string(m.name) + " = " + std::to_string(static_cast<int>(m.id)) + ",\n";
+    }
+    out += "};\n";
+    out += kDeviceRuntimeBody;
+    out += "\n}  // namespace plait\n";
+    return out;
+  }();
+  return text;
+}
+
+const std::string& host_cuda_runtime_text() {
+  static const std::string text = kHostRuntime;
+  return text;
+}
+
+}  // namespace plait::codegen::cuda

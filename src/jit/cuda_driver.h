@@ -1,0 +1,102 @@
+// The CUDA driver API (libcuda.so.1) and NVRTC (libnvrtc.so.*), loaded with
+// dlopen on first use so that plait builds, imports and runs CPU kernels on
+// machines without CUDA. Only the few entry points plait needs are declared,
+// with the driver's own C types spelled as plain integers and pointers, so no
+// CUDA header is needed at build time either.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace plait::jit::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUstream = void*;
+using CUdeviceptr = unsigned long long;
+using nvrtcResult = int;
+using nvrtcProgram = void*;
+
+// The driver entry points (each null until load_driver() succeeded).
+struct DriverApi {
+  CUresult (*cuInit)(unsigned flags) = nullptr;
+  CUresult (*cuDriverGetVersion)(int* version) = nullptr;
+  CUresult (*cuDeviceGetCount)(int* count) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice* device, int ordinal) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device) = nullptr;
+  CUresult (*cuDeviceGetName)(char* name, int length, CUdevice device) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device) = nullptr;
+  CUresult (*cuCtxGetCurrent)(CUcontext* context) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext context) = nullptr;
+  CUresult (*cuCtxGetDevice)(CUdevice* device) = nullptr;
+  CUresult (*cuModuleLoadData)(CUmodule* module, const void* image) = nullptr;
+  CUresult (*cuModuleUnload)(CUmodule module) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, const char* name) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
+                             unsigned block_y, unsigned block_z, unsigned shared_bytes, CUstream stream,
+                             void** params, void** extra) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr* pointer, size_t bytes) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr pointer) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult error, const char** name) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult error, const char** text) = nullptr;
+};
+
+struct NvrtcApi {
+  nvrtcResult (*nvrtcVersion)(int* major, int* minor) = nullptr;
+  nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram* program, const char* source, const char* name, int num_headers,
+                                    const char* const* headers, const char* const* include_names) = nullptr;
+  nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram* program) = nullptr;
+  nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram program, int num_options, const char* const* options) = nullptr;
+  nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram program, size_t* size) = nullptr;
+  nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram program, char* log) = nullptr;
+  nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram program, size_t* size) = nullptr;
+  nvrtcResult (*nvrtcGetPTX)(nvrtcProgram program, char* ptx) = nullptr;
+  nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram program, size_t* size) = nullptr;
+  nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram program, char* cubin) = nullptr;
+  nvrtcResult (*nvrtcGetSupportedArchs)(int* archs) = nullptr;
+  nvrtcResult (*nvrtcGetNumSupportedArchs)(int* count) = nullptr;
+  const char* (*nvrtcGetErrorString)(nvrtcResult result) = nullptr;
+};
+
+// The loaded driver, or null; `why` then says what is missing. Loading is
+// attempted once per process ($PLAIT_LIBCUDA names the library to try first).
+const DriverApi* driver(std::string* why = nullptr);
+
+// The loaded NVRTC, or null with the reason in `why`. Tried in order:
+// $PLAIT_NVRTC, libnvrtc.so, libnvrtc.so.13/.12/.11 on the loader's path,
+// then the same names under $CUDA_HOME/lib64, $CUDA_PATH/lib64 and
+// /usr/local/cuda/lib64.
+const NvrtcApi* nvrtc(std::string* why = nullptr);
+
+// "CUDA_ERROR_OUT_OF_MEMORY: out of memory" for a driver result code.
+std::string error_text(CUresult result);
+
+// "12.4" for the loaded NVRTC, part of the cache key of device code.
+std::string nvrtc_version();
+
+// The architectures NVRTC can compile for (e.g. 75, 80, 90), ascending.
+std::vector<int> nvrtc_supported_archs();
+
+struct NvrtcOutput {
+  std::string ptx;
+  std::string cubin;  // empty when `arch` was a virtual architecture
+  std::string log;
+};
+
+// Compiles CUDA C++ `source` for `arch` (90 -> sm_90; `virtual_arch` picks
+// compute_90 and yields PTX only). `options` are extra NVRTC flags.
+// Throws InternalError with NVRTC's log when the compilation fails.
+NvrtcOutput nvrtc_compile(const std::string& source, const std::string& name, int arch, bool virtual_arch,
+                          const std::vector<std::string>& options);
+
+}  // namespace plait::jit::cuda

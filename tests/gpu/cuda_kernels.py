@@ -1,0 +1,281 @@
+"""Kernels of the CUDA tests: each runs on the GPU (tests/gpu/test_cuda_run.py)
+and its generated CUDA C++ is compiled with nvcc and NVRTC for sm_90 on every
+machine (tests/gpu/test_cuda_codegen.py). KERNELS lists them with the
+signatures the compile tests use."""
+
+import math
+
+import numpy as np
+
+
+def vector_add(a, b, out):
+    #pragma parallel for
+    for i in range(out.shape[0]):
+        out[i] = a[i] + b[i]
+
+
+def saxpy(alpha, x, y):
+    #pragma parallel for simd
+    for i in range(x.shape[0]):
+        y[i] = alpha * x[i] + y[i]
+
+
+def dot(x, y):
+    total = 0.0
+    #pragma parallel for reduction(+: total)
+    for i in range(x.shape[0]):
+        total += x[i] * y[i]
+    return total
+
+
+def int_sum(x):
+    total = 0
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        total += x[i]
+    return total
+
+
+def min_max(x):
+    lo = x[0]
+    hi = x[0]
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        lo = min(lo, x[i])
+        hi = max(hi, x[i])
+    return lo, hi
+
+
+def product(x):
+    p = 1.0
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        p *= x[i]
+    return p
+
+
+def histogram(values, bins):
+    #pragma parallel for
+    for i in range(values.shape[0]):
+        k = values[i] % bins.shape[0]
+        #pragma atomic
+        bins[k] += 1
+
+
+def atomic_ops(x, acc):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        #pragma atomic
+        acc[0] += x[i]
+        #pragma atomic
+        acc[1] = max(acc[1], x[i])
+        #pragma atomic
+        acc[2] = min(acc[2], x[i])
+
+
+def matmul(a, b, c):
+    #pragma parallel for
+    for i in range(a.shape[0]):
+        #pragma parallel for
+        for j in range(b.shape[1]):
+            s = 0.0
+            #pragma simd
+            for k in range(a.shape[1]):
+                s += a[i, k] * b[k, j]
+            c[i, j] = s
+
+
+def stencil_steps(a, b, steps):
+    n = a.shape[0]
+    for t in range(steps):
+        #pragma parallel for
+        for i in range(1, n - 1):
+            b[i] = 0.33333 * (a[i - 1] + a[i] + a[i + 1])
+        #pragma parallel for
+        for i in range(1, n - 1):
+            a[i] = 0.33333 * (b[i - 1] + b[i] + b[i + 1])
+
+
+def scaled(x, factor):
+    out = np.empty(x.shape[0], dtype=x.dtype)
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        out[i] = x[i] * factor
+    return out
+
+
+def filled(n):
+    out = np.full((n, 3), 2.5)
+    ones = np.ones(n, dtype=np.int32)
+    zeros = np.zeros(n)
+    #pragma parallel for
+    for i in range(n):
+        out[i, 1] = out[i, 0] + ones[i] + zeros[i]
+    return out
+
+
+def serial_prefix(x, out):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc += x[i]
+        out[i] = acc
+    return acc
+
+
+def first_negative(x):
+    for i in range(x.shape[0]):
+        if x[i] < 0:
+            return i
+    return -1
+
+
+def math_functions(x, out):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        v = abs(x[i])
+        out[i] = math.sqrt(v) + np.exp(-v) + np.sin(v) * np.cos(v) + np.floor(v) + round(v)
+
+
+def python_math_errors(x, out):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        out[i] = math.log(x[i])
+
+
+def int_arithmetic(a, b, out):
+    #pragma parallel for
+    for i in range(a.shape[0]):
+        out[i] = a[i] // b[i] + a[i] % b[i] + (a[i] << 2) - (a[i] >> 1) + (a[i] ^ b[i])
+
+
+def strided_2d(m, out):
+    #pragma parallel for
+    for i in range(m.shape[0]):
+        s = 0.0
+        for j in range(m.shape[1]):
+            s += m[i, j]
+        out[i] = s
+
+
+def bool_any(flags):
+    found = False
+    #pragma parallel for
+    for i in range(flags.shape[0]):
+        found = max(found, flags[i])
+    return found
+
+
+def loop_variable_after(x):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        x[i] = i
+    return i
+
+
+def jacobi_1d(tsteps, a, b):
+    for t in range(tsteps):
+        #pragma parallel for
+        for i in range(1, a.shape[0] - 1):
+            b[i] = 0.33333 * (a[i - 1] + a[i] + a[i + 1])
+        #pragma parallel for
+        for i in range(1, a.shape[0] - 1):
+            a[i] = 0.33333 * (b[i - 1] + b[i] + b[i + 1])
+
+
+def fdtd_step(ex, ey, hz):
+    nx = hz.shape[0]
+    ny = hz.shape[1]
+    #pragma parallel for
+    for i1 in range(1, nx):
+        #pragma parallel for
+        for j1 in range(ny):
+            ey[i1, j1] = ey[i1, j1] - 0.5 * (hz[i1, j1] - hz[i1 - 1, j1])
+    #pragma parallel for
+    for i2 in range(nx):
+        #pragma parallel for
+        for j2 in range(1, ny):
+            ex[i2, j2] = ex[i2, j2] - 0.5 * (hz[i2, j2] - hz[i2, j2 - 1])
+    #pragma parallel for
+    for i3 in range(nx - 1):
+        #pragma parallel for
+        for j3 in range(ny - 1):
+            hz[i3, j3] = hz[i3, j3] - 0.7 * (ex[i3, j3 + 1] - ex[i3, j3] + ey[i3 + 1, j3] - ey[i3, j3])
+
+
+def while_converge(x, tol):
+    err = 1.0
+    steps = 0
+    while err > tol:
+        err = 0.0
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 0.5
+            err = max(err, abs(x[i]))
+        steps += 1
+    return steps
+
+
+def divide_python_scalars(x, n):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        x[i] = x[i] + 1 / n
+
+
+def gesummv(alpha, beta, a, b, x, y):
+    #pragma parallel for
+    for i in range(a.shape[0]):
+        t = 0.0
+        s = 0.0
+        for j in range(a.shape[1]):
+            t += a[i, j] * x[j]
+            s += b[i, j] * x[j]
+        y[i] = alpha * t + beta * s
+
+
+def shifted_copy(x, out):
+    #pragma parallel for
+    for i in range(out.shape[0]):
+        out[i] = x[i + 1]
+
+
+def get_item(x, i):
+    return x[i]
+
+
+def add_python_int(x, k):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        x[i] = x[i] + k
+
+
+# name -> signatures (as plaitc and Dispatcher.compile spell them)
+KERNELS = {
+    "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]"],
+    "saxpy": ["float, f32[::1], f32[::1]", "f64, f64[:], f64[:]"],
+    "dot": ["f64[::1], f64[::1]", "f32[::1], f32[::1]"],
+    "int_sum": ["i64[::1]", "i32[::1]"],
+    "min_max": ["f64[::1]", "i32[::1]"],
+    "product": ["f64[::1]"],
+    "histogram": ["i64[::1], i64[::1]", "i32[::1], i32[::1]"],
+    "atomic_ops": ["f64[::1], f64[::1]", "i64[::1], i64[::1]", "f32[::1], f32[::1]", "i32[::1], i32[::1]"],
+    "matmul": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]", "f32[:, :], f32[::1, :], f32[:, ::1]"],
+    "stencil_steps": ["f64[::1], f64[::1], int"],
+    "scaled": ["f64[::1], float", "i32[::1], int"],
+    "filled": ["int"],
+    "serial_prefix": ["f64[::1], f64[::1]"],
+    "first_negative": ["f64[::1]"],
+    "math_functions": ["f64[::1], f64[::1]", "f32[::1], f32[::1]"],
+    "python_math_errors": ["f64[::1], f64[::1]"],
+    "int_arithmetic": ["i64[::1], i64[::1], i64[::1]", "i32[::1], i32[::1], i32[::1]"],
+    "strided_2d": ["f64[:, :], f64[:]", "f64[::1, :], f64[::1]"],
+    "bool_any": ["b1[::1]"],
+    "loop_variable_after": ["i64[::1]"],
+    "jacobi_1d": ["int, f64[::1], f64[::1]"],
+    "fdtd_step": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
+    "while_converge": ["f64[::1], float"],
+    "divide_python_scalars": ["f64[::1], int"],
+    "shifted_copy": ["f64[::1], f64[::1]"],
+    "get_item": ["f64[::1], int"],
+    "add_python_int": ["i32[::1], int", "i64[::1], int"],
+    "gesummv": ["float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]"],
+}

@@ -1,0 +1,142 @@
+"""The CUDA code generator on machines without a GPU (CI): for every kernel of
+cuda_kernels.py and each of its signatures, plaitc emits the device part (CUDA C++)
+and the host part (C++); the device part compiles with nvcc for sm_90 and with
+NVRTC without warnings, the host part with the system compiler with warnings
+as errors."""
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from cuda_kernels import KERNELS
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+KERNELS_FILE = HERE / "cuda_kernels.py"
+PLAITC = pathlib.Path(os.environ.get("PLAIT_PLAITC", REPO / "build" / "cpp" / "plaitc"))
+
+
+def find_nvcc():
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and (pathlib.Path(root) / "bin" / "nvcc").exists():
+            return str(pathlib.Path(root) / "bin" / "nvcc")
+    return None
+
+
+NVCC = find_nvcc()
+CASES = [(name, signature) for name, signatures in KERNELS.items() for signature in signatures]
+
+pytestmark = pytest.mark.skipif(not PLAITC.exists(), reason=f"plaitc not built at {PLAITC}")
+
+
+def kernel_names(device_source):
+    return re.findall(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(', device_source)
+
+
+def plaitc(*args):
+    env = dict(os.environ)
+    env.pop("PLAIT_DUMP_DIR", None)
+    return subprocess.run([str(PLAITC), *args], capture_output=True, text=True, env=env)
+
+
+def emit(tmp_path, name, signature, what, *extra):
+    result = plaitc("compile", f"{KERNELS_FILE}::{name}", "--signature", signature, "--target", "cuda",
+                    "--emit", what, "-o", str(tmp_path), *extra)
+    assert result.returncode == 0, result.stderr
+    suffix = {"cu": ".cu", "cpp": ".cpp", "ptx": ".ptx"}[what]
+    return tmp_path / (name + suffix)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_HOME, /usr/local/cuda)")
+@pytest.mark.parametrize("name,signature", CASES)
+def test_device_part_compiles_with_nvcc_for_sm90_without_warnings(tmp_path, name, signature):
+    source = emit(tmp_path, name, signature, "cu")
+    result = subprocess.run([NVCC, "-arch=sm_90", "--ptx", "-Werror", "all-warnings", "-o",
+                             str(tmp_path / "out.ptx"), str(source)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout + result.stderr == ""
+    ptx = (tmp_path / "out.ptx").read_text()
+    for kernel in kernel_names(source.read_text()):
+        assert f".entry {kernel}(" in ptx
+
+
+def nvrtc_available():
+    probe = plaitc("compile", f"{KERNELS_FILE}::vector_add", "--signature", "f64[::1], f64[::1], f64[::1]",
+                   "--emit", "ptx", "--arch", "90")
+    return probe.returncode == 0, probe.stderr.strip()
+
+
+NVRTC_OK, NVRTC_WHY = nvrtc_available() if PLAITC.exists() else (False, "plaitc not built")
+
+
+@pytest.mark.skipif(not NVRTC_OK, reason=f"NVRTC unavailable: {NVRTC_WHY}")
+@pytest.mark.parametrize("name,signature", CASES)
+def test_device_part_compiles_with_nvrtc_for_sm90(tmp_path, name, signature):
+    ptx = emit(tmp_path, name, signature, "ptx", "--arch", "90").read_text()
+    assert ".target sm_90" in ptx
+    for kernel in kernel_names(emit(tmp_path, name, signature, "cu").read_text()):
+        assert f".entry {kernel}(" in ptx
+
+
+@pytest.mark.parametrize("name,signature", CASES)
+def test_host_part_compiles_with_warnings_as_errors(tmp_path, name, signature):
+    source = emit(tmp_path, name, signature, "cpp")
+    cxx = os.environ.get("PLAIT_CXX") or os.environ.get("CXX") or "c++"
+    result = subprocess.run([cxx, "-std=c++20", "-O1", "-fopenmp", "-fwrapv", "-Wall", "-Wextra", "-Werror", "-shared",
+                             "-fPIC", "-o", str(tmp_path / "host.so"), str(source)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    text = source.read_text()
+    assert "ctx->cuda->launch" in text
+
+
+def test_reduction_uses_warp_shuffles_and_one_atomic_per_warp(tmp_path):
+    device = emit(tmp_path, "dot", "f64[::1], f64[::1]", "cu").read_text()
+    assert "plait::reduce_add(p_acc0, v_total);" in device
+    assert "__shfl_down_sync" in device
+    host = emit(tmp_path, "dot", "f64[::1], f64[::1]", "cpp").read_text()
+    # The value before the loop goes to the accumulator; the result comes back.
+    assert "copy_to_device(ctx, plait_cuda::scratch_slot(ctx, 0)" in host
+    assert "copy_to_host(ctx" in host
+
+
+def test_collapsed_nest_is_one_kernel_with_one_thread_per_iteration(tmp_path):
+    device = emit(tmp_path, "matmul", "f64[:, ::1], f64[:, ::1], f64[:, ::1]", "cu").read_text()
+    assert device.count("__global__") == 1
+    assert "p_rest % " in device
+    assert "blockIdx.x * blockDim.x + threadIdx.x" in device
+
+
+def test_statements_outside_parallel_loops_that_touch_arrays_run_in_one_device_thread(tmp_path):
+    host = emit(tmp_path, "serial_prefix", "f64[::1], f64[::1]", "cpp").read_text()
+    assert "ctx->cuda->launch(ctx, 0, 1, 1," in host
+
+
+def test_allocation_inside_a_parallel_loop_is_a_compile_error(tmp_path):
+    source = tmp_path / "alloc.py"
+    source.write_text(
+        "import numpy as np\n\n"
+        "def alloc_in_loop(x):\n"
+        "    #pragma parallel for\n"
+        "    for i in range(x.shape[0]):\n"
+        "        t = np.zeros(3)\n"
+        "        t[0] = x[i]\n"
+        "        x[i] = t[0]\n")
+    result = plaitc("compile", f"{source}::alloc_in_loop", "--signature", "f64[::1]", "--target", "cuda",
+                    "--emit", "cu")
+    assert result.returncode == 1
+    assert "cannot be allocated inside a parallel loop on the CUDA target" in result.stderr
+    assert "t = np.zeros(3)" in result.stderr
+
+
+def test_emit_so_is_refused_for_the_cuda_target(tmp_path):
+    result = plaitc("compile", f"{KERNELS_FILE}::vector_add", "--signature", "f64[::1], f64[::1], f64[::1]",
+                    "--target", "cuda", "-o", str(tmp_path))
+    assert result.returncode == 64
+    assert "--emit so is for the CPU target" in result.stderr

@@ -1,0 +1,359 @@
+"""CUDA kernels on the GPU, differentially: each kernel of cuda_kernels.py runs
+compiled for target="cuda" and as the undecorated Python function on fresh
+random inputs; outputs are poisoned before each run; results, returned types
+and every array argument must match. Arrays are passed as NumPy arrays (copied
+to the GPU and back), plait.DeviceArray, CuPy arrays and PyTorch tensors
+(each when installed). Skipped, with the reason, where CUDA is unavailable."""
+
+import math
+
+import numpy as np
+import pytest
+
+import cuda_kernels as K
+import plait
+
+pytestmark = pytest.mark.skipif(not plait.cuda_available(),
+                                reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
+
+SIZES = (0, 1, 7, 33, 1000, 100003)
+# A reduction's result has the type of its updates only once there is one
+# (`total = 0.0; total += f32` is float32), as in Python: scalar results use
+# non-empty inputs.
+NONEMPTY = SIZES[1:]
+
+
+def _optional(module):
+    try:
+        return __import__(module)
+    except ImportError:
+        return None
+
+
+cupy = _optional("cupy")
+torch = _optional("torch")
+if torch is not None and not torch.cuda.is_available():
+    torch = None
+
+KINDS = ["numpy", "device",
+         pytest.param("cupy", marks=pytest.mark.skipif(cupy is None, reason="CuPy is not installed")),
+         pytest.param("torch", marks=pytest.mark.skipif(torch is None, reason="PyTorch with CUDA is not installed"))]
+
+
+def to_kind(value, kind):
+    """A NumPy argument as the array kind under test (scalars unchanged)."""
+    if not isinstance(value, np.ndarray):
+        return value
+    if kind == "numpy":
+        return value.copy(order="K")
+    if kind == "device":
+        return plait.to_device(value)
+    if kind == "cupy":
+        return cupy.asarray(value)
+    return torch.from_numpy(np.ascontiguousarray(value)).cuda()
+
+
+def to_numpy(value):
+    if cupy is not None and isinstance(value, cupy.ndarray):
+        return cupy.asnumpy(value)
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    if isinstance(value, plait.DeviceArray):
+        return value.to_host()
+    return value
+
+
+def expected_array_type(kind):
+    return {"numpy": np.ndarray, "device": plait.DeviceArray,
+            "cupy": cupy.ndarray if cupy is not None else None,
+            "torch": torch.Tensor if torch is not None else None}[kind]
+
+
+def assert_same(got, expected, rtol, kind):
+    if isinstance(expected, tuple):
+        assert isinstance(got, tuple) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert_same(g, e, rtol, kind)
+        return
+    if isinstance(expected, np.ndarray):
+        assert isinstance(got, expected_array_type(kind)), type(got)
+        got = to_numpy(got)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+    else:
+        assert type(got) is type(expected), (type(got), type(expected))
+    if rtol:
+        np.testing.assert_allclose(got, expected, rtol=rtol)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def check(fn, args, kind, poison=(), rtol=0.0, **options):
+    """Runs fn compiled for CUDA and as Python on copies of args; arguments at
+    the indices in `poison` are filled with garbage first (NaN, or -7 for
+    integers) in both runs."""
+    args = list(args)
+    for k in poison:
+        fill = np.nan if args[k].dtype.kind == "f" else (True if args[k].dtype == np.bool_ else -7)
+        args[k] = np.full_like(args[k], fill)
+    expected_args = [a.copy(order="K") if isinstance(a, np.ndarray) else a for a in args]
+    expected = fn(*expected_args)
+    kernel = plait.jit(fn, target="cuda", **options)
+    gpu_args = [to_kind(a, kind) for a in args]
+    got = kernel(*gpu_args)
+    assert_same(got, expected, rtol, kind)
+    for got_arg, want in zip(gpu_args, expected_args):
+        if isinstance(want, np.ndarray):
+            got_host = to_numpy(got_arg)
+            if rtol:
+                np.testing.assert_allclose(got_host, want, rtol=rtol)
+            else:
+                np.testing.assert_array_equal(got_host, want)
+    return kernel
+
+
+def floats(rng, shape, dtype=np.float64):
+    return (rng.random(shape) * 2 - 1).astype(dtype)
+
+
+def ints(rng, shape, dtype=np.int64, low=-100, high=100):
+    return rng.integers(low, high, size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_vector_add(rng, kind, n, dtype):
+    make = floats if np.dtype(dtype).kind == "f" else ints
+    check(K.vector_add, [make(rng, n, dtype), make(rng, n, dtype), np.empty(n, dtype)], kind, poison=[2])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", SIZES)
+def test_saxpy_with_a_weak_scalar_keeps_float32(rng, kind, n):
+    check(K.saxpy, [2.5, floats(rng, n, np.float32), floats(rng, n, np.float32)], kind)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+@pytest.mark.parametrize("n", NONEMPTY)
+def test_float_sum_reduction(rng, kind, n):
+    check(K.dot, [floats(rng, n), floats(rng, n)], kind, rtol=1e-9)
+    check(K.dot, [floats(rng, n, np.float32), floats(rng, n, np.float32)], kind, rtol=2e-3)
+
+
+@pytest.mark.parametrize("n", NONEMPTY)
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_integer_sum_reduction_is_exact(rng, n, dtype):
+    check(K.int_sum, [ints(rng, n, dtype)], "numpy")
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 100003])
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_min_and_max_reductions(rng, n, dtype):
+    make = floats if np.dtype(dtype).kind == "f" else ints
+    check(K.min_max, [make(rng, n, dtype)], "numpy")
+
+
+@pytest.mark.parametrize("n", NONEMPTY)
+def test_product_reduction(rng, n):
+    check(K.product, [1 + floats(rng, n) * 1e-4], "numpy", rtol=1e-9)
+
+
+@pytest.mark.parametrize("n", NONEMPTY)
+def test_bool_reduction(rng, n):
+    flags = rng.random(n) < 0.001
+    flags[n // 2] = True
+    check(K.bool_any, [flags], "numpy")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_histogram_with_atomic_increments(rng, kind, n, dtype):
+    check(K.histogram, [ints(rng, n, dtype, 0, 1000), np.zeros(17, dtype)], kind)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
+def test_atomic_add_min_max(rng, n, dtype):
+    make = floats if np.dtype(dtype).kind == "f" else ints
+    big = np.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).max
+    acc = np.array([0, -big, big], dtype=dtype)
+    rtol = {np.float64: 1e-9, np.float32: 1e-3}.get(dtype, 0.0)
+    check(K.atomic_ops, [make(rng, n, dtype), acc], "numpy", rtol=rtol)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(0, 3, 2), (1, 1, 1), (5, 7, 3), (64, 33, 70)])
+def test_matmul_collapsed_nest(rng, kind, shape):
+    n, m, p = shape
+    check(K.matmul, [floats(rng, (n, m)), floats(rng, (m, p)), np.empty((n, p))], kind, poison=[2])
+
+
+@pytest.mark.parametrize("layout", ["F", "strided", "transposed"])
+@pytest.mark.parametrize("kind", ["numpy", "cupy", "torch"])
+def test_strided_and_fortran_arrays(rng, layout, kind):
+    if kind == "cupy" and cupy is None or kind == "torch" and torch is None:
+        pytest.skip(f"{kind} is not installed")
+    base = floats(rng, (40, 26))
+    if layout == "F":
+        m = np.asfortranarray(base[:20, :13])
+    elif layout == "strided":
+        m = base[::2, ::2]
+    else:
+        m = base[:13, :20].T
+    out = np.empty(m.shape[0])
+    expected_out = out.copy()
+    K.strided_2d(m, expected_out)
+    kernel = plait.jit(K.strided_2d, target="cuda")
+    if kind == "numpy":
+        got_out = out
+        kernel(m, got_out)
+    else:
+        module = cupy if kind == "cupy" else torch
+        big = module.asarray(base) if kind == "cupy" else torch.from_numpy(base).cuda()
+        view = {"F": big[:20, :13].T.copy().T if kind == "cupy" else big[:20, :13].t().contiguous().t(),
+                "strided": big[::2, ::2], "transposed": big[:13, :20].T}[layout]
+        got_out = to_kind(out, kind)
+        kernel(view, got_out)
+    np.testing.assert_array_equal(to_numpy(got_out), expected_out)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [3, 100, 10001])
+def test_time_loop_of_parallel_loops(rng, kind, n):
+    check(K.stencil_steps, [floats(rng, n), floats(rng, n), 7], kind)
+    check(K.jacobi_1d, [5, floats(rng, n), floats(rng, n)], kind)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fdtd_step(rng, kind):
+    check(K.fdtd_step, [floats(rng, (50, 41)), floats(rng, (50, 41)), floats(rng, (50, 41))], kind)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", SIZES)
+def test_returned_arrays_come_back_as_the_argument_kind(rng, kind, n):
+    check(K.scaled, [floats(rng, n), 3.0], kind)
+    check(K.scaled, [ints(rng, n, np.int32), 3], kind)
+
+
+@pytest.mark.parametrize("n", [0, 1, 1000])
+def test_filled_allocations(n):
+    check(K.filled, [n], "numpy")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+def test_serial_code_touching_arrays_runs_on_the_device(rng, kind, n):
+    check(K.serial_prefix, [floats(rng, n), np.empty(n)], kind, poison=[1])
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000])
+def test_host_reads_of_array_elements(rng, n):
+    x = np.abs(floats(rng, n))
+    check(K.first_negative, [x], "numpy")
+    x[n // 2] = -1.0
+    check(K.first_negative, [x], "numpy")
+    check(K.get_item, [x, n - 1], "numpy")
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-13), (np.float32, 1e-5)])
+def test_math_functions(rng, dtype, rtol):
+    check(K.math_functions, [floats(rng, 1000, dtype) * 10, np.empty(1000, dtype)], "numpy", poison=[1], rtol=rtol)
+
+
+def test_math_domain_error_on_the_device_is_a_value_error(rng):
+    x = np.abs(floats(rng, 1000)) + 0.5
+    check(K.python_math_errors, [x, np.empty(1000)], "numpy", poison=[1], rtol=1e-13)
+    x[500] = 0.0
+    kernel = plait.jit(K.python_math_errors, target="cuda")
+    with pytest.raises(ValueError, match="math domain error"):
+        kernel(x, np.empty(1000))
+    with pytest.raises(ValueError, match="math domain error"):
+        math.log(0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_integer_arithmetic_follows_numpy(rng, dtype):
+    a = ints(rng, 1000, dtype, -1000, 1000)
+    b = ints(rng, 1000, dtype, 1, 50) * rng.choice([-1, 1], 1000).astype(dtype)
+    check(K.int_arithmetic, [a, b, np.empty(1000, dtype)], "numpy", poison=[2])
+
+
+@pytest.mark.parametrize("n", [1, 1000])
+def test_loop_variable_keeps_its_last_value(n):
+    check(K.loop_variable_after, [np.zeros(n, np.int64)], "numpy")
+
+
+def test_while_loop_around_a_reduction(rng):
+    check(K.while_converge, [floats(rng, 1000), 1e-3], "numpy")
+
+
+def test_division_by_a_python_zero_is_a_zero_division_error(rng):
+    check(K.divide_python_scalars, [floats(rng, 100), 4], "numpy")
+    kernel = plait.jit(K.divide_python_scalars, target="cuda")
+    with pytest.raises(ZeroDivisionError):
+        kernel(floats(rng, 100), 0)
+
+
+def test_out_of_bounds_index_with_boundscheck_is_an_index_error(rng):
+    kernel = plait.jit(K.shifted_copy, target="cuda", boundscheck=True)
+    x = floats(rng, 100)
+    with pytest.raises(IndexError, match="index 100 is out of bounds for axis 0 with size 100"):
+        kernel(x, np.empty(100))
+    out = np.empty(99)
+    kernel(x, out)
+    np.testing.assert_array_equal(out, x[1:])
+    get_item = plait.jit(K.get_item, target="cuda", boundscheck=True)
+    with pytest.raises(IndexError):
+        get_item(x, 100)
+
+
+def test_python_int_out_of_int32_range_is_an_overflow_error(rng):
+    check(K.add_python_int, [ints(rng, 100, np.int32), 7], "numpy")
+    kernel = plait.jit(K.add_python_int, target="cuda")
+    with pytest.raises(OverflowError, match="Python integer 4294967296 out of bounds for int32"):
+        kernel(ints(rng, 100, np.int32), 2**32)
+
+
+@pytest.mark.parametrize("n", [1000])
+def test_gesummv(rng, n):
+    check(K.gesummv, [1.5, 0.5, floats(rng, (n, n)), floats(rng, (n, n)), floats(rng, n), np.empty(n)], "numpy",
+          poison=[5])
+
+
+def test_to_device_and_to_host_round_trip(rng):
+    for a in (floats(rng, (3, 4)), np.asfortranarray(floats(rng, (3, 4))), ints(rng, 10, np.int32), np.zeros(0),
+              rng.random(5) < 0.5, floats(rng, (6, 8))[::2, ::-2]):
+        d = plait.to_device(a)
+        assert isinstance(d, plait.DeviceArray)
+        assert d.shape == a.shape and d.dtype == a.dtype
+        back = plait.to_host(d)
+        np.testing.assert_array_equal(back, a)
+
+
+def test_inspection_shows_cuda_source_host_source_and_ptx(rng):
+    kernel = plait.jit(K.dot, target="cuda")
+    kernel(floats(rng, 10), floats(rng, 10))
+    source = kernel.inspect_source()
+    assert "__global__" in source and "plait_kernel_entry" in source
+    assert ".entry plait_dot_k0" in kernel.inspect_ptx()
+    explain = kernel.explain()
+    assert "CUDA kernel plait_dot_k0" in explain
+    assert "NumPy arrays are copied to the GPU" in explain
+
+
+def test_torch_current_stream_is_used():
+    if torch is None:
+        pytest.skip("PyTorch with CUDA is not installed")
+    stream = torch.cuda.Stream()
+    kernel = plait.jit(K.vector_add, target="cuda")
+    a = torch.rand(1 << 20, device="cuda", dtype=torch.float64)
+    b = torch.rand(1 << 20, device="cuda", dtype=torch.float64)
+    out = torch.empty_like(a)
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        kernel(a, b, out)
+        check_value = (out - (a + b)).abs().max()
+    torch.cuda.synchronize()
+    assert check_value.item() == 0.0

@@ -1,0 +1,279 @@
+// Tests of the CUDA code generator without a GPU: IR built by hand is turned
+// into a host part and a device part; the device part compiles with NVRTC
+// for sm_90 (when NVRTC is installed), the host part with the system compiler
+// (warnings are errors) and runs against a recording plait_cuda_api that
+// stands in for the GPU.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "codegen/cuda/codegen_cuda.h"
+#include "codegen/cuda/device_runtime.h"
+#include "ir/ir.h"
+#include "jit/cuda_driver.h"
+#include "jit/cuda_runtime.h"
+#include "jit/loader.h"
+#include "jit/toolchain.h"
+#include "runtime/abi.h"
+
+namespace plait {
+namespace {
+
+using namespace ir;
+
+Var var(const std::string& name, ScalarType t) { return std::make_shared<VarInfo>(VarInfo{name, t, {}, false}); }
+ArrayVar arr(const std::string& name, ScalarKind dtype) {
+  return std::make_shared<ArrayInfo>(ArrayInfo{name, ArrayType{dtype, 1, Layout::C}, {}, true});
+}
+Expr vref(const Var& v) { return VarRef::make(v); }
+Expr i64(int64_t v) { return IntImm::make(v, ScalarType::i64()); }
+SourceLoc at(int line) { return SourceLoc{line, 4, line, 5}; }
+LoopSchedule schedule(LoopKind kind, std::vector<Reduction> reductions = {}) {
+  LoopSchedule s;
+  s.kind = kind;
+  s.reductions = std::move(reductions);
+  return s;
+}
+Function function(const std::string& name, std::vector<Param> params, std::vector<Stmt> body,
+                  std::vector<ValueType> results = {}) {
+  Function f;
+  f.name = name;
+  f.source.path = "/tmp/kernels.py";
+  f.params = std::move(params);
+  f.body = Block::make(std::move(body));
+  f.results = std::move(results);
+  return f;
+}
+
+// out[i] = a[i] + b[i] over a parallel loop.
+Function vector_add() {
+  ArrayVar a = arr("a", ScalarKind::Float64), b = arr("b", ScalarKind::Float64), out = arr("out", ScalarKind::Float64);
+  Var i = var("i", ScalarType::i64());
+  Stmt loop = For::make(i, i64(0), ArrayDim::make(out, 0), i64(1),
+                        Block::make({Store::make(out, {vref(i)},
+                                                 Binary::make(BinaryOp::Add, Load::make(a, {vref(i)}),
+                                                              Load::make(b, {vref(i)}), ScalarType::f64()),
+                                                 false, at(3))}),
+                        schedule(LoopKind::Parallel), at(2));
+  return function("vadd", {{nullptr, a}, {nullptr, b}, {nullptr, out}}, {loop});
+}
+
+// total = 10; parallel: total += x[i]; return total
+Function sum() {
+  ArrayVar x = arr("x", ScalarKind::Float64);
+  Var i = var("i", ScalarType::i64()), total = var("total", ScalarType::f64());
+  Stmt loop = For::make(i, i64(0), ArrayDim::make(x, 0), i64(1),
+                        Block::make({Assign::make(total, Binary::make(BinaryOp::Add, vref(total),
+                                                                      Load::make(x, {vref(i)}), ScalarType::f64()),
+                                                  at(4))}),
+                        schedule(LoopKind::Parallel, {{total, ReduceOp::Add}}), at(3));
+  return function("sum", {{nullptr, x}},
+                  {Declare::make(total), Assign::make(total, FloatImm::make(10.0, ScalarType::f64()), at(2)), loop,
+                   Return::make({ReturnValue{vref(total), nullptr}}, at(5))},
+                  {ValueType::of(ScalarType::f64())});
+}
+
+// parallel: #pragma atomic hist[x[i] % 8] += 1
+Function histogram() {
+  ArrayVar x = arr("x", ScalarKind::Int32), hist = arr("hist", ScalarKind::Int32);
+  Var i = var("i", ScalarType::i64());
+  Expr bin = Cast::make(ScalarType::i64(), Binary::make(BinaryOp::Mod, Load::make(x, {vref(i)}),
+                                                        IntImm::make(8, ScalarType::i32()), ScalarType::i32()));
+  Stmt loop = For::make(i, i64(0), ArrayDim::make(x, 0), i64(1),
+                        Block::make({AtomicUpdate::make(hist, {bin}, AtomicOp::Add, IntImm::make(1, ScalarType::i32()),
+                                                        false, at(4))}),
+                        schedule(LoopKind::Parallel), at(2));
+  return function("hist", {{nullptr, x}, {nullptr, hist}}, {loop});
+}
+
+// What the recording API saw.
+struct Recorder {
+  struct Launch {
+    int32_t kernel;
+    uint32_t grid, block;
+    std::vector<int64_t> words;  // the first parameters, read as 8-byte values
+  };
+  std::vector<Launch> launches;
+  std::vector<double> copied_to_device;
+  double accumulator_on_device = 0;
+};
+
+Recorder* g_recorder = nullptr;
+
+int32_t record_launch(plait_context*, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
+  Recorder::Launch launch{kernel, grid, block, {}};
+  for (int k = 0; k < 3; ++k) launch.words.push_back(*static_cast<const int64_t*>(params[k]));
+  g_recorder->launches.push_back(launch);
+  return 0;
+}
+void* no_alloc(plait_context*, uint64_t) { return nullptr; }
+void no_free(void*) {}
+int32_t record_copy_to_device(plait_context*, void*, const void* src, uint64_t bytes) {
+  double value = 0;
+  std::memcpy(&value, src, bytes < sizeof value ? bytes : sizeof value);
+  g_recorder->copied_to_device.push_back(value);
+  return 0;
+}
+int32_t fake_copy_to_host(plait_context*, void* dst, const void*, uint64_t bytes) {
+  std::memcpy(dst, &g_recorder->accumulator_on_device, bytes < 8 ? bytes : 8);
+  return 0;
+}
+int32_t no_zero(plait_context*, void*, uint64_t) { return 0; }
+
+struct HostPart {
+  std::shared_ptr<LoadedLibrary> library;
+  plait_entry_fn entry = nullptr;
+};
+
+std::string temp_dir() {
+  const std::string dir = ::testing::TempDir() + "plait_codegen_cuda_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+HostPart build_host(const std::string& name, const std::string& source) {
+  const std::string base = temp_dir() + "/" + name;
+  std::ofstream(base + ".cpp") << source;
+  jit::Toolchain tc = jit::host_toolchain(CompileOptions{});
+  for (const char* flag : {"-Wall", "-Wextra", "-Werror"}) tc.flags.push_back(flag);
+  jit::build_shared_library(tc, base + ".cpp", base + ".so", base + ".log");
+  HostPart part;
+  part.library = LoadedLibrary::open(base + ".so");
+  part.entry = reinterpret_cast<plait_entry_fn>(part.library->symbol(PLAIT_ENTRY_SYMBOL));
+  return part;
+}
+
+int32_t run_host(const HostPart& part, std::vector<void*> args, plait_result* results, Recorder& recorder) {
+  g_recorder = &recorder;
+  std::vector<unsigned char> scratch(PLAIT_CUDA_SCRATCH_BYTES);
+  plait_cuda_api api{};
+  api.launch = &record_launch;
+  api.alloc = &no_alloc;
+  api.free = &no_free;
+  api.copy_to_device = &record_copy_to_device;
+  api.copy_to_host = &fake_copy_to_host;
+  api.zero = &no_zero;
+  api.scratch = scratch.data();
+  plait_context ctx;
+  std::memset(&ctx, 0, sizeof ctx);
+  ctx.num_threads = 1;
+  ctx.cuda = &api;
+  return part.entry(args.data(), results, &ctx);
+}
+
+// The device part through NVRTC for sm_90; skipped where NVRTC is missing.
+void expect_nvrtc_compiles(const std::string& device_source, const std::vector<std::string>& kernels) {
+  std::string why;
+  if (!jit::cuda::nvrtc(&why)) GTEST_SKIP() << why;
+  jit::DeviceBuild build = jit::compile_device_code(device_source, 90, false, CompileOptions{});
+  EXPECT_FALSE(build.cubin.empty());
+  EXPECT_EQ(build.arch, "sm_90");
+  for (const std::string& name : kernels) EXPECT_NE(build.ptx.find(".entry " + name), std::string::npos) << name;
+}
+
+TEST(CodegenCuda, ParallelLoopIsOneKernelLaunchedWithOneThreadPerIteration) {
+  codegen::CudaSources out = codegen::generate_cuda(vector_add(), CompileOptions{});
+  ASSERT_EQ(out.kernel_names, std::vector<std::string>{"plait_vadd_k0"});
+  EXPECT_FALSE(out.device_errors);
+  EXPECT_NE(out.device.find("extern \"C\" __global__ void __launch_bounds__(256) plait_vadd_k0("), std::string::npos);
+  EXPECT_NE(out.device.find("a_out_data[v_i] = (a_a_data[v_i] + a_b_data[v_i]);"), std::string::npos);
+  EXPECT_NE(out.device.find("#line 3 \"/tmp/kernels.py\""), std::string::npos);
+
+  HostPart host = build_host("vadd", out.host);
+  plait_array views[3] = {};
+  for (plait_array& v : views) {
+    v.shape[0] = 1000;
+    v.strides[0] = 1;
+  }
+  Recorder recorder;
+  plait_result results[1];
+  EXPECT_EQ(run_host(host, {&views[0], &views[1], &views[2]}, results, recorder), PLAIT_OK);
+  ASSERT_EQ(recorder.launches.size(), 1u);
+  EXPECT_EQ(recorder.launches[0].kernel, 0);
+  EXPECT_EQ(recorder.launches[0].grid, 4u);  // ceil(1000 / 256)
+  EXPECT_EQ(recorder.launches[0].block, 256u);
+  EXPECT_EQ(recorder.launches[0].words, (std::vector<int64_t>{0, 1, 1000}));  // begin, step, trip
+
+  // An empty iteration space launches nothing.
+  for (plait_array& v : views) v.shape[0] = 0;
+  Recorder empty;
+  EXPECT_EQ(run_host(host, {&views[0], &views[1], &views[2]}, results, empty), PLAIT_OK);
+  EXPECT_TRUE(empty.launches.empty());
+
+  expect_nvrtc_compiles(out.device, out.kernel_names);
+}
+
+TEST(CodegenCuda, ReductionAccumulatesOnTheDeviceFromTheValueBeforeTheLoop) {
+  codegen::CudaSources out = codegen::generate_cuda(sum(), CompileOptions{});
+  EXPECT_NE(out.device.find("double v_total = double(0);"), std::string::npos);
+  EXPECT_NE(out.device.find("plait::reduce_add(p_acc0, v_total);"), std::string::npos);
+
+  HostPart host = build_host("sum", out.host);
+  plait_array x{};
+  x.shape[0] = 100000;
+  x.strides[0] = 1;
+  Recorder recorder;
+  recorder.accumulator_on_device = 42.5;
+  plait_result results[1] = {};
+  EXPECT_EQ(run_host(host, {&x}, results, recorder), PLAIT_OK);
+  ASSERT_EQ(recorder.copied_to_device.size(), 1u);
+  EXPECT_EQ(recorder.copied_to_device[0], 10.0);  // the accumulator starts at the value before the loop
+  ASSERT_EQ(recorder.launches.size(), 1u);
+  EXPECT_EQ(recorder.launches[0].grid, 391u);  // ceil(100000 / 256), under the reduction cap
+  EXPECT_EQ(results[0].f64, 42.5);             // and the result is read back
+
+  expect_nvrtc_compiles(out.device, out.kernel_names);
+}
+
+TEST(CodegenCuda, AtomicUpdatesUseDeviceAtomics) {
+  codegen::CudaSources out = codegen::generate_cuda(histogram(), CompileOptions{});
+  EXPECT_NE(out.device.find("plait::atomic_add<int32_t>(&a_hist_data["), std::string::npos);
+  expect_nvrtc_compiles(out.device, out.kernel_names);
+}
+
+TEST(CodegenCuda, AllocationInsideAParallelLoopIsACompileError) {
+  ArrayVar x = arr("x", ScalarKind::Float64);
+  ArrayVar tmp = std::make_shared<ArrayInfo>(ArrayInfo{"tmp", ArrayType{ScalarKind::Float64, 1, Layout::C}, {}, false});
+  Var i = var("i", ScalarType::i64());
+  Stmt loop = For::make(i, i64(0), ArrayDim::make(x, 0), i64(1),
+                        Block::make({Declare::make(tmp), Allocate::make(tmp, {i64(3)}, FillKind::Zeros, nullptr, at(3))}),
+                        schedule(LoopKind::Parallel), at(2));
+  try {
+    codegen::generate_cuda(function("alloc", {{nullptr, x}}, {loop}), CompileOptions{});
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_EQ(e.loc().line, 3);
+    EXPECT_NE(std::string(e.what()).find("allocate `tmp` before the loop"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CodegenCuda, DeviceErrorMessagesAreFormattedOnTheHost) {
+  codegen::cuda::DeviceErrorRecord record{};
+  record.kind = PLAIT_INDEX_ERROR;
+  record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::IndexOutOfBounds);
+  record.values[0] = 12;
+  record.values[1] = 0;
+  record.values[2] = 10;
+  EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "index 12 is out of bounds for axis 0 with size 10");
+  record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::MathDomainError);
+  EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "math domain error");
+  record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::PythonIntOutOfInt32);
+  record.values[0] = 4294967296;
+  EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "Python integer 4294967296 out of bounds for int32");
+  record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::AssertFailed);
+  record.values[0] = 1;
+  EXPECT_EQ(codegen::cuda::device_error_message(record, {"first", "operands could not be broadcast"}),
+            "operands could not be broadcast");
+  // The device runtime names the same numbers.
+  EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_math_domain_error = 13,"), std::string::npos);
+  EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_assert_failed = 16,"), std::string::npos);
+  EXPECT_NE(codegen::cuda::device_runtime_text().find("kind_index_error = 1,"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace plait
