@@ -157,7 +157,8 @@ class NumbaPeer(Peer):
 class PlaitPeer(Peer):
     """Plait on the given target. The kernels are written with @plait.jit (the
     CPU); another target compiles the same Python source with
-    plait.jit(target=...)."""
+    plait.jit(target=...). On the GPU the inputs are copied to the device
+    before the call (untimed) and the call is followed by a synchronisation."""
 
     name = "plait"
 
@@ -172,6 +173,10 @@ class PlaitPeer(Peer):
             plait.jit(target=self.target)
         except ValueError as e:
             return str(e)
+        if self.target == "cuda":
+            from plait import cuda
+
+            return cuda.cuda_unavailable_reason() or None
         return None
 
     def implementation(self, module):
@@ -183,6 +188,26 @@ class PlaitPeer(Peer):
 
             self._retargeted[module] = plait.jit(target=self.target)(kernel.py_func)
         return self._retargeted[module]
+
+    def to_device(self, value):
+        if self.target == "cpu":
+            return value
+        import plait
+
+        return plait.to_device(value)
+
+    def to_host(self, value):
+        if self.target == "cpu":
+            return value
+        import plait
+
+        return plait.to_host(value)
+
+    def synchronize(self, result):
+        if self.target != "cpu":
+            from plait import _core
+
+            _core.synchronize(0)
 
 
 class CupyPeer(Peer):
