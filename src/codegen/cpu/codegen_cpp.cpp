@@ -288,7 +288,9 @@ class CppEmitter {
 
   void line(const std::string& text) { out_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
   void line_directive(const SourceLoc& loc) {
-    if (loc.valid()) out_ << "#line " << loc.line << " \"" << path_ << "\"\n";
+    // std::to_string, not operator<<(int): numbers never go through the
+    // stream's locale (a Python process may have set an unusual one).
+    if (loc.valid()) out_ << "#line " + std::to_string(loc.line) + " \"" + path_ + "\"\n";
   }
   static std::string loc_args(const SourceLoc& loc) {
     return std::to_string(loc.valid() ? loc.line : 0) + ", " + std::to_string(loc.valid() ? loc.col : 0);

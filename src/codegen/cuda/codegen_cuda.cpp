@@ -404,7 +404,9 @@ class CudaEmitter {
   std::ostringstream& out() { return device() ? device_ : host_; }
   void line(const std::string& text) { out() << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
   void line_directive(const SourceLoc& loc) {
-    if (loc.valid()) out() << "#line " << loc.line << " \"" << path_ << "\"\n";
+    // std::to_string, not operator<<(int): numbers never go through the
+    // stream's locale (a Python process may have set an unusual one).
+    if (loc.valid()) out() << "#line " + std::to_string(loc.line) + " \"" + path_ + "\"\n";
   }
   static std::string loc_args(const SourceLoc& loc) {
     return std::to_string(loc.valid() ? loc.line : 0) + ", " + std::to_string(loc.valid() ? loc.col : 0);
@@ -1311,7 +1313,7 @@ class CudaEmitter {
     for (const Stmt& s : stmts) last_line = std::max(last_line, s->loc.end_line);
     {
       ModeSwitch to_device(*this);
-      device_ << "\n// statements outside parallel loops (lines " << first_line << "-" << last_line
+      device_ << "\n// statements outside parallel loops (lines " << std::to_string(first_line) << "-" << std::to_string(last_line)
               << "), in one thread\n";
       device_ << "extern \"C\" __global__ void " << name << "(" << join(params, ", ") << ") {\n";
       indent_ = 1;
