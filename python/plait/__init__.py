@@ -59,6 +59,14 @@ def prange(*args):
     return range(*args)
 
 
+def vidx(start, size, bound):
+    """A vector block of indices `start .. min(start + size, bound) - 1`.
+    Inside kernels it is a subscript (`c[vi] = a[vi] + b[vi]`) that the
+    compiler turns into one vector strip; in plain Python it is the
+    equivalent slice."""
+    return slice(start, min(start + size, bound))
+
+
 __all__ = [
     "CompileError",
     "CudaDispatcher",
@@ -80,4 +88,5 @@ __all__ = [
     "prange",
     "to_device",
     "to_host",
+    "vidx",
 ]

@@ -132,7 +132,8 @@ class Dispatcher(_core.Dispatcher):
 
     _target = "cpu"  # CudaDispatcher (plait/cuda.py): "cuda"
 
-    def __init__(self, py_func, *, cache=True, boundscheck=False, fastmath=False, num_threads=None):
+    def __init__(self, py_func, *, cache=True, boundscheck=False, fastmath=False, num_threads=None,
+                 auto_simd=False):
         super().__init__()
         functools.update_wrapper(self, py_func)
         self.py_func = py_func
@@ -140,6 +141,7 @@ class Dispatcher(_core.Dispatcher):
         self._cache = cache
         self._boundscheck = boundscheck
         self._fastmath = fastmath
+        self._auto_simd = auto_simd
         self._kernels = {}  # signature text -> _core.Kernel, in compile order
         self._source = None
         threads = _default_num_threads() if num_threads is None else num_threads
@@ -188,6 +190,7 @@ class Dispatcher(_core.Dispatcher):
             dump_dir=os.environ.get("PLAIT_DUMP_DIR", ""),
             cxx=os.environ.get("PLAIT_CXX", ""),
             target=self._target,
+            auto_simd=self._auto_simd,
         )
         self._kernels[kernel.signature] = kernel
         if _env_flag("PLAIT_EXPLAIN"):
@@ -254,7 +257,8 @@ class PythonDispatcher:
     compile = inspect_ir = inspect_source = explain = library_path = from_disk_cache = _disabled
 
 
-def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False, num_threads=None):
+def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False, num_threads=None,
+        auto_simd=False):
     """Compiles a Python function into a parallel native kernel.
 
     Usable as @plait.jit, @plait.jit(...) and plait.jit(...)(fn).
@@ -265,6 +269,8 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False,
       fastmath:    allow float reassociation and contraction
       num_threads: threads for parallel loops (default: PLAIT_NUM_THREADS, else
                    the CPUs this process may use)
+      auto_simd:   add `simd` to the innermost dimension of every array statement
+                   whose sliced-index pragma leaves it out
     """
     if target not in ("cpu", "cuda"):
         raise ValueError(f"target {target!r} is not supported; available: cpu, cuda")
@@ -282,7 +288,7 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False,
             from .cuda import CudaDispatcher
             cls = CudaDispatcher
         return cls(func, cache=cache, boundscheck=bool(boundscheck), fastmath=bool(fastmath),
-                   num_threads=num_threads)
+                   num_threads=num_threads, auto_simd=bool(auto_simd))
 
     if fn is None:
         return decorate

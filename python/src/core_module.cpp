@@ -110,7 +110,7 @@ plait::Globals to_globals(const nb::dict& modules, const nb::dict& constants) {
 Kernel compile(const std::string& path, const std::string& text, int first_line, const std::string& name,
                const std::string& signature_text, nb::dict modules, nb::dict constants, bool boundscheck,
                bool fastmath, bool disk_cache, const std::string& cache_dir, const std::string& dump_dir,
-               const std::string& cxx, const std::string& target) {
+               const std::string& cxx, const std::string& target, bool auto_simd) {
   plait::Signature signature;
   try {
     signature = plait::Signature::parse(signature_text);
@@ -126,6 +126,7 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
   options.cache_dir = cache_dir;
   options.dump_dir = dump_dir;
   options.cxx = cxx;
+  options.auto_simd = auto_simd;
   if (target == "cuda") {
     options.target = plait::Target::CUDA;
   } else if (target != "cpu") {
@@ -927,7 +928,7 @@ NB_MODULE(_core, m) {
   m.def("compiler_version", &plait::compiler_version);
   m.def("compile", &compile, "path"_a, "text"_a, "first_line"_a, "name"_a, "signature"_a, "modules"_a,
         "constants"_a, "boundscheck"_a, "fastmath"_a, "disk_cache"_a, "cache_dir"_a, "dump_dir"_a, "cxx"_a,
-        "target"_a = "cpu", "Compiles one specialisation of a kernel and returns a Kernel.");
+        "target"_a = "cpu", "auto_simd"_a = false, "Compiles one specialisation of a kernel and returns a Kernel.");
   define_cuda_bindings(m);
 
   nb::class_<Kernel>(m, "Kernel")

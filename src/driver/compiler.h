@@ -32,6 +32,9 @@ struct CompileOptions {
   Target target = Target::CPU;
   bool boundscheck = false;
   bool fastmath = false;
+  // Adds `simd` to the innermost dimension of array statements whose
+  // sliced-index pragma does not mention it (plait.jit(auto_simd=True)).
+  bool auto_simd = false;
   // Where compiled libraries are kept; "" = the default user cache directory
   // ($PLAIT_CACHE_DIR, else $XDG_CACHE_HOME/plait, else ~/.cache/plait).
   std::string cache_dir;

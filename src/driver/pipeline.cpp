@@ -27,8 +27,9 @@ void run_pipeline(ir::Function& function, const CompileOptions& options, const P
   run("detect_reductions", transforms::detect_reductions);
   // Collapse perfectly nested parallel loops; serialise other nested ones.
   run("plan_parallel_loops", transforms::plan_parallel_loops);
-  // Per-thread copies instead of contended atomics on small arrays.
-  run("privatize_atomics", transforms::privatize_atomics);
+  // Per-thread copies instead of contended atomics on small arrays (CPU:
+  // GPU atomics are cheap enough and the copies would not fit).
+  if (options.target == Target::CPU) run("privatize_atomics", transforms::privatize_atomics);
   // Python's negative indices, where an index is not provably non-negative.
   run("normalize_indices", transforms::normalize_indices);
   if (options.boundscheck) run("insert_bounds_checks", transforms::insert_bounds_checks);

@@ -116,7 +116,9 @@ Expr slice_bound(const Expr& x, const Expr& n, bool negative_step, SourceLoc loc
 
 // The identity of a reduction, in the accumulator's type.
 Expr identity(const std::string& name, ScalarType t, SourceLoc loc) {
-  if (name == "sum" || name == "mean")
+  if (t.is_bool() && (name == "sum" || name == "mean" || name == "dot" || name == "prod"))
+    return ir::BoolImm::make(name == "prod", loc);
+  if (name == "sum" || name == "mean" || name == "dot")
     return t.is_float() ? ir::FloatImm::make(0.0, t, loc) : ir::IntImm::make(0, t, loc);
   if (name == "prod") return t.is_float() ? ir::FloatImm::make(1.0, t, loc) : ir::IntImm::make(1, t, loc);
   bool is_max = name == "max" || name == "argmax";
@@ -178,8 +180,10 @@ bool Lowerer::indexes_a_view(const ir::ArrayVar& array, const ast::Expr& index) 
   }
   int consumed = 0;
   for (const ast::Expr* p : parts) {
+    if (auto n = p->as<ast::Name>(); n && vidx_aliases_.count(n->id)) return true;
     if (p->kind == ast::ExprKind::Slice) return true;
     if (auto c = p->as<ast::Constant>(); c && c->is_none()) return true;
+    if (auto a = p->as<ast::Attribute>(); a && a->attr == "newaxis") return true;
     if (auto call = p->as<ast::Call>()) {
       Value f = lower(*call->func);
       if (f.kind == Value::Kind::Function && f.name == "plait.vidx") return true;
@@ -244,7 +248,12 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
     return p;
   };
   for (const ast::Expr* part : parts) {
-    if (auto c = part->as<ast::Constant>(); c && c->is_none()) {
+    // `vi = plait.vidx(...)` then `a[vi]`: the subscript is the vidx call.
+    if (auto n = part->as<ast::Name>(); n && vidx_aliases_.count(n->id)) part = vidx_aliases_.at(n->id);
+    bool new_axis = false;
+    if (auto c = part->as<ast::Constant>(); c && c->is_none()) new_axis = true;
+    if (auto at = part->as<ast::Attribute>(); at && at->attr == "newaxis") new_axis = lower(*part).kind == Value::Kind::None;
+    if (new_axis) {
       mapped.push_back(Part{Part::NewAxis, nullptr, 1, int_imm(1, part->loc), ""});
       continue;
     }
@@ -379,7 +388,17 @@ Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<E
                                                  ? args[&x - &ts[0]].scalar
                                                  : placeholder(x->type));
   t->type = op(holders)->type.strong();
-  for (const auto& x : ts) t->reads.insert(t->reads.end(), x->reads.begin(), x->reads.end());
+  for (const auto& x : ts) {
+    // A read keeps its syntax (which the overlap test compares with the
+    // target's) only while it stays aligned with the result: an operand
+    // broadcast along a dimension reads other elements than the one written.
+    bool aligned = x->rank() == rank;
+    for (size_t d = 0; aligned && d < rank; ++d) aligned = !(x->unit[d] && !t->unit[d]);
+    for (auto r : x->reads) {
+      if (!aligned) r.second = nullptr;
+      t->reads.push_back(r);
+    }
+  }
   t->element = [ts, rank, op, loc](const std::vector<Expr>& idx, Sink& sink) {
     std::vector<Expr> elems;
     for (const auto& x : ts) {
@@ -401,6 +420,8 @@ Value Lowerer::tensor_binary(ast::BinOpKind op, const Value& a, const Value& b, 
 Value Lowerer::transpose(const Value& a, SourceLoc loc) {
   TensorPtr x = to_tensor(a, loc);
   auto t = std::make_shared<Tensor>(*x);
+  for (auto& read : t->reads) read.second = nullptr;  // transposed: other elements
+  t->source = nullptr;
   std::reverse(t->shape.begin(), t->shape.end());
   std::reverse(t->unit.begin(), t->unit.end());
   std::reverse(t->labels.begin(), t->labels.end());
@@ -466,7 +487,9 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
   std::sort(axes.begin(), axes.end());
   ScalarType in = t->type;
   ScalarType acc_type = in;
-  if (name == "sum" || name == "prod") {
+  if (name == "dot") {
+    acc_type = in;  // a matrix product keeps its operands' promoted type (int32 @ int32 is int32)
+  } else if (name == "sum" || name == "prod") {
     if (in.is_bool() || in.kind == ScalarKind::Int32) acc_type = ScalarType::i64();
   } else if (name == "mean") {
     acc_type = in.is_float() ? in : ScalarType::f64();
@@ -480,6 +503,7 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
   auto r = std::make_shared<Tensor>();
   r->type = result_type;
   r->reads = t->reads;
+  for (auto& read : r->reads) read.second = nullptr;  // a reduction reads other elements
   for (size_t d = 0; d < t->rank(); ++d) {
     if (reduced[d] && !keepdims) continue;
     r->shape.push_back(reduced[d] ? int_imm(1, loc) : t->shape[d]);
@@ -528,7 +552,7 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
     // the reduced indices multiply the sum once, after it, instead of every
     // term (`np.sum(alpha * A[i, :] * x)` is `alpha * np.sum(A[i, :] * x)`).
     std::vector<Expr> outside_factors;
-    if ((name == "sum" || name == "mean") && acc_type.is_float() && e->type == acc_type) {
+    if ((name == "sum" || name == "mean" || name == "dot") && acc_type.is_float() && e->type == acc_type) {
       std::set<const ir::VarInfo*> reduced_vars;
       for (const auto& d : dims) reduced_vars.insert(d.var.get());
       std::vector<Expr> inside;
@@ -589,8 +613,14 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
     } else {
       Expr cur = ir::VarRef::make(acc, loc);
       Expr combined;
-      if (name == "sum" || name == "mean") {
-        combined = ir::Binary::make(ir::BinaryOp::Add, cur, value, acc_type, false, loc);
+      if (name == "sum" || name == "mean" || name == "dot") {
+        // Bool products add up as logical or, as NumPy's bool matmul does.
+        combined = acc_type.is_bool()
+                       ? ir::Logical::make(ir::LogicalOp::Or, cur, value, loc)
+                       : ir::Binary::make(ir::BinaryOp::Add, cur, value, acc_type, false, loc);
+        // A logical-or accumulation is no OpenMP reduction: keep it in order.
+        if (acc_type.is_bool())
+          for (auto& d : dims) d.vectorizable = false;
         for (auto& d : dims) d.op = ir::ReduceOp::Add;
       } else if (name == "prod") {
         combined = ir::Binary::make(ir::BinaryOp::Mul, cur, value, acc_type, false, loc);
@@ -656,6 +686,7 @@ Value Lowerer::matmul(const Value& a, const Value& b, SourceLoc loc) {
   p->type = t;
   p->reads = x->reads;
   p->reads.insert(p->reads.end(), y->reads.begin(), y->reads.end());
+  for (auto& read : p->reads) read.second = nullptr;
   size_t xr = x->rank(), yr = y->rank();
   if (xr == 2) {
     p->shape.push_back(x->shape[0]);
@@ -681,7 +712,7 @@ Value Lowerer::matmul(const Value& a, const Value& b, SourceLoc loc) {
     if (j) yi.push_back(j);
     return binary(ast::BinOpKind::Mult, x->element(xi, sink), y->element(yi, sink), loc);
   };
-  return reduce_axes("sum", p, {static_cast<int>(p->rank() - 1)}, false, loc);
+  return reduce_axes("dot", p, {static_cast<int>(p->rank() - 1)}, false, loc);
 }
 
 // ================================================================ loop nests
@@ -799,7 +830,7 @@ ir::LoopSchedule Lowerer::apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedu
         fail(ErrorKind::Pragma, "'" + dim.label + "' is not a reduced dimension of this statement", sp.loc);
       size_t open = prop.find('(');
       std::string op = open == std::string::npos ? "" : prop.substr(open + 1, prop.find_first_of(":)", open) - open - 1);
-      if (op != reduce_name && !(op == "sum" && reduce_name == "mean"))
+      if (op != reduce_name && !(op == "sum" && (reduce_name == "mean" || reduce_name == "dot")))
         fail(ErrorKind::Pragma, "'" + dim.label + "' is reduced with " + reduce_name + " in this statement, not " + op,
              sp.loc);
     } else {
@@ -878,6 +909,11 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
                             : vec      ? ir::LoopKind::Vectorized
                                        : ir::LoopKind::Serial;
     dims[d].schedule = apply_sliced_pragma(dims[d], dims[d].schedule, "");
+  }
+  if (options_.auto_simd && !sliced_pragmas_.empty() && !dims.empty()) {
+    ir::LoopSchedule& inner = dims.back().schedule;
+    if (!ir::is_vectorized(inner.kind))
+      inner.kind = ir::is_parallel(inner.kind) ? ir::LoopKind::ParallelVectorized : ir::LoopKind::Vectorized;
   }
   std::vector<Expr> vidx;
   for (size_t d = 0; d < value->rank(); ++d) vidx.push_back(value->unit[d] ? int_imm(0, loc) : idx[d + offset]);

@@ -93,6 +93,28 @@ bool same_tree(const ast::Expr* a, const ast::Expr* b) {
   return false;
 }
 
+// Names of arrays written through a subscript (`a[i] = v`, `a[1:] += v`) or
+// updated in place (`a += v`).
+void collect_written_arrays(const ast::StmtList& body, std::set<std::string>& out) {
+  auto base = [&](const ast::Expr* t) {
+    while (auto s = t->as<ast::Subscript>()) t = s->value.get();
+    if (auto n = t->as<ast::Name>()) out.insert(n->id);
+  };
+  for (const auto& s : body) {
+    if (auto a = s->as<ast::Assign>())
+      for (auto& t : a->targets)
+        if (t->as<ast::Subscript>()) base(t.get());
+    if (auto a = s->as<ast::AugAssign>()) base(a->target.get());
+    if (auto f = s->as<ast::For>()) collect_written_arrays(f->body, out);
+    if (auto w = s->as<ast::While>()) collect_written_arrays(w->body, out);
+    if (auto i = s->as<ast::If>()) {
+      collect_written_arrays(i->body, out);
+      collect_written_arrays(i->orelse, out);
+    }
+  }
+}
+
+// Names assigned anywhere in the function: Python makes them local everywhere.
 void collect_assigned_names(const ast::StmtList& body, std::set<std::string>& out) {
   std::function<void(const ast::Expr*)> target = [&](const ast::Expr* t) {
     if (auto n = t->as<ast::Name>()) out.insert(n->id);
@@ -300,9 +322,13 @@ Expr Lowerer::binary(ast::BinOpKind op, Expr a, Expr b, SourceLoc loc) {
   };
   narrow(a);
   narrow(b);
-  if (!bitwise && t.is_bool())
+  if (!bitwise && t.is_bool()) {
+    // NumPy bools add as logical or and multiply as logical and.
+    if (op == K::Add) return ir::Binary::make(ir::BinaryOp::BitOr, cast(a, t), cast(b, t), t, false, loc);
+    if (op == K::Mult) return ir::Binary::make(ir::BinaryOp::BitAnd, cast(a, t), cast(b, t), t, false, loc);
     unsupported(std::string("arithmetic '") + ast::binop_symbol(op) + "' on two NumPy bools; convert them with int()",
                 loc);
+  }
   switch (op) {
     case K::Add:
     case K::Sub:
@@ -555,6 +581,11 @@ Value Lowerer::lower_attribute(const ast::Attribute& a) {
           {"pi", std::numbers::pi}, {"e", std::numbers::e}, {"inf", INFINITY}, {"nan", NAN}, {"NINF", -INFINITY}, {"Inf", INFINITY}};
       auto c = kConsts.find(attr);
       if (c != kConsts.end()) return Value::of(ir::FloatImm::make(c->second, ScalarType::py_float(), a.loc));
+      if (attr == "newaxis") {
+        Value none;
+        none.loc = a.loc;
+        return none;
+      }
       static const std::map<std::string, ScalarKind> kDtypes = {
           {"float64", ScalarKind::Float64}, {"double", ScalarKind::Float64}, {"float32", ScalarKind::Float32},
           {"single", ScalarKind::Float32},  {"int64", ScalarKind::Int64},    {"int_", ScalarKind::Int64},
@@ -892,6 +923,7 @@ Value Lowerer::call_numpy(const std::string& fn, const ast::Call& c, const std::
   if (fn == "floor" || fn == "ceil" || fn == "trunc" || fn == "round" || fn == "around" || fn == "rint") {
     want(1);
     ScalarType t = strong(xs[0]->type.is_bool() ? ScalarType::b1() : xs[0]->type);
+    if (!t.is_float() && fn == "rint") t = ScalarType::f64();  // np.rint of integers is float64
     if (!t.is_float()) return Value::of(cast(xs[0], t));
     ir::Intrinsic k = fn == "floor" ? ir::Intrinsic::Floor
                       : fn == "ceil" ? ir::Intrinsic::Ceil
@@ -1261,6 +1293,14 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
       return assign_array(n->id, value, out, loc);
     }
     if (value.kind == Value::Kind::Tensor) {
+      // In NumPy `v = a[1:]` is a view: writes through v change a and the
+      // other way round. Plait binds names to copies, which is the same
+      // only while neither is written.
+      if (value.tensor->array && (written_arrays_.count(n->id) || written_arrays_.count(value.tensor->array->name)))
+        unsupported("'" + n->id + "' would be a view of '" + value.tensor->array->name +
+                        "' (a slice bound to a name), and one of them is written later; views bound to names are not "
+                        "supported yet: index the array directly, or take a copy with .copy()",
+                    loc);
       record_units(n->id, value.tensor->unit);
       // A new array holding the expression's values (Python binds the name
       // to the result of the expression, a fresh array).
@@ -1322,6 +1362,15 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
 }
 
 void Lowerer::lower_assign(const ast::Assign& a, std::vector<Stmt>& out) {
+  if (a.targets.size() == 1 && a.targets[0]->as<ast::Name>()) {
+    if (auto call = a.value->as<ast::Call>()) {
+      Value f = lower(*call->func);
+      if (f.kind == Value::Kind::Function && f.name == "plait.vidx") {
+        vidx_aliases_[a.targets[0]->as<ast::Name>()->id] = call;
+        return;
+      }
+    }
+  }
   // `y = np.zeros(n)` allocates straight into y's storage.
   ir::ArrayVar into;
   if (a.targets.size() == 1 && !inferring_) {
@@ -1343,6 +1392,13 @@ void Lowerer::lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out) 
   Value current = lower(*a.target);
   if (is_array_like(current)) {
     Value updated = tensor_binary(a.op, current, rhs, a.loc);
+    ScalarType have = to_tensor(current, a.loc)->type;
+    ScalarType got = updated.tensor->type;
+    auto category = [](ScalarType t) { return t.is_bool() ? 0 : t.is_int() ? 1 : 2; };
+    if (category(got) > category(have))
+      type_error(std::string("cannot cast the result of '") + ast::binop_symbol(a.op) + "=' from " + describe(got) +
+                     " to " + describe(have) + " in place (NumPy's same_kind rule)",
+                 a.loc);
     TensorPtr target = to_tensor(current, a.loc);
     if (!target->array) unsupported("in-place update of an array expression that is not a view", a.target->loc);
     if (!inferring_) assign_tensor(target, updated.tensor, out, a.loc, current_stmt_);
@@ -1564,6 +1620,7 @@ bool always_returns(const ast::StmtList& body) {
 ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   declare_params(fn);
   collect_assigned_names(fn.body, assigned_names_);
+  collect_written_arrays(fn.body, written_arrays_);
   for (const auto& p : fn.params) assigned_names_.erase(p.name);
 
   // Phase 1: infer until no local's type changes. Types only widen, and the

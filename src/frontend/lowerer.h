@@ -144,6 +144,7 @@ std::string describe(ScalarType t);
 std::string describe(const ArrayType& t);
 bool same_tree(const ast::Expr* a, const ast::Expr* b);
 void collect_assigned_names(const ast::StmtList& body, std::set<std::string>& out);
+void collect_written_arrays(const ast::StmtList& body, std::set<std::string>& out);
 
 class Lowerer {
  public:
@@ -245,7 +246,12 @@ class Lowerer {
   Expr placeholder(ScalarType t);
   const ast::Stmt* current_stmt_ = nullptr;  // the statement being lowered (for its pragmas)
   std::vector<ir::Remark> function_remarks_;  // for kernel.explain()
-  bool schedule_pragma_used_ = false;          // the current statement built a loop nest that read its pragmas
+  bool schedule_pragma_used_ = false;
+  // Names bound to plait.vidx(...): a subscript by that name is the call.
+  std::map<std::string, const ast::Call*> vidx_aliases_;
+  // Arrays written through a subscript or updated in place somewhere in the
+  // function (a view bound to a name would have to see those writes).
+  std::set<std::string> written_arrays_;          // the current statement built a loop nest that read its pragmas
 
   ir::ArrayVar temp_array(const ArrayType& t, SourceLoc loc) {
     auto a = std::make_shared<ir::ArrayInfo>();

@@ -459,7 +459,10 @@ class Fuser {
     BodyInfo info = inspect(loop->body);
     for (size_t k = 0; k < at; ++k) {
       auto alloc = stmts[k]->as<ir::Allocate>();
-      if (!alloc || alloc->array->type.layout == Layout::F || facts_.params.count(facts_.find(alloc->array.get())))
+      // A 1-D temporary would shrink to one element allocated per iteration,
+      // which costs more than it saves; a vector loop cannot allocate.
+      if (!alloc || alloc->array->type.layout == Layout::F || alloc->array->type.ndim < 2 ||
+          ir::is_vectorized(loop->schedule.kind) || facts_.params.count(facts_.find(alloc->array.get())))
         continue;
       const ArrayInfo* cls = facts_.find(alloc->array.get());
       // The class: the temporary and the names bound to it in this block.

@@ -13,12 +13,12 @@ std::string describe_schedule(const ir::For* f) {
   const ir::LoopSchedule& s = f->schedule;
   std::string text;
   if (ir::is_parallel(s.kind)) {
-    text = "parallel loop over '" + f->var->name + "': OpenMP parallel for, static schedule";
+    text = "parallel loop over '" + f->var->name + "'";
     if (s.collapse > 1) text += ", collapse(" + std::to_string(s.collapse) + ")";
     if (s.num_threads) text += ", num_threads(" + std::to_string(s.num_threads) + ")";
     if (ir::is_vectorized(s.kind)) text += ", simd";
   } else {
-    text = "vector loop over '" + f->var->name + "': omp simd";
+    text = "vector loop over '" + f->var->name + "'";
     if (s.simd_width) text += " simdlen(" + std::to_string(s.simd_width) + ")";
   }
   for (const auto& r : s.reductions)

@@ -21,6 +21,11 @@ PYTHON=${PYTHON:-python3}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 mkdir -p "$OUT"
 export PATH="$CUDA_HOME/bin:$PATH"
+# The GPU image's default $CXX (/opt/gcc) builds an extension whose libstdc++
+# does not match the system's that Python loads: use the system compiler.
+if [ -x /usr/bin/g++ ]; then
+  export CXX=/usr/bin/g++ CC=/usr/bin/gcc PLAIT_CXX=/usr/bin/g++
+fi
 # One cache for all steps: kernels built by step 2 are reused under the sanitizers.
 export PLAIT_CACHE_DIR
 PLAIT_CACHE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/plait-gpu-cache-XXXXXX")

@@ -537,3 +537,22 @@ def test_import_makes_idle_openmp_threads_sleep_unless_told_otherwise():
     code = "import os; os.environ['OMP_WAIT_POLICY'] = 'active'; import plait; print(os.environ['OMP_WAIT_POLICY'])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "active"
+
+
+def _scaled_rows(A, B):
+    M, N = A.shape
+    #pragma :M=>parallel
+    B[:M, :N] = 2.0 * A[:M, :N]
+
+
+def test_auto_simd_vectorises_the_innermost_dimension_of_annotated_statements():
+    A = np.random.default_rng(3).random((5, 7))
+    plain = plait.jit(_scaled_rows)
+    auto = plait.jit(_scaled_rows, auto_simd=True)
+    B1, B2 = np.zeros_like(A), np.zeros_like(A)
+    plain(A, B1)
+    auto(A, B2)
+    np.testing.assert_array_equal(B1, 2.0 * A)
+    np.testing.assert_array_equal(B2, 2.0 * A)
+    assert "simd for" not in plain.inspect_ir()
+    assert "simd for" in auto.inspect_ir()
