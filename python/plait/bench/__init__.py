@@ -1,0 +1,1 @@
+"""Plait's benchmark suites, run with `python -m plait.bench <suite> ...`."""

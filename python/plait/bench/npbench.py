@@ -1,0 +1,720 @@
+"""NPBench's 20 kernels: Plait against its peers, validated, then timed.
+
+    python -m plait.bench npbench --target cpu --preset S [--kernels gemm,syrk]
+                                  [--peers numpy,numba,plait] [--repeat 10]
+
+The kernels live in benchmarks/npbench/ of a Plait checkout (one module per
+kernel; see its __init__.py for what a module holds); they are found from the
+current directory upwards, or named with --kernels-dir or PLAIT_NPBENCH_DIR.
+
+Method (NPBench's): every implementation is first called once, untimed (it
+compiles), on fresh copies of the inputs, and its outputs -- the returned
+values, then the in/out arrays -- are compared with NumPy's
+(np.allclose(rtol=1e-5, atol=1e-8) or relative L2 error below 1e-5), also on
+each kernel's extra validation inputs. Only implementations that validate are
+timed: before each run the inputs are copied afresh (untimed, as is the copy
+to the device for GPU peers); the timed statement is one call plus a device
+synchronisation. The median of --repeat runs is reported (more runs when the
+median is below 10 ms, fewer -- at least 3 -- once the runs of one
+implementation exceed --time-budget seconds), with a bootstrap 95%
+confidence interval.
+"""
+
+import argparse
+import csv
+import importlib
+import importlib.util
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+KERNEL_PACKAGE = "plait_npbench_kernels"
+SHORT_RUN_S = 0.010      # runs shorter than this get more repetitions
+SHORT_RUN_BUDGET_S = 0.25  # timed seconds a short kernel's repetitions add up to
+MAX_RUNS = 200
+MIN_RUNS = 3         # runs kept even when they exceed the time budget
+RTOL, ATOL, L2_TOL = 1e-5, 1e-8, 1e-5
+CHECKSUM_RTOL = 1e-8
+
+
+# ================================================================ finding the kernels
+
+def find_kernel_dir(explicit=None):
+    """benchmarks/npbench of a Plait checkout: `explicit`, else
+    PLAIT_NPBENCH_DIR, else the first directory from the current one upwards
+    that holds benchmarks/npbench/__init__.py."""
+    candidate = explicit or os.environ.get("PLAIT_NPBENCH_DIR")
+    if candidate:
+        path = Path(candidate)
+        if not (path / "__init__.py").is_file():
+            raise FileNotFoundError(f"{path} does not hold the npbench kernels (no __init__.py)")
+        return path.resolve()
+    here = Path.cwd().resolve()
+    for directory in (here, *here.parents):
+        path = directory / "benchmarks" / "npbench"
+        if (path / "__init__.py").is_file():
+            return path
+    raise FileNotFoundError(
+        "the npbench kernels live in benchmarks/npbench/ of a Plait checkout, and none was found from "
+        f"{here} upwards: run this from the checkout, or pass --kernels-dir (or set PLAIT_NPBENCH_DIR)")
+
+
+def kernel_package(directory):
+    """The kernel directory imported as a package (once per process)."""
+    package = sys.modules.get(KERNEL_PACKAGE)
+    if package is not None:
+        return package
+    spec = importlib.util.spec_from_file_location(
+        KERNEL_PACKAGE, Path(directory) / "__init__.py", submodule_search_locations=[str(directory)])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[KERNEL_PACKAGE] = package
+    spec.loader.exec_module(package)
+    return package
+
+
+def load_kernel(directory, name):
+    """The module of one kernel."""
+    package = kernel_package(directory)
+    if name not in package.KERNELS:
+        raise ValueError(f"unknown kernel {name!r}; known: {', '.join(package.KERNELS)}")
+    return importlib.import_module(f"{KERNEL_PACKAGE}.{name}")
+
+
+# ================================================================ peers
+
+class Peer:
+    """One implementation family (a column of the table). A kernel module
+    provides its version as the attribute `kernel_<name>`; a kernel without
+    one is skipped for this peer with a note."""
+
+    name = ""
+    functional = False  # the implementation returns its in/out arrays rather than writing them
+
+    def unavailable(self):
+        """Why this peer cannot run here (not installed...), or None."""
+        return None
+
+    def implementation(self, module):
+        return getattr(module, f"kernel_{self.name}", None)
+
+    def to_device(self, value):
+        return value
+
+    def to_host(self, value):
+        return value
+
+    def synchronize(self, result):
+        """Waits until the work of a call that returned `result` is done."""
+
+    def prepare(self, inputs, parameters):
+        """Fresh copies of the inputs, on the device, in call order."""
+        return [self.to_device(np.copy(inputs[p])) if isinstance(inputs[p], np.ndarray) else inputs[p]
+                for p in parameters]
+
+    def call(self, fn, args):
+        result = fn(*args)
+        self.synchronize(result)
+        return result
+
+    def outputs(self, module, result, args):
+        """The returned values, then the in/out arrays, as NumPy arrays."""
+        values = [] if result is None else list(result) if isinstance(result, tuple) else [result]
+        if not self.functional:
+            values += [args[module.PARAMETERS.index(name)] for name in module.OUTPUTS]
+        return [np.asarray(self.to_host(v)) for v in values]
+
+
+def _missing(module_name):
+    return None if importlib.util.find_spec(module_name) else f"{module_name} is not installed"
+
+
+class NumpyPeer(Peer):
+    name = "numpy"
+
+
+class NumbaPeer(Peer):
+    name = "numba"
+
+    def unavailable(self):
+        reason = _missing("numba")
+        if reason is None:
+            # Numba warns about non-contiguous dots and loops it cannot
+            # parallelise; the versions are written as its users write them.
+            from numba.core.errors import NumbaPerformanceWarning
+
+            warnings.filterwarnings("ignore", category=NumbaPerformanceWarning)
+        return reason
+
+
+class PlaitPeer(Peer):
+    """Plait on the given target. The kernels are written with @plait.jit (the
+    CPU); another target compiles the same Python source with
+    plait.jit(target=...). On the GPU the inputs are copied to the device
+    before the call (untimed) and the call is followed by a synchronisation."""
+
+    name = "plait"
+
+    def __init__(self, target):
+        self.target = target
+        self._retargeted = {}
+
+    def unavailable(self):
+        import plait
+
+        try:
+            plait.jit(target=self.target)
+        except ValueError as e:
+            return str(e)
+        if self.target == "cuda":
+            from plait import cuda
+
+            return cuda.cuda_unavailable_reason() or None
+        return None
+
+    def implementation(self, module):
+        kernel = getattr(module, "kernel_plait", None)
+        if kernel is None or self.target == "cpu":
+            return kernel
+        if module not in self._retargeted:
+            import plait
+
+            self._retargeted[module] = plait.jit(target=self.target)(kernel.py_func)
+        return self._retargeted[module]
+
+    def to_device(self, value):
+        if self.target == "cpu":
+            return value
+        import plait
+
+        return plait.to_device(value)
+
+    def to_host(self, value):
+        if self.target == "cpu":
+            return value
+        import plait
+
+        return plait.to_host(value)
+
+    def synchronize(self, result):
+        if self.target != "cpu":
+            from plait import _core
+
+            _core.synchronize(0)
+
+
+class CupyPeer(Peer):
+    name = "cupy"
+
+    def unavailable(self):
+        return _missing("cupy")
+
+    def to_device(self, value):
+        import cupy
+
+        return cupy.asarray(value)
+
+    def to_host(self, value):
+        import cupy
+
+        return cupy.asnumpy(value)
+
+    def synchronize(self, result):
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+
+
+class JaxPeer(Peer):
+    """JAX with 64-bit floats; its kernels return the returned values followed
+    by the new values of the in/out arrays (JAX arrays are immutable)."""
+
+    name = "jax"
+    functional = True
+
+    def unavailable(self):
+        reason = _missing("jax")
+        if reason is None:
+            import jax
+
+            jax.config.update("jax_enable_x64", True)
+        return reason
+
+    def to_device(self, value):
+        import jax.numpy as jnp
+
+        return jnp.asarray(value)
+
+    def synchronize(self, result):
+        import jax
+
+        jax.block_until_ready(result)
+
+
+class TorchPeer(Peer):
+    """PyTorch eager on the GPU (`kernel_torch`), or the same function under
+    torch.compile when `compiled`."""
+
+    functional = False
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+        self.name = "torch_compile" if compiled else "torch"
+        self._compiled = {}
+
+    def unavailable(self):
+        return _missing("torch")
+
+    def implementation(self, module):
+        kernel = getattr(module, "kernel_torch", None)
+        if kernel is None or not self.compiled:
+            return kernel
+        if module not in self._compiled:
+            import torch
+
+            self._compiled[module] = torch.compile(kernel)
+        return self._compiled[module]
+
+    def to_device(self, value):
+        import torch
+
+        return torch.from_numpy(value).to("cuda")
+
+    def to_host(self, value):
+        return value.cpu().numpy() if hasattr(value, "cpu") else value
+
+    def synchronize(self, result):
+        import torch
+
+        torch.cuda.synchronize()
+
+
+def peers_for(target):
+    """The peers of a target, NumPy (the baseline) first."""
+    if target == "cpu":
+        return [NumpyPeer(), NumbaPeer(), PlaitPeer("cpu")]
+    return [NumpyPeer(), PlaitPeer(target), CupyPeer(), JaxPeer(), TorchPeer(False), TorchPeer(True)]
+
+
+# ================================================================ validation
+
+def compare(reference, value):
+    """None when `value` matches `reference` by NPBench's rule, else why not."""
+    if value.shape != reference.shape:
+        return f"shape {value.shape}, expected {reference.shape}"
+    if value.dtype != reference.dtype:
+        return f"dtype {value.dtype}, expected {reference.dtype}"
+    with np.errstate(all="ignore"):
+        if np.allclose(reference, value, rtol=RTOL, atol=ATOL):
+            return None
+        ref = reference.astype(np.float64)
+        norm = np.linalg.norm(ref)
+        error = np.linalg.norm(ref - value.astype(np.float64)) / norm if norm else np.inf
+    if error < L2_TOL:
+        return None
+    return f"relative L2 error {error:.3g}"
+
+
+def output_names(module, count):
+    """ret0, ret1, ... for the returned values, then the in/out names."""
+    returned = count - len(module.OUTPUTS)
+    return [f"ret{i}" for i in range(returned)] + list(module.OUTPUTS)
+
+
+def check_checksums(module, preset, outputs):
+    """Mismatches between NumPy's outputs and the module's CHECKSUMS at
+    `preset`, as text; None when they match or there are none."""
+    expected = getattr(module, "CHECKSUMS", {}).get(preset) if isinstance(preset, str) else None
+    if not expected:
+        return None
+    by_name = dict(zip(output_names(module, len(outputs)), outputs))
+    problems = []
+    for name, total, l2 in expected:
+        if name not in by_name:
+            problems.append(f"{name}: missing")
+            continue
+        value = by_name[name].astype(np.float64)
+        got_total, got_l2 = float(value.sum()), float(np.linalg.norm(value))
+        if abs(got_total - total) > CHECKSUM_RTOL * (abs(total) + l2) or abs(got_l2 - l2) > CHECKSUM_RTOL * l2:
+            problems.append(f"{name}: sum {got_total!r} (expected {total!r}), L2 {got_l2!r} (expected {l2!r})")
+    return "; ".join(problems) or None
+
+
+def validation_cases(module, preset, inputs):
+    """(label, inputs) for the standard input and each extra validation input."""
+    extra = module.validation_inputs(preset) if hasattr(module, "validation_inputs") else []
+    return [("standard input", inputs), *extra]
+
+
+# ================================================================ timing
+
+def bootstrap_ci(times, rng, resamples=1000):
+    """A 95% bootstrap confidence interval of the median."""
+    samples = rng.choice(np.asarray(times), size=(resamples, len(times)), replace=True)
+    medians = np.median(samples, axis=1)
+    return float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))
+
+
+def time_runs(peer, fn, module, inputs, repeat, rng, budget_s):
+    """Run times in seconds: `repeat` runs, more when the median is short,
+    fewer (but at least MIN_RUNS) when they would take more than `budget_s`."""
+    def one_run():
+        args = peer.prepare(inputs, module.PARAMETERS)
+        start = time.perf_counter()
+        peer.call(fn, args)
+        return time.perf_counter() - start
+
+    times = []
+    while len(times) < repeat and (len(times) < MIN_RUNS or sum(times) < budget_s):
+        times.append(one_run())
+    median = float(np.median(times))
+    if median < SHORT_RUN_S:
+        wanted = min(MAX_RUNS, max(repeat, int(SHORT_RUN_BUDGET_S / max(median, 1e-6))))
+        times += [one_run() for _ in range(wanted - len(times))]
+    return times, bootstrap_ci(times, rng)
+
+
+# ================================================================ one kernel, one peer
+
+@dataclass
+class Result:
+    kernel: str
+    peer: str
+    status: str               # "ok", "failed", "error", "skipped"
+    note: str = ""
+    times: list = field(default_factory=list)
+    median: float = math.nan
+    ci: tuple = (math.nan, math.nan)
+    checksum: str = ""        # NumPy only: the reference checksum check
+
+    @property
+    def ok(self):
+        return self.status == "ok"
+
+
+def _first_line(exc):
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def validate(peer, fn, module, preset, inputs, references):
+    """None when `fn` matches NumPy on every validation case, else why not.
+    Exceptions from `fn` propagate."""
+    for (label, case_inputs), reference in zip(validation_cases(module, preset, inputs), references):
+        args = peer.prepare(case_inputs, module.PARAMETERS)
+        outputs = peer.outputs(module, peer.call(fn, args), args)
+        if len(outputs) != len(reference):
+            return f"{label}: {len(outputs)} outputs, expected {len(reference)}"
+        for out_name, ref, value in zip(output_names(module, len(reference)), reference, outputs):
+            problem = compare(ref, value)
+            if problem:
+                return f"{label}: {out_name}: {problem}"
+    return None
+
+
+def run_peer(peer, module, name, preset, inputs, references, repeat, rng, verbose, budget_s=math.inf):
+    """Validates one peer's version of one kernel, then times it."""
+    fn = peer.implementation(module)
+    if fn is None:
+        return Result(name, peer.name, "skipped", f"no {peer.name} version")
+    try:
+        problem = validate(peer, fn, module, preset, inputs, references)
+        if problem:
+            return Result(name, peer.name, "failed", problem)
+        times, ci = time_runs(peer, fn, module, inputs, repeat, rng, budget_s)
+    except Exception as e:  # noqa: BLE001 -- a failing implementation is a result, not a harness error
+        if verbose:
+            traceback.print_exc()
+        return Result(name, peer.name, "error", _first_line(e))
+    return Result(name, peer.name, "ok", times=times, median=float(np.median(times)), ci=ci)
+
+
+def numpy_references(module, preset, inputs):
+    """NumPy's outputs for each validation case."""
+    references = []
+    for _, case_inputs in validation_cases(module, preset, inputs):
+        peer = NumpyPeer()
+        args = peer.prepare(case_inputs, module.PARAMETERS)
+        references.append(peer.outputs(module, peer.call(module.kernel_numpy, args), args))
+    return references
+
+
+# ================================================================ report
+
+def geomean(values):
+    values = [v for v in values if v > 0 and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
+def speedups(results, kernels, peers):
+    """{peer: {kernel: NumPy time / peer time}} for validated pairs."""
+    table = {}
+    for peer in peers:
+        row = {}
+        for kernel in kernels:
+            base, mine = results.get((kernel, "numpy")), results.get((kernel, peer))
+            if base and mine and base.ok and mine.ok:
+                row[kernel] = base.median / mine.median
+        table[peer] = row
+    return table
+
+
+def format_time(seconds):
+    if not math.isfinite(seconds):
+        return "-"
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def format_table(results, kernels, peers):
+    """Median time per peer and speedup over NumPy, one row per kernel, and a
+    geometric-mean row."""
+    speed = speedups(results, kernels, peers)
+    others = [p for p in peers if p != "numpy"]
+    header = ["kernel", *(f"{p} time" for p in peers), *(f"{p} speedup" for p in others)]
+    rows = []
+    for kernel in kernels:
+        row = [kernel]
+        for peer in peers:
+            r = results.get((kernel, peer))
+            row.append("-" if r is None else format_time(r.median) if r.ok else r.status.upper())
+        for peer in others:
+            s = speed[peer].get(kernel)
+            row.append(f"{s:.2f}x" if s is not None else "-")
+        rows.append(row)
+    geo = ["geomean", *([""] * len(peers))]
+    for peer in others:
+        g = geomean(speed[peer].values())
+        geo.append(f"{g:.2f}x ({len(speed[peer])})" if math.isfinite(g) else "-")
+    rows.append(geo)
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells):
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    out = [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in rows]
+    if "plait" in peers:
+        for other in others:
+            if other == "plait":
+                continue
+            common = [k for k in kernels if k in speed["plait"] and k in speed[other]]
+            if common:
+                g = geomean(speed["plait"][k] / speed[other][k] for k in common)
+                out.append(f"plait over {other}: geometric mean {g:.2f}x over {len(common)} kernels")
+    return "\n".join(out)
+
+
+def write_csv(path, results, target, preset):
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["kernel", "preset", "target", "peer", "status", "median_s", "ci_low_s", "ci_high_s",
+                         "runs", "speedup_vs_numpy", "note", "reference_checksum"])
+        for (kernel, peer), r in results.items():
+            base = results.get((kernel, "numpy"))
+            speedup = base.median / r.median if r.ok and base and base.ok else ""
+            writer.writerow([kernel, preset, target, peer, r.status, _num(r.median), _num(r.ci[0]), _num(r.ci[1]),
+                             len(r.times), _num(speedup), r.note, r.checksum])
+
+
+def _num(x):
+    return "" if x == "" or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.6g}"
+
+
+def draw_heatmap(path, results, kernels, peers, title):
+    """Speedup over NumPy, frameworks as columns, kernels as rows, the
+    geometric mean on top (NPBench's layout). Returns why it was not drawn, or
+    None."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.colors import TwoSlopeNorm
+    except ImportError:
+        return "matplotlib is not installed: no heatmap"
+    speed = speedups(results, kernels, peers)
+    rows = ["geomean", *kernels]
+    grid = np.full((len(rows), len(peers)), np.nan)
+    for c, peer in enumerate(peers):
+        grid[0, c] = geomean(speed[peer].values())
+        for r, kernel in enumerate(kernels, start=1):
+            grid[r, c] = speed[peer].get(kernel, np.nan)
+    logs = np.log10(grid)
+    bound = max(1.0, float(np.nanmax(np.abs(logs))) if np.isfinite(logs).any() else 1.0)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(peers), 0.9 + 0.38 * len(rows)))
+    cmap = plt.get_cmap("RdYlGn").copy()
+    cmap.set_bad("lightgrey")
+    ax.imshow(np.ma.masked_invalid(logs), cmap=cmap, norm=TwoSlopeNorm(0.0, -bound, bound), aspect="auto")
+    for r, kernel in enumerate(rows):
+        for c, peer in enumerate(peers):
+            value = grid[r, c]
+            if np.isfinite(value):
+                text = f"{value:.2f}" if value < 100 else f"{value:.0f}"
+            else:
+                res = results.get((kernel, peer))
+                text = res.status if res is not None and r else "-"
+            ax.text(c, r, text, ha="center", va="center", fontsize=8,
+                    fontweight="bold" if r == 0 else "normal")
+    ax.set_xticks(range(len(peers)), peers)
+    ax.set_yticks(range(len(rows)), rows)
+    ax.xaxis.tick_top()
+    ax.axhline(0.5, color="black", linewidth=1.5)
+    ax.set_title(title, fontsize=10, pad=28)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+    return None
+
+
+# ================================================================ driver
+
+class _Progress:
+    """A tqdm progress bar when tqdm is installed, else one line per step on stderr."""
+
+    def __init__(self, total):
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            tqdm = None
+        self._bar = tqdm(total=total, file=sys.stderr, leave=False, dynamic_ncols=True) if tqdm else None
+        self._done, self._total = 0, total
+
+    def step(self, text):
+        if self._bar is not None:
+            self._bar.set_description(text)
+        else:
+            print(f"[{self._done + 1}/{self._total}] {text}", file=sys.stderr, flush=True)
+
+    def advance(self):
+        self._done += 1
+        if self._bar is not None:
+            self._bar.update(1)
+
+    def write(self, text):
+        if self._bar is not None:
+            self._bar.write(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def close(self):
+        if self._bar is not None:
+            self._bar.close()
+
+
+def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, seed=0, budget_s=math.inf):
+    """Validates and times every (kernel, peer); returns ({(kernel, peer): Result}, notes)."""
+    all_peers = {p.name: p for p in peers_for(target)}
+    unknown = [p for p in peer_names if p not in all_peers]
+    if unknown:
+        raise ValueError(f"unknown peer(s) {', '.join(unknown)} for target {target}; known: {', '.join(all_peers)}")
+    if "numpy" not in peer_names:
+        peer_names = ["numpy", *peer_names]
+    notes, peers = [], []
+    for name in peer_names:
+        reason = all_peers[name].unavailable()
+        if reason:
+            notes.append(f"peer {name} skipped: {reason}")
+        else:
+            peers.append(all_peers[name])
+    rng = np.random.default_rng(seed)
+    results = {}
+    progress = _Progress(len(kernels) * len(peers))
+    try:
+        for kernel in kernels:
+            module = load_kernel(kernel_dir, kernel)
+            progress.step(f"{kernel}: initialising {preset}")
+            inputs = module.initialize(preset)
+            references = numpy_references(module, preset, inputs)
+            checksum = check_checksums(module, preset, references[0])
+            if checksum:
+                notes.append(f"{kernel}: NumPy output differs from the reference checksum: {checksum}")
+            for peer in peers:
+                progress.step(f"{kernel}: {peer.name}")
+                result = run_peer(peer, module, kernel, preset, inputs, references, repeat, rng, verbose, budget_s)
+                if peer.name == "numpy":
+                    result.checksum = "mismatch" if checksum else "ok" if isinstance(preset, str) and \
+                        getattr(module, "CHECKSUMS", {}).get(preset) else "none"
+                results[(kernel, peer.name)] = result
+                if not result.ok:
+                    progress.write(f"{kernel}: {peer.name}: {result.status}: {result.note}")
+                progress.advance()
+    finally:
+        progress.close()
+    return results, notes, [p.name for p in peers]
+
+
+def machine_description():
+    import plait
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    versions = [f"plait {plait.__version__}", f"numpy {np.__version__}"]
+    for module_name in ("numba", "scipy"):
+        try:
+            versions.append(f"{module_name} {importlib.import_module(module_name).__version__}")
+        except ImportError:
+            pass
+    return f"{platform.processor() or platform.machine()}, {cpus} CPUs, Python {platform.python_version()}, " + \
+        ", ".join(versions)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m plait.bench npbench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--preset", default="S", choices=["S", "M", "L", "paper", "test"])
+    parser.add_argument("--kernels", nargs="+", help="kernel names (comma or space separated); default: all 20")
+    parser.add_argument("--peers", help="comma-separated peers; default: all of the target's peers")
+    parser.add_argument("--repeat", type=int, default=10, help="timed runs per implementation (default 10)")
+    parser.add_argument("--time-budget", type=float, default=120.0,
+                        help="seconds of timed runs per implementation after which no more are started "
+                             f"(at least {MIN_RUNS} runs; default 120)")
+    parser.add_argument("--kernels-dir", help="the benchmarks/npbench directory of a Plait checkout")
+    parser.add_argument("--output-dir", default=".", help="where the CSV and the heatmap PNG go (default: .)")
+    parser.add_argument("--verbose", action="store_true", help="print the traceback of each failing implementation")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    try:
+        kernel_dir = find_kernel_dir(args.kernels_dir)
+    except FileNotFoundError as e:
+        parser.exit(2, f"error: {e}\n")
+    package = kernel_package(kernel_dir)
+    kernels = [k for item in (args.kernels or []) for k in item.split(",") if k] or list(package.KERNELS)
+    unknown = [k for k in kernels if k not in package.KERNELS]
+    if unknown:
+        parser.error(f"unknown kernel(s) {', '.join(unknown)}; known: {', '.join(package.KERNELS)}")
+    peer_names = args.peers.split(",") if args.peers else [p.name for p in peers_for(args.target)]
+    try:
+        load_before = os.getloadavg()[0]
+        results, notes, peers = run(kernel_dir, kernels, args.target, args.preset, peer_names, args.repeat,
+                                    args.verbose, budget_s=args.time_budget)
+        load_after = os.getloadavg()[0]
+    except ValueError as e:
+        parser.error(str(e))
+    title = f"NPBench, preset {args.preset}, target {args.target}: speedup over NumPy"
+    print(f"\n{title}\n{machine_description()}\nload average (1 min) {load_before:.2f} before, "
+          f"{load_after:.2f} after the run\n")
+    print(format_table(results, kernels, peers))
+    problems = [r for r in results.values() if not r.ok and r.status != "skipped"]
+    if problems:
+        print("\nNot timed:")
+        for r in problems:
+            print(f"  {r.kernel} / {r.peer}: {r.status}: {r.note}")
+    for note in notes + [f"{r.kernel} / {r.peer}: {r.note}" for r in results.values() if r.status == "skipped"]:
+        print(f"note: {note}")
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"npbench_{args.target}_{args.preset}"
+    write_csv(stem.with_suffix(".csv"), results, args.target, args.preset)
+    print(f"\nwrote {stem.with_suffix('.csv')}")
+    why_not = draw_heatmap(stem.with_suffix(".png"), results, kernels, peers, title)
+    print(f"note: {why_not}" if why_not else f"wrote {stem.with_suffix('.png')}")
+    return 0
