@@ -11,6 +11,7 @@
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -107,6 +108,19 @@ plait::Globals to_globals(const nb::dict& modules, const nb::dict& constants) {
 
 // Compiles (or finds in the disk cache) one specialisation. The GIL is
 // released while the system compiler runs so that other threads go on.
+// PLAIT_PARALLEL_THRESHOLD, read once: the work (trip count x IR nodes) at
+// which a parallel loop starts its threads.
+int64_t parallel_work_threshold() {
+  static const int64_t value = [] {
+    const char* text = std::getenv("PLAIT_PARALLEL_THRESHOLD");
+    if (!text || !*text) return static_cast<int64_t>(PLAIT_DEFAULT_PARALLEL_WORK);
+    char* end = nullptr;
+    long long v = std::strtoll(text, &end, 10);
+    return (end && *end == '\0' && v >= 0) ? static_cast<int64_t>(v) : static_cast<int64_t>(PLAIT_DEFAULT_PARALLEL_WORK);
+  }();
+  return value;
+}
+
 Kernel compile(const std::string& path, const std::string& text, int first_line, const std::string& name,
                const std::string& signature_text, nb::dict modules, nb::dict constants, bool boundscheck,
                bool fastmath, bool disk_cache, const std::string& cache_dir, const std::string& dump_dir,
@@ -640,6 +654,7 @@ PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
 
   plait_context ctx;
   ctx.num_threads = d.num_threads;
+  ctx.parallel_work_threshold = parallel_work_threshold();
   ctx.error_kind = PLAIT_OK;
   ctx.error_line = 0;
   ctx.error_col = 0;
@@ -842,6 +857,7 @@ nb::object call_cuda(const Kernel& kernel, nb::list args, uintptr_t stream, cons
   plait_context ctx;
   std::memset(&ctx, 0, sizeof ctx);
   ctx.num_threads = 1;
+  ctx.parallel_work_threshold = parallel_work_threshold();
   int32_t status = PLAIT_OK;
   try {
     nb::gil_scoped_release release;

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 2
+#define PLAIT_ABI_VERSION 3
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -87,7 +87,14 @@ typedef struct plait_context {
   int32_t error_col;
   char error_message[240];
   const plait_cuda_api* cuda; /* CUDA target only; null for CPU kernels */
+  /* A parallel loop starts its threads only when trip count x body cost
+   * (IR nodes) reaches this; 0 always starts them. Waking a thread team costs
+   * 10-60 us on small machines, so small loops run serially. */
+  int64_t parallel_work_threshold;
 } plait_context;
+
+/* The default for parallel_work_threshold (PLAIT_PARALLEL_THRESHOLD overrides). */
+#define PLAIT_DEFAULT_PARALLEL_WORK 2000000
 
 /* The entry point every compiled kernel exports under the name
  * PLAIT_ENTRY_SYMBOL. args[i] points to the i-th argument: a plait_array

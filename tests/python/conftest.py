@@ -10,6 +10,9 @@ import tempfile
 
 _SESSION_CACHE = tempfile.mkdtemp(prefix="plait-test-cache-")
 os.environ["PLAIT_CACHE_DIR"] = _SESSION_CACHE
+# Every parallel loop starts its threads, however small the test's data, so
+# that the tests exercise the threaded code (reductions, atomics, privacy).
+os.environ["PLAIT_PARALLEL_THRESHOLD"] = "0"
 for _name in ("PLAIT_DISABLE_JIT", "PLAIT_BOUNDSCHECK", "PLAIT_DUMP_DIR", "PLAIT_EXPLAIN"):
     os.environ.pop(_name, None)
 

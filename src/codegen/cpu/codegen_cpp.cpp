@@ -33,13 +33,10 @@ using namespace ir;
 
 namespace {
 
-// A parallel loop runs in parallel only when trip count * body cost reaches
-// this many IR nodes, so small loops do not pay for waking a team (about
-// 10 us with passive waiting, benchmarks/omp_overhead.py).
-constexpr int64_t kParallelWorkThreshold = 100000;
 // The iterations assumed for a loop inside a parallel loop's body, whose
-// trip count is not known when the team would start.
-constexpr int64_t kAssumedInnerTrips = 32;
+// trip count is not known when the team would start (the threshold itself is
+// a run-time setting: plait_context::parallel_work_threshold).
+constexpr int64_t kAssumedInnerTrips = 256;
 
 const char* dtype_code(ScalarKind k) {
   switch (k) {
@@ -838,13 +835,14 @@ class CppEmitter {
       if (depth > 1) p += " collapse(" + std::to_string(depth) + ")";
       // Run in parallel only when there is enough work: trip count times the
       // body's IR node count (times kAssumedInnerTrips when the body holds a
-      // loop) must reach kParallelWorkThreshold.
+      // loop) must reach the caller's ctx->parallel_work_threshold.
       // The `parallel:` modifier keeps a combined `parallel for simd`
       // vectorised when the team is not started.
       CostCounter cost;
       cost.visit(innermost->body);
       const int64_t nodes = std::max<int64_t>(cost.nodes, 1) * (cost.has_loop ? kAssumedInnerTrips : 1);
-      p += " if(parallel: " + work + " >= " + std::to_string((kParallelWorkThreshold + nodes - 1) / nodes) + ".0)";
+      p += " if(parallel: " + work + " * " + std::to_string(nodes) +
+           ".0 >= static_cast<double>(ctx->parallel_work_threshold))";
       // Arrays (re)bound inside the body but declared outside it belong to
       // one iteration.
       ArrayCollector arrays;
