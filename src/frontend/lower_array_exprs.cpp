@@ -383,10 +383,11 @@ Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<E
     t->unit.push_back(!extent);
     t->labels.push_back(label);
   }
+  // The result type: the scalar rule applied to stand-ins of the operands
+  // (a scalar operand keeps its own expression, so a Python number stays weak).
   std::vector<Expr> holders;
-  for (const auto& x : ts) holders.push_back(x->rank() == 0 && args[&x - &ts[0]].kind == Value::Kind::Scalar
-                                                 ? args[&x - &ts[0]].scalar
-                                                 : placeholder(x->type));
+  for (size_t a = 0; a < ts.size(); ++a)
+    holders.push_back(args[a].kind == Value::Kind::Scalar ? args[a].scalar : placeholder(ts[a]->type));
   t->type = op(holders)->type.strong();
   for (const auto& x : ts) {
     // A read keeps its syntax (which the overlap test compares with the

@@ -1017,7 +1017,11 @@ Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
   }
   if (mod == "builtins" && any_array) {
     if (fn == "len") return call_builtin(fn, c, args);
-    if (fn == "abs") return call_numpy_array("abs", c, args, &args[0]) ? args[0] : args[0];
+    if (fn == "abs") {
+      Value out;
+      call_numpy_array("abs", c, args, &out);  // abs() of an array is np.abs
+      return out;
+    }
     unsupported(fn + "() of an array is not supported; use the numpy function", c.loc);
   }
   if (mod == "builtins") return call_builtin(fn, c, args);
