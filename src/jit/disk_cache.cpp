@@ -142,6 +142,8 @@ std::string cache_key(const std::string& plait_version, const std::string& sourc
   add(toolchain.version);
   add(std::to_string(toolchain.flags.size()));
   for (const std::string& flag : toolchain.flags) add(flag);
+  add(std::to_string(toolchain.libraries.size()));
+  for (const std::string& library : toolchain.libraries) add(library);
   add(host_cpu_identity());
   add(source);
   return hasher.hex_digest();

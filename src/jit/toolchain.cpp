@@ -128,8 +128,16 @@ Toolchain host_toolchain(const CompileOptions& options) {
   toolchain.flags = {"-O3", "-march=native", "-fopenmp", "-fwrapv", "-std=c++20", "-shared", "-fPIC"};
   // Without fastmath, a * b + c is two roundings, as in NumPy and Python:
   // g++ would otherwise contract it into one fused multiply-add.
+  // -fno-math-errno: generated code never reads errno (math.* errors are
+  // checked on the result), and without it g++ keeps sqrt a library call
+  // and leaves loops that call it scalar.
   if (options.fastmath) toolchain.flags.push_back("-ffast-math");
-  else toolchain.flags.push_back("-ffp-contract=off");
+  else toolchain.flags.insert(toolchain.flags.end(), {"-ffp-contract=off", "-fno-math-errno"});
+#if defined(__x86_64__) && defined(__GLIBC__)
+  // The SIMD variants of exp, log, sin, ... that vector loops call
+  // (plait_runtime.h); --as-needed drops the library when none is called.
+  toolchain.libraries = {"-Wl,--as-needed", "-lmvec"};
+#endif
   toolchain.version = compiler_version_line(toolchain.cxx);
   return toolchain;
 }
@@ -140,6 +148,7 @@ void build_shared_library(const Toolchain& toolchain, const std::string& source_
   std::vector<std::string> argv = {toolchain.cxx};
   argv.insert(argv.end(), toolchain.flags.begin(), toolchain.flags.end());
   argv.insert(argv.end(), {source_path, "-o", temporary_output});
+  argv.insert(argv.end(), toolchain.libraries.begin(), toolchain.libraries.end());
 
   int status = run_to_file(argv, log_path);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {

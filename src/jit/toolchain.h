@@ -12,11 +12,13 @@ struct Toolchain {
   std::string cxx;                 // program to run (resolved through PATH by the spawn)
   std::vector<std::string> flags;  // e.g. -O3 -march=native -fopenmp -shared -fPIC -std=c++20
   std::string version;             // first line of `cxx --version`, part of the cache key
+  std::vector<std::string> libraries;  // link arguments after the source (e.g. -lmvec)
 };
 
 // The compiler ($PLAIT_CXX, else $CXX, else "c++", unless options.cxx is set)
 // and the flags for a kernel build: -O3 with the host's native ISA, OpenMP,
-// position-independent shared object; -ffast-math when options.fastmath.
+// position-independent shared object; -ffast-math when options.fastmath;
+// glibc's vector math library where plait_runtime.h declares its functions.
 Toolchain host_toolchain(const CompileOptions& options);
 
 // Compiles the C++ file `source_path` into the shared object `output_path`,

@@ -19,6 +19,49 @@
 #include <new>
 #include <type_traits>
 
+// ---------------------------------------------------------------- vector math
+
+// NumPy's one-argument ufuncs (np.exp, np.sin, ...) call plait_vm_<name>. g++ calls a
+// function's SIMD variants from `omp simd` loops only when its declaration
+// says they exist (`declare simd`); glibc's libmvec provides them (within 4
+// ulp, as NumPy's own SIMD loops are within a few ulp of the C library).
+// The declarations bind new names to the C library's symbols (asm labels),
+// so that math.* calls keep the scalar functions that Python's math module
+// uses. Elsewhere the names forward to <cmath>.
+#define PLAIT_SCALAR_MATH_1(name)                                             \
+  inline double plait_vm_##name(double x) noexcept { return std::name(x); } \
+  inline float plait_vm_##name##f(float x) noexcept { return std::name(x); }
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__) && defined(_OPENMP)
+#define PLAIT_SIMD_MATH_1(name)                                                                          \
+  _Pragma("omp declare simd notinbranch") extern "C" double plait_vm_##name(double) noexcept __asm__(#name); \
+  _Pragma("omp declare simd notinbranch") extern "C" float plait_vm_##name##f(float) noexcept __asm__(#name "f");
+// libmvec has exp, log, sin and cos since glibc 2.22, the others since 2.35.
+#if __GLIBC_PREREQ(2, 35)
+#define PLAIT_NEWER_MATH_1 PLAIT_SIMD_MATH_1
+#else
+#define PLAIT_NEWER_MATH_1 PLAIT_SCALAR_MATH_1
+#endif
+#else
+#define PLAIT_SIMD_MATH_1 PLAIT_SCALAR_MATH_1
+#define PLAIT_NEWER_MATH_1 PLAIT_SCALAR_MATH_1
+#endif
+PLAIT_SIMD_MATH_1(exp)
+PLAIT_SIMD_MATH_1(log)
+PLAIT_SIMD_MATH_1(sin)
+PLAIT_SIMD_MATH_1(cos)
+PLAIT_NEWER_MATH_1(log2)
+PLAIT_NEWER_MATH_1(log10)
+PLAIT_NEWER_MATH_1(tan)
+PLAIT_NEWER_MATH_1(tanh)
+PLAIT_NEWER_MATH_1(asin)
+PLAIT_NEWER_MATH_1(acos)
+PLAIT_NEWER_MATH_1(atan)
+PLAIT_NEWER_MATH_1(sinh)
+PLAIT_NEWER_MATH_1(cosh)
+#undef PLAIT_SCALAR_MATH_1
+#undef PLAIT_SIMD_MATH_1
+#undef PLAIT_NEWER_MATH_1
+
 namespace plait {
 
 // ---------------------------------------------------------------- errors

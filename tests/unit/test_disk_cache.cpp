@@ -79,13 +79,18 @@ TEST(Toolchain, FlagsAndVersion) {
   options.cxx = "g++";
   Toolchain plain = host_toolchain(options);
   EXPECT_EQ(plain.cxx, "g++");
-  std::vector<std::string> expected = {"-O3", "-march=native", "-fopenmp", "-fwrapv", "-std=c++20", "-shared", "-fPIC", "-ffp-contract=off"};
+  std::vector<std::string> expected = {"-O3",    "-march=native", "-fopenmp",          "-fwrapv",
+                                       "-std=c++20", "-shared",   "-fPIC", "-ffp-contract=off", "-fno-math-errno"};
   EXPECT_EQ(plain.flags, expected);
+#if defined(__x86_64__) && defined(__GLIBC__)
+  EXPECT_EQ(plain.libraries, (std::vector<std::string>{"-Wl,--as-needed", "-lmvec"}));
+#endif
   EXPECT_NE(plain.version.find("g++"), std::string::npos) << plain.version;
   EXPECT_EQ(plain.version.find('\n'), std::string::npos);
 
   options.fastmath = true;
   Toolchain fast = host_toolchain(options);
+  expected.pop_back();
   expected.back() = "-ffast-math";
   EXPECT_EQ(fast.flags, expected);
   EXPECT_EQ(fast.version, plain.version);
@@ -175,19 +180,20 @@ TEST_F(ScratchDir, LoaderFindsSymbolsAndReportsMissingOnes) {
 // --- keys and directories ---------------------------------------------------
 
 TEST(CacheKey, DependsOnEveryInput) {
-  Toolchain toolchain{"g++", {"-O3"}, "g++ 12"};
+  Toolchain toolchain{"g++", {"-O3"}, "g++ 12", {}};
   std::string base = cache_key("0.1.0", "src", Target::CPU, toolchain);
   EXPECT_EQ(base.size(), 64u);
   EXPECT_EQ(base, cache_key("0.1.0", "src", Target::CPU, toolchain));
   EXPECT_NE(base, cache_key("0.1.1", "src", Target::CPU, toolchain));
   EXPECT_NE(base, cache_key("0.1.0", "src2", Target::CPU, toolchain));
   EXPECT_NE(base, cache_key("0.1.0", "src", Target::CUDA, toolchain));
-  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"clang++", {"-O3"}, "g++ 12"}));
-  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3", "-ffast-math"}, "g++ 12"}));
-  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3"}, "g++ 13"}));
+  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"clang++", {"-O3"}, "g++ 12", {}}));
+  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3", "-ffast-math"}, "g++ 12", {}}));
+  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3"}, "g++ 13", {}}));
+  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3"}, "g++ 12", {"-lmvec"}}));
   // Length prefixes keep part boundaries apart.
-  EXPECT_NE(cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3", "x"}, "v"}),
-            cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3x"}, "v"}));
+  EXPECT_NE(cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3", "x"}, "v", {}}),
+            cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3x"}, "v", {}}));
 }
 
 TEST(CacheDirectory, Precedence) {

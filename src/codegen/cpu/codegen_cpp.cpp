@@ -49,6 +49,27 @@ const char* dtype_code(ScalarKind k) {
   return "PLAIT_FLOAT64";
 }
 
+// The one-argument functions that plait_runtime.h declares as plait_vm_<name>
+// (vectorisable through glibc's libmvec); sqrt and fabs vectorise as they are.
+bool has_vector_variant(Intrinsic fn) {
+  switch (fn) {
+    case Intrinsic::Exp:
+    case Intrinsic::Log:
+    case Intrinsic::Log2:
+    case Intrinsic::Log10:
+    case Intrinsic::Sin:
+    case Intrinsic::Cos:
+    case Intrinsic::Tan:
+    case Intrinsic::Tanh:
+    case Intrinsic::Asin:
+    case Intrinsic::Acos:
+    case Intrinsic::Atan:
+    case Intrinsic::Sinh:
+    case Intrinsic::Cosh: return true;
+    default: return false;
+  }
+}
+
 std::string ctype(ScalarType t) { return c_type_name(t.kind); }
 std::string ctype(ScalarKind k) { return c_type_name(k); }
 
@@ -483,7 +504,13 @@ class CppEmitter {
     const std::string name = std::string("std::") + intrinsic_name(c->fn);
     std::string joined;
     for (size_t i = 0; i < args.size(); ++i) joined += (i ? ", " : "") + args[i];
-    if (!c->python_math) return wrap(name + "(" + joined + ")");
+    if (!c->python_math) {
+      if (has_vector_variant(c->fn) && arg_type.is_float()) {
+        const std::string suffix = arg_type.kind == ScalarKind::Float32 ? "f" : "";
+        return wrap(std::string("plait_vm_") + intrinsic_name(c->fn) + suffix + "(" + joined + ")");
+      }
+      return wrap(name + "(" + joined + ")");
+    }
     const char* on_inf = "none";
     switch (c->fn) {
       case Intrinsic::Exp:
