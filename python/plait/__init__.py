@@ -67,6 +67,21 @@ def vidx(start, size, bound):
     return slice(start, min(start + size, bound))
 
 
+def memory_pool_stats():
+    """The pool that kernels take large arrays (4 MiB and more) from: a dict
+    with the free blocks it holds, their bytes, and its budget in bytes
+    (`$PLAIT_HOST_MEMORY_POOL`; default the smaller of 1 GiB and an eighth of
+    physical memory). Freed arrays go back to the pool, so the next call
+    that allocates the same size finds its pages already mapped."""
+    blocks, free_bytes, budget = _core.host_memory_stats()
+    return {"free_blocks": blocks, "free_bytes": free_bytes, "budget_bytes": budget}
+
+
+def release_memory_pool():
+    """Gives the pool's free blocks back to the operating system."""
+    _core.release_host_memory()
+
+
 __all__ = [
     "CompileError",
     "CudaDispatcher",
@@ -85,7 +100,9 @@ __all__ = [
     "cuda_available",
     "cuda_unavailable_reason",
     "jit",
+    "memory_pool_stats",
     "prange",
+    "release_memory_pool",
     "to_device",
     "to_host",
     "vidx",

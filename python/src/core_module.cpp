@@ -22,6 +22,7 @@
 #include "driver/compiler.h"
 #include "ir/types.h"
 #include "jit/cuda_runtime.h"
+#include "jit/host_memory.h"
 #include "runtime/abi.h"
 #include "support/diagnostics.h"
 
@@ -660,6 +661,7 @@ PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
   ctx.error_col = 0;
   ctx.error_message[0] = '\0';
   ctx.cuda = nullptr;
+  ctx.memory = plait::jit::host_memory_pool();
 
   int32_t status;
   {
@@ -942,6 +944,15 @@ NB_MODULE(_core, m) {
   m.def("_set_error_classes", &set_error_classes, "by_kind"_a, "internal"_a,
         "Registers the Python classes raised for compile errors (plait/errors.py).");
   m.def("compiler_version", &plait::compiler_version);
+  m.def(
+      "host_memory_stats",
+      []() {
+        const plait::jit::HostMemoryStats stats = plait::jit::host_memory_stats();
+        return nb::make_tuple(stats.free_blocks, stats.free_bytes, stats.budget_bytes);
+      },
+      "(free blocks, free bytes, budget in bytes) of the pool of large arrays' memory.");
+  m.def("release_host_memory", &plait::jit::release_free_host_memory,
+        "Gives the pool's free blocks back to the operating system.");
   m.def("compile", &compile, "path"_a, "text"_a, "first_line"_a, "name"_a, "signature"_a, "modules"_a,
         "constants"_a, "boundscheck"_a, "fastmath"_a, "disk_cache"_a, "cache_dir"_a, "dump_dir"_a, "cxx"_a,
         "target"_a = "cpu", "auto_simd"_a = false, "Compiles one specialisation of a kernel and returns a Kernel.");

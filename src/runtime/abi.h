@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 3
+#define PLAIT_ABI_VERSION 4
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -78,6 +78,21 @@ typedef struct plait_cuda_api {
 #define PLAIT_CUDA_ERROR_BYTES 64
 /* ---- CUDA target (end) ---- */
 
+/* Where kernels take large arrays from (see plait_host_memory_large_bytes).
+ * The caller's pool keeps freed blocks for the next call, so a kernel that
+ * returns a fresh large array does not fault its pages in (and have the
+ * operating system zero them) on every call. */
+typedef struct plait_host_memory {
+  /* A block of `bytes` (a multiple of 2 MiB) aligned to 2 MiB, or null. */
+  void* (*allocate)(uint64_t bytes);
+  /* Gives back a block from `allocate` with the same `bytes`; any thread. */
+  void (*release)(void* block, uint64_t bytes);
+} plait_host_memory;
+
+/* Arrays of at least this many bytes come from plait_context::memory (when
+ * set) and are aligned to 2 MiB with huge pages advised, as NumPy does. */
+#define PLAIT_HOST_MEMORY_LARGE_BYTES (4u << 20)
+
 /* Per-call context. The first error wins; kernels keep running to the end
  * of the current parallel region after an error (results are discarded). */
 typedef struct plait_context {
@@ -91,6 +106,8 @@ typedef struct plait_context {
    * (IR nodes) reaches this; 0 always starts them. Waking a thread team costs
    * 10-60 us on small machines, so small loops run serially. */
   int64_t parallel_work_threshold;
+  /* Large arrays' memory; null: aligned_alloc and free. */
+  const plait_host_memory* memory;
 } plait_context;
 
 /* The default for parallel_work_threshold (PLAIT_PARALLEL_THRESHOLD overrides). */

@@ -462,12 +462,20 @@ inline allocation<T> allocate_array(plait_context* ctx, int line, int col, int n
     return out;
   }
   // Large arrays are aligned to 2 MiB and asked for huge pages (as NumPy
-  // does from 4 MiB on): one page fault per 2 MiB instead of per 4 KiB.
-  const bool huge = bytes >= (uint64_t(4) << 20);
+  // does from 4 MiB on): one page fault per 2 MiB instead of per 4 KiB. They
+  // come from the caller's pool when it has one (ctx->memory), which hands
+  // back blocks of earlier calls with their pages already in place.
+  const bool huge = bytes >= PLAIT_HOST_MEMORY_LARGE_BYTES;
   const uint64_t align = huge ? (uint64_t(2) << 20) : 64;
   const uint64_t rounded = (bytes + align - 1) / align * align;
-  void* storage = std::aligned_alloc(static_cast<size_t>(align), rounded == 0 ? 64 : static_cast<size_t>(rounded));
-  if (storage != nullptr && huge) ::madvise(storage, static_cast<size_t>(rounded), MADV_HUGEPAGE);
+  const plait_host_memory* const pool = huge ? ctx->memory : nullptr;
+  void* storage = nullptr;
+  if (pool != nullptr) {
+    storage = pool->allocate(rounded);
+  } else {
+    storage = std::aligned_alloc(static_cast<size_t>(align), rounded == 0 ? 64 : static_cast<size_t>(rounded));
+    if (storage != nullptr && huge) ::madvise(storage, static_cast<size_t>(rounded), MADV_HUGEPAGE);
+  }
   if (storage == nullptr) {
     char message[120];
     std::snprintf(message, sizeof message, "Unable to allocate %llu bytes for an array",
@@ -475,7 +483,11 @@ inline allocation<T> allocate_array(plait_context* ctx, int line, int col, int n
     raise_error(ctx, PLAIT_MEMORY_ERROR, line, col, message);
     return out;
   }
-  out.owner = array_owner(storage, std::free);
+  if (pool != nullptr) {
+    out.owner = array_owner(storage, [release = pool->release, rounded](void* block) { release(block, rounded); });
+  } else {
+    out.owner = array_owner(storage, std::free);
+  }
   out.data = static_cast<T*>(storage);
   int64_t stride = 1;
   for (int k = 0; k < ndim; ++k) {
