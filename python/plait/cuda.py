@@ -18,9 +18,9 @@ from . import _core
 from .dispatcher import Dispatcher
 
 # plait dtype codes (runtime/abi.h) <-> NumPy
-_DTYPE_CODES = {np.dtype(np.bool_): 0, np.dtype(np.int32): 1, np.dtype(np.int64): 2,
-                np.dtype(np.float32): 3, np.dtype(np.float64): 4}
-_DTYPE_NAMES = {0: "b1", 1: "i32", 2: "i64", 3: "f32", 4: "f64"}
+_DTYPE_CODES = {np.dtype(np.bool_): 0, np.dtype(np.int32): 3, np.dtype(np.int64): 4,
+                np.dtype(np.float32): 9, np.dtype(np.float64): 10}
+_DTYPE_NAMES = {0: "b1", 3: "i32", 4: "i64", 9: "f32", 10: "f64"}
 _DTYPE_BY_CODE = {code: dtype for dtype, code in _DTYPE_CODES.items()}
 
 
