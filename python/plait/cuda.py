@@ -135,7 +135,7 @@ def to_device(array):
     _require_cuda()
     host = np.asarray(array)
     if host.dtype not in _DTYPE_CODES:
-        raise TypeError(f"plait.to_device: unsupported dtype {host.dtype}; plait kernels take bool, int32, int64, "
+        raise TypeError(f"plait.to_device: unsupported dtype {host.dtype}; CUDA kernels take bool, int32, int64, "
                         "float32 and float64 arrays")
     buffer, strides = _host_array_to_device(host, 0)
     return DeviceArray(buffer, buffer.pointer, host.shape, strides, host.dtype)
@@ -251,7 +251,7 @@ class _CallPlan:
     def _add_array(self, dispatcher, index, obj, view):
         code = _DTYPE_CODES.get(view.dtype)
         if code is None:
-            self._argument_error(dispatcher, index, f"has unsupported dtype '{view.dtype}'; plait kernels take "
+            self._argument_error(dispatcher, index, f"has unsupported dtype '{view.dtype}'; CUDA kernels take "
                                  "bool, int32, int64, float32 and float64 arrays")
         ndim = len(view.shape)
         if ndim == 0 or ndim > 4:
@@ -270,7 +270,7 @@ class _CallPlan:
     def _classify(self, dispatcher, index, value):
         if isinstance(value, np.ndarray) and value.ndim > 0:
             if value.dtype not in _DTYPE_CODES:
-                self._argument_error(dispatcher, index, f"has unsupported dtype '{value.dtype}'; plait kernels take "
+                self._argument_error(dispatcher, index, f"has unsupported dtype '{value.dtype}'; CUDA kernels take "
                                      "bool, int32, int64, float32 and float64 arrays")
             view = self.staged.get(id(value))
             if view is None:
