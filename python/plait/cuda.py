@@ -18,9 +18,9 @@ from . import _core
 from .dispatcher import Dispatcher
 
 # plait dtype codes (runtime/abi.h) <-> NumPy
-_DTYPE_CODES = {np.dtype(np.bool_): 0, np.dtype(np.int32): 1, np.dtype(np.int64): 2,
-                np.dtype(np.float32): 3, np.dtype(np.float64): 4}
-_DTYPE_NAMES = {0: "b1", 1: "i32", 2: "i64", 3: "f32", 4: "f64"}
+_DTYPE_CODES = {np.dtype(np.bool_): 0, np.dtype(np.int32): 3, np.dtype(np.int64): 4,
+                np.dtype(np.float32): 9, np.dtype(np.float64): 10}
+_DTYPE_NAMES = {0: "b1", 3: "i32", 4: "i64", 9: "f32", 10: "f64"}
 _DTYPE_BY_CODE = {code: dtype for dtype, code in _DTYPE_CODES.items()}
 
 
@@ -135,7 +135,7 @@ def to_device(array):
     _require_cuda()
     host = np.asarray(array)
     if host.dtype not in _DTYPE_CODES:
-        raise TypeError(f"plait.to_device: unsupported dtype {host.dtype}; plait kernels take bool, int32, int64, "
+        raise TypeError(f"plait.to_device: unsupported dtype {host.dtype}; CUDA kernels take bool, int32, int64, "
                         "float32 and float64 arrays")
     buffer, strides = _host_array_to_device(host, 0)
     return DeviceArray(buffer, buffer.pointer, host.shape, strides, host.dtype)
@@ -251,7 +251,7 @@ class _CallPlan:
     def _add_array(self, dispatcher, index, obj, view):
         code = _DTYPE_CODES.get(view.dtype)
         if code is None:
-            self._argument_error(dispatcher, index, f"has unsupported dtype '{view.dtype}'; plait kernels take "
+            self._argument_error(dispatcher, index, f"has unsupported dtype '{view.dtype}'; CUDA kernels take "
                                  "bool, int32, int64, float32 and float64 arrays")
         ndim = len(view.shape)
         if ndim == 0 or ndim > 4:
@@ -270,7 +270,7 @@ class _CallPlan:
     def _classify(self, dispatcher, index, value):
         if isinstance(value, np.ndarray) and value.ndim > 0:
             if value.dtype not in _DTYPE_CODES:
-                self._argument_error(dispatcher, index, f"has unsupported dtype '{value.dtype}'; plait kernels take "
+                self._argument_error(dispatcher, index, f"has unsupported dtype '{value.dtype}'; CUDA kernels take "
                                      "bool, int32, int64, float32 and float64 arrays")
             view = self.staged.get(id(value))
             if view is None:

@@ -173,27 +173,33 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
 // Argument classification.
 //
 // Every argument gets a one-byte type code; the codes of all arguments form
-// the key of the dispatcher's kernel table.
-//   scalar: (weak << 3) | dtype
-//   array:  0x80 | (layout << 5) | ((ndim - 1) << 3) | dtype
+// the key of the dispatcher's kernel table. The dtype (below 16) is the low
+// four bits of both kinds of code.
+//   scalar: (weak << 4) | dtype                                  (0 ... 31)
+//   array:  kArrayBase + (((layout * 4 + ndim - 1) << 4) | dtype)  (32 ... 223)
 
-constexpr uint8_t kArrayBit = 0x80;
-constexpr uint8_t kWeakBit = 0x08;
+constexpr uint8_t kArrayBase = 0x20;
+constexpr uint8_t kWeakBit = 0x10;
+static_assert(plait::kNumScalarKinds <= 16 && kArrayBase % 16 == 0);
 
 uint8_t scalar_code(int dtype, bool weak) { return static_cast<uint8_t>((weak ? kWeakBit : 0) | dtype); }
 uint8_t array_code(int dtype, int ndim, plait::Layout layout) {
-  return static_cast<uint8_t>(kArrayBit | (static_cast<int>(layout) << 5) | ((ndim - 1) << 3) | dtype);
+  return static_cast<uint8_t>(kArrayBase + (((static_cast<int>(layout) * 4 + ndim - 1) << 4) | dtype));
 }
+bool is_array_code(uint8_t code) { return code >= kArrayBase; }
+int code_dtype(uint8_t code) { return code & 15; }
+int code_ndim(uint8_t code) { return (((code - kArrayBase) >> 4) & 3) + 1; }
 
 plait::ValueType decode(uint8_t code) {
-  if (code & kArrayBit) {
+  if (is_array_code(code)) {
     plait::ArrayType array;
-    array.dtype = static_cast<plait::ScalarKind>(code & 7);
-    array.ndim = ((code >> 3) & 3) + 1;
-    array.layout = static_cast<plait::Layout>((code >> 5) & 3);
+    array.dtype = static_cast<plait::ScalarKind>(code_dtype(code));
+    array.ndim = code_ndim(code);
+    array.layout = static_cast<plait::Layout>((code - kArrayBase) >> 6);
     return plait::ValueType::of(array);
   }
-  return plait::ValueType::of(plait::ScalarType{static_cast<plait::ScalarKind>(code & 7), (code & kWeakBit) != 0});
+  return plait::ValueType::of(
+      plait::ScalarType{static_cast<plait::ScalarKind>(code_dtype(code)), (code & kWeakBit) != 0});
 }
 
 uint8_t encode(const plait::ValueType& type) {
@@ -221,11 +227,23 @@ struct ArgSlot {
 int dtype_code(const PyArray_Descr* descr) {
   if (!PyArray_ISNBO(descr->byteorder)) return -1;
   const npy_intp size = PyDataType_ELSIZE(descr);
+  // The C integer types behind NumPy's type numbers vary in size between
+  // platforms; the item size says which plait dtype they are.
+  auto sized = [size](int d8, int d16, int d32, int d64) {
+    return size == 1 ? d8 : size == 2 ? d16 : size == 4 ? d32 : size == 8 ? d64 : -1;
+  };
   switch (descr->type_num) {
     case NPY_BOOL: return PLAIT_BOOL;
+    case NPY_BYTE:
+    case NPY_SHORT:
     case NPY_INT:
     case NPY_LONG:
-    case NPY_LONGLONG: return size == 4 ? PLAIT_INT32 : size == 8 ? PLAIT_INT64 : -1;
+    case NPY_LONGLONG: return sized(PLAIT_INT8, PLAIT_INT16, PLAIT_INT32, PLAIT_INT64);
+    case NPY_UBYTE:
+    case NPY_USHORT:
+    case NPY_UINT:
+    case NPY_ULONG:
+    case NPY_ULONGLONG: return sized(PLAIT_UINT8, PLAIT_UINT16, PLAIT_UINT32, PLAIT_UINT64);
     case NPY_FLOAT: return PLAIT_FLOAT32;
     case NPY_DOUBLE: return PLAIT_FLOAT64;
     default: return -1;
@@ -236,8 +254,14 @@ int dtype_code(const PyArray_Descr* descr) {
 void read_scalar(const void* data, int dtype, ArgSlot& slot) {
   switch (dtype) {
     case PLAIT_BOOL: slot.b = *static_cast<const npy_bool*>(data) != 0; break;
+    case PLAIT_INT8: slot.i64 = *static_cast<const int8_t*>(data); break;
+    case PLAIT_INT16: slot.i64 = *static_cast<const int16_t*>(data); break;
     case PLAIT_INT32: slot.i64 = *static_cast<const int32_t*>(data); break;
     case PLAIT_INT64: slot.i64 = *static_cast<const int64_t*>(data); break;
+    case PLAIT_UINT8: slot.i64 = *static_cast<const uint8_t*>(data); break;
+    case PLAIT_UINT16: slot.i64 = *static_cast<const uint16_t*>(data); break;
+    case PLAIT_UINT32: slot.i64 = *static_cast<const uint32_t*>(data); break;
+    case PLAIT_UINT64: slot.i64 = static_cast<int64_t>(*static_cast<const uint64_t*>(data)); break;
     case PLAIT_FLOAT32: slot.f64 = *static_cast<const float*>(data); break;
     default: slot.f64 = *static_cast<const double*>(data); break;
   }
@@ -266,7 +290,7 @@ struct Dispatcher {
   } else {
     message += "has unsupported type '";
     message += Py_TYPE(obj)->tp_name;
-    message += "'; plait kernels take NumPy arrays (bool, int32, int64, float32, float64; up to "
+    message += "'; plait kernels take NumPy arrays (bool, int8 to int64, uint8 to uint64, float32, float64; up to "
                "4 dimensions) and bool, int or float scalars";
   }
   PyErr_SetString(PyExc_TypeError, message.c_str());
@@ -283,7 +307,8 @@ uint8_t Dispatcher::classify(size_t index, PyObject* obj, ArgSlot& slot) const {
       std::string why = "has unsupported dtype '";
       nb::str dtype_name = nb::str(nb::handle(reinterpret_cast<PyObject*>(PyArray_DESCR(array))));
       why += dtype_name.c_str();
-      why += "'; plait kernels take bool, int32, int64, float32 and float64 arrays";
+      why += "'; plait kernels take bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32 and float64 "
+             "arrays";
       raise_argument_error(*this, index, obj, why.c_str());
     }
     const int ndim = PyArray_NDIM(array);
@@ -401,20 +426,21 @@ void release_owned_buffer(PyObject* capsule) {
 int numpy_type(int dtype) {
   switch (dtype) {
     case PLAIT_BOOL: return NPY_BOOL;
+    case PLAIT_INT8: return NPY_INT8;
+    case PLAIT_INT16: return NPY_INT16;
     case PLAIT_INT32: return NPY_INT32;
     case PLAIT_INT64: return NPY_INT64;
+    case PLAIT_UINT8: return NPY_UINT8;
+    case PLAIT_UINT16: return NPY_UINT16;
+    case PLAIT_UINT32: return NPY_UINT32;
+    case PLAIT_UINT64: return NPY_UINT64;
     case PLAIT_FLOAT32: return NPY_FLOAT32;
     default: return NPY_FLOAT64;
   }
 }
 
 npy_intp item_size(int dtype) {
-  switch (dtype) {
-    case PLAIT_BOOL: return 1;
-    case PLAIT_INT32:
-    case PLAIT_FLOAT32: return 4;
-    default: return 8;
-  }
+  return plait::ScalarType{static_cast<plait::ScalarKind>(dtype), false}.bits() / 8;
 }
 
 PyObject* scalar_result(const plait_result& r, const plait::ScalarType& type) {
@@ -432,11 +458,15 @@ PyObject* scalar_result(const plait_result& r, const plait::ScalarType& type) {
     return value;
   }
   alignas(8) unsigned char value[8];
-  switch (dtype) {
-    case PLAIT_INT32: { const int32_t v = static_cast<int32_t>(r.i64); std::memcpy(value, &v, 4); break; }
-    case PLAIT_INT64: std::memcpy(value, &r.i64, 8); break;
-    case PLAIT_FLOAT32: { const float v = static_cast<float>(r.f64); std::memcpy(value, &v, 4); break; }
-    default: std::memcpy(value, &r.f64, 8); break;
+  if (type.is_int()) {
+    // Little-endian: the low bytes of the widened value are the narrower one.
+    static_assert(NPY_BYTE_ORDER == NPY_LITTLE_ENDIAN);
+    std::memcpy(value, &r.i64, 8);
+  } else if (dtype == PLAIT_FLOAT32) {
+    const float v = static_cast<float>(r.f64);
+    std::memcpy(value, &v, 4);
+  } else {
+    std::memcpy(value, &r.f64, 8);
   }
   PyArray_Descr* descr = PyArray_DescrFromType(numpy_type(dtype));
   PyObject* scalar = PyArray_Scalar(value, descr, nullptr);
@@ -500,8 +530,8 @@ PyObject* array_result(plait_result& r, const plait::ArrayType& type, const Kern
   if (r.owner == nullptr) {
     // A borrowed result: an argument itself or a view into one.
     for (size_t i = 0; i < call.nargs; ++i) {
-      if (!(call.codes[i] & kArrayBit) || (call.codes[i] & 7) != dtype) continue;
-      const int arg_ndim = ((call.codes[i] >> 3) & 3) + 1;
+      if (!is_array_code(call.codes[i]) || code_dtype(call.codes[i]) != dtype) continue;
+      const int arg_ndim = code_ndim(call.codes[i]);
       if (arg_ndim == ndim && same_view(call.slots[i].array, r.array, ndim)) {
         Py_INCREF(call.args[i]);
         return call.args[i];
@@ -513,11 +543,11 @@ PyObject* array_result(plait_result& r, const plait::ArrayType& type, const Kern
     byte_span(r.array, ndim, itemsize, lo, hi);
     if (lo != hi) {
       for (size_t i = 0; i < call.nargs; ++i) {
-        if (!(call.codes[i] & kArrayBit)) continue;
+        if (!is_array_code(call.codes[i])) continue;
         PyArrayObject* arg = reinterpret_cast<PyArrayObject*>(call.args[i]);
         const char* arg_lo;
         const char* arg_hi;
-        byte_span(call.slots[i].array, ((call.codes[i] >> 3) & 3) + 1, PyArray_ITEMSIZE(arg), arg_lo, arg_hi);
+        byte_span(call.slots[i].array, code_ndim(call.codes[i]), PyArray_ITEMSIZE(arg), arg_lo, arg_hi);
         if (arg_lo <= lo && hi <= arg_hi) {
           Py_INCREF(call.args[i]);
           return wrap_array(r.array, ndim, dtype, PyArray_FLAGS(arg) & NPY_ARRAY_WRITEABLE, call.args[i]);

@@ -20,6 +20,8 @@ std::optional<int64_t> checked(int64_t v) {
 
 std::optional<int64_t> lower_bound(const ir::Expr& e, const LowerBounds& known) {
   if (!e || !e->type.is_int()) return std::nullopt;
+  // Unsigned values below 64 bits are never negative, also as int64.
+  if (e->type.is_unsigned() && e->type.bits() < 64) return 0;
   switch (e->kind) {
     case ir::NodeKind::IntImm: return checked(e->as<ir::IntImm>()->value);
     case ir::NodeKind::ArrayDim: return 0;
@@ -31,6 +33,9 @@ std::optional<int64_t> lower_bound(const ir::Expr& e, const LowerBounds& known) 
     case ir::NodeKind::Cast: {
       auto c = e->as<ir::Cast>();
       if (c->value->type.is_bool()) return 0;
+      // A cast from unsigned to a signed type of no more bits may wrap to
+      // a negative value.
+      if (c->value->type.is_unsigned() && c->type.bits() <= c->value->type.bits()) return std::nullopt;
       return lower_bound(c->value, known);
     }
     case ir::NodeKind::Select: {

@@ -124,9 +124,9 @@ Expr identity(const std::string& name, ScalarType t, SourceLoc loc) {
   bool is_max = name == "max" || name == "argmax";
   if (t.is_float()) return ir::FloatImm::make(is_max ? -INFINITY : INFINITY, t, loc);
   if (t.is_bool()) return ir::BoolImm::make(!is_max, loc);
-  int64_t lo = t.kind == ScalarKind::Int32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
-  int64_t hi = t.kind == ScalarKind::Int32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
-  return ir::IntImm::make(is_max ? lo : hi, t, loc);
+  // uint64's largest value is held as its bit pattern, -1.
+  const int64_t hi = t.kind == ScalarKind::UInt64 ? -1 : int_max(t.kind);
+  return ir::IntImm::make(is_max ? int_min(t.kind) : hi, t, loc);
 }
 
 }  // namespace
@@ -491,7 +491,9 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
   if (name == "dot") {
     acc_type = in;  // a matrix product keeps its operands' promoted type (int32 @ int32 is int32)
   } else if (name == "sum" || name == "prod") {
-    if (in.is_bool() || in.kind == ScalarKind::Int32) acc_type = ScalarType::i64();
+    // NumPy sums and multiplies narrower integers in 64 bits of their signedness.
+    if (in.is_bool() || (in.is_signed_int() && in.bits() < 64)) acc_type = ScalarType::i64();
+    if (in.is_unsigned() && in.bits() < 64) acc_type = ScalarType::u64();
   } else if (name == "mean") {
     acc_type = in.is_float() ? in : ScalarType::f64();
   } else if (name == "argmax" || name == "argmin") {

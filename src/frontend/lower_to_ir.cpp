@@ -257,8 +257,12 @@ Expr Lowerer::cast(Expr e, ScalarType t, bool checked) {
   if (e->type.kind == t.kind) return e;
   // Literals convert at compile time, so generated code stays free of casts.
   if (auto i = e->as<ir::IntImm>()) {
-    if (t.is_float()) return ir::FloatImm::make(static_cast<double>(i->value), t, e->loc);
-    if (t.is_int()) return ir::IntImm::make(t.kind == ScalarKind::Int32 ? static_cast<int32_t>(i->value) : i->value, t, e->loc);
+    if (t.is_float()) {
+      const double v = e->type.kind == ScalarKind::UInt64 ? static_cast<double>(static_cast<uint64_t>(i->value))
+                                                            : static_cast<double>(i->value);
+      return ir::FloatImm::make(v, t, e->loc);
+    }
+    if (t.is_int()) return ir::IntImm::make(wrap_int(i->value, t.kind), t, e->loc);
   }
   if (auto f = e->as<ir::FloatImm>()) {
     if (t.kind == ScalarKind::Float32) return ir::FloatImm::make(static_cast<float>(f->value), t, e->loc);
@@ -297,6 +301,12 @@ Expr Lowerer::as_scalar(const Value& v, const char* context, SourceLoc loc) {
 
 Expr Lowerer::scalar(const ast::Expr& e, const char* context) { return as_scalar(lower(e), context, e.loc); }
 
+Expr Lowerer::fit_python_int(Expr x, ScalarType t) {
+  if (!x->type.weak || !x->type.is_int() || !t.is_int() || t.weak || t.kind == ScalarKind::Int64) return x;
+  if (auto i = x->as<ir::IntImm>(); i && i->value >= int_min(t.kind) && i->value <= int_max(t.kind)) return x;
+  return ir::Cast::make(t, x, true, x->loc);
+}
+
 Expr Lowerer::binary(ast::BinOpKind op, Expr a, Expr b, SourceLoc loc) {
   using K = ast::BinOpKind;
   // Python bools do arithmetic as ints (True + True == 2); NumPy bools
@@ -312,16 +322,8 @@ Expr Lowerer::binary(ast::BinOpKind op, Expr a, Expr b, SourceLoc loc) {
   if (op == K::MatMult) unsupported("'@' needs array operands, which are not supported yet", loc);
   ScalarType t = promote(a->type, b->type);
   bool both_weak = a->type.weak && b->type.weak;
-  // A Python int meeting an int32 value must fit in int32 (NEP 50): NumPy
-  // raises OverflowError otherwise.
-  auto narrow = [&](Expr& x) {
-    if (x->type.weak && x->type.kind == ScalarKind::Int64 && t.kind == ScalarKind::Int32) {
-      if (auto i = x->as<ir::IntImm>(); i && i->value >= INT32_MIN && i->value <= INT32_MAX) return;
-      x = ir::Cast::make(t, x, true, x->loc);
-    }
-  };
-  narrow(a);
-  narrow(b);
+  a = fit_python_int(a, t);
+  b = fit_python_int(b, t);
   if (!bitwise && t.is_bool()) {
     // NumPy bools add as logical or and multiply as logical and.
     if (op == K::Add) return ir::Binary::make(ir::BinaryOp::BitOr, cast(a, t), cast(b, t), t, false, loc);
@@ -381,15 +383,48 @@ Expr Lowerer::compare(ast::CmpOpKind op, Expr a, Expr b, SourceLoc loc) {
     default:
       unsupported(std::string("the comparison '") + ast::cmpop_symbol(op) + "' is not supported in kernels", loc);
   }
-  ScalarType t = promote(a->type, b->type);
-  // NumPy compares a Python int with an int32 value exactly, even when the
-  // int does not fit in int32: compare in int64.
-  if (t.kind == ScalarKind::Int32 && (a->type.weak || b->type.weak)) t = ScalarType::i64();
-  Expr c = ir::Compare::make(o, cast(a, t), cast(b, t), loc);
+  // NumPy compares integers exactly, whatever their signedness, and a
+  // Python int with a narrower integer even when it does not fit in it.
+  std::optional<ScalarType> exact = exact_compare_type(a->type, b->type);
+  Expr c;
+  if (exact) {
+    c = ir::Compare::make(o, cast(a, *exact), cast(b, *exact), loc);
+  } else {
+    c = compare_signed_with_uint64(o, a, b, loc);
+  }
   // A comparison of two Python numbers is a Python bool; with a NumPy
   // operand it is a numpy.bool_.
   if (!(a->type.weak && b->type.weak)) return c;
   return std::make_shared<ir::Compare>(o, c->as<ir::Compare>()->a, c->as<ir::Compare>()->b, ScalarType::py_bool(), loc);
+}
+
+// A signed value (or a Python int) against a uint64 one: C++ would convert
+// the signed one to uint64 (-1 < 1u is false), so a negative value decides
+// the comparison by itself and the rest compare as uint64.
+Expr Lowerer::compare_signed_with_uint64(ir::CompareOp o, Expr a, Expr b, SourceLoc loc) {
+  const bool signed_left = !a->type.is_unsigned();
+  Expr s = cast(signed_left ? a : b, ScalarType{ScalarKind::Int64, false});
+  Expr u = signed_left ? b : a;
+  // The result when the signed operand is negative, i.e. smaller.
+  bool negative_result = false;
+  switch (o) {
+    case ir::CompareOp::EQ: negative_result = false; break;
+    case ir::CompareOp::NE: negative_result = true; break;
+    case ir::CompareOp::LT:
+    case ir::CompareOp::LE: negative_result = signed_left; break;
+    case ir::CompareOp::GT:
+    case ir::CompareOp::GE: negative_result = !signed_left; break;
+  }
+  if (auto i = s->as<ir::IntImm>()) {
+    if (i->value < 0) return std::make_shared<ir::BoolImm>(negative_result, ScalarType::b1(), loc);
+    Expr su = cast(s, ScalarType::u64());
+    return ir::Compare::make(o, signed_left ? su : u, signed_left ? u : su, loc);
+  }
+  Expr su = cast(s, ScalarType::u64());
+  Expr unsigned_cmp = ir::Compare::make(o, signed_left ? su : u, signed_left ? u : su, loc);
+  Expr is_negative = ir::Compare::make(ir::CompareOp::LT, s, ir::IntImm::make(0, s->type, loc), loc);
+  Expr decided = std::make_shared<ir::BoolImm>(negative_result, ScalarType::b1(), loc);
+  return ir::Select::make(is_negative, decided, unsigned_cmp, loc);
 }
 
 // ================================================================ expressions
@@ -457,7 +492,9 @@ Value Lowerer::lower(const ast::Expr& e) {
             x = cast(x, ScalarType::py_int());
           }
           if (u.op == ast::UnaryOpKind::UAdd) return Value::of(x);
-          if (auto i = x->as<ir::IntImm>()) return Value::of(ir::IntImm::make(-i->value, x->type, e.loc));
+          if (auto i = x->as<ir::IntImm>())
+            return Value::of(ir::IntImm::make(wrap_int(static_cast<int64_t>(0 - static_cast<uint64_t>(i->value)), x->type.kind),
+                                              x->type, e.loc));
           if (auto f = x->as<ir::FloatImm>()) return Value::of(ir::FloatImm::make(-f->value, x->type, e.loc));
           return Value::of(ir::Unary::make(ir::UnaryOp::Neg, x, e.loc));
         }
@@ -590,7 +627,9 @@ Value Lowerer::lower_attribute(const ast::Attribute& a) {
           {"float64", ScalarKind::Float64}, {"double", ScalarKind::Float64}, {"float32", ScalarKind::Float32},
           {"single", ScalarKind::Float32},  {"int64", ScalarKind::Int64},    {"int_", ScalarKind::Int64},
           {"intp", ScalarKind::Int64},      {"int32", ScalarKind::Int32},    {"bool_", ScalarKind::Bool},
-          {"bool", ScalarKind::Bool}};
+          {"bool", ScalarKind::Bool},       {"int16", ScalarKind::Int16},    {"int8", ScalarKind::Int8},
+          {"uint64", ScalarKind::UInt64},   {"uint32", ScalarKind::UInt32},  {"uint16", ScalarKind::UInt16},
+          {"uint8", ScalarKind::UInt8},     {"uint", ScalarKind::UInt64},    {"uintp", ScalarKind::UInt64}};
       auto d = kDtypes.find(attr);
       if (d != kDtypes.end()) return Value::dtype_of(d->second, a.loc);
       return Value::function("numpy." + attr, a.loc);
@@ -693,11 +732,17 @@ ScalarKind Lowerer::dtype_arg(const Value& v, SourceLoc loc) {
     static const std::map<std::string, ScalarKind> kNames = {
         {"float64", ScalarKind::Float64}, {"f8", ScalarKind::Float64}, {"float32", ScalarKind::Float32},
         {"f4", ScalarKind::Float32},      {"int64", ScalarKind::Int64}, {"i8", ScalarKind::Int64},
-        {"int32", ScalarKind::Int32},     {"i4", ScalarKind::Int32},   {"bool", ScalarKind::Bool}};
+        {"int32", ScalarKind::Int32},     {"i4", ScalarKind::Int32},   {"bool", ScalarKind::Bool},
+        {"int16", ScalarKind::Int16},     {"i2", ScalarKind::Int16},   {"int8", ScalarKind::Int8},
+        {"i1", ScalarKind::Int8},         {"uint64", ScalarKind::UInt64}, {"u8", ScalarKind::UInt64},
+        {"uint32", ScalarKind::UInt32},   {"u4", ScalarKind::UInt32},  {"uint16", ScalarKind::UInt16},
+        {"u2", ScalarKind::UInt16},       {"uint8", ScalarKind::UInt8}, {"u1", ScalarKind::UInt8}};
     auto it = kNames.find(v.name);
     if (it != kNames.end()) return it->second;
   }
-  type_error("unsupported dtype; use one of numpy.bool_, int32, int64, float32, float64 (or bool, int, float)", loc);
+  type_error("unsupported dtype; use one of numpy.bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64, "
+             "float32, float64 (or bool, int, float)",
+             loc);
 }
 
 std::vector<Expr> Lowerer::shape_of(const Value& v, SourceLoc loc) {
@@ -984,7 +1029,11 @@ Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
       }, c.loc);
     Expr x = as_scalar(xv, "a conversion", c.args[0]->loc);
     if (t.is_bool()) return Value::of(with_weakness(cast(truthy(x, c.loc), t), false));
-    return Value::of(with_weakness(cast(x, t, true), false));
+    // np.uint8(-1) raises as NumPy 2 does; a NumPy value converts with
+    // wrap-around. Floats convert with NumPy's results (no error) except to
+    // int32 and int64, where out-of-range values raise as int() does.
+    x = fit_python_int(x, t);
+    return Value::of(with_weakness(cast(x, t, t.kind == ScalarKind::Int32 || t.kind == ScalarKind::Int64), false));
   }
   if (callee.kind != Value::Kind::Function)
     type_error(std::string(value_kind_name(callee.kind)) + " is not callable", c.func->loc);

@@ -192,8 +192,13 @@ class Lowerer {
   Expr scalar(const ast::Expr& e, const char* context);
   Expr as_scalar(const Value& v, const char* context, SourceLoc loc);
   std::vector<Expr> element_indices(const ir::ArrayVar& array, const ast::Expr& index, SourceLoc loc);
+  // x converted to t when x is a Python int meeting a narrower or unsigned
+  // strong integer type t (NEP 50): a literal that fits converts silently,
+  // anything else through a checked cast that raises OverflowError.
+  Expr fit_python_int(Expr x, ScalarType t);
   Expr binary(ast::BinOpKind op, Expr a, Expr b, SourceLoc loc);
   Expr compare(ast::CmpOpKind op, Expr a, Expr b, SourceLoc loc);
+  Expr compare_signed_with_uint64(ir::CompareOp o, Expr a, Expr b, SourceLoc loc);
   Expr truthy(Expr e, SourceLoc loc);
   // The same value as a Python number (weak) or a NumPy scalar (strong).
   Expr with_weakness(Expr e, bool weak);

@@ -2,6 +2,8 @@
 // the join used for locals, and the signature spelling.
 #include "ir/types.h"
 
+#include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 namespace plait {
@@ -11,30 +13,39 @@ namespace {
 // Bool < integer < floating point: the order in which NEP 50 lets a weak
 // (Python) scalar stay weak or take the strong operand's type.
 int category(ScalarKind k) {
-  switch (k) {
-    case ScalarKind::Bool: return 0;
-    case ScalarKind::Int32:
-    case ScalarKind::Int64: return 1;
-    case ScalarKind::Float32:
-    case ScalarKind::Float64: return 2;
-  }
-  return 0;
+  ScalarType t{k, false};
+  return t.is_bool() ? 0 : t.is_int() ? 1 : 2;
 }
 
 ScalarKind default_kind(int cat) {
   return cat == 0 ? ScalarKind::Bool : cat == 1 ? ScalarKind::Int64 : ScalarKind::Float64;
 }
 
+// Two integer kinds: the same signedness keeps the wider; a signed and an
+// unsigned one go to a signed kind that holds both, which for uint64 does
+// not exist, so NumPy goes to float64.
+ScalarKind promote_ints(ScalarType a, ScalarType b) {
+  if (a.is_unsigned() == b.is_unsigned()) return a.bits() >= b.bits() ? a.kind : b.kind;
+  const ScalarType& s = a.is_unsigned() ? b : a;
+  const ScalarType& u = a.is_unsigned() ? a : b;
+  if (s.bits() > u.bits()) return s.kind;
+  if (u.bits() == 64) return ScalarKind::Float64;
+  return int_kind(u.bits() * 2, false);
+}
+
 ScalarKind promote_strong(ScalarKind a, ScalarKind b) {
   if (a == b) return a;
+  ScalarType ta{a, false}, tb{b, false};
   int ca = category(a), cb = category(b);
   if (ca == 0) return b;
   if (cb == 0) return a;
-  if (ca == 1 && cb == 1) return ScalarKind::Int64;  // int32 with int64
+  if (ca == 1 && cb == 1) return promote_ints(ta, tb);
   if (ca == 2 && cb == 2) return ScalarKind::Float64;
-  // An integer with a float: float32 holds int32 only inexactly, so NumPy
-  // goes to float64 for both widths.
-  return ScalarKind::Float64;
+  // An integer with a float: float32 holds 8- and 16-bit integers exactly,
+  // wider ones only inexactly, so NumPy goes to float64 for those.
+  const ScalarType& i = ca == 1 ? ta : tb;
+  const ScalarType& f = ca == 1 ? tb : ta;
+  return i.bits() <= 16 ? f.kind : ScalarKind::Float64;
 }
 
 std::string trim(const std::string& s) {
@@ -55,13 +66,60 @@ std::string strip_spaces(const std::string& s) {
 
 int ScalarType::bits() const {
   switch (kind) {
-    case ScalarKind::Bool: return 8;
+    case ScalarKind::Bool:
+    case ScalarKind::Int8:
+    case ScalarKind::UInt8: return 8;
+    case ScalarKind::Int16:
+    case ScalarKind::UInt16: return 16;
     case ScalarKind::Int32:
+    case ScalarKind::UInt32:
     case ScalarKind::Float32: return 32;
     case ScalarKind::Int64:
+    case ScalarKind::UInt64:
     case ScalarKind::Float64: return 64;
   }
   return 64;
+}
+
+std::string plait_dtype_name(ScalarKind k) {
+  std::string name = "PLAIT_";
+  for (const char* c = numpy_dtype_name(k); *c; ++c) name += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+  return name;
+}
+
+int64_t wrap_int(int64_t v, ScalarKind k) {
+  switch (k) {
+    case ScalarKind::Int8: return static_cast<int8_t>(v);
+    case ScalarKind::Int16: return static_cast<int16_t>(v);
+    case ScalarKind::Int32: return static_cast<int32_t>(v);
+    case ScalarKind::UInt8: return static_cast<uint8_t>(v);
+    case ScalarKind::UInt16: return static_cast<uint16_t>(v);
+    case ScalarKind::UInt32: return static_cast<uint32_t>(v);
+    case ScalarKind::Bool: return v != 0;
+    default: return v;
+  }
+}
+
+ScalarKind int_kind(int bits, bool is_unsigned) {
+  switch (bits) {
+    case 8: return is_unsigned ? ScalarKind::UInt8 : ScalarKind::Int8;
+    case 16: return is_unsigned ? ScalarKind::UInt16 : ScalarKind::Int16;
+    case 32: return is_unsigned ? ScalarKind::UInt32 : ScalarKind::Int32;
+    default: return is_unsigned ? ScalarKind::UInt64 : ScalarKind::Int64;
+  }
+}
+
+int64_t int_min(ScalarKind k) {
+  ScalarType t{k, false};
+  if (t.is_unsigned() || t.is_bool()) return 0;
+  return t.bits() == 64 ? INT64_MIN : -(int64_t{1} << (t.bits() - 1));
+}
+
+int64_t int_max(ScalarKind k) {
+  ScalarType t{k, false};
+  if (t.is_bool()) return 1;
+  const int value_bits = t.is_unsigned() ? t.bits() : t.bits() - 1;
+  return value_bits >= 63 ? INT64_MAX : (int64_t{1} << value_bits) - 1;
 }
 
 std::string to_string(ScalarType t) {
@@ -72,21 +130,23 @@ std::string to_string(ScalarType t) {
       default: return "float";
     }
   }
-  switch (t.kind) {
-    case ScalarKind::Bool: return "b1";
-    case ScalarKind::Int32: return "i32";
-    case ScalarKind::Int64: return "i64";
-    case ScalarKind::Float32: return "f32";
-    case ScalarKind::Float64: return "f64";
-  }
-  return "?";
+  if (t.is_bool()) return "b1";
+  std::string name(1, t.is_float() ? 'f' : t.is_unsigned() ? 'u' : 'i');
+  name += std::to_string(t.bits());
+  return name;
 }
 
 const char* numpy_dtype_name(ScalarKind k) {
   switch (k) {
     case ScalarKind::Bool: return "bool";
+    case ScalarKind::Int8: return "int8";
+    case ScalarKind::Int16: return "int16";
     case ScalarKind::Int32: return "int32";
     case ScalarKind::Int64: return "int64";
+    case ScalarKind::UInt8: return "uint8";
+    case ScalarKind::UInt16: return "uint16";
+    case ScalarKind::UInt32: return "uint32";
+    case ScalarKind::UInt64: return "uint64";
     case ScalarKind::Float32: return "float32";
     case ScalarKind::Float64: return "float64";
   }
@@ -96,8 +156,14 @@ const char* numpy_dtype_name(ScalarKind k) {
 const char* c_type_name(ScalarKind k) {
   switch (k) {
     case ScalarKind::Bool: return "bool";
+    case ScalarKind::Int8: return "int8_t";
+    case ScalarKind::Int16: return "int16_t";
     case ScalarKind::Int32: return "int32_t";
     case ScalarKind::Int64: return "int64_t";
+    case ScalarKind::UInt8: return "uint8_t";
+    case ScalarKind::UInt16: return "uint16_t";
+    case ScalarKind::UInt32: return "uint32_t";
+    case ScalarKind::UInt64: return "uint64_t";
     case ScalarKind::Float32: return "float";
     case ScalarKind::Float64: return "double";
   }
@@ -117,6 +183,19 @@ ScalarType promote(ScalarType a, ScalarType b) {
     return ScalarType{default_kind(cw), false};
   }
   return ScalarType{promote_strong(a.kind, b.kind), false};
+}
+
+std::optional<ScalarType> exact_compare_type(ScalarType a, ScalarType b) {
+  if (!a.is_int() || !b.is_int()) return promote(a, b);
+  // A Python int is an int64 here; it compares with the strong value exactly
+  // (NumPy 2 does not require it to fit the strong type for comparisons).
+  auto as_int64 = [](ScalarType t) { return t.weak ? ScalarType::i64() : t; };
+  ScalarType sa = as_int64(a), sb = as_int64(b);
+  const bool mixed_64 = (sa.kind == ScalarKind::UInt64 && sb.is_signed_int()) ||
+                        (sb.kind == ScalarKind::UInt64 && sa.is_signed_int());
+  if (mixed_64) return std::nullopt;
+  if (a.weak && b.weak) return ScalarType::py_int();
+  return ScalarType{promote_ints(sa, sb), false};
 }
 
 ScalarType unify(ScalarType a, ScalarType b) { return promote(a, b); }
@@ -140,14 +219,16 @@ ScalarType parse_scalar(const std::string& name, const std::string& whole) {
     const char* name;
     ScalarType type;
   } kNames[] = {
-      {"b1", ScalarType::b1()},       {"i32", ScalarType::i32()},       {"i64", ScalarType::i64()},
+      {"b1", ScalarType::b1()},       {"i8", ScalarType::i8()},         {"i16", ScalarType::i16()},
+      {"i32", ScalarType::i32()},     {"i64", ScalarType::i64()},       {"u8", ScalarType::u8()},
+      {"u16", ScalarType::u16()},     {"u32", ScalarType::u32()},       {"u64", ScalarType::u64()},
       {"f32", ScalarType::f32()},     {"f64", ScalarType::f64()},       {"bool", ScalarType::py_bool()},
       {"int", ScalarType::py_int()},  {"float", ScalarType::py_float()},
   };
   for (const auto& n : kNames)
     if (name == n.name) return n.type;
   throw std::invalid_argument("unknown type '" + name + "' in signature \"" + whole +
-                              "\" (expected b1, i32, i64, f32, f64, bool, int or float)");
+                              "\" (expected b1, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, bool, int or float)");
 }
 
 ValueType parse_value_type(const std::string& item, const std::string& whole) {
@@ -156,7 +237,7 @@ ValueType parse_value_type(const std::string& item, const std::string& whole) {
   if (bracket == std::string::npos) return ValueType::of(parse_scalar(s, whole));
   if (s.back() != ']') throw std::invalid_argument("missing ']' in \"" + item + "\"");
   ScalarType elem = parse_scalar(s.substr(0, bracket), whole);
-  if (elem.weak) throw std::invalid_argument("array element types are b1, i32, i64, f32 or f64, not '" + s.substr(0, bracket) + "'");
+  if (elem.weak) throw std::invalid_argument("array element types are b1, i8, i16, i32, i64, u8, u16, u32, u64, f32 or f64, not '" + s.substr(0, bracket) + "'");
   std::string dims = s.substr(bracket + 1, s.size() - bracket - 2);
   std::vector<std::string> parts;
   size_t start = 0;

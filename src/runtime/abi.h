@@ -14,7 +14,19 @@ extern "C" {
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
-enum plait_dtype { PLAIT_BOOL = 0, PLAIT_INT32 = 1, PLAIT_INT64 = 2, PLAIT_FLOAT32 = 3, PLAIT_FLOAT64 = 4 };
+enum plait_dtype {
+  PLAIT_BOOL = 0,
+  PLAIT_INT8 = 1,
+  PLAIT_INT16 = 2,
+  PLAIT_INT32 = 3,
+  PLAIT_INT64 = 4,
+  PLAIT_UINT8 = 5,
+  PLAIT_UINT16 = 6,
+  PLAIT_UINT32 = 7,
+  PLAIT_UINT64 = 8,
+  PLAIT_FLOAT32 = 9,
+  PLAIT_FLOAT64 = 10
+};
 
 /* A strided array view. Strides are in elements (not bytes) and may be
  * negative or zero. `owner` is null for borrowed arrays (arguments); for an
@@ -30,7 +42,7 @@ typedef struct plait_array {
 typedef struct plait_result {
   int32_t is_array;   /* 1: `array` is set; 0: a scalar in i64/f64/b */
   int32_t dtype;      /* plait_dtype of the scalar or of the array elements */
-  int64_t i64;        /* ints (int32 widened) */
+  int64_t i64;        /* ints (narrower ones widened; uint64 as its bit pattern) */
   double f64;         /* floats (float32 widened) */
   int32_t b;          /* bools */
   int32_t ndim;
@@ -115,7 +127,7 @@ typedef struct plait_context {
 
 /* The entry point every compiled kernel exports under the name
  * PLAIT_ENTRY_SYMBOL. args[i] points to the i-th argument: a plait_array
- * for arrays, an int64_t for ints of either width (int32 scalars too), a
+ * for arrays, an int64_t for ints of any width (uint64 as its bit pattern), a
  * double for floats (float32 too), an int32_t (0/1) for bools. `results`
  * has room for the function's results. Returns the error kind (0: ok). */
 typedef int32_t (*plait_entry_fn)(void** args, plait_result* results, plait_context* ctx);

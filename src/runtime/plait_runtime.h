@@ -108,6 +108,7 @@ inline int64_t trip_count(int64_t begin, int64_t end, int64_t step) {
 
 // Floor division rounding toward negative infinity (Python //). Integer
 // division by zero gives 0 as NumPy does; INT_MIN // -1 wraps to INT_MIN.
+// Unsigned division needs no rounding fix-up.
 template <typename T>
 inline T floordiv(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) {
@@ -122,10 +123,14 @@ inline T floordiv(T a, T b) {
     return whole;
   } else {
     if (b == 0) return 0;
-    if (b == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
-    T quot = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) --quot;
-    return quot;
+    if constexpr (std::is_unsigned_v<T>) {
+      return static_cast<T>(a / b);
+    } else {
+      if (b == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a));
+      T quot = static_cast<T>(a / b);
+      if ((a % b != 0) && ((a < 0) != (b < 0))) --quot;
+      return quot;
+    }
   }
 }
 
@@ -143,10 +148,15 @@ inline T mod(T a, T b) {
     }
     return rem;
   } else {
-    if (b == 0 || b == -1) return 0;
-    T rem = a % b;
-    if (rem != 0 && ((rem < 0) != (b < 0))) rem += b;
-    return rem;
+    if (b == 0) return 0;
+    if constexpr (std::is_unsigned_v<T>) {
+      return static_cast<T>(a % b);
+    } else {
+      if (b == -1) return 0;
+      T rem = static_cast<T>(a % b);
+      if (rem != 0 && ((rem < 0) != (b < 0))) rem = static_cast<T>(rem + b);
+      return rem;
+    }
   }
 }
 
@@ -184,7 +194,7 @@ inline T mod_checked(T a, T b, plait_context* ctx, int line, int col) {
 // NumPy's ValueError.
 template <typename T>
 inline T pow_int(T base, T exponent, plait_context* ctx, int line, int col) {
-  if (exponent < 0) {
+  if (std::is_signed_v<T> && exponent < T(0)) {
     raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "Integers to negative integer powers are not allowed.");
     return 0;
   }
@@ -250,26 +260,42 @@ inline T shl(T a, C count) {
 
 template <typename T, typename C>
 inline T shr(T a, C count) {
-  if (count < 0 || count >= static_cast<C>(sizeof(T) * 8)) return a < 0 ? T(-1) : T(0);
+  if (count < 0 || count >= static_cast<C>(sizeof(T) * 8)) return std::is_signed_v<T> && a < T(0) ? T(-1) : T(0);
   return static_cast<T>(a >> count);
 }
 
 // |a| for ints, wrapping for the most negative value as NumPy does.
 template <typename T>
 inline T abs_int(T a) {
-  return a < 0 ? static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a)) : a;
+  if constexpr (std::is_unsigned_v<T>) return a;
+  else return a < 0 ? static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(a)) : a;
 }
 
 // ---------------------------------------------------------------- casts
 
-// Float to int truncating toward zero. NaN and out-of-range values give the
-// most negative value (what x86's cvttsd2si yields) instead of C++'s UB.
+// Float to int truncating toward zero, with NumPy's results on x86 instead of
+// C++'s UB. int32 and int64: NaN and out-of-range values give the most
+// negative value (what cvttsd2si yields). 8- and 16-bit ints go through
+// int32 and uint32 through int64, keeping the low bits (-1.0 -> 255 for
+// uint8, 4294967295 for uint32).
+// uint64: values in [2^63, 2^64) convert exactly, larger ones give 0, the
+// rest go through int64.
 template <typename I, typename F>
 inline I float_to_int(F x) {
-  // 2^(bits-1) is exact in every float type; the range is [-2^(b-1), 2^(b-1)).
-  constexpr F limit = static_cast<F>(static_cast<double>(uint64_t(1) << (sizeof(I) * 8 - 1)));
-  if (!(x >= -limit && x < limit)) return std::numeric_limits<I>::min();
-  return static_cast<I>(x);
+  if constexpr (std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>) {
+    // 2^(bits-1) is exact in every float type; the range is [-2^(b-1), 2^(b-1)).
+    constexpr F limit = static_cast<F>(static_cast<double>(uint64_t(1) << (sizeof(I) * 8 - 1)));
+    if (!(x >= -limit && x < limit)) return std::numeric_limits<I>::min();
+    return static_cast<I>(x);
+  } else if constexpr (std::is_same_v<I, uint64_t>) {
+    constexpr F half = static_cast<F>(9223372036854775808.0);
+    if (x >= half) return x < half * F(2) ? static_cast<uint64_t>(x) : 0;
+    return static_cast<uint64_t>(float_to_int<int64_t>(x));
+  } else if constexpr (sizeof(I) < 4) {
+    return static_cast<I>(float_to_int<int32_t>(x));
+  } else {
+    return static_cast<I>(float_to_int<int64_t>(x));
+  }
 }
 
 // Python's int(x): NaN is a ValueError, infinities and values beyond the
@@ -296,11 +322,27 @@ inline I checked_float_to_int(F x, plait_context* ctx, int line, int col) {
   return static_cast<I>(x);
 }
 
-// A Python int meeting an int32 value (NEP 50): it must fit, or NumPy raises.
-inline int32_t checked_int32(int64_t x, plait_context* ctx, int line, int col) {
-  if (__builtin_expect(x >= INT32_MIN && x <= INT32_MAX, 1)) return static_cast<int32_t>(x);
+// The NumPy name of an integer type, for messages.
+template <typename I>
+constexpr const char* int_dtype_name() {
+  constexpr int bits = sizeof(I) * 8;
+  if constexpr (std::is_unsigned_v<I>)
+    return bits == 8 ? "uint8" : bits == 16 ? "uint16" : bits == 32 ? "uint32" : "uint64";
+  else
+    return bits == 8 ? "int8" : bits == 16 ? "int16" : bits == 32 ? "int32" : "int64";
+}
+
+// A Python int (held as int64) meeting a narrower or unsigned integer value
+// (NEP 50): it must fit, or NumPy raises OverflowError.
+template <typename I>
+inline I checked_python_int(int64_t x, plait_context* ctx, int line, int col) {
+  const bool fits = std::is_unsigned_v<I> ? x >= 0 && static_cast<uint64_t>(x) <= std::numeric_limits<I>::max()
+                                          : x >= static_cast<int64_t>(std::numeric_limits<I>::min()) &&
+                                                x <= static_cast<int64_t>(std::numeric_limits<I>::max());
+  if (__builtin_expect(fits, 1)) return static_cast<I>(x);
   char message[96];
-  std::snprintf(message, sizeof message, "Python integer %lld out of bounds for int32", static_cast<long long>(x));
+  std::snprintf(message, sizeof message, "Python integer %lld out of bounds for %s", static_cast<long long>(x),
+                int_dtype_name<I>());
   raise_error(ctx, PLAIT_OVERFLOW_ERROR, line, col, message);
   return 0;
 }

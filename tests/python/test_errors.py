@@ -568,13 +568,13 @@ def test_wrong_argument_count():
     (("abc", 2.0), "values"),
     (([1.0, 2.0], 2.0), "values"),
     ((np.ones(3, dtype=np.complex128), 2.0), "values"),
-    ((np.ones(3, dtype=np.int8), 2.0), "values"),
+    ((np.ones(3, dtype=np.uint8).view("S1"), 2.0), "values"),
     ((np.ones(3, dtype=np.float16), 2.0), "values"),
     ((np.ones((1, 1, 1, 1, 1)), 2.0), "values"),
     ((np.ones(3), "2"), "factor"),
     ((np.ones(3), None), "factor"),
     ((np.ones(3), 1 + 2j), "factor"),
-], ids=["str", "list", "complex", "int8", "float16", "5d", "str-scalar", "None", "complex-scalar"])
+], ids=["str", "list", "complex", "bytes", "float16", "5d", "str-scalar", "None", "complex-scalar"])
 def test_wrong_argument_type_names_the_parameter(args, name):
     with pytest.raises(TypeError) as excinfo:
         takes_array_and_scalar(*args)

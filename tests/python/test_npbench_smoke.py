@@ -15,9 +15,7 @@ KERNELS = npbench.kernel_package(KERNEL_DIR).KERNELS
 
 # Kernels whose Plait version fails because of an open entry in
 # benchmarks/npbench/COMPILER_ISSUES.md; strict, so a fix shows up as XPASS.
-KNOWN_COMPILER_ISSUES = {
-    "spmv": "COMPILER_ISSUES.md #1: uint32 index arrays are refused",
-}
+KNOWN_COMPILER_ISSUES = {}
 
 
 def _references(module, inputs, preset="test"):

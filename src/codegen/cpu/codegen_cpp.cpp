@@ -38,16 +38,7 @@ namespace {
 // a run-time setting: plait_context::parallel_work_threshold).
 constexpr int64_t kAssumedInnerTrips = 256;
 
-const char* dtype_code(ScalarKind k) {
-  switch (k) {
-    case ScalarKind::Bool: return "PLAIT_BOOL";
-    case ScalarKind::Int32: return "PLAIT_INT32";
-    case ScalarKind::Int64: return "PLAIT_INT64";
-    case ScalarKind::Float32: return "PLAIT_FLOAT32";
-    case ScalarKind::Float64: return "PLAIT_FLOAT64";
-  }
-  return "PLAIT_FLOAT64";
-}
+std::string dtype_code(ScalarKind k) { return plait_dtype_name(k); }
 
 // The one-argument functions that plait_runtime.h declares as plait_vm_<name>
 // (vectorisable through glibc's libmvec); sqrt and fabs vectorise as they are.
@@ -93,10 +84,15 @@ std::string double_literal(double v) {
 }
 
 std::string int_literal(int64_t v, ScalarKind k) {
-  if (k == ScalarKind::Int32) return "int32_t(" + std::to_string(v) + ")";
+  if (k == ScalarKind::UInt64) return "uint64_t(" + std::to_string(static_cast<uint64_t>(v)) + "ULL)";
+  if (k != ScalarKind::Int64) return std::string(c_type_name(k)) + "(" + std::to_string(v) + ")";
   if (v == INT64_MIN) return "(-int64_t(9223372036854775807) - 1)";
   return "int64_t(" + std::to_string(v) + ")";
 }
+
+// Integers narrower than int are promoted to int by C++ arithmetic; the
+// result is cast back so that it wraps as NumPy's does.
+bool promoted_by_cpp(ScalarType t) { return t.is_int() && t.bits() < 32; }
 
 // Escapes text for a C++ string literal (a path in #line, a message).
 std::string escape_path(const std::string& path) {
@@ -331,13 +327,9 @@ class CppEmitter {
       if (p.scalar) {
         const Var& v = p.scalar;
         std::string value;
-        switch (v->type.kind) {
-          case ScalarKind::Bool: value = "*static_cast<const int32_t*>(" + arg + ") != 0"; break;
-          case ScalarKind::Int32:
-          case ScalarKind::Int64: value = "static_cast<" + ctype(v->type) + ">(*static_cast<const int64_t*>(" + arg + "))"; break;
-          case ScalarKind::Float32:
-          case ScalarKind::Float64: value = "static_cast<" + ctype(v->type) + ">(*static_cast<const double*>(" + arg + "))"; break;
-        }
+        if (v->type.is_bool()) value = "*static_cast<const int32_t*>(" + arg + ") != 0";
+        else if (v->type.is_int()) value = "static_cast<" + ctype(v->type) + ">(*static_cast<const int64_t*>(" + arg + "))";
+        else value = "static_cast<" + ctype(v->type) + ">(*static_cast<const double*>(" + arg + "))";
         line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
         scopes_.back().insert(v.get());
         continue;
@@ -426,15 +418,15 @@ class CppEmitter {
         return "plait::checked_float_to_int<" + ctype(c->type) + ">(" + v + ", ctx, " + loc_args(c->loc) + ")";
       return "plait::float_to_int<" + ctype(c->type) + ">(" + v + ")";
     }
-    if (c->checked && from.kind == ScalarKind::Int64 && c->type.kind == ScalarKind::Int32)
-      return "plait::checked_int32(" + v + ", ctx, " + loc_args(c->loc) + ")";
+    if (c->checked && from.is_int() && c->type.is_int())
+      return "plait::checked_python_int<" + ctype(c->type) + ">(" + v + ", ctx, " + loc_args(c->loc) + ")";
     return "static_cast<" + ctype(c->type) + ">(" + v + ")";
   }
 
   std::string unary(const Unary* u) {
     const std::string a = expr(u->a);
     switch (u->op) {
-      case UnaryOp::Neg: return "(-" + a + ")";
+      case UnaryOp::Neg: return promoted_by_cpp(u->type) ? "static_cast<" + ctype(u->type) + ">(-" + a + ")" : "(-" + a + ")";
       case UnaryOp::Not: return "(!" + a + ")";
       case UnaryOp::BitNot: return u->type.is_bool() ? "(!" + a + ")" : "static_cast<" + ctype(u->type) + ">(~" + a + ")";
     }
@@ -448,10 +440,14 @@ class CppEmitter {
     const std::string checked_args = ", ctx, " + loc_args(b->loc) + ")";
     const bool is_bool = b->type.is_bool();
     auto helper = [&](const std::string& name) { return "plait::" + name + "<" + t + ">(" + x + ", " + y; };
+    auto arith = [&](const char* op) {
+      const std::string s = "(" + x + op + y + ")";
+      return promoted_by_cpp(b->type) ? "static_cast<" + t + ">" + s : s;
+    };
     switch (b->op) {
-      case BinaryOp::Add: return is_bool ? "(" + x + " || " + y + ")" : "(" + x + " + " + y + ")";
-      case BinaryOp::Sub: return is_bool ? "(" + x + " != " + y + ")" : "(" + x + " - " + y + ")";
-      case BinaryOp::Mul: return is_bool ? "(" + x + " && " + y + ")" : "(" + x + " * " + y + ")";
+      case BinaryOp::Add: return is_bool ? "(" + x + " || " + y + ")" : arith(" + ");
+      case BinaryOp::Sub: return is_bool ? "(" + x + " != " + y + ")" : arith(" - ");
+      case BinaryOp::Mul: return is_bool ? "(" + x + " && " + y + ")" : arith(" * ");
       case BinaryOp::Div:
         return b->zero_check ? helper("div_checked") + checked_args : "(" + x + " / " + y + ")";
       case BinaryOp::FloorDiv:
@@ -910,13 +906,10 @@ class CppEmitter {
         line(res + ".is_array = 0;");
         line(res + ".dtype = " + dtype_code(kind) + ";");
         const std::string value = expr(v.scalar);
-        switch (kind) {
-          case ScalarKind::Bool: line(res + ".b = " + value + " ? 1 : 0;"); break;
-          case ScalarKind::Int32:
-          case ScalarKind::Int64: line(res + ".i64 = static_cast<int64_t>(" + value + ");"); break;
-          case ScalarKind::Float32:
-          case ScalarKind::Float64: line(res + ".f64 = static_cast<double>(" + value + ");"); break;
-        }
+        const ScalarType type{kind, false};
+        if (type.is_bool()) line(res + ".b = " + value + " ? 1 : 0;");
+        else if (type.is_int()) line(res + ".i64 = static_cast<int64_t>(" + value + ");");
+        else line(res + ".f64 = static_cast<double>(" + value + ");");
         continue;
       }
       const ArrayVar& a = v.array;

@@ -40,27 +40,9 @@ constexpr int64_t kMaxBlocks = 65536;
 constexpr int64_t kMaxReductionBlocks = 2048;
 constexpr int kScratchSlots = (PLAIT_CUDA_SCRATCH_BYTES - PLAIT_CUDA_ERROR_BYTES) / 8;
 
-const char* dtype_code(ScalarKind k) {
-  switch (k) {
-    case ScalarKind::Bool: return "PLAIT_BOOL";
-    case ScalarKind::Int32: return "PLAIT_INT32";
-    case ScalarKind::Int64: return "PLAIT_INT64";
-    case ScalarKind::Float32: return "PLAIT_FLOAT32";
-    case ScalarKind::Float64: return "PLAIT_FLOAT64";
-  }
-  return "PLAIT_FLOAT64";
-}
+std::string dtype_code(ScalarKind k) { return plait_dtype_name(k); }
 
-const char* dtype_suffix(ScalarKind k) {
-  switch (k) {
-    case ScalarKind::Bool: return "b1";
-    case ScalarKind::Int32: return "i32";
-    case ScalarKind::Int64: return "i64";
-    case ScalarKind::Float32: return "f32";
-    case ScalarKind::Float64: return "f64";
-  }
-  return "f64";
-}
+std::string dtype_suffix(ScalarKind k) { return to_string(ScalarType{k, false}); }
 
 std::string ctype(ScalarType t) { return c_type_name(t.kind); }
 std::string ctype(ScalarKind k) { return c_type_name(k); }
@@ -429,17 +411,9 @@ class CudaEmitter {
       if (p.scalar) {
         const Var& v = p.scalar;
         std::string value;
-        switch (v->type.kind) {
-          case ScalarKind::Bool: value = "*static_cast<const int32_t*>(" + arg + ") != 0"; break;
-          case ScalarKind::Int32:
-          case ScalarKind::Int64:
-            value = "static_cast<" + ctype(v->type) + ">(*static_cast<const int64_t*>(" + arg + "))";
-            break;
-          case ScalarKind::Float32:
-          case ScalarKind::Float64:
-            value = "static_cast<" + ctype(v->type) + ">(*static_cast<const double*>(" + arg + "))";
-            break;
-        }
+        if (v->type.is_bool()) value = "*static_cast<const int32_t*>(" + arg + ") != 0";
+        else if (v->type.is_int()) value = "static_cast<" + ctype(v->type) + ">(*static_cast<const int64_t*>(" + arg + "))";
+        else value = "static_cast<" + ctype(v->type) + ">(*static_cast<const double*>(" + arg + "))";
         line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
         scopes_.back().insert(v.get());
         continue;
@@ -1391,13 +1365,10 @@ class CudaEmitter {
         line(res + ".is_array = 0;");
         line(res + ".dtype = " + dtype_code(kind) + ";");
         const std::string value = expr(v.scalar);
-        switch (kind) {
-          case ScalarKind::Bool: line(res + ".b = " + value + " ? 1 : 0;"); break;
-          case ScalarKind::Int32:
-          case ScalarKind::Int64: line(res + ".i64 = static_cast<int64_t>(" + value + ");"); break;
-          case ScalarKind::Float32:
-          case ScalarKind::Float64: line(res + ".f64 = static_cast<double>(" + value + ");"); break;
-        }
+        const ScalarType type{kind, false};
+        if (type.is_bool()) line(res + ".b = " + value + " ? 1 : 0;");
+        else if (type.is_int()) line(res + ".i64 = static_cast<int64_t>(" + value + ");");
+        else line(res + ".f64 = static_cast<double>(" + value + ");");
         continue;
       }
       const ArrayVar& a = v.array;
@@ -1484,9 +1455,45 @@ class CudaEmitter {
   std::vector<Remark> remarks_;
 };
 
+// Finds the first value of a type the device runtime does not implement:
+// 8- and 16-bit and unsigned integers are CPU-only for now.
+class CpuOnlyTypes : public IRVisitor {
+ public:
+  const ExprNode* found = nullptr;
+  static bool cpu_only(ScalarType t) {
+    return t.is_unsigned() || t.kind == ScalarKind::Int8 || t.kind == ScalarKind::Int16;
+  }
+  using IRVisitor::visit;
+
+ protected:
+#define PLAIT_EXPR_NODE(n)                                   \
+  void visit(const n* node) override {                       \
+    if (!found && cpu_only(node->type)) found = node;        \
+    IRVisitor::visit(node);                                  \
+  }
+#include "ir/ir_nodes.def"
+};
+
+void refuse_cpu_only_types(const Function& function) {
+  auto refuse = [&](ScalarKind k, SourceLoc loc) {
+    throw CompileError(ErrorKind::Unsupported,
+                       std::string("the cuda target does not support ") + numpy_dtype_name(k) +
+                           " values yet (only bool, int32, int64, float32 and float64); use target=\"cpu\"",
+                       function.source, loc);
+  };
+  for (const Param& p : function.params) {
+    if (p.scalar && CpuOnlyTypes::cpu_only(p.scalar->type)) refuse(p.scalar->type.kind, p.scalar->loc);
+    if (p.array && CpuOnlyTypes::cpu_only(ScalarType{p.array->type.dtype, false})) refuse(p.array->type.dtype, p.array->loc);
+  }
+  CpuOnlyTypes types;
+  types.visit(function.body);
+  if (types.found) refuse(types.found->type.kind, types.found->loc);
+}
+
 }  // namespace
 
 CudaSources generate_cuda(const Function& function, const CompileOptions& /*options*/) {
+  refuse_cpu_only_types(function);
   CudaEmitter emitter(function);
   return emitter.run();
 }
