@@ -256,7 +256,7 @@ TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
   codegen::CudaSources out = codegen::generate_cuda(row_sums(), CompileOptions{});
   // The inner loop is strided over the team, its reduction combined across
   // the team, and the store runs in lane 0 only, with no barrier before it.
-  EXPECT_NE(out.device.find("for (int64_t p_k2 = p_lane; p_k2 < p_trip"), std::string::npos) << out.device;
+  EXPECT_NE(out.device.find("for (int64_t p_k12 = p_lane; p_k12 < p_trip11; p_k12 += p_team) {"), std::string::npos) << out.device;
   EXPECT_NE(out.device.find("plait::team_combine(v_s, plait::op_add(), p_team, p_part_f64)"), std::string::npos);
   EXPECT_NE(out.device.find("__shared__ double p_part_f64[8];"), std::string::npos);
   EXPECT_NE(out.device.find("if (p_lane == 0) {"), std::string::npos);

@@ -82,17 +82,24 @@ class ScalarUses : public ScalarWrites {
 
 // `e` is v, or v plus or minus terms that stay fixed while v and the
 // `varying` scalars change: distinct values of v give distinct values of e.
-bool steps_with(const Expr& e, const VarInfo* v, const VarSet& varying) {
+// With `wrapped`, also Python's negative-index form `k + n if k < 0 else k`
+// of such an expression: contiguous in v, but two values of v (-1 and n - 1)
+// can reach one element, so it proves no independence.
+bool steps_with(const Expr& e, const VarInfo* v, const VarSet& varying, bool wrapped = false) {
   if (const VarRef* r = e->as<VarRef>()) return r->var.get() == v;
-  if (const Cast* c = e->as<Cast>()) return c->type.is_int() && c->value->type.is_int() && steps_with(c->value, v, varying);
+  if (const Cast* c = e->as<Cast>())
+    return c->type.is_int() && c->value->type.is_int() && steps_with(c->value, v, varying, wrapped);
+  if (const Select* s = e->as<Select>())
+    return wrapped && steps_with(s->t, v, varying, wrapped) && steps_with(s->f, v, varying, wrapped);
   const Binary* b = e->as<Binary>();
   if (!b || b->type.is_float()) return false;
   VarSet moving = varying;
   moving.insert(v);
   auto fixed = [&](const Expr& x) { return !uses_any(x, moving); };
   if (b->op == BinaryOp::Add)
-    return (steps_with(b->a, v, varying) && fixed(b->b)) || (steps_with(b->b, v, varying) && fixed(b->a));
-  if (b->op == BinaryOp::Sub) return steps_with(b->a, v, varying) && fixed(b->b);
+    return (steps_with(b->a, v, varying, wrapped) && fixed(b->b)) ||
+           (steps_with(b->b, v, varying, wrapped) && fixed(b->a));
+  if (b->op == BinaryOp::Sub) return steps_with(b->a, v, varying, wrapped) && fixed(b->b);
   return false;
 }
 
@@ -359,14 +366,14 @@ WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet
       const int d = unit_dim((*a.array)->type);
       if (d < 0) continue;
       const Expr& i = (*a.indices)[static_cast<size_t>(d)];
-      if (steps_with(i, f->var.get(), inner)) {
+      if (steps_with(i, f->var.get(), inner, true)) {
         ++along;
         continue;
       }
       VarSet moving = inner;
       moving.insert(f->var.get());
       for (const VarInfo* w : worker_vars) {
-        if (steps_with(i, w, moving)) {
+        if (steps_with(i, w, moving, true)) {
           ++across;
           break;
         }
