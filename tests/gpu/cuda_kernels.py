@@ -306,15 +306,14 @@ def row_int_extremes(m, lo, hi):
 def center_rows(x, out, means):
     #pragma parallel for
     for i in range(x.shape[0]):
-        n = x.shape[1]
         s = 0.0
         #pragma simd reduction(+: s)
-        for j in range(n):
+        for j in range(x.shape[1]):
             s += x[i, j]
-        mean = s / n
+        mean = s / x.shape[1]
         means[i] = mean
         #pragma simd
-        for j2 in range(n):
+        for j2 in range(x.shape[1]):
             out[i, j2] = x[i, j2] - mean
 
 

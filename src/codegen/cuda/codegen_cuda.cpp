@@ -1191,6 +1191,8 @@ class CudaEmitter {
       line("const " + ctype(r.var->type) + " " + b + " = " + var_name(r.var) + ";");
       line(var_name(r.var) + " = " + reduction_identity(r.op, r.var->type.kind) + ";");
     }
+    // Unrolled: each thread has several independent loads in flight.
+    line("#pragma unroll 4");
     line("for (int64_t " + k + " = p_lane; " + k + " < " + trip + "; " + k + " += p_team) {");
     ++indent_;
     scopes_.emplace_back();
@@ -1360,7 +1362,33 @@ class CudaEmitter {
     outside.insert(private_vars.begin(), private_vars.end());
     for (const Var& v : cap.scalars)
       if (!nest_vars.count(v.get())) outside.insert(v.get());
-    const WorkerPlan plan = cuda::plan_worker(innermost->body, nest_vars, outside);
+    WorkerPlan plan = cuda::plan_worker(innermost->body, nest_vars, outside);
+    // The team size follows the largest trip count of the spread loops that
+    // the host can compute before the launch. When none can be (the trip
+    // count varies between workers, as for CSR rows) the worker stays one
+    // thread: short rows would leave most of a team idle (a warp per row of
+    // 10 elements ran 2.7x slower than a thread per row, BENCHMARKS.md).
+    std::string trips;
+    if (plan.team) {
+      ScalarCollector worker_written;
+      worker_written.visit(innermost->body);
+      std::set<const VarInfo*> worker = nest_vars;
+      worker.insert(worker_written.written.begin(), worker_written.written.end());
+      for (size_t k = 0; k < plan.stmts.size(); ++k) {
+        if (plan.placement[k] != Placement::Spread) continue;
+        const For* f = plan.stmts[k]->as<For>();
+        if (!host_evaluable(f->begin, worker) || !host_evaluable(f->end, worker) || !host_evaluable(f->step, worker))
+          continue;
+        const std::string t = "plait::trip_count(" + expr(f->begin) + ", " + expr(f->end) + ", " + expr(f->step) + ")";
+        trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
+      }
+      if (trips.empty()) {
+        plan.team = false;
+        plan.notes.clear();
+        plan.notes.push_back({loop->loc, "the parallel loop stays one thread per iteration: the trip counts of its "
+                                         "inner loops vary between iterations (not known before the launch)"});
+      }
+    }
     for (const auto& [loc, note] : plan.notes) remark(loc, note);
     PrivatisableAtomics atomics;
     atomics.visit(innermost->body);
@@ -1376,27 +1404,9 @@ class CudaEmitter {
       }
     }
     std::string team;  // host: the team size, when the worker is a team
-    bool team_from_trip = false;
     if (plan.team) {
-      // The team size follows the largest trip count of the spread loops
-      // that the host can compute; a warp when none (the trip count varies
-      // between workers, as for CSR rows).
-      ScalarCollector worker_written;
-      worker_written.visit(innermost->body);
-      std::set<const VarInfo*> worker = nest_vars;
-      worker.insert(worker_written.written.begin(), worker_written.written.end());
-      std::string trips;
-      for (size_t k = 0; k < plan.stmts.size(); ++k) {
-        if (plan.placement[k] != Placement::Spread) continue;
-        const For* f = plan.stmts[k]->as<For>();
-        if (!host_evaluable(f->begin, worker) || !host_evaluable(f->end, worker) || !host_evaluable(f->step, worker))
-          continue;
-        const std::string t = "plait::trip_count(" + expr(f->begin) + ", " + expr(f->end) + ", " + expr(f->step) + ")";
-        trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
-      }
       team = temp("team");
-      team_from_trip = !trips.empty();
-      line("const int32_t " + team + " = " + (trips.empty() ? "32" : "plait_cuda::team_for(" + trips + ")") + ";");
+      line("const int32_t " + team + " = plait_cuda::team_for(" + trips + ");");
       params.push_back("int32_t p_team");
       args.push_back(team);
     }
@@ -1581,11 +1591,9 @@ class CudaEmitter {
     }
     if (plan.team) {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one team of threads per iteration, blocks of " +
-                            std::to_string(kCudaBlockSize) + " threads, grid-stride loop over iterations; " +
-                            (team_from_trip ? "the team has 32 (a warp) to 256 threads, chosen at launch from the "
-                                              "inner trip count n as the smallest power of two >= n / 4"
-                                            : "the team is a warp, as the inner trip count varies between "
-                                              "iterations"));
+                            std::to_string(kCudaBlockSize) + " threads, grid-stride loop over iterations; the team "
+                            "has 32 (a warp) to 256 threads, chosen at launch from the inner trip count n as the "
+                            "smallest power of two >= n / 4");
     } else {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one thread per iteration, blocks of " +
                             std::to_string(kCudaBlockSize) + " threads, grid-stride loop");
