@@ -248,6 +248,115 @@ def add_python_int(x, k):
         x[i] = x[i] + k
 
 
+# ---- workers that become teams of threads (docs/cuda.md, "Teams of threads")
+
+def row_softmax(x, out):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        #pragma simd reduction(max: m)
+        for j1 in range(x.shape[1]):
+            m = max(m, x[i, j1])
+        s = 0.0
+        #pragma simd reduction(+: s)
+        for j2 in range(x.shape[1]):
+            s += np.exp(x[i, j2] - m)
+        #pragma simd
+        for j3 in range(x.shape[1]):
+            out[i, j3] = np.exp(x[i, j3] - m) / s
+
+
+def row_dots(alpha, beta, a, b, x, y):
+    #pragma parallel for
+    for i in range(a.shape[0]):
+        t = 0.0
+        s = 0.0
+        #pragma simd reduction(+: t, s)
+        for j in range(a.shape[1]):
+            t += a[i, j] * x[j]
+            s += b[i, j] * x[j]
+        y[i] = alpha * t + beta * s
+
+
+def nested_sums(m):
+    grand = 0.0
+    #pragma parallel for reduction(+: grand)
+    for i in range(m.shape[0]):
+        row = 0.0
+        #pragma simd reduction(+: row)
+        for j in range(m.shape[1]):
+            row += m[i, j] * m[i, j]
+        grand += math.sqrt(row)
+    return grand
+
+
+def row_int_extremes(m, lo, hi):
+    #pragma parallel for
+    for i in range(m.shape[0]):
+        small = m[i, 0]
+        big = m[i, 0]
+        #pragma simd reduction(min: small) reduction(max: big)
+        for j in range(m.shape[1]):
+            small = min(small, m[i, j])
+            big = max(big, m[i, j])
+        lo[i] = small
+        hi[i] = big
+
+
+def center_rows(x, out, means):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        s = 0.0
+        #pragma simd reduction(+: s)
+        for j in range(x.shape[1]):
+            s += x[i, j]
+        mean = s / x.shape[1]
+        means[i] = mean
+        #pragma simd
+        for j2 in range(x.shape[1]):
+            out[i, j2] = x[i, j2] - mean
+
+
+def flip_first_then_scale(x, out):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        first = x[i, 0]
+        if first < 0.0:
+            x[i, 0] = -first
+            first = -first
+        #pragma simd
+        for j in range(x.shape[1]):
+            out[i, j] = x[i, j] * first
+
+
+def scale_rows(x, factors, out):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        f = factors[i]
+        for j in range(x.shape[1]):
+            out[i, j] = x[i, j] * f
+
+
+def csr_matvec(rowptr, cols, vals, x, y):
+    #pragma parallel for
+    for i in range(y.shape[0]):
+        acc = 0.0
+        #pragma simd reduction(+: acc)
+        for k in range(rowptr[i], rowptr[i + 1]):
+            acc += vals[k] * x[cols[k]]
+        y[i] = acc
+
+
+def float_histogram(x, bins):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        k = int(x[i] * bins.shape[0])
+        if k >= bins.shape[0]:
+            k = bins.shape[0] - 1
+        #pragma atomic
+        bins[k] += 1
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
     "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]"],
@@ -278,4 +387,14 @@ KERNELS = {
     "get_item": ["f64[::1], int"],
     "add_python_int": ["i32[::1], int", "i64[::1], int"],
     "gesummv": ["float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]"],
+    "row_softmax": ["f64[:, ::1], f64[:, ::1]", "f32[:, ::1], f32[:, ::1]", "f64[:, :], f64[:, :]"],
+    "row_dots": ["float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]",
+                 "float, float, f32[:, ::1], f32[:, ::1], f32[::1], f32[::1]"],
+    "nested_sums": ["f64[:, ::1]"],
+    "row_int_extremes": ["i32[:, ::1], i32[::1], i32[::1]", "i64[:, ::1], i64[::1], i64[::1]"],
+    "center_rows": ["f64[:, ::1], f64[:, ::1], f64[::1]"],
+    "flip_first_then_scale": ["f64[:, ::1], f64[:, ::1]"],
+    "scale_rows": ["f64[:, ::1], f64[::1], f64[:, ::1]"],
+    "csr_matvec": ["i64[::1], i64[::1], f64[::1], f64[::1], f64[::1]"],
+    "float_histogram": ["f32[::1], i64[::1]", "f64[::1], f32[::1]"],
 }

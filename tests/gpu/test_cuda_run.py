@@ -367,3 +367,102 @@ def test_torch_current_stream_is_used():
         check_value = (out - (a + b)).abs().max()
     torch.cuda.synchronize()
     assert check_value.item() == 0.0
+
+
+# ---- workers that become teams of threads: odd shapes cover teams of a warp
+# (short rows), of 256 threads (long rows) and partial teams.
+ROW_SHAPES = [(1, 1), (3, 7), (33, 100), (5, 300), (130, 1025), (7, 5000)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_row_softmax(rng, kind, shape):
+    check(K.row_softmax, [floats(rng, shape) * 5, np.empty(shape)], kind, poison=[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_row_softmax_float32_and_strided(rng, shape):
+    check(K.row_softmax, [floats(rng, shape, np.float32), np.empty(shape, np.float32)], "numpy", poison=[1],
+          rtol=1e-5)
+    base = floats(rng, (shape[0] * 2, shape[1] * 2))
+    check(K.row_softmax, [base[::2, ::2], np.empty(shape)], "numpy", poison=[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", ROW_SHAPES + [(0, 5)])
+def test_row_dot_products(rng, kind, shape):
+    n, m = shape
+    check(K.row_dots, [1.5, 0.5, floats(rng, shape), floats(rng, shape), floats(rng, m), np.empty(n)], kind,
+          poison=[5], rtol=1e-9)
+
+
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_row_dot_products_float32(rng, shape):
+    n, m = shape
+    f32 = np.float32
+    check(K.row_dots, [1.5, 0.5, floats(rng, shape, f32), floats(rng, shape, f32), floats(rng, m, f32),
+                       np.empty(n, f32)], "numpy", poison=[5], rtol=2e-3)
+
+
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_inner_reduction_inside_an_outer_reduction(rng, shape):
+    check(K.nested_sums, [floats(rng, shape)], "numpy", rtol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_integer_row_minimum_and_maximum_are_exact(rng, dtype, shape):
+    n = shape[0]
+    check(K.row_int_extremes, [ints(rng, shape, dtype, -10**6, 10**6), np.empty(n, dtype), np.empty(n, dtype)],
+          "numpy", poison=[1, 2])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_scalar_computed_in_the_worker_is_read_after_the_inner_loop(rng, kind, shape):
+    n = shape[0]
+    check(K.center_rows, [floats(rng, shape), np.empty(shape), np.empty(n)], kind, poison=[1, 2], rtol=1e-9)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_first_thread_writes_are_seen_by_the_team(rng, kind, shape):
+    check(K.flip_first_then_scale, [floats(rng, shape), np.empty(shape)], kind, poison=[1])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", ROW_SHAPES + [(4, 0)])
+def test_independent_serial_inner_loop(rng, kind, shape):
+    check(K.scale_rows, [floats(rng, shape), floats(rng, shape[0]), np.empty(shape)], kind, poison=[2])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("rows,per_row", [(1, 0), (7, 3), (1000, 10), (50, 700)])
+def test_csr_matrix_vector_product(rng, kind, rows, per_row):
+    counts = rng.integers(0, 2 * per_row + 1, rows)
+    rowptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    nnz = int(rowptr[-1])
+    cols = rng.integers(0, max(rows, 1), nnz).astype(np.int64)
+    check(K.csr_matvec, [rowptr, cols, floats(rng, nnz), floats(rng, rows), np.empty(rows)], kind, poison=[4],
+          rtol=1e-9)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("nbins", [1, 37, 1024, 5000])
+def test_histogram_privatised_in_shared_memory(rng, kind, n, nbins):
+    # 1024 int64 bins fill the shared copy exactly; 5000 do not fit and go
+    # straight to the array.
+    check(K.float_histogram, [rng.random(n).astype(np.float32), np.zeros(nbins, np.int64)], kind)
+    check(K.float_histogram, [rng.random(n), np.full(nbins, 0.5, np.float32)], kind, rtol=1e-6)
+
+
+def test_explain_names_the_mapping_of_each_loop():
+    kernel = plait.jit(K.row_softmax, target="cuda")
+    kernel(np.ones((2, 3)), np.empty((2, 3)))
+    explain = kernel.explain()
+    assert "one team of threads per iteration" in explain
+    assert "loop over `j1`" in explain and "spread over the threads of the team" in explain
+    histogram = plait.jit(K.float_histogram, target="cuda")
+    histogram(np.ones(4), np.zeros(3, np.float32))
+    assert "shared memory per block" in histogram.explain()

@@ -90,6 +90,23 @@ Function histogram() {
   return function("hist", {{nullptr, x}, {nullptr, hist}}, {loop});
 }
 
+// parallel i: s = 0; simd reduction(+: s) j: s += m[i, j]; out[i] = s
+Function row_sums() {
+  ArrayVar m = std::make_shared<ArrayInfo>(ArrayInfo{"m", ArrayType{ScalarKind::Float64, 2, Layout::C}, {}, true});
+  ArrayVar out = arr("out", ScalarKind::Float64);
+  Var i = var("i", ScalarType::i64()), j = var("j", ScalarType::i64()), s = var("s", ScalarType::f64());
+  Stmt inner = For::make(j, i64(0), ArrayDim::make(m, 1), i64(1),
+                         Block::make({Assign::make(s, Binary::make(BinaryOp::Add, vref(s),
+                                                                   Load::make(m, {vref(i), vref(j)}), ScalarType::f64()),
+                                                   at(6))}),
+                         schedule(LoopKind::Vectorized, {{s, ReduceOp::Add}}), at(5));
+  Stmt loop = For::make(i, i64(0), ArrayDim::make(m, 0), i64(1),
+                        Block::make({Assign::make(s, FloatImm::make(0.0, ScalarType::f64()), at(3)), inner,
+                                     Store::make(out, {vref(i)}, vref(s), false, at(7))}),
+                        schedule(LoopKind::Parallel), at(2));
+  return function("rowsum", {{nullptr, m}, {nullptr, out}}, {loop});
+}
+
 // What the recording API saw.
 struct Recorder {
   struct Launch {
@@ -232,6 +249,51 @@ TEST(CodegenCuda, ReductionAccumulatesOnTheDeviceFromTheValueBeforeTheLoop) {
 TEST(CodegenCuda, AtomicUpdatesUseDeviceAtomics) {
   codegen::CudaSources out = codegen::generate_cuda(histogram(), CompileOptions{});
   EXPECT_NE(out.device.find("plait::atomic_add<int32_t>(&a_hist_data["), std::string::npos);
+  expect_nvrtc_compiles(out.device, out.kernel_names);
+}
+
+TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
+  codegen::CudaSources out = codegen::generate_cuda(row_sums(), CompileOptions{});
+  // The inner loop is strided over the team, its reduction combined across
+  // the team, and the store runs in lane 0 only, with no barrier before it.
+  EXPECT_NE(out.device.find("for (int64_t p_k12 = p_lane; p_k12 < p_trip11; p_k12 += p_team) {"), std::string::npos) << out.device;
+  EXPECT_NE(out.device.find("plait::team_combine(v_s, plait::op_add(), p_team, p_part_f64)"), std::string::npos);
+  EXPECT_NE(out.device.find("__shared__ double p_part_f64[8];"), std::string::npos);
+  EXPECT_NE(out.device.find("if (p_lane == 0) {"), std::string::npos);
+  EXPECT_EQ(out.device.find("plait::team_sync(p_team);  //"), std::string::npos);
+  bool explained = false;
+  for (const Remark& r : out.remarks) explained = explained || r.message.find("one team of threads per iteration") != std::string::npos;
+  EXPECT_TRUE(explained);
+
+  HostPart host = build_host("rowsum", out.host);
+  plait_array m{}, o{};
+  m.shape[0] = 1000;
+  m.shape[1] = 8192;
+  m.strides[0] = 8192;
+  m.strides[1] = 1;
+  o.shape[0] = 1000;
+  o.strides[0] = 1;
+  Recorder long_rows;
+  plait_result results[1];
+  EXPECT_EQ(run_host(host, {&m, &o}, results, long_rows), PLAIT_OK);
+  ASSERT_EQ(long_rows.launches.size(), 1u);
+  EXPECT_EQ(long_rows.launches[0].grid, 1000u);  // a team of 256 threads per row
+  EXPECT_EQ(long_rows.launches[0].block, 256u);
+  m.shape[1] = 50;
+  m.strides[0] = 50;
+  Recorder short_rows;
+  EXPECT_EQ(run_host(host, {&m, &o}, results, short_rows), PLAIT_OK);
+  ASSERT_EQ(short_rows.launches.size(), 1u);
+  EXPECT_EQ(short_rows.launches[0].grid, 125u);  // a warp per row: 8 rows per block
+
+  expect_nvrtc_compiles(out.device, out.kernel_names);
+}
+
+TEST(CodegenCuda, AtomicUpdatesOfASmallArrayArePrivatisedInSharedMemory) {
+  codegen::CudaSources out = codegen::generate_cuda(histogram(), CompileOptions{});
+  EXPECT_NE(out.device.find("__shared__ int32_t p_private0[2048];"), std::string::npos) << out.device;
+  EXPECT_NE(out.device.find("const bool p_privatised = a_hist_n0 <= 2048;"), std::string::npos);
+  EXPECT_NE(out.device.find("plait::atomic_add<int32_t>(&p_private0["), std::string::npos);
   expect_nvrtc_compiles(out.device, out.kernel_names);
 }
 

@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "codegen/cuda/device_runtime.h"
+#include "codegen/cuda/worker_plan.h"
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
 
@@ -31,6 +32,9 @@ extern const char* const kRuntimeHeaderText;
 namespace plait::codegen {
 
 using namespace ir;
+using cuda::ArrayAccess;
+using cuda::Placement;
+using cuda::WorkerPlan;
 
 namespace {
 
@@ -43,6 +47,17 @@ constexpr int kScratchSlots = (PLAIT_CUDA_SCRATCH_BYTES - PLAIT_CUDA_ERROR_BYTES
 std::string dtype_code(ScalarKind k) { return plait_dtype_name(k); }
 
 std::string dtype_suffix(ScalarKind k) { return to_string(ScalarType{k, false}); }
+
+int element_bytes(ScalarKind k) {
+  switch (k) {
+    case ScalarKind::Bool: return 1;
+    case ScalarKind::Int32:
+    case ScalarKind::Float32: return 4;
+    case ScalarKind::Int64:
+    case ScalarKind::Float64: return 8;
+  }
+  return 8;
+}
 
 std::string ctype(ScalarType t) { return c_type_name(t.kind); }
 std::string ctype(ScalarKind k) { return c_type_name(k); }
@@ -347,7 +362,9 @@ class CudaEmitter {
   std::string sink() const { return device() ? "p_err" : "ctx"; }
   std::string math(const std::string& name) const { return (device() ? "plait::fm::" : "std::") + name; }
 
-  void remark(const SourceLoc& loc, const std::string& message) { remarks_.push_back({loc, "codegen_cuda", message}); }
+  void remark(const SourceLoc& loc, const std::string& message) {
+    if (!mute_remarks_) remarks_.push_back({loc, "codegen_cuda", message});
+  }
 
   // ------------------------------------------------------------ naming
 
@@ -828,10 +845,17 @@ class CudaEmitter {
     }
     const std::string t = ctype(u->array->type.dtype);
     fn = "plait::" + fn + "<" + t + ">";
+    // The element updated: in the array, or in the block's private copy of
+    // it in shared memory (1-D, indexed by the element's index).
+    auto target = [&](const std::vector<std::string>& idx) {
+      auto it = private_copies_.find(u->array.get());
+      if (it != private_copies_.end()) return "&" + it->second + "[" + idx[0] + "]";
+      return "&" + data(u->array) + "[" + offset(u->array, idx) + "]";
+    };
     if (!u->checked) {
       std::vector<std::string> idx;
       for (const Expr& i : u->indices) idx.push_back(index_value(i));
-      line(fn + "(&" + data(u->array) + "[" + offset(u->array, idx) + "], " + expr(u->value) + ");");
+      line(fn + "(" + target(idx) + ", " + expr(u->value) + ");");
       return;
     }
     const std::string value = temp("value");
@@ -842,7 +866,7 @@ class CudaEmitter {
     std::string decls;
     const std::string cond = bound_checks(u->array, u->indices, u->loc, &names, &decls);
     line(decls);
-    line("if (" + cond + ") " + fn + "(&" + data(u->array) + "[" + offset(u->array, names) + "], " + value + ");");
+    line("if (" + cond + ") " + fn + "(" + target(names) + ", " + value + ");");
     --indent_;
     line("}");
   }
@@ -1071,6 +1095,191 @@ class CudaEmitter {
     return t + "(0)";
   }
 
+  // Atomic updates of small arrays that a parallel loop's blocks combine in
+  // shared memory first: 1-D arrays bound outside the loop, updated only by
+  // `#pragma atomic` += or -= on numbers, never read or stored in the loop.
+  class PrivatisableAtomics : public IRVisitor {
+   public:
+    std::vector<ArrayVar> arrays;  // in first-update order
+    using IRVisitor::visit;
+    std::vector<ArrayVar> result() const {
+      std::vector<ArrayVar> out;
+      for (const ArrayVar& a : arrays)
+        if (!excluded_.count(a.get())) out.push_back(a);
+      return out;
+    }
+
+   protected:
+    void visit(const AtomicUpdate* n) override {
+      const ScalarKind k = n->array->type.dtype;
+      const bool ok = n->array->type.ndim == 1 && k != ScalarKind::Bool &&
+                      (n->op == AtomicOp::Add || n->op == AtomicOp::Sub);
+      if (!ok) excluded_.insert(n->array.get());
+      if (seen_.insert(n->array.get()).second) arrays.push_back(n->array);
+      IRVisitor::visit(n);
+    }
+    void visit(const Load* n) override {
+      excluded_.insert(n->array.get());
+      IRVisitor::visit(n);
+    }
+    void visit(const Store* n) override {
+      excluded_.insert(n->array.get());
+      IRVisitor::visit(n);
+    }
+    void visit(const ArrayBind* n) override {
+      excluded_.insert(n->src.get());
+      excluded_.insert(n->dst.get());
+    }
+
+   private:
+    std::set<const ArrayInfo*> seen_, excluded_;
+  };
+
+  static constexpr int kPrivateCopyBytes = 8192;  // shared memory per privatised array and block
+
+  static std::string op_functor(ReduceOp op) { return std::string("plait::op_") + reduce_op_name_word(op) + "()"; }
+
+  // A kernel-wide __shared__ array, declared once at the top of the kernel.
+  std::string shared_array(const std::string& name, const std::string& type, int count) {
+    shared_decls_[name] = "__shared__ " + type + " " + name + "[" + std::to_string(count) + "];";
+    return name;
+  }
+
+  // A loop of a team's worker body whose iterations are spread over the
+  // team: lane, lane + team, ...; its reductions are combined across the
+  // team and every thread gets the result.
+  void emit_spread_loop(const For* loop) {
+    line_directive(loop->loc);
+    line("{");
+    ++indent_;
+    const std::string begin = temp("begin"), end = temp("end"), step = temp("step"), trip = temp("trip"),
+                      k = temp("k");
+    line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
+    line("const int64_t " + end + " = " + expr(loop->end) + ";");
+    line("const int64_t " + step + " = " + expr(loop->step) + ";");
+    line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
+    std::vector<std::string> before;
+    for (const Reduction& r : loop->schedule.reductions) {
+      const std::string b = temp("before");
+      before.push_back(b);
+      line("const " + ctype(r.var->type) + " " + b + " = " + var_name(r.var) + ";");
+      line(var_name(r.var) + " = " + reduction_identity(r.op, r.var->type.kind) + ";");
+    }
+    // Unrolled: each thread has several independent loads in flight.
+    line("#pragma unroll 4");
+    line("for (int64_t " + k + " = p_lane; " + k + " < " + trip + "; " + k + " += p_team) {");
+    ++indent_;
+    scopes_.emplace_back();
+    const Var& v = loop->var;
+    line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + begin +
+         " + " + k + " * " + step + ");");
+    scopes_.back().insert(v.get());
+    ++loop_depth_;
+    emit_body_statements(loop->body);
+    --loop_depth_;
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    for (size_t r = 0; r < loop->schedule.reductions.size(); ++r) {
+      const Reduction& red = loop->schedule.reductions[r];
+      const std::string t = ctype(red.var->type);
+      const std::string partials =
+          shared_array("p_part_" + std::string(dtype_suffix(red.var->type.kind)), t, kCudaBlockSize / 32);
+      line(var_name(red.var) + " = " + op_functor(red.op) + "(" + before[r] + ", plait::team_combine(" +
+           var_name(red.var) + ", " + op_functor(red.op) + ", p_team, " + partials + "));");
+    }
+    if (declared(v.get())) {
+      line("if (" + trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + begin + " + (" + trip +
+           " - 1) * " + step + ");");
+    }
+    --indent_;
+    line("}");
+  }
+
+  // The worker body of a team-mapped parallel loop, statement by statement
+  // (worker_plan.h). The barrier rule: a team_sync goes before a statement
+  // exactly when it accesses an array that an earlier statement of the same
+  // iteration wrote, or writes one that an earlier statement read, in
+  // another thread of the team (both by lane 0, or both in spread loops over
+  // the same iteration space at the same index, is the same thread). Team
+  // reductions and broadcasts end with a barrier, which resets the rule.
+  void emit_team_body(const WorkerPlan& plan, const Stmt& body) {
+    ScalarCollector written;
+    written.visit(body);
+    std::vector<ArrayAccess> pending;
+    for (size_t k = 0; k < plan.stmts.size(); ++k) {
+      const Stmt& s = plan.stmts[k];
+      const Placement placement = plan.placement[k];
+      std::vector<ArrayAccess> accesses = cuda::array_accesses(s, placement, written.written);
+      std::string array_name;
+      if (cuda::needs_barrier(pending, accesses, &array_name)) {
+        line("plait::team_sync(p_team);  // `" + array_name + "` is written by one thread and accessed by another");
+        remark(s->loc, "barrier before line " + std::to_string(s->loc.line) + ": `" + array_name +
+                           "` is written by one thread of the team and accessed by another");
+        pending.clear();
+      }
+      switch (placement) {
+        case Placement::Spread: {
+          const For* f = s->as<For>();
+          emit_spread_loop(f);
+          if (!f->schedule.reductions.empty()) pending.clear();
+          else pending.insert(pending.end(), accesses.begin(), accesses.end());
+          break;
+        }
+        case Placement::AllThreads:
+          emit(s);
+          pending.insert(pending.end(), accesses.begin(), accesses.end());
+          break;
+        case Placement::FirstThread: {
+          // Scalars it assigns that live on after it go to the other threads.
+          ScalarCollector assigns;
+          assigns.visit(s);
+          std::vector<Var> broadcast;
+          for (const Var& v : assigns.used)
+            if (assigns.written.count(v.get()) && declared(v.get())) broadcast.push_back(v);
+          line("if (p_lane == 0) {");
+          ++indent_;
+          scopes_.emplace_back();
+          emit(s);
+          scopes_.pop_back();
+          std::vector<std::string> slots;
+          for (const Var& v : broadcast) {
+            slots.push_back(shared_array("p_bcast_" + var_name(v).substr(2), ctype(v->type), kCudaBlockSize / 32));
+            line(slots.back() + "[p_slot] = " + var_name(v) + ";");
+          }
+          --indent_;
+          line("}");
+          remark(s->loc, "line " + std::to_string(s->loc.line) + " writes array elements: it runs in the first "
+                         "thread of the team" + (broadcast.empty() ? "" : ", and the scalars it assigns are broadcast "
+                                                                           "through shared memory"));
+          if (broadcast.empty()) {
+            pending.insert(pending.end(), accesses.begin(), accesses.end());
+            break;
+          }
+          line("plait::team_sync(p_team);");
+          for (size_t b = 0; b < broadcast.size(); ++b) line(var_name(broadcast[b]) + " = " + slots[b] + "[p_slot];");
+          line("plait::team_sync(p_team);");
+          pending.clear();
+          break;
+        }
+      }
+    }
+  }
+
+  // Whether the host can evaluate an inner loop bound before the launch:
+  // host scalars and array extents only, nothing that can fail.
+  bool host_evaluable(const Expr& e, const std::set<const VarInfo*>& worker) {
+    ScalarCollector vars;
+    vars.visit(e);
+    for (const Var& v : vars.used)
+      if (worker.count(v.get()) || !declared(v.get())) return false;
+    StmtFacts facts;
+    facts.visit(e);
+    HasErrorSites errors;
+    errors.visit(e);
+    return !facts.touches_elements && !errors.found;
+  }
+
   void emit_parallel_kernel(const For* loop) {
     const LoopSchedule& sc = loop->schedule;
     LeavesLoop leaves;
@@ -1121,12 +1330,59 @@ class CudaEmitter {
     for (const Reduction& r : sc.reductions) reduction_vars.insert(r.var.get());
     for (const Var& v : sc.privates) private_vars.insert(v.get());
     Captures cap = captures_of({innermost->body});
+
+    // How workers map to threads.
+    std::set<const VarInfo*> outside = reduction_vars;
+    outside.insert(private_vars.begin(), private_vars.end());
+    for (const Var& v : cap.scalars)
+      if (!nest_vars.count(v.get())) outside.insert(v.get());
+    WorkerPlan plan = cuda::plan_worker(innermost->body, nest_vars, outside);
+    // The team size follows the largest trip count of the spread loops that
+    // the host can compute before the launch. When none can be (the trip
+    // count varies between workers, as for CSR rows) the worker stays one
+    // thread: short rows would leave most of a team idle (a warp per row of
+    // 10 elements ran 2.7x slower than a thread per row, BENCHMARKS.md).
+    std::string trips;
+    if (plan.team) {
+      ScalarCollector worker_written;
+      worker_written.visit(innermost->body);
+      std::set<const VarInfo*> worker = nest_vars;
+      worker.insert(worker_written.written.begin(), worker_written.written.end());
+      for (size_t k = 0; k < plan.stmts.size(); ++k) {
+        if (plan.placement[k] != Placement::Spread) continue;
+        const For* f = plan.stmts[k]->as<For>();
+        if (!host_evaluable(f->begin, worker) || !host_evaluable(f->end, worker) || !host_evaluable(f->step, worker))
+          continue;
+        const std::string t = "plait::trip_count(" + expr(f->begin) + ", " + expr(f->end) + ", " + expr(f->step) + ")";
+        trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
+      }
+      if (trips.empty()) {
+        plan.team = false;
+        plan.notes.clear();
+        plan.notes.push_back({loop->loc, "the parallel loop stays one thread per iteration: the trip counts of its "
+                                         "inner loops vary between iterations (not known before the launch)"});
+      }
+    }
+    for (const auto& [loc, note] : plan.notes) remark(loc, note);
+    PrivatisableAtomics atomics;
+    atomics.visit(innermost->body);
+    std::vector<ArrayVar> privatised;
+    for (const ArrayVar& a : atomics.result())
+      if (std::find(cap.arrays.begin(), cap.arrays.end(), a) != cap.arrays.end()) privatised.push_back(a);
+
     std::vector<std::string> params, args;
     for (const Level& lv : levels) {
       for (const std::string& name : {lv.begin, lv.step, lv.trip}) {
         params.push_back("int64_t " + name);
         args.push_back(name);
       }
+    }
+    std::string team;  // host: the team size, when the worker is a team
+    if (plan.team) {
+      team = temp("team");
+      line("const int32_t " + team + " = plait_cuda::team_for(" + trips + ");");
+      params.push_back("int32_t p_team");
+      args.push_back(team);
     }
     for (const Var& v : cap.scalars) {
       if (nest_vars.count(v.get())) continue;
@@ -1154,10 +1410,15 @@ class CudaEmitter {
     const std::string name = kernel_names_[static_cast<size_t>(index)];
     {
       ModeSwitch to_device(*this);
+      shared_decls_.clear();
       device_ << "\n// parallel loop over `" << loop->var->name << "` (line " << loop->loc.line << ")\n";
       line_directive(loop->loc);
       device_ << "extern \"C\" __global__ void __launch_bounds__(" << kCudaBlockSize << ") " << name << "("
               << join(params, ", ") << ") {\n";
+      // The body goes to its own stream so that the __shared__ arrays it
+      // needs can be declared above it.
+      const std::string head = device_.str();
+      device_.str("");
       indent_ = 1;
       scopes_.emplace_back();
       for (const Var& v : cap.scalars)
@@ -1172,47 +1433,117 @@ class CudaEmitter {
         for (const Level& lv : levels) t += (t.empty() ? "" : " * ") + lv.trip;
         return t;
       }() + ";");
-      line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
-      line("for (int64_t p_k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k < p_total; p_k += p_stride) {");
-      ++indent_;
-      scopes_.emplace_back();
-      if (levels.size() > 1) line("int64_t p_rest = p_k;");
-      for (size_t d = levels.size(); d-- > 0;) {
-        const Level& lv = levels[d];
-        std::string kd;
-        if (levels.size() == 1) {
-          kd = "p_k";
-        } else if (d == 0) {
-          kd = "p_rest";
+      if (plan.team) {
+        // A team is p_team consecutive threads; p_slot is its index in the block.
+        line("const int p_lane = (int)(threadIdx.x & (unsigned)(p_team - 1));");
+        line("[[maybe_unused]] const int p_slot = (int)threadIdx.x / p_team;");
+      }
+      // The loop over workers: one per thread, or one per team.
+      auto emit_worker_loop = [&] {
+        if (plan.team) {
+          line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x / p_team;");
+          line("for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / p_team; p_k < p_total; "
+               "p_k += p_stride) {");
         } else {
-          line("const int64_t " + lv.k + " = p_rest % " + lv.trip + ";");
-          line("p_rest /= " + lv.trip + ";");
-          kd = lv.k;
+          line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
+          line("for (int64_t p_k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k < p_total; p_k += p_stride) {");
         }
-        const Var& v = lv.loop->var;
-        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
-             lv.begin + " + " + kd + " * " + lv.step + ");");
-        scopes_.back().insert(v.get());
+        ++indent_;
+        scopes_.emplace_back();
+        if (levels.size() > 1) line("int64_t p_rest = p_k;");
+        for (size_t d = levels.size(); d-- > 0;) {
+          const Level& lv = levels[d];
+          std::string kd;
+          if (levels.size() == 1) {
+            kd = "p_k";
+          } else if (d == 0) {
+            kd = "p_rest";
+          } else {
+            line("const int64_t " + lv.k + " = p_rest % " + lv.trip + ";");
+            line("p_rest /= " + lv.trip + ";");
+            kd = lv.k;
+          }
+          const Var& v = lv.loop->var;
+          line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+               lv.begin + " + " + kd + " * " + lv.step + ");");
+          scopes_.back().insert(v.get());
+        }
+        loop_depth_ = 1;  // the grid-stride loop
+        if (plan.team) {
+          emit_team_body(plan, innermost->body);
+        } else {
+          emit_body_statements(innermost->body);
+        }
+        loop_depth_ = 0;
+        scopes_.pop_back();
+        --indent_;
+        line("}");
+      };
+      if (privatised.empty()) {
+        emit_worker_loop();
+      } else {
+        // Each block accumulates the updates in shared memory (when every
+        // privatised array fits), then adds each non-zero bin to the array
+        // with one atomic.
+        std::string fits;
+        std::vector<std::string> copies;
+        for (size_t p = 0; p < privatised.size(); ++p) {
+          const ArrayVar& a = privatised[p];
+          const int capacity = kPrivateCopyBytes / element_bytes(a->type.dtype);
+          copies.push_back(shared_array("p_private" + std::to_string(p), ctype(a->type.dtype), capacity));
+          fits += (p ? " && " : "") + extent(a, 0) + " <= " + std::to_string(capacity);
+        }
+        line("const bool p_privatised = " + fits + ";");
+        line("if (p_privatised) {");
+        ++indent_;
+        for (size_t p = 0; p < privatised.size(); ++p) {
+          line("for (int64_t p_bin = threadIdx.x; p_bin < " + extent(privatised[p], 0) +
+               "; p_bin += blockDim.x) " + copies[p] + "[p_bin] = 0;");
+          private_copies_[privatised[p].get()] = copies[p];
+        }
+        line("__syncthreads();");
+        emit_worker_loop();
+        private_copies_.clear();
+        line("__syncthreads();");
+        for (size_t p = 0; p < privatised.size(); ++p) {
+          const ArrayVar& a = privatised[p];
+          line("for (int64_t p_bin = threadIdx.x; p_bin < " + extent(a, 0) + "; p_bin += blockDim.x)");
+          line("  if (" + copies[p] + "[p_bin] != 0) plait::atomic_add<" + ctype(a->type.dtype) + ">(&" + data(a) +
+               "[" + offset(a, {"p_bin"}) + "], " + copies[p] + "[p_bin]);");
+        }
+        --indent_;
+        line("} else {");
+        ++indent_;
+        mute_remarks_ = true;
+        emit_worker_loop();
+        mute_remarks_ = false;
+        --indent_;
+        line("}");
       }
-      loop_depth_ = 1;  // the grid-stride loop
-      emit_body_statements(innermost->body);
-      scopes_.pop_back();
-      --indent_;
-      line("}");
       for (size_t r = 0; r < sc.reductions.size(); ++r) {
-        line(std::string("plait::reduce_") + reduce_op_name_word(sc.reductions[r].op) + "(" + accumulators[r] + ", " +
-             var_name(sc.reductions[r].var) + ");");
+        const Reduction& red = sc.reductions[r];
+        // Every thread of a team holds the team's value: lane 0 contributes it.
+        if (plan.team)
+          line("if (p_lane != 0) " + var_name(red.var) + " = " + reduction_identity(red.op, red.var->type.kind) + ";");
+        line(std::string("plait::reduce_") + reduce_op_name_word(red.op) + "(" + accumulators[r] + ", " +
+             var_name(red.var) + ");");
       }
       scopes_.pop_back();
+      std::string shared;
+      for (const auto& [decl_name, decl] : shared_decls_) shared += "  " + decl + "\n";
+      const std::string body = device_.str();
+      device_.str(head + shared + body);
+      device_.seekp(0, std::ios_base::end);
       device_ << "}\n";
     }
 
     // Host: the launch.
     line("if (" + total + " > 0) {");
     ++indent_;
-    const int64_t cap_blocks = sc.reductions.empty() ? kMaxBlocks : kMaxReductionBlocks;
+    const int64_t cap_blocks = sc.reductions.empty() && privatised.empty() ? kMaxBlocks : kMaxReductionBlocks;
+    const std::string threads = plan.team ? total + " * " + team : total;
     emit_launch(index,
-                "plait_cuda::grid_for(" + total + ", " + std::to_string(kCudaBlockSize) + ", " +
+                "plait_cuda::grid_for(" + threads + ", " + std::to_string(kCudaBlockSize) + ", " +
                     std::to_string(cap_blocks) + ")",
                 std::to_string(kCudaBlockSize), args, slots, slots);
     --indent_;
@@ -1232,11 +1563,23 @@ class CudaEmitter {
       for (size_t d = 1; d < nest.size(); ++d) what += " `" + nest[d]->var->name + "`";
       what += ")";
     }
-    remark(loop->loc, what + ": CUDA kernel " + name + ", one thread per iteration, blocks of " +
-                          std::to_string(kCudaBlockSize) + " threads, grid-stride loop");
+    if (plan.team) {
+      remark(loop->loc, what + ": CUDA kernel " + name + ", one team of threads per iteration, blocks of " +
+                            std::to_string(kCudaBlockSize) + " threads, grid-stride loop over iterations; the team "
+                            "has 32 (a warp) to 256 threads, chosen at launch from the inner trip count n as the "
+                            "smallest power of two >= n / 4");
+    } else {
+      remark(loop->loc, what + ": CUDA kernel " + name + ", one thread per iteration, blocks of " +
+                            std::to_string(kCudaBlockSize) + " threads, grid-stride loop");
+    }
     for (const Reduction& r : sc.reductions) {
       remark(loop->loc, std::string(reduce_op_name(r.op)) + "-reduction of `" + r.var->name +
                             "` on the GPU: warp shuffles, then one atomic per warp");
+    }
+    for (const ArrayVar& a : privatised) {
+      remark(loop->loc, "`#pragma atomic` updates of `" + a->name + "` go to a copy in shared memory per block when it "
+                        "has at most " + std::to_string(kPrivateCopyBytes / element_bytes(a->type.dtype)) +
+                        " elements, then one atomic per non-zero element per block");
     }
   }
 
@@ -1451,6 +1794,12 @@ class CudaEmitter {
   std::vector<std::string> kernel_names_;
   std::map<int, int> fill_kernels_;  // ScalarKind -> kernel index
   bool device_errors_ = false;
+  bool mute_remarks_ = false;  // while a kernel's loop is emitted a second time
+  // Arrays whose atomic updates go to a private copy in shared memory (by
+  // the copy's name), while the current kernel's privatised loop is emitted.
+  std::unordered_map<const ArrayInfo*, std::string> private_copies_;
+  // __shared__ declarations of the kernel being emitted, by name.
+  std::map<std::string, std::string> shared_decls_;
   std::vector<std::string> assert_messages_;
   std::vector<Remark> remarks_;
 };

@@ -4,8 +4,11 @@
 //
 // The mapping (docs/cuda.md):
 // - each outermost parallel loop (with the loops collapsed into it) becomes
-//   a __global__ kernel: one thread per iteration, blocks of
-//   kCudaBlockSize threads, grid-stride loop; inner loops run in the thread;
+//   a __global__ kernel, blocks of kCudaBlockSize threads, grid-stride loop
+//   over its iterations: each iteration is one thread, or a team of threads
+//   over which its inner loops are spread (worker_plan.h);
+// - `#pragma atomic` += / -= on small 1-D arrays accumulate in a copy in
+//   shared memory per block first;
 // - reductions across the parallel loop: warp shuffles, then one atomic per
 //   warp into an accumulator in the call's scratch buffer, which the host
 //   initialises with the value before the loop and reads back after;

@@ -457,6 +457,45 @@ template <typename T> __device__ __forceinline__ void reduce_max(T* acc, T v) {
   if ((threadIdx.x & 31u) == 0) atomic_max(acc, v);
 }
 
+// ---- teams: a worker of a team-mapped parallel loop is `team` consecutive
+// threads of a block of 256 (team 32, 64, 128 or 256; a power of two).
+// Barrier among the threads of the caller's team.
+__device__ __forceinline__ void team_sync(int team) {
+  if (team == 32) {
+    __syncwarp();
+  } else if (team == (int)blockDim.x) {
+    __syncthreads();
+  } else {
+    // Named barrier 1 + the team's index in the block (barrier 0 is __syncthreads's).
+    asm volatile("bar.sync %0, %1;" : : "r"(1 + (int)threadIdx.x / team), "r"(team) : "memory");
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T shuffle_from(T v, int lane) {
+  if constexpr (sizeof(T) == 1) return (T)__shfl_sync(0xffffffffu, (int)v, lane);
+  else return __shfl_sync(0xffffffffu, v, lane);
+}
+
+// Combines one value of each thread of the team and gives every thread the
+// same result: each warp combines with shuffles into its lane 0; with more
+// than one warp, lane 0 writes the warp's value to `partials` (one slot per
+// warp of the block) and, after a barrier, every thread folds its team's
+// slots in the same order. Every thread of the team must call it.
+template <typename T, typename Op>
+__device__ __forceinline__ T team_combine(T v, Op op, int team, T* partials) {
+  v = warp_combine(v, op);
+  if (team == 32) return shuffle_from(v, 0);
+  const int warp = (int)(threadIdx.x >> 5);
+  if ((threadIdx.x & 31u) == 0) partials[warp] = v;
+  team_sync(team);
+  const int first = warp & ~(team / 32 - 1);
+  T result = partials[first];
+  for (int w = 1; w < team / 32; ++w) result = op(result, partials[first + w]);
+  team_sync(team);  // the slots may be written again by the next combine
+  return result;
+}
+
 // ---- filling a fresh array (np.ones, np.full)
 template <typename T>
 __device__ __forceinline__ void fill(T* data, int64_t count, T value) {
@@ -481,6 +520,15 @@ inline void* arg(const T& value) {
 inline uint32_t grid_for(int64_t total, int64_t block, int64_t cap) {
   const int64_t blocks = (total + block - 1) / block;
   return static_cast<uint32_t>(blocks < cap ? blocks : cap);
+}
+
+// Threads per worker of a team-mapped parallel loop, from the largest trip
+// count of its spread loops (docs/cuda.md): the smallest power of two from
+// 32 (a warp) to 256 that leaves each thread at most 4 iterations.
+inline int32_t team_for(int64_t trip) {
+  int32_t team = 32;
+  while (team < 256 && int64_t(team) * 4 < trip) team *= 2;
+  return team;
 }
 
 // Slot `k` (8 bytes) of the scratch buffer, after the device error record.
