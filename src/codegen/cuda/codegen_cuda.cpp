@@ -48,16 +48,7 @@ std::string dtype_code(ScalarKind k) { return plait_dtype_name(k); }
 
 std::string dtype_suffix(ScalarKind k) { return to_string(ScalarType{k, false}); }
 
-int element_bytes(ScalarKind k) {
-  switch (k) {
-    case ScalarKind::Bool: return 1;
-    case ScalarKind::Int32:
-    case ScalarKind::Float32: return 4;
-    case ScalarKind::Int64:
-    case ScalarKind::Float64: return 8;
-  }
-  return 8;
-}
+int element_bytes(ScalarKind k) { return ScalarType{k, false}.bits() / 8; }
 
 std::string ctype(ScalarType t) { return c_type_name(t.kind); }
 std::string ctype(ScalarKind k) { return c_type_name(k); }
