@@ -20,8 +20,10 @@ import os as _os
 # Small loops never start a parallel region (the generated code's `if`
 # clause), so passive waiting costs them nothing. Settings the user made take
 # precedence (GOMP_SPINCOUNT would override the policy, so it is left alone).
-if "GOMP_SPINCOUNT" not in _os.environ:
-    _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+_DEFAULT_OMP_SETTING = "OMP_WAIT_POLICY=PASSIVE"
+if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
+    _name, _value = _DEFAULT_OMP_SETTING.split("=")
+    _os.environ[_name] = _value
 
 from . import _core  # noqa: E402
 from .errors import (  # noqa: E402

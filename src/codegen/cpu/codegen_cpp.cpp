@@ -1180,6 +1180,49 @@ class CppEmitter {
     return "(" + work + std::to_string(body_cost(nest.back())) + ".0)";
   }
 
+  // The barriers of one pass over region-level code `s` (one per `omp for`
+  // and per group of statements run by one thread), estimated like
+  // region_work, before the region's own variables exist.
+  std::string region_syncs(const Stmt& s) {
+    std::vector<Stmt> stmts;
+    if (const Block* b = s->as<Block>()) {
+      stmts = b->stmts;
+    } else {
+      stmts.push_back(s);
+    }
+    int groups = 0;
+    bool in_group = false;
+    std::string nested;
+    for (const Stmt& st : stmts) {
+      const AccessScan sc = scan(st);
+      if (!sc.has_parallel) {
+        bool single = false;
+        if (const Declare* d = st->as<Declare>()) {
+          single = d->var && region_->hoisted_vars.count(d->var.get());
+        } else if (st->kind != NodeKind::Assert) {
+          single = sc.may_raise || sc.allocates || sc.has_loop || !sc.written.empty() || !sc.bound.empty();
+          for (const VarInfo* v : sc.assigned) single = single || declared(v);
+        }
+        if (single && !in_group) ++groups;
+        in_group = single;
+        continue;
+      }
+      in_group = false;
+      std::string part;
+      if (const If* i = st->as<If>()) {
+        part = "(" + region_syncs(i->then_case) + (i->else_case ? " + " + region_syncs(i->else_case) : "") + ")";
+      } else if (st->kind == NodeKind::Block) {
+        part = region_syncs(st);
+      } else if (const For* f = st->as<For>(); f && is_parallel(f->schedule.kind)) {
+        part = "1.0";
+      } else if (f) {
+        part = "(" + trips_estimate(f) + " * " + region_syncs(f->body) + ")";
+      }
+      if (!part.empty()) nested += " + " + part;
+    }
+    return nested.empty() ? std::to_string(groups) + ".0" : "(" + std::to_string(groups) + ".0" + nested + ")";
+  }
+
   // The serial loop that a region is made of (`root` set), or a serial
   // loop inside the region around parallel loops: every thread runs it.
   void emit_region_loop(const For* loop, std::unique_ptr<Region> root) {
@@ -1205,10 +1248,17 @@ class CppEmitter {
       }
       const std::string threads =
           region_->num_threads > 0 ? std::to_string(region_->num_threads) : std::string("ctx->num_threads");
-      const std::string work = "static_cast<double>(" + trip + ") * " + region_work(loop->body);
+      // The team starts when the whole loop's work reaches the threshold
+      // (what starting a team costs) and each barrier inside has on average
+      // half of it to share out (a barrier costs about half a start: one
+      // synchronisation instead of a wake-up and a join).
+      const std::string work = temp("work"), syncs = temp("syncs");
+      line("const double " + work + " = " + region_work(loop->body) + ";");
+      line("const double " + syncs + " = " + region_syncs(loop->body) + ";");
       line_directive(loop->loc);
-      line("#pragma omp parallel num_threads(" + threads + ") if(" + work +
-           " >= static_cast<double>(ctx->parallel_work_threshold))");
+      line("#pragma omp parallel num_threads(" + threads + ") if(static_cast<double>(" + trip + ") * " + work +
+           " >= static_cast<double>(ctx->parallel_work_threshold) && " + work + " >= " + syncs +
+           " * 0.5 * static_cast<double>(ctx->parallel_work_threshold))");
       line("{");
       ++indent_;
       region_->outer_scopes = scopes_.size();
