@@ -1029,6 +1029,10 @@ class CppEmitter {
     int parallel_loops = 0;
     int num_threads = 0;  // of its parallel loops' pragmas; 0 = the kernel's default
     bool allocates = false;
+    // Per allocation: a shared pair of failure flags and each thread's count
+    // of its passes (see emit_single).
+    std::vector<const StmtNode*> allocations;
+    std::map<const StmtNode*, std::pair<std::string, std::string>> failure_flags;
     size_t outer_scopes = 0;  // scopes_ below this index are outside the region
     PendingReads pending;
     std::string stop;  // shared: an allocation failed, the call ends after the region
@@ -1098,6 +1102,7 @@ class CppEmitter {
     if (sc.allocates) {
       if (s->kind != NodeKind::Allocate) return "an array is allocated inside a nested statement";
       r->allocates = true;
+      r->allocations.push_back(s.get());
     }
     return "";
   }
@@ -1245,6 +1250,11 @@ class CppEmitter {
         region_->stop = temp("stop");
         region_->exit = temp("exit");
         line("bool " + region_->stop + " = false;");
+        for (const StmtNode* a : region_->allocations) {
+          const std::string flags = temp("alloc_failed");
+          line("bool " + flags + "[2] = {false, false};");
+          region_->failure_flags[a] = {flags, temp("passes")};
+        }
       }
       const std::string threads =
           region_->num_threads > 0 ? std::to_string(region_->num_threads) : std::string("ctx->num_threads");
@@ -1261,6 +1271,7 @@ class CppEmitter {
            " * 0.5 * static_cast<double>(ctx->parallel_work_threshold))");
       line("{");
       ++indent_;
+      for (const auto& [site, names] : region_->failure_flags) line("int64_t " + names.second + " = 0;");
       region_->outer_scopes = scopes_.size();
       region_level_ = true;
     } else {
@@ -1409,15 +1420,19 @@ class CppEmitter {
         scopes_.back().insert(a->var.get());
       }
     }
+    // A failed allocation makes every thread leave the region. The one
+    // thread allocating sets a shared flag, which all read after the
+    // barrier; each pass through the allocation uses the other flag of a
+    // pair, so a fast thread failing at the next pass cannot change the
+    // flag that a slow thread has yet to read from this one.
     std::string failed;
     if (group.back()->kind == NodeKind::Allocate) {
-      failed = temp("alloc_failed");
-      line("bool " + failed + " = false;");
+      const auto& [flags, passes] = region_->failure_flags.at(group.back().get());
+      failed = flags + "[" + passes + " & 1]";
     }
     std::set<std::string> copied;
     for (const VarInfo* v : writes.assigned)
       if (declared(v) && !shared_in_region(v)) copied.insert(var_names_.at(v));
-    if (!failed.empty()) copied.insert(failed);
     std::string list;
     for (const std::string& name : copied) list += (list.empty() ? "" : ", ") + name;
     line("#pragma omp single" + (list.empty() ? std::string() : " copyprivate(" + list + ")"));
@@ -1435,7 +1450,10 @@ class CppEmitter {
     --indent_;
     line("}");
     region_->pending = {};
-    if (!failed.empty()) line("if (" + failed + ") goto " + region_->exit + ";");
+    if (!failed.empty()) {
+      line("if (" + failed + ") goto " + region_->exit + ";");
+      line("++" + region_->failure_flags.at(group.back().get()).second + ";");
+    }
   }
 
   std::string pragma(const For* loop, size_t depth, const For* innermost, bool work_shared, const std::string& work) {
