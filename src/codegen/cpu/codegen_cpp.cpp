@@ -274,6 +274,9 @@ class AccessScan : public IRVisitor {
     bound.insert(n->dst.get());
     dims.insert(n->src.get());
   }
+  void visit(const Declare* n) override {
+    if (n->array) bound.insert(n->array.get());  // (re)starts empty
+  }
   void visit(const For* n) override {
     has_loop = true;
     if (is_parallel(n->schedule.kind)) has_parallel = true;
@@ -329,7 +332,6 @@ enum class Placement {
   Redundant,  // pure and writes only thread-local variables: every thread runs it
   Check,      // an Assert whose condition cannot fail: every thread checks it
   Single,     // one thread runs it; the barrier after it publishes its writes
-  Hoisted,    // the Declare of an array made shared: emitted before the region
 };
 
 // How an array lives in the generated code.
@@ -708,8 +710,15 @@ class CppEmitter {
         return;
       case NodeKind::Declare: {
         if (const ArrayVar& a = s->as<Declare>()->array) {
-          // A shared array of a parallel region is declared before it.
-          if (region_ && region_->hoisted_arrays.count(a.get())) return;
+          // A shared array of a parallel region is declared before it; here
+          // it is emptied, which frees the previous iteration's storage
+          // before the next allocation (as leaving its scope did).
+          if (region_ && region_->hoisted_arrays.count(a.get())) {
+            line(data(a) + " = nullptr;");
+            for (int d = 0; d < a->type.ndim; ++d) line(extent(a, d) + " = 0;");
+            line(owner(a) + ".reset();");
+            return;
+          }
           return declare_array(a);
         }
         const Var& v = s->as<Declare>()->var;
@@ -1110,7 +1119,7 @@ class CppEmitter {
   Placement placement(const Stmt& s, const AccessScan& sc) const {
     if (sc.has_parallel) return Placement::Structure;
     if (const Declare* d = s->as<Declare>()) {
-      if (d->array) return Placement::Hoisted;
+      if (d->array) return Placement::Single;  // empties the shared array
       return region_->hoisted_vars.count(d->var.get()) ? Placement::Single : Placement::Redundant;
     }
     if (s->kind == NodeKind::Assert) return Placement::Check;
@@ -1203,7 +1212,7 @@ class CppEmitter {
       if (!sc.has_parallel) {
         bool single = false;
         if (const Declare* d = st->as<Declare>()) {
-          single = d->var && region_->hoisted_vars.count(d->var.get());
+          single = d->array || region_->hoisted_vars.count(d->var.get());
         } else if (st->kind != NodeKind::Assert) {
           single = sc.may_raise || sc.allocates || sc.has_loop || !sc.written.empty() || !sc.bound.empty();
           for (const VarInfo* v : sc.assigned) single = single || declared(v);
@@ -1358,7 +1367,6 @@ class CppEmitter {
 
   void emit_region_stmt(const Stmt& s, Placement p) {
     switch (p) {
-      case Placement::Hoisted:
       case Placement::Single: return;
       case Placement::Redundant:
       case Placement::Check:
