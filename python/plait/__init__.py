@@ -16,10 +16,10 @@ import os as _os
 # machine has no idle core (2 cores, other processes running), a spinning
 # worker burns its whole spin window while the thread it waits for cannot run.
 # benchmarks/omp_overhead.py (2 cores, load average 7 from other jobs): a
-# parallel region cost 8-22 us with passive waiting, 30-65 us with
+# parallel region cost 8-31 us with passive waiting, 30-65 us with
 # GOMP_SPINCOUNT=1000, 90-180 us with 3000, 0.3-1.2 ms with 10000 and 10-32 ms
 # with libgomp's default; a barrier inside a region (a step of a time loop)
-# 3.5-12 us passive, 40-100 us with GOMP_SPINCOUNT=1000, 0.2-0.6 ms with
+# 3.5-36 us passive, 40-100 us with GOMP_SPINCOUNT=1000, 0.1-0.65 ms with
 # 3000-10000. Spinning pays only on an otherwise idle machine, and loses by
 # far the most when it is not, so waiting is passive. Small loops never
 # start a parallel region (the generated code's `if` clause). Settings the

@@ -79,6 +79,14 @@ def read_then_overwrite(A, steps):
     return s
 
 
+@plait.jit(boundscheck=True)
+def checked_read_per_step(A, idx, steps):
+    for t in range(steps):
+        w = A[idx[t]] + 1.0
+        A[:] = A * 0.5 + w
+        A[t] = w
+
+
 @plait.jit
 def reduction_feeds_next_step(A, steps):
     s = 0.0
@@ -165,6 +173,9 @@ def test_scalar_updates_between_parallel_statements(threads, n, monkeypatch):
     A, B = make(rng, np.float64, n), make(rng, np.float64, n)
     check(compiled(branch_on_t, threads, monkeypatch), A, B, 7)
     check(compiled(read_then_overwrite, threads, monkeypatch), make(rng, np.float64, n), 6)
+    idx = rng.integers(-n, n, size=8)
+    check(compiled(checked_read_per_step, threads, monkeypatch, boundscheck=True), make(rng, np.float64, n),
+          idx, min(n, 8))
     rtol = reduction_rtol(np.float64)
     check(compiled(reduction_feeds_next_step, threads, monkeypatch), make(rng, np.float64, n), 5, rtol=rtol)
     check(compiled(max_then_scale, threads, monkeypatch), make(rng, np.float64, n), 4)
@@ -294,6 +305,9 @@ def test_statements_between_the_loops_run_in_one_thread():
     read_then_overwrite(np.zeros(10), 2)
     source = read_then_overwrite.inspect_source()
     assert source.index("#pragma omp barrier") < source.index("#pragma omp single")
+    # w can raise (a checked index): one thread computes it and passes it on.
+    checked_read_per_step(np.zeros(10), np.arange(10), 2)
+    assert "copyprivate(v_w)" in checked_read_per_step.inspect_source()
     branch_on_t(np.zeros(10), np.zeros(10), 2)
     assert branch_on_t.inspect_source().count("#pragma omp parallel num_threads") == 1
     reduction_feeds_next_step(np.ones(10), 2)

@@ -1037,7 +1037,6 @@ class CppEmitter {
     std::set<const ArrayInfo*> bound;       // allocated or rebound anywhere in the loop
     int parallel_loops = 0;
     int num_threads = 0;  // of its parallel loops' pragmas; 0 = the kernel's default
-    bool allocates = false;
     // Per allocation: a shared pair of failure flags and each thread's count
     // of its passes (see emit_single).
     std::vector<const StmtNode*> allocations;
@@ -1110,7 +1109,6 @@ class CppEmitter {
     if (sc.escapes) return "a break, continue or run-time check inside an `if` at the loop's level";
     if (sc.allocates) {
       if (s->kind != NodeKind::Allocate) return "an array is allocated inside a nested statement";
-      r->allocates = true;
       r->allocations.push_back(s.get());
     }
     return "";
@@ -1255,7 +1253,7 @@ class CppEmitter {
         line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
         scopes_.back().insert(v.get());
       }
-      if (region_->allocates) {
+      if (!region_->allocations.empty()) {
         region_->stop = temp("stop");
         region_->exit = temp("exit");
         line("bool " + region_->stop + " = false;");
@@ -1311,11 +1309,11 @@ class CppEmitter {
     const std::string copy_back = "if (" + trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
                                   begin + " + (" + trip + " - 1) * " + step + ");";
     if (is_root) {
-      if (region_->allocates) line(region_->exit + ":;");
+      if (!region_->allocations.empty()) line(region_->exit + ":;");
       --indent_;
       line("}");
       region_level_ = false;
-      const std::string stop = region_->allocates ? region_->stop : "";
+      const std::string stop = !region_->allocations.empty() ? region_->stop : "";
       const int loops = region_->parallel_loops;
       region_.reset();
       remarks_.push_back({loop->loc, "codegen_cpp",
