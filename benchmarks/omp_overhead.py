@@ -1,21 +1,23 @@
-"""The fixed cost of one parallel region of a Plait kernel under different
-OpenMP runtime (libgomp) settings, with the other cores idle and busy.
+"""The fixed cost of one parallel region of a Plait kernel, and of one step
+of a time loop that runs as a parallel region, under different OpenMP
+runtime (libgomp) settings, with the other cores idle and busy.
 
 Each setting runs in its own process, because libgomp reads its environment
-once, when the first kernel library loads it. A process calls two cached
-kernels that add 1 to a float64[threads, 32] array row by row, one with a
-`#pragma parallel for` over the rows and one without; the region cost is the
-difference of their median call times. (The parallel loop holds an inner loop,
-so Plait's cost model starts a team for it; a parallel loop over a few
-elements with a plain body runs serially, and a third kernel measures what
-that gated loop costs.) It times back-to-back calls, and calls separated by 100 us of
-Python work (where idle worker threads either still spin or already sleep),
-and reports how much CPU the process burns during those gaps (100% = one
-core; spinning workers show up here as load that other programs feel).
-"busy" runs the same with one spinning background process per usable CPU
-minus one, i.e. the other core(s) busy.
+once, when the first kernel library loads it; the processes set
+PLAIT_PARALLEL_THRESHOLD=0 so that every parallel loop starts its team. A
+process calls cached kernels that add 1 to a float64[threads, 32] array row
+by row: one with a `#pragma parallel for` over the rows and one without (the
+region cost is the difference of their median call times), and one that
+repeats the parallel loop STEPS times inside a serial loop, which Plait runs
+as one parallel region with an `omp for` per step (the step cost is its time
+per step minus the serial kernel's). It times back-to-back calls, and calls
+separated by 100 us of Python work (where idle worker threads either still
+spin or already sleep), and reports how much CPU the process burns during
+those gaps (100% = one core; spinning workers show up here as load that
+other programs feel). "busy" runs the same with one spinning background
+process per usable CPU minus one, i.e. the other core(s) busy.
 
-    python benchmarks/omp_overhead.py          # under a minute
+    python benchmarks/omp_overhead.py          # about two minutes
     python benchmarks/omp_overhead.py --rounds 5
 """
 
@@ -36,17 +38,21 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 GAP_S = 100e-6
 PHASE_S = 0.15  # timing the parallel kernels; the serial one is steadier and gets half
 
+STEPS = 50
+
 # (label, variables set, variables removed after `import plait` and before
-# the first kernel loads libgomp; plait's import sets GOMP_SPINCOUNT when it
-# is unset, so libgomp's own defaults need the removal).
+# the first kernel loads libgomp; plait's import sets its default policy
+# when GOMP_SPINCOUNT and OMP_WAIT_POLICY are unset, so libgomp's own
+# defaults need the removal).
 SETTINGS = [
-    ("plait default (GOMP_SPINCOUNT=10000 set by plait)", {}, []),
+    (f"plait default ({plait._DEFAULT_OMP_SETTING})", {}, []),
     ("libgomp default (nothing set)", {}, ["GOMP_SPINCOUNT", "OMP_WAIT_POLICY"]),
     ("OMP_WAIT_POLICY=active", {"OMP_WAIT_POLICY": "active"}, ["GOMP_SPINCOUNT"]),
     ("OMP_WAIT_POLICY=passive", {"OMP_WAIT_POLICY": "passive"}, ["GOMP_SPINCOUNT"]),
-    ("GOMP_SPINCOUNT=100", {"GOMP_SPINCOUNT": "100"}, ["OMP_WAIT_POLICY"]),
     ("GOMP_SPINCOUNT=1000", {"GOMP_SPINCOUNT": "1000"}, ["OMP_WAIT_POLICY"]),
-    ("OMP_DYNAMIC=true (team size from the load average)", {"OMP_DYNAMIC": "true"}, []),
+    ("GOMP_SPINCOUNT=3000", {"GOMP_SPINCOUNT": "3000"}, ["OMP_WAIT_POLICY"]),
+    ("GOMP_SPINCOUNT=10000", {"GOMP_SPINCOUNT": "10000"}, ["OMP_WAIT_POLICY"]),
+    ("GOMP_SPINCOUNT=30000", {"GOMP_SPINCOUNT": "30000"}, ["OMP_WAIT_POLICY"]),
 ]
 
 
@@ -66,17 +72,21 @@ def serial_kernel(a):
 
 
 @plait.jit
-def gated_kernel(flat):
-    #pragma parallel for
-    for i in range(flat.shape[0]):
-        flat[i] += 1.0
+def steps_kernel(a, steps):
+    for t in range(steps):
+        #pragma parallel for
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                a[i, j] += 1.0
 
 
-def kernel_arrays():
-    """The 2-D array of the region kernels (one row per thread) and the 1-D
-    array of the gated kernel, with as many elements."""
-    rows = region_kernel.num_threads
-    return np.zeros((rows, 32)), np.zeros(rows * 32)
+def steps_call(a):
+    steps_kernel(a, STEPS)
+
+
+def kernel_array():
+    """The 2-D array of the kernels: one row per thread."""
+    return np.zeros((region_kernel.num_threads, 32))
 
 
 def libgomp_loaded():
@@ -109,17 +119,17 @@ def child(remove):
     for name in remove:
         os.environ.pop(name, None)
     loaded_early = libgomp_loaded()
-    a, flat = kernel_arrays()
+    a = kernel_array()
     region_kernel(a)  # loads libgomp with this process's settings
     serial_kernel(a)
-    gated_kernel(flat)
+    steps_call(a)
     result = {"libgomp_loaded_early": loaded_early, "threads": region_kernel.num_threads}
-    gated, _ = call_times_us(gated_kernel, flat, 0.0)
-    result["gated_us"] = statistics.median(gated)
     for label, gap in (("b2b", 0.0), ("gap", GAP_S)):
         serial, serial_cpu = call_times_us(serial_kernel, a, gap, PHASE_S / 2)
         region, region_cpu = call_times_us(region_kernel, a, gap)
+        steps, _ = call_times_us(steps_call, a, gap)
         result[label] = {
+            "step_us": statistics.median(steps) / STEPS,
             "serial_us": statistics.median(serial),
             "region_us": statistics.median(region),
             "region_p90_us": float(np.percentile(region, 90)),
@@ -134,6 +144,7 @@ def run_setting(variables, remove):
     for name in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OMP_DYNAMIC"):
         env.pop(name, None)
     env.update(variables)
+    env["PLAIT_PARALLEL_THRESHOLD"] = "0"
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", ",".join(remove)],
                           env=env, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
@@ -181,10 +192,10 @@ def main(argv=None):
     own_cache = "PLAIT_CACHE_DIR" not in os.environ
     if own_cache:
         os.environ["PLAIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="plait-omp-bench-")
-    a, flat = kernel_arrays()
+    a = kernel_array()
     region_kernel(a)
     serial_kernel(a)
-    gated_kernel(flat)
+    steps_call(a)
 
     cpus = common.usable_cpus()
     for line in common.machine_lines([f"plait {plait.__version__}, {region_kernel.num_threads} threads per "
@@ -216,7 +227,7 @@ def main(argv=None):
             f"{m('gap', 'region_us'):.1f}", f"{m('gap', 'region_p90_us'):.1f}",
             f"{m('gap', 'region_us') - m('gap', 'serial_us'):.1f}",
             f"{m('gap', 'serial_cpu_pct'):.0f}%", f"{m('gap', 'region_cpu_pct'):.0f}%",
-            f"{m('gated_us') - m('b2b', 'serial_us'):.2f}",
+            f"{m('b2b', 'step_us'):.2f}", f"{m('gap', 'step_us'):.2f}",
         ])
     rows.sort(key=lambda row: row[1] != "idle")
     print(f"\nCall times in us of a kernel updating float64[{cpus}, 32] by rows: medians (and 90th percentiles) "
@@ -224,11 +235,12 @@ def main(argv=None):
           f"b2b: back-to-back calls; gap: calls after {GAP_S * 1e6:.0f} us of Python work each. "
           "Gap CPU = process CPU time / wall time during the gapped calls of each kernel (100% = one core): "
           "the serial kernel's figure is the calling thread alone (below 100% when the machine is "
-          "oversubscribed); what the parallel kernel adds is worker threads spinning. Gated loop cost: a "
-          "parallel loop too small for Plait's cost model (so run serially) minus the serial kernel.")
+          "oversubscribed); what the parallel kernel adds is worker threads spinning. Step: the time per step "
+          f"of a {STEPS}-step time loop run as one parallel region (one `omp for` and its barrier per step; "
+          "the work of a step is a few nanoseconds), back-to-back and gapped calls.")
     print(common.markdown_table(
         ["setting", "other cores", "b2b parallel", "b2b p90", "b2b serial", "b2b region cost",
-         "gap parallel", "gap p90", "gap region cost", "gap CPU serial", "gap CPU parallel", "gated loop cost"], rows))
+         "gap parallel", "gap p90", "gap region cost", "gap CPU serial", "gap CPU parallel", "b2b step", "gap step"], rows))
     print(f"\nload average at end: {common.load_average()}")
     return 0
 

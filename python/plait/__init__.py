@@ -14,14 +14,20 @@ import os as _os
 # libgomp reads its settings once, when the first kernel library pulls it in.
 # By default its idle threads spin for a long while before sleeping. When the
 # machine has no idle core (2 cores, other processes running), a spinning
-# worker burns its whole spin window while the thread it waits for cannot run:
-# benchmarks/omp_overhead.py measured about 12 ms per parallel region with the
-# default, 0.55 ms with GOMP_SPINCOUNT=10000 and 8-10 us with passive waiting.
-# Small loops never start a parallel region (the generated code's `if`
-# clause), so passive waiting costs them nothing. Settings the user made take
-# precedence (GOMP_SPINCOUNT would override the policy, so it is left alone).
-if "GOMP_SPINCOUNT" not in _os.environ:
-    _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# worker burns its whole spin window while the thread it waits for cannot run.
+# benchmarks/omp_overhead.py (2 cores, load average 7 from other jobs): a
+# parallel region cost 8-31 us with passive waiting, 30-65 us with
+# GOMP_SPINCOUNT=1000, 90-180 us with 3000, 0.3-1.2 ms with 10000 and 10-32 ms
+# with libgomp's default; a barrier inside a region (a step of a time loop)
+# 3.5-36 us passive, 40-100 us with GOMP_SPINCOUNT=1000, 0.1-0.65 ms with
+# 3000-10000. Spinning pays only on an otherwise idle machine, and loses by
+# far the most when it is not, so waiting is passive. Small loops never
+# start a parallel region (the generated code's `if` clause). Settings the
+# user made take precedence.
+_DEFAULT_OMP_SETTING = "OMP_WAIT_POLICY=PASSIVE"
+if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
+    _name, _value = _DEFAULT_OMP_SETTING.split("=")
+    _os.environ[_name] = _value
 
 from . import _core  # noqa: E402
 from .errors import (  # noqa: E402

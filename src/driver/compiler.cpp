@@ -174,7 +174,9 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
     if (!options.dump_dir.empty()) write_text_file(options.dump_dir + "/" + name + ".cu", kernel->device_source);
     // ---- CUDA target (end)
   } else {
-    kernel->source = generate_source(lowered.function, options);
+    std::vector<ir::Remark> remarks;
+    kernel->source = codegen::generate_cpp(lowered.function, options, &remarks);
+    lowered.function.remarks.insert(lowered.function.remarks.end(), remarks.begin(), remarks.end());
   }
   if (!options.dump_dir.empty()) write_text_file(options.dump_dir + "/" + name + ".cpp", kernel->source);
 

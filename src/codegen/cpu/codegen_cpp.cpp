@@ -15,6 +15,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -220,6 +221,136 @@ class LeavesLoop : public IRVisitor {
   int depth_ = 0;
 };
 
+// What a piece of IR touches, for placing it inside a parallel region: the
+// arrays and variables it reads and writes, and what else it does (record a
+// run-time error, allocate, leave a loop).
+class AccessScan : public IRVisitor {
+ public:
+  std::set<const ArrayInfo*> loaded;   // elements read
+  std::set<const ArrayInfo*> dims;     // extents or data pointer read
+  std::set<const ArrayInfo*> written;  // elements stored
+  std::set<const ArrayInfo*> bound;    // targets of Allocate / ArrayBind
+  std::set<const VarInfo*> read, assigned;
+  bool may_raise = false;  // an expression or a checked store can record an error
+  bool allocates = false;
+  bool returns = false;
+  bool asserts = false;
+  bool escapes = false;  // a Break, Continue or Assert outside every loop of the scanned code
+  bool has_loop = false;
+  bool has_parallel = false;  // a parallel loop (anywhere inside)
+  using IRVisitor::visit;
+  // Public: a loop is scanned through its node (scan(const For*)).
+  void visit(const VarRef* n) override { read.insert(n->var.get()); }
+  void visit(const Load* n) override {
+    loaded.insert(n->array.get());
+    dims.insert(n->array.get());
+    if (n->checked) may_raise = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayDim* n) override { dims.insert(n->array.get()); }
+  void visit(const Binary* n) override {
+    // The runtime helpers that take ctx: checked division and powers, and
+    // integer powers (negative exponents). A division by a nonzero constant
+    // cannot fail.
+    const bool constant_divisor = n->op != BinaryOp::Pow && ((n->b->as<IntImm>() && n->b->as<IntImm>()->value != 0) ||
+                                                             (n->b->as<FloatImm>() && n->b->as<FloatImm>()->value != 0));
+    if ((n->zero_check && !constant_divisor) || (n->op == BinaryOp::Pow && !n->type.is_float() && !n->type.is_bool()))
+      may_raise = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Cast* n) override {
+    if (n->checked) may_raise = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Call* n) override {
+    if (n->python_math) may_raise = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Store* n) override {
+    written.insert(n->array.get());
+    dims.insert(n->array.get());
+    if (n->checked) may_raise = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    written.insert(n->array.get());
+    dims.insert(n->array.get());
+    if (n->checked) may_raise = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Assign* n) override {
+    assigned.insert(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Allocate* n) override {
+    allocates = true;
+    bound.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayBind* n) override {
+    bound.insert(n->dst.get());
+    dims.insert(n->src.get());
+  }
+  void visit(const Declare* n) override {
+    if (n->array) bound.insert(n->array.get());  // (re)starts empty
+  }
+  void visit(const For* n) override {
+    has_loop = true;
+    if (is_parallel(n->schedule.kind)) has_parallel = true;
+    assigned.insert(n->var.get());
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const While* n) override {
+    has_loop = true;
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const Break*) override {
+    if (depth_ == 0) escapes = true;
+  }
+  void visit(const Continue*) override {
+    if (depth_ == 0) escapes = true;
+  }
+  void visit(const Assert* n) override {
+    asserts = true;
+    if (depth_ == 0) escapes = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Return* n) override {
+    returns = true;
+    IRVisitor::visit(n);
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+template <typename Node>
+AccessScan scan(const Node& node) {
+  AccessScan s;
+  s.visit(node);
+  return s;
+}
+
+template <typename T>
+bool intersects(const std::set<T>& a, const std::set<T>& b) {
+  for (const T& x : a)
+    if (b.count(x)) return true;
+  return false;
+}
+
+// How a statement directly inside a parallel region (outside its `omp for`
+// loops) runs.
+enum class Placement {
+  Structure,  // holds parallel loops: every thread walks it (loops, ifs, blocks)
+  Redundant,  // pure and writes only thread-local variables: every thread runs it
+  Check,      // an Assert whose condition cannot fail: every thread checks it
+  Single,     // one thread runs it; the barrier after it publishes its writes
+};
+
 // How an array lives in the generated code.
 struct ArrayLocal {
   std::string base;     // a_<name>: fields base_data, base_n<d>, base_s<d>
@@ -229,6 +360,9 @@ struct ArrayLocal {
 class CppEmitter {
  public:
   CppEmitter(const Function& f) : fn_(f), path_(escape_path(f.source.path)) {}
+
+  // What the emitter decided about parallel regions, for explain().
+  const std::vector<Remark>& remarks() const { return remarks_; }
 
   std::string run() {
     out_ << kRuntimeAbiText << "\n" << kRuntimeHeaderText << "\n";
@@ -598,8 +732,23 @@ class CppEmitter {
         line("}");
         return;
       case NodeKind::Declare: {
-        if (const ArrayVar& a = s->as<Declare>()->array) return declare_array(a);
+        if (const ArrayVar& a = s->as<Declare>()->array) {
+          // A shared array of a parallel region is declared before it; here
+          // it is emptied, which frees the previous iteration's storage
+          // before the next allocation (as leaving its scope did).
+          if (region_ && region_->hoisted_arrays.count(a.get())) {
+            line(data(a) + " = nullptr;");
+            for (int d = 0; d < a->type.ndim; ++d) line(extent(a, d) + " = 0;");
+            line(owner(a) + ".reset();");
+            return;
+          }
+          return declare_array(a);
+        }
         const Var& v = s->as<Declare>()->var;
+        if (region_ && region_->hoisted_vars.count(v.get())) {
+          line(var_name(v) + " = " + ctype(v->type) + "{};");
+          return;
+        }
         line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
         scopes_.back().insert(v.get());
         return;
@@ -762,6 +911,17 @@ class CppEmitter {
 
   void emit_for(const For* loop) {
     const LoopSchedule& sc = loop->schedule;
+    if (sc.kind == LoopKind::Serial && !region_ && omp_depth_ == 0 && scan(loop->body).has_parallel) {
+      auto region = std::make_unique<Region>();
+      const std::string refusal = region_refusal(loop, region.get());
+      if (refusal.empty()) return emit_region_loop(loop, std::move(region));
+      remarks_.push_back({loop->loc, "codegen_cpp",
+                          "loop over '" + loop->var->name + "': each parallel loop inside starts its own threads (" +
+                              refusal + ")"});
+    }
+    if (region_level_ && sc.kind == LoopKind::Serial) return emit_region_loop(loop, nullptr);
+    const bool work_shared = region_level_;  // an `omp for` of the enclosing region
+    region_level_ = false;
     if (sc.kind != LoopKind::Serial) {
       LeavesLoop leaves;
       leaves.visit(loop->body);
@@ -792,11 +952,20 @@ class CppEmitter {
       levels.push_back(lv);
     }
     const For* innermost = nest.back();
+    if (work_shared) {
+      // Every thread has read the bounds; the loop may write what they read.
+      for (const For* f : nest) {
+        note_reads(scan(f->begin));
+        note_reads(scan(f->end));
+        note_reads(scan(f->step));
+      }
+      barrier_before(scan(loop));
+    }
 
     // The bound set-up above shifted the line count: re-anchor so that a
     // diagnostic about the OpenMP pragma names the user's pragma line.
     if (sc.kind != LoopKind::Serial) line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
-    if (sc.kind != LoopKind::Serial) line(pragma(loop, levels.size(), innermost, [&] {
+    if (sc.kind != LoopKind::Serial) line(pragma(loop, levels.size(), innermost, work_shared, [&] {
       std::string trips;
       for (const Level& lv : levels) trips += (trips.empty() ? "" : " * ") + ("static_cast<double>(" + lv.trip + ")");
       return trips;
@@ -835,37 +1004,515 @@ class CppEmitter {
     scopes_.pop_back();
     --indent_;
     line("}");
+    if (work_shared) region_->pending = {};  // the barrier ending the `omp for`
     for (const Level* lv : copy_back) {
       const Var& v = lv->loop->var;
-      line("if (" + lv->trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + lv->begin + " + (" +
-           lv->trip + " - 1) * " + lv->step + ");");
+      const std::string assign = "if (" + lv->trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) +
+                                 ">(" + lv->begin + " + (" + lv->trip + " - 1) * " + lv->step + ");";
+      if (work_shared && shared_in_region(v.get())) {
+        line("#pragma omp single");
+        line(assign);
+      } else {
+        line(assign);
+      }
+    }
+    --indent_;
+    line("}");
+    region_level_ = work_shared;
+  }
+
+  // The cost estimate of a parallel loop's iteration: IR nodes, times
+  // kAssumedInnerTrips when the body holds a loop.
+  static int64_t body_cost(const For* innermost) {
+    CostCounter cost;
+    cost.visit(innermost->body);
+    return std::max<int64_t>(cost.nodes, 1) * (cost.has_loop ? kAssumedInnerTrips : 1);
+  }
+
+  // ------------------------------------------------------------ parallel regions
+  //
+  // A serial loop around parallel loops (a time-step loop) runs as one
+  // `omp parallel` region, so that the team starts once per call instead of
+  // once per parallel loop and step. Every thread walks the serial loop (and
+  // the ifs and serial loops between it and the parallel loops), computing
+  // the same bounds and conditions; each parallel loop is an `omp for`
+  // shared out over the team; other statements run in one thread under
+  // `omp single`, whose closing barrier publishes what they wrote, or, when
+  // they are pure and write only the thread's own variables, in every
+  // thread. Variables declared before the region are shared; those declared
+  // inside belong to each thread (a single passes them on with copyprivate).
+
+  // Reads made by every thread since the last barrier: a construct that
+  // writes any of them waits for the team first.
+  struct PendingReads {
+    std::set<const VarInfo*> vars;
+    std::set<const ArrayInfo*> loaded, dims;
+    bool empty() const { return vars.empty() && loaded.empty() && dims.empty(); }
+  };
+
+  struct Region {
+    std::vector<Var> hoisted_var_list;  // reduction accumulators declared inside: made shared
+    std::set<const VarInfo*> hoisted_vars;
+    std::vector<ArrayVar> hoisted_array_list;  // arrays declared inside: made shared
+    std::set<const ArrayInfo*> hoisted_arrays;
+    std::set<const VarInfo*> assigned;      // anywhere in the loop, its variable included
+    std::set<const ArrayInfo*> written;     // elements stored anywhere in the loop
+    std::set<const ArrayInfo*> bound;       // allocated or rebound anywhere in the loop
+    int parallel_loops = 0;
+    int num_threads = 0;  // of its parallel loops' pragmas; 0 = the kernel's default
+    // Per allocation: a shared pair of failure flags and each thread's count
+    // of its passes (see emit_single).
+    std::vector<const StmtNode*> allocations;
+    std::map<const StmtNode*, std::pair<std::string, std::string>> failure_flags;
+    size_t outer_scopes = 0;  // scopes_ below this index are outside the region
+    PendingReads pending;
+    std::string stop;  // shared: an allocation failed, the call ends after the region
+    std::string exit;  // the label after the serial loop
+  };
+
+  // Why `loop` cannot run as one parallel region ("" when it can); fills in
+  // what the region makes shared.
+  std::string region_refusal(const For* loop, Region* r) {
+    LeavesLoop leaves;
+    leaves.visit(loop->body);
+    if (leaves.found) return "the loop can end early, by a break or a return";
+    const AccessScan all = scan(loop->body);
+    if (all.assigned.count(loop->var.get())) return "the body assigns the loop variable";
+    r->assigned = all.assigned;
+    r->assigned.insert(loop->var.get());
+    r->written = all.written;
+    r->bound = all.bound;
+    return check_region_stmt(loop->body, r);
+  }
+
+  std::string check_region_stmt(const Stmt& s, Region* r) {
+    if (const Block* b = s->as<Block>()) {
+      for (const Stmt& st : b->stmts)
+        if (std::string why = check_region_stmt(st, r); !why.empty()) return why;
+      return "";
+    }
+    const AccessScan sc = scan(s);
+    if (!sc.has_parallel) return check_region_plain(s, sc, r);
+    if (const If* i = s->as<If>()) {
+      if (scan(i->cond).may_raise) return "the condition of an `if` around a parallel loop can raise an error";
+      if (std::string why = check_region_stmt(i->then_case, r); !why.empty()) return why;
+      return i->else_case ? check_region_stmt(i->else_case, r) : "";
+    }
+    const For* f = s->as<For>();
+    if (!f) return "a while loop holds a parallel loop";
+    if (scan(f->begin).may_raise || scan(f->end).may_raise || scan(f->step).may_raise)
+      return "the bounds of the loop over '" + f->var->name + "' can raise an error";
+    if (is_parallel(f->schedule.kind)) {
+      if (r->parallel_loops++ == 0) {
+        r->num_threads = f->schedule.num_threads;
+      } else if (r->num_threads != f->schedule.num_threads) {
+        return "its parallel loops ask for different numbers of threads";
+      }
+      // An `omp for` reduction combines into a shared variable.
+      for (const Reduction& red : f->schedule.reductions)
+        if (!declared(red.var.get()) && r->hoisted_vars.insert(red.var.get()).second) r->hoisted_var_list.push_back(red.var);
+      return "";
+    }
+    if (f->schedule.kind != LoopKind::Serial) return "a vector loop holds a parallel loop";
+    LeavesLoop leaves;
+    leaves.visit(f->body);
+    if (leaves.found) return "the loop over '" + f->var->name + "' around a parallel loop can end early";
+    if (scan(f->body).assigned.count(f->var.get())) return "the body of the loop over '" + f->var->name + "' assigns its variable";
+    return check_region_stmt(f->body, r);
+  }
+
+  std::string check_region_plain(const Stmt& s, const AccessScan& sc, Region* r) {
+    if (const Declare* d = s->as<Declare>()) {
+      if (d->array && r->hoisted_arrays.insert(d->array.get()).second) r->hoisted_array_list.push_back(d->array);
+      return "";
+    }
+    if (sc.returns) return "a return inside the loop";
+    if (const Assert* a = s->as<Assert>())
+      return scan(a->cond).may_raise ? "a run-time check whose condition can itself raise an error" : "";
+    if (sc.escapes) return "a break, continue or run-time check inside an `if` at the loop's level";
+    if (sc.allocates) {
+      if (s->kind != NodeKind::Allocate) return "an array is allocated inside a nested statement";
+      r->allocations.push_back(s.get());
+    }
+    return "";
+  }
+
+  Placement placement(const Stmt& s, const AccessScan& sc) const {
+    if (sc.has_parallel) return Placement::Structure;
+    if (const Declare* d = s->as<Declare>()) {
+      if (d->array) return Placement::Single;  // empties the shared array
+      return region_->hoisted_vars.count(d->var.get()) ? Placement::Single : Placement::Redundant;
+    }
+    if (s->kind == NodeKind::Assert) return Placement::Check;
+    if (sc.may_raise || sc.allocates || sc.returns || sc.asserts || sc.has_loop || sc.escapes || !sc.written.empty() ||
+        !sc.bound.empty())
+      return Placement::Single;
+    for (const VarInfo* v : sc.assigned)
+      if (shared_in_region(v)) return Placement::Single;
+    return Placement::Redundant;
+  }
+
+  bool shared_in_region(const VarInfo* v) const {
+    for (size_t i = 0; i < region_->outer_scopes; ++i)
+      if (scopes_[i].count(v)) return true;
+    return false;
+  }
+
+  // Records what every thread has just read of what the region changes.
+  void note_reads(const AccessScan& sc) {
+    for (const VarInfo* v : sc.read)
+      if (region_->assigned.count(v) && shared_in_region(v)) region_->pending.vars.insert(v);
+    for (const ArrayInfo* a : sc.loaded)
+      if (region_->written.count(a) || region_->bound.count(a)) region_->pending.loaded.insert(a);
+    for (const ArrayInfo* a : sc.dims)
+      if (region_->bound.count(a)) region_->pending.dims.insert(a);
+  }
+
+  // A barrier before a construct that writes what other threads may still
+  // be reading.
+  void barrier_before(const AccessScan& writes) {
+    const PendingReads& p = region_->pending;
+    if (intersects(writes.assigned, p.vars) || intersects(writes.written, p.loaded) ||
+        intersects(writes.bound, p.loaded) || intersects(writes.bound, p.dims)) {
+      line("#pragma omp barrier");
+      region_->pending = {};
+    }
+  }
+
+  // The trip count of `f` when it can be computed before the region starts
+  // (bounds that nothing in the region changes), else kAssumedInnerTrips.
+  std::string trips_estimate(const For* f) {
+    auto invariant = [&](const Expr& e) {
+      const AccessScan sc = scan(e);
+      if (sc.may_raise || !sc.loaded.empty() || intersects(sc.dims, region_->bound)) return false;
+      for (const VarInfo* v : sc.read)
+        if (!declared(v) || region_->assigned.count(v)) return false;
+      return true;
+    };
+    const IntImm* step = f->step->as<IntImm>();
+    if (step && step->value != 0 && invariant(f->begin) && invariant(f->end))
+      return "static_cast<double>(plait::trip_count(" + expr(f->begin) + ", " + expr(f->end) + ", " + expr(f->step) + "))";
+    return std::to_string(kAssumedInnerTrips) + ".0";
+  }
+
+  // The work of one pass over region-level code `s` (the parallel loops'
+  // trip counts times their body costs), as a C++ expression.
+  std::string region_work(const Stmt& s) {
+    if (const Block* b = s->as<Block>()) {
+      std::string sum;
+      for (const Stmt& st : b->stmts)
+        if (scan(st).has_parallel) sum += (sum.empty() ? "" : " + ") + region_work(st);
+      return sum.empty() ? "0.0" : "(" + sum + ")";
+    }
+    if (const If* i = s->as<If>())
+      return "(" + region_work(i->then_case) + (i->else_case ? " + " + region_work(i->else_case) : "") + ")";
+    const For* f = s->as<For>();
+    if (!f || !scan(s).has_parallel) return "0.0";
+    if (!is_parallel(f->schedule.kind)) return "(" + trips_estimate(f) + " * " + region_work(f->body) + ")";
+    std::string work;
+    const std::vector<const For*> nest = collapse_nest(f);
+    for (const For* level : nest) work += trips_estimate(level) + " * ";
+    return "(" + work + std::to_string(body_cost(nest.back())) + ".0)";
+  }
+
+  // The barriers of one pass over region-level code `s` (one per `omp for`
+  // and per group of statements run by one thread), estimated like
+  // region_work, before the region's own variables exist.
+  std::string region_syncs(const Stmt& s) {
+    std::vector<Stmt> stmts;
+    if (const Block* b = s->as<Block>()) {
+      stmts = b->stmts;
+    } else {
+      stmts.push_back(s);
+    }
+    int groups = 0;
+    bool in_group = false;
+    std::string nested;
+    for (const Stmt& st : stmts) {
+      const AccessScan sc = scan(st);
+      if (!sc.has_parallel) {
+        bool single = false;
+        if (const Declare* d = st->as<Declare>()) {
+          single = d->array || region_->hoisted_vars.count(d->var.get());
+        } else if (st->kind != NodeKind::Assert) {
+          single = sc.may_raise || sc.allocates || sc.has_loop || !sc.written.empty() || !sc.bound.empty();
+          for (const VarInfo* v : sc.assigned) single = single || declared(v);
+        }
+        if (single && !in_group) ++groups;
+        in_group = single;
+        continue;
+      }
+      in_group = false;
+      std::string part;
+      if (const If* i = st->as<If>()) {
+        part = "(" + region_syncs(i->then_case) + (i->else_case ? " + " + region_syncs(i->else_case) : "") + ")";
+      } else if (st->kind == NodeKind::Block) {
+        part = region_syncs(st);
+      } else if (const For* f = st->as<For>(); f && is_parallel(f->schedule.kind)) {
+        part = "1.0";
+      } else if (f) {
+        part = "(" + trips_estimate(f) + " * " + region_syncs(f->body) + ")";
+      }
+      if (!part.empty()) nested += " + " + part;
+    }
+    return nested.empty() ? std::to_string(groups) + ".0" : "(" + std::to_string(groups) + ".0" + nested + ")";
+  }
+
+  // The serial loop that a region is made of (`root` set), or a serial
+  // loop inside the region around parallel loops: every thread runs it.
+  void emit_region_loop(const For* loop, std::unique_ptr<Region> root) {
+    line("{");
+    ++indent_;
+    const std::string begin = temp("begin"), end = temp("end"), step = temp("step"), trip = temp("trip"), k = temp("k");
+    line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
+    line("const int64_t " + end + " = " + expr(loop->end) + ";");
+    line("const int64_t " + step + " = " + expr(loop->step) + ";");
+    line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
+    const bool is_root = root != nullptr;
+    if (is_root) {
+      region_ = std::move(root);
+      for (const ArrayVar& a : region_->hoisted_array_list) declare_array(a);
+      for (const Var& v : region_->hoisted_var_list) {
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
+        scopes_.back().insert(v.get());
+      }
+      if (!region_->allocations.empty()) {
+        region_->stop = temp("stop");
+        region_->exit = temp("exit");
+        line("bool " + region_->stop + " = false;");
+        for (const StmtNode* a : region_->allocations) {
+          const std::string flags = temp("alloc_failed");
+          line("bool " + flags + "[2] = {false, false};");
+          region_->failure_flags[a] = {flags, temp("passes")};
+        }
+      }
+      const std::string threads =
+          region_->num_threads > 0 ? std::to_string(region_->num_threads) : std::string("ctx->num_threads");
+      // The team starts when the whole loop's work reaches the threshold
+      // (what starting a team costs) and each barrier inside has on average
+      // as much to share out: with passive waiting a barrier puts threads
+      // to sleep and wakes them like a start does (fdtd_2d at preset S, four
+      // barriers per step of 1.2-1.9M node-iterations each, ran 1.6x slower
+      // on 2 threads than on one).
+      const std::string work = temp("work"), syncs = temp("syncs");
+      line("const double " + work + " = " + region_work(loop->body) + ";");
+      line("const double " + syncs + " = " + region_syncs(loop->body) + ";");
+      line_directive(loop->loc);
+      line("#pragma omp parallel num_threads(" + threads + ") if(static_cast<double>(" + trip + ") * " + work +
+           " >= static_cast<double>(ctx->parallel_work_threshold) && " + work + " >= " + syncs +
+           " * static_cast<double>(ctx->parallel_work_threshold))");
+      line("{");
+      ++indent_;
+      for (const auto& [site, names] : region_->failure_flags) line("int64_t " + names.second + " = 0;");
+      region_->outer_scopes = scopes_.size();
+      region_level_ = true;
+    } else {
+      note_reads(scan(loop->begin));
+      note_reads(scan(loop->end));
+      note_reads(scan(loop->step));
+    }
+    line("for (int64_t " + k + " = 0; " + k + " < " + trip + "; ++" + k + ") {");
+    ++indent_;
+    scopes_.emplace_back();
+    // Each thread counts with its own copy of the loop variable.
+    const Var& v = loop->var;
+    line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + begin +
+         " + " + k + " * " + step + ");");
+    scopes_.back().insert(v.get());
+    const PendingReads at_entry = region_->pending;
+    ++loop_depth_;
+    emit_region_stmts(loop->body);
+    --loop_depth_;
+    // The next iteration may write what this one read after its last barrier.
+    if (!region_->pending.empty()) line("#pragma omp barrier");
+    region_->pending = at_entry;  // the loop may run no iteration
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    const std::string copy_back = "if (" + trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+                                  begin + " + (" + trip + " - 1) * " + step + ");";
+    if (is_root) {
+      if (!region_->allocations.empty()) line(region_->exit + ":;");
+      --indent_;
+      line("}");
+      region_level_ = false;
+      const std::string stop = !region_->allocations.empty() ? region_->stop : "";
+      const int loops = region_->parallel_loops;
+      region_.reset();
+      remarks_.push_back({loop->loc, "codegen_cpp",
+                          "loop over '" + v->name + "' runs as one parallel region: its " + std::to_string(loops) +
+                              " parallel loop(s) share one thread team (`omp for`), started once per call"});
+      if (declared(v.get())) line(copy_back);
+      if (!stop.empty()) line("if (" + stop + ") return ctx->error_kind;");
+    } else if (declared(v.get())) {
+      if (shared_in_region(v.get())) {
+        AccessScan writes;
+        writes.assigned.insert(v.get());
+        barrier_before(writes);
+        line("#pragma omp single");
+        line(copy_back);
+        region_->pending = {};
+      } else {
+        line(copy_back);
+      }
     }
     --indent_;
     line("}");
   }
 
-  std::string pragma(const For* loop, size_t depth, const For* innermost, const std::string& work) {
+  void emit_region_stmts(const Stmt& body) {
+    std::vector<Stmt> stmts;
+    if (const Block* b = body->as<Block>()) {
+      stmts = b->stmts;
+    } else {
+      stmts.push_back(body);
+    }
+    for (size_t i = 0; i < stmts.size();) {
+      const Placement p = placement(stmts[i], scan(stmts[i]));
+      if (p != Placement::Single) {
+        emit_region_stmt(stmts[i], p);
+        ++i;
+        continue;
+      }
+      // Consecutive single statements share one `omp single` (one barrier);
+      // an allocation ends the group, whose failure every thread checks.
+      size_t j = i + 1;
+      while (j < stmts.size() && stmts[j - 1]->kind != NodeKind::Allocate &&
+             placement(stmts[j], scan(stmts[j])) == Placement::Single)
+        ++j;
+      emit_single(std::vector<Stmt>(stmts.begin() + static_cast<std::ptrdiff_t>(i),
+                                    stmts.begin() + static_cast<std::ptrdiff_t>(j)));
+      i = j;
+    }
+  }
+
+  void emit_region_stmt(const Stmt& s, Placement p) {
+    switch (p) {
+      case Placement::Single: return;
+      case Placement::Redundant:
+      case Placement::Check:
+        region_level_ = false;
+        emit(s);
+        region_level_ = true;
+        note_reads(scan(s));
+        return;
+      case Placement::Structure: break;
+    }
+    if (const If* i = s->as<If>()) {
+      line_directive(s->loc);
+      note_reads(scan(i->cond));
+      line("if (" + expr(i->cond) + ") {");
+      const PendingReads at_entry = region_->pending;
+      nested_region(i->then_case);
+      if (i->else_case) {
+        PendingReads after_then = region_->pending;
+        region_->pending = at_entry;
+        line("} else {");
+        nested_region(i->else_case);
+        region_->pending.vars.insert(after_then.vars.begin(), after_then.vars.end());
+        region_->pending.loaded.insert(after_then.loaded.begin(), after_then.loaded.end());
+        region_->pending.dims.insert(after_then.dims.begin(), after_then.dims.end());
+      } else {
+        region_->pending.vars.insert(at_entry.vars.begin(), at_entry.vars.end());
+        region_->pending.loaded.insert(at_entry.loaded.begin(), at_entry.loaded.end());
+        region_->pending.dims.insert(at_entry.dims.begin(), at_entry.dims.end());
+      }
+      line("}");
+      return;
+    }
+    if (s->kind == NodeKind::Block) {
+      line_directive(s->loc);
+      line("{");
+      nested_region(s);
+      line("}");
+      return;
+    }
+    emit(s);  // a loop: an `omp for`, or a serial loop every thread runs
+  }
+
+  void nested_region(const Stmt& s) {
+    ++indent_;
+    scopes_.emplace_back();
+    emit_region_stmts(s);
+    scopes_.pop_back();
+    --indent_;
+  }
+
+  void emit_single(const std::vector<Stmt>& group) {
+    AccessScan writes;
+    for (const Stmt& s : group) writes.visit(s);
+    barrier_before(writes);
+    // A variable that a statement of the group declares for the rest of the
+    // block is declared before the construct, in every thread.
+    for (const Stmt& s : group) {
+      const Assign* a = s->as<Assign>();
+      if (a && !declared(a->var.get())) {
+        line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + "{};");
+        scopes_.back().insert(a->var.get());
+      }
+    }
+    // A failed allocation makes every thread leave the region. The one
+    // thread allocating sets a shared flag, which all read after the
+    // barrier; each pass through the allocation uses the other flag of a
+    // pair, so a fast thread failing at the next pass cannot change the
+    // flag that a slow thread has yet to read from this one.
+    std::string failed;
+    if (group.back()->kind == NodeKind::Allocate) {
+      const auto& [flags, passes] = region_->failure_flags.at(group.back().get());
+      failed = flags + "[" + passes + " & 1]";
+    }
+    std::set<std::string> copied;
+    for (const VarInfo* v : writes.assigned)
+      if (declared(v) && !shared_in_region(v)) copied.insert(var_names_.at(v));
+    std::string list;
+    for (const std::string& name : copied) list += (list.empty() ? "" : ", ") + name;
+    line("#pragma omp single" + (list.empty() ? std::string() : " copyprivate(" + list + ")"));
+    line("{");
+    ++indent_;
+    scopes_.emplace_back();
+    region_level_ = false;
+    for (const Stmt& s : group) {
+      if (s->kind == NodeKind::Allocate) alloc_failed_ = failed;
+      emit(s);
+      alloc_failed_.clear();
+    }
+    region_level_ = true;
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    region_->pending = {};
+    if (!failed.empty()) {
+      line("if (" + failed + ") goto " + region_->exit + ";");
+      line("++" + region_->failure_flags.at(group.back().get()).second + ";");
+    }
+  }
+
+  std::string pragma(const For* loop, size_t depth, const For* innermost, bool work_shared, const std::string& work) {
     const LoopSchedule& sc = loop->schedule;
     std::string p;
     switch (sc.kind) {
-      case LoopKind::Parallel: p = "#pragma omp parallel for schedule(static)"; break;
-      case LoopKind::ParallelVectorized: p = "#pragma omp parallel for simd schedule(static)"; break;
+      case LoopKind::Parallel: p = work_shared ? "#pragma omp for schedule(static)" : "#pragma omp parallel for schedule(static)"; break;
+      case LoopKind::ParallelVectorized:
+        p = work_shared ? "#pragma omp for simd schedule(static)" : "#pragma omp parallel for simd schedule(static)";
+        break;
       case LoopKind::Vectorized: p = "#pragma omp simd"; break;
       case LoopKind::Serial: return "";
     }
     if (is_parallel(sc.kind)) {
-      p += " num_threads(" + (sc.num_threads > 0 ? std::to_string(sc.num_threads) : std::string("ctx->num_threads")) + ")";
+      // An `omp for` of a region runs on the region's team, whose `if`
+      // clause weighed the work of the whole region.
+      if (!work_shared)
+        p += " num_threads(" + (sc.num_threads > 0 ? std::to_string(sc.num_threads) : std::string("ctx->num_threads")) +
+             ")";
       if (depth > 1) p += " collapse(" + std::to_string(depth) + ")";
       // Run in parallel only when there is enough work: trip count times the
       // body's IR node count (times kAssumedInnerTrips when the body holds a
       // loop) must reach the caller's ctx->parallel_work_threshold.
       // The `parallel:` modifier keeps a combined `parallel for simd`
       // vectorised when the team is not started.
-      CostCounter cost;
-      cost.visit(innermost->body);
-      const int64_t nodes = std::max<int64_t>(cost.nodes, 1) * (cost.has_loop ? kAssumedInnerTrips : 1);
-      p += " if(parallel: " + work + " * " + std::to_string(nodes) +
-           ".0 >= static_cast<double>(ctx->parallel_work_threshold))";
+      if (!work_shared)
+        p += " if(parallel: " + work + " * " + std::to_string(body_cost(innermost)) +
+             ".0 >= static_cast<double>(ctx->parallel_work_threshold))";
       // Arrays (re)bound inside the body but declared outside it belong to
       // one iteration.
       ArrayCollector arrays;
@@ -954,7 +1601,13 @@ class CppEmitter {
     // Outside OpenMP loops a failed allocation ends the call at once; inside
     // one (which cannot be left early) the array stays empty and the error is
     // reported when the call ends.
-    if (omp_depth_ == 0) line("if (!" + result + ".ok) return ctx->error_kind;");
+    // In a parallel region (where no thread can return) the one thread
+    // allocating notes the failure; every thread then leaves the region.
+    if (!alloc_failed_.empty()) {
+      line("if (!" + result + ".ok) { " + alloc_failed_ + " = true; " + region_->stop + " = true; }");
+    } else if (omp_depth_ == 0) {
+      line("if (!" + result + ".ok) return ctx->error_kind;");
+    }
     line(data(a) + " = " + result + ".data;");
     for (int d = 0; d < a->type.ndim; ++d) {
       line(extent(a, d) + " = " + result + ".shape[" + std::to_string(d) + "];");
@@ -985,6 +1638,10 @@ class CppEmitter {
   int loop_depth_ = 0;  // loops around the statement being emitted
   int temp_counter_ = 0;
   int omp_depth_ = 0;  // enclosing parallel/simd loops
+  std::unique_ptr<Region> region_;  // the parallel region being emitted
+  bool region_level_ = false;       // emitting a region's statements outside its `omp for` loops
+  std::string alloc_failed_;        // a region's flag for the allocation being emitted
+  std::vector<Remark> remarks_;
   std::unordered_map<const VarInfo*, std::string> var_names_;
   std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
   std::unordered_set<std::string> used_names_;
@@ -993,9 +1650,11 @@ class CppEmitter {
 
 }  // namespace
 
-std::string generate_cpp(const Function& function, const CompileOptions& /*options*/) {
+std::string generate_cpp(const Function& function, const CompileOptions& /*options*/, std::vector<Remark>* remarks) {
   CppEmitter emitter(function);
-  return emitter.run();
+  std::string source = emitter.run();
+  if (remarks) *remarks = emitter.remarks();
+  return source;
 }
 
 }  // namespace plait::codegen

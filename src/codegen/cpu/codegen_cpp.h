@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "driver/compiler.h"
 #include "ir/ir.h"
@@ -12,7 +13,9 @@
 namespace plait::codegen {
 
 // The C++ source of `function`, exporting PLAIT_ENTRY_SYMBOL and
-// PLAIT_ABI_SYMBOL with the ABI of runtime/abi.h.
-std::string generate_cpp(const ir::Function& function, const CompileOptions& options);
+// PLAIT_ABI_SYMBOL with the ABI of runtime/abi.h. `remarks`, when given,
+// receives what the generator decided about parallel regions (explain()).
+std::string generate_cpp(const ir::Function& function, const CompileOptions& options,
+                         std::vector<ir::Remark>* remarks = nullptr);
 
 }  // namespace plait::codegen
