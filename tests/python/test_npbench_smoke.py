@@ -6,6 +6,8 @@ versions are checked on the CPU: CuPy's with NumPy standing in for CuPy,
 JAX's and PyTorch's on their CPU back-ends where they are installed. The
 harness must report a failing, raising or overlong implementation and go on."""
 
+import os
+import subprocess
 import sys
 import time
 import types
@@ -24,6 +26,17 @@ KERNELS = npbench.kernel_package(KERNEL_DIR).KERNELS
 KNOWN_COMPILER_ISSUES = {
     "spmv": "COMPILER_ISSUES.md #1: uint32 index arrays are refused",
 }
+
+
+# Kernels whose Plait version does not compile for the CUDA target, with the
+# entry in COMPILER_ISSUES.md; strict, so a fix shows up as XPASS.
+KNOWN_CUDA_COMPILER_ISSUES = {
+    "azimint_naive": "COMPILER_ISSUES.md #8: the mask is a temporary array inside the parallel loop",
+    "covariance": "COMPILER_ISSUES.md #8: the row-to-column copy goes through a temporary inside the parallel loop",
+    "softmax": "COMPILER_ISSUES.md #8: the row-wise fusion allocates m and e inside the parallel loop",
+    "spmv": "COMPILER_ISSUES.md #1: uint32 index arrays are refused",
+}
+PLAITC = Path(os.environ.get("PLAIT_PLAITC", KERNEL_DIR.parents[1] / "build" / "cpp" / "plaitc"))
 
 
 def _references(module, inputs, preset="test"):
@@ -150,6 +163,34 @@ def test_every_kernel_has_each_gpu_peer_or_says_why_not(name):
     for attribute in ("kernel_cupy", "kernel_jax", "kernel_torch"):
         assert callable(getattr(module, attribute, None)), attribute
     assert hasattr(module, "kernel_torch_compile") != hasattr(module, "NO_TORCH_COMPILE")
+
+
+_TYPE_CODES = {"float64": "f64", "float32": "f32", "int64": "i64", "int32": "i32", "uint32": "u32", "bool": "bool"}
+
+
+def _signature(module, inputs):
+    """plaitc's signature for a call with `inputs` (C-contiguous arrays)."""
+    def one(value):
+        if isinstance(value, np.ndarray):
+            return f"{_TYPE_CODES[value.dtype.name]}[{', '.join([':'] * (value.ndim - 1) + ['::1'])}]"
+        return "i64" if isinstance(value, (int, np.integer)) else "f64"
+
+    return ", ".join(one(inputs[p]) for p in module.PARAMETERS)
+
+
+@pytest.mark.skipif(not PLAITC.exists(), reason=f"plaitc not built at {PLAITC}")
+@pytest.mark.parametrize("name", [
+    pytest.param(k, marks=pytest.mark.xfail(reason=KNOWN_CUDA_COMPILER_ISSUES[k], strict=True))
+    if k in KNOWN_CUDA_COMPILER_ISSUES else k for k in KERNELS])
+def test_plait_version_compiles_for_the_cuda_target(name, tmp_path):
+    # The GPU runs compile the same kernel_plait with target="cuda"; this
+    # emits its device part (no GPU or NVRTC needed).
+    module = npbench.load_kernel(KERNEL_DIR, name)
+    result = subprocess.run([str(PLAITC), "compile", f"{KERNEL_DIR / name}.py::kernel_plait",
+                             "--signature", _signature(module, module.initialize("test")),
+                             "--target", "cuda", "--emit", "cu", "-o", str(tmp_path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "__global__" in (tmp_path / "kernel_plait.cu").read_text()
 
 
 # ================================================================ the harness under failures
