@@ -80,16 +80,17 @@ class jax_jit:
 
 
 class torch_compiled:
-    """`torch.compile(fn)`, built on the first call."""
+    """`torch.compile(fn, **options)`, built on the first call."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, **options):
         self.fn = fn
+        self.options = options
         self._compiled = None
 
     def __call__(self, *args, **kwargs):
         if self._compiled is None:
             import torch
 
-            self._compiled = torch.compile(self.fn)
+            self._compiled = torch.compile(self.fn, **self.options)
         return self._compiled(*args, **kwargs)
 

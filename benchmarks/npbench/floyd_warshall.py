@@ -82,15 +82,20 @@ def kernel_torch(path):
         _torch_step(path, k)
 
 
-# torch.compile would unroll the loop over k; its users compile one step (k
-# becomes a symbolic int after the first recompilation).
+# torch.compile would unroll the loop over k; its users compile one step. An
+# int k would be a constant of the graph (one recompilation per k until the
+# recompilation limit sends the rest to eager mode), so the step gets k as a
+# 0-d tensor on the device, with which the same indexing selects row and
+# column k.
 _torch_step_compiled = torch_compiled(_torch_step)
 
 
 def kernel_torch_compile(path):
-    for k in range(path.shape[0]):
-        _torch_step_compiled(path, k)
+    import torch
 
+    ks = torch.arange(path.shape[0], device=path.device)
+    for k in range(path.shape[0]):
+        _torch_step_compiled(path, ks[k])
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),
 # from ../shared/benchmarks/npbench-kernels.md (NumPy 1.24, 2 cores).

@@ -133,9 +133,13 @@ class Peer:
         """Waits until the work of a call that returned `result` is done."""
 
     def prepare(self, inputs, parameters):
-        """Fresh copies of the inputs, on the device, in call order."""
-        return [self.to_device(np.copy(inputs[p])) if isinstance(inputs[p], np.ndarray) else inputs[p]
+        """Fresh copies of the inputs, on the device, in call order; the
+        copies have arrived when it returns (JAX's and CuPy's copies are
+        asynchronous, and would otherwise be finished inside the timed call)."""
+        args = [self.to_device(np.copy(inputs[p])) if isinstance(inputs[p], np.ndarray) else inputs[p]
                 for p in parameters]
+        self.synchronize(args)
+        return args
 
     def call(self, fn, args):
         result = fn(*args)
