@@ -733,8 +733,10 @@ class _Progress:
 def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, seed=0, budget_s=math.inf,
         timeout_s=math.inf, max_time_s=math.inf, min_runs=MIN_RUNS, on_kernel_done=None):
     """Validates and times every (kernel, peer); returns ({(kernel, peer):
-    Result}, notes, names of the peers that ran). Each implementation gets at
-    most `timeout_s` seconds; once `max_time_s` seconds have passed since the
+    Result}, notes, names of the peers that ran). Each implementation but
+    NumPy's gets at most `timeout_s` seconds (NumPy, the baseline and the
+    reference, is limited by `max_time_s` alone: without it nothing of the
+    kernel can be compared); once `max_time_s` seconds have passed since the
     start, the remaining pairs are skipped. `on_kernel_done(results)` is
     called after each kernel (to write partial results)."""
     all_peers = {p.name: p for p in peers_for(target)}
@@ -767,7 +769,7 @@ def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, 
                 setup_problem = ("skipped", "not run: --max-time reached")
             else:
                 try:
-                    with time_limit(min(timeout_s, remaining)):
+                    with time_limit(remaining):
                         inputs = module.initialize(preset)
                         references = numpy_references(module, preset, inputs)
                 except TimeLimitExceeded as e:
@@ -793,8 +795,9 @@ def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, 
                 if remaining <= 0:
                     result = Result(kernel, peer.name, "skipped", "not run: --max-time reached")
                 else:
+                    limit = remaining if isinstance(peer, NumpyPeer) else min(timeout_s, remaining)
                     result = run_peer(peer, module, kernel, preset, inputs, references, repeat, rng, verbose,
-                                      min(budget_s, remaining), min(timeout_s, remaining), min_runs)
+                                      min(budget_s, remaining), limit, min_runs)
                 if peer.name == "numpy":
                     result.checksum = "mismatch" if checksum else "ok" if isinstance(preset, str) and \
                         getattr(module, "CHECKSUMS", {}).get(preset) else "none"
@@ -859,7 +862,8 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=math.inf,
                         help="seconds one implementation of one kernel may take, validation and timed runs "
                              "together; it is then interrupted (between Python statements) and reported as "
-                             "TIMEOUT, or with the timed runs it made (default: no limit)")
+                             "TIMEOUT, or with the timed runs it made; NumPy, the baseline, is exempt "
+                             "(default: no limit)")
     parser.add_argument("--max-time", type=float, default=math.inf,
                         help="seconds the whole suite may take; after it the remaining (kernel, peer) pairs are "
                              "skipped, and each implementation's --timeout and --time-budget are cut to the time "
