@@ -4,7 +4,9 @@ Each module holds one kernel: PRESETS (NPBench's S, M, L and paper sizes, and
 a tiny "test" size for the smoke test), PARAMETERS (the call's arguments in
 order), OUTPUTS (the in/out arrays that are validated after the returned
 values), initialize(preset), the NumPy version kernel_numpy (the oracle),
-kernel_numba, kernel_plait, CHECKSUMS of the NumPy outputs, and optionally
+kernel_numba, kernel_plait, the GPU peers' kernel_cupy, kernel_jax,
+kernel_torch and either kernel_torch_compile or NO_TORCH_COMPILE (why there
+is none), CHECKSUMS of the NumPy outputs, and optionally
 validation_inputs(preset) with extra inputs that catch implementations that
 do nothing. `python -m plait.bench npbench` runs them.
 """

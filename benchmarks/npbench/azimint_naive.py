@@ -4,7 +4,7 @@ import numpy as np
 
 import plait
 
-from ._support import njit, prange, sizes
+from ._support import jax_jit, njit, prange, sizes
 
 PRESETS = {
     "test": dict(N=3000, npt=13),
@@ -62,6 +62,67 @@ def kernel_plait(data, radius, npt):
         in_bin = (r1 <= radius) & (radius < r2)
         res[i] = np.sum(np.where(in_bin, data, 0.0)) / np.sum(np.where(in_bin, 1.0, 0.0))
     return res
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(data, radius, npt):
+    import cupy
+
+    rmax = radius.max()
+    res = cupy.zeros(npt, dtype=cupy.float64)
+    for i in range(npt):
+        r1 = rmax * i / npt
+        r2 = rmax * (i + 1) / npt
+        in_bin = (r1 <= radius) & (radius < r2)
+        res[i] = data[in_bin].mean()
+    return res
+
+
+# The bins are independent: one vectorised masked reduction over (bin, point)
+# pairs, which XLA fuses without materialising the masks. A mask replaces
+# data[in_bin], whose shape would depend on the data. The bin count is also
+# passed as a traced value to divide by: XLA turns a division by a constant
+# into a multiplication by its reciprocal, which moves the last bin's upper
+# edge above rmax and puts the point at rmax into a bin.
+@jax_jit(static_argnames=("npt",))
+def _jax_bin_means(data, radius, npt, divisor):
+    import jax
+    import jax.numpy as jnp
+
+    rmax = radius.max()
+
+    def bin_mean(i):
+        r1 = rmax * i / divisor
+        r2 = rmax * (i + 1) / divisor
+        in_bin = (r1 <= radius) & (radius < r2)
+        return jnp.sum(jnp.where(in_bin, data, 0.0)) / jnp.sum(in_bin)
+
+    return jax.vmap(bin_mean)(jnp.arange(npt))
+
+
+def kernel_jax(data, radius, npt):
+    return _jax_bin_means(data, radius, npt, float(npt))
+
+
+def kernel_torch(data, radius, npt):
+    import torch
+
+    rmax = radius.max()
+    res = torch.zeros(npt, dtype=torch.float64, device=data.device)
+    for i in range(npt):
+        r1 = rmax * i / npt
+        r2 = rmax * (i + 1) / npt
+        in_bin = (r1 <= radius) & (radius < r2)
+        res[i] = data[in_bin].mean()
+    return res
+
+
+NO_TORCH_COMPILE = "data[in_bin] has a data-dependent shape: a graph break in each of the npt iterations"
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

@@ -7,7 +7,7 @@ import numpy as np
 
 import plait
 
-from ._support import njit, sizes
+from ._support import jax_jit, njit, sizes
 
 PRESETS = {
     "test": dict(N=21),
@@ -61,6 +61,62 @@ def kernel_plait(A):
             A[i, j] /= A[j, j]
         A[i, i] -= np.dot(A[i, :i], A[i, :i])
         A[i, i] = np.sqrt(A[i, i])
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(A):
+    import cupy
+
+    A[0, 0] = cupy.sqrt(A[0, 0])
+    for i in range(1, A.shape[0]):
+        for j in range(i):
+            A[i, j] -= cupy.dot(A[i, :j], A[j, :j])
+            A[i, j] /= A[j, j]
+        A[i, i] -= cupy.dot(A[i, :i], A[i, :i])
+        A[i, i] = cupy.sqrt(A[i, i])
+
+
+# Both loops are sequential (A[i, j] needs the finished A[i, :j]); a dot
+# product over :j, whose length changes with j, is a full-row product under
+# a mask.
+@jax_jit
+def kernel_jax(A):
+    import jax.numpy as jnp
+    from jax import lax
+
+    cols = jnp.arange(A.shape[0])
+    A = A.at[0, 0].set(jnp.sqrt(A[0, 0]))
+
+    def row(i, A):
+        def column(j, A):
+            dot = jnp.sum(jnp.where(cols < j, A[i] * A[j], 0.0))
+            return A.at[i, j].set((A[i, j] - dot) / A[j, j])
+
+        A = lax.fori_loop(0, i, column, A)
+        dot = jnp.sum(jnp.where(cols < i, A[i] * A[i], 0.0))
+        return A.at[i, i].set(jnp.sqrt(A[i, i] - dot))
+
+    return lax.fori_loop(1, A.shape[0], row, A)
+
+
+def kernel_torch(A):
+    import torch
+
+    A[0, 0] = torch.sqrt(A[0, 0])
+    for i in range(1, A.shape[0]):
+        for j in range(i):
+            A[i, j] -= torch.dot(A[i, :j], A[j, :j])
+            A[i, j] /= A[j, j]
+        A[i, i] -= torch.dot(A[i, :i], A[i, :i])
+        A[i, i] = torch.sqrt(A[i, i])
+
+
+NO_TORCH_COMPILE = "the slices :j change shape in each of the N^2/2 iterations (one recompilation or graph per shape)"
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

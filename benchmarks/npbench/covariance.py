@@ -8,7 +8,7 @@ import numpy as np
 
 import plait
 
-from ._support import fromfunction, njit, prange, sizes
+from ._support import fromfunction, jax_jit, njit, prange, sizes
 
 PRESETS = {
     "test": dict(M=17, N=23),
@@ -71,6 +71,54 @@ def kernel_plait(M, float_n, data):
         cov[i, i:M] = data[:, i] @ data[:, i:M] / (float_n - 1.0)
         cov[i:M, i] = cov[i, i:M]
     return cov
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(M, float_n, data):
+    import cupy
+
+    mean = cupy.mean(data, axis=0)
+    data -= mean
+    cov = cupy.zeros((M, M), dtype=data.dtype)
+    for i in range(M):
+        cov[i, i:M] = data[:, i] @ data[:, i:M] / (float_n - 1.0)
+        cov[i:M, i] = cov[i, i:M]
+    return cov
+
+
+# The rows of the triangle are independent: the loop computes the upper
+# triangle of one product D^T D and mirrors it.
+@jax_jit(static_argnames=("M",))
+def kernel_jax(M, float_n, data):
+    import jax.numpy as jnp
+
+    mean = jnp.mean(data, axis=0)
+    data = data - mean
+    upper = jnp.triu(data.T @ data / (float_n - 1.0))
+    return upper + jnp.triu(upper, 1).T
+
+
+# PyTorch refuses a copy between partly overlapping views (row i and column i
+# of cov share cov[i, i]), so the row is kept in a temporary.
+def kernel_torch(M, float_n, data):
+    import torch
+
+    mean = torch.mean(data, dim=0)
+    data -= mean
+    cov = torch.zeros((M, M), dtype=data.dtype, device=data.device)
+    for i in range(M):
+        row = data[:, i] @ data[:, i:M] / (float_n - 1.0)
+        cov[i, i:M] = row
+        cov[i:M, i] = row
+    return cov
+
+
+NO_TORCH_COMPILE = "the slices i:M change shape in each of the M iterations"
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

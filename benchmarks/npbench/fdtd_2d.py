@@ -4,7 +4,7 @@ import numpy as np
 
 import plait
 
-from ._support import fromfunction, njit, sizes
+from ._support import fromfunction, jax_jit, njit, sizes, torch_compiled
 
 PRESETS = {
     "test": dict(TMAX=5, NX=13, NY=17),
@@ -50,6 +50,57 @@ def kernel_plait(TMAX, ex, ey, hz, _fict_):
         ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
         ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
         hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(TMAX, ex, ey, hz, _fict_):
+    for t in range(TMAX):
+        ey[0, :] = _fict_[t]
+        ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+        ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
+        hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+
+
+@jax_jit(static_argnames=("TMAX",))
+def kernel_jax(TMAX, ex, ey, hz, _fict_):
+    from jax import lax
+
+    def step(t, fields):
+        ex, ey, hz = fields
+        ey = ey.at[0, :].set(_fict_[t])
+        ey = ey.at[1:, :].set(ey[1:, :] - 0.5 * (hz[1:, :] - hz[:-1, :]))
+        ex = ex.at[:, 1:].set(ex[:, 1:] - 0.5 * (hz[:, 1:] - hz[:, :-1]))
+        hz = hz.at[:-1, :-1].set(
+            hz[:-1, :-1] - 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1]))
+        return ex, ey, hz
+
+    return lax.fori_loop(0, TMAX, step, (ex, ey, hz))
+
+
+def _torch_step(ex, ey, hz, fict):
+    ey[0, :] = fict
+    ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+    ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
+    hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+
+
+def kernel_torch(TMAX, ex, ey, hz, _fict_):
+    for t in range(TMAX):
+        _torch_step(ex, ey, hz, _fict_[t])
+
+
+# torch.compile would unroll the time loop; its users compile one step.
+_torch_step_compiled = torch_compiled(_torch_step)
+
+
+def kernel_torch_compile(TMAX, ex, ey, hz, _fict_):
+    for t in range(TMAX):
+        _torch_step_compiled(ex, ey, hz, _fict_[t])
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

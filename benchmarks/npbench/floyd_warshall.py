@@ -4,7 +4,7 @@ import numpy as np
 
 import plait
 
-from ._support import njit, prange, sizes
+from ._support import jax_jit, njit, prange, sizes, torch_compiled
 
 PRESETS = {
     "test": dict(N=31),
@@ -46,6 +46,56 @@ def kernel_plait(path):
     for k in range(path.shape[0]):
         path[:] = np.minimum(path, path[:, k][:, None] + path[k, :][None, :])
 
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(path):
+    import cupy
+
+    for k in range(path.shape[0]):
+        path[:] = cupy.minimum(path, path[:, k][:, None] + path[k, :][None, :])
+
+
+@jax_jit
+def kernel_jax(path):
+    import jax.numpy as jnp
+    from jax import lax
+
+    def step(k, path):
+        return jnp.minimum(path, path[:, k][:, None] + path[k, :][None, :])
+
+    return lax.fori_loop(0, path.shape[0], step, path)
+
+
+def _torch_step(path, k):
+    import torch
+
+    path[:] = torch.minimum(path, path[:, k][:, None] + path[k, :][None, :])
+
+
+def kernel_torch(path):
+    for k in range(path.shape[0]):
+        _torch_step(path, k)
+
+
+# torch.compile would unroll the loop over k; its users compile one step. An
+# int k would be a constant of the graph (one recompilation per k until the
+# recompilation limit sends the rest to eager mode), so the step gets k as a
+# 0-d tensor on the device, with which the same indexing selects row and
+# column k.
+_torch_step_compiled = torch_compiled(_torch_step)
+
+
+def kernel_torch_compile(path):
+    import torch
+
+    ks = torch.arange(path.shape[0], device=path.device)
+    for k in range(path.shape[0]):
+        _torch_step_compiled(path, ks[k])
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),
 # from ../shared/benchmarks/npbench-kernels.md (NumPy 1.24, 2 cores).

@@ -4,7 +4,7 @@ import numpy as np
 
 import plait
 
-from ._support import fromfunction, njit, sizes
+from ._support import fromfunction, jax_jit, njit, sizes, torch_compiled
 
 PRESETS = {
     "test": dict(NI=12, NJ=14, NK=16),
@@ -37,6 +37,28 @@ def kernel_numba(alpha, beta, C, A, B):
 @plait.jit
 def kernel_plait(alpha, beta, C, A, B):
     C[:] = alpha * A @ B + beta * C
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(alpha, beta, C, A, B):
+    C[:] = alpha * A @ B + beta * C
+
+
+@jax_jit
+def kernel_jax(alpha, beta, C, A, B):
+    return alpha * A @ B + beta * C
+
+
+def kernel_torch(alpha, beta, C, A, B):
+    C[:] = alpha * A @ B + beta * C
+
+
+kernel_torch_compile = torch_compiled(kernel_torch)
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

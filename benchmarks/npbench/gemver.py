@@ -4,7 +4,7 @@ import numpy as np
 
 import plait
 
-from ._support import fromfunction, njit, sizes
+from ._support import fromfunction, jax_jit, njit, sizes, torch_compiled
 
 PRESETS = {
     "test": dict(N=29),
@@ -50,6 +50,41 @@ def kernel_plait(alpha, beta, A, u1, v1, u2, v2, w, x, y, z):
     A += np.outer(u1, v1) + np.outer(u2, v2)
     x += beta * y @ A + z
     w += alpha * A @ x
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(alpha, beta, A, u1, v1, u2, v2, w, x, y, z):
+    import cupy
+
+    A += cupy.outer(u1, v1) + cupy.outer(u2, v2)
+    x += beta * y @ A + z
+    w += alpha * A @ x
+
+
+@jax_jit
+def kernel_jax(alpha, beta, A, u1, v1, u2, v2, w, x, y, z):
+    import jax.numpy as jnp
+
+    A = A + (jnp.outer(u1, v1) + jnp.outer(u2, v2))
+    x = x + (beta * y @ A + z)
+    w = w + alpha * A @ x
+    return A, w, x
+
+
+def kernel_torch(alpha, beta, A, u1, v1, u2, v2, w, x, y, z):
+    import torch
+
+    A += torch.outer(u1, v1) + torch.outer(u2, v2)
+    x += beta * y @ A + z
+    w += alpha * A @ x
+
+
+kernel_torch_compile = torch_compiled(kernel_torch)
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

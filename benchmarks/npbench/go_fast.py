@@ -4,7 +4,7 @@ import numpy as np
 
 import plait
 
-from ._support import njit, prange, sizes
+from ._support import jax_jit, njit, prange, sizes
 
 PRESETS = {
     "test": dict(N=37),
@@ -44,6 +44,42 @@ def kernel_plait(a):
     for i in range(a.shape[0]):
         trace += np.tanh(a[i, i])
     return a + trace
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(a):
+    import cupy
+
+    trace = 0.0
+    for i in range(a.shape[0]):
+        trace += cupy.tanh(a[i, i])
+    return a + trace
+
+
+# A Python loop would unroll N steps into the traced program; JAX's users sum
+# over the diagonal instead.
+@jax_jit
+def kernel_jax(a):
+    import jax.numpy as jnp
+
+    return a + jnp.sum(jnp.tanh(jnp.diagonal(a)))
+
+
+def kernel_torch(a):
+    import torch
+
+    trace = 0.0
+    for i in range(a.shape[0]):
+        trace += torch.tanh(a[i, i])
+    return a + trace
+
+
+NO_TORCH_COMPILE = "the loop over the diagonal would unroll into N graph nodes"
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

@@ -6,7 +6,7 @@ import numpy as np
 
 import plait
 
-from ._support import njit, prange, sizes
+from ._support import jax_jit, njit, prange, sizes
 
 PRESETS = {
     "test": dict(M=15, N=11),
@@ -66,6 +66,68 @@ def kernel_plait(A):
             R[k, j] = np.dot(Q[:, k], A[:, j])
             A[:, j] -= Q[:, k] * R[k, j]
     return Q, R
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(A):
+    import cupy
+
+    Q = cupy.zeros_like(A)
+    R = cupy.zeros((A.shape[1], A.shape[1]), dtype=A.dtype)
+    for k in range(A.shape[1]):
+        R[k, k] = cupy.sqrt(cupy.dot(A[:, k], A[:, k]))
+        Q[:, k] = A[:, k] / R[k, k]
+        for j in range(k + 1, A.shape[1]):
+            R[k, j] = cupy.dot(Q[:, k], A[:, j])
+            A[:, j] -= Q[:, k] * R[k, j]
+    return Q, R
+
+
+# The loop over k is sequential; the columns j > k are projected
+# independently, so that loop is one masked vector-matrix product (columns
+# j <= k get a zero coefficient and stay as they are).
+@jax_jit
+def kernel_jax(A):
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = A.shape[1]
+    cols = jnp.arange(n)
+
+    def step(k, state):
+        A, Q, R = state
+        norm = jnp.sqrt(A[:, k] @ A[:, k])
+        q = A[:, k] / norm
+        r = jnp.where(cols > k, q @ A, 0.0)
+        R = R.at[k, :].set(jnp.where(cols == k, norm, r))
+        Q = Q.at[:, k].set(q)
+        A = A - jnp.outer(q, r)
+        return A, Q, R
+
+    A, Q, R = lax.fori_loop(0, n, step, (A, jnp.zeros_like(A), jnp.zeros((n, n), dtype=A.dtype)))
+    return Q, R, A
+
+
+def kernel_torch(A):
+    import torch
+
+    Q = torch.zeros_like(A)
+    R = torch.zeros((A.shape[1], A.shape[1]), dtype=A.dtype, device=A.device)
+    for k in range(A.shape[1]):
+        R[k, k] = torch.sqrt(torch.dot(A[:, k], A[:, k]))
+        Q[:, k] = A[:, k] / R[k, k]
+        for j in range(k + 1, A.shape[1]):
+            R[k, j] = torch.dot(Q[:, k], A[:, j])
+            A[:, j] -= Q[:, k] * R[k, j]
+    return Q, R
+
+
+NO_TORCH_COMPILE = "the nested Python loops would unroll into N^2/2 graph nodes"
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

@@ -8,7 +8,7 @@ import numpy as np
 
 import plait
 
-from ._support import fromfunction, njit, sizes
+from ._support import fromfunction, jax_jit, njit, sizes, torch_compiled
 
 PRESETS = {
     "test": dict(TSTEPS=4, N=9),
@@ -77,6 +77,58 @@ def kernel_plait(TSTEPS, A, B):
             + 0.125 * (B[1:-1, 2:, 1:-1] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, :-2, 1:-1])
             + 0.125 * (B[1:-1, 1:-1, 2:] - 2.0 * B[1:-1, 1:-1, 1:-1] + B[1:-1, 1:-1, :-2])
             + B[1:-1, 1:-1, 1:-1])
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def _sweep(A):
+    """The new interior of a field, from any array library's array `A`."""
+    return (0.125 * (A[2:, 1:-1, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[:-2, 1:-1, 1:-1])
+            + 0.125 * (A[1:-1, 2:, 1:-1] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, :-2, 1:-1])
+            + 0.125 * (A[1:-1, 1:-1, 2:] - 2.0 * A[1:-1, 1:-1, 1:-1] + A[1:-1, 1:-1, :-2])
+            + A[1:-1, 1:-1, 1:-1])
+
+
+def kernel_cupy(TSTEPS, A, B):
+    for t in range(1, TSTEPS):
+        B[1:-1, 1:-1, 1:-1] = _sweep(A)
+        A[1:-1, 1:-1, 1:-1] = _sweep(B)
+
+
+@jax_jit(static_argnames=("TSTEPS",))
+def kernel_jax(TSTEPS, A, B):
+    from jax import lax
+
+    def step(t, fields):
+        A, B = fields
+        B = B.at[1:-1, 1:-1, 1:-1].set(_sweep(A))
+        A = A.at[1:-1, 1:-1, 1:-1].set(_sweep(B))
+        return A, B
+
+    return lax.fori_loop(1, TSTEPS, step, (A, B))
+
+
+def _torch_step(A, B):
+    B[1:-1, 1:-1, 1:-1] = _sweep(A)
+    A[1:-1, 1:-1, 1:-1] = _sweep(B)
+
+
+def kernel_torch(TSTEPS, A, B):
+    for t in range(1, TSTEPS):
+        _torch_step(A, B)
+
+
+# torch.compile would unroll the time loop; its users compile one step.
+_torch_step_compiled = torch_compiled(_torch_step)
+
+
+def kernel_torch_compile(TSTEPS, A, B):
+    for t in range(1, TSTEPS):
+        _torch_step_compiled(A, B)
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

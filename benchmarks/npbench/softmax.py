@@ -4,7 +4,7 @@ import numpy as np
 
 import plait
 
-from ._support import njit, prange, sizes
+from ._support import jax_jit, njit, prange, sizes, torch_compiled
 
 PRESETS = {
     "test": dict(N=2, H=3, SM=19),
@@ -49,6 +49,40 @@ def kernel_plait(x):
     m = np.max(x, axis=-1, keepdims=True)
     e = np.exp(x - m)
     return e / np.sum(e, axis=-1, keepdims=True)
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(x):
+    import cupy
+
+    m = cupy.max(x, axis=-1, keepdims=True)
+    e = cupy.exp(x - m)
+    return e / cupy.sum(e, axis=-1, keepdims=True)
+
+
+@jax_jit
+def kernel_jax(x):
+    import jax.numpy as jnp
+
+    m = jnp.max(x, axis=-1, keepdims=True)
+    e = jnp.exp(x - m)
+    return e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def kernel_torch(x):
+    import torch
+
+    m = torch.amax(x, dim=-1, keepdim=True)
+    e = torch.exp(x - m)
+    return e / torch.sum(e, dim=-1, keepdim=True)
+
+
+kernel_torch_compile = torch_compiled(kernel_torch)
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

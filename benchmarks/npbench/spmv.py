@@ -4,7 +4,7 @@ import numpy as np
 
 import plait
 
-from ._support import njit, prange, sizes
+from ._support import jax_jit, njit, prange, sizes
 
 PRESETS = {
     "test": dict(M=67, N=53, nnz=150),
@@ -61,6 +61,54 @@ def kernel_plait(A_row, A_col, A_val, x):
             acc += A_val[p] * x[A_col[p]]
         y[i] = acc
     return y
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+# A CuPy array cannot bound a slice, so the row pointers are copied to the
+# host once for the loop bounds.
+def kernel_cupy(A_row, A_col, A_val, x):
+    import cupy
+
+    rows = cupy.asnumpy(A_row)
+    y = cupy.empty(A_row.size - 1, dtype=A_val.dtype)
+    for i in range(A_row.size - 1):
+        cols = A_col[rows[i]:rows[i + 1]]
+        y[i] = A_val[rows[i]:rows[i + 1]] @ x[cols]
+    return y
+
+
+# Rows have data-dependent lengths: JAX's users sum the products per row with
+# a segment sum (each product's row id from the row pointers).
+@jax_jit
+def kernel_jax(A_row, A_col, A_val, x):
+    import jax
+    import jax.numpy as jnp
+
+    M = A_row.shape[0] - 1
+    row_of = jnp.repeat(jnp.arange(M), jnp.diff(A_row.astype(jnp.int64)), total_repeat_length=A_val.shape[0])
+    return jax.ops.segment_sum(A_val * x[A_col.astype(jnp.int64)], row_of, num_segments=M)
+
+
+# The peer gives PyTorch its index arrays as int64 (PyTorch indexes with
+# int64, not uint32); the row pointers are copied to the host once for the
+# loop bounds.
+def kernel_torch(A_row, A_col, A_val, x):
+    import torch
+
+    rows = A_row.tolist()
+    y = torch.empty(len(rows) - 1, dtype=A_val.dtype, device=A_val.device)
+    for i in range(len(rows) - 1):
+        cols = A_col[rows[i]:rows[i + 1]]
+        y[i] = A_val[rows[i]:rows[i + 1]] @ x[cols]
+    return y
+
+
+NO_TORCH_COMPILE = "each of the M rows has its own slice length (one recompilation or graph per length)"
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

@@ -4,7 +4,7 @@ import numpy as np
 
 import plait
 
-from ._support import fromfunction, njit, prange, sizes
+from ._support import fromfunction, jax_jit, njit, prange, sizes
 
 PRESETS = {
     "test": dict(M=9, N=14),
@@ -48,6 +48,40 @@ def kernel_plait(alpha, beta, C, A, B):
         C[i, :i + 1] *= beta
         for k in range(A.shape[1]):
             C[i, :i + 1] += A[:i + 1, k] * alpha * B[i, k] + B[:i + 1, k] * alpha * A[i, k]
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(alpha, beta, C, A, B):
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += A[:i + 1, k] * alpha * B[i, k] + B[:i + 1, k] * alpha * A[i, k]
+
+
+# Each row i is independent and its update sums over k: the loops are the
+# lower triangle (diagonal included) of beta*C + alpha*(A B^T + B A^T); the
+# strict upper triangle keeps its values.
+@jax_jit
+def kernel_jax(alpha, beta, C, A, B):
+    import jax.numpy as jnp
+
+    lower = jnp.tri(C.shape[0], dtype=bool)
+    return jnp.where(lower, beta * C + alpha * (A @ B.T + B @ A.T), C)
+
+
+def kernel_torch(alpha, beta, C, A, B):
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += A[:i + 1, k] * alpha * B[i, k] + B[:i + 1, k] * alpha * A[i, k]
+
+
+NO_TORCH_COMPILE = "the nested Python loops would unroll into N*M graph nodes with slices of changing shape"
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

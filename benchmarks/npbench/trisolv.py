@@ -6,7 +6,7 @@ import numpy as np
 
 import plait
 
-from ._support import fromfunction, njit, sizes
+from ._support import fromfunction, jax_jit, njit, sizes
 
 PRESETS = {
     "test": dict(N=33),
@@ -43,6 +43,41 @@ def kernel_numba(L, x, b):
 def kernel_plait(L, x, b):
     for i in range(x.shape[0]):
         x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(L, x, b):
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+# x[i] needs all of x[:i]: a sequential loop, whose dot product over :i is a
+# full-row product under a mask.
+@jax_jit
+def kernel_jax(L, x, b):
+    import jax.numpy as jnp
+    from jax import lax
+
+    cols = jnp.arange(x.shape[0])
+
+    def step(i, x):
+        dot = jnp.sum(jnp.where(cols < i, L[i] * x, 0.0))
+        return x.at[i].set((b[i] - dot) / L[i, i])
+
+    return lax.fori_loop(0, x.shape[0], step, x), b
+
+
+def kernel_torch(L, x, b):
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+NO_TORCH_COMPILE = "the loop over i would unroll into N graph nodes with slices of changing shape"
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

@@ -4,7 +4,7 @@ import numpy as np
 
 import plait
 
-from ._support import fromfunction, njit, prange, sizes
+from ._support import fromfunction, jax_jit, njit, prange, sizes
 
 PRESETS = {
     "test": dict(M=14, N=19),
@@ -49,6 +49,43 @@ def kernel_plait(alpha, A, B):
         for j in range(B.shape[1]):
             B[i, j] += np.dot(A[i + 1:, i], B[i + 1:, j])
     B *= alpha
+
+
+# ---------------------------------------------------------------- GPU peers
+# CuPy and PyTorch (eager) as their users write the NumPy code, in place;
+# JAX functional, returning the returned values and then the new in/out
+# arrays. Each imports its library when called.
+
+
+def kernel_cupy(alpha, A, B):
+    import cupy
+
+    for i in range(B.shape[0]):
+        for j in range(B.shape[1]):
+            B[i, j] += cupy.dot(A[i + 1:, i], B[i + 1:, j])
+    B *= alpha
+
+
+# Row i reads only rows below it, which are still the input's when row i is
+# updated: every row is independent, and the loops are B += (strictly lower
+# part of A)^T B.
+@jax_jit
+def kernel_jax(alpha, A, B):
+    import jax.numpy as jnp
+
+    return alpha * (B + jnp.tril(A, -1).T @ B)
+
+
+def kernel_torch(alpha, A, B):
+    import torch
+
+    for i in range(B.shape[0]):
+        for j in range(B.shape[1]):
+            B[i, j] += torch.dot(A[i + 1:, i], B[i + 1:, j])
+    B *= alpha
+
+
+NO_TORCH_COMPILE = "the nested Python loops would unroll into M*N graph nodes with slices of changing shape"
 
 
 # Sum and L2 norm of each NumPy output (returns as ret0..., then in/out arrays),

@@ -1,11 +1,15 @@
 """NPBench's 20 kernels: Plait against its peers, validated, then timed.
 
-    python -m plait.bench npbench --target cpu --preset S [--kernels gemm,syrk]
+    python -m plait.bench npbench --target cpu|cuda --preset S [--kernels gemm,syrk]
                                   [--peers numpy,numba,plait] [--repeat 10]
+                                  [--timeout 60] [--max-time 540]
 
 The kernels live in benchmarks/npbench/ of a Plait checkout (one module per
 kernel; see its __init__.py for what a module holds); they are found from the
 current directory upwards, or named with --kernels-dir or PLAIT_NPBENCH_DIR.
+The peers are NumPy, Numba and Plait on the CPU; NumPy (on the CPU, the
+baseline), Plait, CuPy, JAX, PyTorch and torch.compile on the GPU. A peer
+that is not installed, or finds no GPU, is skipped with a note.
 
 Method (NPBench's): every implementation is first called once, untimed (it
 compiles), on fresh copies of the inputs, and its outputs -- the returned
@@ -15,19 +19,25 @@ each kernel's extra validation inputs. Only implementations that validate are
 timed: before each run the inputs are copied afresh (untimed, as is the copy
 to the device for GPU peers); the timed statement is one call plus a device
 synchronisation. The median of --repeat runs is reported (more runs when the
-median is below 10 ms, fewer -- at least 3 -- once the runs of one
+median is below 10 ms, fewer -- at least --min-runs -- once the runs of one
 implementation exceed --time-budget seconds), with a bootstrap 95%
-confidence interval.
+confidence interval. An implementation that raises, fails validation or
+runs past --timeout is reported as such and the suite goes on; the CSV is
+rewritten after each kernel, so a run cut short keeps what it measured.
 """
 
 import argparse
+import contextlib
 import csv
 import importlib
 import importlib.util
 import math
 import os
 import platform
+import signal
+import subprocess
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -105,6 +115,14 @@ class Peer:
     def implementation(self, module):
         return getattr(module, f"kernel_{self.name}", None)
 
+    def missing_note(self, module):
+        """Why `module` has no version for this peer (when implementation() is None)."""
+        return f"no {self.name} version"
+
+    def release(self):
+        """Returns cached device memory after a kernel, so that the next kernel's
+        peers find the GPU empty."""
+
     def to_device(self, value):
         return value
 
@@ -115,9 +133,13 @@ class Peer:
         """Waits until the work of a call that returned `result` is done."""
 
     def prepare(self, inputs, parameters):
-        """Fresh copies of the inputs, on the device, in call order."""
-        return [self.to_device(np.copy(inputs[p])) if isinstance(inputs[p], np.ndarray) else inputs[p]
+        """Fresh copies of the inputs, on the device, in call order; the
+        copies have arrived when it returns (JAX's and CuPy's copies are
+        asynchronous, and would otherwise be finished inside the timed call)."""
+        args = [self.to_device(np.copy(inputs[p])) if isinstance(inputs[p], np.ndarray) else inputs[p]
                 for p in parameters]
+        self.synchronize(args)
+        return args
 
     def call(self, fn, args):
         result = fn(*args)
@@ -214,7 +236,22 @@ class CupyPeer(Peer):
     name = "cupy"
 
     def unavailable(self):
-        return _missing("cupy")
+        reason = _missing("cupy")
+        if reason is None:
+            import cupy
+
+            try:
+                if cupy.cuda.runtime.getDeviceCount() < 1:
+                    return "cupy finds no GPU"
+            except Exception as e:  # noqa: BLE001 -- CuPy's error types differ across versions
+                return f"cupy cannot use the GPU ({_first_line(e)})"
+        return reason
+
+    def release(self):
+        import cupy
+
+        cupy.get_default_memory_pool().free_all_blocks()
+        cupy.get_default_pinned_memory_pool().free_all_blocks()
 
     def to_device(self, value):
         import cupy
@@ -234,17 +271,26 @@ class CupyPeer(Peer):
 
 class JaxPeer(Peer):
     """JAX with 64-bit floats; its kernels return the returned values followed
-    by the new values of the in/out arrays (JAX arrays are immutable)."""
+    by the new values of the in/out arrays (JAX arrays are immutable). On the
+    GPU target, a JAX without a GPU backend is skipped rather than timed on
+    the CPU; JAX does not preallocate most of the GPU's memory here, which
+    would leave none to the other peers."""
 
     name = "jax"
     functional = True
 
+    def __init__(self, require_gpu=True):
+        self.require_gpu = require_gpu
+
     def unavailable(self):
         reason = _missing("jax")
         if reason is None:
+            os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
             import jax
 
             jax.config.update("jax_enable_x64", True)
+            if self.require_gpu and jax.default_backend() not in ("gpu", "cuda"):
+                return f"jax has no GPU backend here (backend {jax.default_backend()!r}; install jax[cuda])"
         return reason
 
     def to_device(self, value):
@@ -259,33 +305,51 @@ class JaxPeer(Peer):
 
 
 class TorchPeer(Peer):
-    """PyTorch eager on the GPU (`kernel_torch`), or the same function under
-    torch.compile when `compiled`."""
+    """PyTorch eager (`kernel_torch`), or with torch.compile when `compiled`
+    (`kernel_torch_compile`: the eager function compiled whole, or its loop
+    body compiled and called from the Python loop, as torch.compile's users
+    write time loops; a module without one says why in NO_TORCH_COMPILE).
+    Unsigned index arrays reach PyTorch as int64: PyTorch indexes with int64,
+    and its uint32 has few operations."""
 
     functional = False
 
-    def __init__(self, compiled):
+    def __init__(self, compiled, device="cuda"):
         self.compiled = compiled
+        self.device = device
         self.name = "torch_compile" if compiled else "torch"
-        self._compiled = {}
 
     def unavailable(self):
-        return _missing("torch")
-
-    def implementation(self, module):
-        kernel = getattr(module, "kernel_torch", None)
-        if kernel is None or not self.compiled:
-            return kernel
-        if module not in self._compiled:
+        reason = _missing("torch")
+        if reason is None and self.device == "cuda":
             import torch
 
-            self._compiled[module] = torch.compile(kernel)
-        return self._compiled[module]
+            if not torch.cuda.is_available():
+                return "torch finds no CUDA GPU"
+            if self.compiled and importlib.util.find_spec("triton") is None:
+                return "triton is not installed (torch.compile needs it on the GPU)"
+        return reason
+
+    def implementation(self, module):
+        return getattr(module, "kernel_torch_compile" if self.compiled else "kernel_torch", None)
+
+    def missing_note(self, module):
+        if self.compiled and hasattr(module, "NO_TORCH_COMPILE"):
+            return f"not compiled: {module.NO_TORCH_COMPILE}"
+        return super().missing_note(module)
+
+    def release(self):
+        import torch
+
+        if self.device == "cuda":
+            torch.cuda.empty_cache()
 
     def to_device(self, value):
         import torch
 
-        return torch.from_numpy(value).to("cuda")
+        if value.dtype.kind == "u":
+            value = value.astype(np.int64)
+        return torch.from_numpy(value).to(self.device)
 
     def to_host(self, value):
         return value.cpu().numpy() if hasattr(value, "cpu") else value
@@ -293,7 +357,8 @@ class TorchPeer(Peer):
     def synchronize(self, result):
         import torch
 
-        torch.cuda.synchronize()
+        if self.device == "cuda":
+            torch.cuda.synchronize()
 
 
 def peers_for(target):
@@ -362,23 +427,54 @@ def bootstrap_ci(times, rng, resamples=1000):
     return float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))
 
 
-def time_runs(peer, fn, module, inputs, repeat, rng, budget_s):
-    """Run times in seconds: `repeat` runs, more when the median is short,
-    fewer (but at least MIN_RUNS) when they would take more than `budget_s`."""
+def time_runs(peer, fn, module, inputs, repeat, budget_s, times, min_runs=MIN_RUNS):
+    """Appends run times in seconds to `times`: `repeat` runs, more when the
+    median is short, fewer (but at least `min_runs`) when they would take more
+    than `budget_s`. Filling a list given by the caller keeps the runs made
+    before a time limit interrupts a later one."""
     def one_run():
         args = peer.prepare(inputs, module.PARAMETERS)
         start = time.perf_counter()
         peer.call(fn, args)
-        return time.perf_counter() - start
+        times.append(time.perf_counter() - start)
 
-    times = []
-    while len(times) < repeat and (len(times) < MIN_RUNS or sum(times) < budget_s):
-        times.append(one_run())
+    while len(times) < repeat and (len(times) < min_runs or sum(times) < budget_s):
+        one_run()
     median = float(np.median(times))
     if median < SHORT_RUN_S:
         wanted = min(MAX_RUNS, max(repeat, int(SHORT_RUN_BUDGET_S / max(median, 1e-6))))
-        times += [one_run() for _ in range(wanted - len(times))]
-    return times, bootstrap_ci(times, rng)
+        while len(times) < wanted:
+            one_run()
+    return times
+
+
+class TimeLimitExceeded(BaseException):
+    """Raised in the middle of an implementation that ran past its time limit.
+    A BaseException, so that a library's `except Exception` does not swallow it."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Raises TimeLimitExceeded in the block once `seconds` have passed (by
+    SIGALRM: in the main thread of a POSIX process only; elsewhere, or for an
+    infinite limit, no limit). Python handles the signal between bytecodes,
+    so a call into native code that does not return (one long kernel) is
+    stopped only when it returns."""
+    if not math.isfinite(seconds) or not hasattr(signal, "setitimer") or \
+            threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise TimeLimitExceeded(f"over the time limit of {seconds:.3g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-3))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # ================================================================ one kernel, one peer
@@ -387,7 +483,7 @@ def time_runs(peer, fn, module, inputs, repeat, rng, budget_s):
 class Result:
     kernel: str
     peer: str
-    status: str               # "ok", "failed", "error", "skipped"
+    status: str               # "ok", "failed", "error", "timeout", "skipped"
     note: str = ""
     times: list = field(default_factory=list)
     median: float = math.nan
@@ -419,21 +515,45 @@ def validate(peer, fn, module, preset, inputs, references):
     return None
 
 
-def run_peer(peer, module, name, preset, inputs, references, repeat, rng, verbose, budget_s=math.inf):
-    """Validates one peer's version of one kernel, then times it."""
+def run_peer(peer, module, name, preset, inputs, references, repeat, rng, verbose, budget_s=math.inf,
+             timeout_s=math.inf, min_runs=MIN_RUNS):
+    """Validates one peer's version of one kernel, then times it. The whole
+    (validation and timed runs) is stopped after `timeout_s` seconds: a
+    version stopped before its first timed run is a "timeout", one stopped
+    later keeps the runs it made. NumPy, the reference, is not validated
+    against itself."""
     fn = peer.implementation(module)
     if fn is None:
-        return Result(name, peer.name, "skipped", f"no {peer.name} version")
+        return Result(name, peer.name, "skipped", peer.missing_note(module))
+    times, note = [], ""
     try:
-        problem = validate(peer, fn, module, preset, inputs, references)
-        if problem:
-            return Result(name, peer.name, "failed", problem)
-        times, ci = time_runs(peer, fn, module, inputs, repeat, rng, budget_s)
+        with time_limit(timeout_s):
+            if not isinstance(peer, NumpyPeer):
+                problem = validate(peer, fn, module, preset, inputs, references)
+                if problem:
+                    return Result(name, peer.name, "failed", problem)
+            time_runs(peer, fn, module, inputs, repeat, budget_s, times, min_runs)
+    except TimeLimitExceeded:
+        _drain(peer)
+        if not times:
+            return Result(name, peer.name, "timeout", f"stopped after {timeout_s:.3g} s, before a timed run")
+        note = f"stopped after {timeout_s:.3g} s, {len(times)} timed run(s)"
     except Exception as e:  # noqa: BLE001 -- a failing implementation is a result, not a harness error
         if verbose:
             traceback.print_exc()
+        _drain(peer)
         return Result(name, peer.name, "error", _first_line(e))
-    return Result(name, peer.name, "ok", times=times, median=float(np.median(times)), ci=ci)
+    return Result(name, peer.name, "ok", note, times=times, median=float(np.median(times)),
+                  ci=bootstrap_ci(times, rng))
+
+
+def _drain(peer):
+    """Waits for the work an interrupted or failed call left on the device,
+    so that it does not run into the next measurement."""
+    try:
+        peer.synchronize(None)
+    except Exception:  # noqa: BLE001 -- a broken device shows up in the next call's result
+        pass
 
 
 def numpy_references(module, preset, inputs):
@@ -610,8 +730,15 @@ class _Progress:
             self._bar.close()
 
 
-def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, seed=0, budget_s=math.inf):
-    """Validates and times every (kernel, peer); returns ({(kernel, peer): Result}, notes)."""
+def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, seed=0, budget_s=math.inf,
+        timeout_s=math.inf, max_time_s=math.inf, min_runs=MIN_RUNS, on_kernel_done=None):
+    """Validates and times every (kernel, peer); returns ({(kernel, peer):
+    Result}, notes, names of the peers that ran). Each implementation but
+    NumPy's gets at most `timeout_s` seconds (NumPy, the baseline and the
+    reference, is limited by `max_time_s` alone: without it nothing of the
+    kernel can be compared); once `max_time_s` seconds have passed since the
+    start, the remaining pairs are skipped. `on_kernel_done(results)` is
+    called after each kernel (to write partial results)."""
     all_peers = {p.name: p for p in peers_for(target)}
     unknown = [p for p in peer_names if p not in all_peers]
     if unknown:
@@ -620,50 +747,104 @@ def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, 
         peer_names = ["numpy", *peer_names]
     notes, peers = [], []
     for name in peer_names:
-        reason = all_peers[name].unavailable()
+        try:
+            reason = all_peers[name].unavailable()
+        except Exception as e:  # noqa: BLE001 -- a peer that cannot even start is skipped, not fatal
+            reason = f"cannot start ({_first_line(e)})"
         if reason:
             notes.append(f"peer {name} skipped: {reason}")
         else:
             peers.append(all_peers[name])
     rng = np.random.default_rng(seed)
+    deadline = time.perf_counter() + max_time_s
     results = {}
     progress = _Progress(len(kernels) * len(peers))
     try:
         for kernel in kernels:
             module = load_kernel(kernel_dir, kernel)
-            progress.step(f"{kernel}: initialising {preset}")
-            inputs = module.initialize(preset)
-            references = numpy_references(module, preset, inputs)
+            progress.step(f"{kernel}: initialising {preset} and computing NumPy's outputs")
+            setup_problem = None
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                setup_problem = ("skipped", "not run: --max-time reached")
+            else:
+                try:
+                    with time_limit(remaining):
+                        inputs = module.initialize(preset)
+                        references = numpy_references(module, preset, inputs)
+                except TimeLimitExceeded as e:
+                    setup_problem = ("timeout", f"initialisation and NumPy's reference outputs: {e}")
+                except Exception as e:  # noqa: BLE001 -- one kernel's broken set-up does not stop the suite
+                    if verbose:
+                        traceback.print_exc()
+                    setup_problem = ("error", f"initialisation or NumPy's reference: {_first_line(e)}")
+            if setup_problem:
+                for peer in peers:
+                    results[(kernel, peer.name)] = Result(kernel, peer.name, *setup_problem)
+                    progress.advance()
+                progress.write(f"{kernel}: {setup_problem[0]}: {setup_problem[1]}")
+                if on_kernel_done:
+                    on_kernel_done(results)
+                continue
             checksum = check_checksums(module, preset, references[0])
             if checksum:
                 notes.append(f"{kernel}: NumPy output differs from the reference checksum: {checksum}")
             for peer in peers:
                 progress.step(f"{kernel}: {peer.name}")
-                result = run_peer(peer, module, kernel, preset, inputs, references, repeat, rng, verbose, budget_s)
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0:
+                    result = Result(kernel, peer.name, "skipped", "not run: --max-time reached")
+                else:
+                    limit = remaining if isinstance(peer, NumpyPeer) else min(timeout_s, remaining)
+                    result = run_peer(peer, module, kernel, preset, inputs, references, repeat, rng, verbose,
+                                      min(budget_s, remaining), limit, min_runs)
                 if peer.name == "numpy":
                     result.checksum = "mismatch" if checksum else "ok" if isinstance(preset, str) and \
                         getattr(module, "CHECKSUMS", {}).get(preset) else "none"
                 results[(kernel, peer.name)] = result
-                if not result.ok:
+                if not result.ok or result.note:
                     progress.write(f"{kernel}: {peer.name}: {result.status}: {result.note}")
                 progress.advance()
+            del inputs, references
+            for peer in peers:
+                try:
+                    peer.release()
+                except Exception:  # noqa: BLE001 -- freeing caches is best effort
+                    pass
+            if on_kernel_done:
+                on_kernel_done(results)
     finally:
         progress.close()
     return results, notes, [p.name for p in peers]
 
 
-def machine_description():
+def machine_description(target="cpu"):
     import plait
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     versions = [f"plait {plait.__version__}", f"numpy {np.__version__}"]
-    for module_name in ("numba", "scipy"):
-        try:
-            versions.append(f"{module_name} {importlib.import_module(module_name).__version__}")
-        except ImportError:
-            pass
-    return f"{platform.processor() or platform.machine()}, {cpus} CPUs, Python {platform.python_version()}, " + \
+    for module_name in ("numba", "scipy", "cupy", "jax", "torch"):
+        # Only the libraries that ran are named (importing one costs seconds).
+        if module_name in sys.modules or module_name in ("numba", "scipy"):
+            try:
+                versions.append(f"{module_name} {importlib.import_module(module_name).__version__}")
+            except ImportError:
+                pass
+    text = f"{platform.processor() or platform.machine()}, {cpus} CPUs, Python {platform.python_version()}, " + \
         ", ".join(versions)
+    if target == "cuda":
+        text += f"\nGPU: {gpu_description()}"
+    return text
+
+
+def gpu_description():
+    """The GPU's name, memory and driver, from nvidia-smi."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (nvidia-smi did not answer)"
+    return out.splitlines()[0] if out else "unknown"
 
 
 def main(argv=None):
@@ -676,12 +857,25 @@ def main(argv=None):
     parser.add_argument("--time-budget", type=float, default=120.0,
                         help="seconds of timed runs per implementation after which no more are started "
                              f"(at least {MIN_RUNS} runs; default 120)")
+    parser.add_argument("--min-runs", type=int, default=MIN_RUNS,
+                        help=f"timed runs made even past --time-budget (default {MIN_RUNS})")
+    parser.add_argument("--timeout", type=float, default=math.inf,
+                        help="seconds one implementation of one kernel may take, validation and timed runs "
+                             "together; it is then interrupted (between Python statements) and reported as "
+                             "TIMEOUT, or with the timed runs it made; NumPy, the baseline, is exempt "
+                             "(default: no limit)")
+    parser.add_argument("--max-time", type=float, default=math.inf,
+                        help="seconds the whole suite may take; after it the remaining (kernel, peer) pairs are "
+                             "skipped, and each implementation's --timeout and --time-budget are cut to the time "
+                             "left (default: no limit)")
     parser.add_argument("--kernels-dir", help="the benchmarks/npbench directory of a Plait checkout")
     parser.add_argument("--output-dir", default=".", help="where the CSV and the heatmap PNG go (default: .)")
     parser.add_argument("--verbose", action="store_true", help="print the traceback of each failing implementation")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.min_runs < 1:
+        parser.error("--min-runs must be at least 1")
     try:
         kernel_dir = find_kernel_dir(args.kernels_dir)
     except FileNotFoundError as e:
@@ -692,15 +886,20 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown kernel(s) {', '.join(unknown)}; known: {', '.join(package.KERNELS)}")
     peer_names = args.peers.split(",") if args.peers else [p.name for p in peers_for(args.target)]
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = out_dir / f"npbench_{args.target}_{args.preset}"
     try:
         load_before = os.getloadavg()[0]
-        results, notes, peers = run(kernel_dir, kernels, args.target, args.preset, peer_names, args.repeat,
-                                    args.verbose, budget_s=args.time_budget)
+        results, notes, peers = run(
+            kernel_dir, kernels, args.target, args.preset, peer_names, args.repeat, args.verbose,
+            budget_s=args.time_budget, timeout_s=args.timeout, max_time_s=args.max_time, min_runs=args.min_runs,
+            on_kernel_done=lambda partial: write_csv(stem.with_suffix(".csv"), partial, args.target, args.preset))
         load_after = os.getloadavg()[0]
     except ValueError as e:
         parser.error(str(e))
     title = f"NPBench, preset {args.preset}, target {args.target}: speedup over NumPy"
-    print(f"\n{title}\n{machine_description()}\nload average (1 min) {load_before:.2f} before, "
+    print(f"\n{title}\n{machine_description(args.target)}\nload average (1 min) {load_before:.2f} before, "
           f"{load_after:.2f} after the run\n")
     print(format_table(results, kernels, peers))
     problems = [r for r in results.values() if not r.ok and r.status != "skipped"]
@@ -708,11 +907,11 @@ def main(argv=None):
         print("\nNot timed:")
         for r in problems:
             print(f"  {r.kernel} / {r.peer}: {r.status}: {r.note}")
+    for r in results.values():
+        if r.ok and r.note:
+            print(f"note: {r.kernel} / {r.peer}: {r.note}")
     for note in notes + [f"{r.kernel} / {r.peer}: {r.note}" for r in results.values() if r.status == "skipped"]:
         print(f"note: {note}")
-    out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"npbench_{args.target}_{args.preset}"
     write_csv(stem.with_suffix(".csv"), results, args.target, args.preset)
     print(f"\nwrote {stem.with_suffix('.csv')}")
     why_not = draw_heatmap(stem.with_suffix(".png"), results, kernels, peers, title)
