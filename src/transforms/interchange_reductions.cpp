@@ -18,6 +18,10 @@ namespace {
 // Bytes of accumulators per chunk: the buffer stays in the L1 cache next to
 // one chunk-wide row of each streamed array.
 constexpr int64_t kChunkBytes = 4096;
+// With blocks of rows: kRows rows of accumulators, and a chunk-wide panel
+// of the streamed array over all k that stays in the L2 cache.
+constexpr int64_t kRows = 4;
+constexpr int64_t kBlockedChunkBytes = 2048;
 
 // The Declares of each variable anywhere in the function.
 struct VarDeclarations : ir::IRVisitor {
@@ -198,6 +202,115 @@ std::optional<Candidate> match(const ir::For* loop) {
   return c;
 }
 
+// The loops and the buffer of one chunk of j: `jc` is the chunk's first j,
+// `buf` holds `rows` rows of `width` accumulators.
+struct Chunking {
+  Chunking(const Candidate& cand, int64_t w, int64_t rows) : c(cand), width(w), loc(cand.j_loop->loc) {
+    const ir::Var& j = c.j_loop->var;
+    jt = j->type;
+    jc = std::make_shared<ir::VarInfo>(ir::VarInfo{j->name + "_chunk", jt, loc, false});
+    buf = std::make_shared<ir::ArrayInfo>(
+        ir::ArrayInfo{c.acc->name + "_buf", ArrayType{c.acc->type.kind, 1, Layout::C}, loc, false});
+    size = rows * width;
+  }
+
+  ir::Expr as_type(const ir::Expr& e, ScalarType t) const { return e->type == t ? e : ir::Cast::make(t, e, false, loc); }
+  ir::Expr imm(int64_t v, ScalarType t) const { return ir::IntImm::make(v, t, loc); }
+  ir::Expr bin(ir::BinaryOp op, const ir::Expr& a, const ir::Expr& b) const {
+    return ir::Binary::make(op, as_type(a, jt), as_type(b, jt), jt, false, loc);
+  }
+
+  // The slot of j in row `row` (an expression, or null for row 0).
+  ir::Expr slot(const ir::Expr& row) const {
+    ir::Expr in_chunk = bin(ir::BinaryOp::Sub, ir::VarRef::make(c.j_loop->var, loc), ir::VarRef::make(jc, loc));
+    if (!row) return in_chunk;
+    if (const ir::IntImm* r = row->as<ir::IntImm>())
+      return r->value == 0 ? in_chunk : bin(ir::BinaryOp::Add, imm(r->value * width, jt), in_chunk);
+    return bin(ir::BinaryOp::Add, bin(ir::BinaryOp::Mul, row, imm(width, jt)), in_chunk);
+  }
+  ir::Expr load(const ir::Expr& row) const {
+    return as_type(ir::Load::make(buf, {slot(row)}, false, loc), c.acc->type);
+  }
+  ir::Stmt store(const ir::Expr& row, const ir::Expr& value) const {
+    return ir::Store::make(buf, {slot(row)}, as_type(value, c.acc->type.strong()), false, loc);
+  }
+  // f(acc) with acc read from its slot, then stored back.
+  ir::Stmt update(const ir::Expr& row, const ir::Expr& f) const {
+    ReplaceVar acc_in_buf(c.acc.get(), load(row));
+    return store(row, acc_in_buf.mutate(f));
+  }
+
+  // for j in range(jc, min(jc + width, end)): body
+  ir::Stmt over_chunk(ir::Stmt body, ir::LoopSchedule sched) const {
+    const ir::For* j = c.j_loop;
+    ir::Expr end = bin(ir::BinaryOp::PyMin, bin(ir::BinaryOp::Add, ir::VarRef::make(jc, loc), imm(width, jt)), j->end);
+    return ir::For::make(j->var, ir::VarRef::make(jc, loc), end, imm(1, jt), std::move(body), std::move(sched), loc);
+  }
+  // for jc in range(begin, end, width): body
+  ir::Stmt chunks(ir::Stmt body, ir::LoopSchedule sched) const {
+    const ir::For* j = c.j_loop;
+    return ir::For::make(jc, j->begin, j->end, imm(width, jt), std::move(body), std::move(sched), loc);
+  }
+  // for k in ...: body (serial)
+  ir::Stmt over_k(ir::Stmt body) const {
+    const ir::For* k = c.k_loop;
+    return ir::For::make(k->var, k->begin, k->end, k->step, std::move(body), ir::LoopSchedule{}, k->loc);
+  }
+  std::vector<ir::Stmt> allocate() const {
+    return {ir::Declare::make(buf, loc),
+            ir::Allocate::make(buf, {ir::IntImm::make(size, ScalarType::i64(), loc)}, ir::FillKind::Uninitialized,
+                               nullptr, loc)};
+  }
+  // The statements after the reduction, for the j of a slot in row `row`.
+  ir::Stmt rest(const ir::Expr& row) const {
+    std::vector<ir::Stmt> body = c.declares;
+    body.push_back(ir::Assign::make(c.acc, load(row), loc));
+    body.insert(body.end(), c.rest.begin(), c.rest.end());
+    return ir::Block::make(body, loc);
+  }
+
+  const Candidate& c;
+  int64_t width;
+  SourceLoc loc;
+  ScalarType jt;
+  ir::Var jc;
+  ir::ArrayVar buf;
+  int64_t size;
+};
+
+ir::LoopSchedule simd_schedule() {
+  ir::LoopSchedule s;
+  s.kind = ir::LoopKind::Vectorized;
+  return s;
+}
+
+// A parallel schedule's threads, reductions and privates, without its vector lanes.
+ir::LoopSchedule threads_of(const ir::LoopSchedule& s) {
+  ir::LoopSchedule t = s;
+  t.kind = ir::LoopKind::Parallel;
+  t.simd_width = 0;
+  return t;
+}
+
+// A vector schedule's lanes, reductions and privates, without its threads (or serial).
+ir::LoopSchedule lanes_of(const ir::LoopSchedule& s) {
+  if (!ir::is_vectorized(s.kind)) return ir::LoopSchedule{};
+  ir::LoopSchedule t = s;
+  t.kind = ir::LoopKind::Vectorized;
+  t.num_threads = 0;
+  t.collapse = 1;
+  return t;
+}
+
+// Locals declared anywhere under a statement.
+struct DeclaredInside : ir::IRVisitor {
+  std::set<const ir::VarInfo*> vars;
+  using IRVisitor::visit;
+  void visit(const ir::Declare* d) override {
+    if (d->var) vars.insert(d->var.get());
+  }
+};
+
 class Interchanger : public ir::IRMutator {
  public:
   explicit Interchanger(const ir::Function& f) {
@@ -210,27 +323,31 @@ class Interchanger : public ir::IRMutator {
 
  protected:
   ir::Stmt visit(const ir::For* f, const ir::Stmt& self) override {
+    if (std::optional<ir::Stmt> blocked = row_blocks(f)) return *blocked;
     ir::Stmt rebuilt = IRMutator::visit(f, self);
     const ir::For* loop = rebuilt->as<ir::For>();
     std::optional<Candidate> c = match(loop);
     if (!c) return rebuilt;
-    const std::string what = "loop over '" + loop->var->name + "': the reduction over '" + c->k_loop->var->name + "'";
     std::string streamed;
     const std::string why = refusal(*c, &streamed);
     if (!why.empty()) {
-      remarks.push_back({loop->loc, "interchange_reductions", what + " stays innermost: " + why});
+      remarks.push_back({loop->loc, "interchange_reductions", describe(*c) + " stays innermost: " + why});
       return rebuilt;
     }
-    const int64_t bytes = std::max(c->acc->type.bits() / 8, 1);
-    const int64_t chunk = kChunkBytes / bytes;
+    const Chunking ch(*c, kChunkBytes / element_bytes(*c), 1);
     remarks.push_back({loop->loc, "interchange_reductions",
-                       what + " runs outside chunks of " + std::to_string(chunk) + " iterations, reading '" + streamed +
-                           "' along its contiguous dimension"});
-    return rewrite(*c, chunk);
+                       describe(*c) + " runs outside chunks of " + std::to_string(ch.width) + " iterations, reading '" +
+                           streamed + "' along its contiguous dimension"});
+    return rewrite(ch);
   }
 
  private:
   bool declared(const ir::VarInfo* v) const { return declarations_.count(v) > 0; }
+
+  static std::string describe(const Candidate& c) {
+    return "loop over '" + c.j_loop->var->name + "': the reduction over '" + c.k_loop->var->name + "'";
+  }
+  static int64_t element_bytes(const Candidate& c) { return std::max(c.acc->type.bits() / 8, 1); }
 
   // Why the candidate cannot or need not be interchanged; empty when it
   // can. *streamed names the array read contiguously after the interchange.
@@ -297,73 +414,117 @@ class Interchanger : public ir::IRMutator {
            j->var->name + "'";
   }
 
-  ir::Stmt rewrite(const Candidate& c, int64_t chunk) {
-    const ir::For* j = c.j_loop;
-    const SourceLoc loc = j->loc;
-    const ir::Var& jv = j->var;
-    const ScalarType jt = jv->type;
-    auto as_type = [&](const ir::Expr& e, ScalarType t) { return e->type == t ? e : ir::Cast::make(t, e, false, loc); };
-
-    ir::Var jc = std::make_shared<ir::VarInfo>(ir::VarInfo{jv->name + "_chunk", jt, loc, false});
-    ir::ArrayVar buf = std::make_shared<ir::ArrayInfo>(
-        ir::ArrayInfo{c.acc->name + "_buf", ArrayType{c.acc->type.kind, 1, Layout::C}, loc, false});
-    const ir::Expr jc_ref = ir::VarRef::make(jc, loc);
-    const ir::Expr chunk_end = ir::Binary::make(
-        ir::BinaryOp::PyMin, ir::Binary::make(ir::BinaryOp::Add, jc_ref, ir::IntImm::make(chunk, jt, loc), jt, false, loc),
-        as_type(j->end, jt), jt, false, loc);
-    const ir::Expr slot = ir::Binary::make(ir::BinaryOp::Sub, ir::VarRef::make(jv, loc), jc_ref, jt, false, loc);
-    const ir::Expr read_buf = as_type(ir::Load::make(buf, {slot}, false, loc), c.acc->type);
-    auto write_buf = [&](const ir::Expr& value) {
-      return ir::Store::make(buf, {slot}, as_type(value, c.acc->type.strong()), false, loc);
-    };
-    auto chunk_loop = [&](ir::Stmt body, ir::LoopSchedule sched) {
-      return ir::For::make(jv, jc_ref, chunk_end, ir::IntImm::make(1, jt, loc), std::move(body), std::move(sched), loc);
-    };
-    ir::LoopSchedule simd;
-    simd.kind = ir::LoopKind::Vectorized;
-
-    // The chunks keep the j loop's threads, the loop over the results its
-    // vector lanes and reductions.
-    const ir::LoopSchedule& js = j->schedule;
+  // The chunked loop in place of the loop over j.
+  ir::Stmt rewrite(const Chunking& ch) const {
+    const Candidate& c = ch.c;
+    const ir::LoopSchedule& js = c.j_loop->schedule;
     const bool parallel = ir::is_parallel(js.kind);
-    ir::LoopSchedule outer_sched;
-    if (parallel) {
-      outer_sched = js;
-      outer_sched.kind = ir::LoopKind::Parallel;
-      outer_sched.simd_width = 0;
-    }
-    ir::LoopSchedule rest_sched;
-    if (ir::is_vectorized(js.kind)) {
-      rest_sched = js;
-      rest_sched.kind = ir::LoopKind::Vectorized;
-      rest_sched.num_threads = 0;
-      rest_sched.collapse = 1;
-    }
-
-    ReplaceVar acc_in_buf(c.acc.get(), read_buf);
-    ir::LoopSchedule k_sched;
-    const ir::For* k = c.k_loop;
-    ir::Stmt update_loop = ir::For::make(
-        k->var, k->begin, k->end, k->step, chunk_loop(write_buf(acc_in_buf.mutate(c.update)), simd), k_sched, k->loc);
-
-    std::vector<ir::Stmt> rest = c.declares;
-    rest.push_back(ir::Assign::make(c.acc, read_buf, loc));
-    rest.insert(rest.end(), c.rest.begin(), c.rest.end());
-
-    std::vector<ir::Stmt> chunk_body;
-    const ir::Stmt alloc =
-        ir::Allocate::make(buf, {ir::IntImm::make(chunk, ScalarType::i64(), loc)}, ir::FillKind::Uninitialized, nullptr, loc);
-    if (parallel) {
-      chunk_body.push_back(ir::Declare::make(buf, loc));
-      chunk_body.push_back(alloc);
-    }
-    chunk_body.push_back(chunk_loop(write_buf(c.init), simd));
-    chunk_body.push_back(update_loop);
-    chunk_body.push_back(chunk_loop(ir::Block::make(rest, loc), rest_sched));
-    ir::Stmt chunks = ir::For::make(jc, j->begin, j->end, ir::IntImm::make(chunk, jt, loc), ir::Block::make(chunk_body, loc),
-                                    outer_sched, loc);
+    std::vector<ir::Stmt> body;
+    if (parallel) body = ch.allocate();
+    body.push_back(ch.over_chunk(ch.store(nullptr, c.init), simd_schedule()));
+    body.push_back(ch.over_k(ch.over_chunk(ch.update(nullptr, c.update), simd_schedule())));
+    body.push_back(ch.over_chunk(ch.rest(nullptr), lanes_of(js)));
+    ir::Stmt chunks = ch.chunks(ir::Block::make(body, ch.loc), parallel ? threads_of(js) : ir::LoopSchedule{});
     if (parallel) return chunks;
-    return ir::Block::make({ir::Declare::make(buf, loc), alloc, chunks}, loc);
+    std::vector<ir::Stmt> block = ch.allocate();
+    block.push_back(chunks);
+    return ir::Block::make(block, ch.loc);
+  }
+
+  // A parallel loop over i whose body is one candidate loop over j: the
+  // chunks of j go outside the loop over i, which runs in blocks of kRows
+  // rows, so that each element of the streamed array read from the cache
+  // serves kRows accumulators and one chunk-wide panel of it is reused by
+  // every block. Null when the loop does not have that shape.
+  std::optional<ir::Stmt> row_blocks(const ir::For* i) {
+    if (!ir::is_parallel(i->schedule.kind) || i->schedule.collapse != 1) return std::nullopt;
+    const ir::IntImm* step = i->step->as<ir::IntImm>();
+    if (!step || step->value != 1 || declared(i->var.get())) return std::nullopt;
+    ir::Stmt only = i->body;
+    if (const ir::Block* b = only->as<ir::Block>()) {
+      if (b->stmts.size() != 1) return std::nullopt;
+      only = b->stmts[0];
+    }
+    const ir::For* j = only->as<ir::For>();
+    if (!j || ir::is_parallel(j->schedule.kind)) return std::nullopt;
+    std::optional<Candidate> c = match(j);
+    std::string streamed;
+    if (!c || !refusal(*c, &streamed).empty()) return std::nullopt;
+    // The chunks and the loop over k now run outside the loop over i.
+    const ir::VarInfo* iv = i->var.get();
+    const ir::For* k = c->k_loop;
+    for (const ir::Expr& bound : {j->begin, j->end, k->begin, k->end, k->step})
+      if (analysis::reads_var(bound, iv)) return std::nullopt;
+    // The end of the loop over i is evaluated again for each block.
+    analysis::VarUses body = analysis::uses_of(i->body);
+    WrittenArrays written;
+    written.visit(i->body);
+    if (reads_any(i->end, body.writes) || reads_any(i->end, written) || may_raise(i->end)) return std::nullopt;
+    // Rows now interleave chunk by chunk: a scalar the body writes must be
+    // fresh in each iteration over j (declared inside it, or nowhere) or a
+    // reduction across the rows, whose order is free already.
+    DeclaredInside inside;
+    inside.visit(j->body);
+    for (const ir::Reduction& r : i->schedule.reductions) inside.vars.insert(r.var.get());
+    for (const ir::VarInfo* v : analysis::uses_of(j->body).writes)
+      if (declared(v) && !inside.vars.count(v)) return std::nullopt;
+
+    // The statements after the reduction may hold candidates of their own.
+    for (ir::Stmt& s : c->rest) s = mutate(s);
+    const Chunking ch(*c, kBlockedChunkBytes / element_bytes(*c), kRows);
+    remarks.push_back({j->loc, "interchange_reductions",
+                       describe(*c) + " runs outside chunks of " + std::to_string(ch.width) + " iterations and blocks of " +
+                           std::to_string(kRows) + " iterations of '" + i->var->name + "', reading '" + streamed +
+                           "' along its contiguous dimension"});
+    return rewrite_blocked(i, ch);
+  }
+
+  //   for jc in chunks:
+  //     parallel for ib in range(begin, end, kRows):
+  //       buf = empty(kRows * width)
+  //       if ib + kRows <= end: all rows at once, i = ib + r in row r
+  //       else: for i in range(ib, end): one row at a time
+  //       for i in range(ib, min(ib + kRows, end)): for j in chunk: rest
+  ir::Stmt rewrite_blocked(const ir::For* i, const Chunking& ch) const {
+    const Candidate& c = ch.c;
+    const SourceLoc loc = ch.loc;
+    const ScalarType it = i->var->type;
+    auto ibin = [&](ir::BinaryOp op, const ir::Expr& a, const ir::Expr& b) {
+      return ir::Binary::make(op, ch.as_type(a, it), ch.as_type(b, it), it, false, loc);
+    };
+    ir::Var ib = std::make_shared<ir::VarInfo>(ir::VarInfo{i->var->name + "_block", it, loc, false});
+    const ir::Expr ib_ref = ir::VarRef::make(ib, loc);
+    const ir::Expr i_ref = ir::VarRef::make(i->var, loc);
+    const ir::Expr i_row = ibin(ir::BinaryOp::Sub, i_ref, ib_ref);
+
+    // Full blocks: the init and update of every row in one loop over j.
+    std::vector<ir::Stmt> inits, updates;
+    for (int64_t r = 0; r < kRows; ++r) {
+      ReplaceVar row_i(i->var.get(), r == 0 ? ib_ref : ibin(ir::BinaryOp::Add, ib_ref, ir::IntImm::make(r, it, loc)));
+      const ir::Expr row = ir::IntImm::make(r, ch.jt, loc);
+      inits.push_back(ch.store(row, row_i.mutate(c.init)));
+      updates.push_back(ch.update(row, row_i.mutate(c.update)));
+    }
+    ir::Stmt full = ir::Block::make({ch.over_chunk(ir::Block::make(inits, loc), simd_schedule()),
+                                     ch.over_k(ch.over_chunk(ir::Block::make(updates, loc), simd_schedule()))},
+                                    loc);
+    // The last, partial block: row by row.
+    auto each_row = [&](const ir::Expr& end, ir::Stmt body) {
+      return ir::For::make(i->var, ib_ref, end, ir::IntImm::make(1, it, loc), std::move(body), ir::LoopSchedule{}, loc);
+    };
+    ir::Stmt partial = each_row(
+        i->end, ir::Block::make({ch.over_chunk(ch.store(i_row, c.init), simd_schedule()),
+                                 ch.over_k(ch.over_chunk(ch.update(i_row, c.update), simd_schedule()))},
+                                loc));
+    const ir::Expr block_end = ibin(ir::BinaryOp::Add, ib_ref, ir::IntImm::make(kRows, it, loc));
+    std::vector<ir::Stmt> block = ch.allocate();
+    block.push_back(ir::If::make(ir::Compare::make(ir::CompareOp::LE, block_end, ch.as_type(i->end, it), loc), full,
+                                 partial, loc));
+    block.push_back(each_row(ibin(ir::BinaryOp::PyMin, block_end, i->end),
+                             ch.over_chunk(ch.rest(i_row), lanes_of(c.j_loop->schedule))));
+    ir::Stmt blocks = ir::For::make(ib, i->begin, i->end, ir::IntImm::make(kRows, it, loc), ir::Block::make(block, loc),
+                                    threads_of(i->schedule), i->loc);
+    return ch.chunks(blocks, ir::LoopSchedule{});
   }
 
   std::map<const ir::VarInfo*, std::vector<const ir::Declare*>> declarations_;

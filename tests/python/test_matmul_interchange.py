@@ -133,7 +133,7 @@ def test_matrix_product_of_views(rng, layouts):
 
 def test_matrix_product_reads_rows_of_b_after_the_interchange(rng):
     A, B = arr(rng, np.float64, (3, 4)), arr(rng, np.float64, (4, 5))
-    assert "runs outside chunks of 512 iterations, reading 'B'" in remarks(matmul, A, B)
+    assert "runs outside chunks of 256 iterations and blocks of 4 iterations of" in remarks(matmul, A, B)
     # A Fortran-order B is contiguous along k already.
     text = remarks(matmul, A, np.asfortranarray(B))
     assert "stays innermost: it reads 'A' contiguously along" in text
@@ -236,6 +236,43 @@ def test_loop_nests_are_exact(rng, dtype):
     for fn, args in ((matmul_loops, (B, B, np.zeros_like(B))), (matmul_serial_loops, (B, B, B.copy())),
                      (column_max_simd, (B, np.zeros(4, dtype=dtype)))):
         assert "runs outside chunks" in remarks(fn, *args), fn.__name__
+
+
+def matmul_total(A, B, C):
+    total = 0.0
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        for j in range(B.shape[1]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            C[i, j] = s
+            total += s
+    return total
+
+
+def running_row_sums(A, B, C):
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        t = 0.0
+        for j in range(B.shape[1]):
+            s = 0.0
+            for k in range(A.shape[1]):
+                s += A[i, k] * B[k, j]
+            t += s
+            C[i, j] = t
+
+
+def test_blocks_of_rows_keep_reductions_and_running_values(rng):
+    for m, k, n in ((1, 1, 1), (3, 2, 5), (4, 7, 9), (9, 5, 300)):
+        A, B = arr(rng, np.float64, (m, k)), arr(rng, np.float64, (k, n))
+        check(matmul_total, A, B, oracle.poisoned((m, n), np.float64), rtol=1e-12)
+        # t runs along each row: the rows cannot interleave chunk by chunk,
+        # but each row's loop over j is still chunked.
+        check(running_row_sums, A, B, oracle.poisoned((m, n), np.float64))
+    assert "and blocks of 4 iterations of 'i'" in remarks(matmul_total, A, B, np.zeros((m, n)))
+    text = remarks(running_row_sums, A, B, np.zeros((m, n)))
+    assert "runs outside chunks of 512 iterations, reading 'B'" in text, text
 
 
 def test_reductions_of_a_parallel_chunked_loop(rng):
