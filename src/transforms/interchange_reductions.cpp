@@ -16,8 +16,11 @@ namespace plait::transforms {
 namespace {
 
 // Bytes of accumulators per chunk: the buffer stays in the L1 cache next to
-// one chunk-wide row of each streamed array.
+// one chunk-wide row of each streamed array. Chunks that run in parallel are
+// smaller, so that a loop of a few hundred j (covariance's shrinking rows)
+// still gives every thread a chunk.
 constexpr int64_t kChunkBytes = 4096;
+constexpr int64_t kParallelChunkBytes = 1024;
 // With blocks of rows: kRows rows of accumulators, and a chunk-wide panel
 // of the streamed array over all k that stays in the L2 cache.
 constexpr int64_t kRows = 4;
@@ -334,7 +337,8 @@ class Interchanger : public ir::IRMutator {
       remarks.push_back({loop->loc, "interchange_reductions", describe(*c) + " stays innermost: " + why});
       return rebuilt;
     }
-    const Chunking ch(*c, kChunkBytes / element_bytes(*c), 1);
+    const int64_t bytes = ir::is_parallel(loop->schedule.kind) ? kParallelChunkBytes : kChunkBytes;
+    const Chunking ch(*c, bytes / element_bytes(*c), 1);
     remarks.push_back({loop->loc, "interchange_reductions",
                        describe(*c) + " runs outside chunks of " + std::to_string(ch.width) + " iterations, reading '" +
                            streamed + "' along its contiguous dimension"});

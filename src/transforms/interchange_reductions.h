@@ -21,6 +21,24 @@
 // k that the lowering asked for is dropped). The buffer is allocated once per
 // run of the j loop, or once per chunk when the chunks run in parallel.
 //
+// Blocks of rows (`A @ B`, gemm): when the loop over j is the whole body of
+// a parallel loop over i, the chunks of j go outside it and i runs in
+// blocks of 4 rows, whose accumulators are updated in one vector loop:
+//
+//   for jc in range(begin, end, C):
+//     parallel for ib in range(i_begin, i_end, 4):
+//       buf = empty(4 * C)
+//       if ib + 4 <= i_end: for k: simd for j in chunk: rows ib..ib+3
+//       else: for i in range(ib, i_end): for k: simd for j in chunk: row i
+//       for i in range(ib, min(ib + 4, i_end)): for j in chunk: rest(i, j)
+//
+// Each element of B read serves 4 rows, and the chunk-wide panel of B (all
+// k) stays in the L2 cache from one block of rows to the next. The rows of
+// a parallel loop are independent, so they may interleave chunk by chunk;
+// this needs the bounds of the loops over j and k to be free of i, and
+// every scalar the body over j writes to be fresh in each of its
+// iterations or a reduction of the loop over i.
+//
 // Legality (each failure leaves the loop alone and adds a remark):
 // - the loop over j has step 1; its bounds read nothing the body writes;
 // - its body is Declares, `acc = init`, a loop over k whose body is the one

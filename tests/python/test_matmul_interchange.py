@@ -100,9 +100,10 @@ def covariance(M, float_n, data):
     return cov
 
 
-# (rows of A, k, columns of B): empty and single extents, odd sizes, and
-# more columns than one chunk of accumulators holds (512 float64, 1024
-# float32) with a partial last chunk.
+# (rows of A, k, columns of B): empty and single extents, odd sizes, rows
+# that are not a multiple of the blocks of 4, and more columns than one chunk
+# of accumulators holds (at most 512 float64, 1024 float32) with a partial
+# last chunk.
 PRODUCT_SHAPES = ((0, 0, 0), (1, 1, 1), (3, 0, 4), (0, 5, 3), (4, 5, 0), (1, 7, 1), (7, 5, 9), (33, 17, 31),
                   (5, 9, 1100))
 
