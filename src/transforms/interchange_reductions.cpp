@@ -20,7 +20,7 @@ namespace {
 // smaller, so that a loop of a few hundred j (covariance's shrinking rows)
 // still gives every thread a chunk.
 constexpr int64_t kChunkBytes = 4096;
-constexpr int64_t kParallelChunkBytes = 1024;
+constexpr int64_t kParallelChunkBytes = 2048;
 // With blocks of rows: kRows rows of accumulators, and a chunk-wide panel
 // of the streamed array over all k that stays in the L2 cache.
 constexpr int64_t kRows = 4;

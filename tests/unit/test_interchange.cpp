@@ -116,10 +116,10 @@ TEST(Interchange, MatrixVectorProductKeepsItsReductionInnermost) {
 TEST(Interchange, ParallelColumnLoopRunsItsChunksInParallel) {
   ir::Function f = lower("def vecmat(x, A):\n    return x @ A\n", "vecmat", "f32[::1], f32[:, ::1]");
   const std::string text = ir::to_string(f);
-  // float32: 256 accumulators of 4 bytes; the buffer belongs to one chunk.
-  EXPECT_NE(text.find("parallel for _i3_chunk in range(0:int, A.shape[1], 256:int) {\n"
+  // float32: 512 accumulators of 4 bytes; the buffer belongs to one chunk.
+  EXPECT_NE(text.find("parallel for _i3_chunk in range(0:int, A.shape[1], 512:int) {\n"
                       "    let _tmp5_buf:f32[::1]\n"
-                      "    _tmp5_buf = empty<f32[::1]>((256:i64,))\n"),
+                      "    _tmp5_buf = empty<f32[::1]>((512:i64,))\n"),
             std::string::npos)
       << text;
 }
