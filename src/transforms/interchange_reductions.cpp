@@ -360,6 +360,7 @@ class Interchanger : public ir::IRMutator {
     const ir::For* k = c.k_loop;
     const ir::IntImm* step = j->step->as<ir::IntImm>();
     if (!step || step->value != 1) return "the loop over '" + j->var->name + "' does not step by 1";
+    if (ir::is_parallel(k->schedule.kind)) return "the loop over '" + k->var->name + "' runs in parallel";
     if (declared(j->var.get()) || declared(k->var.get()))
       return "a loop variable is used outside its loop";
     auto acc_decls = declarations_.find(c.acc.get());

@@ -44,6 +44,7 @@
 // - its body is Declares, `acc = init`, a loop over k whose body is the one
 //   assignment `acc = f(acc, ...)`, then any statements (`rest`) without a
 //   `break` that would leave the loop over j;
+// - the loop over k is not parallel (its threads would be lost);
 // - j and k are used only in their loops (no Declare), acc is declared in
 //   the body or not at all, and the body does not assign j;
 // - the bounds of the loop over k read neither j nor anything the body

@@ -317,11 +317,21 @@ def steps_by_two(B, out):
         out[j] = s
 
 
+def parallel_inner_sums(B, out):
+    for j in range(B.shape[1]):
+        s = 0.0
+        #pragma parallel for reduction(+: s)
+        for k in range(B.shape[0]):
+            s += B[k, j]
+        out[j] = s
+
+
 @pytest.mark.parametrize("fn, reason", (
     (reads_what_it_writes, "the reduced value reads what the loop writes"),
     (triangular, "the bounds of the loop over 'k' depend on 'j'"),
     (breaks_early, "the loop body breaks out of the loop"),
     (steps_by_two, "the loop over 'j' does not step by 1"),
+    (parallel_inner_sums, "the loop over 'k' runs in parallel"),
 ), ids=lambda v: getattr(v, "__name__", "reason"))
 def test_loops_that_keep_their_reduction_innermost(rng, fn, reason):
     B = arr(rng, np.float64, (6, 6), "C")
@@ -332,4 +342,4 @@ def test_loops_that_keep_their_reduction_innermost(rng, fn, reason):
     for k, n in ((0, 0), (1, 1), (5, 7), (9, 600)):
         B = arr(rng, np.float64, (k, n), "C")
         second = arr(rng, np.float64, max(k, 1)) if fn is reads_what_it_writes else np.zeros(n)
-        check(fn, B, second)
+        check(fn, B, second, rtol=1e-12 if fn is parallel_inner_sums else None)
