@@ -7,6 +7,7 @@
 #include "transforms/detect_reductions.h"
 #include "transforms/fuse_loop_nests.h"
 #include "transforms/insert_bounds_checks.h"
+#include "transforms/interchange_reductions.h"
 #include "transforms/normalize_indices.h"
 #include "transforms/place_declarations.h"
 #include "transforms/plan_parallel_loops.h"
@@ -33,6 +34,9 @@ void run_pipeline(ir::Function& function, const CompileOptions& options, const P
   // Python's negative indices, where an index is not provably non-negative.
   run("normalize_indices", transforms::normalize_indices);
   if (options.boundscheck) run("insert_bounds_checks", transforms::insert_bounds_checks);
+  // Reductions that read down a column run outside chunks of their loop (CPU:
+  // a CUDA thread per element already reads a row across its warp).
+  if (options.target == Target::CPU) run("interchange_reductions", transforms::interchange_reductions);
 }
 
 }  // namespace plait
