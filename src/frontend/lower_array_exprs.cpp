@@ -129,6 +129,40 @@ Expr identity(const std::string& name, ScalarType t, SourceLoc loc) {
   return ir::IntImm::make(is_max ? lo : hi, t, loc);
 }
 
+// The number of elements of a shape, for choosing between temporaries of
+// different shapes when compiling: an extent known only at run time counts
+// as 1024.
+double estimated_elements(const std::vector<Expr>& shape) {
+  double n = 1;
+  for (const auto& e : shape) {
+    auto c = e->as<ir::IntImm>();
+    n *= c ? static_cast<double>(std::max<int64_t>(c->value, 0)) : 1024.0;
+  }
+  return n;
+}
+
+// Makes `view`, a view of one array, readable from a snapshot (see
+// ViewSnapshot): its reads of the array go through the new snapshot, unless
+// they already go through a view of no more elements (`path[:, k]` under
+// `path[:, k][:, None]`).
+TensorPtr snapshot_able(std::shared_ptr<Tensor> view, const ast::Expr* node, SourceLoc loc) {
+  auto plain = std::make_shared<Tensor>(*view);
+  plain->reads.clear();  // the plain view only ever fills a fresh temporary
+  auto snap = std::make_shared<ViewSnapshot>();
+  snap->view = plain;
+  snap->node = node;
+  view->element = [snap, loc](const std::vector<Expr>& idx, Sink& sink) {
+    if (snap->copy) return ir::Load::make(snap->copy, idx, false, loc);
+    return snap->view->element(idx, sink);
+  };
+  for (auto& r : view->reads) {
+    if (r.array != view->array.get()) continue;
+    r.node = node;
+    if (!r.via || estimated_elements(view->shape) < estimated_elements(r.via->view->shape)) r.via = snap;
+  }
+  return view;
+}
+
 }  // namespace
 
 Expr Lowerer::placeholder(ScalarType t) {
@@ -139,6 +173,13 @@ Expr Lowerer::placeholder(ScalarType t) {
 }
 
 // ================================================================ tensors from values
+
+std::string Lowerer::source_text(SourceLoc l) const {
+  std::string line = file_.line_text(l.line);
+  std::string s = l.end_line == l.line && l.end_col <= static_cast<int>(line.size()) ? line.substr(l.col, l.end_col - l.col) : "";
+  s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+  return s;
+}
 
 TensorPtr Lowerer::to_tensor(const Value& v, SourceLoc loc) {
   if (v.kind == Value::Kind::Tensor) return v.tensor;
@@ -159,11 +200,19 @@ TensorPtr Lowerer::to_tensor(const Value& v, SourceLoc loc) {
     t->array = a;
     t->array_index = [](const std::vector<Expr>& idx) { return idx; };
     t->source = v.node;
-    t->reads.push_back({a.get(), v.node});
-    return t;
+    t->reads.push_back({a.get(), v.node, nullptr});
+    return snapshot_able(t, v.node, loc);
   }
   if (v.kind == Value::Kind::Scalar) {
     Expr s = v.scalar;
+    // NumPy reads an element operand (`a - a[0]`) once, before the
+    // statement stores anything: it is computed before the loop nest, which
+    // may overwrite that element.
+    if (!inferring_ && !analysis::uses_of(s).arrays.empty()) {
+      ir::Var held = temp_var(s->type, loc);
+      pending_.push_back(ir::Assign::make(held, s, loc));
+      s = ir::VarRef::make(held, loc);
+    }
     t->type = s->type;
     t->element = [s](const std::vector<Expr>&, Sink&) { return s; };
     return t;
@@ -213,14 +262,8 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
   };
   std::vector<Part> mapped;
   size_t base_dim = 0;
-  auto text_of = [&](SourceLoc l) {
-    std::string line = file_.line_text(l.line);
-    std::string s = l.end_line == l.line && l.end_col <= static_cast<int>(line.size()) ? line.substr(l.col, l.end_col - l.col) : "";
-    s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
-    return s;
-  };
   auto slice_part = [&](const Expr& n, Expr lo, Expr hi, int64_t step, SourceLoc l) {
-    Part p{Part::Range, nullptr, step, nullptr, text_of(l)};
+    Part p{Part::Range, nullptr, step, nullptr, source_text(l)};
     auto lo_c = lo ? lo->as<ir::IntImm>() : nullptr;
     auto hi_c = hi ? hi->as<ir::IntImm>() : nullptr;
     if (step == 1 && (!lo || (lo_c && lo_c->value >= 0)) && (!hi || (hi_c && hi_c->value < 0))) {
@@ -338,8 +381,7 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
     auto inner = base->array_index;
     t->array_index = [inner, map_index](const std::vector<Expr>& idx) { return inner(map_index(idx)); };
     t->source = source;
-    for (auto& r : t->reads)
-      if (r.first == base->array.get()) r.second = source;
+    return snapshot_able(t, source, loc);
   }
   return t;
 }
@@ -396,7 +438,7 @@ Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<E
     bool aligned = x->rank() == rank;
     for (size_t d = 0; aligned && d < rank; ++d) aligned = !(x->unit[d] && !t->unit[d]);
     for (auto r : x->reads) {
-      if (!aligned) r.second = nullptr;
+      if (!aligned) r.node = nullptr;
       t->reads.push_back(r);
     }
   }
@@ -421,7 +463,7 @@ Value Lowerer::tensor_binary(ast::BinOpKind op, const Value& a, const Value& b, 
 Value Lowerer::transpose(const Value& a, SourceLoc loc) {
   TensorPtr x = to_tensor(a, loc);
   auto t = std::make_shared<Tensor>(*x);
-  for (auto& read : t->reads) read.second = nullptr;  // transposed: other elements
+  for (auto& read : t->reads) read.node = nullptr;  // transposed: other elements
   t->source = nullptr;
   std::reverse(t->shape.begin(), t->shape.end());
   std::reverse(t->unit.begin(), t->unit.end());
@@ -504,7 +546,7 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
   auto r = std::make_shared<Tensor>();
   r->type = result_type;
   r->reads = t->reads;
-  for (auto& read : r->reads) read.second = nullptr;  // a reduction reads other elements
+  for (auto& read : r->reads) read.node = nullptr;  // a reduction reads other elements
   for (size_t d = 0; d < t->rank(); ++d) {
     if (reduced[d] && !keepdims) continue;
     r->shape.push_back(reduced[d] ? int_imm(1, loc) : t->shape[d]);
@@ -687,7 +729,7 @@ Value Lowerer::matmul(const Value& a, const Value& b, SourceLoc loc) {
   p->type = t;
   p->reads = x->reads;
   p->reads.insert(p->reads.end(), y->reads.begin(), y->reads.end());
-  for (auto& read : p->reads) read.second = nullptr;
+  for (auto& read : p->reads) read.node = nullptr;
   size_t xr = x->rank(), yr = y->rank();
   if (xr == 2) {
     p->shape.push_back(x->shape[0]);
@@ -863,16 +905,35 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
          loc);
   // NumPy evaluates the right side before it stores. When the right side
   // reads the target's array other than at the element being written, the
-  // value goes through a temporary first.
+  // nest must not see its own stores there: either the views that read those
+  // elements are copied first (snapshots, when they are small: a row and a
+  // column of the target), or the whole value goes through a temporary.
   bool overlap = false;
-  for (const auto& [array, node] : value->reads) {
-    if (array != target->array.get()) continue;
-    bool same_elements = node && target->source &&
-                         (same_tree(node, target->source) ||
-                          (whole_array_syntax(node) && whole_array_syntax(target->source)));
-    if (!same_elements) overlap = true;
+  std::vector<std::shared_ptr<ViewSnapshot>> snapshots;
+  for (const auto& read : value->reads) {
+    if (read.array != target->array.get()) continue;
+    bool same_elements = read.node && target->source &&
+                         (same_tree(read.node, target->source) ||
+                          (whole_array_syntax(read.node) && whole_array_syntax(target->source)));
+    if (same_elements) continue;
+    overlap = true;
+    if (std::find(snapshots.begin(), snapshots.end(), read.via) == snapshots.end()) snapshots.push_back(read.via);
   }
-  if (overlap && !inferring_) {
+  double snapshot_cost = 0;
+  for (const auto& snap : snapshots) snapshot_cost += estimated_elements(snap->view->shape);
+  const bool use_snapshots = overlap && snapshot_cost < estimated_elements(target->shape);
+  if (use_snapshots && !inferring_) {
+    std::string what;
+    for (const auto& snap : snapshots) {
+      snap->copy = materialize(snap->view, out, loc, nullptr);
+      std::string text = snap->node ? source_text(snap->node->loc) : "";
+      what += (what.empty() ? "'" : ", '") + (text.empty() ? target->array->name : text) + "'";
+    }
+    function_remarks_.push_back({loc, "lower_array_exprs",
+                                 "the right side reads '" + target->array->name +
+                                     "' at other elements than it writes, through " + what +
+                                     ": copied into small temporaries first (not the whole right side)"});
+  } else if (overlap && !inferring_) {
     ir::ArrayVar tmp = materialize(value, out, loc, nullptr);
     Value v = Value::of_array(tmp, loc);
     value = to_tensor(v, loc);
@@ -891,11 +952,17 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
   std::vector<Expr> idx;
   for (size_t d = 0; d < target->rank(); ++d) {
     LoopDim dim;
-    dim.var = temp_var(ScalarType::py_int(), loc);
-    dim.var->name = "_i" + dim.var->name.substr(4);
     dim.extent = target->shape[d];
     dim.label = target->labels[d];
     if (dim.label.empty() && d >= offset) dim.label = value->labels[d - offset];
+    // A dimension of extent 1 (the kept axis of a keepdims reduction) needs
+    // no loop, unless a sliced-index pragma names it.
+    if (is_const(dim.extent, 1) && !sliced_pragmas_.count(dim.label)) {
+      idx.push_back(int_imm(0, loc));
+      continue;
+    }
+    dim.var = temp_var(ScalarType::py_int(), loc);
+    dim.var->name = "_i" + dim.var->name.substr(4);
     idx.push_back(ir::VarRef::make(dim.var, loc));
     dims.push_back(dim);
   }
@@ -926,6 +993,8 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
   std::vector<Stmt> nest = build_nest(dims, inner, {store}, outer);
   for (auto& g : outer.groups) out.insert(out.end(), g.begin(), g.end());
   out.insert(out.end(), nest.begin(), nest.end());
+  if (use_snapshots)
+    for (const auto& snap : snapshots) snap->copy = nullptr;
   std::string shape;
   for (size_t d = 0; d < dims.size(); ++d) {
     const char* kind = ir::loop_kind_name(dims[d].schedule.kind);

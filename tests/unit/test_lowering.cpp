@@ -320,5 +320,25 @@ TEST(Fusion, StencilSweepsAreNotFused) {
   EXPECT_NE(first, text.rfind("parallel for")) << text;
 }
 
+TEST(ArrayExprs, FloydWarshallSnapshotsTheRowAndTheColumnOnly) {
+  const char* src =
+      "def f(path):\n"
+      "    for k in range(path.shape[0]):\n"
+      "        path[:] = np.minimum(path, path[:, k][:, None] + path[k, :][None, :])\n";
+  std::string text = ir_text(src, "f", "i32[:, ::1]");
+  // Column k and row k are copied (N elements each) before the nest, which
+  // reads the copies; no N x N temporary.
+  EXPECT_TRUE(contains(text, "empty<i32[::1]>((path.shape[0],))")) << text;
+  EXPECT_TRUE(contains(text, "empty<i32[::1]>((path.shape[1],))")) << text;
+  EXPECT_FALSE(contains(text, "empty<i32[:, ::1]>")) << text;
+  EXPECT_TRUE(contains(text, "path[_i4, _i5] = minimum(path[_i4, _i5], (_tmp_array0[_i4] + _tmp_array2[_i5]))")) << text;
+}
+
+TEST(ArrayExprs, ElementOperandOfTheTargetIsReadBeforeTheNest) {
+  std::string text = ir_text("def f(a):\n    a[:] = a - a[0]\n", "f", "f64[::1]");
+  EXPECT_TRUE(contains(text, "_tmp0 = a[0:int]\n  parallel simd for")) << text;
+  EXPECT_TRUE(contains(text, "a[_i1] = (a[_i1] - _tmp0)")) << text;
+}
+
 }  // namespace
 }  // namespace plait
