@@ -405,6 +405,13 @@ class Fuser {
         // Asserts read extents, which no loop changes, and scalars.
         return true;
       }
+      case ir::NodeKind::Assign: {
+        // A scalar the first loop does not use, computed from no array (the
+        // start of a reduction, `acc = 0.0`).
+        const ir::VarInfo* v = s->as<ir::Assign>()->var.get();
+        return su.arrays.empty() && !fu.reads.count(v) && !fu.writes.count(v) && !su.reads.count(first->var.get()) &&
+               v != first->var.get();
+      }
       default: return false;
     }
   }
@@ -425,7 +432,8 @@ class Fuser {
         Stmt renamed = rename.mutate(second->body);
         std::vector<Stmt> body = first->body->as<ir::Block>() ? first->body->as<ir::Block>()->stmts
                                                               : std::vector<Stmt>{first->body};
-        body.push_back(renamed);
+        if (auto b = renamed->as<ir::Block>()) body.insert(body.end(), b->stmts.begin(), b->stmts.end());
+        else body.push_back(renamed);
         Stmt merged_body = ir::Block::make(body, first->body->loc);
         ir::LoopSchedule sched = first->schedule;
         if (inspect(merged_body).has_loop && ir::is_vectorized(sched.kind))
@@ -447,8 +455,144 @@ class Fuser {
         std::string text = "fused the loop nests of lines";
         for (size_t k = 0; k < lines.size(); ++k) text += (k ? ", " : " ") + std::to_string(lines[k]);
         remarks.push_back({first->loc, "fuse_loop_nests", text + " into one loop over '" + ir::to_string(first->end) + "'"});
+        scalarize_temporaries(stmts, i);
         shrink_temporaries(stmts, i);
+        fuse_inside(stmts[i]);
       }
+    }
+  }
+
+  // The nests of a fused loop's body may fuse in turn (the loops over the
+  // second dimension of 3-D statements), now that they share one body.
+  void fuse_inside(Stmt& loop_stmt) {
+    auto loop = loop_stmt->as<ir::For>();
+    auto block = loop->body->as<ir::Block>();
+    if (!block || !inspect(loop->body).has_loop) return;
+    std::vector<Stmt> body = block->stmts;
+    fuse_block(body);
+    loop_stmt = ir::For::make(loop->var, loop->begin, loop->end, loop->step, ir::Block::make(body, block->loc),
+                              loop->schedule, loop->loc);
+  }
+
+  // The temporary allocated by stmts[k] with the names bound to it in this
+  // block, when it is mentioned nowhere but there and in the loop stmts[at]:
+  // the allocation first, then the names; the positions of the binds.
+  std::optional<std::pair<std::vector<ir::ArrayVar>, std::vector<size_t>>> local_temporary(
+      const std::vector<Stmt>& stmts, size_t k, size_t at, const BodyInfo& info) {
+    auto alloc = stmts[k]->as<ir::Allocate>();
+    if (!alloc || facts_.params.count(facts_.find(alloc->array.get()))) return std::nullopt;
+    const ArrayInfo* cls = facts_.find(alloc->array.get());
+    std::vector<size_t> binds;
+    bool ok = facts_.binds[alloc->array.get()] == 1;
+    std::vector<ir::ArrayVar> members = {alloc->array};
+    for (size_t m = 0; m < stmts.size(); ++m) {
+      auto b = stmts[m]->as<ir::ArrayBind>();
+      if (!b || facts_.find(b->dst.get()) != cls) continue;
+      if (m > at || b->src != alloc->array || facts_.binds[b->dst.get()] != 1) ok = false;
+      binds.push_back(m);
+      members.push_back(b->dst);
+    }
+    // Every mention of the class is the allocation, the binds or inside
+    // the loop: it does not escape.
+    std::map<const ArrayInfo*, int> here = count_mentions(stmts[at]);
+    for (const auto& [a, n] : count_mentions(stmts[k])) here[a] += n;
+    for (size_t m : binds)
+      for (const auto& [a, n] : count_mentions(stmts[m])) here[a] += n;
+    for (const auto& m : members)
+      ok = ok && here[m.get()] == total_mentions_[m.get()] && !info.bound.count(m.get());
+    if (!ok) return std::nullopt;
+    return std::make_pair(members, binds);
+  }
+
+  // Removes stmts[k] and the statements at `binds` from the block and puts
+  // `loop` in place of stmts[at]; `at` follows it.
+  void replace_loop(std::vector<Stmt>& stmts, size_t k, const std::vector<size_t>& binds, size_t& at, Stmt loop) {
+    std::set<size_t> drop(binds.begin(), binds.end());
+    drop.insert(k);
+    std::vector<Stmt> out;
+    size_t new_at = 0;
+    for (size_t m = 0; m < stmts.size(); ++m) {
+      if (drop.count(m)) continue;
+      if (m == at) new_at = out.size();
+      out.push_back(m == at ? loop : stmts[m]);
+    }
+    stmts = out;
+    at = new_at;
+  }
+
+  // Replaces temporaries that hold one element per iteration of the fused
+  // loop stmts[at] by a scalar: each is written once per iteration, by a
+  // statement of the loop body at [loop index, 0, ...] (its other extents
+  // are 1), and read only by later statements of the body at that index
+  // (the mask of azimint_naive, the row maxima of softmax).
+  void scalarize_temporaries(std::vector<Stmt>& stmts, size_t& at) {
+    for (size_t k = 0; k < at; ++k) {
+      const ir::For* loop = stmts[at]->as<ir::For>();
+      auto block = loop->body->as<ir::Block>();
+      auto alloc = stmts[k]->as<ir::Allocate>();
+      if (!block || !alloc) continue;
+      bool ok = true;
+      for (size_t d = 1; d < alloc->shape.size(); ++d) {
+        auto c = alloc->shape[d]->as<ir::IntImm>();
+        ok = ok && c && c->value == 1;
+      }
+      auto temp = ok ? local_temporary(stmts, k, at, inspect(loop->body)) : std::nullopt;
+      if (!temp) continue;
+      std::set<const ArrayInfo*> members;
+      for (const auto& m : temp->first) members.insert(m.get());
+      auto at_own_element = [&](const std::vector<Expr>& idx) {
+        bool own = !idx.empty() && is_var(idx[0], loop->var.get());
+        for (size_t d = 1; d < idx.size(); ++d) {
+          auto c = idx[d]->as<ir::IntImm>();
+          own = own && c && c->value == 0;
+        }
+        return own;
+      };
+      std::optional<size_t> store_at;
+      for (size_t p = 0; ok && p < block->stmts.size(); ++p) {
+        auto store = block->stmts[p]->as<ir::Store>();
+        bool is_store = store && members.count(store->array.get());
+        for (const Access& x : inspect(block->stmts[p]).accesses) {
+          if (!members.count(x.array)) continue;
+          if (!at_own_element(x.indices)) ok = false;
+          // The one write is the statement itself; reads come after it.
+          if (x.write) ok = ok && is_store && !store_at;
+          else ok = ok && store_at && !is_store;
+        }
+        if (is_store) store_at = p;
+      }
+      if (!ok || !store_at) continue;
+      auto elem = std::make_shared<ir::VarInfo>();
+      elem->name = temp->first.back()->name;
+      elem->type = ScalarType{alloc->array->type.dtype, false};
+      elem->loc = alloc->loc;
+      struct ToScalar : ir::IRMutator {
+        std::set<const ArrayInfo*>* members;
+        ir::Var elem;
+        Expr extent;
+        Expr visit(const ir::Load* l, const Expr& self) override {
+          if (!members->count(l->array.get())) return IRMutator::visit(l, self);
+          return ir::VarRef::make(elem, l->loc);
+        }
+        Stmt visit(const ir::Store* s, const Stmt& self) override {
+          if (!members->count(s->array.get())) return IRMutator::visit(s, self);
+          return ir::Assign::make(elem, mutate(s->value), s->loc);
+        }
+        Expr visit(const ir::ArrayDim* d, const Expr& self) override {
+          if (!members->count(d->array.get())) return self;
+          return d->dim == 0 ? extent : ir::IntImm::make(1, ScalarType::py_int(), d->loc);
+        }
+      } to_scalar;
+      to_scalar.members = &members;
+      to_scalar.elem = elem;
+      to_scalar.extent = loop->end;
+      Stmt new_loop = ir::For::make(loop->var, loop->begin, loop->end, loop->step, to_scalar.mutate(loop->body),
+                                    loop->schedule, loop->loc);
+      remarks.push_back({alloc->loc, "fuse_loop_nests",
+                         "temporary '" + temp->first.back()->name + "' holds one element per iteration of the fused "
+                         "loop, written before it is read: a scalar, not allocated"});
+      replace_loop(stmts, k, temp->second, at, new_loop);
+      k = static_cast<size_t>(-1);  // start over: indices moved
     }
   }
 
@@ -464,26 +608,12 @@ class Fuser {
       if (!alloc || alloc->array->type.layout == Layout::F || alloc->array->type.ndim < 2 ||
           ir::is_vectorized(loop->schedule.kind) || facts_.params.count(facts_.find(alloc->array.get())))
         continue;
+      auto temp = local_temporary(stmts, k, at, info);
+      if (!temp) continue;
+      const std::vector<ir::ArrayVar>& members = temp->first;
+      const std::vector<size_t>& binds = temp->second;
       const ArrayInfo* cls = facts_.find(alloc->array.get());
-      // The class: the temporary and the names bound to it in this block.
-      std::vector<size_t> binds;
-      bool ok = facts_.binds[alloc->array.get()] == 1;
-      std::vector<ir::ArrayVar> members = {alloc->array};
-      for (size_t m = 0; m < stmts.size(); ++m) {
-        auto b = stmts[m]->as<ir::ArrayBind>();
-        if (!b || facts_.find(b->dst.get()) != cls) continue;
-        if (m > at || b->src != alloc->array || facts_.binds[b->dst.get()] != 1) ok = false;
-        binds.push_back(m);
-        members.push_back(b->dst);
-      }
-      // Every mention of the class is the allocation, the binds or inside
-      // the loop: it does not escape.
-      std::map<const ArrayInfo*, int> here = count_mentions(stmts[at]);
-      for (const auto& [a, n] : count_mentions(stmts[k])) here[a] += n;
-      for (size_t m : binds)
-        for (const auto& [a, n] : count_mentions(stmts[m])) here[a] += n;
-      for (const auto& m : members)
-        ok = ok && here[m.get()] == total_mentions_[m.get()] && !info.bound.count(m.get());
+      bool ok = true;
       for (const Access& x : info.accesses)
         if (facts_.find(x.array) == cls) ok = ok && !x.indices.empty() && is_var(x.indices[0], loop->var.get());
       if (!ok) continue;
@@ -547,18 +677,19 @@ class Fuser {
       remarks.push_back({alloc->loc, "fuse_loop_nests",
                          "temporary '" + members.back()->name + "' needs one slice per iteration of the fused loop: "
                          "allocated per iteration without its first dimension"});
-      // Remove the allocation and the binds from the block.
-      std::set<size_t> drop(binds.begin(), binds.end());
-      drop.insert(k);
-      std::vector<Stmt> out;
-      size_t new_at = 0;
-      for (size_t m = 0; m < stmts.size(); ++m) {
-        if (drop.count(m)) continue;
-        if (m == at) new_at = out.size();
-        out.push_back(m == at ? new_loop : stmts[m]);
+      // The smaller arrays are bound once, in the loop's body, where the
+      // nests may fuse again (fuse_inside): record their extents and
+      // mentions as gather_facts does for the function's arrays.
+      std::map<const ArrayInfo*, int> mentions = count_mentions(new_loop);
+      bool stable_shape = true;
+      for (const auto& e : shape) stable_shape = stable_shape && stable(e, facts_);
+      for (const auto& [old, small] : smaller) {
+        facts_.binds[small.get()] = 1;
+        facts_.unite(small.get(), smaller.at(alloc->array.get()).get());
+        total_mentions_[small.get()] = mentions[small.get()];
+        if (stable_shape) facts_.shape[small.get()] = shape;
       }
-      stmts = out;
-      at = new_at;
+      replace_loop(stmts, k, binds, at, new_loop);
       loop = stmts[at]->as<ir::For>();
       info = inspect(loop->body);
       k = static_cast<size_t>(-1);  // start over: indices moved

@@ -7,10 +7,16 @@
 // nests become one loop. An array allocated just for these statements and
 // used only inside the fused loop, always at the loop's index in its first
 // dimension, then needs only that one slice per iteration: it is allocated
-// per iteration without its first dimension. This is what lets
-// `m = x.max(axis=1, keepdims=True); e = np.exp(x - m); e / e.sum(axis=1,
-// keepdims=True)` make one pass per row over x and allocate nothing of size
-// rows x columns besides its result.
+// per iteration without its first dimension; one that holds a single element
+// per iteration, written by the loop body before any later statement of the
+// body reads it, becomes a scalar (a mask used by two reductions allocates
+// nothing). Assignments of scalars computed from no array (the start of a
+// reduction) move above the first nest, so sibling reductions over one range
+// fuse into one pass. The nests inside a fused loop's body are fused in
+// turn, so 3-D and 4-D statements fuse over every shared leading dimension.
+// This is what lets `m = x.max(axis=-1, keepdims=True); e = np.exp(x - m);
+// e / e.sum(axis=-1, keepdims=True)` make one pass per row over x, keep one
+// row of e and allocate nothing else besides its result.
 #pragma once
 
 #include "ir/ir.h"

@@ -122,3 +122,139 @@ def test_a_view_as_large_as_the_target_goes_through_a_whole_temporary():
     k(np.zeros((3, 3)))
     assert "computed into a temporary first" in k.explain(), k.explain()
 
+
+# ---------------------------------------------------------------- local arrays read at the same index
+
+
+def azimint(data, radius, npt):
+    rmax = np.max(radius)
+    res = np.zeros(npt, dtype=np.float64)
+    #pragma parallel for
+    for i in range(npt):
+        r1 = rmax * i / npt
+        r2 = rmax * (i + 1) / npt
+        in_bin = (r1 <= radius) & (radius < r2)
+        res[i] = np.sum(np.where(in_bin, data, 0.0)) / np.sum(np.where(in_bin, 1.0, 0.0))
+    return res
+
+
+def masked_sum_and_count(a):
+    mask = a > 0
+    return np.sum(np.where(mask, a, 0)), np.sum(mask)
+
+
+def mask_returned(a):
+    mask = a > 0
+    return np.sum(np.where(mask, a, 0)), mask
+
+
+def local_written_later(a):
+    t = a * 2
+    t[0] = 1
+    return np.sum(t * a)
+
+
+def local_read_reversed(a, n):
+    out = np.zeros(n)
+    for i in range(n):
+        t = a * i
+        out[i] = np.sum(t[::-1] * a) + np.max(t)
+    return out
+
+
+def local_then_element_store(a, b):
+    t = np.sqrt(np.abs(a))
+    s = np.sum(t * b)
+    b[:] = t + s
+    return b
+
+
+def test_azimint_naive(rng):
+    for n, npt in ((1, 1), (2, 3), (7, 5), (1001, 13), (3000, 1)):
+        data, radius = arr(rng, np.float64, n), arr(rng, np.float64, n, positive=True)
+        check(azimint, data, radius, npt, rtol=1e-12)
+    check(azimint, arr(rng, np.float64, 999, "strided"), arr(rng, np.float64, 999, "reversed", positive=True), 7,
+          rtol=1e-12)
+    check(azimint, arr(rng, np.float32, 500), arr(rng, np.float32, 500, positive=True), 9, rtol=1e-5)
+
+
+def test_azimint_naive_allocates_no_mask():
+    k = plait.jit(azimint)
+    k(np.ones(3), np.ones(3), 2)
+    text = k.explain()
+    assert "temporary 'in_bin' holds one element per iteration of the fused loop" in text, text
+    assert "empty<b1" not in k.inspect_ir(), k.inspect_ir()
+
+
+@pytest.mark.parametrize("fn", (masked_sum_and_count, mask_returned, local_written_later), ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", (np.int32, np.float64), ids=dtype_id)
+def test_local_masks_and_temporaries(rng, fn, dtype):
+    for n in (1, 2, 9, 1000) if fn is local_written_later else (0, 1, 2, 9, 1000):
+        check(fn, arr(rng, dtype, n), rtol=1e-12 if dtype == np.float64 else None)
+    check(fn, arr(rng, dtype, 33, "reversed"), rtol=1e-12 if dtype == np.float64 else None)
+
+
+def test_locals_read_at_other_elements_or_escaping_stay_arrays(rng):
+    for n in (1, 6, 101):
+        check(local_read_reversed, arr(rng, np.float64, n), 4, rtol=1e-12)
+        check(local_then_element_store, arr(rng, np.float64, n), arr(rng, np.float64, n), rtol=1e-12)
+    k = plait.jit(mask_returned)
+    k(np.ones(3))
+    assert "holds one element per iteration" not in k.explain(), k.explain()
+
+
+# ---------------------------------------------------------------- softmax over 3-D and 4-D inputs
+
+
+def softmax(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def middle_reversed(x):
+    a = x * 2
+    return a[:, ::-1, :] + a
+
+
+def last_reversed(x):
+    a = x * 2
+    b = a[:, :, ::-1] + 1
+    return b * a
+
+
+def sum_over_the_middle(x):
+    a = x * 2
+    s = a.sum(axis=1, keepdims=True)
+    return a - s
+
+
+@pytest.mark.parametrize("shape", ((1, 1, 1), (2, 3, 5), (3, 1, 17), (0, 2, 3), (2, 0, 3), (1, 1, 1, 1),
+                                   (2, 3, 4, 19), (3, 2, 1, 7), (2, 3, 0, 5)))
+def test_softmax_of_3d_and_4d_arrays(rng, shape):
+    check(softmax, arr(rng, np.float32, shape) * 10, rtol=1e-6)
+
+
+def test_softmax_of_views_and_float64(rng):
+    x = arr(rng, np.float64, (5, 6, 7, 9))
+    check(softmax, x, rtol=1e-12)
+    check(softmax, x[:, ::2, :, ::-1], rtol=1e-12)
+    check(softmax, np.asfortranarray(x), rtol=1e-12)
+    check(softmax, x.transpose(3, 2, 1, 0), rtol=1e-12)
+
+
+def test_softmax_4d_keeps_one_row_of_e():
+    k = plait.jit(softmax)
+    k(np.ones((2, 2, 2, 2), np.float32))
+    ir = k.inspect_ir()
+    # The result is the only array of more than one dimension; m is a scalar.
+    assert ir.count("empty<f32[:, :, :, ::1]>") == 1 and "empty<f32[:, " not in ir.replace("empty<f32[:, :, :, ::1]>", ""), ir
+    assert "empty<f32[::1]>((x.shape[3],))" in ir, ir
+    assert "temporary 'm' holds one element per iteration" in k.explain(), k.explain()
+
+
+@pytest.mark.parametrize("fn", (middle_reversed, last_reversed, sum_over_the_middle), ids=lambda f: f.__name__)
+def test_3d_statements_that_must_not_fuse_inside(rng, fn):
+    for shape in ((1, 1, 1), (2, 3, 4), (4, 4, 4), (3, 5, 2)):
+        check(fn, arr(rng, np.float64, shape), rtol=1e-12)
+    check(fn, arr(rng, np.int64, (5, 5, 5), "reversed"))

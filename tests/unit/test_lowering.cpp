@@ -308,6 +308,42 @@ TEST(Fusion, SoftmaxIsOnePassPerRowAndAllocatesOnlyItsOutput) {
   EXPECT_LT(first, text.find("let e:f32[::1]")) << text;
 }
 
+TEST(Fusion, LocalMaskBecomesAScalarOfOnePassWithBothSums) {
+  const char* src =
+      "def f(data, radius, npt):\n"
+      "    res = np.zeros(npt)\n"
+      "    #pragma parallel for\n"
+      "    for i in range(npt):\n"
+      "        in_bin = (i <= radius) & (radius < i + 1)\n"
+      "        res[i] = np.sum(np.where(in_bin, data, 0.0)) / np.sum(np.where(in_bin, 1.0, 0.0))\n"
+      "    return res\n";
+  std::string text = ir_text(src, "f", "f64[::1], f64[::1], int");
+  // No allocation in the bin loop; one vector loop computes the mask and
+  // both sums.
+  EXPECT_FALSE(contains(text, "empty<b1")) << text;
+  EXPECT_TRUE(contains(text, "reduction(+: _tmp")) << text;
+  size_t vector_loop = text.find("simd for");
+  EXPECT_NE(vector_loop, std::string::npos) << text;
+  EXPECT_EQ(vector_loop, text.rfind("simd for")) << text;
+  EXPECT_TRUE(contains(text, "let in_bin:b1\n      in_bin = ")) << text;
+}
+
+TEST(Fusion, Softmax4DFusesEveryLeadingDimension) {
+  const char* src =
+      "def softmax(x):\n"
+      "    m = np.max(x, axis=-1, keepdims=True)\n"
+      "    e = np.exp(x - m)\n"
+      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  ir::Function f = lower(src, "softmax", "f32[:, :, :, ::1]");
+  std::string text = ir::to_string(f);
+  // One nest over the three leading dimensions; e is one row, m a scalar.
+  EXPECT_EQ(top_level_allocations(f), 1) << text;
+  EXPECT_EQ(text.find("parallel for"), text.rfind("parallel for")) << text;
+  EXPECT_TRUE(contains(text, "_tmp_array12 = empty<f32[::1]>((x.shape[3],))")) << text;
+  EXPECT_TRUE(contains(text, "let m:f32\n")) << text;
+  EXPECT_EQ(text.find("empty<f32[:, "), text.rfind("empty<f32[:, ")) << text;
+}
+
 TEST(Fusion, StencilSweepsAreNotFused) {
   // The second sweep reads neighbours of what the first writes: fusing the
   // row loops would read rows not yet computed.
