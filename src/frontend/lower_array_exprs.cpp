@@ -163,6 +163,12 @@ TensorPtr snapshot_able(std::shared_ptr<Tensor> view, const ast::Expr* node, Sou
   return view;
 }
 
+// The index into an operand at a dimension with a broadcast flag.
+Expr broadcast_index(const ir::Var& flag, const Expr& index, SourceLoc loc) {
+  if (!flag) return index;
+  return ir::Select::make(ir::VarRef::make(flag, loc), int_imm(0, loc), index, loc);
+}
+
 }  // namespace
 
 Expr Lowerer::placeholder(ScalarType t) {
@@ -388,6 +394,20 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
 
 // ================================================================ elementwise
 
+// An operand of extent `e` in a dimension whose broadcast extent is
+// `broadcast` (equal to e, or e is 1: asserted) reads index 0 there when
+// e != broadcast. The test is a bool local computed before the loop nest and
+// read by a select in the index; fuse_loop_nests versions the statements on
+// these `_broadcast` flags, so that the usual case (no extent of 1 at run
+// time) runs loops with plain indices. Null when e cannot be 1.
+ir::Var Lowerer::broadcast_flag(const Expr& e, const Expr& broadcast, SourceLoc loc) {
+  if (auto c = e->as<ir::IntImm>(); c && c->value != 1) return nullptr;
+  ir::Var flag = temp_var(ScalarType::b1(), loc);
+  flag->name = "_broadcast" + flag->name.substr(4);
+  pending_.push_back(ir::Assign::make(flag, ir::Compare::make(ir::CompareOp::NE, e, broadcast, loc), loc));
+  return flag;
+}
+
 Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<Expr(const std::vector<Expr>&)>& op,
                            SourceLoc loc) {
   std::vector<TensorPtr> ts;
@@ -399,27 +419,48 @@ Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<E
   auto t = std::make_shared<Tensor>();
   // Broadcasting: dimensions align at the end; a dimension whose extent is
   // 1 at compile time (None, keepdims=True, a literal 1) stretches to the
-  // others. Other extents must agree, which is checked at run time: a
-  // dimension that is 1 only at run time is an error rather than a
-  // broadcast, so that inner loops carry no per-element tests.
+  // others without any test. Other extents are compared at run time: equal,
+  // or 1 (which broadcasts: see broadcast_flag).
+  // flags[operand][dimension of the operand]: its broadcast flag, or null.
+  std::vector<std::vector<ir::Var>> flags(ts.size());
+  for (size_t a = 0; a < ts.size(); ++a) flags[a].resize(ts[a]->rank());
   for (size_t d = 0; d < rank; ++d) {
-    Expr extent;
+    std::vector<size_t> operands;  // those of a run-time extent at d
     std::string label;
-    for (const auto& x : ts) {
+    for (size_t a = 0; a < ts.size(); ++a) {
+      const auto& x = ts[a];
       size_t offset = rank - x->rank();
       if (d < offset) continue;
       size_t xd = d - offset;
       if (label.empty()) label = x->labels[xd];
-      if (x->unit[xd]) continue;
-      if (!extent) {
-        extent = x->shape[xd];
-      } else if (!same_expr(extent, x->shape[xd]) && !inferring_) {
-        pending_.push_back(ir::Assert::make(
-            ir::Compare::make(ir::CompareOp::EQ, extent, x->shape[xd], loc), PLAIT_VALUE_ERROR,
-            "operands could not be broadcast together (dimension " + std::to_string(d) +
-                " differs; only extents of 1 known when compiling broadcast)",
-            loc));
+      if (!x->unit[xd]) operands.push_back(a);
+    }
+    auto extent_of = [&](size_t a) { return ts[a]->shape[d - (rank - ts[a]->rank())]; };
+    Expr extent = operands.empty() ? nullptr : extent_of(operands[0]);
+    bool all_same = true;
+    for (size_t a : operands) all_same = all_same && same_expr(extent, extent_of(a));
+    if (!all_same && !inferring_) {
+      // The broadcast extent: the first that is not 1.
+      Expr broadcast = extent;
+      for (size_t k = 1; k < operands.size(); ++k) {
+        Expr e = extent_of(operands[k]);
+        if (auto c = broadcast->as<ir::IntImm>(); c && c->value != 1) break;
+        broadcast = is_const(broadcast, 1) ? e
+                                           : ir::Select::make(ir::Compare::make(ir::CompareOp::EQ, broadcast, int_imm(1, loc), loc),
+                                                              e, broadcast, loc);
       }
+      for (size_t a : operands) {
+        Expr e = extent_of(a);
+        if (same_expr(e, broadcast)) continue;
+        pending_.push_back(ir::Assert::make(
+            ir::Logical::make(ir::LogicalOp::Or, ir::Compare::make(ir::CompareOp::EQ, e, broadcast, loc),
+                              ir::Compare::make(ir::CompareOp::EQ, e, int_imm(1, loc), loc), loc),
+            PLAIT_VALUE_ERROR,
+            "operands could not be broadcast together (dimension " + std::to_string(d) + " differs)", loc));
+        flags[a][d - (rank - ts[a]->rank())] = broadcast_flag(e, broadcast, loc);
+      }
+      const ir::Var& first = flags[operands[0]][d - (rank - ts[operands[0]]->rank())];
+      if (first) extent = ir::Select::make(ir::VarRef::make(first, loc), broadcast, extent, loc);
     }
     t->shape.push_back(extent ? extent : int_imm(1, loc));
     t->unit.push_back(!extent);
@@ -442,12 +483,13 @@ Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<E
       t->reads.push_back(r);
     }
   }
-  t->element = [ts, rank, op, loc](const std::vector<Expr>& idx, Sink& sink) {
+  t->element = [ts, flags, rank, op, loc](const std::vector<Expr>& idx, Sink& sink) {
     std::vector<Expr> elems;
-    for (const auto& x : ts) {
+    for (size_t a = 0; a < ts.size(); ++a) {
+      const auto& x = ts[a];
       std::vector<Expr> xi;
       size_t offset = rank - x->rank();
-      for (size_t d = 0; d < x->rank(); ++d) xi.push_back(x->unit[d] ? int_imm(0, loc) : idx[d + offset]);
+      for (size_t d = 0; d < x->rank(); ++d) xi.push_back(x->unit[d] ? int_imm(0, loc) : broadcast_index(flags[a][d], idx[d + offset], loc));
       elems.push_back(x->element(xi, sink));
     }
     return op(elems);
@@ -942,11 +984,16 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
                                      "' where it is also written: it is computed into a temporary first"});
   }
   size_t offset = target->rank() - value->rank();
+  std::vector<ir::Var> flags(value->rank());
   for (size_t d = 0; d < value->rank(); ++d) {
     const Expr& te = target->shape[d + offset];
-    if (!value->unit[d] && !same_expr(te, value->shape[d]) && !inferring_)
-      out.push_back(ir::Assert::make(ir::Compare::make(ir::CompareOp::EQ, te, value->shape[d], loc), PLAIT_VALUE_ERROR,
-                                     "could not broadcast the value into the target's shape (extents differ)", loc));
+    const Expr& ve = value->shape[d];
+    if (value->unit[d] || same_expr(te, ve) || inferring_) continue;
+    out.push_back(ir::Assert::make(
+        ir::Logical::make(ir::LogicalOp::Or, ir::Compare::make(ir::CompareOp::EQ, te, ve, loc),
+                          ir::Compare::make(ir::CompareOp::EQ, ve, int_imm(1, loc), loc), loc),
+        PLAIT_VALUE_ERROR, "could not broadcast the value into the target's shape (extents differ)", loc));
+    flags[d] = broadcast_flag(ve, te, loc);
   }
   std::vector<LoopDim> dims;
   std::vector<Expr> idx;
@@ -984,7 +1031,8 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
       inner.kind = ir::is_parallel(inner.kind) ? ir::LoopKind::ParallelVectorized : ir::LoopKind::Vectorized;
   }
   std::vector<Expr> vidx;
-  for (size_t d = 0; d < value->rank(); ++d) vidx.push_back(value->unit[d] ? int_imm(0, loc) : idx[d + offset]);
+  for (size_t d = 0; d < value->rank(); ++d)
+    vidx.push_back(value->unit[d] ? int_imm(0, loc) : broadcast_index(flags[d], idx[d + offset], loc));
   Sink inner;
   Expr e = value->element(vidx, inner);
   ScalarType elem{target->array->type.dtype, false};

@@ -109,9 +109,9 @@ class CanonicalExtents : public ir::IRMutator {
   ArrayFacts& facts_;
 };
 
-ArrayFacts gather_facts(const ir::Function& f) {
+ArrayFacts gather_facts(const std::vector<ir::Param>& function_params, const Stmt& body) {
   ArrayFacts facts;
-  for (const auto& p : f.params)
+  for (const auto& p : function_params)
     if (p.array) facts.params.insert(p.array.get());
   struct Binds : ir::IRVisitor {
     ArrayFacts* facts;
@@ -129,7 +129,7 @@ ArrayFacts gather_facts(const ir::Function& f) {
     }
   } binds;
   binds.facts = &facts;
-  binds.visit(f.body);
+  binds.visit(body);
   // Parameters of one dtype may be views of one buffer.
   std::vector<const ArrayInfo*> params(facts.params.begin(), facts.params.end());
   for (size_t i = 0; i < params.size(); ++i)
@@ -262,36 +262,116 @@ class RenameVar : public ir::IRMutator {
   ir::Var to_;
 };
 
+// The flags the lowering computes for operands whose extent may be 1 at run
+// time (lower_array_exprs.cpp: broadcast_flag).
+bool is_broadcast_flag(const ir::Var& v) { return v->name.rfind("_broadcast", 0) == 0 && v->type.is_bool(); }
+
+// Folds the comparisons of canonical extents: `a == a`, `c ? a : a`.
+Expr fold(const Expr& e) {
+  struct Fold : ir::IRMutator {
+    Expr visit(const ir::Select* s, const Expr& self) override {
+      Expr t = mutate(s->t), f = mutate(s->f);
+      if (same_expr(t, f)) return t;
+      return IRMutator::visit(s, self);
+    }
+    Expr visit(const ir::Compare* c, const Expr& self) override {
+      Expr a = mutate(c->a), b = mutate(c->b);
+      if ((c->op == ir::CompareOp::NE || c->op == ir::CompareOp::EQ) && same_expr(a, b))
+        return ir::BoolImm::make(c->op == ir::CompareOp::EQ, c->loc);
+      return IRMutator::visit(c, self);
+    }
+    Expr visit(const ir::Logical* l, const Expr& self) override {
+      Expr a = mutate(l->a), b = mutate(l->b);
+      auto ca = a->as<ir::BoolImm>(), cb = b->as<ir::BoolImm>();
+      bool is_or = l->op == ir::LogicalOp::Or;
+      if ((ca && ca->value == is_or) || (cb && cb->value == is_or)) return ir::BoolImm::make(is_or, l->loc);
+      if (ca) return b;
+      if (cb) return a;
+      return IRMutator::visit(l, self);
+    }
+  } folder;
+  return folder.mutate(e);
+}
+
+// Rewrites IR as if the given bool flags were false.
+struct AllFalse : ir::IRMutator {
+  std::map<const ir::VarInfo*, Expr>* flags;
+  Expr visit(const ir::Select* s, const Expr& self) override {
+    auto c = s->cond->as<ir::VarRef>();
+    if (c && flags->count(c->var.get())) return mutate(s->f);
+    return IRMutator::visit(s, self);
+  }
+  Expr visit(const ir::VarRef* r, const Expr& self) override {
+    if (flags->count(r->var.get())) return ir::BoolImm::make(false, r->loc);
+    return self;
+  }
+};
+
 class Fuser {
  public:
-  Fuser(ir::Function& f) : facts_(gather_facts(f)) {}
+  explicit Fuser(const ir::Function& f) : params_(f.params) {}
 
   Stmt run(const Stmt& body) {
-    // Asserts compare extents; written canonically they stop mentioning the
-    // temporaries whose extents they check, which may then shrink.
-    struct CanonAsserts : ir::IRMutator {
-      CanonicalExtents* canon;
-      Stmt visit(const ir::Assert* a, const Stmt&) override {
-        Expr cond = canon->mutate(a->cond);
-        // A check of an extent against itself always holds.
-        if (auto c = cond->as<ir::Compare>(); c && c->op == ir::CompareOp::EQ && same_expr(c->a, c->b)) return nullptr;
-        return ir::Assert::make(cond, a->error_kind, a->message, a->loc);
-      }
-      Stmt visit(const ir::Allocate* a, const Stmt&) override {
-        std::vector<Expr> shape;
-        for (const auto& e : a->shape) shape.push_back(canon->mutate(e));
-        return ir::Allocate::make(a->array, shape, a->fill, a->fill_value, a->loc);
-      }
-    } asserts;
-    CanonicalExtents canon(facts_);
-    asserts.canon = &canon;
-    Stmt start = asserts.mutate(body);
+    // Removing the broadcast flags that are always false makes more extents
+    // canonical, which may show more flags to be false.
+    Stmt start = body;
+    for (int round = 0; round < 2; ++round) {
+      facts_ = gather_facts(params_, start);
+      start = prepare(start);
+    }
+    facts_ = gather_facts(params_, start);
     total_mentions_ = count_mentions(start);
     return rewrite(start);
   }
   std::vector<ir::Remark> remarks;
 
  private:
+  // Drops the broadcast flags that are always false and the asserts that
+  // always hold; writes allocation extents canonically.
+  Stmt prepare(const Stmt& body) {
+    CanonicalExtents canon(facts_);
+    // Broadcast flags (see version_broadcasts) that compare an extent with
+    // itself once extents are written canonically (`m.shape[0]` of `m =
+    // x.max(axis=-1, keepdims=True)` is `x.shape[0]`) are false: their
+    // selects take the usual side everywhere.
+    struct Flags : ir::IRVisitor {
+      std::vector<const ir::Assign*> assigns;
+      using IRVisitor::visit;
+      void visit(const ir::Assign* a) override {
+        if (is_broadcast_flag(a->var)) assigns.push_back(a);
+      }
+    } flags;
+    flags.visit(body);
+    std::map<const ir::VarInfo*, Expr> never;
+    for (const ir::Assign* a : flags.assigns) {
+      auto b = fold(canon.mutate(a->value))->as<ir::BoolImm>();
+      if (b && !b->value) never[a->var.get()] = nullptr;
+    }
+    // Asserts compare extents; written canonically they stop mentioning the
+    // temporaries whose extents they check, which may then shrink.
+    struct Prepare : AllFalse {
+      CanonicalExtents* canon;
+      Stmt visit(const ir::Assert* a, const Stmt&) override {
+        Expr cond = fold(canon->mutate(mutate(a->cond)));
+        // A check of an extent against itself always holds.
+        if (auto c = cond->as<ir::BoolImm>(); c && c->value) return nullptr;
+        return ir::Assert::make(cond, a->error_kind, a->message, a->loc);
+      }
+      Stmt visit(const ir::Allocate* a, const Stmt&) override {
+        std::vector<Expr> shape;
+        for (const auto& e : a->shape) shape.push_back(fold(canon->mutate(mutate(e))));
+        return ir::Allocate::make(a->array, shape, a->fill, a->fill_value, a->loc);
+      }
+      Stmt visit(const ir::Assign* a, const Stmt& self) override {
+        if (flags->count(a->var.get())) return nullptr;
+        return IRMutator::visit(a, self);
+      }
+    } prepare;
+    prepare.flags = &never;
+    prepare.canon = &canon;
+    return prepare.mutate(body);
+  }
+
   // Rewrites every block, innermost first.
   Stmt rewrite(const Stmt& s) {
     if (!s) return s;
@@ -299,6 +379,7 @@ class Fuser {
       case ir::NodeKind::Block: {
         std::vector<Stmt> stmts;
         for (const auto& c : s->as<ir::Block>()->stmts) stmts.push_back(rewrite(c));
+        version_broadcasts(stmts);
         fuse_block(stmts);
         return ir::Block::make(stmts, s->loc);
       }
@@ -316,6 +397,129 @@ class Fuser {
       }
       default: return s;
     }
+  }
+
+  // Whether `e`, read at position `from` of a block, has the same value at
+  // the block's position `at` <= from: it reads extents of arrays not bound
+  // in between, and scalars not written in between.
+  bool same_value_earlier(const Expr& e, const std::vector<Stmt>& stmts, size_t at, size_t from) {
+    analysis::VarUses between;
+    for (size_t k = at; k < from; ++k) {
+      analysis::VarUses u = analysis::uses_of(stmts[k]);
+      between.writes.insert(u.writes.begin(), u.writes.end());
+      between.array_binds.insert(u.array_binds.begin(), u.array_binds.end());
+    }
+    struct Reads : ir::IRVisitor {
+      bool loads = false;
+      std::set<const ArrayInfo*> arrays;
+      using IRVisitor::visit;
+      void visit(const ir::Load*) override { loads = true; }
+      void visit(const ir::ArrayDim* d) override { arrays.insert(d->array.get()); }
+    } reads;
+    reads.visit(e);
+    if (reads.loads) return false;
+    for (const ArrayInfo* a : reads.arrays)
+      if (between.array_binds.count(a)) return false;
+    for (const ir::VarInfo* v : analysis::uses_of(e).reads)
+      if (between.writes.count(v)) return false;
+    return true;
+  }
+
+  // Array statements whose operands may broadcast an extent that is 1 only
+  // at run time read through `_broadcast` flags (see the lowering): the
+  // statements from the first flag to the last use of one are versioned on
+  // the flags, computed first. The version for the usual case (every flag
+  // false) has plain indices and extents, so its nests fuse as any others;
+  // the other keeps the selects.
+  void version_broadcasts(std::vector<Stmt>& stmts) {
+    CanonicalExtents canon(facts_);
+    std::map<const ir::VarInfo*, Expr> flags;   // flag -> its value at the start of the region
+    std::map<const ir::VarInfo*, size_t> where;  // flag -> the statement that computes it
+    std::optional<size_t> start;
+    for (size_t p = 0; p < stmts.size(); ++p) {
+      auto a = stmts[p]->as<ir::Assign>();
+      if (!a || !is_broadcast_flag(a->var)) continue;
+      if (!start) start = p;
+      Expr value = canon.mutate(a->value);
+      if (!same_value_earlier(value, stmts, *start, p)) continue;
+      flags[a->var.get()] = value;
+      where[a->var.get()] = p;
+    }
+    if (flags.empty()) return;
+    // The region takes in the neighbouring statements that fusion deals
+    // with (nests, allocations, bindings, checks, scalars), so that the
+    // usual version holds the whole run of nests.
+    auto fusable_kind = [](const Stmt& st) {
+      switch (st->kind) {
+        case ir::NodeKind::For:
+        case ir::NodeKind::Allocate:
+        case ir::NodeKind::ArrayBind:
+        case ir::NodeKind::Assert:
+        case ir::NodeKind::Assign:
+        case ir::NodeKind::Store: return true;
+        default: return false;
+      }
+    };
+    while (*start > 0 && fusable_kind(stmts[*start - 1])) {
+      bool same = true;
+      for (const auto& [v, value] : flags) same = same && same_value_earlier(value, stmts, *start - 1, where.at(v));
+      if (!same) break;
+      --*start;
+    }
+    size_t end = *start;
+    for (size_t p = *start; p < stmts.size(); ++p)
+      for (const ir::VarInfo* v : analysis::uses_of(stmts[p]).reads)
+        if (flags.count(v)) end = p + 1;
+    while (end < stmts.size() && fusable_kind(stmts[end])) ++end;
+    // A flag must keep its value through the region: assigned once, at the
+    // statement that computes it.
+    for (size_t p = *start; p < end; ++p) {
+      auto a = stmts[p]->as<ir::Assign>();
+      for (const ir::VarInfo* v : analysis::uses_of(stmts[p]).writes)
+        if (flags.count(v) && !(a && a->var.get() == v)) return;
+    }
+    std::vector<Stmt> prologue, general;
+    Expr any;
+    for (size_t p = *start; p < end; ++p) {
+      auto a = stmts[p]->as<ir::Assign>();
+      if (a && flags.count(a->var.get())) {
+        prologue.push_back(ir::Assign::make(a->var, flags.at(a->var.get()), a->loc));
+        Expr f = ir::VarRef::make(a->var, a->loc);
+        any = any ? ir::Logical::make(ir::LogicalOp::Or, any, f, a->loc) : f;
+        continue;
+      }
+      general.push_back(stmts[p]);
+    }
+    AllFalse all_false;
+    all_false.flags = &flags;
+    std::vector<Stmt> usual;
+    for (const auto& st : general) usual.push_back(all_false.mutate(st));
+    // The usual version is analysed on its own: the arrays bound in the
+    // region and mentioned nowhere else count only its mentions; the others
+    // count both versions'.
+    std::map<const ArrayInfo*, int> in_region, in_usual;
+    for (size_t p = *start; p < end; ++p)
+      for (const auto& [a, n] : count_mentions(stmts[p])) in_region[a] += n;
+    for (const auto& st : usual)
+      for (const auto& [a, n] : count_mentions(st)) in_usual[a] += n;
+    std::map<const ArrayInfo*, int> in_prologue;
+    for (const auto& st : prologue)
+      for (const auto& [a, n] : count_mentions(st)) in_prologue[a] += n;
+    for (const auto& [a, n] : in_region) {
+      bool local = n == total_mentions_[a] && !facts_.params.count(a);
+      total_mentions_[a] = local ? in_usual[a] : total_mentions_[a] + in_usual[a] + in_prologue[a];
+    }
+    fuse_block(usual);
+    SourceLoc loc = stmts[*start]->loc;
+    remarks.push_back({loc, "fuse_loop_nests",
+                       "lines " + std::to_string(loc.line) + "-" + std::to_string(stmts[end - 1]->loc.line) +
+                           " are versioned on whether an extent that is 1 at run time broadcasts; the usual version "
+                           "has plain indices"});
+    std::vector<Stmt> out(stmts.begin(), stmts.begin() + static_cast<long>(*start));
+    out.insert(out.end(), prologue.begin(), prologue.end());
+    out.push_back(ir::If::make(any, ir::Block::make(general, loc), ir::Block::make(usual, loc), loc));
+    out.insert(out.end(), stmts.begin() + static_cast<long>(end), stmts.end());
+    stmts = out;
   }
 
   Expr extent(const ir::For* f) {
@@ -696,6 +900,7 @@ class Fuser {
     }
   }
 
+  std::vector<ir::Param> params_;
   ArrayFacts facts_;
   std::map<const ArrayInfo*, int> total_mentions_;
 };

@@ -1,5 +1,12 @@
 // Pass: fuse consecutive loop nests and shrink the temporaries they share.
 //
+// First, array statements whose operands may broadcast an extent that is 1
+// only at run time (they index through `_broadcast` flags) are versioned: the
+// flags are computed before the run of statements, and the version for the
+// usual case, all flags false, has plain indices and extents, so its nests
+// fuse and vectorise as any others. Flags that compare an extent with itself
+// once extents are written canonically are dropped.
+//
 // Array statements become one loop nest each. When consecutive nests run over
 // the same extent and every array that one writes and another touches is
 // accessed only at the loop's own index in one dimension (so iteration k of

@@ -183,7 +183,9 @@ def test_azimint_naive_allocates_no_mask():
     k(np.ones(3), np.ones(3), 2)
     text = k.explain()
     assert "temporary 'in_bin' holds one element per iteration of the fused loop" in text, text
-    assert "empty<b1" not in k.inspect_ir(), k.inspect_ir()
+    # The usual version (data and radius of one extent) allocates nothing.
+    usual = k.inspect_ir().split("} else {")[1]
+    assert "empty<b1" not in usual, k.inspect_ir()
 
 
 @pytest.mark.parametrize("fn", (masked_sum_and_count, mask_returned, local_written_later), ids=lambda f: f.__name__)
@@ -258,3 +260,84 @@ def test_3d_statements_that_must_not_fuse_inside(rng, fn):
     for shape in ((1, 1, 1), (2, 3, 4), (4, 4, 4), (3, 5, 2)):
         check(fn, arr(rng, np.float64, shape), rtol=1e-12)
     check(fn, arr(rng, np.int64, (5, 5, 5), "reversed"))
+
+
+# ---------------------------------------------------------------- extents that are 1 only at run time
+
+
+def add(a, b):
+    return a + b
+
+
+def add3(a, b, c):
+    return a * b + c
+
+
+def assign_into(a, b):
+    a[:] = b
+    return a
+
+
+def assign_rows(A, b):
+    A[1:, :] = b
+    return A
+
+
+def add_columns(A, B):
+    return A + B[:, 0:1]
+
+
+def masked_sums(data, radius):
+    in_bin = radius < 0.5
+    return np.sum(np.where(in_bin, data, 0.0)), np.sum(np.where(in_bin, 1.0, 0.0))
+
+
+def runtime_broadcast_stencil(TSTEPS, A, B):
+    for t in range(1, TSTEPS):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1] + B[:-2, 1:-1])
+
+
+@pytest.mark.parametrize("dtype", NUMERIC, ids=dtype_id)
+def test_an_extent_of_one_at_run_time_broadcasts(rng, dtype):
+    for n, m in ((1, 1), (1, 7), (7, 1), (0, 1), (1, 0), (33, 33)):
+        check(add, arr(rng, dtype, n), arr(rng, dtype, m))
+        check(add3, arr(rng, dtype, n), arr(rng, dtype, m), arr(rng, dtype, m if n == 1 else n))
+        check(assign_into, arr(rng, dtype, max(n, m)), arr(rng, dtype, 1 if n != m else n))
+    check(add, arr(rng, dtype, 1, "strided"), arr(rng, dtype, 9, "reversed"))
+
+
+def test_an_extent_of_one_at_run_time_broadcasts_in_2d(rng):
+    for shape, other in (((4, 3), (1, 3)), ((4, 3), (4, 1)), ((1, 1), (5, 6)), ((5, 6), (1, 1)), ((3, 1), (1, 4))):
+        check(add, arr(rng, np.float64, shape), arr(rng, np.float64, other))
+        check(add, arr(rng, np.float32, shape, "F"), arr(rng, np.float32, other, "transposed"))
+    for rows in (1, 2, 6):
+        check(assign_rows, arr(rng, np.int64, (rows, 5)), arr(rng, np.int64, (1, 5)))
+        check(add_columns, arr(rng, np.float64, (rows, 4)), arr(rng, np.float64, (rows, 3)))
+    check(add_columns, arr(rng, np.float64, (5, 4), "mixed"), arr(rng, np.float64, (5, 2), "F"))
+
+
+def test_a_mask_and_data_of_extent_one(rng):
+    for n, m in ((1, 9), (9, 1), (1, 1), (10, 10)):
+        check(masked_sums, arr(rng, np.float64, n), arr(rng, np.float64, m, positive=True) - 0.5, rtol=1e-12)
+
+
+def stencil_sweep(A, B):
+    B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
+    return B
+
+
+def test_stencil_rows_of_extent_one_broadcast(rng):
+    # A's interior is one row: it broadcasts along B's rows.
+    check(stencil_sweep, arr(rng, np.float64, (3, 5)), arr(rng, np.float64, (6, 5)))
+    check(stencil_sweep, arr(rng, np.float64, (6, 3), "F"), arr(rng, np.float64, (6, 7)))
+    for n in (3, 4, 9):
+        check(runtime_broadcast_stencil, 3, arr(rng, np.float64, (n, n)), arr(rng, np.float64, (n, n)))
+
+
+def test_the_usual_version_of_jacobi_2d_reads_plain_indices():
+    k = plait.jit(runtime_broadcast_stencil)
+    k(2, np.ones((5, 5)), np.ones((5, 5)))
+    usual = k.inspect_ir().split("} else {")[1]
+    assert "_broadcast" not in usual, k.inspect_ir()
+    assert "versioned on whether an extent that is 1 at run time broadcasts" in k.explain(), k.explain()
