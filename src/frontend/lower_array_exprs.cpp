@@ -400,11 +400,11 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
 // read by a select in the index; fuse_loop_nests versions the statements on
 // these `_broadcast` flags, so that the usual case (no extent of 1 at run
 // time) runs loops with plain indices. Null when e cannot be 1.
-ir::Var Lowerer::broadcast_flag(const Expr& e, const Expr& broadcast, SourceLoc loc) {
+ir::Var Lowerer::broadcast_flag(const Expr& e, const Expr& broadcast, std::vector<Stmt>& out, SourceLoc loc) {
   if (auto c = e->as<ir::IntImm>(); c && c->value != 1) return nullptr;
   ir::Var flag = temp_var(ScalarType::b1(), loc);
   flag->name = "_broadcast" + flag->name.substr(4);
-  pending_.push_back(ir::Assign::make(flag, ir::Compare::make(ir::CompareOp::NE, e, broadcast, loc), loc));
+  out.push_back(ir::Assign::make(flag, ir::Compare::make(ir::CompareOp::NE, e, broadcast, loc), loc));
   return flag;
 }
 
@@ -457,7 +457,7 @@ Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<E
                               ir::Compare::make(ir::CompareOp::EQ, e, int_imm(1, loc), loc), loc),
             PLAIT_VALUE_ERROR,
             "operands could not be broadcast together (dimension " + std::to_string(d) + " differs)", loc));
-        flags[a][d - (rank - ts[a]->rank())] = broadcast_flag(e, broadcast, loc);
+        flags[a][d - (rank - ts[a]->rank())] = broadcast_flag(e, broadcast, pending_, loc);
       }
       const ir::Var& first = flags[operands[0]][d - (rank - ts[operands[0]]->rank())];
       if (first) extent = ir::Select::make(ir::VarRef::make(first, loc), broadcast, extent, loc);
@@ -993,7 +993,7 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
         ir::Logical::make(ir::LogicalOp::Or, ir::Compare::make(ir::CompareOp::EQ, te, ve, loc),
                           ir::Compare::make(ir::CompareOp::EQ, ve, int_imm(1, loc), loc), loc),
         PLAIT_VALUE_ERROR, "could not broadcast the value into the target's shape (extents differ)", loc));
-    flags[d] = broadcast_flag(ve, te, loc);
+    flags[d] = broadcast_flag(ve, te, out, loc);
   }
   std::vector<LoopDim> dims;
   std::vector<Expr> idx;

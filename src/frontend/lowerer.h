@@ -234,7 +234,7 @@ class Lowerer {
   std::string source_text(SourceLoc l) const;
   TensorPtr array_view(const TensorPtr& base, const ast::Expr* index, const ast::Expr* source, SourceLoc loc);
   bool indexes_a_view(const ir::ArrayVar& array, const ast::Expr& index);
-  ir::Var broadcast_flag(const Expr& e, const Expr& broadcast, SourceLoc loc);
+  ir::Var broadcast_flag(const Expr& e, const Expr& broadcast, std::vector<Stmt>& out, SourceLoc loc);
   Value elementwise(const std::vector<Value>& args, const std::function<Expr(const std::vector<Expr>&)>& op, SourceLoc loc);
   Value tensor_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc);
   Value reduce(const std::string& name, const Value& x, const ast::Call& c, size_t first_kwarg_arg);

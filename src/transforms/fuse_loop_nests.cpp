@@ -497,17 +497,19 @@ class Fuser {
     // The usual version is analysed on its own: the arrays bound in the
     // region and mentioned nowhere else count only its mentions; the others
     // count both versions'.
-    std::map<const ArrayInfo*, int> in_region, in_usual;
-    for (size_t p = *start; p < end; ++p)
-      for (const auto& [a, n] : count_mentions(stmts[p])) in_region[a] += n;
-    for (const auto& st : usual)
-      for (const auto& [a, n] : count_mentions(st)) in_usual[a] += n;
-    std::map<const ArrayInfo*, int> in_prologue;
-    for (const auto& st : prologue)
-      for (const auto& [a, n] : count_mentions(st)) in_prologue[a] += n;
+    auto mentions_in = [](const std::vector<Stmt>& list) {
+      std::map<const ArrayInfo*, int> count;
+      for (const auto& st : list)
+        for (const auto& [a, n] : count_mentions(st)) count[a] += n;
+      return count;
+    };
+    std::map<const ArrayInfo*, int> in_region =
+        mentions_in(std::vector<Stmt>(stmts.begin() + static_cast<long>(*start), stmts.begin() + static_cast<long>(end)));
+    std::map<const ArrayInfo*, int> in_general = mentions_in(general), in_usual = mentions_in(usual),
+                                    in_prologue = mentions_in(prologue);
     for (const auto& [a, n] : in_region) {
       bool local = n == total_mentions_[a] && !facts_.params.count(a);
-      total_mentions_[a] = local ? in_usual[a] : total_mentions_[a] + in_usual[a] + in_prologue[a];
+      total_mentions_[a] = local ? in_usual[a] : total_mentions_[a] - n + in_general[a] + in_usual[a] + in_prologue[a];
     }
     fuse_block(usual);
     SourceLoc loc = stmts[*start]->loc;
