@@ -321,11 +321,79 @@ class Fuser {
     }
     facts_ = gather_facts(params_, start);
     total_mentions_ = count_mentions(start);
-    return rewrite(start);
+    return hoist_allocations(rewrite(start));
   }
   std::vector<ir::Remark> remarks;
 
  private:
+  // A temporary shrunk to one slice per iteration of a serial loop needs no
+  // new allocation per iteration: each iteration writes its slice before it
+  // reads it, so one buffer serves them all. Its allocation (uninitialised,
+  // of extents the loop does not change) and the names bound to it move
+  // before the loop, out of every enclosing serial loop; a parallel loop
+  // keeps one per iteration, private to it.
+  Stmt hoist_allocations(const Stmt& s) {
+    if (!s) return s;
+    switch (s->kind) {
+      case ir::NodeKind::Block: {
+        std::vector<Stmt> out;
+        for (const auto& c : s->as<ir::Block>()->stmts) {
+          Stmt inner = hoist_allocations(c);
+          auto loop = inner->as<ir::For>();
+          auto body = loop ? loop->body->as<ir::Block>() : nullptr;
+          if (!body || ir::is_parallel(loop->schedule.kind)) {
+            out.push_back(inner);
+            continue;
+          }
+          analysis::VarUses changed = analysis::uses_of(loop->body);
+          changed.writes.insert(loop->var.get());
+          std::set<const ArrayInfo*> hoisted;
+          std::vector<Stmt> kept;
+          for (const auto& st : body->stmts) {
+            bool move = false;
+            if (auto a = st->as<ir::Allocate>(); a && per_iteration_.count(a->array.get()) &&
+                                                 a->fill == ir::FillKind::Uninitialized) {
+              move = true;
+              for (const auto& e : a->shape) {
+                analysis::VarUses u = analysis::uses_of(e);
+                for (const ir::VarInfo* v : u.reads) move = move && !changed.writes.count(v);
+                for (const ArrayInfo* x : u.arrays) move = move && !changed.array_binds.count(x);
+              }
+            } else if (auto b = st->as<ir::ArrayBind>()) {
+              move = per_iteration_.count(b->dst.get()) && hoisted.count(b->src.get());
+            }
+            if (move) {
+              const ArrayInfo* bound = st->as<ir::Allocate>() ? st->as<ir::Allocate>()->array.get()
+                                                              : st->as<ir::ArrayBind>()->dst.get();
+              hoisted.insert(bound);
+              out.push_back(st);
+            } else {
+              kept.push_back(st);
+            }
+          }
+          out.push_back(hoisted.empty() ? inner
+                                        : ir::For::make(loop->var, loop->begin, loop->end, loop->step,
+                                                        ir::Block::make(kept, body->loc), loop->schedule, loop->loc));
+        }
+        return ir::Block::make(out, s->loc);
+      }
+      case ir::NodeKind::For: {
+        auto f = s->as<ir::For>();
+        return ir::For::make(f->var, f->begin, f->end, f->step, hoist_allocations(f->body), f->schedule, f->loc);
+      }
+      case ir::NodeKind::While: {
+        auto w = s->as<ir::While>();
+        return ir::While::make(w->cond, hoist_allocations(w->body), w->loc);
+      }
+      case ir::NodeKind::If: {
+        auto i = s->as<ir::If>();
+        return ir::If::make(i->cond, hoist_allocations(i->then_case),
+                            i->else_case ? hoist_allocations(i->else_case) : nullptr, i->loc);
+      }
+      default: return s;
+    }
+  }
+
   // Drops the broadcast flags that are always false and the asserts that
   // always hold; writes allocation extents canonically.
   Stmt prepare(const Stmt& body) {
@@ -830,6 +898,7 @@ class Fuser {
         auto s = std::make_shared<ArrayInfo>(*m);
         s->type.ndim = std::max(1, m->type.ndim - 1);
         smaller[m.get()] = s;
+        per_iteration_.insert(s.get());
       }
       const int old_ndim = alloc->array->type.ndim;
       struct Shrink : ir::IRMutator {
@@ -903,6 +972,7 @@ class Fuser {
   }
 
   std::vector<ir::Param> params_;
+  std::set<const ArrayInfo*> per_iteration_;  // temporaries shrunk to one slice per iteration
   ArrayFacts facts_;
   std::map<const ArrayInfo*, int> total_mentions_;
 };
