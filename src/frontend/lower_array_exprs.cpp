@@ -129,6 +129,46 @@ Expr identity(const std::string& name, ScalarType t, SourceLoc loc) {
   return ir::IntImm::make(is_max ? int_min(t.kind) : hi, t, loc);
 }
 
+// The number of elements of a shape, for choosing between temporaries of
+// different shapes when compiling: an extent known only at run time counts
+// as 1024.
+double estimated_elements(const std::vector<Expr>& shape) {
+  double n = 1;
+  for (const auto& e : shape) {
+    auto c = e->as<ir::IntImm>();
+    n *= c ? static_cast<double>(std::max<int64_t>(c->value, 0)) : 1024.0;
+  }
+  return n;
+}
+
+// Makes `view`, a view of one array, readable from a snapshot (see
+// ViewSnapshot): its reads of the array go through the new snapshot, unless
+// they already go through a view of no more elements (`path[:, k]` under
+// `path[:, k][:, None]`).
+TensorPtr snapshot_able(std::shared_ptr<Tensor> view, const ast::Expr* node, SourceLoc loc) {
+  auto plain = std::make_shared<Tensor>(*view);
+  plain->reads.clear();  // the plain view only ever fills a fresh temporary
+  auto snap = std::make_shared<ViewSnapshot>();
+  snap->view = plain;
+  snap->node = node;
+  view->element = [snap, loc](const std::vector<Expr>& idx, Sink& sink) {
+    if (snap->copy) return ir::Load::make(snap->copy, idx, false, loc);
+    return snap->view->element(idx, sink);
+  };
+  for (auto& r : view->reads) {
+    if (r.array != view->array.get()) continue;
+    r.node = node;
+    if (!r.via || estimated_elements(view->shape) < estimated_elements(r.via->view->shape)) r.via = snap;
+  }
+  return view;
+}
+
+// The index into an operand at a dimension with a broadcast flag.
+Expr broadcast_index(const ir::Var& flag, const Expr& index, SourceLoc loc) {
+  if (!flag) return index;
+  return ir::Select::make(ir::VarRef::make(flag, loc), int_imm(0, loc), index, loc);
+}
+
 }  // namespace
 
 Expr Lowerer::placeholder(ScalarType t) {
@@ -139,6 +179,13 @@ Expr Lowerer::placeholder(ScalarType t) {
 }
 
 // ================================================================ tensors from values
+
+std::string Lowerer::source_text(SourceLoc l) const {
+  std::string line = file_.line_text(l.line);
+  std::string s = l.end_line == l.line && l.end_col <= static_cast<int>(line.size()) ? line.substr(l.col, l.end_col - l.col) : "";
+  s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+  return s;
+}
 
 TensorPtr Lowerer::to_tensor(const Value& v, SourceLoc loc) {
   if (v.kind == Value::Kind::Tensor) return v.tensor;
@@ -159,11 +206,19 @@ TensorPtr Lowerer::to_tensor(const Value& v, SourceLoc loc) {
     t->array = a;
     t->array_index = [](const std::vector<Expr>& idx) { return idx; };
     t->source = v.node;
-    t->reads.push_back({a.get(), v.node});
-    return t;
+    t->reads.push_back({a.get(), v.node, nullptr});
+    return snapshot_able(t, v.node, loc);
   }
   if (v.kind == Value::Kind::Scalar) {
     Expr s = v.scalar;
+    // NumPy reads an element operand (`a - a[0]`) once, before the
+    // statement stores anything: it is computed before the loop nest, which
+    // may overwrite that element.
+    if (!inferring_ && !analysis::uses_of(s).arrays.empty()) {
+      ir::Var held = temp_var(s->type, loc);
+      pending_.push_back(ir::Assign::make(held, s, loc));
+      s = ir::VarRef::make(held, loc);
+    }
     t->type = s->type;
     t->element = [s](const std::vector<Expr>&, Sink&) { return s; };
     return t;
@@ -213,14 +268,8 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
   };
   std::vector<Part> mapped;
   size_t base_dim = 0;
-  auto text_of = [&](SourceLoc l) {
-    std::string line = file_.line_text(l.line);
-    std::string s = l.end_line == l.line && l.end_col <= static_cast<int>(line.size()) ? line.substr(l.col, l.end_col - l.col) : "";
-    s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
-    return s;
-  };
   auto slice_part = [&](const Expr& n, Expr lo, Expr hi, int64_t step, SourceLoc l) {
-    Part p{Part::Range, nullptr, step, nullptr, text_of(l)};
+    Part p{Part::Range, nullptr, step, nullptr, source_text(l)};
     auto lo_c = lo ? lo->as<ir::IntImm>() : nullptr;
     auto hi_c = hi ? hi->as<ir::IntImm>() : nullptr;
     if (step == 1 && (!lo || (lo_c && lo_c->value >= 0)) && (!hi || (hi_c && hi_c->value < 0))) {
@@ -338,13 +387,26 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
     auto inner = base->array_index;
     t->array_index = [inner, map_index](const std::vector<Expr>& idx) { return inner(map_index(idx)); };
     t->source = source;
-    for (auto& r : t->reads)
-      if (r.first == base->array.get()) r.second = source;
+    return snapshot_able(t, source, loc);
   }
   return t;
 }
 
 // ================================================================ elementwise
+
+// An operand of extent `e` in a dimension whose broadcast extent is
+// `broadcast` (equal to e, or e is 1: asserted) reads index 0 there when
+// e != broadcast. The test is a bool local computed before the loop nest and
+// read by a select in the index; fuse_loop_nests versions the statements on
+// these `_broadcast` flags, so that the usual case (no extent of 1 at run
+// time) runs loops with plain indices. Null when e cannot be 1.
+ir::Var Lowerer::broadcast_flag(const Expr& e, const Expr& broadcast, std::vector<Stmt>& out, SourceLoc loc) {
+  if (auto c = e->as<ir::IntImm>(); c && c->value != 1) return nullptr;
+  ir::Var flag = temp_var(ScalarType::b1(), loc);
+  flag->name = "_broadcast" + flag->name.substr(4);
+  out.push_back(ir::Assign::make(flag, ir::Compare::make(ir::CompareOp::NE, e, broadcast, loc), loc));
+  return flag;
+}
 
 Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<Expr(const std::vector<Expr>&)>& op,
                            SourceLoc loc) {
@@ -357,27 +419,48 @@ Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<E
   auto t = std::make_shared<Tensor>();
   // Broadcasting: dimensions align at the end; a dimension whose extent is
   // 1 at compile time (None, keepdims=True, a literal 1) stretches to the
-  // others. Other extents must agree, which is checked at run time: a
-  // dimension that is 1 only at run time is an error rather than a
-  // broadcast, so that inner loops carry no per-element tests.
+  // others without any test. Other extents are compared at run time: equal,
+  // or 1 (which broadcasts: see broadcast_flag).
+  // flags[operand][dimension of the operand]: its broadcast flag, or null.
+  std::vector<std::vector<ir::Var>> flags(ts.size());
+  for (size_t a = 0; a < ts.size(); ++a) flags[a].resize(ts[a]->rank());
   for (size_t d = 0; d < rank; ++d) {
-    Expr extent;
+    std::vector<size_t> operands;  // those of a run-time extent at d
     std::string label;
-    for (const auto& x : ts) {
+    for (size_t a = 0; a < ts.size(); ++a) {
+      const auto& x = ts[a];
       size_t offset = rank - x->rank();
       if (d < offset) continue;
       size_t xd = d - offset;
       if (label.empty()) label = x->labels[xd];
-      if (x->unit[xd]) continue;
-      if (!extent) {
-        extent = x->shape[xd];
-      } else if (!same_expr(extent, x->shape[xd]) && !inferring_) {
-        pending_.push_back(ir::Assert::make(
-            ir::Compare::make(ir::CompareOp::EQ, extent, x->shape[xd], loc), PLAIT_VALUE_ERROR,
-            "operands could not be broadcast together (dimension " + std::to_string(d) +
-                " differs; only extents of 1 known when compiling broadcast)",
-            loc));
+      if (!x->unit[xd]) operands.push_back(a);
+    }
+    auto extent_of = [&](size_t a) { return ts[a]->shape[d - (rank - ts[a]->rank())]; };
+    Expr extent = operands.empty() ? nullptr : extent_of(operands[0]);
+    bool all_same = true;
+    for (size_t a : operands) all_same = all_same && same_expr(extent, extent_of(a));
+    if (!all_same && !inferring_) {
+      // The broadcast extent: the first that is not 1.
+      Expr broadcast = extent;
+      for (size_t k = 1; k < operands.size(); ++k) {
+        Expr e = extent_of(operands[k]);
+        if (auto c = broadcast->as<ir::IntImm>(); c && c->value != 1) break;
+        broadcast = is_const(broadcast, 1) ? e
+                                           : ir::Select::make(ir::Compare::make(ir::CompareOp::EQ, broadcast, int_imm(1, loc), loc),
+                                                              e, broadcast, loc);
       }
+      for (size_t a : operands) {
+        Expr e = extent_of(a);
+        if (same_expr(e, broadcast)) continue;
+        pending_.push_back(ir::Assert::make(
+            ir::Logical::make(ir::LogicalOp::Or, ir::Compare::make(ir::CompareOp::EQ, e, broadcast, loc),
+                              ir::Compare::make(ir::CompareOp::EQ, e, int_imm(1, loc), loc), loc),
+            PLAIT_VALUE_ERROR,
+            "operands could not be broadcast together (dimension " + std::to_string(d) + " differs)", loc));
+        flags[a][d - (rank - ts[a]->rank())] = broadcast_flag(e, broadcast, pending_, loc);
+      }
+      const ir::Var& first = flags[operands[0]][d - (rank - ts[operands[0]]->rank())];
+      if (first) extent = ir::Select::make(ir::VarRef::make(first, loc), broadcast, extent, loc);
     }
     t->shape.push_back(extent ? extent : int_imm(1, loc));
     t->unit.push_back(!extent);
@@ -396,16 +479,17 @@ Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<E
     bool aligned = x->rank() == rank;
     for (size_t d = 0; aligned && d < rank; ++d) aligned = !(x->unit[d] && !t->unit[d]);
     for (auto r : x->reads) {
-      if (!aligned) r.second = nullptr;
+      if (!aligned) r.node = nullptr;
       t->reads.push_back(r);
     }
   }
-  t->element = [ts, rank, op, loc](const std::vector<Expr>& idx, Sink& sink) {
+  t->element = [ts, flags, rank, op, loc](const std::vector<Expr>& idx, Sink& sink) {
     std::vector<Expr> elems;
-    for (const auto& x : ts) {
+    for (size_t a = 0; a < ts.size(); ++a) {
+      const auto& x = ts[a];
       std::vector<Expr> xi;
       size_t offset = rank - x->rank();
-      for (size_t d = 0; d < x->rank(); ++d) xi.push_back(x->unit[d] ? int_imm(0, loc) : idx[d + offset]);
+      for (size_t d = 0; d < x->rank(); ++d) xi.push_back(x->unit[d] ? int_imm(0, loc) : broadcast_index(flags[a][d], idx[d + offset], loc));
       elems.push_back(x->element(xi, sink));
     }
     return op(elems);
@@ -421,7 +505,7 @@ Value Lowerer::tensor_binary(ast::BinOpKind op, const Value& a, const Value& b, 
 Value Lowerer::transpose(const Value& a, SourceLoc loc) {
   TensorPtr x = to_tensor(a, loc);
   auto t = std::make_shared<Tensor>(*x);
-  for (auto& read : t->reads) read.second = nullptr;  // transposed: other elements
+  for (auto& read : t->reads) read.node = nullptr;  // transposed: other elements
   t->source = nullptr;
   std::reverse(t->shape.begin(), t->shape.end());
   std::reverse(t->unit.begin(), t->unit.end());
@@ -506,7 +590,7 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
   auto r = std::make_shared<Tensor>();
   r->type = result_type;
   r->reads = t->reads;
-  for (auto& read : r->reads) read.second = nullptr;  // a reduction reads other elements
+  for (auto& read : r->reads) read.node = nullptr;  // a reduction reads other elements
   for (size_t d = 0; d < t->rank(); ++d) {
     if (reduced[d] && !keepdims) continue;
     r->shape.push_back(reduced[d] ? int_imm(1, loc) : t->shape[d]);
@@ -689,7 +773,7 @@ Value Lowerer::matmul(const Value& a, const Value& b, SourceLoc loc) {
   p->type = t;
   p->reads = x->reads;
   p->reads.insert(p->reads.end(), y->reads.begin(), y->reads.end());
-  for (auto& read : p->reads) read.second = nullptr;
+  for (auto& read : p->reads) read.node = nullptr;
   size_t xr = x->rank(), yr = y->rank();
   if (xr == 2) {
     p->shape.push_back(x->shape[0]);
@@ -865,16 +949,35 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
          loc);
   // NumPy evaluates the right side before it stores. When the right side
   // reads the target's array other than at the element being written, the
-  // value goes through a temporary first.
+  // nest must not see its own stores there: either the views that read those
+  // elements are copied first (snapshots, when they are small: a row and a
+  // column of the target), or the whole value goes through a temporary.
   bool overlap = false;
-  for (const auto& [array, node] : value->reads) {
-    if (array != target->array.get()) continue;
-    bool same_elements = node && target->source &&
-                         (same_tree(node, target->source) ||
-                          (whole_array_syntax(node) && whole_array_syntax(target->source)));
-    if (!same_elements) overlap = true;
+  std::vector<std::shared_ptr<ViewSnapshot>> snapshots;
+  for (const auto& read : value->reads) {
+    if (read.array != target->array.get()) continue;
+    bool same_elements = read.node && target->source &&
+                         (same_tree(read.node, target->source) ||
+                          (whole_array_syntax(read.node) && whole_array_syntax(target->source)));
+    if (same_elements) continue;
+    overlap = true;
+    if (std::find(snapshots.begin(), snapshots.end(), read.via) == snapshots.end()) snapshots.push_back(read.via);
   }
-  if (overlap && !inferring_) {
+  double snapshot_cost = 0;
+  for (const auto& snap : snapshots) snapshot_cost += estimated_elements(snap->view->shape);
+  const bool use_snapshots = overlap && snapshot_cost < estimated_elements(target->shape);
+  if (use_snapshots && !inferring_) {
+    std::string what;
+    for (const auto& snap : snapshots) {
+      snap->copy = materialize(snap->view, out, loc, nullptr);
+      std::string text = snap->node ? source_text(snap->node->loc) : "";
+      what += (what.empty() ? "'" : ", '") + (text.empty() ? target->array->name : text) + "'";
+    }
+    function_remarks_.push_back({loc, "lower_array_exprs",
+                                 "the right side reads '" + target->array->name +
+                                     "' at other elements than it writes, through " + what +
+                                     ": copied into small temporaries first (not the whole right side)"});
+  } else if (overlap && !inferring_) {
     ir::ArrayVar tmp = materialize(value, out, loc, nullptr);
     Value v = Value::of_array(tmp, loc);
     value = to_tensor(v, loc);
@@ -883,21 +986,32 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
                                      "' where it is also written: it is computed into a temporary first"});
   }
   size_t offset = target->rank() - value->rank();
+  std::vector<ir::Var> flags(value->rank());
   for (size_t d = 0; d < value->rank(); ++d) {
     const Expr& te = target->shape[d + offset];
-    if (!value->unit[d] && !same_expr(te, value->shape[d]) && !inferring_)
-      out.push_back(ir::Assert::make(ir::Compare::make(ir::CompareOp::EQ, te, value->shape[d], loc), PLAIT_VALUE_ERROR,
-                                     "could not broadcast the value into the target's shape (extents differ)", loc));
+    const Expr& ve = value->shape[d];
+    if (value->unit[d] || same_expr(te, ve) || inferring_) continue;
+    out.push_back(ir::Assert::make(
+        ir::Logical::make(ir::LogicalOp::Or, ir::Compare::make(ir::CompareOp::EQ, te, ve, loc),
+                          ir::Compare::make(ir::CompareOp::EQ, ve, int_imm(1, loc), loc), loc),
+        PLAIT_VALUE_ERROR, "could not broadcast the value into the target's shape (extents differ)", loc));
+    flags[d] = broadcast_flag(ve, te, out, loc);
   }
   std::vector<LoopDim> dims;
   std::vector<Expr> idx;
   for (size_t d = 0; d < target->rank(); ++d) {
     LoopDim dim;
-    dim.var = temp_var(ScalarType::py_int(), loc);
-    dim.var->name = "_i" + dim.var->name.substr(4);
     dim.extent = target->shape[d];
     dim.label = target->labels[d];
     if (dim.label.empty() && d >= offset) dim.label = value->labels[d - offset];
+    // A dimension of extent 1 (the kept axis of a keepdims reduction) needs
+    // no loop, unless a sliced-index pragma names it.
+    if (is_const(dim.extent, 1) && !sliced_pragmas_.count(dim.label)) {
+      idx.push_back(int_imm(0, loc));
+      continue;
+    }
+    dim.var = temp_var(ScalarType::py_int(), loc);
+    dim.var->name = "_i" + dim.var->name.substr(4);
     idx.push_back(ir::VarRef::make(dim.var, loc));
     dims.push_back(dim);
   }
@@ -919,7 +1033,8 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
       inner.kind = ir::is_parallel(inner.kind) ? ir::LoopKind::ParallelVectorized : ir::LoopKind::Vectorized;
   }
   std::vector<Expr> vidx;
-  for (size_t d = 0; d < value->rank(); ++d) vidx.push_back(value->unit[d] ? int_imm(0, loc) : idx[d + offset]);
+  for (size_t d = 0; d < value->rank(); ++d)
+    vidx.push_back(value->unit[d] ? int_imm(0, loc) : broadcast_index(flags[d], idx[d + offset], loc));
   Sink inner;
   Expr e = value->element(vidx, inner);
   ScalarType elem{target->array->type.dtype, false};
@@ -928,6 +1043,8 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
   std::vector<Stmt> nest = build_nest(dims, inner, {store}, outer);
   for (auto& g : outer.groups) out.insert(out.end(), g.begin(), g.end());
   out.insert(out.end(), nest.begin(), nest.end());
+  if (use_snapshots)
+    for (const auto& snap : snapshots) snap->copy = nullptr;
   std::string shape;
   for (size_t d = 0; d < dims.size(); ++d) {
     const char* kind = ir::loop_kind_name(dims[d].schedule.kind);

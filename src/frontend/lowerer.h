@@ -29,6 +29,27 @@ struct Sink {
   std::vector<std::vector<Stmt>> groups;
 };
 
+struct Tensor;
+
+// A view of one array (`path[:, k]`) that an assignment may copy into a small
+// temporary before its loop nest stores, when the view reads elements of the
+// target that the nest overwrites: while `copy` is set, the view's elements
+// are loads of the copy.
+struct ViewSnapshot {
+  std::shared_ptr<const Tensor> view;  // the view reading the array itself
+  const ast::Expr* node = nullptr;     // its syntax (for explain())
+  ir::ArrayVar copy;
+};
+
+// One array an expression reads.
+struct TensorRead {
+  const ir::ArrayInfo* array = nullptr;
+  // The syntax that read it, or null once the read is not aligned with the
+  // expression's elements (broadcast, reduced, transposed).
+  const ast::Expr* node = nullptr;
+  std::shared_ptr<ViewSnapshot> via;  // the outermost view it was read through
+};
+
 // An array-valued expression, evaluated lazily element by element: lowering
 // an assignment builds one loop nest over the target and asks for the
 // element at the nest's indices, so sub-expressions never become
@@ -42,7 +63,7 @@ struct Tensor {
   // groups of statements to `sink`.
   std::function<Expr(const std::vector<Expr>& index, Sink& sink)> element;
   // Arrays read, with the syntax that read them (for overlap checks).
-  std::vector<std::pair<const ir::ArrayInfo*, const ast::Expr*>> reads;
+  std::vector<TensorRead> reads;
   // Set when the tensor is a view of one array (an assignment target): the
   // array and the array index of each view index.
   ir::ArrayVar array;
@@ -214,8 +235,11 @@ class Lowerer {
   // ------------------------------------------------------------ array expressions (lower_array_exprs.cpp)
   bool is_array_like(const Value& v) const { return v.kind == Value::Kind::Array || v.kind == Value::Kind::Tensor; }
   TensorPtr to_tensor(const Value& v, SourceLoc loc);
+  // The source text at `l` without spaces (a slice's label: ":M", "1:N-1").
+  std::string source_text(SourceLoc l) const;
   TensorPtr array_view(const TensorPtr& base, const ast::Expr* index, const ast::Expr* source, SourceLoc loc);
   bool indexes_a_view(const ir::ArrayVar& array, const ast::Expr& index);
+  ir::Var broadcast_flag(const Expr& e, const Expr& broadcast, std::vector<Stmt>& out, SourceLoc loc);
   Value elementwise(const std::vector<Value>& args, const std::function<Expr(const std::vector<Expr>&)>& op, SourceLoc loc);
   Value tensor_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc);
   Value reduce(const std::string& name, const Value& x, const ast::Call& c, size_t first_kwarg_arg);

@@ -109,9 +109,9 @@ class CanonicalExtents : public ir::IRMutator {
   ArrayFacts& facts_;
 };
 
-ArrayFacts gather_facts(const ir::Function& f) {
+ArrayFacts gather_facts(const std::vector<ir::Param>& function_params, const Stmt& body) {
   ArrayFacts facts;
-  for (const auto& p : f.params)
+  for (const auto& p : function_params)
     if (p.array) facts.params.insert(p.array.get());
   struct Binds : ir::IRVisitor {
     ArrayFacts* facts;
@@ -129,7 +129,7 @@ ArrayFacts gather_facts(const ir::Function& f) {
     }
   } binds;
   binds.facts = &facts;
-  binds.visit(f.body);
+  binds.visit(body);
   // Parameters of one dtype may be views of one buffer.
   std::vector<const ArrayInfo*> params(facts.params.begin(), facts.params.end());
   for (size_t i = 0; i < params.size(); ++i)
@@ -262,36 +262,184 @@ class RenameVar : public ir::IRMutator {
   ir::Var to_;
 };
 
+// The flags the lowering computes for operands whose extent may be 1 at run
+// time (lower_array_exprs.cpp: broadcast_flag).
+bool is_broadcast_flag(const ir::Var& v) { return v->name.rfind("_broadcast", 0) == 0 && v->type.is_bool(); }
+
+// Folds the comparisons of canonical extents: `a == a`, `c ? a : a`.
+Expr fold(const Expr& e) {
+  struct Fold : ir::IRMutator {
+    Expr visit(const ir::Select* s, const Expr& self) override {
+      Expr t = mutate(s->t), f = mutate(s->f);
+      if (same_expr(t, f)) return t;
+      return IRMutator::visit(s, self);
+    }
+    Expr visit(const ir::Compare* c, const Expr& self) override {
+      Expr a = mutate(c->a), b = mutate(c->b);
+      if ((c->op == ir::CompareOp::NE || c->op == ir::CompareOp::EQ) && same_expr(a, b))
+        return ir::BoolImm::make(c->op == ir::CompareOp::EQ, c->loc);
+      return IRMutator::visit(c, self);
+    }
+    Expr visit(const ir::Logical* l, const Expr& self) override {
+      Expr a = mutate(l->a), b = mutate(l->b);
+      auto ca = a->as<ir::BoolImm>(), cb = b->as<ir::BoolImm>();
+      bool is_or = l->op == ir::LogicalOp::Or;
+      if ((ca && ca->value == is_or) || (cb && cb->value == is_or)) return ir::BoolImm::make(is_or, l->loc);
+      if (ca) return b;
+      if (cb) return a;
+      return IRMutator::visit(l, self);
+    }
+  } folder;
+  return folder.mutate(e);
+}
+
+// Rewrites IR as if the given bool flags were false.
+struct AllFalse : ir::IRMutator {
+  std::map<const ir::VarInfo*, Expr>* flags;
+  Expr visit(const ir::Select* s, const Expr& self) override {
+    auto c = s->cond->as<ir::VarRef>();
+    if (c && flags->count(c->var.get())) return mutate(s->f);
+    return IRMutator::visit(s, self);
+  }
+  Expr visit(const ir::VarRef* r, const Expr& self) override {
+    if (flags->count(r->var.get())) return ir::BoolImm::make(false, r->loc);
+    return self;
+  }
+};
+
 class Fuser {
  public:
-  Fuser(ir::Function& f) : facts_(gather_facts(f)) {}
+  explicit Fuser(const ir::Function& f) : params_(f.params) {}
 
   Stmt run(const Stmt& body) {
-    // Asserts compare extents; written canonically they stop mentioning the
-    // temporaries whose extents they check, which may then shrink.
-    struct CanonAsserts : ir::IRMutator {
-      CanonicalExtents* canon;
-      Stmt visit(const ir::Assert* a, const Stmt&) override {
-        Expr cond = canon->mutate(a->cond);
-        // A check of an extent against itself always holds.
-        if (auto c = cond->as<ir::Compare>(); c && c->op == ir::CompareOp::EQ && same_expr(c->a, c->b)) return nullptr;
-        return ir::Assert::make(cond, a->error_kind, a->message, a->loc);
-      }
-      Stmt visit(const ir::Allocate* a, const Stmt&) override {
-        std::vector<Expr> shape;
-        for (const auto& e : a->shape) shape.push_back(canon->mutate(e));
-        return ir::Allocate::make(a->array, shape, a->fill, a->fill_value, a->loc);
-      }
-    } asserts;
-    CanonicalExtents canon(facts_);
-    asserts.canon = &canon;
-    Stmt start = asserts.mutate(body);
+    // Removing the broadcast flags that are always false makes more extents
+    // canonical, which may show more flags to be false.
+    Stmt start = body;
+    for (int round = 0; round < 2; ++round) {
+      facts_ = gather_facts(params_, start);
+      start = prepare(start);
+    }
+    facts_ = gather_facts(params_, start);
     total_mentions_ = count_mentions(start);
-    return rewrite(start);
+    return hoist_allocations(rewrite(start));
   }
   std::vector<ir::Remark> remarks;
 
  private:
+  // A temporary shrunk to one slice per iteration of a serial loop needs no
+  // new allocation per iteration: each iteration writes its slice before it
+  // reads it, so one buffer serves them all. Its allocation (uninitialised,
+  // of extents the loop does not change) and the names bound to it move
+  // before the loop, out of every enclosing serial loop; a parallel loop
+  // keeps one per iteration, private to it.
+  Stmt hoist_allocations(const Stmt& s) {
+    if (!s) return s;
+    switch (s->kind) {
+      case ir::NodeKind::Block: {
+        std::vector<Stmt> out;
+        for (const auto& c : s->as<ir::Block>()->stmts) {
+          Stmt inner = hoist_allocations(c);
+          auto loop = inner->as<ir::For>();
+          auto body = loop ? loop->body->as<ir::Block>() : nullptr;
+          if (!body || ir::is_parallel(loop->schedule.kind)) {
+            out.push_back(inner);
+            continue;
+          }
+          analysis::VarUses changed = analysis::uses_of(loop->body);
+          changed.writes.insert(loop->var.get());
+          std::set<const ArrayInfo*> hoisted;
+          std::vector<Stmt> kept;
+          for (const auto& st : body->stmts) {
+            bool move = false;
+            if (auto a = st->as<ir::Allocate>(); a && per_iteration_.count(a->array.get()) &&
+                                                 a->fill == ir::FillKind::Uninitialized) {
+              move = true;
+              for (const auto& e : a->shape) {
+                analysis::VarUses u = analysis::uses_of(e);
+                for (const ir::VarInfo* v : u.reads) move = move && !changed.writes.count(v);
+                for (const ArrayInfo* x : u.arrays) move = move && !changed.array_binds.count(x);
+              }
+            } else if (auto b = st->as<ir::ArrayBind>()) {
+              move = per_iteration_.count(b->dst.get()) && hoisted.count(b->src.get());
+            }
+            if (move) {
+              const ArrayInfo* bound = st->as<ir::Allocate>() ? st->as<ir::Allocate>()->array.get()
+                                                              : st->as<ir::ArrayBind>()->dst.get();
+              hoisted.insert(bound);
+              out.push_back(st);
+            } else {
+              kept.push_back(st);
+            }
+          }
+          out.push_back(hoisted.empty() ? inner
+                                        : ir::For::make(loop->var, loop->begin, loop->end, loop->step,
+                                                        ir::Block::make(kept, body->loc), loop->schedule, loop->loc));
+        }
+        return ir::Block::make(out, s->loc);
+      }
+      case ir::NodeKind::For: {
+        auto f = s->as<ir::For>();
+        return ir::For::make(f->var, f->begin, f->end, f->step, hoist_allocations(f->body), f->schedule, f->loc);
+      }
+      case ir::NodeKind::While: {
+        auto w = s->as<ir::While>();
+        return ir::While::make(w->cond, hoist_allocations(w->body), w->loc);
+      }
+      case ir::NodeKind::If: {
+        auto i = s->as<ir::If>();
+        return ir::If::make(i->cond, hoist_allocations(i->then_case),
+                            i->else_case ? hoist_allocations(i->else_case) : nullptr, i->loc);
+      }
+      default: return s;
+    }
+  }
+
+  // Drops the broadcast flags that are always false and the asserts that
+  // always hold; writes allocation extents canonically.
+  Stmt prepare(const Stmt& body) {
+    CanonicalExtents canon(facts_);
+    // Broadcast flags (see version_broadcasts) that compare an extent with
+    // itself once extents are written canonically (`m.shape[0]` of `m =
+    // x.max(axis=-1, keepdims=True)` is `x.shape[0]`) are false: their
+    // selects take the usual side everywhere.
+    struct Flags : ir::IRVisitor {
+      std::vector<const ir::Assign*> assigns;
+      using IRVisitor::visit;
+      void visit(const ir::Assign* a) override {
+        if (is_broadcast_flag(a->var)) assigns.push_back(a);
+      }
+    } flags;
+    flags.visit(body);
+    std::map<const ir::VarInfo*, Expr> never;
+    for (const ir::Assign* a : flags.assigns) {
+      auto b = fold(canon.mutate(a->value))->as<ir::BoolImm>();
+      if (b && !b->value) never[a->var.get()] = nullptr;
+    }
+    // Asserts compare extents; written canonically they stop mentioning the
+    // temporaries whose extents they check, which may then shrink.
+    struct Prepare : AllFalse {
+      CanonicalExtents* canon;
+      Stmt visit(const ir::Assert* a, const Stmt&) override {
+        Expr cond = fold(canon->mutate(mutate(a->cond)));
+        // A check of an extent against itself always holds.
+        if (auto c = cond->as<ir::BoolImm>(); c && c->value) return nullptr;
+        return ir::Assert::make(cond, a->error_kind, a->message, a->loc);
+      }
+      Stmt visit(const ir::Allocate* a, const Stmt&) override {
+        std::vector<Expr> shape;
+        for (const auto& e : a->shape) shape.push_back(fold(canon->mutate(mutate(e))));
+        return ir::Allocate::make(a->array, shape, a->fill, a->fill_value, a->loc);
+      }
+      Stmt visit(const ir::Assign* a, const Stmt& self) override {
+        if (flags->count(a->var.get())) return nullptr;
+        return IRMutator::visit(a, self);
+      }
+    } prepare;
+    prepare.flags = &never;
+    prepare.canon = &canon;
+    return prepare.mutate(body);
+  }
+
   // Rewrites every block, innermost first.
   Stmt rewrite(const Stmt& s) {
     if (!s) return s;
@@ -299,6 +447,7 @@ class Fuser {
       case ir::NodeKind::Block: {
         std::vector<Stmt> stmts;
         for (const auto& c : s->as<ir::Block>()->stmts) stmts.push_back(rewrite(c));
+        version_broadcasts(stmts);
         fuse_block(stmts);
         return ir::Block::make(stmts, s->loc);
       }
@@ -316,6 +465,131 @@ class Fuser {
       }
       default: return s;
     }
+  }
+
+  // Whether `e`, read at position `from` of a block, has the same value at
+  // the block's position `at` <= from: it reads extents of arrays not bound
+  // in between, and scalars not written in between.
+  bool same_value_earlier(const Expr& e, const std::vector<Stmt>& stmts, size_t at, size_t from) {
+    analysis::VarUses between;
+    for (size_t k = at; k < from; ++k) {
+      analysis::VarUses u = analysis::uses_of(stmts[k]);
+      between.writes.insert(u.writes.begin(), u.writes.end());
+      between.array_binds.insert(u.array_binds.begin(), u.array_binds.end());
+    }
+    struct Reads : ir::IRVisitor {
+      bool loads = false;
+      std::set<const ArrayInfo*> arrays;
+      using IRVisitor::visit;
+      void visit(const ir::Load*) override { loads = true; }
+      void visit(const ir::ArrayDim* d) override { arrays.insert(d->array.get()); }
+    } reads;
+    reads.visit(e);
+    if (reads.loads) return false;
+    for (const ArrayInfo* a : reads.arrays)
+      if (between.array_binds.count(a)) return false;
+    for (const ir::VarInfo* v : analysis::uses_of(e).reads)
+      if (between.writes.count(v)) return false;
+    return true;
+  }
+
+  // Array statements whose operands may broadcast an extent that is 1 only
+  // at run time read through `_broadcast` flags (see the lowering): the
+  // statements from the first flag to the last use of one are versioned on
+  // the flags, computed first. The version for the usual case (every flag
+  // false) has plain indices and extents, so its nests fuse as any others;
+  // the other keeps the selects.
+  void version_broadcasts(std::vector<Stmt>& stmts) {
+    CanonicalExtents canon(facts_);
+    std::map<const ir::VarInfo*, Expr> flags;   // flag -> its value at the start of the region
+    std::map<const ir::VarInfo*, size_t> where;  // flag -> the statement that computes it
+    std::optional<size_t> start;
+    for (size_t p = 0; p < stmts.size(); ++p) {
+      auto a = stmts[p]->as<ir::Assign>();
+      if (!a || !is_broadcast_flag(a->var)) continue;
+      if (!start) start = p;
+      Expr value = canon.mutate(a->value);
+      if (!same_value_earlier(value, stmts, *start, p)) continue;
+      flags[a->var.get()] = value;
+      where[a->var.get()] = p;
+    }
+    if (flags.empty()) return;
+    // The region takes in the neighbouring statements that fusion deals
+    // with (nests, allocations, bindings, checks, scalars), so that the
+    // usual version holds the whole run of nests.
+    auto fusable_kind = [](const Stmt& st) {
+      switch (st->kind) {
+        case ir::NodeKind::For:
+        case ir::NodeKind::Allocate:
+        case ir::NodeKind::ArrayBind:
+        case ir::NodeKind::Assert:
+        case ir::NodeKind::Assign:
+        case ir::NodeKind::Store: return true;
+        default: return false;
+      }
+    };
+    while (*start > 0 && fusable_kind(stmts[*start - 1])) {
+      bool same = true;
+      for (const auto& [v, value] : flags) same = same && same_value_earlier(value, stmts, *start - 1, where.at(v));
+      if (!same) break;
+      --*start;
+    }
+    size_t end = *start;
+    for (size_t p = *start; p < stmts.size(); ++p)
+      for (const ir::VarInfo* v : analysis::uses_of(stmts[p]).reads)
+        if (flags.count(v)) end = p + 1;
+    while (end < stmts.size() && fusable_kind(stmts[end])) ++end;
+    // A flag must keep its value through the region: assigned once, at the
+    // statement that computes it.
+    for (size_t p = *start; p < end; ++p) {
+      auto a = stmts[p]->as<ir::Assign>();
+      for (const ir::VarInfo* v : analysis::uses_of(stmts[p]).writes)
+        if (flags.count(v) && !(a && a->var.get() == v)) return;
+    }
+    std::vector<Stmt> prologue, general;
+    Expr any;
+    for (size_t p = *start; p < end; ++p) {
+      auto a = stmts[p]->as<ir::Assign>();
+      if (a && flags.count(a->var.get())) {
+        prologue.push_back(ir::Assign::make(a->var, flags.at(a->var.get()), a->loc));
+        Expr f = ir::VarRef::make(a->var, a->loc);
+        any = any ? ir::Logical::make(ir::LogicalOp::Or, any, f, a->loc) : f;
+        continue;
+      }
+      general.push_back(stmts[p]);
+    }
+    AllFalse all_false;
+    all_false.flags = &flags;
+    std::vector<Stmt> usual;
+    for (const auto& st : general) usual.push_back(all_false.mutate(st));
+    // The usual version is analysed on its own: the arrays bound in the
+    // region and mentioned nowhere else count only its mentions; the others
+    // count both versions'.
+    auto mentions_in = [](const std::vector<Stmt>& list) {
+      std::map<const ArrayInfo*, int> count;
+      for (const auto& st : list)
+        for (const auto& [a, n] : count_mentions(st)) count[a] += n;
+      return count;
+    };
+    std::map<const ArrayInfo*, int> in_region =
+        mentions_in(std::vector<Stmt>(stmts.begin() + static_cast<long>(*start), stmts.begin() + static_cast<long>(end)));
+    std::map<const ArrayInfo*, int> in_general = mentions_in(general), in_usual = mentions_in(usual),
+                                    in_prologue = mentions_in(prologue);
+    for (const auto& [a, n] : in_region) {
+      bool local = n == total_mentions_[a] && !facts_.params.count(a);
+      total_mentions_[a] = local ? in_usual[a] : total_mentions_[a] - n + in_general[a] + in_usual[a] + in_prologue[a];
+    }
+    fuse_block(usual);
+    SourceLoc loc = stmts[*start]->loc;
+    remarks.push_back({loc, "fuse_loop_nests",
+                       "lines " + std::to_string(loc.line) + "-" + std::to_string(stmts[end - 1]->loc.line) +
+                           " are versioned on whether an extent that is 1 at run time broadcasts; the usual version "
+                           "has plain indices"});
+    std::vector<Stmt> out(stmts.begin(), stmts.begin() + static_cast<long>(*start));
+    out.insert(out.end(), prologue.begin(), prologue.end());
+    out.push_back(ir::If::make(any, ir::Block::make(general, loc), ir::Block::make(usual, loc), loc));
+    out.insert(out.end(), stmts.begin() + static_cast<long>(end), stmts.end());
+    stmts = out;
   }
 
   Expr extent(const ir::For* f) {
@@ -405,6 +679,13 @@ class Fuser {
         // Asserts read extents, which no loop changes, and scalars.
         return true;
       }
+      case ir::NodeKind::Assign: {
+        // A scalar the first loop does not use, computed from no array (the
+        // start of a reduction, `acc = 0.0`).
+        const ir::VarInfo* v = s->as<ir::Assign>()->var.get();
+        return su.arrays.empty() && !fu.reads.count(v) && !fu.writes.count(v) && !su.reads.count(first->var.get()) &&
+               v != first->var.get();
+      }
       default: return false;
     }
   }
@@ -425,7 +706,8 @@ class Fuser {
         Stmt renamed = rename.mutate(second->body);
         std::vector<Stmt> body = first->body->as<ir::Block>() ? first->body->as<ir::Block>()->stmts
                                                               : std::vector<Stmt>{first->body};
-        body.push_back(renamed);
+        if (auto b = renamed->as<ir::Block>()) body.insert(body.end(), b->stmts.begin(), b->stmts.end());
+        else body.push_back(renamed);
         Stmt merged_body = ir::Block::make(body, first->body->loc);
         ir::LoopSchedule sched = first->schedule;
         if (inspect(merged_body).has_loop && ir::is_vectorized(sched.kind))
@@ -447,8 +729,144 @@ class Fuser {
         std::string text = "fused the loop nests of lines";
         for (size_t k = 0; k < lines.size(); ++k) text += (k ? ", " : " ") + std::to_string(lines[k]);
         remarks.push_back({first->loc, "fuse_loop_nests", text + " into one loop over '" + ir::to_string(first->end) + "'"});
+        scalarize_temporaries(stmts, i);
         shrink_temporaries(stmts, i);
+        fuse_inside(stmts[i]);
       }
+    }
+  }
+
+  // The nests of a fused loop's body may fuse in turn (the loops over the
+  // second dimension of 3-D statements), now that they share one body.
+  void fuse_inside(Stmt& loop_stmt) {
+    auto loop = loop_stmt->as<ir::For>();
+    auto block = loop->body->as<ir::Block>();
+    if (!block || !inspect(loop->body).has_loop) return;
+    std::vector<Stmt> body = block->stmts;
+    fuse_block(body);
+    loop_stmt = ir::For::make(loop->var, loop->begin, loop->end, loop->step, ir::Block::make(body, block->loc),
+                              loop->schedule, loop->loc);
+  }
+
+  // The temporary allocated by stmts[k] with the names bound to it in this
+  // block, when it is mentioned nowhere but there and in the loop stmts[at]:
+  // the allocation first, then the names; the positions of the binds.
+  std::optional<std::pair<std::vector<ir::ArrayVar>, std::vector<size_t>>> local_temporary(
+      const std::vector<Stmt>& stmts, size_t k, size_t at, const BodyInfo& info) {
+    auto alloc = stmts[k]->as<ir::Allocate>();
+    if (!alloc || facts_.params.count(facts_.find(alloc->array.get()))) return std::nullopt;
+    const ArrayInfo* cls = facts_.find(alloc->array.get());
+    std::vector<size_t> binds;
+    bool ok = facts_.binds[alloc->array.get()] == 1;
+    std::vector<ir::ArrayVar> members = {alloc->array};
+    for (size_t m = 0; m < stmts.size(); ++m) {
+      auto b = stmts[m]->as<ir::ArrayBind>();
+      if (!b || facts_.find(b->dst.get()) != cls) continue;
+      if (m > at || b->src != alloc->array || facts_.binds[b->dst.get()] != 1) ok = false;
+      binds.push_back(m);
+      members.push_back(b->dst);
+    }
+    // Every mention of the class is the allocation, the binds or inside
+    // the loop: it does not escape.
+    std::map<const ArrayInfo*, int> here = count_mentions(stmts[at]);
+    for (const auto& [a, n] : count_mentions(stmts[k])) here[a] += n;
+    for (size_t m : binds)
+      for (const auto& [a, n] : count_mentions(stmts[m])) here[a] += n;
+    for (const auto& m : members)
+      ok = ok && here[m.get()] == total_mentions_[m.get()] && !info.bound.count(m.get());
+    if (!ok) return std::nullopt;
+    return std::make_pair(members, binds);
+  }
+
+  // Removes stmts[k] and the statements at `binds` from the block and puts
+  // `loop` in place of stmts[at]; `at` follows it.
+  void replace_loop(std::vector<Stmt>& stmts, size_t k, const std::vector<size_t>& binds, size_t& at, Stmt loop) {
+    std::set<size_t> drop(binds.begin(), binds.end());
+    drop.insert(k);
+    std::vector<Stmt> out;
+    size_t new_at = 0;
+    for (size_t m = 0; m < stmts.size(); ++m) {
+      if (drop.count(m)) continue;
+      if (m == at) new_at = out.size();
+      out.push_back(m == at ? loop : stmts[m]);
+    }
+    stmts = out;
+    at = new_at;
+  }
+
+  // Replaces temporaries that hold one element per iteration of the fused
+  // loop stmts[at] by a scalar: each is written once per iteration, by a
+  // statement of the loop body at [loop index, 0, ...] (its other extents
+  // are 1), and read only by later statements of the body at that index
+  // (the mask of azimint_naive, the row maxima of softmax).
+  void scalarize_temporaries(std::vector<Stmt>& stmts, size_t& at) {
+    for (size_t k = 0; k < at; ++k) {
+      const ir::For* loop = stmts[at]->as<ir::For>();
+      auto block = loop->body->as<ir::Block>();
+      auto alloc = stmts[k]->as<ir::Allocate>();
+      if (!block || !alloc) continue;
+      bool ok = true;
+      for (size_t d = 1; d < alloc->shape.size(); ++d) {
+        auto c = alloc->shape[d]->as<ir::IntImm>();
+        ok = ok && c && c->value == 1;
+      }
+      auto temp = ok ? local_temporary(stmts, k, at, inspect(loop->body)) : std::nullopt;
+      if (!temp) continue;
+      std::set<const ArrayInfo*> members;
+      for (const auto& m : temp->first) members.insert(m.get());
+      auto at_own_element = [&](const std::vector<Expr>& idx) {
+        bool own = !idx.empty() && is_var(idx[0], loop->var.get());
+        for (size_t d = 1; d < idx.size(); ++d) {
+          auto c = idx[d]->as<ir::IntImm>();
+          own = own && c && c->value == 0;
+        }
+        return own;
+      };
+      std::optional<size_t> store_at;
+      for (size_t p = 0; ok && p < block->stmts.size(); ++p) {
+        auto store = block->stmts[p]->as<ir::Store>();
+        bool is_store = store && members.count(store->array.get());
+        for (const Access& x : inspect(block->stmts[p]).accesses) {
+          if (!members.count(x.array)) continue;
+          if (!at_own_element(x.indices)) ok = false;
+          // The one write is the statement itself; reads come after it.
+          if (x.write) ok = ok && is_store && !store_at;
+          else ok = ok && store_at && !is_store;
+        }
+        if (is_store) store_at = p;
+      }
+      if (!ok || !store_at) continue;
+      auto elem = std::make_shared<ir::VarInfo>();
+      elem->name = temp->first.back()->name;
+      elem->type = ScalarType{alloc->array->type.dtype, false};
+      elem->loc = alloc->loc;
+      struct ToScalar : ir::IRMutator {
+        std::set<const ArrayInfo*>* members;
+        ir::Var elem;
+        Expr extent;
+        Expr visit(const ir::Load* l, const Expr& self) override {
+          if (!members->count(l->array.get())) return IRMutator::visit(l, self);
+          return ir::VarRef::make(elem, l->loc);
+        }
+        Stmt visit(const ir::Store* s, const Stmt& self) override {
+          if (!members->count(s->array.get())) return IRMutator::visit(s, self);
+          return ir::Assign::make(elem, mutate(s->value), s->loc);
+        }
+        Expr visit(const ir::ArrayDim* d, const Expr& self) override {
+          if (!members->count(d->array.get())) return self;
+          return d->dim == 0 ? extent : ir::IntImm::make(1, ScalarType::py_int(), d->loc);
+        }
+      } to_scalar;
+      to_scalar.members = &members;
+      to_scalar.elem = elem;
+      to_scalar.extent = loop->end;
+      Stmt new_loop = ir::For::make(loop->var, loop->begin, loop->end, loop->step, to_scalar.mutate(loop->body),
+                                    loop->schedule, loop->loc);
+      remarks.push_back({alloc->loc, "fuse_loop_nests",
+                         "temporary '" + temp->first.back()->name + "' holds one element per iteration of the fused "
+                         "loop, written before it is read: a scalar, not allocated"});
+      replace_loop(stmts, k, temp->second, at, new_loop);
+      k = static_cast<size_t>(-1);  // start over: indices moved
     }
   }
 
@@ -464,26 +882,12 @@ class Fuser {
       if (!alloc || alloc->array->type.layout == Layout::F || alloc->array->type.ndim < 2 ||
           ir::is_vectorized(loop->schedule.kind) || facts_.params.count(facts_.find(alloc->array.get())))
         continue;
+      auto temp = local_temporary(stmts, k, at, info);
+      if (!temp) continue;
+      const std::vector<ir::ArrayVar>& members = temp->first;
+      const std::vector<size_t>& binds = temp->second;
       const ArrayInfo* cls = facts_.find(alloc->array.get());
-      // The class: the temporary and the names bound to it in this block.
-      std::vector<size_t> binds;
-      bool ok = facts_.binds[alloc->array.get()] == 1;
-      std::vector<ir::ArrayVar> members = {alloc->array};
-      for (size_t m = 0; m < stmts.size(); ++m) {
-        auto b = stmts[m]->as<ir::ArrayBind>();
-        if (!b || facts_.find(b->dst.get()) != cls) continue;
-        if (m > at || b->src != alloc->array || facts_.binds[b->dst.get()] != 1) ok = false;
-        binds.push_back(m);
-        members.push_back(b->dst);
-      }
-      // Every mention of the class is the allocation, the binds or inside
-      // the loop: it does not escape.
-      std::map<const ArrayInfo*, int> here = count_mentions(stmts[at]);
-      for (const auto& [a, n] : count_mentions(stmts[k])) here[a] += n;
-      for (size_t m : binds)
-        for (const auto& [a, n] : count_mentions(stmts[m])) here[a] += n;
-      for (const auto& m : members)
-        ok = ok && here[m.get()] == total_mentions_[m.get()] && !info.bound.count(m.get());
+      bool ok = true;
       for (const Access& x : info.accesses)
         if (facts_.find(x.array) == cls) ok = ok && !x.indices.empty() && is_var(x.indices[0], loop->var.get());
       if (!ok) continue;
@@ -494,6 +898,7 @@ class Fuser {
         auto s = std::make_shared<ArrayInfo>(*m);
         s->type.ndim = std::max(1, m->type.ndim - 1);
         smaller[m.get()] = s;
+        per_iteration_.insert(s.get());
       }
       const int old_ndim = alloc->array->type.ndim;
       struct Shrink : ir::IRMutator {
@@ -547,24 +952,27 @@ class Fuser {
       remarks.push_back({alloc->loc, "fuse_loop_nests",
                          "temporary '" + members.back()->name + "' needs one slice per iteration of the fused loop: "
                          "allocated per iteration without its first dimension"});
-      // Remove the allocation and the binds from the block.
-      std::set<size_t> drop(binds.begin(), binds.end());
-      drop.insert(k);
-      std::vector<Stmt> out;
-      size_t new_at = 0;
-      for (size_t m = 0; m < stmts.size(); ++m) {
-        if (drop.count(m)) continue;
-        if (m == at) new_at = out.size();
-        out.push_back(m == at ? new_loop : stmts[m]);
+      // The smaller arrays are bound once, in the loop's body, where the
+      // nests may fuse again (fuse_inside): record their extents and
+      // mentions as gather_facts does for the function's arrays.
+      std::map<const ArrayInfo*, int> mentions = count_mentions(new_loop);
+      bool stable_shape = true;
+      for (const auto& e : shape) stable_shape = stable_shape && stable(e, facts_);
+      for (const auto& [old, small] : smaller) {
+        facts_.binds[small.get()] = 1;
+        facts_.unite(small.get(), smaller.at(alloc->array.get()).get());
+        total_mentions_[small.get()] = mentions[small.get()];
+        if (stable_shape) facts_.shape[small.get()] = shape;
       }
-      stmts = out;
-      at = new_at;
+      replace_loop(stmts, k, binds, at, new_loop);
       loop = stmts[at]->as<ir::For>();
       info = inspect(loop->body);
       k = static_cast<size_t>(-1);  // start over: indices moved
     }
   }
 
+  std::vector<ir::Param> params_;
+  std::set<const ArrayInfo*> per_iteration_;  // temporaries shrunk to one slice per iteration
   ArrayFacts facts_;
   std::map<const ArrayInfo*, int> total_mentions_;
 };

@@ -173,16 +173,16 @@ def test_matrix_products_with_different_inner_extents_raise_value_error():
     assert_value_error_at(matvec, "np.dot(A, x)", (np.ones((2, 3)), np.ones(2)), "matmul")
 
 
-def test_an_extent_of_one_known_only_at_run_time_does_not_broadcast():
-    # NumPy broadcasts it; Plait broadcasts only extents that are 1 when it
-    # compiles (None, keepdims=True, a literal 1), so that inner loops carry
-    # no per-element tests, and raises ValueError otherwise (documented).
-    assert add(np.ones(3), np.ones(1)).shape == (3,)
-    assert_value_error_at(add, "a + b", (np.ones(3), np.ones(1)), "operands could not be broadcast together")
-    assert broadcast_row(np.ones((3, 4)), np.ones((2, 4))).shape == (3, 4)
-    assert_value_error_at(broadcast_row, "A + B[0:1, :]", (np.ones((3, 4)), np.ones((2, 4))),
-                          "operands could not be broadcast together")
-    # Extents that happen to agree still work, 1 included.
+def test_an_extent_of_one_known_only_at_run_time_broadcasts_and_others_still_raise():
+    # NumPy broadcasts an extent that is 1 only at run time; so does Plait
+    # (tests/python/test_array_overlap.py covers the values).
+    np.testing.assert_array_equal(plait.jit(add)(np.ones(3), np.ones(1)), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(plait.jit(add)(np.ones(1), np.ones(3)), [2.0, 2.0, 2.0])
+    assert plait.jit(broadcast_row)(np.ones((3, 4)), np.ones((2, 4))).shape == (3, 4)
+    # Extents that differ and are not 1 raise, whichever operand comes first.
+    assert_value_error_at(add, "a + b", (np.ones(3), np.ones(2)), "operands could not be broadcast together")
+    assert_value_error_at(add, "a + b", (np.ones(2), np.ones(3)), "operands could not be broadcast together")
+    assert_value_error_at(store, "a[:] = b", (np.ones(1), np.ones(3)), "could not broadcast")
     np.testing.assert_array_equal(plait.jit(add)(np.ones(1), np.ones(1)), [2.0])
 
 

@@ -190,10 +190,13 @@ TEST(ArrayExprs, SliceAssignmentIsOneLoopNest) {
   std::string text = ir_text(src, "f", "f64[::1], f64[::1]");
   // One vector loop and no temporary array. The two slices of `a` have
   // the same length expression, so the only run-time check compares `b`'s
-  // slice with `a`'s.
-  EXPECT_TRUE(contains(text, "parallel simd for _i")) << text;
+  // slice with `a`'s. The usual version (a's slice does not broadcast) reads
+  // `a` at plain indices.
+  std::string usual = text.substr(text.find("} else {"));
+  EXPECT_TRUE(contains(usual, "parallel simd for _i")) << text;
   EXPECT_FALSE(contains(text, "empty<")) << text;
-  EXPECT_EQ(text.find("assert"), text.rfind("assert")) << text;
+  EXPECT_EQ(usual.find("assert"), usual.rfind("assert")) << text;
+  EXPECT_TRUE(contains(usual, "(0.5:float * (a[(2:int + _i1)] + a[_i1]))")) << text;
 }
 
 TEST(ArrayExprs, RowReductionIsHoistedOutOfTheColumnLoop) {
@@ -308,6 +311,56 @@ TEST(Fusion, SoftmaxIsOnePassPerRowAndAllocatesOnlyItsOutput) {
   EXPECT_LT(first, text.find("let e:f32[::1]")) << text;
 }
 
+TEST(Fusion, LocalMaskBecomesAScalarOfOnePassWithBothSums) {
+  const char* src =
+      "def f(data, radius, npt):\n"
+      "    res = np.zeros(npt)\n"
+      "    #pragma parallel for\n"
+      "    for i in range(npt):\n"
+      "        in_bin = (i <= radius) & (radius < i + 1)\n"
+      "        res[i] = np.sum(np.where(in_bin, data, 0.0)) / np.sum(np.where(in_bin, 1.0, 0.0))\n"
+      "    return res\n";
+  std::string text = ir_text(src, "f", "f64[::1], f64[::1], int");
+  // In the usual version (data and radius of one extent), no allocation in
+  // the bin loop; one vector loop computes the mask and both sums.
+  text = text.substr(text.find("} else {"));
+  EXPECT_FALSE(contains(text, "empty<b1")) << text;
+  EXPECT_TRUE(contains(text, "reduction(+: _tmp")) << text;
+  size_t vector_loop = text.find("simd for");
+  EXPECT_NE(vector_loop, std::string::npos) << text;
+  EXPECT_EQ(vector_loop, text.rfind("simd for")) << text;
+  EXPECT_TRUE(contains(text, "let in_bin:b1\n        in_bin = ")) << text;
+}
+
+TEST(Fusion, Softmax4DFusesEveryLeadingDimension) {
+  const char* src =
+      "def softmax(x):\n"
+      "    m = np.max(x, axis=-1, keepdims=True)\n"
+      "    e = np.exp(x - m)\n"
+      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  ir::Function f = lower(src, "softmax", "f32[:, :, :, ::1]");
+  std::string text = ir::to_string(f);
+  // One nest over the three leading dimensions; e is one row, m a scalar.
+  EXPECT_EQ(top_level_allocations(f), 1) << text;
+  EXPECT_EQ(text.find("parallel for"), text.rfind("parallel for")) << text;
+  EXPECT_TRUE(contains(text, " = empty<f32[::1]>((x.shape[3],))")) << text;
+  EXPECT_TRUE(contains(text, "let m:f32\n")) << text;
+  EXPECT_EQ(text.find("empty<f32[:, "), text.rfind("empty<f32[:, ")) << text;
+}
+
+TEST(Fusion, BroadcastFlagsVersionTheStatementsAndVanishWhenExtentsAgree) {
+  // a and b may differ, and either may be 1 at run time: one version per
+  // case, the usual one with plain indices.
+  std::string text = ir_text("def f(a, b):\n    return a + b\n", "f", "f64[::1], f64[::1]");
+  EXPECT_TRUE(contains(text, "if (_broadcast")) << text;
+  EXPECT_TRUE(contains(text, "(a[(0:int if _broadcast")) << text;
+  EXPECT_TRUE(contains(text.substr(text.find("} else {")), "(a[_i5] + b[_i5])")) << text;
+  // `x * 2` and `x` have one shape, known once extents are canonical: no flag.
+  std::string same = ir_text("def f(x):\n    t = x * 2.0\n    return t + x\n", "f", "f64[::1]");
+  EXPECT_FALSE(contains(same, "_broadcast")) << same;
+  EXPECT_FALSE(contains(same, "if ")) << same;
+}
+
 TEST(Fusion, StencilSweepsAreNotFused) {
   // The second sweep reads neighbours of what the first writes: fusing the
   // row loops would read rows not yet computed.
@@ -318,6 +371,26 @@ TEST(Fusion, StencilSweepsAreNotFused) {
   std::string text = ir_text(src, "f", "f64[:, ::1], f64[:, ::1]");
   size_t first = text.find("parallel for");
   EXPECT_NE(first, text.rfind("parallel for")) << text;
+}
+
+TEST(ArrayExprs, FloydWarshallSnapshotsTheRowAndTheColumnOnly) {
+  const char* src =
+      "def f(path):\n"
+      "    for k in range(path.shape[0]):\n"
+      "        path[:] = np.minimum(path, path[:, k][:, None] + path[k, :][None, :])\n";
+  std::string text = ir_text(src, "f", "i32[:, ::1]");
+  // Column k and row k are copied (N elements each) before the nest, which
+  // reads the copies; no N x N temporary.
+  EXPECT_TRUE(contains(text, "empty<i32[::1]>((path.shape[0],))")) << text;
+  EXPECT_TRUE(contains(text, "empty<i32[::1]>((path.shape[1],))")) << text;
+  EXPECT_FALSE(contains(text, "empty<i32[:, ::1]>")) << text;
+  EXPECT_TRUE(contains(text, "path[_i4, _i5] = minimum(path[_i4, _i5], (_tmp_array0[_i4] + _tmp_array2[_i5]))")) << text;
+}
+
+TEST(ArrayExprs, ElementOperandOfTheTargetIsReadBeforeTheNest) {
+  std::string text = ir_text("def f(a):\n    a[:] = a - a[0]\n", "f", "f64[::1]");
+  EXPECT_TRUE(contains(text, "_tmp0 = a[0:int]\n  parallel simd for")) << text;
+  EXPECT_TRUE(contains(text, "a[_i1] = (a[_i1] - _tmp0)")) << text;
 }
 
 }  // namespace
