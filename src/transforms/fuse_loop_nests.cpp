@@ -579,6 +579,10 @@ class Fuser {
       bool local = n == total_mentions_[a] && !facts_.params.count(a);
       total_mentions_[a] = local ? in_usual[a] : total_mentions_[a] - n + in_general[a] + in_usual[a] + in_prologue[a];
     }
+    // Flags whose value depended on another flag (the target's broadcast,
+    // after the value's) are plain extent tests in the usual version: version
+    // it again, so that its nests keep plain indices too.
+    version_broadcasts(usual);
     fuse_block(usual);
     SourceLoc loc = stmts[*start]->loc;
     remarks.push_back({loc, "fuse_loop_nests",

@@ -26,15 +26,6 @@ constexpr int64_t kParallelChunkBytes = 2048;
 constexpr int64_t kRows = 4;
 constexpr int64_t kBlockedChunkBytes = 2048;
 
-// The Declares of each variable anywhere in the function.
-struct VarDeclarations : ir::IRVisitor {
-  std::map<const ir::VarInfo*, std::vector<const ir::Declare*>> of;
-  using IRVisitor::visit;
-  void visit(const ir::Declare* d) override {
-    if (d->var) of[d->var.get()].push_back(d);
-  }
-};
-
 // Arrays that a statement stores to or updates atomically, and arrays it
 // (re)binds.
 struct WrittenArrays : ir::IRVisitor {
@@ -316,11 +307,7 @@ struct DeclaredInside : ir::IRVisitor {
 
 class Interchanger : public ir::IRMutator {
  public:
-  explicit Interchanger(const ir::Function& f) {
-    VarDeclarations d;
-    d.visit(f.body);
-    declarations_ = std::move(d.of);
-  }
+  explicit Interchanger(const ir::Function& f) : root_(f.body) {}
 
   std::vector<ir::Remark> remarks;
 
@@ -332,7 +319,7 @@ class Interchanger : public ir::IRMutator {
     std::optional<Candidate> c = match(loop);
     if (!c) return rebuilt;
     std::string streamed;
-    const std::string why = refusal(*c, &streamed);
+    const std::string why = refusal(*c, f, &streamed);
     if (!why.empty()) {
       remarks.push_back({loop->loc, "interchange_reductions", describe(*c) + " stays innermost: " + why});
       return rebuilt;
@@ -346,28 +333,34 @@ class Interchanger : public ir::IRMutator {
   }
 
  private:
-  bool declared(const ir::VarInfo* v) const { return declarations_.count(v) > 0; }
 
   static std::string describe(const Candidate& c) {
     return "loop over '" + c.j_loop->var->name + "': the reduction over '" + c.k_loop->var->name + "'";
   }
   static int64_t element_bytes(const Candidate& c) { return std::max(c.acc->type.bits() / 8, 1); }
 
+  // Whether `var` may be read after `position` (a statement of the function
+  // as it was when the pass started) finishes.
+  bool live_after(const ir::StmtNode* position, const ir::VarInfo* var) const {
+    return analysis::live_after(root_, position, var);
+  }
+
   // Why the candidate cannot or need not be interchanged; empty when it
-  // can. *streamed names the array read contiguously after the interchange.
-  std::string refusal(const Candidate& c, std::string* streamed) const {
+  // can. `position`: the loop over j in the function as the pass found it.
+  // *streamed names the array read contiguously after the interchange.
+  std::string refusal(const Candidate& c, const ir::StmtNode* position, std::string* streamed) const {
     const ir::For* j = c.j_loop;
     const ir::For* k = c.k_loop;
     const ir::IntImm* step = j->step->as<ir::IntImm>();
     if (!step || step->value != 1) return "the loop over '" + j->var->name + "' does not step by 1";
     if (ir::is_parallel(k->schedule.kind)) return "the loop over '" + k->var->name + "' runs in parallel";
-    if (declared(j->var.get()) || declared(k->var.get()))
+    // Liveness, not declarations: versioned statements (fuse_loop_nests)
+    // share their loop variables and accumulators between two copies.
+    bool k_read_by_rest = false;
+    for (const ir::Stmt& r : c.rest) k_read_by_rest = k_read_by_rest || analysis::uses_of(r).reads.count(k->var.get());
+    if (live_after(position, j->var.get()) || live_after(position, k->var.get()) || k_read_by_rest)
       return "a loop variable is used outside its loop";
-    auto acc_decls = declarations_.find(c.acc.get());
-    if (acc_decls != declarations_.end())
-      for (const ir::Declare* d : acc_decls->second)
-        if (std::none_of(c.declares.begin(), c.declares.end(), [&](const ir::Stmt& s) { return s.get() == d; }))
-          return "the accumulator '" + c.acc->name + "' is used outside the loop";
+    if (live_after(position, c.acc.get())) return "the accumulator '" + c.acc->name + "' is used outside the loop";
 
     analysis::VarUses body = analysis::uses_of(j->body);
     WrittenArrays written;
@@ -444,7 +437,7 @@ class Interchanger : public ir::IRMutator {
   std::optional<ir::Stmt> row_blocks(const ir::For* i) {
     if (!ir::is_parallel(i->schedule.kind) || i->schedule.collapse != 1) return std::nullopt;
     const ir::IntImm* step = i->step->as<ir::IntImm>();
-    if (!step || step->value != 1 || declared(i->var.get())) return std::nullopt;
+    if (!step || step->value != 1 || live_after(i, i->var.get())) return std::nullopt;
     ir::Stmt only = i->body;
     if (const ir::Block* b = only->as<ir::Block>()) {
       if (b->stmts.size() != 1) return std::nullopt;
@@ -454,7 +447,7 @@ class Interchanger : public ir::IRMutator {
     if (!j || ir::is_parallel(j->schedule.kind)) return std::nullopt;
     std::optional<Candidate> c = match(j);
     std::string streamed;
-    if (!c || !refusal(*c, &streamed).empty()) return std::nullopt;
+    if (!c || !refusal(*c, j, &streamed).empty()) return std::nullopt;
     // The chunks and the loop over k now run outside the loop over i.
     const ir::VarInfo* iv = i->var.get();
     const ir::For* k = c->k_loop;
@@ -472,7 +465,7 @@ class Interchanger : public ir::IRMutator {
     inside.visit(j->body);
     for (const ir::Reduction& r : i->schedule.reductions) inside.vars.insert(r.var.get());
     for (const ir::VarInfo* v : analysis::uses_of(j->body).writes)
-      if (declared(v) && !inside.vars.count(v)) return std::nullopt;
+      if (!inside.vars.count(v) && (analysis::may_read_before_write(j->body, v) || live_after(i, v))) return std::nullopt;
 
     // The statements after the reduction may hold candidates of their own.
     for (ir::Stmt& s : c->rest) s = mutate(s);
@@ -532,7 +525,7 @@ class Interchanger : public ir::IRMutator {
     return ch.chunks(blocks, ir::LoopSchedule{});
   }
 
-  std::map<const ir::VarInfo*, std::vector<const ir::Declare*>> declarations_;
+  ir::Stmt root_;
 };
 
 }  // namespace
