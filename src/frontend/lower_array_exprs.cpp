@@ -734,6 +734,13 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
                               : vec      ? ir::LoopKind::Vectorized
                                          : ir::LoopKind::Serial;
       dims[i].schedule = apply_sliced_pragma(dims[i], dims[i].schedule, name);
+      // auto_simd vectorises the innermost loop of an annotated statement:
+      // here the innermost reduction loop (the reduce pragma already allows
+      // the reassociation a vector reduction makes).
+      if (options_.auto_simd && !sliced_pragmas_.empty() && innermost && dims[i].vectorizable &&
+          !ir::is_vectorized(dims[i].schedule.kind))
+        dims[i].schedule.kind =
+            ir::is_parallel(dims[i].schedule.kind) ? ir::LoopKind::ParallelVectorized : ir::LoopKind::Vectorized;
     }
     std::vector<Stmt> nest = build_nest(dims, inner, update, sink);
     group.insert(group.end(), nest.begin(), nest.end());

@@ -556,3 +556,23 @@ def test_auto_simd_vectorises_the_innermost_dimension_of_annotated_statements():
     np.testing.assert_array_equal(B2, 2.0 * A)
     assert "simd for" not in plain.inspect_ir()
     assert "simd for" in auto.inspect_ir()
+
+
+def _row_dots(A, x):
+    M, N = A.shape
+    y = np.empty(M)
+    #pragma :M=>parallel :N=>reduce(sum)
+    y[:M] = np.sum(A[:M, :N] * x[None, :N], axis=1)
+    return y
+
+
+def test_auto_simd_vectorises_an_innermost_reduction():
+    rng = np.random.default_rng(4)
+    plain = plait.jit(_row_dots)
+    auto = plait.jit(_row_dots, auto_simd=True)
+    for m, n in ((0, 3), (1, 1), (5, 7), (33, 1001)):
+        A, x = rng.random((m, n)), rng.random(n)
+        np.testing.assert_allclose(plain(A, x), A @ x, rtol=1e-12)
+        np.testing.assert_allclose(auto(A, x), A @ x, rtol=1e-12)
+    assert "simd for _r" not in plain.inspect_ir()
+    assert "simd for _r" in auto.inspect_ir()
