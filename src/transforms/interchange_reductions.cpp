@@ -278,11 +278,15 @@ ir::LoopSchedule simd_schedule() {
   return s;
 }
 
-// A parallel schedule's threads, reductions and privates, without its vector lanes.
-ir::LoopSchedule threads_of(const ir::LoopSchedule& s) {
+// A parallel schedule's threads, reductions and privates, without its vector
+// lanes, for a new loop that takes over from the loop over `displaced`: that
+// variable was private as the loop's own and is now assigned by serial loops
+// inside each iteration, so it becomes an explicit private.
+ir::LoopSchedule threads_of(const ir::LoopSchedule& s, const ir::Var& displaced) {
   ir::LoopSchedule t = s;
   t.kind = ir::LoopKind::Parallel;
   t.simd_width = 0;
+  t.privates.push_back(displaced);
   return t;
 }
 
@@ -422,7 +426,7 @@ class Interchanger : public ir::IRMutator {
     body.push_back(ch.over_chunk(ch.store(nullptr, c.init), simd_schedule()));
     body.push_back(ch.over_k(ch.over_chunk(ch.update(nullptr, c.update), simd_schedule())));
     body.push_back(ch.over_chunk(ch.rest(nullptr), lanes_of(js)));
-    ir::Stmt chunks = ch.chunks(ir::Block::make(body, ch.loc), parallel ? threads_of(js) : ir::LoopSchedule{});
+    ir::Stmt chunks = ch.chunks(ir::Block::make(body, ch.loc), parallel ? threads_of(js, c.j_loop->var) : ir::LoopSchedule{});
     if (parallel) return chunks;
     std::vector<ir::Stmt> block = ch.allocate();
     block.push_back(chunks);
@@ -521,7 +525,7 @@ class Interchanger : public ir::IRMutator {
     block.push_back(each_row(ibin(ir::BinaryOp::PyMin, block_end, i->end),
                              ch.over_chunk(ch.rest(i_row), lanes_of(c.j_loop->schedule))));
     ir::Stmt blocks = ir::For::make(ib, i->begin, i->end, ir::IntImm::make(kRows, it, loc), ir::Block::make(block, loc),
-                                    threads_of(i->schedule), i->loc);
+                                    threads_of(i->schedule, i->var), i->loc);
     return ch.chunks(blocks, ir::LoopSchedule{});
   }
 

@@ -39,7 +39,8 @@ TEST(Interchange, MatrixProductRunsBlocksOfRowsInsideChunksOfColumns) {
             "  assert (A.shape[1] == B.shape[0]), \"matmul: the inner dimensions of the operands differ\"\n"
             "  _tmp_array2 = empty<f64[:, ::1]>((A.shape[0], B.shape[1]))\n"
             "  for _i4_chunk in range(0:int, B.shape[1], 256:int) {\n"
-            "    parallel for _i3_block in range(0:int, A.shape[0], 4:int) {\n"
+            // _i3 is assigned by the serial row loops inside each block: private.
+            "    parallel for _i3_block in range(0:int, A.shape[0], 4:int) private(_i3) {\n"
             "      let _tmp6_buf:f64[::1]\n"
             "      _tmp6_buf = empty<f64[::1]>((1024:i64,))\n"
             "      if ((_i3_block + 4:int) <= A.shape[0]) {\n"
@@ -116,8 +117,9 @@ TEST(Interchange, MatrixVectorProductKeepsItsReductionInnermost) {
 TEST(Interchange, ParallelColumnLoopRunsItsChunksInParallel) {
   ir::Function f = lower("def vecmat(x, A):\n    return x @ A\n", "vecmat", "f32[::1], f32[:, ::1]");
   const std::string text = ir::to_string(f);
-  // float32: 512 accumulators of 4 bytes; the buffer belongs to one chunk.
-  EXPECT_NE(text.find("parallel for _i3_chunk in range(0:int, A.shape[1], 512:int) {\n"
+  // float32: 512 accumulators of 4 bytes; the buffer belongs to one chunk,
+  // and _i3, assigned by the loops over the chunk, to one thread.
+  EXPECT_NE(text.find("parallel for _i3_chunk in range(0:int, A.shape[1], 512:int) private(_i3) {\n"
                       "    let _tmp5_buf:f32[::1]\n"
                       "    _tmp5_buf = empty<f32[::1]>((512:i64,))\n"),
             std::string::npos)

@@ -178,6 +178,36 @@ class ArrayCollector : public IRVisitor {
   std::set<const ArrayInfo*> seen_;
 };
 
+// The scalars a parallel loop's body assigns that outlive one iteration:
+// targets of Assign and variables of serial loops (which assign their
+// variable when it is declared outside), less those the body declares.
+// Each must be private or a reduction of the loop, or the threads race.
+class AssignedScalars : public IRVisitor {
+ public:
+  std::vector<const VarInfo*> assigned;  // in first-assignment order
+  std::set<const VarInfo*> declared;
+  using IRVisitor::visit;
+
+ protected:
+  void note(const VarInfo* v) {
+    if (seen_.insert(v).second) assigned.push_back(v);
+  }
+  void visit(const Assign* n) override {
+    note(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const For* n) override {
+    if (n->schedule.kind == LoopKind::Serial) note(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Declare* n) override {
+    if (n->var) declared.insert(n->var.get());
+  }
+
+ private:
+  std::set<const VarInfo*> seen_;
+};
+
 // Whether an expression reads any of the given variables.
 class UsesVars : public IRVisitor {
  public:
@@ -1539,7 +1569,26 @@ class CppEmitter {
     for (const Var& v : sc.privates)
       if (declared(v.get())) privates += (privates.empty() ? "" : ", ") + var_name(v);
     if (!privates.empty()) p += " private(" + privates + ")";
+    if (is_parallel(sc.kind)) check_scalars_private(loop, innermost);
     return p;
+  }
+
+  // A pass that makes a loop parallel, or moves statements into one, must
+  // say which scalars each thread keeps to itself: one it leaves out is an
+  // internal error here rather than a race in the user's results.
+  void check_scalars_private(const For* loop, const For* innermost) const {
+    const LoopSchedule& sc = loop->schedule;
+    AssignedScalars scalars;
+    scalars.visit(innermost->body);
+    for (const VarInfo* v : scalars.assigned) {
+      if (scalars.declared.count(v) || !declared(v)) continue;
+      bool kept = false;
+      for (const Var& p : sc.privates) kept = kept || p.get() == v;
+      for (const Reduction& r : sc.reductions) kept = kept || r.var.get() == v;
+      if (!kept)
+        PLAIT_INTERNAL_ERROR("parallel loop over `" + loop->var->name + "` assigns `" + v->name +
+                             "`, declared outside it, which is neither private nor a reduction");
+    }
   }
 
   void emit_return(const Return* r) {
