@@ -418,6 +418,7 @@ class Fuser {
     // Asserts compare extents; written canonically they stop mentioning the
     // temporaries whose extents they check, which may then shrink.
     struct Prepare : AllFalse {
+      using AllFalse::visit;
       CanonicalExtents* canon;
       Stmt visit(const ir::Assert* a, const Stmt&) override {
         Expr cond = fold(canon->mutate(mutate(a->cond)));
