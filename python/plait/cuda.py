@@ -39,10 +39,27 @@ def cuda_available():
     return cuda_unavailable_reason() == ""
 
 
+_cuda_ready = False  # set once CUDA was found usable: it stays so for the process
+
+
 def _require_cuda():
+    global _cuda_ready
+    if _cuda_ready:
+        return
     reason = cuda_unavailable_reason()
     if reason:
         raise CudaUnavailableError(f"plait target='cuda' cannot run here: {reason}")
+    _cuda_ready = True
+
+
+_device_ordinal = None  # the GPU plait runs on, asked once
+
+
+def _plait_device_ordinal():
+    global _device_ordinal
+    if _device_ordinal is None:
+        _device_ordinal = _core.cuda_device()["ordinal"]
+    return _device_ordinal
 
 
 class DeviceArray:
@@ -167,6 +184,21 @@ def _is_cupy_array(obj):
     return type(obj).__module__.startswith("cupy")
 
 
+_torch_dtypes = None  # torch dtype -> NumPy dtype, for the dtypes CUDA kernels take
+
+
+def _torch_numpy_dtype(torch, dtype):
+    """The NumPy dtype of a torch dtype that CUDA kernels take, else None."""
+    global _torch_dtypes
+    if _torch_dtypes is None:
+        _torch_dtypes = {}
+        for np_dtype in _DTYPE_CODES:
+            torch_dtype = getattr(torch, np_dtype.name, None)
+            if torch_dtype is not None:
+                _torch_dtypes[torch_dtype] = np_dtype
+    return _torch_dtypes.get(dtype)
+
+
 class _View:
     """A GPU array argument: pointer, shape, strides in elements, dtype."""
 
@@ -220,6 +252,30 @@ def _array_type_text(dtype_code, ndim, layout):
     return f"{_DTYPE_NAMES[dtype_code]}[{', '.join(dims)}]"
 
 
+_array_types = {}  # (dtype code, shape, strides) -> (signature text, strides passed)
+_ARRAY_TYPES_KEPT = 4096
+
+
+def _array_type_and_strides(code, shape, strides):
+    """The signature text of a GPU array and the strides to pass: canonical
+    ones for C and F layouts (whose extents of 1 may have any stride).
+    Remembered per shape and strides, since calls repeat them."""
+    key = (code, shape, strides)
+    known = _array_types.get(key)
+    if known is not None:
+        return known
+    layout = _layout(shape, strides)
+    if layout == "C":
+        strides = _canonical_strides(shape)
+    elif layout == "F":
+        strides = _canonical_strides(shape, fortran=True)
+    known = (_array_type_text(code, len(shape), layout), strides)
+    if len(_array_types) >= _ARRAY_TYPES_KEPT:
+        _array_types.clear()
+    _array_types[key] = known
+    return known
+
+
 class _CallPlan:
     """The arguments of one call, classified: the signature text, the values
     call_cuda takes, the NumPy arrays to copy back, and what kinds of arrays
@@ -248,30 +304,27 @@ class _CallPlan:
         name = params[index] if index < len(params) else str(index)
         raise TypeError(f"{dispatcher.py_func.__name__}() argument '{name}' {why}")
 
+    def _dtype_error(self, dispatcher, index, dtype):
+        self._argument_error(dispatcher, index, f"has unsupported dtype '{dtype}'; CUDA kernels take bool, int32, "
+                             "int64, float32 and float64 arrays")
+
     def _add_array(self, dispatcher, index, obj, view):
         code = _DTYPE_CODES.get(view.dtype)
         if code is None:
-            self._argument_error(dispatcher, index, f"has unsupported dtype '{view.dtype}'; CUDA kernels take "
-                                 "bool, int32, int64, float32 and float64 arrays")
+            self._dtype_error(dispatcher, index, view.dtype)
         ndim = len(view.shape)
         if ndim == 0 or ndim > 4:
             self._argument_error(dispatcher, index, f"is a {ndim}-D GPU array; CUDA kernels take arrays of 1 to 4 "
                                  "dimensions")
-        layout = _layout(view.shape, view.strides)
-        strides = view.strides
-        if layout == "C":
-            strides = _canonical_strides(view.shape)
-        elif layout == "F":
-            strides = _canonical_strides(view.shape, fortran=True)
-        self.types.append(_array_type_text(code, ndim, layout))
+        type_text, strides = _array_type_and_strides(code, view.shape, view.strides)
+        self.types.append(type_text)
         self.values.append((view.pointer, view.shape, strides))
         self.borrowed.append((obj, view.pointer, view.shape))
 
     def _classify(self, dispatcher, index, value):
         if isinstance(value, np.ndarray) and value.ndim > 0:
             if value.dtype not in _DTYPE_CODES:
-                self._argument_error(dispatcher, index, f"has unsupported dtype '{value.dtype}'; CUDA kernels take "
-                                     "bool, int32, int64, float32 and float64 arrays")
+                self._dtype_error(dispatcher, index, value.dtype)
             view = self.staged.get(id(value))
             if view is None:
                 buffer, strides = _host_array_to_device(value, 0)
@@ -294,8 +347,14 @@ class _CallPlan:
             if not value.is_cuda:
                 self._argument_error(dispatcher, index, "is a PyTorch CPU tensor; pass a CUDA tensor or a NumPy array")
             self.torch = torch
-            self._check_device(dispatcher, index, value.device.index)
-            self._add_array(dispatcher, index, value, _interface_view(value.detach().__cuda_array_interface__))
+            self._check_device(dispatcher, index, value.get_device())
+            # The tensor's own accessors: its __cuda_array_interface__ builds
+            # a dictionary in Python on every call, several times slower.
+            dtype = _torch_numpy_dtype(torch, value.dtype)
+            if dtype is None:
+                self._dtype_error(dispatcher, index, value.dtype)
+            view = _View(value.data_ptr(), tuple(value.shape), tuple(value.stride()), dtype)
+            self._add_array(dispatcher, index, value, view)
             return
         interface = getattr(value, "__cuda_array_interface__", None)
         if interface is not None:
@@ -322,7 +381,7 @@ class _CallPlan:
 
     @staticmethod
     def _check_device(dispatcher, index, ordinal):
-        wanted = _core.cuda_device()["ordinal"]
+        wanted = _plait_device_ordinal()
         if ordinal is not None and ordinal != wanted:
             raise ValueError(f"{dispatcher.py_func.__name__}(): argument {index} is on GPU {ordinal}; plait runs "
                              f"CUDA kernels on GPU {wanted}")

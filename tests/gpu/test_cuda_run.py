@@ -369,6 +369,29 @@ def test_torch_current_stream_is_used():
     assert check_value.item() == 0.0
 
 
+def test_torch_tensors_are_read_through_their_own_accessors(rng):
+    # Tensors that need grad, views with a storage offset and a stride,
+    # float32 and int64; an unsupported dtype names itself.
+    if torch is None:
+        pytest.skip("PyTorch with CUDA is not installed")
+    kernel = plait.jit(K.vector_add, target="cuda")
+    base = torch.from_numpy(floats(rng, 400)).cuda()
+    a = base[1:301:3].clone().requires_grad_(True)
+    b = base[5:305:3]
+    out = torch.full((a.shape[0],), float("nan"), device="cuda", dtype=torch.float64)
+    kernel(a, b, out)
+    np.testing.assert_array_equal(out.cpu().numpy(), (a.detach() + b).cpu().numpy())
+    for dtype in (torch.float32, torch.int64):
+        x = torch.arange(17, device="cuda").to(dtype)
+        y = torch.arange(17, device="cuda").to(dtype) * 3
+        z = torch.zeros(17, device="cuda", dtype=dtype)
+        kernel(x, y, z)
+        assert torch.equal(z, x + y)
+    half = torch.zeros(4, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match="unsupported dtype 'torch.bfloat16'"):
+        kernel(half, half, half)
+
+
 # ---- workers that become teams of threads: odd shapes cover teams of a warp
 # (short rows), of 256 threads (long rows) and partial teams.
 ROW_SHAPES = [(1, 1), (3, 7), (33, 100), (5, 300), (130, 1025), (7, 5000)]
