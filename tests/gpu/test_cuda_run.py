@@ -293,7 +293,7 @@ def test_persistent_loop_with_step_scalars_float32(rng):
 
 def test_time_loop_that_needs_the_host_launches_each_step_and_says_why(rng):
     kernel = check(K.host_counted_steps, [floats(rng, 100), 4], "numpy")
-    assert "`count` is assigned in the loop body and lives outside it" in kernel.explain()
+    assert "`count` is assigned in the loop body and read after the loop" in kernel.explain()
     kernel = check(K.element_scalar_steps, [floats(rng, 100), 3], "numpy")
     assert "assigns `s` from elements of an array the loop writes" in kernel.explain()
 

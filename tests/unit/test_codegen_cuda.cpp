@@ -421,7 +421,8 @@ TEST(CodegenCuda, TimeLoopThatNeedsTheHostLaunchesEachStepAndSaysWhy) {
   EXPECT_EQ(out.kernel_names.size(), 2u);
   EXPECT_EQ(out.device.find("plait::grid_sync(p_barrier);"), std::string::npos);
   EXPECT_TRUE(has_remark(out, "serial loop over `t` (line 2) launches its parallel loops at every step, not as one "
-                              "persistent kernel: `count` is assigned in the loop body and lives outside it"));
+                              "persistent kernel: `count` is assigned in the loop body and read after the loop or "
+                              "in the next step"));
   HostPart host = build_host("counted", out.host);
   plait_array views[2] = {};
   for (plait_array& v : views) {

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/var_uses.h"
 #include "codegen/cuda/device_runtime.h"
 #include "codegen/cuda/worker_plan.h"
 #include "ir/ir_visitor.h"
@@ -1673,11 +1674,12 @@ class CudaEmitter {
   // holds only parallel loops whose workers are single threads without
   // reductions, declarations of scalars, assignments of scalars, assertions,
   // and `if`s over such statements, where the values, assertions and
-  // conditions read no array element; it binds no arrays; and every scalar it
-  // assigns (the parallel loops' variables included) is local to the body.
-  // So every thread computes the same scalars and takes the same branches,
-  // the steps need nothing from the host, and the host needs nothing from
-  // them but the loop variable's last value.
+  // conditions read no element of an array that the body writes; it binds
+  // no arrays; and every scalar it assigns (the parallel loops' variables
+  // included) is assigned before it is read in a step and not read after the
+  // loop. So every thread computes the same scalars and takes the same
+  // branches, the steps need nothing from the host, and the host needs
+  // nothing from them but the loop variable's last value.
   std::string persistent_refusal(const For* loop) {
     StoredArrays stored;
     stored.visit(loop->body);
@@ -1688,9 +1690,12 @@ class CudaEmitter {
     if (!arrays.bound.empty() || !arrays.declared.empty()) return "the loop body binds or allocates arrays";
     ScalarCollector scalars;
     scalars.visit(loop->body);
-    for (const Var& v : scalars.used)
-      if (scalars.written.count(v.get()) && declared(v.get()))
-        return "`" + v->name + "` is assigned in the loop body and lives outside it (the host needs its value)";
+    for (const Var& v : scalars.used) {
+      if (!scalars.written.count(v.get()) || !declared(v.get())) continue;
+      if (analysis::live_after(fn_.body, loop, v.get()) || analysis::may_read_before_write(loop->body, v.get()))
+        return "`" + v->name + "` is assigned in the loop body and read after the loop or in the next step (the host "
+                               "needs its value)";
+    }
     return "";
   }
 
@@ -1911,8 +1916,15 @@ class CudaEmitter {
       params.push_back("int64_t " + n);
       args.push_back(n);
     }
+    // Host scalars the steps read are parameters; those they assign (not
+    // needed after the loop, by the rule) are the steps' own.
+    std::vector<Var> step_owned;
     for (const Var& v : cap.scalars) {
       if (v.get() == t.get()) continue;
+      if (cap.written.count(v.get())) {
+        step_owned.push_back(v);
+        continue;
+      }
       params.push_back(ctype(v->type) + " " + var_name(v));
       args.push_back(var_name(v));
     }
@@ -1935,7 +1947,7 @@ class CudaEmitter {
       indent_ = 1;
       scopes_.emplace_back();
       for (const Var& v : cap.scalars)
-        if (v.get() != t.get()) scopes_.back().insert(v.get());
+        if (v.get() != t.get() && !cap.written.count(v.get())) scopes_.back().insert(v.get());
       line("(void)p_err;");
       line("const int64_t p_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;");
       line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
@@ -1945,6 +1957,10 @@ class CudaEmitter {
       line("[[maybe_unused]] " + ctype(t->type) + " " + var_name(t) + " = static_cast<" + ctype(t->type) + ">(" + begin +
            " + p_step * " + step + ");");
       scopes_.back().insert(t.get());
+      for (const Var& v : step_owned) {
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
+        scopes_.back().insert(v.get());
+      }
       // Every thread runs the step's scalar statements; assertions on them
       // fail in all threads alike, which then leave the kernel together.
       persistent_step_ = true;
