@@ -450,6 +450,41 @@ def element_scalar_steps(a, steps):
             a[i] = a[i] + s
 
 
+def fdtd_2d_slices(tmax, ex, ey, hz, fict):
+    """NPBench's fdtd_2d: slice assignments (shape checks and broadcast
+    versions around the loops) and a step scalar read from `fict`, which the
+    time loop never writes."""
+    for t in range(tmax):
+        ey[0, :] = fict[t]
+        ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+        ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
+        hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+
+
+def heat_3d_slices(tsteps, a, b):
+    for t in range(1, tsteps):
+        b[1:-1, 1:-1, 1:-1] = (0.125 * (a[2:, 1:-1, 1:-1] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[:-2, 1:-1, 1:-1])
+                               + 0.125 * (a[1:-1, 2:, 1:-1] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1])
+                               + 0.125 * (a[1:-1, 1:-1, 2:] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[1:-1, 1:-1, :-2])
+                               + a[1:-1, 1:-1, 1:-1])
+        a[1:-1, 1:-1, 1:-1] = (0.125 * (b[2:, 1:-1, 1:-1] - 2.0 * b[1:-1, 1:-1, 1:-1] + b[:-2, 1:-1, 1:-1])
+                               + 0.125 * (b[1:-1, 2:, 1:-1] - 2.0 * b[1:-1, 1:-1, 1:-1] + b[1:-1, :-2, 1:-1])
+                               + 0.125 * (b[1:-1, 1:-1, 2:] - 2.0 * b[1:-1, 1:-1, 1:-1] + b[1:-1, 1:-1, :-2])
+                               + b[1:-1, 1:-1, 1:-1])
+
+
+def normalised_steps(a, steps):
+    """Refused: the step's reduction goes to the host."""
+    for t in range(steps):
+        total = 0.0
+        #pragma parallel for reduction(+: total)
+        for i in range(a.shape[0]):
+            total += a[i]
+        #pragma parallel for
+        for i in range(a.shape[0]):
+            a[i] = a[i] - total / a.shape[0]
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
     "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]"],
@@ -496,4 +531,6 @@ KERNELS = {
     "step_scalars": ["f64[::1], f64[::1], int", "f32[::1], f32[::1], int"],
     "host_counted_steps": ["f64[::1], int"],
     "element_scalar_steps": ["f64[::1], int"],
+    "heat_3d_slices": ["int, f64[:, :, ::1], f64[:, :, ::1]", "int, f32[:, :, :], f32[:, :, :]"],
+    "normalised_steps": ["f64[::1], int"],
 }

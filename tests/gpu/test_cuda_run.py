@@ -294,11 +294,33 @@ def test_persistent_loop_with_step_scalars_float32(rng):
     check(K.step_scalars, [floats(rng, 999, np.float32), floats(rng, 999, np.float32), 5], "numpy")
 
 
+# NPBench's slice forms: shape assertions and broadcast versions (`if`s) in
+# each step, and `ey[0, :] = fict[t]` reading an array the loop never writes.
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape,steps", [((3, 2), 0), ((1, 1), 2), ((5, 7), 3), ((200, 221), 4)])
+def test_persistent_fdtd_2d_slices(rng, kind, shape, steps):
+    kernel = check(K.fdtd_2d_slices, [steps, floats(rng, shape), floats(rng, shape), floats(rng, shape),
+                                      floats(rng, steps)], kind)
+    assert "all steps in one persistent CUDA kernel" in kernel.explain()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n,steps", [(2, 3), (9, 4), (31, 3)])
+def test_persistent_heat_3d_slices(rng, kind, n, steps):
+    check(K.heat_3d_slices, [steps, floats(rng, (n, n, n)), floats(rng, (n, n, n))], kind)
+
+
+def test_persistent_heat_3d_slices_float32(rng):
+    check(K.heat_3d_slices, [4, floats(rng, (12, 9, 14), np.float32), floats(rng, (12, 9, 14), np.float32)], "numpy")
+
+
 def test_time_loop_that_needs_the_host_launches_each_step_and_says_why(rng):
     kernel = check(K.host_counted_steps, [floats(rng, 100), 4], "numpy")
     assert "`count` is assigned in the loop body and read after the loop" in kernel.explain()
     kernel = check(K.element_scalar_steps, [floats(rng, 100), 3], "numpy")
     assert "assigns `s` from elements of an array the loop writes" in kernel.explain()
+    kernel = check(K.normalised_steps, [floats(rng, 100), 3], "numpy", rtol=1e-12)
+    assert "has a reduction, whose value goes to the host after each step" in kernel.explain()
 
 
 @pytest.mark.parametrize("kind", KINDS)
