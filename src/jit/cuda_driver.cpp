@@ -72,6 +72,9 @@ Loaded& load_driver_once() {
     bind(handle, d.cuModuleUnload, "cuModuleUnload", &missing);
     bind(handle, d.cuModuleGetFunction, "cuModuleGetFunction", &missing);
     bind(handle, d.cuLaunchKernel, "cuLaunchKernel", &missing);
+    bind(handle, d.cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", &missing);
+    bind(handle, d.cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+         &missing);
     bind(handle, d.cuMemAlloc, "cuMemAlloc_v2", &missing);
     bind(handle, d.cuMemFree, "cuMemFree_v2", &missing);
     bind(handle, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", &missing);

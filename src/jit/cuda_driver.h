@@ -40,6 +40,11 @@ struct DriverApi {
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
                              unsigned block_y, unsigned block_z, unsigned shared_bytes, CUstream stream,
                              void** params, void** extra) = nullptr;
+  CUresult (*cuLaunchCooperativeKernel)(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                                        unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared_bytes,
+                                        CUstream stream, void** params) = nullptr;
+  CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int* blocks, CUfunction f, int block_size,
+                                                          size_t dynamic_shared_bytes) = nullptr;
   CUresult (*cuMemAlloc)(CUdeviceptr* pointer, size_t bytes) = nullptr;
   CUresult (*cuMemFree)(CUdeviceptr pointer) = nullptr;
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) = nullptr;

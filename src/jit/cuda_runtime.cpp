@@ -28,6 +28,7 @@ struct Runtime {
   const DriverApi* d = nullptr;
   CUcontext context = nullptr;
   CudaDeviceInfo device;
+  bool cooperative_launch = false;  // CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH
   std::mutex scratch_mutex;
   std::vector<CUdeviceptr> scratch_pool;  // free scratch buffers
 };
@@ -58,7 +59,10 @@ Runtime* runtime(std::string* why) {
     rt.context = current;
     rt.device.ordinal = device;
     int major = 0, minor = 0;
-    constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76, kMultiprocessorCount = 16;
+    constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76, kMultiprocessorCount = 16,
+                  kCooperativeLaunch = 95;
+    int cooperative = 0;
+    if (d.cuDeviceGetAttribute(&cooperative, kCooperativeLaunch, device) == 0) rt.cooperative_launch = cooperative != 0;
     d.cuDeviceGetAttribute(&major, kComputeCapabilityMajor, device);
     d.cuDeviceGetAttribute(&minor, kComputeCapabilityMinor, device);
     d.cuDeviceGetAttribute(&rt.device.multiprocessors, kMultiprocessorCount, device);
@@ -191,6 +195,19 @@ int32_t api_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t b
   return 1;
 }
 
+uint32_t api_cooperative_grid(plait_context* ctx, int32_t kernel, uint32_t block) {
+  return state_of(ctx).module->cooperative_grid(kernel, block);
+}
+
+int32_t api_launch_cooperative(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
+  CallState& s = state_of(ctx);
+  CUresult r = s.rt->d->cuLaunchCooperativeKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1, 0, s.stream,
+                                                  params);
+  if (r == 0) return 0;
+  record_error(ctx, PLAIT_RUNTIME_ERROR, "launching a cooperative CUDA kernel failed: " + error_text(r));
+  return 1;
+}
+
 void* api_alloc(plait_context* ctx, uint64_t bytes) {
   CallState& s = state_of(ctx);
   CUdeviceptr pointer = 0;
@@ -284,6 +301,23 @@ CudaModule::~CudaModule() {
     ContextGuard guard(*rt);
     rt->d->cuModuleUnload(module_);
   }
+}
+
+uint32_t CudaModule::cooperative_grid(int index, uint32_t block) const {
+  std::lock_guard<std::mutex> lock(cooperative_mutex_);
+  auto it = cooperative_grids_.find({index, block});
+  if (it != cooperative_grids_.end()) return it->second;
+  Runtime& rt = require_runtime();
+  uint32_t grid = 0;
+  int per_multiprocessor = 0;
+  if (rt.cooperative_launch &&
+      rt.d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, function(index), static_cast<int>(block),
+                                                        0) == 0 &&
+      per_multiprocessor > 0) {
+    grid = static_cast<uint32_t>(per_multiprocessor) * static_cast<uint32_t>(rt.device.multiprocessors);
+  }
+  cooperative_grids_[{index, block}] = grid;
+  return grid;
 }
 
 DeviceBuild compile_device_code(const std::string& device_source, int arch, bool virtual_arch,
@@ -389,6 +423,8 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   api.copy_to_device = &api_copy_to_device;
   api.copy_to_host = &api_copy_to_host;
   api.zero = &api_zero;
+  api.cooperative_grid = &api_cooperative_grid;
+  api.launch_cooperative = &api_launch_cooperative;
   api.scratch = reinterpret_cast<void*>(static_cast<uintptr_t>(scratch.pointer()));
   ctx->cuda = &api;
   struct Detach {

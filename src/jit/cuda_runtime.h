@@ -10,7 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,10 @@ class CudaModule {
   CudaModule& operator=(const CudaModule&) = delete;
   void* function(int index) const { return functions_.at(static_cast<size_t>(index)); }
   size_t size() const { return functions_.size(); }
+  // The most blocks of `block` threads of kernel `index` that fit on the GPU
+  // at once (a cooperative launch's largest grid); 0 when the GPU cannot
+  // launch cooperative kernels. Computed once per kernel and block size.
+  uint32_t cooperative_grid(int index, uint32_t block) const;
 
  private:
   friend std::shared_ptr<CudaModule> load_cuda_module(const std::string& cubin, const std::string& ptx,
@@ -49,6 +55,8 @@ class CudaModule {
   CudaModule() = default;
   void* module_ = nullptr;
   std::vector<void*> functions_;
+  mutable std::mutex cooperative_mutex_;
+  mutable std::map<std::pair<int, uint32_t>, uint32_t> cooperative_grids_;
 };
 
 struct DeviceBuild {

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 4
+#define PLAIT_ABI_VERSION 5
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -84,6 +84,14 @@ typedef struct plait_cuda_api {
    * exchanged with single-thread device regions; the first
    * PLAIT_CUDA_ERROR_BYTES hold the device error record (zeroed by the caller). */
   void* scratch;
+  /* The most blocks of `block` threads of kernel `kernel` that can be resident
+   * on the GPU at once, for a cooperative launch; 0 when the GPU cannot launch
+   * cooperative kernels. */
+  uint32_t (*cooperative_grid)(struct plait_context* ctx, int32_t kernel, uint32_t block);
+  /* Launches like `launch`, as a cooperative kernel: all `grid` blocks are
+   * resident at once, so they can wait for each other (grid <= cooperative_grid). */
+  int32_t (*launch_cooperative)(struct plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block,
+                                void** params);
 } plait_cuda_api;
 
 #define PLAIT_CUDA_SCRATCH_BYTES 4096

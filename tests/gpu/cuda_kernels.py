@@ -357,6 +357,134 @@ def float_histogram(x, bins):
         bins[k] += 1
 
 
+def jacobi_2d_steps(tsteps, a, b):
+    n = a.shape[0]
+    m = a.shape[1]
+    for t in range(1, tsteps):
+        #pragma parallel for
+        for i in range(1, n - 1):
+            #pragma parallel for
+            for j in range(1, m - 1):
+                b[i, j] = 0.2 * (a[i, j] + a[i, j - 1] + a[i, j + 1] + a[i + 1, j] + a[i - 1, j])
+        #pragma parallel for
+        for i in range(1, n - 1):
+            #pragma parallel for
+            for j in range(1, m - 1):
+                a[i, j] = 0.2 * (b[i, j] + b[i, j - 1] + b[i, j + 1] + b[i + 1, j] + b[i - 1, j])
+
+
+def heat_3d_steps(tsteps, a, b):
+    n = a.shape[0]
+    for t in range(1, tsteps):
+        #pragma parallel for
+        for i in range(1, n - 1):
+            #pragma parallel for
+            for j in range(1, n - 1):
+                #pragma parallel for
+                for k in range(1, n - 1):
+                    b[i, j, k] = (0.125 * (a[i + 1, j, k] - 2.0 * a[i, j, k] + a[i - 1, j, k])
+                                  + 0.125 * (a[i, j + 1, k] - 2.0 * a[i, j, k] + a[i, j - 1, k])
+                                  + 0.125 * (a[i, j, k + 1] - 2.0 * a[i, j, k] + a[i, j, k - 1])
+                                  + a[i, j, k])
+        #pragma parallel for
+        for i in range(1, n - 1):
+            #pragma parallel for
+            for j in range(1, n - 1):
+                #pragma parallel for
+                for k in range(1, n - 1):
+                    a[i, j, k] = (0.125 * (b[i + 1, j, k] - 2.0 * b[i, j, k] + b[i - 1, j, k])
+                                  + 0.125 * (b[i, j + 1, k] - 2.0 * b[i, j, k] + b[i, j - 1, k])
+                                  + 0.125 * (b[i, j, k + 1] - 2.0 * b[i, j, k] + b[i, j, k - 1])
+                                  + b[i, j, k])
+
+
+def forward_substitution(l, x, b):
+    """x = L^-1 b column by column: step t's loop runs over rows t+1..n-1."""
+    n = x.shape[0]
+    #pragma parallel for
+    for i in range(n):
+        x[i] = b[i]
+    for t in range(n):
+        #pragma parallel for
+        for i in range(t, t + 1):
+            x[i] = x[i] / l[i, i]
+        #pragma parallel for
+        for i in range(t + 1, n):
+            x[i] = x[i] - l[i, t] * x[t]
+
+
+def step_scalars(a, b, steps):
+    """Scalars assigned in each step (no array element read) feed the parallel
+    loops; the loop variable's last value is returned."""
+    n = a.shape[0]
+    t = -1
+    for t in range(steps):
+        w = 0.25 + 0.5 / (t + 1)
+        lo = min(t, 2)
+        #pragma parallel for
+        for i in range(lo, n):
+            b[i] = w * a[i] + (1.0 - w) * b[i]
+        #pragma parallel for
+        for i in range(n):
+            a[i] = a[i] - 0.5 * b[n - 1 - i]
+    return t
+
+
+def host_counted_steps(a, steps):
+    """Refused: `count` is assigned in the time loop and read after it."""
+    count = 0
+    for t in range(steps):
+        #pragma parallel for
+        for i in range(a.shape[0]):
+            a[i] = a[i] * 0.5 + t
+        count = count + 2
+    return count
+
+
+def element_scalar_steps(a, steps):
+    """Refused: `s` is read from an array element outside the parallel loops."""
+    for t in range(steps):
+        s = a[0]
+        #pragma parallel for
+        for i in range(1, a.shape[0]):
+            a[i] = a[i] + s
+
+
+def fdtd_2d_slices(tmax, ex, ey, hz, fict):
+    """NPBench's fdtd_2d: slice assignments (shape checks and broadcast
+    versions around the loops) and a step scalar read from `fict`, which the
+    time loop never writes."""
+    for t in range(tmax):
+        ey[0, :] = fict[t]
+        ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+        ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
+        hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+
+
+def heat_3d_slices(tsteps, a, b):
+    for t in range(1, tsteps):
+        b[1:-1, 1:-1, 1:-1] = (0.125 * (a[2:, 1:-1, 1:-1] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[:-2, 1:-1, 1:-1])
+                               + 0.125 * (a[1:-1, 2:, 1:-1] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[1:-1, :-2, 1:-1])
+                               + 0.125 * (a[1:-1, 1:-1, 2:] - 2.0 * a[1:-1, 1:-1, 1:-1] + a[1:-1, 1:-1, :-2])
+                               + a[1:-1, 1:-1, 1:-1])
+        a[1:-1, 1:-1, 1:-1] = (0.125 * (b[2:, 1:-1, 1:-1] - 2.0 * b[1:-1, 1:-1, 1:-1] + b[:-2, 1:-1, 1:-1])
+                               + 0.125 * (b[1:-1, 2:, 1:-1] - 2.0 * b[1:-1, 1:-1, 1:-1] + b[1:-1, :-2, 1:-1])
+                               + 0.125 * (b[1:-1, 1:-1, 2:] - 2.0 * b[1:-1, 1:-1, 1:-1] + b[1:-1, 1:-1, :-2])
+                               + b[1:-1, 1:-1, 1:-1])
+
+
+def normalised_steps(a, steps):
+    """Refused: the step's reduction goes to the host."""
+    for t in range(steps):
+        total = 0.0
+        #pragma parallel for reduction(+: total)
+        for i in range(a.shape[0]):
+            total += a[i]
+        #pragma parallel for
+        for i in range(a.shape[0]):
+            a[i] = a[i] - total / a.shape[0]
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
     "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]"],
@@ -397,4 +525,12 @@ KERNELS = {
     "scale_rows": ["f64[:, ::1], f64[::1], f64[:, ::1]"],
     "csr_matvec": ["i64[::1], i64[::1], f64[::1], f64[::1], f64[::1]"],
     "float_histogram": ["f32[::1], i64[::1]", "f64[::1], f32[::1]"],
+    "jacobi_2d_steps": ["int, f64[:, ::1], f64[:, ::1]", "int, f32[:, :], f32[:, :]"],
+    "heat_3d_steps": ["int, f64[:, :, ::1], f64[:, :, ::1]"],
+    "forward_substitution": ["f64[:, ::1], f64[::1], f64[::1]"],
+    "step_scalars": ["f64[::1], f64[::1], int", "f32[::1], f32[::1], int"],
+    "host_counted_steps": ["f64[::1], int"],
+    "element_scalar_steps": ["f64[::1], int"],
+    "heat_3d_slices": ["int, f64[:, :, ::1], f64[:, :, ::1]", "int, f32[:, :, :], f32[:, :, :]"],
+    "normalised_steps": ["f64[::1], int"],
 }

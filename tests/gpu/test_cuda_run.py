@@ -228,6 +228,101 @@ def test_time_loop_of_parallel_loops(rng, kind, n):
     check(K.jacobi_1d, [5, floats(rng, n), floats(rng, n)], kind)
 
 
+# Persistent kernels (docs/cuda.md): a time loop of parallel loops runs as one
+# launch, in one block when a step has at most 16384 iterations per parallel
+# loop, else in a cooperative grid; above 4 Mi iterations, one launch per loop
+# per step. The sizes cover all three, odd shapes, and 0 and 1 steps.
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [1, 4, 1001, 16387, 40001])
+@pytest.mark.parametrize("steps", [0, 1, 2, 7])
+def test_persistent_jacobi_1d(rng, kind, n, steps):
+    kernel = check(K.jacobi_1d, [steps, floats(rng, n), floats(rng, n)], kind)
+    assert "all steps in one persistent CUDA kernel" in kernel.explain()
+
+
+def test_persistent_time_loop_over_4_mi_iterations_launches_each_step(rng):
+    n = (1 << 22) + 11
+    a, b = floats(rng, n), floats(rng, n)
+    want_a, want_b = a.copy(), b.copy()
+    for _ in range(3):
+        want_b[1:-1] = 0.33333 * (want_a[:-2] + want_a[1:-1] + want_a[2:])
+        want_a[1:-1] = 0.33333 * (want_b[:-2] + want_b[1:-1] + want_b[2:])
+    kernel = plait.jit(K.jacobi_1d, target="cuda")
+    kernel(3, a, b)
+    np.testing.assert_array_equal(a, want_a)
+    np.testing.assert_array_equal(b, want_b)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(3, 3), (5, 7), (130, 129), (181, 163)])
+@pytest.mark.parametrize("steps", [0, 2, 5])
+def test_persistent_jacobi_2d(rng, kind, shape, steps):
+    check(K.jacobi_2d_steps, [steps, floats(rng, shape), floats(rng, shape)], kind)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_persistent_jacobi_2d_strided(rng, dtype):
+    a, b = floats(rng, (61, 90), dtype), floats(rng, (61, 90), dtype)
+    want_a, want_b = a.copy(), b.copy()
+    K.jacobi_2d_steps(4, want_a[:, ::2], want_b[:, 1::2])
+    plait.jit(K.jacobi_2d_steps, target="cuda")(4, a[:, ::2], b[:, 1::2])
+    np.testing.assert_array_equal(a, want_a)
+    np.testing.assert_array_equal(b, want_b)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [2, 9, 30])
+@pytest.mark.parametrize("steps", [1, 4])
+def test_persistent_heat_3d(rng, kind, n, steps):
+    check(K.heat_3d_steps, [steps, floats(rng, (n, n, n)), floats(rng, (n, n, n))], kind)
+
+
+@pytest.mark.parametrize("n", [0, 1, 17, 300])
+def test_persistent_loop_whose_bounds_depend_on_the_step(rng, n):
+    lower = np.tril(floats(rng, (n, n))) + 4.0 * np.eye(n)
+    check(K.forward_substitution, [lower, np.empty(n), floats(rng, n)], "numpy", poison=[1])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [1, 5, 1000, 20001])
+@pytest.mark.parametrize("steps", [0, 1, 6])
+def test_persistent_loop_with_step_scalars_and_the_last_step_returned(rng, kind, n, steps):
+    check(K.step_scalars, [floats(rng, n), floats(rng, n), steps], kind)
+
+
+def test_persistent_loop_with_step_scalars_float32(rng):
+    check(K.step_scalars, [floats(rng, 999, np.float32), floats(rng, 999, np.float32), 5], "numpy")
+
+
+# NPBench's slice forms: shape assertions and broadcast versions (`if`s) in
+# each step, and `ey[0, :] = fict[t]` reading an array the loop never writes.
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape,steps", [((3, 2), 0), ((1, 1), 2), ((5, 7), 3), ((200, 221), 4)])
+def test_persistent_fdtd_2d_slices(rng, kind, shape, steps):
+    kernel = check(K.fdtd_2d_slices, [steps, floats(rng, shape), floats(rng, shape), floats(rng, shape),
+                                      floats(rng, steps)], kind)
+    assert "all steps in one persistent CUDA kernel" in kernel.explain()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n,steps", [(2, 3), (9, 4), (31, 3)])
+def test_persistent_heat_3d_slices(rng, kind, n, steps):
+    check(K.heat_3d_slices, [steps, floats(rng, (n, n, n)), floats(rng, (n, n, n))], kind)
+
+
+def test_persistent_heat_3d_slices_float32(rng):
+    check(K.heat_3d_slices, [4, floats(rng, (12, 9, 14), np.float32), floats(rng, (12, 9, 14), np.float32)], "numpy")
+
+
+def test_time_loop_that_needs_the_host_launches_each_step_and_says_why(rng):
+    kernel = check(K.host_counted_steps, [floats(rng, 100), 4], "numpy")
+    assert "`count` is assigned in the loop body and read after the loop" in kernel.explain()
+    kernel = check(K.element_scalar_steps, [floats(rng, 100), 3], "numpy")
+    assert "assigns `s` from elements of an array the loop writes" in kernel.explain()
+    kernel = check(K.normalised_steps, [floats(rng, 100), 3], "numpy", rtol=1e-12)
+    assert "has a reduction, whose value goes to the host after each step" in kernel.explain()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_fdtd_step(rng, kind):
     check(K.fdtd_step, [floats(rng, (50, 41)), floats(rng, (50, 41)), floats(rng, (50, 41))], kind)

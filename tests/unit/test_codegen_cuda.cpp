@@ -107,13 +107,46 @@ Function row_sums() {
   return function("rowsum", {{nullptr, m}, {nullptr, out}}, {loop});
 }
 
+// for t in range(steps): parallel i in [1, n - 1): b[i] = a[i - 1] + a[i + 1];
+//                        parallel i in [1, n - 1): a[i] = b[i]
+// and, with `host_scalar`, `count = count + 1` in each step (count is
+// declared before the loop, so the host needs its value).
+Function time_loop(bool host_scalar) {
+  ArrayVar a = arr("a", ScalarKind::Float64), b = arr("b", ScalarKind::Float64);
+  Var steps = var("steps", ScalarType::i64()), t = var("t", ScalarType::i64()), i = var("i", ScalarType::i64()),
+      count = var("count", ScalarType::i64());
+  Expr end = Binary::make(BinaryOp::Sub, ArrayDim::make(a, 0), i64(1), ScalarType::i64());
+  Stmt sweep = For::make(i, i64(1), end, i64(1),
+                         Block::make({Store::make(b, {vref(i)},
+                                                  Binary::make(BinaryOp::Add,
+                                                               Load::make(a, {Binary::make(BinaryOp::Sub, vref(i), i64(1),
+                                                                                           ScalarType::i64())}),
+                                                               Load::make(a, {Binary::make(BinaryOp::Add, vref(i), i64(1),
+                                                                                           ScalarType::i64())}),
+                                                               ScalarType::f64()),
+                                                  false, at(4))}),
+                         schedule(LoopKind::Parallel), at(3));
+  Stmt copy = For::make(i, i64(1), end, i64(1), Block::make({Store::make(a, {vref(i)}, Load::make(b, {vref(i)}), false, at(6))}),
+                        schedule(LoopKind::Parallel), at(5));
+  std::vector<Stmt> step = {sweep, copy};
+  if (host_scalar) step.push_back(Assign::make(count, Binary::make(BinaryOp::Add, vref(count), i64(1), ScalarType::i64()), at(7)));
+  Stmt loop = For::make(t, i64(0), vref(steps), i64(1), Block::make(step), schedule(LoopKind::Serial), at(2));
+  if (!host_scalar) return function("steps", {{steps, nullptr}, {nullptr, a}, {nullptr, b}}, {loop});
+  return function("counted", {{steps, nullptr}, {nullptr, a}, {nullptr, b}},
+                  {Declare::make(count), Assign::make(count, i64(0), at(1)), loop,
+                   Return::make({ReturnValue{vref(count), nullptr}}, at(8))},
+                  {ValueType::of(ScalarType::i64())});
+}
+
 // What the recording API saw.
 struct Recorder {
   struct Launch {
     int32_t kernel;
     uint32_t grid, block;
     std::vector<int64_t> words;  // the first parameters, read as 8-byte values
+    bool cooperative = false;
   };
+  uint32_t resident_blocks = 264;  // what cooperative_grid answers
   std::vector<Launch> launches;
   std::vector<double> copied_to_device;
   double accumulator_on_device = 0;
@@ -127,6 +160,12 @@ int32_t record_launch(plait_context*, int32_t kernel, uint32_t grid, uint32_t bl
   g_recorder->launches.push_back(launch);
   return 0;
 }
+int32_t record_cooperative_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
+  record_launch(ctx, kernel, grid, block, params);
+  g_recorder->launches.back().cooperative = true;
+  return 0;
+}
+uint32_t recorded_cooperative_grid(plait_context*, int32_t, uint32_t) { return g_recorder->resident_blocks; }
 void* no_alloc(plait_context*, uint64_t) { return nullptr; }
 void no_free(void*) {}
 int32_t record_copy_to_device(plait_context*, void*, const void* src, uint64_t bytes) {
@@ -174,6 +213,8 @@ int32_t run_host(const HostPart& part, std::vector<void*> args, plait_result* re
   api.copy_to_device = &record_copy_to_device;
   api.copy_to_host = &fake_copy_to_host;
   api.zero = &no_zero;
+  api.cooperative_grid = &recorded_cooperative_grid;
+  api.launch_cooperative = &record_cooperative_launch;
   api.scratch = scratch.data();
   plait_context ctx;
   std::memset(&ctx, 0, sizeof ctx);
@@ -312,6 +353,88 @@ TEST(CodegenCuda, AllocationInsideAParallelLoopIsACompileError) {
     EXPECT_EQ(e.loc().line, 3);
     EXPECT_NE(std::string(e.what()).find("allocate `tmp` before the loop"), std::string::npos) << e.what();
   }
+}
+
+bool has_remark(const codegen::CudaSources& out, const std::string& text) {
+  for (const Remark& r : out.remarks)
+    if (r.message.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
+  codegen::CudaSources out = codegen::generate_cuda(time_loop(false), CompileOptions{});
+  // The persistent kernel, then the kernels of the launches per step.
+  ASSERT_EQ(out.kernel_names, (std::vector<std::string>{"plait_steps_k0", "plait_steps_k1", "plait_steps_k2"}));
+  EXPECT_NE(out.device.find("__launch_bounds__(1024) plait_steps_k0("), std::string::npos) << out.device;
+  const std::string persistent = out.device.substr(out.device.find("plait_steps_k0("));
+  const size_t first = persistent.find("plait::grid_sync(p_barrier);");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(persistent.find("plait::grid_sync(p_barrier);", first + 1), std::string::npos);  // after each loop
+  EXPECT_NE(persistent.find("for (int64_t p_k = p_first; p_k < "), std::string::npos);
+  EXPECT_TRUE(has_remark(out, "all steps in one persistent CUDA kernel plait_steps_k0"));
+
+  HostPart host = build_host("steps", out.host);
+  plait_array views[2] = {};
+  auto run = [&](int64_t steps, int64_t n, uint32_t resident) {
+    for (plait_array& v : views) {
+      v.shape[0] = n;
+      v.strides[0] = 1;
+    }
+    Recorder recorder;
+    recorder.resident_blocks = resident;
+    plait_result results[1];
+    EXPECT_EQ(run_host(host, {&steps, &views[0], &views[1]}, results, recorder), PLAIT_OK);
+    return recorder.launches;
+  };
+  // At most 16 iterations per thread of one block: one block, a plain launch.
+  std::vector<Recorder::Launch> small = run(5, 1000, 264);
+  ASSERT_EQ(small.size(), 1u);
+  EXPECT_EQ(small[0].kernel, 0);
+  EXPECT_EQ(small[0].grid, 1u);
+  EXPECT_EQ(small[0].block, 1024u);
+  EXPECT_FALSE(small[0].cooperative);
+  EXPECT_EQ(small[0].words, (std::vector<int64_t>{0, 1, 5}));  // the steps: begin, step, trip
+  // More: a cooperative grid of the blocks the 100000 iterations need...
+  std::vector<Recorder::Launch> medium = run(5, 100002, 264);
+  ASSERT_EQ(medium.size(), 1u);
+  EXPECT_TRUE(medium[0].cooperative);
+  EXPECT_EQ(medium[0].grid, 98u);  // ceil(100000 / 1024)
+  // ... at most those resident at once.
+  std::vector<Recorder::Launch> capped = run(5, 100002, 40);
+  ASSERT_EQ(capped.size(), 1u);
+  EXPECT_EQ(capped[0].grid, 40u);
+  // Above 4 Mi iterations, or without cooperative launches: two launches per step.
+  std::vector<Recorder::Launch> large = run(3, 5000002, 264);
+  ASSERT_EQ(large.size(), 6u);
+  EXPECT_EQ(large[0].kernel, 1);
+  EXPECT_EQ(large[1].kernel, 2);
+  EXPECT_FALSE(large[0].cooperative);
+  EXPECT_EQ(run(3, 100002, 0).size(), 6u);
+  // No steps: nothing.
+  EXPECT_TRUE(run(0, 1000, 264).empty());
+
+  expect_nvrtc_compiles(out.device, out.kernel_names);
+}
+
+TEST(CodegenCuda, TimeLoopThatNeedsTheHostLaunchesEachStepAndSaysWhy) {
+  codegen::CudaSources out = codegen::generate_cuda(time_loop(true), CompileOptions{});
+  EXPECT_EQ(out.kernel_names.size(), 2u);
+  EXPECT_EQ(out.device.find("plait::grid_sync(p_barrier);"), std::string::npos);
+  EXPECT_TRUE(has_remark(out, "serial loop over `t` (line 2) launches its parallel loops at every step, not as one "
+                              "persistent kernel: `count` is assigned in the loop body and read after the loop or "
+                              "in the next step"));
+  HostPart host = build_host("counted", out.host);
+  plait_array views[2] = {};
+  for (plait_array& v : views) {
+    v.shape[0] = 100;
+    v.strides[0] = 1;
+  }
+  int64_t steps = 4;
+  Recorder recorder;
+  plait_result results[1] = {};
+  EXPECT_EQ(run_host(host, {&steps, &views[0], &views[1]}, results, recorder), PLAIT_OK);
+  EXPECT_EQ(recorder.launches.size(), 8u);
+  EXPECT_EQ(results[0].i64, 4);
 }
 
 TEST(CodegenCuda, DeviceErrorMessagesAreFormattedOnTheHost) {

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/var_uses.h"
 #include "codegen/cuda/device_runtime.h"
 #include "codegen/cuda/worker_plan.h"
 #include "ir/ir_visitor.h"
@@ -43,6 +44,10 @@ namespace {
 constexpr int64_t kMaxBlocks = 65536;
 constexpr int64_t kMaxReductionBlocks = 2048;
 constexpr int kScratchSlots = (PLAIT_CUDA_SCRATCH_BYTES - PLAIT_CUDA_ERROR_BYTES) / 8;
+// Persistent kernels (one launch for all steps of a time loop): threads per
+// block, and the scratch slot of their grid barrier's two counters.
+constexpr int kPersistentBlockSize = 1024;
+constexpr int kBarrierSlot = kScratchSlots - 1;
 
 std::string dtype_code(ScalarKind k) { return plait_dtype_name(k); }
 
@@ -293,6 +298,28 @@ class HasErrorSites : public IRVisitor {
   }
   void visit(const Assert* n) override {
     found = true;
+    IRVisitor::visit(n);
+  }
+};
+
+// The arrays a subtree writes (stores and atomic updates), and those it reads.
+class StoredArrays : public IRVisitor {
+ public:
+  std::set<const ArrayInfo*> arrays;
+  std::set<const ArrayInfo*> loaded;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    loaded.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Store* n) override {
+    arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    arrays.insert(n->array.get());
     IRVisitor::visit(n);
   }
 };
@@ -748,6 +775,12 @@ class CudaEmitter {
       case NodeKind::For: {
         const For* f = s->as<For>();
         if (!device() && is_parallel(f->schedule.kind)) return emit_parallel_kernel(f);
+        if (!device() && f->schedule.kind == LoopKind::Serial && emit_persistent_time_loop(f)) return;
+        if (persistent_step_ && is_parallel(f->schedule.kind)) {
+          emit_persistent_parallel_loop(f);
+          line("plait::grid_sync(p_barrier);");
+          return;
+        }
         return emit_serial_for(f);
       }
       case NodeKind::While: {
@@ -1031,7 +1064,8 @@ class CudaEmitter {
   // exchanged through the scratch buffer) around it.
   void emit_launch(int index, const std::string& grid, const std::string& block, const std::vector<std::string>& args,
                    const std::vector<std::pair<std::string, std::string>>& slots_in,
-                   const std::vector<std::pair<std::string, std::string>>& slots_out) {
+                   const std::vector<std::pair<std::string, std::string>>& slots_out,
+                   const std::string& launcher = "ctx->cuda->launch") {
     // slots_*: (host lvalue, C type), slot k at scratch_slot(ctx, k).
     if (!slots_in.empty()) {
       const std::string staging = temp("stage");
@@ -1055,7 +1089,7 @@ class CudaEmitter {
       addresses.push_back("plait_cuda::arg(" + name + ")");
     }
     line("void* " + params + "[] = {" + join(addresses, ", ") + "};");
-    line("if (ctx->cuda->launch(ctx, " + std::to_string(index) + ", " + grid + ", " + block + ", " + params +
+    line("if (" + launcher + "(ctx, " + std::to_string(index) + ", " + grid + ", " + block + ", " + params +
          ") != 0) return ctx->error_kind;");
     if (!slots_out.empty()) {
       const std::string staging = temp("stage");
@@ -1574,6 +1608,412 @@ class CudaEmitter {
     }
   }
 
+  // ------------------------------------------------------------ persistent time loops
+
+  // The statements of a loop body.
+  static std::vector<Stmt> body_statements(const Stmt& body) {
+    const Block* b = body->as<Block>();
+    return b ? b->stmts : std::vector<Stmt>{body};
+  }
+
+  static bool is_parallel_loop(const Stmt& s) {
+    const For* f = s->as<For>();
+    return f && is_parallel(f->schedule.kind);
+  }
+
+  // Whether statements of a step hold a parallel loop (in `if`s too).
+  static bool step_has_parallel_loop(const std::vector<Stmt>& stmts) {
+    for (const Stmt& st : stmts) {
+      if (is_parallel_loop(st)) return true;
+      const If* i = st->as<If>();
+      if (i && (step_has_parallel_loop(body_statements(i->then_case)) ||
+                (i->else_case && step_has_parallel_loop(body_statements(i->else_case)))))
+        return true;
+    }
+    return false;
+  }
+
+  // The loops of a persistent kernel's parallel loop whose iterations share
+  // the grid: the collapsed nest, extended through perfectly nested loops
+  // whose iterations are independent (simd and parallel loops without
+  // reductions, serial loops that serial_loop_independent proves) and whose
+  // bounds do not depend on the outer ones. Each element is computed as in
+  // the nest, and consecutive threads take consecutive innermost iterations.
+  std::vector<const For*> persistent_nest(const For* loop) {
+    std::vector<const For*> nest = collapse_nest(loop);
+    std::set<const VarInfo*> vars;
+    for (const For* f : nest) vars.insert(f->var.get());
+    while (const For* inner = single_loop(nest.back()->body)) {
+      if (!inner->schedule.reductions.empty() || !inner->schedule.array_reductions.empty()) break;
+      if (inner->schedule.kind == LoopKind::Serial && !cuda::serial_loop_independent(inner)) break;
+      UsesVars uses(vars);
+      uses.visit(inner->begin);
+      uses.visit(inner->end);
+      uses.visit(inner->step);
+      if (uses.found) break;
+      nest.push_back(inner);
+      vars.insert(inner->var.get());
+    }
+    return nest;
+  }
+
+  // Whether a persistent kernel's parallel loop would need teams of threads
+  // (whose size the host picks at each launch).
+  bool worker_is_team(const For* loop) {
+    const std::vector<const For*> nest = persistent_nest(loop);
+    std::set<const VarInfo*> nest_vars, outside;
+    for (const For* f : nest) nest_vars.insert(f->var.get());
+    for (const Var& v : loop->schedule.privates) outside.insert(v.get());
+    for (const Var& v : captures_of({nest.back()->body}).scalars)
+      if (!nest_vars.count(v.get())) outside.insert(v.get());
+    return cuda::plan_worker(nest.back()->body, nest_vars, outside).team;
+  }
+
+  // Why a serial host loop whose body has parallel loops cannot run as one
+  // persistent kernel, or "" when it can (docs/cuda.md). The rule: the body
+  // holds only parallel loops whose workers are single threads without
+  // reductions, declarations of scalars, assignments of scalars, assertions,
+  // and `if`s over such statements, where the values, assertions and
+  // conditions read no element of an array that the body writes; it binds
+  // no arrays; and every scalar it assigns (the parallel loops' variables
+  // included) is assigned before it is read in a step and not read after the
+  // loop. So every thread computes the same scalars and takes the same
+  // branches, the steps need nothing from the host, and the host needs
+  // nothing from them but the loop variable's last value.
+  std::string persistent_refusal(const For* loop) {
+    StoredArrays stored;
+    stored.visit(loop->body);
+    std::string why = step_refusal(body_statements(loop->body), stored.arrays);
+    if (!why.empty()) return why;
+    ArrayCollector arrays;
+    arrays.visit(loop->body);
+    if (!arrays.bound.empty() || !arrays.declared.empty()) return "the loop body binds or allocates arrays";
+    ScalarCollector scalars;
+    scalars.visit(loop->body);
+    for (const Var& v : scalars.used) {
+      if (!scalars.written.count(v.get()) || !declared(v.get())) continue;
+      if (analysis::live_after(fn_.body, loop, v.get()) || analysis::may_read_before_write(loop->body, v.get()))
+        return "`" + v->name + "` is assigned in the loop body and read after the loop or in the next step (the host "
+                               "needs its value)";
+    }
+    return "";
+  }
+
+  // `stored`: the arrays the loop body writes. The step's scalar statements
+  // may read elements of the others: no thread writes them during the kernel.
+  std::string step_refusal(const std::vector<Stmt>& stmts, const std::set<const ArrayInfo*>& stored) {
+    auto reads_elements = [&stored](const Expr& e) {
+      StoredArrays reads;
+      reads.visit(e);
+      for (const ArrayInfo* a : reads.loaded)
+        if (stored.count(a)) return true;
+      return false;
+    };
+    for (const Stmt& st : stmts) {
+      const std::string where = "line " + std::to_string(st->loc.line);
+      if (is_parallel_loop(st)) {
+        const For* f = st->as<For>();
+        if (!f->schedule.reductions.empty() || !f->schedule.array_reductions.empty())
+          return "the parallel loop at " + where + " has a reduction, whose value goes to the host after each step";
+        if (worker_is_team(f))
+          return "the parallel loop at " + where + " runs teams of threads, whose size is chosen at each launch";
+        continue;
+      }
+      if (const Declare* d = st->as<Declare>(); d && d->var) continue;
+      if (const Assign* a = st->as<Assign>()) {
+        if (reads_elements(a->value))
+          return where + " assigns `" + a->var->name + "` from elements of an array the loop writes, outside its "
+                         "parallel loops";
+        continue;
+      }
+      if (const Assert* a = st->as<Assert>()) {
+        if (reads_elements(a->cond)) return where + " asserts on elements of an array the loop writes";
+        continue;
+      }
+      if (const If* i = st->as<If>()) {
+        if (reads_elements(i->cond)) return where + " branches on elements of an array the loop writes";
+        std::string why = step_refusal(body_statements(i->then_case), stored);
+        if (why.empty() && i->else_case) why = step_refusal(body_statements(i->else_case), stored);
+        if (!why.empty()) return why;
+        continue;
+      }
+      return where + " is not a parallel loop, a scalar assignment, an assertion or an `if`";
+    }
+    return "";
+  }
+
+  // Whether the host can compute an expression of a step before the launch:
+  // from host scalars, `step_locals` (the loop variable and the scalars the
+  // step assigns) and array extents, with nothing that can fail.
+  bool step_evaluable(const Expr& e, const std::set<const VarInfo*>& step_locals) {
+    ScalarCollector vars;
+    vars.visit(e);
+    for (const Var& v : vars.used)
+      if (!declared(v.get()) && !step_locals.count(v.get())) return false;
+    StmtFacts facts;
+    facts.visit(e);
+    HasErrorSites errors;
+    errors.visit(e);
+    return !facts.touches_elements && !errors.found;
+  }
+
+  // What the host does to size a persistent kernel's grid: replay a scalar
+  // statement of the step, or count a parallel loop's iterations.
+  struct SizingAction {
+    Stmt replay;
+    const For* count = nullptr;
+  };
+
+  // Plans the sizing of `stmts` (a step, or a branch of it when `nested`):
+  // top-level assignments the host can evaluate are replayed; scalars
+  // assigned otherwise become unknown; each parallel loop, in either branch of
+  // an `if`, is counted. Returns false when a loop's bounds are unknown.
+  bool plan_sizing(const std::vector<Stmt>& stmts, bool nested, std::set<const VarInfo*>& step_locals,
+                   std::vector<SizingAction>& actions) {
+    for (const Stmt& st : stmts) {
+      if (is_parallel_loop(st)) {
+        for (const For* f : persistent_nest(st->as<For>()))
+          for (const Expr& e : {f->begin, f->end, f->step})
+            if (!step_evaluable(e, step_locals)) return false;
+        actions.push_back({nullptr, st->as<For>()});
+      } else if (const Assign* a = st->as<Assign>()) {
+        if (!nested && step_evaluable(a->value, step_locals)) {
+          step_locals.insert(a->var.get());
+          actions.push_back({st, nullptr});
+        } else {
+          step_locals.erase(a->var.get());
+        }
+      } else if (const If* i = st->as<If>()) {
+        if (!plan_sizing(body_statements(i->then_case), true, step_locals, actions)) return false;
+        if (i->else_case && !plan_sizing(body_statements(i->else_case), true, step_locals, actions)) return false;
+      } else if (st->as<Declare>() && !nested) {
+        actions.push_back({st, nullptr});
+      }
+    }
+    return true;
+  }
+
+  // Host code that sets `workers` to the largest iteration count of a
+  // parallel loop of the time loop (either branch of an `if`) at its first
+  // and last step, or to -1 when a bound is not known before the launch.
+  void emit_persistent_sizing(const For* loop, const std::string& begin, const std::string& step,
+                              const std::string& trip, const std::string& workers) {
+    std::set<const VarInfo*> step_locals{loop->var.get()};
+    std::vector<SizingAction> actions;
+    if (!plan_sizing(body_statements(loop->body), false, step_locals, actions)) {
+      line("const int64_t " + workers + " = -1;");
+      return;
+    }
+    line("int64_t " + workers + " = 0;");
+    const std::string at = temp("at");
+    line("for (const int64_t " + at + " : {int64_t(0), " + trip + " - 1}) {");
+    ++indent_;
+    scopes_.emplace_back();
+    const Var& t = loop->var;
+    line("[[maybe_unused]] " + ctype(t->type) + " " + var_name(t) + " = static_cast<" + ctype(t->type) + ">(" + begin +
+         " + " + at + " * " + step + ");");
+    scopes_.back().insert(t.get());
+    for (const SizingAction& action : actions) {
+      if (action.replay) {
+        emit(action.replay);
+        continue;
+      }
+      std::string total;
+      for (const For* f : persistent_nest(action.count))
+        total += (total.empty() ? "" : " * ") + std::string("plait::trip_count(") + expr(f->begin) + ", " +
+                 expr(f->end) + ", " + expr(f->step) + ")";
+      line(workers + " = std::max<int64_t>(" + workers + ", " + total + ");");
+    }
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+  }
+
+  // A parallel loop inside a persistent kernel: every thread of the grid
+  // evaluates the bounds, then takes iterations p_first, p_first + p_stride...
+  void emit_persistent_parallel_loop(const For* loop) {
+    const std::vector<const For*> nest = persistent_nest(loop);
+    line_directive(loop->loc);
+    line("{");
+    ++indent_;
+    struct Level {
+      const For* loop;
+      std::string begin, step, trip;
+    };
+    std::vector<Level> levels;
+    std::string product;
+    for (const For* f : nest) {
+      Level lv{f, temp("begin"), temp("step"), temp("trip")};
+      const std::string end = temp("end");
+      line("const int64_t " + lv.begin + " = " + expr(f->begin) + ";");
+      line("const int64_t " + end + " = " + expr(f->end) + ";");
+      line("const int64_t " + lv.step + " = " + expr(f->step) + ";");
+      line("const int64_t " + lv.trip + " = plait::trip_count(" + lv.begin + ", " + end + ", " + lv.step + ");");
+      product += (product.empty() ? "" : " * ") + lv.trip;
+      levels.push_back(lv);
+    }
+    const std::string total = temp("total");
+    line("const int64_t " + total + " = " + product + ";");
+    line("for (int64_t p_k = p_first; p_k < " + total + "; p_k += p_stride) {");
+    ++indent_;
+    scopes_.emplace_back();
+    if (levels.size() > 1) line("int64_t p_rest = p_k;");
+    for (size_t d = levels.size(); d-- > 0;) {
+      const Level& lv = levels[d];
+      std::string kd = levels.size() == 1 ? "p_k" : "p_rest";
+      if (levels.size() > 1 && d > 0) {
+        kd = temp("k");
+        line("const int64_t " + kd + " = p_rest % " + lv.trip + ";");
+        line("p_rest /= " + lv.trip + ";");
+      }
+      const Var& v = lv.loop->var;
+      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+           lv.begin + " + " + kd + " * " + lv.step + ");");
+      scopes_.back().insert(v.get());
+    }
+    const int outer_depth = loop_depth_;
+    loop_depth_ = 1;  // the grid-stride loop
+    persistent_step_ = false;  // parallel loops in the worker run serially in its thread
+    emit_body_statements(nest.back()->body);
+    persistent_step_ = true;
+    loop_depth_ = outer_depth;
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    // The step may read a loop variable after its loop, as on the host.
+    for (const Level& lv : levels) {
+      const Var& v = lv.loop->var;
+      if (!declared(v.get())) continue;
+      line("if (" + lv.trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + lv.begin + " + (" +
+           lv.trip + " - 1) * " + lv.step + ");");
+    }
+    --indent_;
+    line("}");
+  }
+
+  // A serial host loop whose steps are parallel loops (and scalar statements
+  // that need nothing from the host) as one persistent kernel: every thread
+  // of one launch runs all steps, with a barrier after each parallel loop.
+  // The host picks the launch at run time from the step's worker count
+  // (plait_cuda::persistent_grid): one block, a cooperative grid, or the
+  // launches per step of emit_serial_for. Returns false, with a remark
+  // saying why when the body has parallel loops, where the rule refuses.
+  bool emit_persistent_time_loop(const For* loop) {
+    const std::vector<Stmt> stmts = body_statements(loop->body);
+    if (!step_has_parallel_loop(stmts)) return false;
+    const std::string what = "serial loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) + ")";
+    const std::string why = persistent_refusal(loop);
+    if (!why.empty()) {
+      remark(loop->loc, what + " launches its parallel loops at every step, not as one persistent kernel: " + why);
+      return false;
+    }
+    const Var& t = loop->var;
+    const Captures cap = captures_of({loop->body});
+    const std::string begin = temp("begin"), end = temp("end"), step = temp("step"), trip = temp("trip"),
+                      workers = temp("workers"), grid = temp("grid");
+    std::vector<std::string> params, args;
+    for (const std::string& n : {begin, step, trip}) {
+      params.push_back("int64_t " + n);
+      args.push_back(n);
+    }
+    // Host scalars the steps read are parameters; those they assign (not
+    // needed after the loop, by the rule) are the steps' own.
+    std::vector<Var> step_owned;
+    for (const Var& v : cap.scalars) {
+      if (v.get() == t.get()) continue;
+      if (cap.written.count(v.get())) {
+        step_owned.push_back(v);
+        continue;
+      }
+      params.push_back(ctype(v->type) + " " + var_name(v));
+      args.push_back(var_name(v));
+    }
+    add_array_params(cap.arrays, &params, &args);
+    params.push_back("unsigned int* p_barrier");
+    args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(kBarrierSlot) + ")");
+    params.push_back("plait::device_error* p_err");
+    args.push_back("ctx->cuda->scratch");
+    note_error_sites({loop->body});
+
+    // Device: the kernel.
+    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
+    const std::string name = kernel_names_[static_cast<size_t>(index)];
+    {
+      ModeSwitch to_device(*this);
+      device_ << "\n// " << what << ": all steps in one persistent kernel\n";
+      line_directive(loop->loc);
+      device_ << "extern \"C\" __global__ void __launch_bounds__(" << kPersistentBlockSize << ") " << name << "("
+              << join(params, ", ") << ") {\n";
+      indent_ = 1;
+      scopes_.emplace_back();
+      for (const Var& v : cap.scalars)
+        if (v.get() != t.get() && !cap.written.count(v.get())) scopes_.back().insert(v.get());
+      line("(void)p_err;");
+      line("const int64_t p_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;");
+      line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
+      line("for (int64_t p_step = 0; p_step < " + trip + "; ++p_step) {");
+      ++indent_;
+      scopes_.emplace_back();
+      line("[[maybe_unused]] " + ctype(t->type) + " " + var_name(t) + " = static_cast<" + ctype(t->type) + ">(" + begin +
+           " + p_step * " + step + ");");
+      scopes_.back().insert(t.get());
+      for (const Var& v : step_owned) {
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
+        scopes_.back().insert(v.get());
+      }
+      // Every thread runs the step's scalar statements; assertions on them
+      // fail in all threads alike, which then leave the kernel together.
+      persistent_step_ = true;
+      for (const Stmt& st : stmts) emit(st);
+      persistent_step_ = false;
+      scopes_.pop_back();
+      --indent_;
+      line("}");
+      scopes_.pop_back();
+      device_ << "}\n";
+    }
+
+    // Host: the choice and the launch.
+    line("{");
+    ++indent_;
+    line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
+    line("const int64_t " + end + " = " + expr(loop->end) + ";");
+    line("const int64_t " + step + " = " + expr(loop->step) + ";");
+    line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
+    line("if (" + trip + " > 0) {");
+    ++indent_;
+    emit_persistent_sizing(loop, begin, step, trip, workers);
+    const std::string block = std::to_string(kPersistentBlockSize) + "u";
+    line("const uint32_t " + grid + " = plait_cuda::persistent_grid(ctx, " + std::to_string(index) + ", " + workers +
+         ", " + block + ");");
+    line("if (" + grid + " > 0) {");
+    ++indent_;
+    // The barrier's arrival count starts at zero (the generation may hold anything).
+    line("if (" + grid + " > 1 && ctx->cuda->zero(ctx, plait_cuda::scratch_slot(ctx, " + std::to_string(kBarrierSlot) +
+         "), 8) != 0) return ctx->error_kind;");
+    emit_launch(index, grid, block, args, {}, {},
+                "(" + grid + " == 1 ? ctx->cuda->launch : ctx->cuda->launch_cooperative)");
+    if (declared(t.get()))
+      line(var_name(t) + " = static_cast<" + ctype(t->type) + ">(" + begin + " + (" + trip + " - 1) * " + step + ");");
+    --indent_;
+    line("} else {");
+    ++indent_;
+    emit_serial_for(loop);
+    --indent_;
+    line("}");
+    --indent_;
+    line("}");
+    --indent_;
+    line("}");
+    remark(loop->loc, what + ": all steps in one persistent CUDA kernel " + name + ", unless a step is large. The host "
+                      "counts W, the most iterations of one of its parallel loops at the first and the last step, at "
+                      "each call: W <= 16384: one block of " + std::to_string(kPersistentBlockSize) + " threads, "
+                      "__syncthreads after each parallel loop; W <= 4194304: a cooperative launch of at most the "
+                      "resident blocks, a grid barrier after each parallel loop; else (or without cooperative "
+                      "launches) one launch per parallel loop per step");
+    return true;
+  }
+
   static const char* reduce_op_name_word(ReduceOp op) {
     switch (op) {
       case ReduceOp::Add: return "add";
@@ -1786,6 +2226,10 @@ class CudaEmitter {
   std::map<int, int> fill_kernels_;  // ScalarKind -> kernel index
   bool device_errors_ = false;
   bool mute_remarks_ = false;  // while a kernel's loop is emitted a second time
+  // While the statements of a persistent kernel's step are emitted (outside
+  // its parallel loops' workers): parallel loops become grid-stride loops
+  // followed by a barrier.
+  bool persistent_step_ = false;
   // Arrays whose atomic updates go to a private copy in shared memory (by
   // the copy's name), while the current kernel's privatised loop is emitted.
   std::unordered_map<const ArrayInfo*, std::string> private_copies_;

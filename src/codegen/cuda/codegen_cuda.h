@@ -12,6 +12,10 @@
 // - reductions across the parallel loop: warp shuffles, then one atomic per
 //   warp into an accumulator in the call's scratch buffer, which the host
 //   initialises with the value before the loop and reads back after;
+// - a serial loop whose steps are parallel loops (and scalar statements that
+//   need nothing from the host) is one persistent kernel that runs all the
+//   steps, with a barrier after each parallel loop; the host picks one block,
+//   a cooperative grid or launches per step at each call (docs/cuda.md);
 // - statements outside parallel loops that read or write array elements run
 //   on the GPU as single-thread kernels (consecutive ones together), with
 //   the host scalars they assign passed through the scratch buffer; array

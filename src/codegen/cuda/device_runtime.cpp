@@ -502,6 +502,35 @@ __device__ __forceinline__ void fill(T* data, int64_t count, T value) {
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) data[i] = value;
 }
+
+// ---- persistent kernels: every block of the launch runs all steps of a time
+// loop, and waits here for the others between its parallel loops. With one
+// block, __syncthreads is the barrier. With more (a cooperative launch, so
+// all blocks are resident), `barrier` points to two counters in the scratch
+// buffer: arrivals, zero at the launch and reset by the last block to arrive,
+// then a generation number, which the last block advances to release the
+// others. Thread 0 stands for its block: __syncthreads orders the block's
+// writes before its fence and arrival, and the fence after the release
+// orders the other blocks' writes before the block's later reads.
+__device__ __forceinline__ void grid_sync(unsigned int* barrier) {
+  __syncthreads();
+  if (gridDim.x == 1) return;
+  if (threadIdx.x == 0) {
+    volatile unsigned int* generation = barrier + 1;
+    const unsigned int seen = *generation;  // cannot advance before this block arrives
+    __threadfence();
+    if (atomicAdd(barrier, 1u) == gridDim.x - 1) {
+      atomicExch(barrier, 0u);
+      __threadfence();
+      atomicAdd(barrier + 1, 1u);
+    } else {
+      while (*generation == seen) {
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
 )DEVICE";
 
 constexpr const char* kHostRuntime = R"HOST(
@@ -529,6 +558,24 @@ inline int32_t team_for(int64_t trip) {
   int32_t team = 32;
   while (team < 256 && int64_t(team) * 4 < trip) team *= 2;
   return team;
+}
+
+// The blocks of `block` threads of a persistent kernel (`kernel`) for a time
+// loop whose steps have at most `workers` iterations in one parallel loop
+// (-1: not known before the launch), by the rule of docs/cuda.md: one block
+// (its barriers are __syncthreads) up to 16 iterations per thread; else as
+// many blocks as the workers need, at most as many as are resident at once,
+// in a cooperative launch (its barriers wait for the whole grid); 0 (one
+// launch per parallel loop per step) above 4 Mi workers, where a step's work
+// hides its launches, or when the GPU cannot launch cooperative kernels.
+inline uint32_t persistent_grid(plait_context* ctx, int32_t kernel, int64_t workers, uint32_t block) {
+  if (workers >= 0 && workers <= 16 * int64_t(block)) return 1;
+  if (workers > (int64_t(1) << 22)) return 0;
+  const uint32_t resident = ctx->cuda->cooperative_grid(ctx, kernel, block);
+  if (resident < 2) return 0;
+  if (workers < 0) return resident;
+  const int64_t wanted = (workers + block - 1) / block;
+  return wanted < int64_t(resident) ? static_cast<uint32_t>(wanted) : resident;
 }
 
 // Slot `k` (8 bytes) of the scratch buffer, after the device error record.

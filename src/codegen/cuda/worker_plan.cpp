@@ -317,6 +317,11 @@ std::string rename(const std::string& text, const std::string& name, const std::
 
 }  // namespace
 
+bool serial_loop_independent(const For* loop) {
+  std::string why;
+  return independent_iterations(loop, &why);
+}
+
 WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet& outside) {
   WorkerPlan plan;
   plan.stmts = statements(body);

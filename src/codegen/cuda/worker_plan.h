@@ -41,6 +41,12 @@ struct WorkerPlan {
 WorkerPlan plan_worker(const ir::Stmt& body, const std::set<const ir::VarInfo*>& worker_vars,
                        const std::set<const ir::VarInfo*>& outside);
 
+// Whether the iterations of a serial loop touch disjoint data, as for
+// spreading it over a team: no early exit, no atomics, no scalar carried
+// between iterations, each array it writes accessed at one index that moves
+// with the loop variable.
+bool serial_loop_independent(const ir::For* loop);
+
 // An array access of a statement of a team's worker body, for the barrier
 // rule: two accesses to one array of which one writes need a barrier between
 // them unless the same thread makes both for every element (both by lane 0,
