@@ -1581,7 +1581,8 @@ class CppEmitter {
     const analysis::VarUses in_body = analysis::uses_of(innermost->body);
     std::set<const VarInfo*> loop_vars;
     for (const For* f : nest) loop_vars.insert(f->var.get());
-    // Every binding in the body, and the arrays each binding reads from.
+    // How often each array is bound (Allocate, ArrayBind) in the body, its
+    // ArrayBinds, and whether an expression reads array elements.
     struct Binds : IRVisitor {
       std::map<const ArrayInfo*, int> count;
       std::vector<const ArrayBind*> binds;
