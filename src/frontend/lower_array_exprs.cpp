@@ -601,26 +601,31 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
   TensorPtr src = t;
   r->element = [this, src, reduced, keepdims, name, acc_type, loc, top_level_scalar](const std::vector<Expr>& idx,
                                                                                       Sink& sink) -> Expr {
+    // The element's indices: the kept ones from idx, a new loop variable
+    // for each reduced dimension.
+    auto reduced_dims = [&](std::vector<Expr>& full, std::vector<LoopDim>& dims) {
+      size_t k = 0;
+      for (size_t d = 0; d < src->rank(); ++d) {
+        if (!reduced[d]) {
+          full.push_back(idx[k++]);
+          continue;
+        }
+        if (keepdims) ++k;
+        LoopDim dim;
+        dim.var = temp_var(ScalarType::py_int(), loc);
+        dim.var->name = "_r" + dim.var->name.substr(4);
+        dim.extent = src->shape[d];
+        dim.label = src->labels[d];
+        dim.reduction = true;
+        full.push_back(ir::VarRef::make(dim.var, loc));
+        dims.push_back(dim);
+      }
+    };
     std::vector<Expr> full;
     std::vector<LoopDim> dims;
+    reduced_dims(full, dims);
     Expr count = int_imm(1, loc);
-    size_t k = 0;
-    for (size_t d = 0; d < src->rank(); ++d) {
-      if (!reduced[d]) {
-        full.push_back(idx[k++]);
-        continue;
-      }
-      if (keepdims) ++k;
-      LoopDim dim;
-      dim.var = temp_var(ScalarType::py_int(), loc);
-      dim.var->name = "_r" + dim.var->name.substr(4);
-      dim.extent = src->shape[d];
-      dim.label = src->labels[d];
-      dim.reduction = true;
-      full.push_back(ir::VarRef::make(dim.var, loc));
-      count = mul(count, src->shape[d], loc);
-      dims.push_back(dim);
-    }
+    for (const auto& d : dims) count = mul(count, d.extent, loc);
     Sink inner;
     Expr e = src->element(full, inner);
     std::vector<Stmt> group;
@@ -668,6 +673,7 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
     }
     Expr value = cast(e, acc_type);
     ir::Var best_index;
+    ir::Var nans;  // float max/min on the CPU: the count of NaNs the vector loop saw
     if (arg) {
       // The first index of the extreme value; a NaN wins (NumPy's rule).
       best_index = temp_var(ScalarType::i64(), loc);
@@ -712,11 +718,28 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
       } else if (name == "prod") {
         combined = ir::Binary::make(ir::BinaryOp::Mul, cur, value, acc_type, false, loc);
         for (auto& d : dims) d.op = ir::ReduceOp::Mul;
+      } else if (acc_type.is_float() && options_.target == Target::CPU) {
+        // NaN must win, which neither a vector max instruction nor OpenMP's
+        // combination of partial maxima promises. The vector loop takes the
+        // maximum of the other elements (vmaxps) and counts the NaNs; when
+        // there are any, the ordered loop below finds NumPy's answer.
+        ir::Var v = temp_var(acc_type, loc);
+        nans = temp_var(ScalarType::i32(), loc);
+        Expr vv = ir::VarRef::make(v, loc), n = ir::VarRef::make(nans, loc);
+        Expr is_nan = ir::Cast::make(ScalarType::i32(),
+                                     ir::Call::make(ir::Intrinsic::IsNan, {vv}, ScalarType::b1(), false, loc), false, loc);
+        group.push_back(ir::Assign::make(nans, ir::IntImm::make(0, ScalarType::i32(), loc), loc));
+        update.push_back(ir::Assign::make(v, value, loc));
+        combined = ir::Binary::make(is_max ? ir::BinaryOp::PyMax : ir::BinaryOp::PyMin, cur, vv, acc_type, false, loc);
+        update.push_back(ir::Assign::make(nans, ir::Binary::make(ir::BinaryOp::Max, n, is_nan, ScalarType::i32(), false, loc),
+                                          loc));
+        for (auto& d : dims) d.op = is_max ? ir::ReduceOp::Max : ir::ReduceOp::Min;
       } else {
         combined = ir::Binary::make(is_max ? ir::BinaryOp::Max : ir::BinaryOp::Min, cur, value, acc_type, false, loc);
         for (auto& d : dims) d.op = is_max ? ir::ReduceOp::Max : ir::ReduceOp::Min;
-        // NaN must win, and OpenMP's combination of partial maxima does not
-        // promise that for floats: such reductions stay in order.
+        // NaN must win, and the CUDA back end's combination of partial
+        // maxima does not promise that for floats: such reductions stay in
+        // order.
         if (acc_type.is_float())
           for (auto& d : dims) d.vectorizable = false;
       }
@@ -744,6 +767,25 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
     }
     std::vector<Stmt> nest = build_nest(dims, inner, update, sink);
     group.insert(group.end(), nest.begin(), nest.end());
+    if (nans) {
+      // NaNs were seen: the maximum in order, with NumPy's NaN rule, as a
+      // serial nest of its own (what it hoists stays inside the if).
+      std::vector<Expr> again;
+      std::vector<LoopDim> ordered;
+      reduced_dims(again, ordered);
+      Sink ordered_inner, ordered_outer;
+      Expr x = cast(src->element(again, ordered_inner), acc_type);
+      Expr cur = ir::VarRef::make(acc, loc);
+      Stmt combine = ir::Assign::make(
+          acc, ir::Binary::make(is_max ? ir::BinaryOp::Max : ir::BinaryOp::Min, cur, x, acc_type, false, loc), loc);
+      std::vector<Stmt> ordered_nest = build_nest(ordered, ordered_inner, {combine}, ordered_outer);
+      std::vector<Stmt> redo = {ir::Assign::make(acc, identity(name, acc_type, loc), loc)};
+      for (const auto& g : ordered_outer.groups) redo.insert(redo.end(), g.begin(), g.end());
+      redo.insert(redo.end(), ordered_nest.begin(), ordered_nest.end());
+      Expr seen = ir::Compare::make(ir::CompareOp::NE, ir::VarRef::make(nans, loc),
+                                    ir::IntImm::make(0, ScalarType::i32(), loc), loc);
+      group.push_back(ir::If::make(seen, ir::Block::make(redo, loc), nullptr, loc));
+    }
     sink.groups.push_back(group);
     if (arg) return ir::VarRef::make(best_index, loc);
     Expr out = ir::VarRef::make(acc, loc);

@@ -331,7 +331,8 @@ class Fuser {
   // reads it, so one buffer serves them all. Its allocation (uninitialised,
   // of extents the loop does not change) and the names bound to it move
   // before the loop, out of every enclosing serial loop; a parallel loop
-  // keeps one per iteration, private to it.
+  // keeps it in its body, private to each iteration (the CPU back end
+  // allocates it once per thread: codegen_cpp's per_thread_statements).
   Stmt hoist_allocations(const Stmt& s) {
     if (!s) return s;
     switch (s->kind) {

@@ -464,6 +464,35 @@ def test_nan_along_axes(rng):
     check(nan_extrema_axes, A)
 
 
+def row_extrema(A):
+    return A.max(axis=-1), A.min(axis=-1), np.max(A), np.min(A)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=dtype_id)
+@pytest.mark.parametrize("width", (1, 15, 16, 17, 37, 200))
+def test_nan_wins_max_and_min_at_every_position_of_a_vector_row(rng, dtype, width):
+    # The vector loop takes the maximum of the other elements and counts the
+    # NaNs; a NaN anywhere (vector body or remainder) must still win.
+    for col in sorted({0, width // 2, width - 1}):
+        A = arr(rng, dtype, (5, width))
+        A[1, col] = np.nan
+        A[3, :] = np.nan
+        A[4, :] = -np.inf
+        A[4, col] = np.inf
+        check(row_extrema, A)
+    check(row_extrema, arr(rng, dtype, (6, width), "transposed"))
+    check(row_extrema, arr(rng, dtype, (6, width), "reversed"))
+
+
+def test_nan_wins_the_maximum_of_a_whole_array_in_parallel(rng):
+    a = arr(rng, np.float32, 100_000)
+    check(nan_extrema, a)
+    for at in (0, 31_337, 99_999):
+        b = a.copy()
+        b[at] = np.nan
+        check(nan_extrema, b)
+
+
 def reduction_into_scalar_local(a):
     s = np.sum(a)
     m = a.max()
@@ -1114,6 +1143,24 @@ def test_softmax_of_extreme_values(rng):
     x[2, 5] = np.inf
     x[3, 2] = np.nan
     check(softmax, x, rtol=1e-6)
+
+
+def test_softmax_rows_with_nan_in_the_vector_body_and_the_remainder(rng):
+    # Rows of 37: two vectors of 16 and a remainder of 5; many rows, so that
+    # each thread reuses its row buffer.
+    x = arr(rng, np.float32, (301, 37)) * 10
+    x[5, 3] = x[6, 35] = x[7, 0] = np.nan
+    x[8, :] = np.nan
+    x[9, :] = -np.inf
+    check(softmax, x, rtol=1e-6)
+    check(softmax, arr(rng, np.float64, (3, 5, 37)), rtol=1e-12)
+
+
+def test_softmax_explains_the_per_thread_row_buffer(rng):
+    k = plait.jit(softmax)
+    x = arr(rng, np.float32, (4, 8))
+    k(x)
+    assert "allocated once per thread" in k.explain(), k.explain()
 
 
 def test_floyd_warshall(rng):

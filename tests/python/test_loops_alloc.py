@@ -162,6 +162,16 @@ def per_iteration_sized_temporary(x, out):
         out[i] = total
 
 
+@plait.jit
+def per_iteration_growing_empty(x, out):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        buf = np.empty(i + 1)
+        for j in range(i + 1):
+            buf[j] = x[j] * 2.0
+        out[i] = buf[i] + buf[0]
+
+
 @pytest.mark.parametrize("shape", [(0, 3), (1, 1), (7, 5), (300, 17)], ids=str)
 def test_temporaries_inside_parallel_loop(shape):
     rng = rng_for("temporaries", shape)
@@ -169,6 +179,21 @@ def test_temporaries_inside_parallel_loop(shape):
     check(per_iteration_temporary, A, poisoned(shape[0], np.float64), rtol=1e-12)
     x = make(rng, np.int64, shape[0])
     check(per_iteration_sized_temporary, x, poisoned(shape[0], np.int64))
+    y = make(rng, np.float64, shape[0])
+    check(per_iteration_growing_empty, y, poisoned(shape[0], np.float64))
+
+
+def test_an_empty_temporary_of_fixed_extents_is_allocated_once_per_thread():
+    # np.empty promises no contents: one buffer per thread serves every
+    # iteration it runs. Extents that change with the iteration, or zeros,
+    # keep one allocation per iteration.
+    A = np.ones((3, 4))
+    per_iteration_temporary(A, np.empty(3))
+    per_iteration_sized_temporary(np.ones(3, dtype=np.int64), np.empty(3, dtype=np.int64))
+    per_iteration_growing_empty(np.ones(3), np.empty(3))
+    assert "allocated once per thread" in per_iteration_temporary.explain()
+    assert "allocated once per thread" not in per_iteration_sized_temporary.explain()
+    assert "allocated once per thread" not in per_iteration_growing_empty.explain()
 
 
 @plait.jit

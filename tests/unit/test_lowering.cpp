@@ -311,6 +311,102 @@ TEST(Fusion, SoftmaxIsOnePassPerRowAndAllocatesOnlyItsOutput) {
   EXPECT_LT(first, text.find("let e:f32[::1]")) << text;
 }
 
+int count_of(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+TEST(Fusion, SoftmaxReadsEachRowInThreeVectorPasses) {
+  const char* src =
+      "def softmax(x):\n"
+      "    m = np.max(x, axis=-1, keepdims=True)\n"
+      "    e = np.exp(x - m)\n"
+      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  std::string text = ir_text(src, "softmax", "f32[:, ::1]");
+  // Per row: the maximum (vector, with a NaN count), exp and sum in one
+  // vector loop, the division; the ordered maximum runs only after a NaN.
+  EXPECT_EQ(count_of(text, "simd for"), 3) << text;
+  size_t max_loop = text.find("simd for");
+  EXPECT_TRUE(contains(text.substr(max_loop, text.find('\n', max_loop) - max_loop), "reduction(max: ")) << text;
+  size_t exp_loop = text.find("simd for", max_loop + 1);
+  size_t exp_end = text.find("simd for", exp_loop + 1);
+  std::string fused = text.substr(exp_loop, exp_end - exp_loop);
+  EXPECT_TRUE(contains(fused, "reduction(+: ")) << text;
+  EXPECT_TRUE(contains(fused, "np.exp(")) << text;
+  size_t ordered = text.find("if (");
+  ASSERT_NE(ordered, std::string::npos) << text;
+  EXPECT_LT(max_loop, ordered) << text;
+  EXPECT_LT(ordered, exp_loop) << text;
+  EXPECT_TRUE(contains(text.substr(ordered, exp_loop - ordered), "maximum(_tmp")) << text;
+}
+
+TEST(Reductions, FloatMaxAndMinVectoriseWithAnOrderedLoopForNaNs) {
+  const char* src =
+      "def f(x):\n"
+      "    return np.max(x), x.min(axis=1)\n";
+  std::string text = ir_text(src, "f", "f64[:, ::1]");
+  // The whole-array maximum: a parallel loop around a vector loop of max()
+  // (NaN loses, as in vmaxps) and a count of NaNs; maximum() (NaN wins) in
+  // order after.
+  EXPECT_TRUE(contains(text, "parallel for _r")) << text;
+  // Per vector loop, the maximum or minimum and the NaN count.
+  EXPECT_EQ(count_of(text, "reduction(max: _tmp"), 5) << text;
+  EXPECT_EQ(count_of(text, "reduction(min: _tmp"), 1) << text;
+  EXPECT_EQ(count_of(text, "cast<i32>(np.isnan("), 2) << text;
+  EXPECT_TRUE(contains(text, " = max(_tmp")) << text;
+  EXPECT_TRUE(contains(text, " = min(_tmp")) << text;
+  EXPECT_TRUE(contains(text, " = maximum(_tmp")) << text;
+  EXPECT_TRUE(contains(text, " = minimum(_tmp")) << text;
+  EXPECT_EQ(count_of(text, " != 0:i32) {"), 2) << text;
+  // The CUDA back end combines partial maxima with NaN losing: the reduction
+  // stays one ordered loop there.
+  CompileOptions cuda;
+  cuda.target = Target::CUDA;
+  std::string on_gpu = ir_text(src, "f", "f64[:, ::1]", cuda);
+  EXPECT_FALSE(contains(on_gpu, "np.isnan")) << on_gpu;
+  EXPECT_FALSE(contains(on_gpu, " = max(_tmp")) << on_gpu;
+}
+
+TEST(PerThreadTemporaries, SoftmaxAllocatesItsRowBufferOncePerThread) {
+  const char* src =
+      "def softmax(x):\n"
+      "    m = np.max(x, axis=-1, keepdims=True)\n"
+      "    e = np.exp(x - m)\n"
+      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  ir::Function f = lower(src, "softmax", "f32[:, ::1]");
+  std::string cpp = generate_source(f, CompileOptions{});
+  // The result, then the row buffer inside the team but before the rows are
+  // shared out.
+  EXPECT_EQ(count_of(cpp, "plait::allocate_array<float>("), 2) << cpp;
+  size_t team = cpp.find("#pragma omp parallel num_threads(");
+  size_t row = cpp.rfind("plait::allocate_array<float>(");
+  size_t rows = cpp.find("#pragma omp for schedule(static)");
+  ASSERT_NE(team, std::string::npos) << cpp;
+  ASSERT_NE(rows, std::string::npos) << cpp;
+  EXPECT_LT(team, row) << cpp;
+  EXPECT_LT(row, rows) << cpp;
+  EXPECT_FALSE(contains(cpp, "#pragma omp parallel for")) << cpp;
+}
+
+TEST(PerThreadTemporaries, StayPerIterationWhenTheyMust) {
+  // Extents that change with the iteration, and arrays filled with zeros,
+  // are allocated in the iteration.
+  const char* src =
+      "def f(x, out):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(x.shape[0]):\n"
+      "        a = np.empty(i + 1)\n"
+      "        b = np.zeros(x.shape[0])\n"
+      "        a[:] = x[i]\n"
+      "        b[:] = x[i]\n"
+      "        out[i] = a.sum() + b.sum()\n";
+  ir::Function f = lower(src, "f", "f64[::1], f64[::1]");
+  std::string cpp = generate_source(f, CompileOptions{});
+  EXPECT_TRUE(contains(cpp, "#pragma omp parallel for")) << cpp;
+  EXPECT_FALSE(contains(cpp, "#pragma omp for")) << cpp;
+}
+
 TEST(Fusion, LocalMaskBecomesAScalarOfOnePassWithBothSums) {
   const char* src =
       "def f(data, radius, npt):\n"

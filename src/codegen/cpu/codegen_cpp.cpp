@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/var_uses.h"
 #include "ir/ir_visitor.h"
 
 namespace plait {
@@ -992,14 +993,43 @@ class CppEmitter {
       barrier_before(scan(loop));
     }
 
+    std::string trips;
+    for (const Level& lv : levels) trips += (trips.empty() ? "" : " * ") + ("static_cast<double>(" + lv.trip + ")");
+    // Per-thread temporaries: the team starts first (`omp parallel`), each
+    // thread allocates them, then the iterations are shared out (`omp for`).
+    const std::vector<Stmt> per_thread =
+        parallel && !work_shared && !region_ && omp_depth_ == 0 ? per_thread_statements(nest) : std::vector<Stmt>{};
+    std::set<const StmtNode*> hoisted;
+    if (!per_thread.empty()) {
+      line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
+      line("#pragma omp parallel" + num_threads_clause(sc) + if_clause(trips, innermost, false));
+      line("{");
+      ++indent_;
+      scopes_.emplace_back();
+      ++omp_depth_;  // a failed allocation cannot leave the region: it is reported when the call ends
+      std::string any;
+      for (const Level& lv : levels) any += (any.empty() ? "" : " && ") + lv.trip + " > 0";
+      for (const Stmt& st : per_thread) {
+        hoisted.insert(st.get());
+        if (st->kind == NodeKind::Declare) emit(st);
+      }
+      // Without iterations nothing is allocated, as before.
+      line("if (" + any + ") {");
+      ++indent_;
+      for (const Stmt& st : per_thread)
+        if (st->kind != NodeKind::Declare) emit(st);
+      --indent_;
+      line("}");
+      --omp_depth_;
+      remarks_.push_back({loop->loc, "codegen_cpp",
+                          "parallel loop over '" + loop->var->name + "': its temporaries are allocated once per thread, "
+                          "not once per iteration"});
+    }
     // The bound set-up above shifted the line count: re-anchor so that a
     // diagnostic about the OpenMP pragma names the user's pragma line.
     if (sc.kind != LoopKind::Serial) line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
-    if (sc.kind != LoopKind::Serial) line(pragma(loop, levels.size(), innermost, work_shared, [&] {
-      std::string trips;
-      for (const Level& lv : levels) trips += (trips.empty() ? "" : " * ") + ("static_cast<double>(" + lv.trip + ")");
-      return trips;
-    }()));
+    if (sc.kind != LoopKind::Serial)
+      line(pragma(loop, levels.size(), innermost, work_shared || !per_thread.empty(), trips));
     for (size_t d = 0; d < levels.size(); ++d) {
       const Level& lv = levels[d];
       line("for (int64_t " + lv.k + " = 0; " + lv.k + " < " + lv.trip + "; ++" + lv.k + ")" +
@@ -1025,7 +1055,8 @@ class CppEmitter {
     if (sc.kind != LoopKind::Serial) ++omp_depth_;
     ++loop_depth_;
     if (const Block* b = innermost->body->as<Block>()) {
-      for (const Stmt& st : b->stmts) emit(st);
+      for (const Stmt& st : b->stmts)
+        if (!hoisted.count(st.get())) emit(st);
     } else {
       emit(innermost->body);
     }
@@ -1034,6 +1065,11 @@ class CppEmitter {
     scopes_.pop_back();
     --indent_;
     line("}");
+    if (!per_thread.empty()) {
+      scopes_.pop_back();
+      --indent_;
+      line("}");
+    }
     if (work_shared) region_->pending = {};  // the barrier ending the `omp for`
     for (const Level* lv : copy_back) {
       const Var& v = lv->loop->var;
@@ -1517,6 +1553,94 @@ class CppEmitter {
     }
   }
 
+  static std::string num_threads_clause(const LoopSchedule& sc) {
+    return " num_threads(" + (sc.num_threads > 0 ? std::to_string(sc.num_threads) : std::string("ctx->num_threads")) +
+           ")";
+  }
+
+  // Run in parallel only when there is enough work: trip count times the
+  // body's IR node count (times kAssumedInnerTrips when the body holds a
+  // loop) must reach the caller's ctx->parallel_work_threshold. The
+  // `parallel:` modifier keeps a combined `parallel for simd` vectorised
+  // when the team is not started.
+  static std::string if_clause(const std::string& work, const For* innermost, bool combined) {
+    return std::string(" if(") + (combined ? "parallel: " : "") + work + " * " + std::to_string(body_cost(innermost)) +
+           ".0 >= static_cast<double>(ctx->parallel_work_threshold))";
+  }
+
+  // The statements at the top of a parallel loop's body that allocate a
+  // temporary uninitialised, with extents the loop does not change, and
+  // name it (its declarations and bindings), when the temporary does not
+  // outlive the iteration: the one-row buffer `e` of a softmax. NumPy's
+  // empty() promises no contents, so one buffer per thread serves every
+  // iteration the thread runs, instead of an allocation per iteration.
+  static std::vector<Stmt> per_thread_statements(const std::vector<const For*>& nest) {
+    const For* innermost = nest.back();
+    const Block* body = innermost->body->as<Block>();
+    if (!body) return {};
+    const analysis::VarUses in_body = analysis::uses_of(innermost->body);
+    std::set<const VarInfo*> loop_vars;
+    for (const For* f : nest) loop_vars.insert(f->var.get());
+    // How often each array is bound (Allocate, ArrayBind) in the body, its
+    // ArrayBinds, and whether an expression reads array elements.
+    struct Binds : IRVisitor {
+      std::map<const ArrayInfo*, int> count;
+      std::vector<const ArrayBind*> binds;
+      bool loads = false;
+      using IRVisitor::visit;
+      void visit(const Allocate* a) override {
+        ++count[a->array.get()];
+        IRVisitor::visit(a);
+      }
+      void visit(const ArrayBind* b) override {
+        ++count[b->dst.get()];
+        binds.push_back(b);
+      }
+      void visit(const Load*) override { loads = true; }
+    } all;
+    all.visit(innermost->body);
+    size_t run = 0;
+    while (run < body->stmts.size() && (body->stmts[run]->kind == NodeKind::Declare ||
+                                        body->stmts[run]->kind == NodeKind::Allocate ||
+                                        body->stmts[run]->kind == NodeKind::ArrayBind))
+      ++run;
+    std::set<const ArrayInfo*> declared, chosen;
+    for (size_t k = 0; k < run; ++k)
+      if (const Declare* d = body->stmts[k]->as<Declare>(); d && d->array) declared.insert(d->array.get());
+    for (size_t k = 0; k < run; ++k) {
+      const Allocate* a = body->stmts[k]->as<Allocate>();
+      if (!a || a->fill != FillKind::Uninitialized) continue;
+      bool ok = true;
+      for (const Expr& e : a->shape) {
+        Binds reads;
+        reads.visit(e);
+        const analysis::VarUses u = analysis::uses_of(e);
+        ok = ok && !reads.loads;
+        for (const VarInfo* v : u.reads) ok = ok && !in_body.writes.count(v) && !loop_vars.count(v);
+        for (const ArrayInfo* x : u.arrays) ok = ok && !in_body.array_binds.count(x);
+      }
+      // The temporary and the names bound to it in the run: each declared in
+      // the body, bound once, and bound to no name that outlives the body.
+      std::set<const ArrayInfo*> group = {a->array.get()};
+      for (size_t j = k + 1; j < run; ++j)
+        if (const ArrayBind* b = body->stmts[j]->as<ArrayBind>(); b && group.count(b->src.get()))
+          group.insert(b->dst.get());
+      for (const ArrayInfo* m : group) ok = ok && declared.count(m) && all.count[m] == 1;
+      for (const ArrayBind* b : all.binds) ok = ok && (!group.count(b->src.get()) || group.count(b->dst.get()));
+      if (ok) chosen.insert(group.begin(), group.end());
+    }
+    std::vector<Stmt> out;
+    for (size_t k = 0; k < run; ++k) {
+      const Stmt& st = body->stmts[k];
+      const ArrayInfo* named = nullptr;
+      if (const Declare* d = st->as<Declare>()) named = d->array.get();
+      if (const Allocate* a = st->as<Allocate>()) named = a->array.get();
+      if (const ArrayBind* b = st->as<ArrayBind>()) named = b->dst.get();
+      if (named && chosen.count(named)) out.push_back(st);
+    }
+    return out;
+  }
+
   std::string pragma(const For* loop, size_t depth, const For* innermost, bool work_shared, const std::string& work) {
     const LoopSchedule& sc = loop->schedule;
     std::string p;
@@ -1531,18 +1655,9 @@ class CppEmitter {
     if (is_parallel(sc.kind)) {
       // An `omp for` of a region runs on the region's team, whose `if`
       // clause weighed the work of the whole region.
-      if (!work_shared)
-        p += " num_threads(" + (sc.num_threads > 0 ? std::to_string(sc.num_threads) : std::string("ctx->num_threads")) +
-             ")";
+      if (!work_shared) p += num_threads_clause(sc);
       if (depth > 1) p += " collapse(" + std::to_string(depth) + ")";
-      // Run in parallel only when there is enough work: trip count times the
-      // body's IR node count (times kAssumedInnerTrips when the body holds a
-      // loop) must reach the caller's ctx->parallel_work_threshold.
-      // The `parallel:` modifier keeps a combined `parallel for simd`
-      // vectorised when the team is not started.
-      if (!work_shared)
-        p += " if(parallel: " + work + " * " + std::to_string(body_cost(innermost)) +
-             ".0 >= static_cast<double>(ctx->parallel_work_threshold))";
+      if (!work_shared) p += if_clause(work, innermost, true);
       // Arrays (re)bound inside the body but declared outside it belong to
       // one iteration.
       ArrayCollector arrays;
