@@ -401,6 +401,71 @@ def add_scalar(x, s):
     return out
 
 
+# ---- arrays allocated inside parallel loops (docs/cuda.md, "Temporary arrays")
+
+def row_scaled_by_sum(x, out):
+    # A team per row (the inner loops are contiguous along j) sharing `t`,
+    # which the team fills with zeros first.
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        t = np.zeros(x.shape[1])
+        #pragma simd
+        for j in range(x.shape[1]):
+            t[j] += x[i, j] * 2.0 + 1.0
+        s = 0.0
+        #pragma simd reduction(+: s)
+        for j in range(x.shape[1]):
+            s += t[j]
+        #pragma simd
+        for j in range(x.shape[1]):
+            out[i, j] = t[j] / s
+
+
+def row_counts(keys, nbins, out):
+    # A zero-filled temporary per row, updated at data-dependent places.
+    #pragma parallel for
+    for i in range(keys.shape[0]):
+        h = np.zeros(nbins, dtype=np.int64)
+        for k in range(keys.shape[1]):
+            h[keys[i, k] % nbins] += 1
+        out[i] = np.max(h) * 1000 + h[0]
+
+
+def mirror(cov):
+    # The copy goes through a temporary of M - i elements (the views overlap).
+    M = cov.shape[0]
+    #pragma parallel for
+    for i in range(M):
+        cov[i:M, i] = cov[i, i:M]
+
+
+def masked_means(data, radius, npt):
+    # With radius of one element the mask is broadcast: a temporary of
+    # data's length per bin; otherwise none is allocated.
+    res = np.zeros(npt)
+    #pragma parallel for
+    for i in range(npt):
+        in_bin = (i <= radius * npt) & (radius * npt < i + 1)
+        res[i] = np.sum(np.where(in_bin, data, 0.0)) / (np.sum(np.where(in_bin, 1.0, 0.0)) + 1.0)
+    return res
+
+
+def softmax_last_axis(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def shrinking_temporary(x, k):
+    # Negative extents from some iteration on: NumPy's ValueError.
+    out = np.zeros(x.shape[0])
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        t = np.ones(k - i)
+        out[i] = np.sum(t)
+    return out
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
     "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]", "u8[::1], u8[::1], u8[::1]", "i16[::1], i16[::1], i16[::1]", "u64[::1], u64[::1], u64[::1]"],
@@ -447,4 +512,10 @@ KERNELS = {
     "compare_mixed": ["i64[::1], u64[::1], i64[::1]", "i32[::1], u32[::1], i64[::1]", "i8[::1], u8[::1], i64[::1]"],
     "conversions": ["u64[::1], f64[::1]"],
     "add_scalar": ["u64[::1], u64", "u8[::1], u8", "i16[::1], int"],
+    "row_scaled_by_sum": ["f64[:, ::1], f64[:, ::1]", "f32[:, ::1], f32[:, ::1]"],
+    "row_counts": ["i64[:, ::1], int, i64[::1]", "u16[:, ::1], int, i64[::1]"],
+    "mirror": ["f64[:, ::1]", "f32[:, :]"],
+    "masked_means": ["f64[::1], f64[::1], int"],
+    "softmax_last_axis": ["f32[:, :, :, ::1]", "f64[:, ::1]"],
+    "shrinking_temporary": ["f64[::1], int"],
 }

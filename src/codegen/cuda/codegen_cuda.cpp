@@ -1321,12 +1321,17 @@ class CudaEmitter {
   }
 
   // Whether the host can evaluate an inner loop bound before the launch:
-  // host scalars and array extents only, nothing that can fail.
-  bool host_evaluable(const Expr& e, const std::set<const VarInfo*>& worker) {
+  // host scalars and extents of arrays bound outside the worker (not its
+  // `local` ones), nothing that can fail.
+  bool host_evaluable(const Expr& e, const std::set<const VarInfo*>& worker, const std::vector<ArrayVar>& local) {
     ScalarCollector vars;
     vars.visit(e);
     for (const Var& v : vars.used)
       if (worker.count(v.get()) || !declared(v.get())) return false;
+    ArrayCollector arrays;
+    arrays.visit(e);
+    for (const ArrayVar& a : arrays.used)
+      if (std::find(local.begin(), local.end(), a) != local.end()) return false;
     StmtFacts facts;
     facts.visit(e);
     HasErrorSites errors;
@@ -1348,8 +1353,7 @@ class CudaEmitter {
     bool varies = false;  // its size or a branch condition depends on the worker's loop variables
   };
 
-  // The temporaries of a worker body, checked: each is declared inside the
-  // body (it does not outlive the iteration), its shape is computable on the
+  // The temporaries of a worker body, checked: its shape is computable on the
   // host before the launch from the nest's loop variables, host scalars and
   // array shapes, and one allocated inside a loop of the body is not bound
   // to another name (the next allocation reuses its memory).
@@ -1364,6 +1368,10 @@ class CudaEmitter {
       vars.visit(e);
       for (const Var& v : vars.used)
         if (!nest_vars.count(v.get()) && (written.written.count(v.get()) || !declared(v.get()))) return false;
+      ArrayCollector arrays;
+      arrays.visit(e);
+      for (const ArrayVar& a : arrays.used)
+        if (std::find(cap.local_arrays.begin(), cap.local_arrays.end(), a) != cap.local_arrays.end()) return false;
       StmtFacts facts;
       facts.visit(e);
       HasErrorSites errors;
@@ -1374,12 +1382,10 @@ class CudaEmitter {
     for (const AllocationSite& site : allocations.sites) {
       const ArrayVar& a = site.alloc->array;
       const SourceLoc& loc = site.alloc->loc;
-      if (std::find(cap.local_arrays.begin(), cap.local_arrays.end(), a) == cap.local_arrays.end()) {
-        throw CompileError(ErrorKind::Unsupported,
-                           "`" + a->name + "` is allocated inside a parallel loop and used after it; on the CUDA "
-                           "target an array allocated in a parallel loop lives only in its iteration",
-                           fn_.source, loc);
-      }
+      // The lowering refuses an array bound in a parallel loop and used
+      // outside it, so each is declared in the body.
+      if (std::find(cap.local_arrays.begin(), cap.local_arrays.end(), a) == cap.local_arrays.end())
+        PLAIT_INTERNAL_ERROR("`" + a->name + "` is allocated in a parallel loop but declared outside it");
       if (site.in_loop && allocations.bound_from.count(a.get())) {
         throw CompileError(ErrorKind::Unsupported,
                            "`" + a->name + "` is allocated in a loop inside a parallel loop and bound to another "
@@ -1608,7 +1614,8 @@ class CudaEmitter {
       for (size_t k = 0; k < plan.stmts.size(); ++k) {
         if (plan.placement[k] != Placement::Spread) continue;
         const For* f = plan.stmts[k]->as<For>();
-        if (!host_evaluable(f->begin, worker) || !host_evaluable(f->end, worker) || !host_evaluable(f->step, worker))
+        if (!host_evaluable(f->begin, worker, cap.local_arrays) || !host_evaluable(f->end, worker, cap.local_arrays) ||
+            !host_evaluable(f->step, worker, cap.local_arrays))
           continue;
         const std::string t = "plait::trip_count(" + expr(f->begin) + ", " + expr(f->end) + ", " + expr(f->step) + ")";
         trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
