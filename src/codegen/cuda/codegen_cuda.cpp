@@ -1643,8 +1643,10 @@ class CudaEmitter {
         args.push_back(name);
       }
     }
-    const std::string temps_buffer = temp("temps"), temps_stride = temp("temp_stride");
+    std::string temps_buffer, temps_stride;  // host names of the buffer and of a worker's slice
     if (!temporaries.empty()) {
+      temps_buffer = temp("temps");
+      temps_stride = temp("temp_stride");
       params.push_back("unsigned char* p_temps");
       args.push_back(temps_buffer);
       params.push_back("int64_t p_temp_stride");
