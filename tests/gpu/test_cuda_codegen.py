@@ -133,6 +133,18 @@ def test_allocation_inside_a_parallel_loop_takes_a_slice_of_one_buffer(tmp_path)
     assert device.rstrip().endswith("plait::team_sync(p_team);\n  }\n}")
 
 
+
+def test_host_sizes_temporaries_once_or_per_iteration(tmp_path):
+    # The mask's allocation sits on the broadcast branch: the host repeats the
+    # flags' definitions and evaluates the branch once (no loop variable).
+    host = emit(tmp_path, "masked_means", "f64[::1], f64[::1], int", "cpp").read_text()
+    assert re.search(r"for \(int64_t (p_w\d+) = 0; \1 < 1; \+\+\1\)", host)
+    assert re.search(r"\[\[maybe_unused\]\] const bool v__broadcast\d+ = \(a_radius_n0 != ", host)
+    # The overlapping copy's temporary has M - i elements: every iteration.
+    host = emit(tmp_path, "mirror", "f64[:, ::1]", "cpp").read_text()
+    assert re.search(r"for \(int64_t (p_w\d+) = 0; \1 < p_total\d+; \+\+\1\)", host)
+
+
 def refused(tmp_path, body, signature="f64[::1]"):
     source = tmp_path / "alloc.py"
     source.write_text("import numpy as np\n\n" + body)

@@ -355,7 +355,7 @@ TEST(CodegenCuda, DeviceErrorMessagesAreFormattedOnTheHost) {
             "operands could not be broadcast");
   // The device runtime names the same numbers.
   EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_math_domain_error = 13,"), std::string::npos);
-  EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_assert_failed = 23,"), std::string::npos);
+  EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_assert_failed = 24,"), std::string::npos);
   EXPECT_NE(codegen::cuda::device_runtime_text().find("kind_index_error = 1,"), std::string::npos);
 }
 

@@ -303,6 +303,22 @@ class HasErrorSites : public IRVisitor {
   }
 };
 
+// Whether an expression computes with integers and bools only (no float
+// value, no math function): the host and the GPU evaluate it alike.
+class IntegralOnly : public IRVisitor {
+ public:
+  bool ok = true;
+  using IRVisitor::visit;
+
+ protected:
+#define PLAIT_EXPR_NODE(n)                                                      \
+  void visit(const n* node) override {                                          \
+    if (node->type.is_float() || node->kind == NodeKind::Call) ok = false;      \
+    IRVisitor::visit(node);                                                     \
+  }
+#include "ir/ir_nodes.def"
+};
+
 // The allocations of a parallel loop's worker body: for each, the branch
 // conditions around it (condition, and whether the allocation is on its
 // true side) and whether a loop of the body encloses it.
@@ -1346,28 +1362,46 @@ class CudaEmitter {
   };
 
   // An array allocated inside a parallel loop: it lives in the worker's
-  // slice of one buffer, at byte offset `offset` (a kernel parameter).
+  // slice of one buffer, at byte offset `offset`, with room for `capacity`
+  // elements (both kernel parameters).
   struct Temporary {
-    AllocationSite site;
-    std::string offset;
-    bool varies = false;  // its size or a branch condition depends on the worker's loop variables
+    AllocationSite site;  // its guards: the branch conditions the host evaluates
+    std::string offset, capacity;
   };
 
-  // The temporaries of a worker body, checked: its shape is computable on the
-  // host before the launch from the nest's loop variables, host scalars and
-  // array shapes, and one allocated inside a loop of the body is not bound
-  // to another name (the next allocation reuses its memory).
-  std::vector<Temporary> plan_temporaries(const Stmt& body, const Captures& cap,
-                                          const std::set<const VarInfo*>& nest_vars) {
+  // The temporaries of a worker body, and the scalar definitions of the body
+  // the host repeats to size them (the broadcast flags of array expressions,
+  // say): assignments at the top of the body, before the first statement
+  // that allocates, of integer or bool values of the loop variables, host
+  // scalars and array shapes, to scalars assigned nowhere else in the body.
+  struct TemporaryPlan {
+    std::vector<Temporary> temporaries;
+    std::vector<const Assign*> definitions;
+    std::set<const VarInfo*> varying;  // the loop variables and the definitions that depend on them
+    bool varies = false;               // a size or a guard depends on them
+  };
+
+  // Checks the temporaries: each shape is computable on the host before the
+  // launch from the nest's loop variables, host scalars, array shapes and
+  // those definitions, and one allocated inside a loop of the body is not
+  // bound to another name (the next allocation reuses its memory). Branch
+  // conditions the host cannot evaluate, or only with floating point (which
+  // may round differently on the GPU), count as taken.
+  TemporaryPlan plan_temporaries(const Stmt& body, const Captures& cap, const std::set<const VarInfo*>& nest_vars) {
+    TemporaryPlan plan;
     AllocationSites allocations;
     allocations.visit(body);
+    if (allocations.sites.empty()) return plan;
     ScalarCollector written;
     written.visit(body);
+    std::set<const VarInfo*> defined, varying = nest_vars;
     auto evaluable = [&](const Expr& e) {
       ScalarCollector vars;
       vars.visit(e);
       for (const Var& v : vars.used)
-        if (!nest_vars.count(v.get()) && (written.written.count(v.get()) || !declared(v.get()))) return false;
+        if (!nest_vars.count(v.get()) && !defined.count(v.get()) &&
+            (written.written.count(v.get()) || !declared(v.get())))
+          return false;
       ArrayCollector arrays;
       arrays.visit(e);
       for (const ArrayVar& a : arrays.used)
@@ -1378,7 +1412,44 @@ class CudaEmitter {
       errors.visit(e);
       return !facts.touches_elements && !errors.found;
     };
-    std::vector<Temporary> out;
+    auto exact = [&](const Expr& e) {
+      IntegralOnly integral;
+      integral.visit(e);
+      return integral.ok && evaluable(e);
+    };
+    auto varies = [&](const Expr& e) {
+      UsesVars uses(varying);
+      uses.visit(e);
+      return uses.found;
+    };
+    // Definitions: count each scalar's assignments in the body first.
+    std::map<const VarInfo*, int> assignments;
+    {
+      class Assignments : public IRVisitor {
+       public:
+        explicit Assignments(std::map<const VarInfo*, int>& c) : counts(c) {}
+        std::map<const VarInfo*, int>& counts;
+        using IRVisitor::visit;
+
+       protected:
+        void visit(const Assign* n) override {
+          ++counts[n->var.get()];
+          IRVisitor::visit(n);
+        }
+      } count(assignments);
+      count.visit(body);
+    }
+    const Block* block = body->as<Block>();
+    for (const Stmt& st : block ? block->stmts : std::vector<Stmt>{body}) {
+      StmtFacts facts;
+      facts.visit(st);
+      if (facts.binds_arrays) break;
+      const Assign* a = st->as<Assign>();
+      if (!a || assignments[a->var.get()] != 1 || a->var->type.is_float() || !exact(a->value)) continue;
+      if (varies(a->value)) varying.insert(a->var.get());
+      defined.insert(a->var.get());
+      plan.definitions.push_back(a);
+    }
     for (const AllocationSite& site : allocations.sites) {
       const ArrayVar& a = site.alloc->array;
       const SourceLoc& loc = site.alloc->loc;
@@ -1392,8 +1463,7 @@ class CudaEmitter {
                            "name; on the CUDA target each allocation there reuses the memory of the previous one",
                            fn_.source, loc);
       }
-      Temporary t{site, temp("toff"), false};
-      UsesVars uses(nest_vars);
+      Temporary t{site, temp("toff"), temp("tcap")};
       for (const Expr& e : site.alloc->shape) {
         if (!evaluable(e)) {
           throw CompileError(ErrorKind::Unsupported,
@@ -1402,20 +1472,18 @@ class CudaEmitter {
                              "set before the loop and array shapes)",
                              fn_.source, loc);
         }
-        uses.visit(e);
+        plan.varies = plan.varies || varies(e);
       }
-      // Branch conditions the host cannot evaluate count as taken.
-      std::vector<std::pair<Expr, bool>> guards;
+      t.site.guards.clear();
       for (const auto& g : site.guards) {
-        if (!evaluable(g.first)) continue;
-        guards.push_back(g);
-        uses.visit(g.first);
+        if (!exact(g.first)) continue;
+        t.site.guards.push_back(g);
+        plan.varies = plan.varies || varies(g.first);
       }
-      t.site.guards = guards;
-      t.varies = uses.found;
-      out.push_back(std::move(t));
+      plan.temporaries.push_back(std::move(t));
     }
-    return out;
+    plan.varying = varying;
+    return plan;
   }
 
   // Host code before the launch of a kernel with temporaries: the largest
@@ -1423,14 +1491,14 @@ class CudaEmitter {
   // the branch conditions around it), the slice of a worker (each
   // temporary 16-byte aligned), and the buffer for the workers in flight;
   // returns the grid, cut so that the buffer stays within its budget.
-  std::string emit_temporaries_buffer(const std::vector<Temporary>& temporaries, const std::vector<NestLevel>& levels,
+  std::string emit_temporaries_buffer(const TemporaryPlan& plan, const std::vector<NestLevel>& levels,
                                       const std::string& total, const std::string& grid,
                                       const std::string& workers_per_block, const std::string& buffer,
                                       const std::string& slice) {
-    bool varies = false;
+    const std::vector<Temporary>& temporaries = plan.temporaries;
+    const bool varies = plan.varies;
     std::vector<std::string> largest;
-    for (const Temporary& t : temporaries) {
-      varies = varies || t.varies;
+    for (size_t k = 0; k < temporaries.size(); ++k) {
       largest.push_back(temp("tmax"));
       line("uint64_t " + largest.back() + " = 0;");
     }
@@ -1455,6 +1523,10 @@ class CudaEmitter {
       }
     } else {
       line("(void)" + w + ";");
+    }
+    for (const Assign* d : plan.definitions) {
+      if (!varies && plan.varying.count(d->var.get())) continue;  // the loop variables are not declared
+      line("[[maybe_unused]] const " + ctype(d->var->type) + " " + var_name(d->var) + " = " + expr(d->value) + ";");
     }
     for (size_t k = 0; k < temporaries.size(); ++k) {
       const Temporary& t = temporaries[k];
@@ -1484,6 +1556,7 @@ class CudaEmitter {
       const Temporary& t = temporaries[k];
       const std::string bytes = std::to_string(element_bytes(t.site.alloc->array->type.dtype));
       line("const int64_t " + t.offset + " = " + slice + ";");
+      line("const int64_t " + t.capacity + " = static_cast<int64_t>(" + largest[k] + ");");
       line("if (" + largest[k] + " > (uint64_t(1) << 44) / " + bytes + ") {");
       line("  plait::raise_error(ctx, PLAIT_MEMORY_ERROR, " + loc_args(t.site.alloc->loc) +
            ", \"array is too big; the size overflows\");");
@@ -1524,12 +1597,21 @@ class CudaEmitter {
     }
     line("if (" + negative + ") plait::raise_error(p_err, plait::kind_value_error, " + loc_args(al->loc) +
          ", plait::msg_negative_dimensions);");
-    line(data(a) + " = reinterpret_cast<" + t + "*>(p_mine + " + it->second + ");");
+    // The host sized the slice from the same shape; a shape that came out
+    // larger here (which would take another worker's memory) is an error
+    // and the array stays empty.
+    const std::string shape = temp("shape"), fits = temp("fits");
+    line("const int64_t " + shape + "[] = {" + join(n, ", ") + "};");
+    line("const bool " + fits + " = plait::temporary_fits(" + shape + ", " + std::to_string(ndim) + ", " +
+         it->second.second + ");");
+    line("if (!" + fits + ") plait::raise_error(p_err, plait::kind_value_error, " + loc_args(al->loc) +
+         ", plait::msg_temporary_larger_than_sized);");
+    line(data(a) + " = reinterpret_cast<" + t + "*>(p_mine + " + it->second.first + ");");
     std::string step = "1";
     for (int k = 0; k < ndim; ++k) {
       const int d = a->type.layout == Layout::F ? k : ndim - 1 - k;
       const std::string& nd = n[static_cast<size_t>(d)];
-      line(extent(a, d) + " = " + nd + " < 0 ? 0 : " + nd + ";");
+      line(extent(a, d) + " = " + nd + " < 0 || !" + fits + " ? 0 : " + nd + ";");
       if (!unit_stride(a->type, d)) line(stride(a, d) + " = " + step + ";");
       step = (step == "1" ? "" : step + " * ") + extent(a, d);
     }
@@ -1634,7 +1716,8 @@ class CudaEmitter {
     for (const ArrayVar& a : atomics.result())
       if (std::find(cap.arrays.begin(), cap.arrays.end(), a) != cap.arrays.end()) privatised.push_back(a);
 
-    const std::vector<Temporary> temporaries = plan_temporaries(innermost->body, cap, nest_vars);
+    const TemporaryPlan temporary_plan = plan_temporaries(innermost->body, cap, nest_vars);
+    const std::vector<Temporary>& temporaries = temporary_plan.temporaries;
 
     std::vector<std::string> params, args;
     for (const Level& lv : levels) {
@@ -1654,6 +1737,8 @@ class CudaEmitter {
       for (const Temporary& t : temporaries) {
         params.push_back("int64_t " + t.offset);
         args.push_back(t.offset);
+        params.push_back("int64_t " + t.capacity);
+        args.push_back(t.capacity);
       }
     }
     std::string team;  // host: the team size, when the worker is a team
@@ -1723,7 +1808,7 @@ class CudaEmitter {
         // one per team shared by its threads.
         line("unsigned char* const p_mine = p_temps + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)" +
              std::string(plan.team ? " / p_team" : "") + " * p_temp_stride;");
-        for (const Temporary& t : temporaries) temp_offsets_[t.site.alloc] = t.offset;
+        for (const Temporary& t : temporaries) temp_offsets_[t.site.alloc] = {t.offset, t.capacity};
         team_worker_ = plan.team;
       }
       // The loop over workers: one per thread, or one per team.
@@ -1837,7 +1922,7 @@ class CudaEmitter {
     std::string grid = "plait_cuda::grid_for(" + threads + ", " + std::to_string(kCudaBlockSize) + ", " +
                        std::to_string(cap_blocks) + ")";
     if (!temporaries.empty()) {
-      grid = emit_temporaries_buffer(temporaries, levels, total, grid,
+      grid = emit_temporaries_buffer(temporary_plan, levels, total, grid,
                                      plan.team ? std::to_string(kCudaBlockSize) + " / " + team
                                                : std::to_string(kCudaBlockSize),
                                      temps_buffer, temps_stride);
@@ -2094,7 +2179,7 @@ class CudaEmitter {
   bool mute_remarks_ = false;  // while a kernel's loop is emitted a second time
   // The kernel being emitted: the offset parameter of each temporary, and
   // whether its worker is a team.
-  std::unordered_map<const Allocate*, std::string> temp_offsets_;
+  std::unordered_map<const Allocate*, std::pair<std::string, std::string>> temp_offsets_;  // offset, capacity
   bool team_worker_ = false;
   bool uses_temporaries_ = false;  // the host part declares p_temporaries
   // Arrays whose atomic updates go to a private copy in shared memory (by

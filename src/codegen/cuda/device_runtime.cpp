@@ -44,6 +44,8 @@ constexpr MessageInfo kMessages[] = {
     {DeviceMessage::PythonIntOutOfUInt64, "msg_python_int_out_of_uint64",
      "Python integer %lld out of bounds for uint64"},
     {DeviceMessage::NegativeDimensions, "msg_negative_dimensions", "negative dimensions are not allowed"},
+    {DeviceMessage::TemporaryLargerThanSized, "msg_temporary_larger_than_sized",
+     "an array allocated inside a parallel loop came out larger on the GPU than the host computed before the launch"},
     {DeviceMessage::AssertFailed, "msg_assert_failed", ""},
 };
 static_assert(sizeof(kMessages) / sizeof(kMessages[0]) == static_cast<size_t>(DeviceMessage::Count));
@@ -596,6 +598,18 @@ __device__ __forceinline__ T team_combine(T v, Op op, int team, T* partials) {
   for (int w = 1; w < team / 32; ++w) result = op(result, partials[first + w]);
   team_sync(team);  // the slots may be written again by the next combine
   return result;
+}
+
+// ---- temporaries of parallel loops: whether `ndim` extents (negative
+// ones count as 0) fit in `capacity` elements.
+__device__ __forceinline__ bool temporary_fits(const int64_t* shape, int ndim, int64_t capacity) {
+  uint64_t count = 1;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] <= 0) return true;
+    if ((uint64_t)shape[d] > (uint64_t)capacity / count) return false;
+    count *= (uint64_t)shape[d];
+  }
+  return true;
 }
 
 // ---- filling a fresh array (np.ones, np.full)

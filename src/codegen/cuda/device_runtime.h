@@ -46,6 +46,7 @@ enum class DeviceMessage : int32_t {
   PythonIntOutOfUInt32,
   PythonIntOutOfUInt64,
   NegativeDimensions,
+  TemporaryLargerThanSized,
   AssertFailed,  // values[0]: the index of the kernel's assertion message
   Count,
 };
