@@ -126,11 +126,11 @@ def test_allocation_inside_a_parallel_loop_takes_a_slice_of_one_buffer(tmp_path)
     host = emit(tmp_path, "row_counts", "i64[:, ::1], int, i64[::1]", "cpp").read_text()
     assert "plait_cuda::device_scratch p_temporaries;" in host
     assert "plait_cuda::grid_for_temporaries(" in host
-    # A team shares its slice, and waits for all its threads before the
-    # next iteration reuses it.
+    # A team shares its slice, and waits for all its threads before an
+    # iteration reuses it.
     device = emit(tmp_path, "row_scaled_by_sum", "f64[:, ::1], f64[:, ::1]", "cu").read_text()
     assert "threadIdx.x) / p_team * p_temp_stride;" in device
-    assert device.rstrip().endswith("plait::team_sync(p_team);\n  }\n}")
+    assert re.search(r"p_k \+= p_stride\) \{\n.*\n    plait::team_sync\(p_team\);  // the temporaries' slice", device)
 
 
 

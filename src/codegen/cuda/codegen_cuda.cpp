@@ -425,7 +425,11 @@ class CudaEmitter {
   std::string math(const std::string& name) const { return (device() ? "plait::fm::" : "std::") + name; }
 
   void remark(const SourceLoc& loc, const std::string& message) {
-    if (!mute_remarks_) remarks_.push_back({loc, "codegen_cuda", message});
+    if (mute_remarks_) return;
+    // A statement emitted twice (both branches of a versioned nest) says it once.
+    for (const Remark& r : remarks_)
+      if (r.loc.line == loc.line && r.loc.col == loc.col && r.message == message) return;
+    remarks_.push_back({loc, "codegen_cuda", message});
   }
 
   // ------------------------------------------------------------ naming
@@ -1843,9 +1847,10 @@ class CudaEmitter {
         }
         loop_depth_ = 1;  // the grid-stride loop
         if (plan.team) {
+          // The team's previous iteration may still read the temporaries'
+          // slice that this one writes (also after a `continue`).
+          if (!temporaries.empty()) line("plait::team_sync(p_team);  // the temporaries' slice is reused");
           emit_team_body(plan, innermost->body);
-          // The next iteration of this team reuses the temporaries' slice.
-          if (!temporaries.empty()) line("plait::team_sync(p_team);");
         } else {
           emit_body_statements(innermost->body);
         }
