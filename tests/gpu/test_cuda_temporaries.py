@@ -12,7 +12,7 @@ import pytest
 
 import cuda_kernels as K
 import plait
-from test_cuda_run import KINDS, ROW_SHAPES, check, floats
+from test_cuda_run import KINDS, ROW_SHAPES, check, cupy, floats
 
 pytestmark = pytest.mark.skipif(not plait.cuda_available(),
                                 reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
@@ -46,9 +46,16 @@ def test_temporary_size_varies_with_the_iteration(rng, kind, m):
     check(K.mirror, [floats(rng, (m, m))], kind)
 
 
-def test_temporary_in_strided_view(rng):
-    base = floats(rng, (80, 80))
-    check(K.mirror, [base[::2, ::2].astype(np.float32)], "numpy")
+def test_temporary_copied_within_a_strided_view(rng):
+    base = floats(rng, (80, 80)).astype(np.float32)
+    check(K.mirror, [base[::2, ::2]], "numpy")
+    if cupy is None:
+        return
+    # In place, with the view's strides.
+    on_gpu = cupy.asarray(base)
+    plait.jit(K.mirror, target="cuda")(on_gpu[::2, ::2])
+    K.mirror(base[::2, ::2])
+    np.testing.assert_array_equal(cupy.asnumpy(on_gpu), base)
 
 
 @pytest.mark.parametrize("n,npt", [(1, 1), (3000, 13), (100003, 64)])
