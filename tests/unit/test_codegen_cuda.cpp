@@ -321,8 +321,8 @@ TEST(CodegenCuda, TemporaryWhoseShapeTheHostCannotComputeIsACompileError) {
   ArrayVar tmp = std::make_shared<ArrayInfo>(ArrayInfo{"tmp", ArrayType{ScalarKind::Float64, 1, Layout::C}, {}, false});
   Var i = var("i", ScalarType::i64());
   Expr element = Cast::make(ScalarType::i64(), Load::make(x, {VarRef::make(i)}));
-  Stmt loop = For::make(i, i64(0), ArrayDim::make(x, 0), i64(1),
-                        Block::make({Declare::make(tmp), Allocate::make(tmp, {element}, FillKind::Zeros, nullptr, at(3))}),
+  Stmt alloc = Allocate::make(tmp, {element}, FillKind::Zeros, nullptr, at(3));
+  Stmt loop = For::make(i, i64(0), ArrayDim::make(x, 0), i64(1), Block::make({Declare::make(tmp), alloc}),
                         schedule(LoopKind::Parallel), at(2));
   try {
     codegen::generate_cuda(function("alloc", {{nullptr, x}}, {loop}), CompileOptions{});

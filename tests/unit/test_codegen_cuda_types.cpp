@@ -30,8 +30,8 @@ TEST(CudaTypes, NarrowPythonIntConversionIsChecked) {
   auto n = std::make_shared<VarInfo>(VarInfo{"n", ScalarType::i64(), {}, true});
   auto t = std::make_shared<VarInfo>(VarInfo{"t", ScalarType::i8(), {}, false});
   Stmt body = Assign::make(t, Cast::make(ScalarType::i8(), VarRef::make(n), true));
-  const codegen::CudaSources out = codegen::generate_cuda(with_body({{n, nullptr}}, {Declare::make(t), body}),
-                                                          CompileOptions{});
+  const codegen::CudaSources out =
+      codegen::generate_cuda(with_body({{n, nullptr}}, {Declare::make(t), body}), CompileOptions{});
   EXPECT_NE(out.host.find("plait::checked_python_int<int8_t>(v_n"), std::string::npos) << out.host;
   // The device runtime has the same helper and a message for each narrow type.
   EXPECT_NE(out.device.find("checked_python_int(int64_t x"), std::string::npos);

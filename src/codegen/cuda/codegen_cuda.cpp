@@ -605,7 +605,8 @@ class CudaEmitter {
     const std::string a = expr(u->a);
     switch (u->op) {
       case UnaryOp::Neg:
-        if (promoted_by_cpp(u->type)) return "static_cast<" + ctype(u->type) + ">(0u - static_cast<uint32_t>(" + a + "))";
+        if (promoted_by_cpp(u->type))
+          return "static_cast<" + ctype(u->type) + ">(0u - static_cast<uint32_t>(" + a + "))";
         return "(-" + a + ")";
       case UnaryOp::Not: return "(!" + a + ")";
       case UnaryOp::BitNot: return u->type.is_bool() ? "(!" + a + ")" : "static_cast<" + ctype(u->type) + ">(~" + a + ")";
@@ -1628,8 +1629,8 @@ class CudaEmitter {
         line("for (int64_t " + q + " = p_lane; " + q + " < " + step + "; " + q + " += p_team) " + data(a) + "[" + q +
              "] = " + value + ";");
       } else {
-        line("for (int64_t " + q + " = 0; " + q + " < " + step + "; ++" + q + ") " + data(a) + "[" + q + "] = " + value +
-             ";");
+        line("for (int64_t " + q + " = 0; " + q + " < " + step + "; ++" + q + ") " + data(a) + "[" + q +
+             "] = " + value + ";");
       }
     }
     --indent_;
