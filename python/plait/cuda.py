@@ -18,9 +18,12 @@ from . import _core
 from .dispatcher import Dispatcher
 
 # plait dtype codes (runtime/abi.h) <-> NumPy
-_DTYPE_CODES = {np.dtype(np.bool_): 0, np.dtype(np.int32): 3, np.dtype(np.int64): 4,
-                np.dtype(np.float32): 9, np.dtype(np.float64): 10}
-_DTYPE_NAMES = {0: "b1", 3: "i32", 4: "i64", 9: "f32", 10: "f64"}
+_DTYPE_CODES = {np.dtype(np.bool_): 0, np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
+                np.dtype(np.int64): 4, np.dtype(np.uint8): 5, np.dtype(np.uint16): 6, np.dtype(np.uint32): 7,
+                np.dtype(np.uint64): 8, np.dtype(np.float32): 9, np.dtype(np.float64): 10}
+_DTYPE_NAMES = {0: "b1", 1: "i8", 2: "i16", 3: "i32", 4: "i64", 5: "u8", 6: "u16", 7: "u32", 8: "u64", 9: "f32",
+                10: "f64"}
+_DTYPE_LIST = "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32 and float64"
 _DTYPE_BY_CODE = {code: dtype for dtype, code in _DTYPE_CODES.items()}
 
 
@@ -152,8 +155,7 @@ def to_device(array):
     _require_cuda()
     host = np.asarray(array)
     if host.dtype not in _DTYPE_CODES:
-        raise TypeError(f"plait.to_device: unsupported dtype {host.dtype}; CUDA kernels take bool, int32, int64, "
-                        "float32 and float64 arrays")
+        raise TypeError(f"plait.to_device: unsupported dtype {host.dtype}; CUDA kernels take {_DTYPE_LIST} arrays")
     buffer, strides = _host_array_to_device(host, 0)
     return DeviceArray(buffer, buffer.pointer, host.shape, strides, host.dtype)
 
@@ -305,8 +307,8 @@ class _CallPlan:
         raise TypeError(f"{dispatcher.py_func.__name__}() argument '{name}' {why}")
 
     def _dtype_error(self, dispatcher, index, dtype):
-        self._argument_error(dispatcher, index, f"has unsupported dtype '{dtype}'; CUDA kernels take bool, int32, "
-                             "int64, float32 and float64 arrays")
+        self._argument_error(dispatcher, index, f"has unsupported dtype '{dtype}'; CUDA kernels take {_DTYPE_LIST} "
+                             "arrays")
 
     def _add_array(self, dispatcher, index, obj, view):
         code = _DTYPE_CODES.get(view.dtype)
@@ -340,7 +342,11 @@ class _CallPlan:
             if code is None:
                 self._argument_error(dispatcher, index, f"has unsupported type '{type(value).__name__}'")
             self.types.append(_DTYPE_NAMES[code])
-            self.values.append(scalar.item() if isinstance(scalar, np.generic) else scalar)
+            scalar = scalar.item() if isinstance(scalar, np.generic) else scalar
+            # Integers travel as int64; a uint64 as its bit pattern.
+            if code == 8 and scalar >= 2**63:
+                scalar -= 2**64
+            self.values.append(scalar)
             return
         if _is_torch_tensor(value):
             import torch

@@ -485,16 +485,129 @@ def normalised_steps(a, steps):
             a[i] = a[i] - total / a.shape[0]
 
 
+# ---- unsigned and 8/16-bit integers: NumPy 2 (NEP 50) promotion, wrap-around
+
+def narrow_int_ops(a, b, out):
+    #pragma parallel for
+    for i in range(a.shape[0]):
+        x = a[i]
+        y = b[i]
+        out[i, 0] = x + y
+        out[i, 1] = x - y
+        out[i, 2] = x * y
+        out[i, 3] = x // y
+        out[i, 4] = x % y
+        out[i, 5] = min(x, y)
+        out[i, 6] = np.maximum(x, y)
+        out[i, 7] = (x & y) | (x ^ 3)
+        out[i, 8] = (x >> 1) + (y << 2)
+        out[i, 9] = -x
+        out[i, 10] = abs(x) * 3
+
+
+def compare_mixed(x, y, out):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        if x[i] < y[i]:
+            out[i] = 1
+        elif x[i] == y[i]:
+            out[i] = 2
+        else:
+            out[i] = 3
+
+
+def conversions(x, f):
+    return x.astype(np.uint32), x.astype(np.float64), f.astype(np.uint8), f.astype(np.uint32), \
+        f.astype(np.int16), f.astype(np.uint64)
+
+
+def add_scalar(x, s):
+    out = np.empty_like(x)
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        out[i] = x[i] + s
+    return out
+
+
+# ---- arrays allocated inside parallel loops (docs/cuda.md, "Temporary arrays")
+
+def row_scaled_by_sum(x, out):
+    # A team per row (the inner loops are contiguous along j) sharing `t`,
+    # which the team fills with zeros first.
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        t = np.zeros(x.shape[1])
+        #pragma simd
+        for j in range(x.shape[1]):
+            t[j] += x[i, j] * 2.0 + 1.0
+        s = 0.0
+        #pragma simd reduction(+: s)
+        for j in range(x.shape[1]):
+            s += t[j]
+        #pragma simd
+        for j in range(x.shape[1]):
+            out[i, j] = t[j] / s
+
+
+def row_counts(keys, nbins, out):
+    # A zero-filled temporary per row, updated at data-dependent places.
+    #pragma parallel for
+    for i in range(keys.shape[0]):
+        h = np.zeros(nbins, dtype=np.int64)
+        for k in range(keys.shape[1]):
+            h[keys[i, k] % nbins] += 1
+        out[i] = np.max(h) * 1000 + h[0]
+
+
+def mirror(cov):
+    # The copy goes through a temporary of M - i elements (the views overlap).
+    M = cov.shape[0]
+    #pragma parallel for
+    for i in range(M):
+        cov[i:M, i] = cov[i, i:M]
+
+
+def masked_means(data, radius, npt):
+    # With radius of one element the mask is broadcast: a temporary of
+    # data's length per bin; otherwise none is allocated.
+    res = np.zeros(npt)
+    #pragma parallel for
+    for i in range(npt):
+        in_bin = (i <= radius * npt) & (radius * npt < i + 1)
+        res[i] = np.sum(np.where(in_bin, data, 0.0)) / (np.sum(np.where(in_bin, 1.0, 0.0)) + 1.0)
+    return res
+
+
+def softmax_last_axis(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def shrinking_temporary(x, k):
+    # Negative extents from some iteration on: NumPy's ValueError.
+    out = np.zeros(x.shape[0])
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        t = np.ones(k - i)
+        out[i] = np.sum(t)
+    return out
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
-    "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]"],
+    "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]",
+                   "u8[::1], u8[::1], u8[::1]", "i16[::1], i16[::1], i16[::1]", "u64[::1], u64[::1], u64[::1]"],
     "saxpy": ["float, f32[::1], f32[::1]", "f64, f64[:], f64[:]"],
     "dot": ["f64[::1], f64[::1]", "f32[::1], f32[::1]"],
-    "int_sum": ["i64[::1]", "i32[::1]"],
-    "min_max": ["f64[::1]", "i32[::1]"],
+    "int_sum": ["i64[::1]", "i32[::1]", "u32[::1]", "i16[::1]"],
+    "min_max": ["f64[::1]", "i32[::1]", "u64[::1]", "i8[::1]", "u16[::1]"],
     "product": ["f64[::1]"],
-    "histogram": ["i64[::1], i64[::1]", "i32[::1], i32[::1]"],
-    "atomic_ops": ["f64[::1], f64[::1]", "i64[::1], i64[::1]", "f32[::1], f32[::1]", "i32[::1], i32[::1]"],
+    "histogram": ["i64[::1], i64[::1]", "i32[::1], i32[::1]", "u8[::1], u8[::1]", "u16[::1], u32[::1]",
+                  "u64[::1], u64[::1]"],
+    "atomic_ops": ["f64[::1], f64[::1]", "i64[::1], i64[::1]", "f32[::1], f32[::1]", "i32[::1], i32[::1]",
+                   "u32[::1], u32[::1]", "u64[::1], u64[::1]", "i16[::1], i16[::1]", "u8[::1], u8[::1]",
+                   "i8[::1], i8[::1]"],
     "matmul": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]", "f32[:, :], f32[::1, :], f32[:, ::1]"],
     "stencil_steps": ["f64[::1], f64[::1], int"],
     "scaled": ["f64[::1], float", "i32[::1], int"],
@@ -513,17 +626,20 @@ KERNELS = {
     "divide_python_scalars": ["f64[::1], int"],
     "shifted_copy": ["f64[::1], f64[::1]"],
     "get_item": ["f64[::1], int"],
-    "add_python_int": ["i32[::1], int", "i64[::1], int"],
+    "add_python_int": ["i32[::1], int", "i64[::1], int", "u8[::1], int", "u32[::1], int"],
     "gesummv": ["float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]"],
     "row_softmax": ["f64[:, ::1], f64[:, ::1]", "f32[:, ::1], f32[:, ::1]", "f64[:, :], f64[:, :]"],
     "row_dots": ["float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]",
                  "float, float, f32[:, ::1], f32[:, ::1], f32[::1], f32[::1]"],
     "nested_sums": ["f64[:, ::1]"],
-    "row_int_extremes": ["i32[:, ::1], i32[::1], i32[::1]", "i64[:, ::1], i64[::1], i64[::1]"],
+    "row_int_extremes": ["i32[:, ::1], i32[::1], i32[::1]", "i64[:, ::1], i64[::1], i64[::1]",
+                         "u16[:, ::1], u16[::1], u16[::1]", "i8[:, ::1], i8[::1], i8[::1]",
+                         "u64[:, ::1], u64[::1], u64[::1]"],
     "center_rows": ["f64[:, ::1], f64[:, ::1], f64[::1]"],
     "flip_first_then_scale": ["f64[:, ::1], f64[:, ::1]"],
     "scale_rows": ["f64[:, ::1], f64[::1], f64[:, ::1]"],
-    "csr_matvec": ["i64[::1], i64[::1], f64[::1], f64[::1], f64[::1]"],
+    "csr_matvec": ["i64[::1], i64[::1], f64[::1], f64[::1], f64[::1]",
+                   "u32[::1], u32[::1], f64[::1], f64[::1], f64[::1]"],
     "float_histogram": ["f32[::1], i64[::1]", "f64[::1], f32[::1]"],
     "jacobi_2d_steps": ["int, f64[:, ::1], f64[:, ::1]", "int, f32[:, :], f32[:, :]"],
     "heat_3d_steps": ["int, f64[:, :, ::1], f64[:, :, ::1]"],
@@ -533,4 +649,17 @@ KERNELS = {
     "element_scalar_steps": ["f64[::1], int"],
     "heat_3d_slices": ["int, f64[:, :, ::1], f64[:, :, ::1]", "int, f32[:, :, :], f32[:, :, :]"],
     "normalised_steps": ["f64[::1], int"],
+    "narrow_int_ops": ["u8[::1], u8[::1], u8[:, ::1]", "i8[::1], i8[::1], i8[:, ::1]",
+                       "u16[::1], u16[::1], u16[:, ::1]",
+                       "i16[::1], i16[::1], i16[:, ::1]", "u32[::1], u32[::1], u32[:, ::1]",
+                       "u64[::1], u64[::1], u64[:, ::1]"],
+    "compare_mixed": ["i64[::1], u64[::1], i64[::1]", "i32[::1], u32[::1], i64[::1]", "i8[::1], u8[::1], i64[::1]"],
+    "conversions": ["u64[::1], f64[::1]"],
+    "add_scalar": ["u64[::1], u64", "u8[::1], u8", "i16[::1], int"],
+    "row_scaled_by_sum": ["f64[:, ::1], f64[:, ::1]", "f32[:, ::1], f32[:, ::1]"],
+    "row_counts": ["i64[:, ::1], int, i64[::1]", "u16[:, ::1], int, i64[::1]"],
+    "mirror": ["f64[:, ::1]", "f32[:, :]"],
+    "masked_means": ["f64[::1], f64[::1], int"],
+    "softmax_last_axis": ["f32[:, :, :, ::1]", "f64[:, ::1]"],
+    "shrinking_temporary": ["f64[::1], int"],
 }

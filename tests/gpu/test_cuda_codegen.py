@@ -118,21 +118,50 @@ def test_statements_outside_parallel_loops_that_touch_arrays_run_in_one_device_t
     assert "ctx->cuda->launch(ctx, 0, 1, 1," in host
 
 
-def test_allocation_inside_a_parallel_loop_is_a_compile_error(tmp_path):
+def test_allocation_inside_a_parallel_loop_takes_a_slice_of_one_buffer(tmp_path):
+    device = emit(tmp_path, "row_counts", "i64[:, ::1], int, i64[::1]", "cu").read_text()
+    assert "unsigned char* const p_mine = p_temps + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * " \
+           "p_temp_stride;" in device
+    assert "a_h_data = reinterpret_cast<int64_t*>(p_mine + p_toff" in device
+    host = emit(tmp_path, "row_counts", "i64[:, ::1], int, i64[::1]", "cpp").read_text()
+    assert "plait_cuda::device_scratch p_temporaries;" in host
+    assert "plait_cuda::grid_for_temporaries(" in host
+    # A team shares its slice, and waits for all its threads before an
+    # iteration reuses it.
+    device = emit(tmp_path, "row_scaled_by_sum", "f64[:, ::1], f64[:, ::1]", "cu").read_text()
+    assert "threadIdx.x) / p_team * p_temp_stride;" in device
+    assert re.search(r"p_k \+= p_stride\) \{\n.*\n    plait::team_sync\(p_team\);  // the temporaries' slice", device)
+
+
+
+def test_host_sizes_temporaries_once_or_per_iteration(tmp_path):
+    # The mask's allocation sits on the broadcast branch: the host repeats the
+    # flags' definitions and evaluates the branch once (no loop variable).
+    host = emit(tmp_path, "masked_means", "f64[::1], f64[::1], int", "cpp").read_text()
+    assert re.search(r"for \(int64_t (p_w\d+) = 0; \1 < 1; \+\+\1\)", host)
+    assert re.search(r"\[\[maybe_unused\]\] const bool v__broadcast\d+ = \(a_radius_n0 != ", host)
+    # The overlapping copy's temporary has M - i elements: every iteration.
+    host = emit(tmp_path, "mirror", "f64[:, ::1]", "cpp").read_text()
+    assert re.search(r"for \(int64_t (p_w\d+) = 0; \1 < p_total\d+; \+\+\1\)", host)
+
+
+def refused(tmp_path, body, signature="f64[::1]"):
     source = tmp_path / "alloc.py"
-    source.write_text(
-        "import numpy as np\n\n"
-        "def alloc_in_loop(x):\n"
-        "    #pragma parallel for\n"
-        "    for i in range(x.shape[0]):\n"
-        "        t = np.zeros(3)\n"
-        "        t[0] = x[i]\n"
-        "        x[i] = t[0]\n")
-    result = plaitc("compile", f"{source}::alloc_in_loop", "--signature", "f64[::1]", "--target", "cuda",
-                    "--emit", "cu")
+    source.write_text("import numpy as np\n\n" + body)
+    result = plaitc("compile", f"{source}::k", "--signature", signature, "--target", "cuda", "--emit", "cu")
     assert result.returncode == 1
-    assert "cannot be allocated inside a parallel loop on the CUDA target" in result.stderr
-    assert "t = np.zeros(3)" in result.stderr
+    return result.stderr
+
+
+def test_temporary_whose_shape_the_host_cannot_compute_is_a_compile_error(tmp_path):
+    stderr = refused(tmp_path,
+                     "def k(x):\n"
+                     "    #pragma parallel for\n"
+                     "    for i in range(x.shape[0]):\n"
+                     "        t = np.zeros(int(x[i]))\n"
+                     "        x[i] = np.sum(t) + t.shape[0]\n")
+    assert "the shape of `t`, allocated inside a parallel loop, must be computable before the launch" in stderr
+    assert "t = np.zeros(int(x[i]))" in stderr
 
 
 def test_emit_so_is_refused_for_the_cuda_target(tmp_path):

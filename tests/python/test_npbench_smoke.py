@@ -28,12 +28,7 @@ KNOWN_COMPILER_ISSUES = {}
 
 # Kernels whose Plait version does not compile for the CUDA target, with the
 # entry in COMPILER_ISSUES.md; strict, so a fix shows up as XPASS.
-KNOWN_CUDA_COMPILER_ISSUES = {
-    "azimint_naive": "COMPILER_ISSUES.md #8: the mask is a temporary array inside the parallel loop",
-    "covariance": "COMPILER_ISSUES.md #8: the row-to-column copy goes through a temporary inside the parallel loop",
-    "softmax": "COMPILER_ISSUES.md #8: the row-wise fusion allocates m and e inside the parallel loop",
-    "spmv": "COMPILER_ISSUES.md #1: uint32 index arrays are refused",
-}
+KNOWN_CUDA_COMPILER_ISSUES = {}
 PLAITC = Path(os.environ.get("PLAIT_PLAITC", KERNEL_DIR.parents[1] / "build" / "cpp" / "plaitc"))
 
 

@@ -299,7 +299,7 @@ TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
   // the team, and the store runs in lane 0 only, with no barrier before it.
   EXPECT_NE(out.device.find("for (int64_t p_k12 = p_lane; p_k12 < p_trip11; p_k12 += p_team) {"), std::string::npos) << out.device;
   EXPECT_NE(out.device.find("plait::team_combine(v_s, plait::op_add(), p_team, p_part_f64)"), std::string::npos);
-  EXPECT_NE(out.device.find("__shared__ double p_part_f64[8];"), std::string::npos);
+  EXPECT_NE(out.device.find("__shared__ __align__(8) double p_part_f64[8];"), std::string::npos);
   EXPECT_NE(out.device.find("if (p_lane == 0) {"), std::string::npos);
   EXPECT_EQ(out.device.find("plait::team_sync(p_team);  //"), std::string::npos);
   bool explained = false;
@@ -332,18 +332,38 @@ TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
 
 TEST(CodegenCuda, AtomicUpdatesOfASmallArrayArePrivatisedInSharedMemory) {
   codegen::CudaSources out = codegen::generate_cuda(histogram(), CompileOptions{});
-  EXPECT_NE(out.device.find("__shared__ int32_t p_private0[2048];"), std::string::npos) << out.device;
+  EXPECT_NE(out.device.find("__shared__ __align__(8) int32_t p_private0[2048];"), std::string::npos) << out.device;
   EXPECT_NE(out.device.find("const bool p_privatised = a_hist_n0 <= 2048;"), std::string::npos);
   EXPECT_NE(out.device.find("plait::atomic_add<int32_t>(&p_private0["), std::string::npos);
   expect_nvrtc_compiles(out.device, out.kernel_names);
 }
 
-TEST(CodegenCuda, AllocationInsideAParallelLoopIsACompileError) {
+TEST(CodegenCuda, AllocationInsideAParallelLoopTakesTheWorkersSliceOfOneBuffer) {
   ArrayVar x = arr("x", ScalarKind::Float64);
   ArrayVar tmp = std::make_shared<ArrayInfo>(ArrayInfo{"tmp", ArrayType{ScalarKind::Float64, 1, Layout::C}, {}, false});
   Var i = var("i", ScalarType::i64());
-  Stmt loop = For::make(i, i64(0), ArrayDim::make(x, 0), i64(1),
-                        Block::make({Declare::make(tmp), Allocate::make(tmp, {i64(3)}, FillKind::Zeros, nullptr, at(3))}),
+  // tmp = zeros(i + 2): the host takes the largest size over the iterations.
+  Stmt alloc = Allocate::make(tmp, {Binary::make(BinaryOp::Add, VarRef::make(i), i64(2), ScalarType::i64())},
+                              FillKind::Zeros, nullptr, at(3));
+  Stmt loop = For::make(i, i64(0), ArrayDim::make(x, 0), i64(1), Block::make({Declare::make(tmp), alloc}),
+                        schedule(LoopKind::Parallel), at(2));
+  const codegen::CudaSources out = codegen::generate_cuda(function("alloc", {{nullptr, x}}, {loop}), CompileOptions{});
+  EXPECT_NE(out.device.find("unsigned char* const p_mine = p_temps + "), std::string::npos) << out.device;
+  EXPECT_NE(out.device.find("a_tmp_data = reinterpret_cast<double*>(p_mine + "), std::string::npos) << out.device;
+  EXPECT_NE(out.device.find("plait::msg_negative_dimensions"), std::string::npos);
+  EXPECT_NE(out.host.find("plait_cuda::device_scratch p_temporaries;"), std::string::npos);
+  EXPECT_NE(out.host.find("plait_cuda::scratch_for(ctx, p_temporaries, "), std::string::npos) << out.host;
+  EXPECT_TRUE(out.device_errors);
+  expect_nvrtc_compiles(out.device, out.kernel_names);
+}
+
+TEST(CodegenCuda, TemporaryWhoseShapeTheHostCannotComputeIsACompileError) {
+  ArrayVar x = arr("x", ScalarKind::Float64);
+  ArrayVar tmp = std::make_shared<ArrayInfo>(ArrayInfo{"tmp", ArrayType{ScalarKind::Float64, 1, Layout::C}, {}, false});
+  Var i = var("i", ScalarType::i64());
+  Expr element = Cast::make(ScalarType::i64(), Load::make(x, {VarRef::make(i)}));
+  Stmt alloc = Allocate::make(tmp, {element}, FillKind::Zeros, nullptr, at(3));
+  Stmt loop = For::make(i, i64(0), ArrayDim::make(x, 0), i64(1), Block::make({Declare::make(tmp), alloc}),
                         schedule(LoopKind::Parallel), at(2));
   try {
     codegen::generate_cuda(function("alloc", {{nullptr, x}}, {loop}), CompileOptions{});
@@ -351,7 +371,9 @@ TEST(CodegenCuda, AllocationInsideAParallelLoopIsACompileError) {
   } catch (const CompileError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
     EXPECT_EQ(e.loc().line, 3);
-    EXPECT_NE(std::string(e.what()).find("allocate `tmp` before the loop"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the shape of `tmp`, allocated inside a parallel loop, must be computable"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -456,7 +478,7 @@ TEST(CodegenCuda, DeviceErrorMessagesAreFormattedOnTheHost) {
             "operands could not be broadcast");
   // The device runtime names the same numbers.
   EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_math_domain_error = 13,"), std::string::npos);
-  EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_assert_failed = 16,"), std::string::npos);
+  EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_assert_failed = 24,"), std::string::npos);
   EXPECT_NE(codegen::cuda::device_runtime_text().find("kind_index_error = 1,"), std::string::npos);
 }
 

@@ -77,10 +77,16 @@ std::string escape_path(const std::string& path) {
 }
 
 std::string int_literal(int64_t v, ScalarKind k) {
-  if (k == ScalarKind::Int32) return "int32_t(" + std::to_string(v) + ")";
+  if (k == ScalarKind::UInt64) return "uint64_t(" + std::to_string(static_cast<uint64_t>(v)) + "ULL)";
+  if (k != ScalarKind::Int64) return ctype(k) + "(" + std::to_string(v) + ")";
   if (v == INT64_MIN) return "(-int64_t(9223372036854775807) - 1)";
   return "int64_t(" + std::to_string(v) + ")";
 }
+
+// Integers narrower than int are promoted to int by C++ arithmetic, where
+// 16-bit products can overflow: they compute in uint32_t, and the result is
+// cast back so that it wraps as NumPy's does.
+bool promoted_by_cpp(ScalarType t) { return t.is_int() && t.bits() < 32; }
 
 // ------------------------------------------------------------------ analyses
 
@@ -285,7 +291,7 @@ class HasErrorSites : public IRVisitor {
   }
   void visit(const Cast* n) override {
     found = found || (n->checked && n->value->type.is_float() && n->type.is_int()) ||
-            (n->checked && n->value->type.kind == ScalarKind::Int64 && n->type.kind == ScalarKind::Int32);
+            (n->checked && n->value->type.is_int() && n->type.is_int());
     IRVisitor::visit(n);
   }
   void visit(const Binary* n) override {
@@ -324,6 +330,63 @@ class StoredArrays : public IRVisitor {
   }
 };
 
+// Whether an expression computes with integers and bools only (no float
+// value, no math function): the host and the GPU evaluate it alike.
+class IntegralOnly : public IRVisitor {
+ public:
+  bool ok = true;
+  using IRVisitor::visit;
+
+ protected:
+#define PLAIT_EXPR_NODE(n)                                                      \
+  void visit(const n* node) override {                                          \
+    if (node->type.is_float() || node->kind == NodeKind::Call) ok = false;      \
+    IRVisitor::visit(node);                                                     \
+  }
+#include "ir/ir_nodes.def"
+};
+
+// The allocations of a parallel loop's worker body: for each, the branch
+// conditions around it (condition, and whether the allocation is on its
+// true side) and whether a loop of the body encloses it.
+struct AllocationSite {
+  const Allocate* alloc;
+  std::vector<std::pair<Expr, bool>> guards;
+  bool in_loop;
+};
+
+class AllocationSites : public IRVisitor {
+ public:
+  std::vector<AllocationSite> sites;
+  std::set<const ArrayInfo*> bound_from;  // sources of ArrayBind
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Allocate* n) override { sites.push_back({n, guards_, loops_ > 0}); }
+  void visit(const ArrayBind* n) override { bound_from.insert(n->src.get()); }
+  void visit(const If* n) override {
+    guards_.emplace_back(n->cond, true);
+    visit(n->then_case);
+    guards_.back().second = false;
+    visit(n->else_case);
+    guards_.pop_back();
+  }
+  void visit(const For* n) override {
+    ++loops_;
+    IRVisitor::visit(n);
+    --loops_;
+  }
+  void visit(const While* n) override {
+    ++loops_;
+    IRVisitor::visit(n);
+    --loops_;
+  }
+
+ private:
+  std::vector<std::pair<Expr, bool>> guards_;
+  int loops_ = 0;
+};
+
 // ------------------------------------------------------------------ emitter
 
 struct ArrayLocal {
@@ -354,6 +417,14 @@ class CudaEmitter {
     if (!ends_with_return(fn_.body)) line("return ctx->error_kind;");
     scopes_.pop_back();
     host_ << "}\n";
+    if (uses_temporaries_) {
+      // Declared first in the entry point, so it is freed last.
+      std::string text = host_.str();
+      const std::string entry = "plait_kernel_entry(void** args, plait_result* results, plait_context* ctx) {\n";
+      text.insert(text.find(entry) + entry.size(), "  plait_cuda::device_scratch p_temporaries;\n");
+      host_.str(text);
+      host_.seekp(0, std::ios_base::end);
+    }
     for (const auto& [kind, index] : fill_kernels_) emit_fill_kernel(static_cast<ScalarKind>(kind), index);
 
     CudaSources out;
@@ -381,7 +452,11 @@ class CudaEmitter {
   std::string math(const std::string& name) const { return (device() ? "plait::fm::" : "std::") + name; }
 
   void remark(const SourceLoc& loc, const std::string& message) {
-    if (!mute_remarks_) remarks_.push_back({loc, "codegen_cuda", message});
+    if (mute_remarks_) return;
+    // A statement emitted twice (both branches of a versioned nest) says it once.
+    for (const Remark& r : remarks_)
+      if (r.loc.line == loc.line && r.loc.col == loc.col && r.message == message) return;
+    remarks_.push_back({loc, "codegen_cuda", message});
   }
 
   // ------------------------------------------------------------ naming
@@ -548,15 +623,18 @@ class CudaEmitter {
         return "plait::checked_float_to_int<" + ctype(c->type) + ">(" + v + ", " + sink() + ", " + loc_args(c->loc) + ")";
       return "plait::float_to_int<" + ctype(c->type) + ">(" + v + ")";
     }
-    if (c->checked && from.kind == ScalarKind::Int64 && c->type.kind == ScalarKind::Int32)
-      return "plait::checked_int32(" + v + ", " + sink() + ", " + loc_args(c->loc) + ")";
+    if (c->checked && from.is_int() && c->type.is_int())
+      return "plait::checked_python_int<" + ctype(c->type) + ">(" + v + ", " + sink() + ", " + loc_args(c->loc) + ")";
     return "static_cast<" + ctype(c->type) + ">(" + v + ")";
   }
 
   std::string unary(const Unary* u) {
     const std::string a = expr(u->a);
     switch (u->op) {
-      case UnaryOp::Neg: return "(-" + a + ")";
+      case UnaryOp::Neg:
+        if (promoted_by_cpp(u->type))
+          return "static_cast<" + ctype(u->type) + ">(0u - static_cast<uint32_t>(" + a + "))";
+        return "(-" + a + ")";
       case UnaryOp::Not: return "(!" + a + ")";
       case UnaryOp::BitNot: return u->type.is_bool() ? "(!" + a + ")" : "static_cast<" + ctype(u->type) + ">(~" + a + ")";
     }
@@ -570,10 +648,14 @@ class CudaEmitter {
     const std::string checked_args = ", " + sink() + ", " + loc_args(b->loc) + ")";
     const bool is_bool = b->type.is_bool();
     auto helper = [&](const std::string& name) { return "plait::" + name + "<" + t + ">(" + x + ", " + y; };
+    auto arith = [&](const char* op) {
+      if (!promoted_by_cpp(b->type)) return "(" + x + op + y + ")";
+      return "static_cast<" + t + ">(static_cast<uint32_t>(" + x + ")" + op + "static_cast<uint32_t>(" + y + "))";
+    };
     switch (b->op) {
-      case BinaryOp::Add: return is_bool ? "(" + x + " || " + y + ")" : "(" + x + " + " + y + ")";
-      case BinaryOp::Sub: return is_bool ? "(" + x + " != " + y + ")" : "(" + x + " - " + y + ")";
-      case BinaryOp::Mul: return is_bool ? "(" + x + " && " + y + ")" : "(" + x + " * " + y + ")";
+      case BinaryOp::Add: return is_bool ? "(" + x + " || " + y + ")" : arith(" + ");
+      case BinaryOp::Sub: return is_bool ? "(" + x + " != " + y + ")" : arith(" - ");
+      case BinaryOp::Mul: return is_bool ? "(" + x + " && " + y + ")" : arith(" * ");
       case BinaryOp::Div: return b->zero_check ? helper("div_checked") + checked_args : "(" + x + " / " + y + ")";
       case BinaryOp::FloorDiv:
         return b->zero_check ? helper("floordiv_checked") + checked_args : helper("floordiv") + ")";
@@ -799,7 +881,7 @@ class CudaEmitter {
         if (device()) PLAIT_INTERNAL_ERROR("a return statement in device code");
         return emit_return(s->as<Return>());
       case NodeKind::Allocate:
-        if (device()) PLAIT_INTERNAL_ERROR("an allocation in device code");
+        if (device()) return emit_device_allocate(s->as<Allocate>());
         return emit_allocate(s->as<Allocate>());
       case NodeKind::ArrayBind: return emit_bind(s->as<ArrayBind>());
       default: PLAIT_INTERNAL_ERROR(std::string("not a statement: ") + node_kind_name(s->kind));
@@ -1111,11 +1193,11 @@ class CudaEmitter {
       case ReduceOp::Min:
         if (k == ScalarKind::Bool) return "true";
         if (is_float) return t + "(plait::inf_f64())";
-        return k == ScalarKind::Int32 ? "int32_t(2147483647)" : "int64_t(9223372036854775807LL)";
+        return k == ScalarKind::UInt64 ? "uint64_t(18446744073709551615ULL)" : int_literal(int_max(k), k);
       case ReduceOp::Max:
         if (k == ScalarKind::Bool) return "false";
         if (is_float) return t + "(-plait::inf_f64())";
-        return k == ScalarKind::Int32 ? "int32_t(-2147483647 - 1)" : "(-int64_t(9223372036854775807LL) - 1)";
+        return int_literal(int_min(k), k);
     }
     return t + "(0)";
   }
@@ -1166,7 +1248,9 @@ class CudaEmitter {
 
   // A kernel-wide __shared__ array, declared once at the top of the kernel.
   std::string shared_array(const std::string& name, const std::string& type, int count) {
-    shared_decls_[name] = "__shared__ " + type + " " + name + "[" + std::to_string(count) + "];";
+    // Aligned so that an 8- or 16-bit element's atomic update, a
+    // compare-and-swap on its aligned 32-bit word, stays inside the array.
+    shared_decls_[name] = "__shared__ __align__(8) " + type + " " + name + "[" + std::to_string(count) + "];";
     return name;
   }
 
@@ -1292,17 +1376,303 @@ class CudaEmitter {
   }
 
   // Whether the host can evaluate an inner loop bound before the launch:
-  // host scalars and array extents only, nothing that can fail.
-  bool host_evaluable(const Expr& e, const std::set<const VarInfo*>& worker) {
+  // host scalars and extents of arrays bound outside the worker (not its
+  // `local` ones), nothing that can fail.
+  bool host_evaluable(const Expr& e, const std::set<const VarInfo*>& worker, const std::vector<ArrayVar>& local) {
     ScalarCollector vars;
     vars.visit(e);
     for (const Var& v : vars.used)
       if (worker.count(v.get()) || !declared(v.get())) return false;
+    ArrayCollector arrays;
+    arrays.visit(e);
+    for (const ArrayVar& a : arrays.used)
+      if (std::find(local.begin(), local.end(), a) != local.end()) return false;
     StmtFacts facts;
     facts.visit(e);
     HasErrorSites errors;
     errors.visit(e);
     return !facts.touches_elements && !errors.found;
+  }
+
+  // A level of a (collapsed) parallel loop nest, as the host computes it.
+  struct NestLevel {
+    const For* loop;
+    std::string begin, step, trip, k;
+  };
+
+  // An array allocated inside a parallel loop: it lives in the worker's
+  // slice of one buffer, at byte offset `offset`, with room for `capacity`
+  // elements (both kernel parameters).
+  struct Temporary {
+    AllocationSite site;  // its guards: the branch conditions the host evaluates
+    std::string offset, capacity;
+  };
+
+  // The temporaries of a worker body, and the scalar definitions of the body
+  // the host repeats to size them (the broadcast flags of array expressions,
+  // say): assignments at the top of the body, before the first statement
+  // that allocates, of integer or bool values of the loop variables, host
+  // scalars and array shapes, to scalars assigned nowhere else in the body.
+  struct TemporaryPlan {
+    std::vector<Temporary> temporaries;
+    std::vector<const Assign*> definitions;
+    std::set<const VarInfo*> varying;  // the loop variables and the definitions that depend on them
+    bool varies = false;               // a size or a guard depends on them
+  };
+
+  // Checks the temporaries: each shape is computable on the host before the
+  // launch from the nest's loop variables, host scalars, array shapes and
+  // those definitions, and one allocated inside a loop of the body is not
+  // bound to another name (the next allocation reuses its memory). Branch
+  // conditions the host cannot evaluate, or only with floating point (which
+  // may round differently on the GPU), count as taken.
+  TemporaryPlan plan_temporaries(const Stmt& body, const Captures& cap, const std::set<const VarInfo*>& nest_vars) {
+    TemporaryPlan plan;
+    AllocationSites allocations;
+    allocations.visit(body);
+    if (allocations.sites.empty()) return plan;
+    ScalarCollector written;
+    written.visit(body);
+    std::set<const VarInfo*> defined, varying = nest_vars;
+    auto evaluable = [&](const Expr& e) {
+      ScalarCollector vars;
+      vars.visit(e);
+      for (const Var& v : vars.used)
+        if (!nest_vars.count(v.get()) && !defined.count(v.get()) &&
+            (written.written.count(v.get()) || !declared(v.get())))
+          return false;
+      ArrayCollector arrays;
+      arrays.visit(e);
+      for (const ArrayVar& a : arrays.used)
+        if (std::find(cap.local_arrays.begin(), cap.local_arrays.end(), a) != cap.local_arrays.end()) return false;
+      StmtFacts facts;
+      facts.visit(e);
+      HasErrorSites errors;
+      errors.visit(e);
+      return !facts.touches_elements && !errors.found;
+    };
+    auto exact = [&](const Expr& e) {
+      IntegralOnly integral;
+      integral.visit(e);
+      return integral.ok && evaluable(e);
+    };
+    auto varies = [&](const Expr& e) {
+      UsesVars uses(varying);
+      uses.visit(e);
+      return uses.found;
+    };
+    // Definitions: count each scalar's assignments in the body first.
+    std::map<const VarInfo*, int> assignments;
+    {
+      class Assignments : public IRVisitor {
+       public:
+        explicit Assignments(std::map<const VarInfo*, int>& c) : counts(c) {}
+        std::map<const VarInfo*, int>& counts;
+        using IRVisitor::visit;
+
+       protected:
+        void visit(const Assign* n) override {
+          ++counts[n->var.get()];
+          IRVisitor::visit(n);
+        }
+      } count(assignments);
+      count.visit(body);
+    }
+    const Block* block = body->as<Block>();
+    for (const Stmt& st : block ? block->stmts : std::vector<Stmt>{body}) {
+      StmtFacts facts;
+      facts.visit(st);
+      if (facts.binds_arrays) break;
+      const Assign* a = st->as<Assign>();
+      if (!a || assignments[a->var.get()] != 1 || a->var->type.is_float() || !exact(a->value)) continue;
+      if (varies(a->value)) varying.insert(a->var.get());
+      defined.insert(a->var.get());
+      plan.definitions.push_back(a);
+    }
+    for (const AllocationSite& site : allocations.sites) {
+      const ArrayVar& a = site.alloc->array;
+      const SourceLoc& loc = site.alloc->loc;
+      // The lowering refuses an array bound in a parallel loop and used
+      // outside it, so each is declared in the body.
+      if (std::find(cap.local_arrays.begin(), cap.local_arrays.end(), a) == cap.local_arrays.end())
+        PLAIT_INTERNAL_ERROR("`" + a->name + "` is allocated in a parallel loop but declared outside it");
+      if (site.in_loop && allocations.bound_from.count(a.get())) {
+        throw CompileError(ErrorKind::Unsupported,
+                           "`" + a->name + "` is allocated in a loop inside a parallel loop and bound to another "
+                           "name; on the CUDA target each allocation there reuses the memory of the previous one",
+                           fn_.source, loc);
+      }
+      Temporary t{site, temp("toff"), temp("tcap")};
+      for (const Expr& e : site.alloc->shape) {
+        if (!evaluable(e)) {
+          throw CompileError(ErrorKind::Unsupported,
+                             "the shape of `" + a->name + "`, allocated inside a parallel loop, must be computable "
+                             "before the launch on the CUDA target (from the parallel loop's variables, scalars "
+                             "set before the loop and array shapes)",
+                             fn_.source, loc);
+        }
+        plan.varies = plan.varies || varies(e);
+      }
+      t.site.guards.clear();
+      for (const auto& g : site.guards) {
+        if (!exact(g.first)) continue;
+        t.site.guards.push_back(g);
+        plan.varies = plan.varies || varies(g.first);
+      }
+      plan.temporaries.push_back(std::move(t));
+    }
+    plan.varying = varying;
+    return plan;
+  }
+
+  // Host code before the launch of a kernel with temporaries: the largest
+  // size of each over the workers (all of them when it varies, evaluating
+  // the branch conditions around it), the slice of a worker (each
+  // temporary 16-byte aligned), and the buffer for the workers in flight;
+  // returns the grid, cut so that the buffer stays within its budget.
+  std::string emit_temporaries_buffer(const TemporaryPlan& plan, const std::vector<NestLevel>& levels,
+                                      const std::string& total, const std::string& grid,
+                                      const std::string& workers_per_block, const std::string& buffer,
+                                      const std::string& slice) {
+    const std::vector<Temporary>& temporaries = plan.temporaries;
+    const bool varies = plan.varies;
+    std::vector<std::string> largest;
+    for (size_t k = 0; k < temporaries.size(); ++k) {
+      largest.push_back(temp("tmax"));
+      line("uint64_t " + largest.back() + " = 0;");
+    }
+    const std::string w = temp("w");
+    line("for (int64_t " + w + " = 0; " + w + " < " + (varies ? total : std::string("1")) + "; ++" + w + ") {");
+    ++indent_;
+    if (varies) {
+      // The worker's loop variables, as the kernel derives them.
+      const std::string rest = temp("rest");
+      line("int64_t " + rest + " = " + w + ";");
+      for (size_t d = levels.size(); d-- > 0;) {
+        const NestLevel& lv = levels[d];
+        std::string kd = rest;
+        if (d > 0) {
+          kd = temp("wk");
+          line("const int64_t " + kd + " = " + rest + " % " + lv.trip + ";");
+          line(rest + " /= " + lv.trip + ";");
+        }
+        const Var& v = lv.loop->var;
+        line("[[maybe_unused]] const " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) +
+             ">(" + lv.begin + " + " + kd + " * " + lv.step + ");");
+      }
+    } else {
+      line("(void)" + w + ";");
+    }
+    for (const Assign* d : plan.definitions) {
+      if (!varies && plan.varying.count(d->var.get())) continue;  // the loop variables are not declared
+      line("[[maybe_unused]] const " + ctype(d->var->type) + " " + var_name(d->var) + " = " + expr(d->value) + ";");
+    }
+    for (size_t k = 0; k < temporaries.size(); ++k) {
+      const Temporary& t = temporaries[k];
+      std::string taken;
+      for (const auto& [cond, side] : t.site.guards)
+        taken += (taken.empty() ? "" : " && ") + std::string(side ? "(" : "!(") + expr(cond) + ")";
+      line("if (" + (taken.empty() ? std::string("true") : taken) + ") {");
+      ++indent_;
+      const std::string count = temp("count");
+      line("uint64_t " + count + " = 1;");
+      for (const Expr& e : t.site.alloc->shape) {
+        const std::string n = temp("n");
+        line("const int64_t " + n + " = " + index_value(e) + ";");
+        // Negative extents count as 0 here (the kernel reports them);
+        // an overflowing size saturates and the allocation fails.
+        line("if (" + n + " <= 0) " + count + " = 0; else if (__builtin_mul_overflow(" + count + ", uint64_t(" + n +
+             "), &" + count + ")) " + count + " = UINT64_MAX;");
+      }
+      line("if (" + count + " > " + largest[k] + ") " + largest[k] + " = " + count + ";");
+      --indent_;
+      line("}");
+    }
+    --indent_;
+    line("}");
+    line("int64_t " + slice + " = 0;");
+    for (size_t k = 0; k < temporaries.size(); ++k) {
+      const Temporary& t = temporaries[k];
+      const std::string bytes = std::to_string(element_bytes(t.site.alloc->array->type.dtype));
+      line("const int64_t " + t.offset + " = " + slice + ";");
+      line("const int64_t " + t.capacity + " = static_cast<int64_t>(" + largest[k] + ");");
+      line("if (" + largest[k] + " > (uint64_t(1) << 44) / " + bytes + ") {");
+      line("  plait::raise_error(ctx, PLAIT_MEMORY_ERROR, " + loc_args(t.site.alloc->loc) +
+           ", \"array is too big; the size overflows\");");
+      line("  return ctx->error_kind;");
+      line("}");
+      line(slice + " += static_cast<int64_t>((" + largest[k] + " * " + bytes + " + 15) / 16 * 16);");
+    }
+    const std::string blocks = temp("grid");
+    line("const uint32_t " + blocks + " = plait_cuda::grid_for_temporaries(" + grid + ", " + workers_per_block + ", " +
+         slice + ");");
+    line("unsigned char* " + buffer + " = nullptr;");
+    line("if (" + slice + " > 0) {");
+    line("  " + buffer + " = plait_cuda::scratch_for(ctx, p_temporaries, uint64_t(" + blocks + ") * (" +
+         workers_per_block + ") * uint64_t(" + slice + "));");
+    line("  if (" + buffer + " == nullptr) return ctx->error_kind;");
+    line("}");
+    uses_temporaries_ = true;
+    return blocks;
+  }
+
+  // An allocation in a kernel: the array takes its place in the worker's
+  // slice (Temporary); a fill is done by the worker's thread, or spread
+  // over its team.
+  void emit_device_allocate(const Allocate* al) {
+    auto it = temp_offsets_.find(al);
+    if (it == temp_offsets_.end()) PLAIT_INTERNAL_ERROR("an allocation in device code outside a parallel loop");
+    const ArrayVar& a = al->array;
+    const std::string t = ctype(a->type.dtype);
+    const int ndim = a->type.ndim;
+    line("{");
+    ++indent_;
+    std::vector<std::string> n;
+    std::string negative;
+    for (int d = 0; d < ndim; ++d) {
+      n.push_back(temp("n"));
+      line("const int64_t " + n.back() + " = " + index_value(al->shape[static_cast<size_t>(d)]) + ";");
+      negative += (d ? " || " : "") + n.back() + " < 0";
+    }
+    line("if (" + negative + ") plait::raise_error(p_err, plait::kind_value_error, " + loc_args(al->loc) +
+         ", plait::msg_negative_dimensions);");
+    // The host sized the slice from the same shape; a shape that came out
+    // larger here (which would take another worker's memory) is an error
+    // and the array stays empty.
+    const std::string shape = temp("shape"), fits = temp("fits");
+    line("const int64_t " + shape + "[] = {" + join(n, ", ") + "};");
+    line("const bool " + fits + " = plait::temporary_fits(" + shape + ", " + std::to_string(ndim) + ", " +
+         it->second.second + ");");
+    line("if (!" + fits + ") plait::raise_error(p_err, plait::kind_value_error, " + loc_args(al->loc) +
+         ", plait::msg_temporary_larger_than_sized);");
+    line(data(a) + " = reinterpret_cast<" + t + "*>(p_mine + " + it->second.first + ");");
+    std::string step = "1";
+    for (int k = 0; k < ndim; ++k) {
+      const int d = a->type.layout == Layout::F ? k : ndim - 1 - k;
+      const std::string& nd = n[static_cast<size_t>(d)];
+      line(extent(a, d) + " = " + nd + " < 0 || !" + fits + " ? 0 : " + nd + ";");
+      if (!unit_stride(a->type, d)) line(stride(a, d) + " = " + step + ";");
+      step = (step == "1" ? "" : step + " * ") + extent(a, d);
+    }
+    if (al->fill != FillKind::Uninitialized) {
+      const std::string value = al->fill == FillKind::Zeros  ? t + "(0)"
+                                : al->fill == FillKind::Ones ? t + "(1)"
+                                                             : "static_cast<" + t + ">(" + expr(al->fill_value) + ")";
+      const std::string q = temp("q");
+      if (team_worker_) {
+        line("for (int64_t " + q + " = p_lane; " + q + " < " + step + "; " + q + " += p_team) " + data(a) + "[" + q +
+             "] = " + value + ";");
+      } else {
+        line("for (int64_t " + q + " = 0; " + q + " < " + step + "; ++" + q + ") " + data(a) + "[" + q +
+             "] = " + value + ";");
+      }
+    }
+    --indent_;
+    line("}");
+    remark(al->loc, "`" + a->name + "` (line " + std::to_string(al->loc.line) + ") is allocated inside a parallel "
+                    "loop: it lives in GPU memory, in the worker's own slice of one buffer that the host allocates "
+                    "before the launch, sized for the largest shape over the iterations" +
+                    (team_worker_ ? "; the threads of a team share their slice" : ""));
   }
 
   void emit_parallel_kernel(const For* loop) {
@@ -1312,14 +1682,6 @@ class CudaEmitter {
     if (leaves.found)
       PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(sc.kind)) + " loop over `" + loop->var->name +
                            "` contains a break or return; the lowering must make it serial");
-    ArrayCollector body_arrays;
-    body_arrays.visit(loop->body);
-    if (body_arrays.first_allocate) {
-      throw CompileError(ErrorKind::Unsupported,
-                         "arrays cannot be allocated inside a parallel loop on the CUDA target; allocate `" +
-                             body_arrays.first_allocate->array->name + "` before the loop",
-                         fn_.source, body_arrays.first_allocate->loc);
-    }
     const std::vector<const For*> nest = collapse_nest(loop);
     const For* innermost = nest.back();
     if (static_cast<int>(sc.reductions.size()) > kScratchSlots) {
@@ -1330,10 +1692,7 @@ class CudaEmitter {
     // Host: the iteration space.
     line("{");
     ++indent_;
-    struct Level {
-      const For* loop;
-      std::string begin, step, trip, k;
-    };
+    using Level = NestLevel;
     std::vector<Level> levels;
     std::string total_expr;
     for (const For* f : nest) {
@@ -1376,7 +1735,8 @@ class CudaEmitter {
       for (size_t k = 0; k < plan.stmts.size(); ++k) {
         if (plan.placement[k] != Placement::Spread) continue;
         const For* f = plan.stmts[k]->as<For>();
-        if (!host_evaluable(f->begin, worker) || !host_evaluable(f->end, worker) || !host_evaluable(f->step, worker))
+        if (!host_evaluable(f->begin, worker, cap.local_arrays) || !host_evaluable(f->end, worker, cap.local_arrays) ||
+            !host_evaluable(f->step, worker, cap.local_arrays))
           continue;
         const std::string t = "plait::trip_count(" + expr(f->begin) + ", " + expr(f->end) + ", " + expr(f->step) + ")";
         trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
@@ -1395,11 +1755,29 @@ class CudaEmitter {
     for (const ArrayVar& a : atomics.result())
       if (std::find(cap.arrays.begin(), cap.arrays.end(), a) != cap.arrays.end()) privatised.push_back(a);
 
+    const TemporaryPlan temporary_plan = plan_temporaries(innermost->body, cap, nest_vars);
+    const std::vector<Temporary>& temporaries = temporary_plan.temporaries;
+
     std::vector<std::string> params, args;
     for (const Level& lv : levels) {
       for (const std::string& name : {lv.begin, lv.step, lv.trip}) {
         params.push_back("int64_t " + name);
         args.push_back(name);
+      }
+    }
+    std::string temps_buffer, temps_stride;  // host names of the buffer and of a worker's slice
+    if (!temporaries.empty()) {
+      temps_buffer = temp("temps");
+      temps_stride = temp("temp_stride");
+      params.push_back("unsigned char* p_temps");
+      args.push_back(temps_buffer);
+      params.push_back("int64_t p_temp_stride");
+      args.push_back(temps_stride);
+      for (const Temporary& t : temporaries) {
+        params.push_back("int64_t " + t.offset);
+        args.push_back(t.offset);
+        params.push_back("int64_t " + t.capacity);
+        args.push_back(t.capacity);
       }
     }
     std::string team;  // host: the team size, when the worker is a team
@@ -1429,6 +1807,7 @@ class CudaEmitter {
       slots.emplace_back(var_name(v), ctype(v->type));
     }
     note_error_sites({innermost->body});
+    device_errors_ = device_errors_ || !temporaries.empty();  // a negative extent
 
     // Device: the kernel.
     const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
@@ -1463,6 +1842,14 @@ class CudaEmitter {
         line("const int p_lane = (int)(threadIdx.x & (unsigned)(p_team - 1));");
         line("[[maybe_unused]] const int p_slot = (int)threadIdx.x / p_team;");
       }
+      if (!temporaries.empty()) {
+        // The worker's slice of the temporaries' buffer: one per thread, or
+        // one per team shared by its threads.
+        line("unsigned char* const p_mine = p_temps + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)" +
+             std::string(plan.team ? " / p_team" : "") + " * p_temp_stride;");
+        for (const Temporary& t : temporaries) temp_offsets_[t.site.alloc] = {t.offset, t.capacity};
+        team_worker_ = plan.team;
+      }
       // The loop over workers: one per thread, or one per team.
       auto emit_worker_loop = [&] {
         if (plan.team) {
@@ -1495,6 +1882,9 @@ class CudaEmitter {
         }
         loop_depth_ = 1;  // the grid-stride loop
         if (plan.team) {
+          // The team's previous iteration may still read the temporaries'
+          // slice that this one writes (also after a `continue`).
+          if (!temporaries.empty()) line("plait::team_sync(p_team);  // the temporaries' slice is reused");
           emit_team_body(plan, innermost->body);
         } else {
           emit_body_statements(innermost->body);
@@ -1554,6 +1944,8 @@ class CudaEmitter {
              var_name(red.var) + ");");
       }
       scopes_.pop_back();
+      temp_offsets_.clear();
+      team_worker_ = false;
       std::string shared;
       for (const auto& [decl_name, decl] : shared_decls_) shared += "  " + decl + "\n";
       const std::string body = device_.str();
@@ -1567,10 +1959,15 @@ class CudaEmitter {
     ++indent_;
     const int64_t cap_blocks = sc.reductions.empty() && privatised.empty() ? kMaxBlocks : kMaxReductionBlocks;
     const std::string threads = plan.team ? total + " * " + team : total;
-    emit_launch(index,
-                "plait_cuda::grid_for(" + threads + ", " + std::to_string(kCudaBlockSize) + ", " +
-                    std::to_string(cap_blocks) + ")",
-                std::to_string(kCudaBlockSize), args, slots, slots);
+    std::string grid = "plait_cuda::grid_for(" + threads + ", " + std::to_string(kCudaBlockSize) + ", " +
+                       std::to_string(cap_blocks) + ")";
+    if (!temporaries.empty()) {
+      grid = emit_temporaries_buffer(temporary_plan, levels, total, grid,
+                                     plan.team ? std::to_string(kCudaBlockSize) + " / " + team
+                                               : std::to_string(kCudaBlockSize),
+                                     temps_buffer, temps_stride);
+    }
+    emit_launch(index, grid, std::to_string(kCudaBlockSize), args, slots, slots);
     --indent_;
     line("}");
     for (const Level& lv : levels) {
@@ -2230,6 +2627,11 @@ class CudaEmitter {
   // its parallel loops' workers): parallel loops become grid-stride loops
   // followed by a barrier.
   bool persistent_step_ = false;
+  // The kernel being emitted: the offset parameter of each temporary, and
+  // whether its worker is a team.
+  std::unordered_map<const Allocate*, std::pair<std::string, std::string>> temp_offsets_;  // offset, capacity
+  bool team_worker_ = false;
+  bool uses_temporaries_ = false;  // the host part declares p_temporaries
   // Arrays whose atomic updates go to a private copy in shared memory (by
   // the copy's name), while the current kernel's privatised loop is emitted.
   std::unordered_map<const ArrayInfo*, std::string> private_copies_;
@@ -2239,45 +2641,9 @@ class CudaEmitter {
   std::vector<Remark> remarks_;
 };
 
-// Finds the first value of a type the device runtime does not implement:
-// 8- and 16-bit and unsigned integers are CPU-only for now.
-class CpuOnlyTypes : public IRVisitor {
- public:
-  const ExprNode* found = nullptr;
-  static bool cpu_only(ScalarType t) {
-    return t.is_unsigned() || t.kind == ScalarKind::Int8 || t.kind == ScalarKind::Int16;
-  }
-  using IRVisitor::visit;
-
- protected:
-#define PLAIT_EXPR_NODE(n)                                   \
-  void visit(const n* node) override {                       \
-    if (!found && cpu_only(node->type)) found = node;        \
-    IRVisitor::visit(node);                                  \
-  }
-#include "ir/ir_nodes.def"
-};
-
-void refuse_cpu_only_types(const Function& function) {
-  auto refuse = [&](ScalarKind k, SourceLoc loc) {
-    throw CompileError(ErrorKind::Unsupported,
-                       std::string("the cuda target does not support ") + numpy_dtype_name(k) +
-                           " values yet (only bool, int32, int64, float32 and float64); use target=\"cpu\"",
-                       function.source, loc);
-  };
-  for (const Param& p : function.params) {
-    if (p.scalar && CpuOnlyTypes::cpu_only(p.scalar->type)) refuse(p.scalar->type.kind, p.scalar->loc);
-    if (p.array && CpuOnlyTypes::cpu_only(ScalarType{p.array->type.dtype, false})) refuse(p.array->type.dtype, p.array->loc);
-  }
-  CpuOnlyTypes types;
-  types.visit(function.body);
-  if (types.found) refuse(types.found->type.kind, types.found->loc);
-}
-
 }  // namespace
 
 CudaSources generate_cuda(const Function& function, const CompileOptions& /*options*/) {
-  refuse_cpu_only_types(function);
   CudaEmitter emitter(function);
   return emitter.run();
 }

@@ -33,7 +33,19 @@ constexpr MessageInfo kMessages[] = {
     {DeviceMessage::IntTooLargeForInt64, "msg_int_too_large_for_int64", "int too large to convert to int64"},
     {DeviceMessage::MathDomainError, "msg_math_domain_error", "math domain error"},
     {DeviceMessage::MathRangeError, "msg_math_range_error", "math range error"},
+    {DeviceMessage::PythonIntOutOfInt8, "msg_python_int_out_of_int8", "Python integer %lld out of bounds for int8"},
+    {DeviceMessage::PythonIntOutOfInt16, "msg_python_int_out_of_int16", "Python integer %lld out of bounds for int16"},
     {DeviceMessage::PythonIntOutOfInt32, "msg_python_int_out_of_int32", "Python integer %lld out of bounds for int32"},
+    {DeviceMessage::PythonIntOutOfUInt8, "msg_python_int_out_of_uint8", "Python integer %lld out of bounds for uint8"},
+    {DeviceMessage::PythonIntOutOfUInt16, "msg_python_int_out_of_uint16",
+     "Python integer %lld out of bounds for uint16"},
+    {DeviceMessage::PythonIntOutOfUInt32, "msg_python_int_out_of_uint32",
+     "Python integer %lld out of bounds for uint32"},
+    {DeviceMessage::PythonIntOutOfUInt64, "msg_python_int_out_of_uint64",
+     "Python integer %lld out of bounds for uint64"},
+    {DeviceMessage::NegativeDimensions, "msg_negative_dimensions", "negative dimensions are not allowed"},
+    {DeviceMessage::TemporaryLargerThanSized, "msg_temporary_larger_than_sized",
+     "an array allocated inside a parallel loop came out larger on the GPU than the host computed before the launch"},
     {DeviceMessage::AssertFailed, "msg_assert_failed", ""},
 };
 static_assert(sizeof(kMessages) / sizeof(kMessages[0]) == static_cast<size_t>(DeviceMessage::Count));
@@ -80,13 +92,47 @@ __device__ __forceinline__ int64_t trip_count(int64_t begin, int64_t end, int64_
   return (int64_t)(((uint64_t)begin - (uint64_t)end - 1) / (0 - (uint64_t)step) + 1);
 }
 
-// ---- type traits (NVRTC has no <type_traits>)
+// ---- type traits (NVRTC has no <type_traits>). unsigned_type is what
+// wrapping arithmetic runs in: at least 32 bits, so that C++'s promotion of
+// 8- and 16-bit values to int cannot overflow; `low` and `high` are the
+// type's range (integers).
 template <typename T> struct traits;
-template <> struct traits<bool> { static constexpr bool is_float = false; typedef unsigned char unsigned_type; };
-template <> struct traits<int32_t> { static constexpr bool is_float = false; typedef uint32_t unsigned_type; };
-template <> struct traits<int64_t> { static constexpr bool is_float = false; typedef uint64_t unsigned_type; };
-template <> struct traits<float> { static constexpr bool is_float = true; typedef uint32_t unsigned_type; };
-template <> struct traits<double> { static constexpr bool is_float = true; typedef uint64_t unsigned_type; };
+#define PLAIT_INT_TRAITS(T, U, S, LOW, HIGH)                                          \
+  template <> struct traits<T> {                                                      \
+    static constexpr bool is_float = false;                                           \
+    static constexpr bool is_signed = S;                                              \
+    static constexpr bool is_bool = (HIGH) == 1;                                      \
+    typedef U unsigned_type;                                                          \
+    static __device__ __forceinline__ T low() { return (T)(LOW); }                    \
+    static __device__ __forceinline__ T high() { return (T)(HIGH); }                  \
+  };
+PLAIT_INT_TRAITS(bool, uint32_t, false, 0, 1)
+PLAIT_INT_TRAITS(int8_t, uint32_t, true, -128, 127)
+PLAIT_INT_TRAITS(int16_t, uint32_t, true, -32768, 32767)
+PLAIT_INT_TRAITS(int32_t, uint32_t, true, -2147483647 - 1, 2147483647)
+PLAIT_INT_TRAITS(int64_t, uint64_t, true, -9223372036854775807LL - 1, 9223372036854775807LL)
+PLAIT_INT_TRAITS(uint8_t, uint32_t, false, 0, 255)
+PLAIT_INT_TRAITS(uint16_t, uint32_t, false, 0, 65535)
+PLAIT_INT_TRAITS(uint32_t, uint32_t, false, 0, 4294967295u)
+PLAIT_INT_TRAITS(uint64_t, uint64_t, false, 0, 18446744073709551615ull)
+#undef PLAIT_INT_TRAITS
+template <> struct traits<float> {
+  static constexpr bool is_float = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_bool = false;
+  typedef uint32_t unsigned_type;
+};
+template <> struct traits<double> {
+  static constexpr bool is_float = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_bool = false;
+  typedef uint64_t unsigned_type;
+};
+
+// x < 0 without a warning for unsigned types.
+template <typename T> __device__ __forceinline__ bool is_negative(T x) {
+  if constexpr (traits<T>::is_signed) return x < T(0); else return false;
+}
 
 __device__ __forceinline__ double nan_f64() { return __longlong_as_double(0x7ff8000000000000LL); }
 __device__ __forceinline__ double inf_f64() { return __longlong_as_double(0x7ff0000000000000LL); }
@@ -124,10 +170,13 @@ __device__ __forceinline__ T floordiv(T a, T b) {
     T whole = fm::floor(quot);
     if (quot - whole > T(0.5)) whole += 1;
     return whole;
+  } else if constexpr (!traits<T>::is_signed) {
+    if (b == 0) return 0;
+    return (T)(a / b);
   } else {
     if (b == 0) return 0;
     if (b == -1) return (T)(0 - (typename traits<T>::unsigned_type)a);
-    T quot = a / b;
+    T quot = (T)(a / b);
     if ((a % b != 0) && ((a < 0) != (b < 0))) --quot;
     return quot;
   }
@@ -144,10 +193,13 @@ __device__ __forceinline__ T mod(T a, T b) {
       rem = fm::copysign(T(0), b);
     }
     return rem;
+  } else if constexpr (!traits<T>::is_signed) {
+    if (b == 0) return 0;
+    return (T)(a % b);
   } else {
     if (b == 0 || b == -1) return 0;
-    T rem = a % b;
-    if (rem != 0 && ((rem < 0) != (b < 0))) rem += b;
+    T rem = (T)(a % b);
+    if (rem != 0 && ((rem < 0) != (b < 0))) rem = (T)(rem + b);
     return rem;
   }
 }
@@ -183,7 +235,7 @@ __device__ __forceinline__ T mod_checked(T a, T b, device_error* err, int line, 
 
 template <typename T>
 __device__ __forceinline__ T pow_int(T base, T exponent, device_error* err, int line, int col) {
-  if (exponent < 0) {
+  if (is_negative(exponent)) {
     raise_error(err, kind_value_error, line, col, msg_negative_integer_power);
     return 0;
   }
@@ -234,27 +286,44 @@ template <typename T> __device__ __forceinline__ T py_max(T a, T b) { return b >
 
 template <typename T, typename C>
 __device__ __forceinline__ T shl(T a, C count) {
-  if (count < 0 || count >= (C)(sizeof(T) * 8)) return 0;
+  if (is_negative(count) || count >= (C)(sizeof(T) * 8)) return 0;
   return (T)((typename traits<T>::unsigned_type)a << count);
 }
 
 template <typename T, typename C>
 __device__ __forceinline__ T shr(T a, C count) {
-  if (count < 0 || count >= (C)(sizeof(T) * 8)) return a < 0 ? T(-1) : T(0);
+  if (is_negative(count) || count >= (C)(sizeof(T) * 8)) return is_negative(a) ? T(-1) : T(0);
   return (T)(a >> count);
 }
 
 template <typename T>
 __device__ __forceinline__ T abs_int(T a) {
-  return a < 0 ? (T)(0 - (typename traits<T>::unsigned_type)a) : a;
+  if constexpr (!traits<T>::is_signed) return a;
+  else return a < 0 ? (T)(0 - (typename traits<T>::unsigned_type)a) : a;
 }
 
 // ---- casts
+// Float to int with NumPy's results on x86: for int32 and int64, NaN and
+// out-of-range values give the most negative value; 8- and 16-bit ints go
+// through int32 and uint32 through int64, keeping the low bits; uint64
+// converts [2^63, 2^64) exactly, gives 0 above, and goes through int64 below.
 template <typename I, typename F>
 __device__ __forceinline__ I float_to_int(F x) {
-  const F limit = (F)(double)((uint64_t)1 << (sizeof(I) * 8 - 1));
-  if (!(x >= -limit && x < limit)) return (I)((typename traits<I>::unsigned_type)1 << (sizeof(I) * 8 - 1));
-  return (I)x;
+  if constexpr (sizeof(I) == 4 && traits<I>::is_signed) {
+    if (!(x >= F(-2147483648.0) && x < F(2147483648.0))) return traits<int32_t>::low();
+    return (I)x;
+  } else if constexpr (sizeof(I) == 8 && traits<I>::is_signed) {
+    if (!(x >= F(-9223372036854775808.0) && x < F(9223372036854775808.0))) return traits<int64_t>::low();
+    return (I)x;
+  } else if constexpr (sizeof(I) == 8) {
+    const F half = F(9223372036854775808.0);
+    if (x >= half) return x < half * F(2) ? (I)x : I(0);
+    return (I)float_to_int<int64_t>(x);
+  } else if constexpr (sizeof(I) < 4) {
+    return (I)float_to_int<int32_t>(x);
+  } else {
+    return (I)float_to_int<int64_t>(x);
+  }
 }
 
 template <typename I, typename F>
@@ -276,10 +345,24 @@ __device__ __forceinline__ I checked_float_to_int(F x, device_error* err, int li
   return (I)x;
 }
 
-// A Python int meeting an int32 value (NEP 50): it must fit.
-__device__ __forceinline__ int32_t checked_int32(int64_t x, device_error* err, int line, int col) {
-  if (x >= -2147483647LL - 1 && x <= 2147483647LL) return (int32_t)x;
-  raise_error(err, kind_overflow_error, line, col, msg_python_int_out_of_int32, x);
+// A Python int (held as int64) meeting a narrower or unsigned integer value
+// (NEP 50): it must fit, or NumPy raises OverflowError.
+template <typename I>
+__device__ __forceinline__ I checked_python_int(int64_t x, device_error* err, int line, int col) {
+  const bool fits = traits<I>::is_signed ? x >= (int64_t)traits<I>::low() && x <= (int64_t)traits<I>::high()
+                                         : x >= 0 && (uint64_t)x <= (uint64_t)traits<I>::high();
+  if (fits) return (I)x;
+  int message = msg_python_int_out_of_int32;
+  if (traits<I>::is_signed) {
+    if (sizeof(I) == 1) message = msg_python_int_out_of_int8;
+    if (sizeof(I) == 2) message = msg_python_int_out_of_int16;
+  } else {
+    message = sizeof(I) == 1   ? msg_python_int_out_of_uint8
+              : sizeof(I) == 2 ? msg_python_int_out_of_uint16
+              : sizeof(I) == 4 ? msg_python_int_out_of_uint32
+                               : msg_python_int_out_of_uint64;
+  }
+  raise_error(err, kind_overflow_error, line, col, message, x);
   return 0;
 }
 
@@ -304,18 +387,20 @@ __device__ __forceinline__ auto py_math(device_error* err, int line, int col, ma
 }
 
 // ---- atomics: native where the hardware has the operation, else a
-// compare-and-swap loop on the bits of the value (a byte lives in its
-// aligned 32-bit word).
-__device__ __forceinline__ uint32_t to_word(float v) { return __float_as_uint(v); }
-__device__ __forceinline__ uint64_t to_word(double v) { return (uint64_t)__double_as_longlong(v); }
-__device__ __forceinline__ uint32_t to_word(int32_t v) { return (uint32_t)v; }
-__device__ __forceinline__ uint64_t to_word(int64_t v) { return (uint64_t)v; }
-template <typename T> __device__ __forceinline__ T from_word(uint32_t w);
-template <typename T> __device__ __forceinline__ T from_word(uint64_t w);
-template <> __device__ __forceinline__ float from_word<float>(uint32_t w) { return __uint_as_float(w); }
-template <> __device__ __forceinline__ int32_t from_word<int32_t>(uint32_t w) { return (int32_t)w; }
-template <> __device__ __forceinline__ double from_word<double>(uint64_t w) { return __longlong_as_double((long long)w); }
-template <> __device__ __forceinline__ int64_t from_word<int64_t>(uint64_t w) { return (int64_t)w; }
+// compare-and-swap loop on the bits of the value (an 8- or 16-bit value
+// lives in its aligned 32-bit word).
+template <typename T> __device__ __forceinline__ uint32_t to_word32(T v) {
+  if constexpr (traits<T>::is_float) return __float_as_uint(v); else return (uint32_t)v;
+}
+template <typename T> __device__ __forceinline__ uint64_t to_word64(T v) {
+  if constexpr (traits<T>::is_float) return (uint64_t)__double_as_longlong(v); else return (uint64_t)v;
+}
+template <typename T> __device__ __forceinline__ T from_word32(uint32_t w) {
+  if constexpr (traits<T>::is_float) return __uint_as_float(w); else return (T)w;
+}
+template <typename T> __device__ __forceinline__ T from_word64(uint64_t w) {
+  if constexpr (traits<T>::is_float) return __longlong_as_double((long long)w); else return (T)w;
+}
 
 template <typename T, typename Combine>
 __device__ __forceinline__ void atomic_combine(T* p, T v, Combine combine) {
@@ -324,32 +409,43 @@ __device__ __forceinline__ void atomic_combine(T* p, T v, Combine combine) {
     unsigned long long old = *word, assumed;
     do {
       assumed = old;
-      const T next = combine(from_word<T>((uint64_t)assumed), v);
-      old = atomicCAS(word, assumed, (unsigned long long)to_word(next));
+      const T next = combine(from_word64<T>((uint64_t)assumed), v);
+      old = atomicCAS(word, assumed, (unsigned long long)to_word64(next));
     } while (old != assumed);
   } else if constexpr (sizeof(T) == 4) {
     unsigned int* word = (unsigned int*)p;
     unsigned int old = *word, assumed;
     do {
       assumed = old;
-      const T next = combine(from_word<T>((uint32_t)assumed), v);
-      old = atomicCAS(word, assumed, (unsigned int)to_word(next));
+      const T next = combine(from_word32<T>((uint32_t)assumed), v);
+      old = atomicCAS(word, assumed, (unsigned int)to_word32(next));
     } while (old != assumed);
   } else {
+    constexpr unsigned int mask = sizeof(T) == 2 ? 0xffffu : 0xffu;
     unsigned int* word = (unsigned int*)((unsigned long long)p & ~3ull);
     const unsigned int shift = (unsigned int)((unsigned long long)p & 3ull) * 8u;
     unsigned int old = *word, assumed;
     do {
       assumed = old;
-      const T current = (T)((assumed >> shift) & 0xffu);
-      const unsigned int next = (unsigned int)(unsigned char)combine(current, v);
-      old = atomicCAS(word, assumed, (assumed & ~(0xffu << shift)) | (next << shift));
+      const T current = (T)((assumed >> shift) & mask);
+      const unsigned int next = (unsigned int)combine(current, v) & mask;
+      old = atomicCAS(word, assumed, (assumed & ~(mask << shift)) | (next << shift));
     } while (old != assumed);
   }
 }
 
-struct op_add { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a + b); } };
-struct op_sub { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a - b); } };
+struct op_add {
+  template <typename T> __device__ T operator()(T a, T b) const {
+    if constexpr (traits<T>::is_float) return a + b;
+    else return (T)((typename traits<T>::unsigned_type)a + (typename traits<T>::unsigned_type)b);
+  }
+};
+struct op_sub {
+  template <typename T> __device__ T operator()(T a, T b) const {
+    if constexpr (traits<T>::is_float) return a - b;
+    else return (T)((typename traits<T>::unsigned_type)a - (typename traits<T>::unsigned_type)b);
+  }
+};
 struct op_mul {
   template <typename T> __device__ T operator()(T a, T b) const {
     if constexpr (traits<T>::is_float) {
@@ -371,20 +467,24 @@ struct op_and { template <typename T> __device__ T operator()(T a, T b) const { 
 struct op_or { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a | b); } };
 struct op_xor { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a ^ b); } };
 
+// The native atomics take int, unsigned int, long long and unsigned long
+// long: add, sub, and, or and xor wrap the same whatever the sign, so they
+// go through the unsigned types; min and max through the type's own sign.
 template <typename T>
 __device__ __forceinline__ void atomic_add(T* p, T v) {
-  if constexpr (sizeof(T) == 1) atomic_combine(p, v, op_or());
-  else if constexpr (sizeof(T) == 8 && !traits<T>::is_float) atomicAdd((unsigned long long*)p, (unsigned long long)v);
-  else atomicAdd(p, v);
+  if constexpr (traits<T>::is_bool) atomic_combine(p, v, op_or());
+  else if constexpr (sizeof(T) < 4) atomic_combine(p, v, op_add());
+  else if constexpr (traits<T>::is_float) atomicAdd(p, v);
+  else if constexpr (sizeof(T) == 8) atomicAdd((unsigned long long*)p, (unsigned long long)v);
+  else atomicAdd((unsigned int*)p, (unsigned int)v);
 }
 
 template <typename T>
 __device__ __forceinline__ void atomic_sub(T* p, T v) {
-  if constexpr (sizeof(T) == 1) atomic_combine(p, v, op_sub());
-  else if constexpr (sizeof(T) == 8 && !traits<T>::is_float)
-    atomicAdd((unsigned long long*)p, 0ull - (unsigned long long)v);
+  if constexpr (sizeof(T) < 4) atomic_combine(p, v, op_sub());
   else if constexpr (traits<T>::is_float) atomicAdd(p, -v);
-  else atomicSub(p, v);
+  else if constexpr (sizeof(T) == 8) atomicAdd((unsigned long long*)p, 0ull - (unsigned long long)v);
+  else atomicSub((unsigned int*)p, (unsigned int)v);
 }
 
 template <typename T> __device__ __forceinline__ void atomic_mul(T* p, T v) { atomic_combine(p, v, op_mul()); }
@@ -392,35 +492,39 @@ template <typename T> __device__ __forceinline__ void atomic_div(T* p, T v) { at
 
 template <typename T>
 __device__ __forceinline__ void atomic_min(T* p, T v) {
-  if constexpr (sizeof(T) == 4 && !traits<T>::is_float) atomicMin(p, v);
-  else if constexpr (sizeof(T) == 8 && !traits<T>::is_float) atomicMin((long long*)p, (long long)v);
-  else atomic_combine(p, v, op_min());
+  if constexpr (traits<T>::is_float || sizeof(T) < 4) atomic_combine(p, v, op_min());
+  else if constexpr (sizeof(T) == 4 && traits<T>::is_signed) atomicMin((int*)p, (int)v);
+  else if constexpr (sizeof(T) == 4) atomicMin((unsigned int*)p, (unsigned int)v);
+  else if constexpr (traits<T>::is_signed) atomicMin((long long*)p, (long long)v);
+  else atomicMin((unsigned long long*)p, (unsigned long long)v);
 }
 
 template <typename T>
 __device__ __forceinline__ void atomic_max(T* p, T v) {
-  if constexpr (sizeof(T) == 4 && !traits<T>::is_float) atomicMax(p, v);
-  else if constexpr (sizeof(T) == 8 && !traits<T>::is_float) atomicMax((long long*)p, (long long)v);
-  else atomic_combine(p, v, op_max());
+  if constexpr (traits<T>::is_float || sizeof(T) < 4) atomic_combine(p, v, op_max());
+  else if constexpr (sizeof(T) == 4 && traits<T>::is_signed) atomicMax((int*)p, (int)v);
+  else if constexpr (sizeof(T) == 4) atomicMax((unsigned int*)p, (unsigned int)v);
+  else if constexpr (traits<T>::is_signed) atomicMax((long long*)p, (long long)v);
+  else atomicMax((unsigned long long*)p, (unsigned long long)v);
 }
 
 template <typename T>
 __device__ __forceinline__ void atomic_and(T* p, T v) {
-  if constexpr (sizeof(T) == 4) atomicAnd(p, v);
+  if constexpr (sizeof(T) == 4) atomicAnd((unsigned int*)p, (unsigned int)v);
   else if constexpr (sizeof(T) == 8) atomicAnd((unsigned long long*)p, (unsigned long long)v);
   else atomic_combine(p, v, op_and());
 }
 
 template <typename T>
 __device__ __forceinline__ void atomic_or(T* p, T v) {
-  if constexpr (sizeof(T) == 4) atomicOr(p, v);
+  if constexpr (sizeof(T) == 4) atomicOr((unsigned int*)p, (unsigned int)v);
   else if constexpr (sizeof(T) == 8) atomicOr((unsigned long long*)p, (unsigned long long)v);
   else atomic_combine(p, v, op_or());
 }
 
 template <typename T>
 __device__ __forceinline__ void atomic_xor(T* p, T v) {
-  if constexpr (sizeof(T) == 4) atomicXor(p, v);
+  if constexpr (sizeof(T) == 4) atomicXor((unsigned int*)p, (unsigned int)v);
   else if constexpr (sizeof(T) == 8) atomicXor((unsigned long long*)p, (unsigned long long)v);
   else atomic_combine(p, v, op_xor());
 }
@@ -430,7 +534,7 @@ __device__ __forceinline__ void atomic_xor(T* p, T v) {
 // accumulator with one atomic. Every thread of the block must call it.
 template <typename T>
 __device__ __forceinline__ T shuffle_down(T v, int offset) {
-  if constexpr (sizeof(T) == 1) return (T)__shfl_down_sync(0xffffffffu, (int)v, offset);
+  if constexpr (sizeof(T) < 4) return (T)__shfl_down_sync(0xffffffffu, (int)v, offset);
   else return __shfl_down_sync(0xffffffffu, v, offset);
 }
 
@@ -473,7 +577,7 @@ __device__ __forceinline__ void team_sync(int team) {
 
 template <typename T>
 __device__ __forceinline__ T shuffle_from(T v, int lane) {
-  if constexpr (sizeof(T) == 1) return (T)__shfl_sync(0xffffffffu, (int)v, lane);
+  if constexpr (sizeof(T) < 4) return (T)__shfl_sync(0xffffffffu, (int)v, lane);
   else return __shfl_sync(0xffffffffu, v, lane);
 }
 
@@ -494,6 +598,18 @@ __device__ __forceinline__ T team_combine(T v, Op op, int team, T* partials) {
   for (int w = 1; w < team / 32; ++w) result = op(result, partials[first + w]);
   team_sync(team);  // the slots may be written again by the next combine
   return result;
+}
+
+// ---- temporaries of parallel loops: whether `ndim` extents (negative
+// ones count as 0) fit in `capacity` elements.
+__device__ __forceinline__ bool temporary_fits(const int64_t* shape, int ndim, int64_t capacity) {
+  uint64_t count = 1;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] <= 0) return true;
+    if ((uint64_t)shape[d] > (uint64_t)capacity / count) return false;
+    count *= (uint64_t)shape[d];
+  }
+  return true;
 }
 
 // ---- filling a fresh array (np.ones, np.full)
@@ -583,6 +699,40 @@ inline void* scratch_slot(plait_context* ctx, int k) {
   return static_cast<char*>(ctx->cuda->scratch) + PLAIT_CUDA_ERROR_BYTES + 8 * k;
 }
 
+// Device memory for the temporary arrays of parallel loops: each worker
+// (thread or team) in flight has its own slice of `bytes` / workers. One per
+// call, reused by its kernels and grown when one needs more; freed when the
+// call returns (cuMemFree waits for the kernels using it).
+struct device_scratch {
+  plait::array_owner owner;
+  void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+inline unsigned char* scratch_for(plait_context* ctx, device_scratch& scratch, uint64_t bytes) {
+  if (bytes > scratch.bytes) {
+    scratch.owner.reset();
+    scratch.data = ctx->cuda->alloc(ctx, bytes);
+    if (scratch.data == nullptr) {
+      scratch.bytes = 0;
+      return nullptr;
+    }
+    scratch.owner = plait::array_owner(scratch.data, ctx->cuda->free);
+    scratch.bytes = bytes;
+  }
+  return static_cast<unsigned char*>(scratch.data);
+}
+
+// Blocks of a launch whose workers need `slice` bytes of temporaries each:
+// at most `grid`, and few enough that the slices of all workers in flight
+// fit in 256 MiB (the grid-stride loop runs the rest), but at least one.
+inline uint32_t grid_for_temporaries(uint32_t grid, int64_t workers_per_block, int64_t slice) {
+  const int64_t budget = int64_t(256) << 20;
+  if (slice <= 0) return grid;
+  const int64_t fit = budget / slice / workers_per_block;
+  return static_cast<uint32_t>(fit < 1 ? 1 : fit < int64_t(grid) ? fit : int64_t(grid));
+}
+
 // Reads one element of device memory (waits for the stream).
 template <typename T>
 inline T read(plait_context* ctx, const T* device_pointer) {
@@ -661,7 +811,8 @@ const std::string& device_runtime_text() {
     std::string out =
         "// ---- plait device runtime\n"
         "#ifdef __CUDACC_RTC__\n"
-        "typedef int int32_t;\ntypedef long long int64_t;\n"
+        "typedef signed char int8_t;\ntypedef short int16_t;\ntypedef int int32_t;\ntypedef long long int64_t;\n"
+        "typedef unsigned char uint8_t;\ntypedef unsigned short uint16_t;\n"
         "typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
         "#else\n#include <cstdint>\n#endif\n\n"
         "namespace plait {\n\n";

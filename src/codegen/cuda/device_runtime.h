@@ -38,7 +38,15 @@ enum class DeviceMessage : int32_t {
   IntTooLargeForInt64,
   MathDomainError,
   MathRangeError,
-  PythonIntOutOfInt32,  // values: the int
+  PythonIntOutOfInt8,    // values: the int (likewise the next six)
+  PythonIntOutOfInt16,
+  PythonIntOutOfInt32,
+  PythonIntOutOfUInt8,
+  PythonIntOutOfUInt16,
+  PythonIntOutOfUInt32,
+  PythonIntOutOfUInt64,
+  NegativeDimensions,
+  TemporaryLargerThanSized,
   AssertFailed,  // values[0]: the index of the kernel's assertion message
   Count,
 };

@@ -202,6 +202,11 @@ Constructs constructs_of(const Stmt& s) {
   return c;
 }
 
+bool binds_arrays_alone(const Stmt& s) {
+  if (const Declare* d = s->as<Declare>()) return d->array != nullptr;
+  return s->kind == NodeKind::Allocate || s->kind == NodeKind::ArrayBind;
+}
+
 // Every scalar of `written` that a statement list reads is assigned earlier
 // in the same iteration (so no value flows from one iteration to the next).
 // Assignments inside branches and inner loops count only there.
@@ -410,6 +415,13 @@ WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet
     const Constructs c = constructs_of(s);
     bool writes_arrays = false;
     for (const RawAccess& a : accesses_in(s)) writes_arrays = writes_arrays || a.write;
+    // An array declaration, allocation or binding of the body itself sets
+    // pointers and extents that every thread of the team keeps (the
+    // allocation's fill is spread over the team).
+    if (binds_arrays_alone(s)) {
+      plan.placement[k] = Placement::AllThreads;
+      continue;
+    }
     if (c.binds || (writes_arrays && (c.leaves || c.asserts))) {
       plan.placement.clear();
       plan.notes.push_back({s->loc, "the parallel loop stays one thread per iteration: the statement at line " +
@@ -442,6 +454,11 @@ std::vector<ArrayAccess> array_accesses(const Stmt& stmt, Placement placement, c
     if (uses_any(f->begin, worker_written) || uses_any(f->end, worker_written) || uses_any(f->step, worker_written))
       space.append(" #").append(std::to_string(reinterpret_cast<uintptr_t>(f)));
   }
+  // A filled allocation writes every element, spread over the team: any
+  // later access needs a barrier.
+  if (const Allocate* al = stmt->as<Allocate>(); al && al->fill != FillKind::Uninitialized)
+    out.push_back({al->array.get(), true, Placement::Spread,
+                   "fill #" + std::to_string(reinterpret_cast<uintptr_t>(al))});
   for (const RawAccess& a : accesses_in(stmt)) {
     ArrayAccess access{a.array->get(), a.write, placement, ""};
     if (f) access.where.append(space).append(" | ").append(rename(indices_text(*a.indices), f->var->name, "@"));

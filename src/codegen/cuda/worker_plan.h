@@ -22,7 +22,7 @@ namespace plait::codegen::cuda {
 
 // Where a top-level statement of a team's worker body runs.
 enum class Placement : uint8_t {
-  AllThreads,   // every thread of the team, redundantly: it writes only thread-local scalars
+  AllThreads,   // every thread of the team, redundantly: it writes only thread-local scalars (or binds arrays)
   FirstThread,  // lane 0 of the team: it writes array elements; scalars it assigns are broadcast after
   Spread,       // a loop whose iterations are spread over the team's threads (lane, lane + team, ...)
 };
