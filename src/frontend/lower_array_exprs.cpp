@@ -1066,9 +1066,14 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
   }
   // Default: the outermost loop runs in parallel (the back end starts
   // threads only when the work pays for them), the innermost is vectorised.
-  // A sliced-index pragma replaces that for the dimensions it names.
+  // On the GPU every dimension but the innermost is parallel: the nest
+  // collapses into one grid of workers (a matrix product's rows and
+  // columns, a 4-D softmax's rows), where the outermost extent alone can be
+  // a few workers. A sliced-index pragma replaces that for the dimensions
+  // it names.
+  const bool gpu = options_.target == Target::CUDA;
   for (size_t d = 0; d < dims.size(); ++d) {
-    bool par = d == 0 && !statement_sequential_ && sliced_pragmas_.empty();
+    bool par = (d == 0 || (gpu && d + 1 < dims.size())) && !statement_sequential_ && sliced_pragmas_.empty();
     bool vec = d + 1 == dims.size() && sliced_pragmas_.empty();
     dims[d].schedule.kind = par && vec ? ir::LoopKind::ParallelVectorized
                             : par      ? ir::LoopKind::Parallel
@@ -1086,6 +1091,17 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
     vidx.push_back(value->unit[d] ? int_imm(0, loc) : broadcast_index(flags[d], idx[d + offset], loc));
   Sink inner;
   Expr e = value->element(vidx, inner);
+  // On the GPU an element computed by a loop of its own (a reduction along
+  // an axis) makes the innermost dimension parallel too: that loop is the
+  // worker's inner loop, as the innermost dimension is for an elementwise
+  // statement, so the nests of `m = x.max(axis=-1, keepdims=True)` and
+  // `e = np.exp(x - m)` keep the same parallel levels and fuse.
+  if (gpu && !dims.empty() && !statement_sequential_ && sliced_pragmas_.empty()) {
+    bool has_loop = false;
+    for (const auto& group : inner.groups)
+      for (const Stmt& st : group) has_loop = has_loop || st->as<ir::For>() != nullptr;
+    if (has_loop) dims.back().schedule.kind = ir::LoopKind::Parallel;
+  }
   ScalarType elem{target->array->type.dtype, false};
   Stmt store = ir::Store::make(target->array, target->array_index(idx), cast(e, elem, true), false, loc);
   Sink outer;

@@ -2,6 +2,7 @@
 // and on the errors they raise.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "driver/compiler.h"
@@ -442,6 +443,61 @@ TEST(Fusion, Softmax4DFusesEveryLeadingDimension) {
   EXPECT_TRUE(contains(text, " = empty<f32[::1]>((x.shape[3],))")) << text;
   EXPECT_TRUE(contains(text, "let m:f32\n")) << text;
   EXPECT_EQ(text.find("empty<f32[:, "), text.rfind("empty<f32[:, ")) << text;
+}
+
+TEST(Fusion, OnTheGpuEveryRowOfA4DSoftmaxIsAWorker) {
+  const char* src =
+      "def softmax(x):\n"
+      "    m = np.max(x, axis=-1, keepdims=True)\n"
+      "    e = np.exp(x - m)\n"
+      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  CompileOptions cuda;
+  cuda.target = Target::CUDA;
+  std::string text = ir_text(src, "softmax", "f32[:, :, :, ::1]", cuda);
+  // The three leading dimensions collapse into one grid of row workers,
+  // each allocating its own row of e inside the innermost of them; the
+  // statements still fuse.
+  EXPECT_EQ(count_of(text, "parallel for"), 1) << text;
+  EXPECT_EQ(count_of(text, "collapse(3) {"), 1) << text;
+  EXPECT_EQ(count_of(text, "empty<f32[::1]>((x.shape[3],))"), 1) << text;
+  EXPECT_TRUE(contains(text, "x.shape[2], 1:int) {\n        let ")) << text;
+}
+
+// The private scalars of the collapsed loops, listed once each.
+std::vector<std::string> collapsed_privates(const std::string& text) {
+  size_t at = text.find(") private(");
+  if (at == std::string::npos) return {};
+  at += std::string(") private(").size();
+  std::vector<std::string> names;
+  std::string name;
+  for (size_t i = at; i < text.size() && text[i] != ')'; ++i) {
+    if (text[i] == ',' || text[i] == ' ') {
+      if (!name.empty()) names.push_back(name);
+      name.clear();
+    } else {
+      name += text[i];
+    }
+  }
+  if (!name.empty()) names.push_back(name);
+  return names;
+}
+
+TEST(Fusion, OnTheGpuAMatrixProductIsOneWorkerPerElement) {
+  CompileOptions cuda;
+  cuda.target = Target::CUDA;
+  // gemm: the scalars of the product are declared before the versions of
+  // the statement (its broadcast flags), so both loops list them private.
+  const char* src = "def gemm(alpha, beta, C, A, B):\n    C[:] = alpha * A @ B + beta * C\n";
+  const char* sig = "float, float, f64[:, ::1], f64[:, ::1], f64[:, ::1]";
+  std::string text = ir_text(src, "gemm", sig, cuda);
+  // Rows and columns collapse; the privates of both loops are listed once.
+  EXPECT_GE(count_of(text, "collapse(2) private("), 1) << text;
+  std::vector<std::string> names = collapsed_privates(text);
+  EXPECT_EQ(names.size(), 3u) << text;
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size()) << text;
+  // The CPU keeps the rows parallel and interchanges the reduction.
+  std::string cpu = ir_text(src, "gemm", sig);
+  EXPECT_FALSE(contains(cpu, "collapse(")) << cpu;
 }
 
 TEST(Fusion, BroadcastFlagsVersionTheStatementsAndVanishWhenExtentsAgree) {
