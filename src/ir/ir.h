@@ -323,8 +323,16 @@ struct LoopSchedule {
   int collapse = 1;                    // number of perfectly nested parallel loops run as one
   std::vector<Reduction> reductions;   // scalars combined across iterations
   std::vector<ArrayReduction> array_reductions;  // arrays combined across iterations
-  std::vector<Var> privates;           // private(...) from the pragma
+  std::vector<Var> privates;           // private(...): the pragma's and those passes find
   SourceLoc pragma_loc;                // the pragma that asked for it, if any
+
+  // Adds `v` to the privates unless it is there already (a private clause
+  // that names a variable twice does not compile).
+  void add_private(const Var& v) {
+    for (const Var& have : privates)
+      if (have == v) return;
+    privates.push_back(v);
+  }
 };
 
 // for var in range(begin, end, step): the trip count is fixed when the loop

@@ -286,9 +286,7 @@ ir::LoopSchedule threads_of(const ir::LoopSchedule& s, const ir::Var& displaced)
   ir::LoopSchedule t = s;
   t.kind = ir::LoopKind::Parallel;
   t.simd_width = 0;
-  bool known = false;
-  for (const ir::Var& v : t.privates) known = known || v == displaced;
-  if (!known) t.privates.push_back(displaced);
+  t.add_private(displaced);
   return t;
 }
 

@@ -85,11 +85,7 @@ class Planner : public ir::IRMutator {
         for (const auto& have : sched.reductions) known = known || have.var == r.var;
         if (!known) sched.reductions.push_back(r);
       }
-      for (const auto& p : l->schedule.privates) {
-        bool known = false;
-        for (const auto& have : sched.privates) known = known || have == p;
-        if (!known) sched.privates.push_back(p);
-      }
+      for (const auto& p : l->schedule.privates) sched.add_private(p);
       if (ir::is_vectorized(l->schedule.kind)) sched.kind = ir::LoopKind::ParallelVectorized;
       ir::LoopSchedule plain;
       ir::Stmt loop = ir::For::make(l->var, l->begin, l->end, l->step, body, plain, l->loc);

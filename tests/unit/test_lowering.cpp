@@ -14,6 +14,13 @@
 namespace plait {
 namespace {
 
+// The softmax of the array-expression tests, written as NumPy code.
+constexpr const char* kSoftmax =
+    "def softmax(x):\n"
+    "    m = np.max(x, axis=-1, keepdims=True)\n"
+    "    e = np.exp(x - m)\n"
+    "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+
 Globals numpy_globals() {
   Globals g;
   g["np"].module = "numpy";
@@ -296,11 +303,7 @@ int top_level_allocations(const ir::Function& f) {
 }
 
 TEST(Fusion, SoftmaxIsOnePassPerRowAndAllocatesOnlyItsOutput) {
-  const char* src =
-      "def softmax(x):\n"
-      "    m = np.max(x, axis=-1, keepdims=True)\n"
-      "    e = np.exp(x - m)\n"
-      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  const char* src = kSoftmax;
   ir::Function f = lower(src, "softmax", "f32[:, ::1]");
   std::string text = ir::to_string(f);
   // One allocation of rows x columns (the result); e and m live one row at a
@@ -319,11 +322,7 @@ int count_of(const std::string& text, const std::string& part) {
 }
 
 TEST(Fusion, SoftmaxReadsEachRowInThreeVectorPasses) {
-  const char* src =
-      "def softmax(x):\n"
-      "    m = np.max(x, axis=-1, keepdims=True)\n"
-      "    e = np.exp(x - m)\n"
-      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  const char* src = kSoftmax;
   std::string text = ir_text(src, "softmax", "f32[:, ::1]");
   // Per row: the maximum (vector, with a NaN count), exp and sum in one
   // vector loop, the division; the ordered maximum runs only after a NaN.
@@ -370,11 +369,7 @@ TEST(Reductions, FloatMaxAndMinVectoriseWithAnOrderedLoopForNaNs) {
 }
 
 TEST(PerThreadTemporaries, SoftmaxAllocatesItsRowBufferOncePerThread) {
-  const char* src =
-      "def softmax(x):\n"
-      "    m = np.max(x, axis=-1, keepdims=True)\n"
-      "    e = np.exp(x - m)\n"
-      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  const char* src = kSoftmax;
   ir::Function f = lower(src, "softmax", "f32[:, ::1]");
   std::string cpp = generate_source(f, CompileOptions{});
   // The result, then the row buffer inside the team but before the rows are
@@ -430,11 +425,7 @@ TEST(Fusion, LocalMaskBecomesAScalarOfOnePassWithBothSums) {
 }
 
 TEST(Fusion, Softmax4DFusesEveryLeadingDimension) {
-  const char* src =
-      "def softmax(x):\n"
-      "    m = np.max(x, axis=-1, keepdims=True)\n"
-      "    e = np.exp(x - m)\n"
-      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  const char* src = kSoftmax;
   ir::Function f = lower(src, "softmax", "f32[:, :, :, ::1]");
   std::string text = ir::to_string(f);
   // One nest over the three leading dimensions; e is one row, m a scalar.
@@ -446,11 +437,7 @@ TEST(Fusion, Softmax4DFusesEveryLeadingDimension) {
 }
 
 TEST(Fusion, OnTheGpuEveryRowOfA4DSoftmaxIsAWorker) {
-  const char* src =
-      "def softmax(x):\n"
-      "    m = np.max(x, axis=-1, keepdims=True)\n"
-      "    e = np.exp(x - m)\n"
-      "    return e / np.sum(e, axis=-1, keepdims=True)\n";
+  const char* src = kSoftmax;
   CompileOptions cuda;
   cuda.target = Target::CUDA;
   std::string text = ir_text(src, "softmax", "f32[:, :, :, ::1]", cuda);
