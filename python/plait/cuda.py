@@ -216,16 +216,17 @@ def _interface_view(interface):
     pointer = int(interface["data"][0])
     byte_strides = interface.get("strides")
     if byte_strides is None:
-        strides = _canonical_strides(shape)
-    else:
-        strides = []
-        for s in byte_strides:
-            if s % dtype.itemsize:
-                raise TypeError(f"a GPU array with byte stride {s} that is not a multiple of its item size "
-                                f"{dtype.itemsize}")
-            strides.append(int(s) // dtype.itemsize)
-        strides = tuple(strides)
-    return _View(pointer, shape, strides, dtype)
+        return _View(pointer, shape, _canonical_strides(shape), dtype)
+    return _View(pointer, shape, _element_strides(byte_strides, dtype.itemsize), dtype)
+
+
+def _element_strides(byte_strides, itemsize):
+    strides = []
+    for s in byte_strides:
+        if s % itemsize:
+            raise TypeError(f"a GPU array with byte stride {s} that is not a multiple of its item size {itemsize}")
+        strides.append(int(s) // itemsize)
+    return tuple(strides)
 
 
 def _layout(shape, strides):
@@ -362,13 +363,21 @@ class _CallPlan:
             view = _View(value.data_ptr(), tuple(value.shape), tuple(value.stride()), dtype)
             self._add_array(dispatcher, index, value, view)
             return
+        # CuPy arrays and DeviceArrays are read through their own attributes
+        # too; other GPU arrays through __cuda_array_interface__.
+        if isinstance(value, DeviceArray):
+            self.device_arrays = True
+            self._add_array(dispatcher, index, value,
+                            _View(value.pointer, value.shape, value._strides, value.dtype))
+            return
+        if _is_cupy_array(value) and hasattr(value, "data"):
+            self.cupy = True
+            self._check_device(dispatcher, index, value.device.id)
+            strides = _element_strides(value.strides, value.itemsize)
+            self._add_array(dispatcher, index, value, _View(value.data.ptr, value.shape, strides, value.dtype))
+            return
         interface = getattr(value, "__cuda_array_interface__", None)
         if interface is not None:
-            if _is_cupy_array(value):
-                self.cupy = True
-                self._check_device(dispatcher, index, value.device.id)
-            if isinstance(value, DeviceArray):
-                self.device_arrays = True
             self._add_array(dispatcher, index, value, _interface_view(interface))
             return
         if isinstance(value, bool):

@@ -10,7 +10,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <vector>
 
 #include "codegen/cuda/device_runtime.h"
 #include "jit/cuda_driver.h"
@@ -30,7 +32,10 @@ struct Runtime {
   CudaDeviceInfo device;
   bool cooperative_launch = false;  // CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH
   std::mutex scratch_mutex;
-  std::vector<CUdeviceptr> scratch_pool;  // free scratch buffers
+  // Free scratch buffers by the stream of the call that used them last: the
+  // kernels of that call may still be running, so a buffer is reused only by
+  // a call on the same stream, whose work the stream orders after theirs.
+  std::map<CUstream, std::vector<CUdeviceptr>> scratch_pool;
 };
 
 // The process's runtime, or null with the reason in `why`.
@@ -256,15 +261,17 @@ int32_t api_zero(plait_context* ctx, void* dst, uint64_t bytes) {
   return 1;
 }
 
-// A scratch buffer from the pool, returned when the call ends.
+// A scratch buffer of the pool of `stream`, returned to it when the call
+// ends (its kernels may still run then: see Runtime::scratch_pool).
 class Scratch {
  public:
-  explicit Scratch(Runtime& rt) : rt_(rt) {
+  Scratch(Runtime& rt, CUstream stream) : rt_(rt), stream_(stream) {
     {
       std::lock_guard<std::mutex> lock(rt_.scratch_mutex);
-      if (!rt_.scratch_pool.empty()) {
-        pointer_ = rt_.scratch_pool.back();
-        rt_.scratch_pool.pop_back();
+      std::vector<CUdeviceptr>& free = rt_.scratch_pool[stream_];
+      if (!free.empty()) {
+        pointer_ = free.back();
+        free.pop_back();
         return;
       }
     }
@@ -272,7 +279,7 @@ class Scratch {
   }
   ~Scratch() {
     std::lock_guard<std::mutex> lock(rt_.scratch_mutex);
-    rt_.scratch_pool.push_back(pointer_);
+    rt_.scratch_pool[stream_].push_back(pointer_);
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
@@ -280,6 +287,7 @@ class Scratch {
 
  private:
   Runtime& rt_;
+  CUstream stream_;
   CUdeviceptr pointer_ = 0;
 };
 
@@ -413,7 +421,7 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   Runtime& rt = require_runtime();
   if (!kernel.cuda_module) PLAIT_INTERNAL_ERROR("kernel `" + kernel.name + "` has no CUDA module");
   ContextGuard guard(rt);
-  Scratch scratch(rt);
+  Scratch scratch(rt, reinterpret_cast<CUstream>(stream));
   CallState state{&rt, kernel.cuda_module.get(), reinterpret_cast<CUstream>(stream)};
   plait_cuda_api api{};
   api.state = &state;

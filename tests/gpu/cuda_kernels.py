@@ -594,6 +594,60 @@ def shrinking_temporary(x, k):
     return out
 
 
+def triangle_update(alpha, beta, C, A):
+    # NPBench's syrk: each row's update is a serial loop over k (all threads
+    # of the team in step) around a row slice spread over the team.
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]
+
+
+def upper_gram(data):
+    # NPBench's covariance product: a broadcast-versioned row slice whose
+    # elements are reductions over the rows, mirrored through a temporary.
+    M = data.shape[1]
+    out = np.zeros((M, M), dtype=data.dtype)
+    #pragma parallel for
+    for i in range(M):
+        out[i, i:M] = data[:, i] @ data[:, i:M]
+        out[i:M, i] = out[i, i:M]
+    return out
+
+
+def in_step_shift(A, B, steps):
+    # Between two steps, A[i, j] is read by the thread that did not write
+    # it: a barrier at the top of each step.
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        for t in range(steps):
+            #pragma simd
+            for j in range(A.shape[1] - 1):
+                B[i, j] = A[i, j + 1] * 0.5 + A[i, j]
+            #pragma simd
+            for j in range(A.shape[1] - 1):
+                A[i, j + 1] = B[i, j]
+
+
+def in_step_moving_bounds(A, B, steps):
+    # Within a step both loops give element j to one thread; the bounds move
+    # with the step, so across steps they do not. (The first loop's trip
+    # count sizes the team.)
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        #pragma simd
+        for j in range(A.shape[1]):
+            B[i, j] = A[i, j]
+        for t in range(steps):
+            #pragma simd
+            for j in range(t, A.shape[1]):
+                B[i, j] = A[i, j] * 0.5 + 1.0
+            #pragma simd
+            for j in range(t, A.shape[1]):
+                A[i, j] = B[i, j] + A[i, j] * 0.25 + B[i, j - t]
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
     "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]",
@@ -662,4 +716,8 @@ KERNELS = {
     "masked_means": ["f64[::1], f64[::1], int"],
     "softmax_last_axis": ["f32[:, :, :, ::1]", "f64[:, ::1]"],
     "shrinking_temporary": ["f64[::1], int"],
+    "triangle_update": ["float, float, f64[:, ::1], f64[:, ::1]", "float, float, f32[:, :], f32[:, :]"],
+    "upper_gram": ["f64[:, ::1]", "f32[:, :]"],
+    "in_step_shift": ["f64[:, ::1], f64[:, ::1], int"],
+    "in_step_moving_bounds": ["f64[:, ::1], f64[:, ::1], int"],
 }

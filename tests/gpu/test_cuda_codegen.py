@@ -134,6 +134,24 @@ def test_allocation_inside_a_parallel_loop_takes_a_slice_of_one_buffer(tmp_path)
 
 
 
+def test_teams_reach_into_branches_and_loops_run_in_step(tmp_path):
+    # syrk's serial k loop runs in every thread, its row slice spread over
+    # the team, whose size the host takes at the first and last row.
+    device = emit(tmp_path, "triangle_update", "float, float, f64[:, ::1], f64[:, ::1]", "cu").read_text()
+    assert "int32_t p_team" in device
+    assert re.search(r"for \(int64_t p_k\d+ = 0; p_k\d+ < p_trip\d+; \+\+p_k\d+\) \{\n.*v_k = ", device)
+    host = emit(tmp_path, "triangle_update", "float, float, f64[:, ::1], f64[:, ::1]", "cpp").read_text()
+    assert re.search(r"auto p_trips_at\d+ = \[&\]\(int64_t v_i\) -> int64_t", host)
+    # A step reads what the previous step wrote in another thread: a barrier
+    # at the top of the step, none between the worker's iterations otherwise.
+    device = emit(tmp_path, "in_step_shift", "f64[:, ::1], f64[:, ::1], int", "cu").read_text()
+    assert re.search(r"v_t = [^\n]*\n(\s*(#line|\[\[maybe_unused\]\])[^\n]*\n)*\s*plait::team_sync\(p_team\);  // `A` is "
+                     r"written", device)
+    # covariance's product inside the broadcast versions is a team too.
+    device = emit(tmp_path, "upper_gram", "f64[:, ::1]", "cu").read_text()
+    assert len(re.findall(r"p_lane; p_k\d+ < p_trip\d+; p_k\d+ \+= p_team", device)) >= 4
+
+
 def test_host_sizes_temporaries_once_or_per_iteration(tmp_path):
     # The mask's allocation sits on the broadcast branch: the host repeats the
     # flags' definitions and evaluates the branch once (no loop variable).

@@ -464,6 +464,63 @@ def test_torch_current_stream_is_used():
     assert check_value.item() == 0.0
 
 
+# Teams inside `if`s and serial loops that every thread runs in step
+# (docs/cuda.md): the broadcast versions of array statements, the serial k
+# loop of a row update, and barriers between the steps of such a loop.
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n,m", [(0, 3), (1, 1), (5, 7), (70, 33), (300, 129)])
+def test_team_row_update_in_a_serial_loop(rng, kind, n, m):
+    kernel = check(K.triangle_update, [1.5, 1.2, floats(rng, (n, n)), floats(rng, (n, m))], kind, rtol=1e-12)
+    if n > 1:
+        assert "runs in step in every thread of the team" in kernel.explain()
+
+
+def test_team_row_update_strided_float32(rng):
+    C, A = floats(rng, (130, 130), np.float32), floats(rng, (130, 70), np.float32)
+    check(K.triangle_update, [0.5, 1.5, C[::2, ::2], A[::2, :]], "numpy", rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(1, 1), (4, 3), (33, 17), (200, 129)])
+def test_team_gram_in_broadcast_versions(rng, kind, shape):
+    kernel = check(K.upper_gram, [floats(rng, shape)], kind, rtol=1e-12)
+    assert "spread over the threads of the team" in kernel.explain()
+    check(K.upper_gram, [floats(rng, (50, 80), np.float32)[::2, ::3]], kind, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 2), (17, 300), (64, 1025)])
+@pytest.mark.parametrize("steps", [0, 1, 5])
+def test_team_barriers_between_steps(rng, kind, shape, steps):
+    check(K.in_step_shift, [floats(rng, shape), floats(rng, shape), steps], kind)
+    check(K.in_step_moving_bounds, [floats(rng, shape), floats(rng, shape), steps], kind)
+
+
+def test_calls_on_two_streams_keep_their_own_scratch(rng):
+    # A cooperative persistent kernel keeps its grid barrier in the call's
+    # scratch buffer and is still running when the call returns; a call on
+    # another stream must not reuse that buffer meanwhile.
+    if torch is None:
+        pytest.skip("PyTorch with CUDA is not installed")
+    kernel = plait.jit(K.jacobi_1d, target="cuda")
+    n, steps, rounds = 40001, 40, 6
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    starts = [(floats(rng, n), floats(rng, n)) for _ in streams]
+    tensors = [(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()) for a, b in starts]
+    torch.cuda.synchronize()
+    for _ in range(rounds):
+        for stream, (a, b) in zip(streams, tensors):
+            with torch.cuda.stream(stream):
+                kernel(steps, a, b)
+    torch.cuda.synchronize()
+    for (a, b), (want_a, want_b) in zip(tensors, starts):
+        for _ in range(rounds * steps):
+            want_b[1:-1] = 0.33333 * (want_a[:-2] + want_a[1:-1] + want_a[2:])
+            want_a[1:-1] = 0.33333 * (want_b[:-2] + want_b[1:-1] + want_b[2:])
+        np.testing.assert_array_equal(a.cpu().numpy(), want_a)
+        np.testing.assert_array_equal(b.cpu().numpy(), want_b)
+
+
 def test_torch_tensors_are_read_through_their_own_accessors(rng):
     # Tensors that need grad, views with a storage offset and a stride,
     # float32 and int64; an unsupported dtype names itself.

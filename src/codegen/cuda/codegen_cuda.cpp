@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -977,8 +978,9 @@ class CudaEmitter {
     line("}");
   }
 
-  // A loop that runs in order (host code, or inside one device thread).
-  void emit_serial_for(const For* loop) {
+  // A loop that runs in order (host code, or inside one device thread);
+  // `body`, when given, emits its body instead of the plain statements.
+  void emit_serial_for(const For* loop, const std::function<void()>& body = {}) {
     if (loop->schedule.kind != LoopKind::Serial) {
       LeavesLoop leaves;
       leaves.visit(loop->body);
@@ -1014,7 +1016,11 @@ class CudaEmitter {
       scopes_.back().insert(v.get());
     }
     ++loop_depth_;
-    emit_body_statements(loop->body);
+    if (body) {
+      body();
+    } else {
+      emit_body_statements(loop->body);
+    }
     --loop_depth_;
     scopes_.pop_back();
     --indent_;
@@ -1312,22 +1318,29 @@ class CudaEmitter {
   // another thread of the team (both by lane 0, or both in spread loops over
   // the same iteration space at the same index, is the same thread). Team
   // reductions and broadcasts end with a barrier, which resets the rule.
+  // Inside a loop that all threads run in step, the accesses of its later
+  // iterations count as earlier ones too, with spread loops whose bounds or
+  // indices change between iterations taken as other threads.
   void emit_team_body(const WorkerPlan& plan, const Stmt& body) {
     ScalarCollector written;
     written.visit(body);
     std::vector<ArrayAccess> pending;
+    emit_team_statements(plan, written.written, pending);
+  }
+
+  void emit_team_statements(const WorkerPlan& plan, const std::set<const VarInfo*>& written,
+                            std::vector<ArrayAccess>& pending) {
     for (size_t k = 0; k < plan.stmts.size(); ++k) {
       const Stmt& s = plan.stmts[k];
       const Placement placement = plan.placement[k];
-      std::vector<ArrayAccess> accesses = cuda::array_accesses(s, placement, written.written);
-      std::string array_name;
-      if (cuda::needs_barrier(pending, accesses, &array_name)) {
-        line("plait::team_sync(p_team);  // `" + array_name + "` is written by one thread and accessed by another");
-        remark(s->loc, "barrier before line " + std::to_string(s->loc.line) + ": `" + array_name +
-                           "` is written by one thread of the team and accessed by another");
-        pending.clear();
+      if (placement == Placement::Nested) {
+        emit_team_nested(s, plan.nested[k], written, pending);
+        continue;
       }
+      std::vector<ArrayAccess> accesses = cuda::array_accesses(s, placement, written);
+      team_barrier_before(s, accesses, pending);
       switch (placement) {
+        case Placement::Nested: break;
         case Placement::Spread: {
           const For* f = s->as<For>();
           emit_spread_loop(f);
@@ -1373,6 +1386,70 @@ class CudaEmitter {
         }
       }
     }
+  }
+
+  void team_barrier_before(const Stmt& s, const std::vector<ArrayAccess>& accesses, std::vector<ArrayAccess>& pending) {
+    std::string array_name;
+    if (!cuda::needs_barrier(pending, accesses, &array_name)) return;
+    line("plait::team_sync(p_team);  // `" + array_name + "` is written by one thread and accessed by another");
+    remark(s->loc, "barrier before line " + std::to_string(s->loc.line) + ": `" + array_name +
+                       "` is written by one thread of the team and accessed by another");
+    pending.clear();
+  }
+
+  // The array accesses of a placed statement list (see emit_team_body).
+  static std::vector<ArrayAccess> team_accesses(const WorkerPlan& plan, const std::set<const VarInfo*>& written,
+                                                const std::set<const VarInfo*>* changing) {
+    std::vector<ArrayAccess> out;
+    for (size_t k = 0; k < plan.stmts.size(); ++k) {
+      std::vector<ArrayAccess> more;
+      if (plan.placement[k] == Placement::Nested) {
+        more = cuda::control_accesses(plan.stmts[k]);
+        for (const WorkerPlan& sub : plan.nested[k]) {
+          std::vector<ArrayAccess> inner = team_accesses(sub, written, changing);
+          more.insert(more.end(), inner.begin(), inner.end());
+        }
+      } else {
+        more = cuda::array_accesses(plan.stmts[k], plan.placement[k], written, changing);
+      }
+      out.insert(out.end(), more.begin(), more.end());
+    }
+    return out;
+  }
+
+  // An `if` or a loop that every thread of the team runs in step, its
+  // statements placed by their own plans.
+  void emit_team_nested(const Stmt& s, const std::vector<WorkerPlan>& subs, const std::set<const VarInfo*>& written,
+                        std::vector<ArrayAccess>& pending) {
+    team_barrier_before(s, cuda::control_accesses(s), pending);
+    line_directive(s->loc);
+    if (const If* i = s->as<If>()) {
+      std::vector<ArrayAccess> else_pending = pending;
+      line("if (" + expr(i->cond) + ") {");
+      ++indent_;
+      scopes_.emplace_back();
+      emit_team_statements(subs[0], written, pending);
+      scopes_.pop_back();
+      --indent_;
+      if (!subs[1].stmts.empty()) {
+        line("} else {");
+        ++indent_;
+        scopes_.emplace_back();
+        emit_team_statements(subs[1], written, else_pending);
+        scopes_.pop_back();
+        --indent_;
+      }
+      line("}");
+      pending.insert(pending.end(), else_pending.begin(), else_pending.end());
+      return;
+    }
+    const For* f = s->as<For>();
+    ScalarCollector changes;
+    changes.visit(s);
+    const std::vector<ArrayAccess> carried = team_accesses(subs[0], written, &changes.written);
+    pending.insert(pending.end(), carried.begin(), carried.end());
+    emit_serial_for(f, [&] { emit_team_statements(subs[0], written, pending); });
+    pending.insert(pending.end(), carried.begin(), carried.end());
   }
 
   // Whether the host can evaluate an inner loop bound before the launch:
@@ -1726,19 +1803,43 @@ class CudaEmitter {
     // count varies between workers, as for CSR rows) the worker stays one
     // thread: short rows would leave most of a team idle (a warp per row of
     // 10 elements ran 2.7x slower than a thread per row, BENCHMARKS.md).
+    // Trip counts that follow the worker's own variables only (a triangle's
+    // rows, `C[i, :i + 1]`) are taken at the first and the last worker: a
+    // team size is a cost choice, not a matter of correctness.
     std::string trips;
     if (plan.team) {
       ScalarCollector worker_written;
       worker_written.visit(innermost->body);
       std::set<const VarInfo*> worker = nest_vars;
       worker.insert(worker_written.written.begin(), worker_written.written.end());
-      for (size_t k = 0; k < plan.stmts.size(); ++k) {
-        if (plan.placement[k] != Placement::Spread) continue;
-        const For* f = plan.stmts[k]->as<For>();
-        if (!host_evaluable(f->begin, worker, cap.local_arrays) || !host_evaluable(f->end, worker, cap.local_arrays) ||
-            !host_evaluable(f->step, worker, cap.local_arrays))
-          continue;
+      std::set<const VarInfo*> body_written = worker_written.written;
+      for (const VarInfo* v : nest_vars) body_written.erase(v);
+      std::string by_worker;  // trip counts of the spread loops whose bounds read the worker's variables
+      scopes_.emplace_back(nest_vars.begin(), nest_vars.end());
+      for (const For* f : cuda::spread_loops(plan)) {
         const std::string t = "plait::trip_count(" + expr(f->begin) + ", " + expr(f->end) + ", " + expr(f->step) + ")";
+        auto evaluable = [&](const std::set<const VarInfo*>& not_known) {
+          return host_evaluable(f->begin, not_known, cap.local_arrays) &&
+                 host_evaluable(f->end, not_known, cap.local_arrays) &&
+                 host_evaluable(f->step, not_known, cap.local_arrays);
+        };
+        if (evaluable(worker)) {
+          trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
+        } else if (evaluable(body_written)) {
+          by_worker = by_worker.empty() ? t : "std::max<int64_t>(" + by_worker + ", " + t + ")";
+        }
+      }
+      scopes_.pop_back();
+      if (!by_worker.empty()) {
+        const std::string at = temp("trips_at");
+        std::string params_text, first, last;
+        for (const Level& lv : levels) {
+          params_text += (params_text.empty() ? "" : ", ") + ctype(lv.loop->var->type) + " " + var_name(lv.loop->var);
+          first += (first.empty() ? "" : ", ") + lv.begin;
+          last += (last.empty() ? "" : ", ") + lv.begin + " + (" + lv.trip + " - 1) * " + lv.step;
+        }
+        line("auto " + at + " = [&](" + params_text + ") -> int64_t { return " + by_worker + "; };");
+        const std::string t = "std::max<int64_t>(" + at + "(" + first + "), " + at + "(" + last + "))";
         trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
       }
       if (trips.empty()) {

@@ -327,50 +327,181 @@ bool serial_loop_independent(const For* loop) {
   return independent_iterations(loop, &why);
 }
 
-WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet& outside) {
-  WorkerPlan plan;
-  plan.stmts = statements(body);
-  const size_t n = plan.stmts.size();
+namespace {
 
-  // Inner loops whose iterations may be spread over a team.
-  std::vector<bool> spread(n, false);
-  for (size_t k = 0; k < n; ++k) {
-    const For* f = plan.stmts[k]->as<For>();
-    if (!f) continue;
-    std::string why;
-    bool ok = f->schedule.array_reductions.empty();
-    if (ok && f->schedule.kind == LoopKind::Serial) ok = independent_iterations(f, &why);
-    if (ok) {
-      // Scalars the loop assigns differ between threads after it: nothing
-      // else may read them.
-      VarSet elsewhere = outside;
-      elsewhere.insert(worker_vars.begin(), worker_vars.end());
-      for (size_t j = 0; j < n; ++j) {
-        if (j == k) continue;
-        ScalarUses uses;
-        uses.visit(plan.stmts[j]);
-        elsewhere.insert(uses.vars.begin(), uses.vars.end());
-      }
-      VarSet own{f->var.get()};
-      for (const Reduction& r : f->schedule.reductions) own.insert(r.var.get());
-      for (const VarInfo* v : scalar_writes(f->body)) {
-        if (!own.count(v) && elsewhere.count(v)) {
-          ok = false;
-          why = "it assigns `" + v->name + "`, which is used outside it";
-          break;
-        }
-      }
-    }
-    spread[k] = ok;
-    if (!ok) plan.notes.push_back({f->loc, describe(f) + " runs serially in its thread: " + why});
+class ContainsLoop : public IRVisitor {
+ public:
+  explicit ContainsLoop(const For* loop) : loop_(loop) {}
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const For* n) override {
+    found = found || n == loop_;
+    IRVisitor::visit(n);
   }
 
-  // The cost rule: count the accesses in those loops that are contiguous
-  // along the inner loop variable and along a worker variable.
-  int along = 0, across = 0;
-  for (size_t k = 0; k < n; ++k) {
-    if (!spread[k]) continue;
-    const For* f = plan.stmts[k]->as<For>();
+ private:
+  const For* loop_;
+};
+
+bool contains(const Stmt& s, const For* loop) {
+  ContainsLoop c(loop);
+  c.visit(s);
+  return c.found;
+}
+
+bool mentions(const Stmt& s, const VarInfo* v) {
+  ScalarUses uses;
+  uses.visit(s);
+  return uses.vars.count(v) > 0;
+}
+
+// Whether a value that `loop` gives the scalar `v` can be read elsewhere in
+// `stmts`: any mention outside the loop counts, except inside another loop
+// whose body assigns `v` before reading it in every iteration (the versions
+// of one array statement share the scalars of their temporaries).
+bool read_outside(const std::vector<Stmt>& stmts, const VarInfo* v, const For* loop) {
+  for (const Stmt& s : stmts) {
+    if (s.get() == loop || s->kind == NodeKind::Declare || !mentions(s, v)) continue;
+    if (const If* i = s->as<If>(); i && contains(s, loop)) {
+      if (uses_any(i->cond, {v}) || read_outside(statements(i->then_case), v, loop) ||
+          read_outside(statements(i->else_case), v, loop))
+        return true;
+      continue;
+    }
+    if (s->kind == NodeKind::Block && contains(s, loop)) {
+      if (read_outside(statements(s), v, loop)) return true;
+      continue;
+    }
+    const For* f = s->as<For>();
+    if (!f || uses_any(f->begin, {v}) || uses_any(f->end, {v}) || uses_any(f->step, {v})) return true;
+    if (contains(s, loop)) {
+      if (read_outside(statements(f->body), v, loop)) return true;
+      continue;
+    }
+    if (f->var.get() != v && !defined_before_use(statements(f->body), {f->var.get()}, {v})) return true;
+  }
+  return false;
+}
+
+// Places the statements of a worker body on the threads of a team,
+// recursively through `if`s and serial loops that all threads run in step.
+class TeamPlanner {
+ public:
+  TeamPlanner(const Stmt& body, const VarSet& worker_vars, const VarSet& outside)
+      : body_(statements(body)), worker_vars_(worker_vars), outside_(outside) {}
+
+  std::vector<std::pair<SourceLoc, std::string>> notes;  // loops that stay serial, and why
+  std::vector<const For*> spread;                         // the loops spread over the team
+  std::vector<const For*> in_step;                        // the serial loops all threads run in step
+  int along = 0, across = 0;                              // the cost rule's counts over `spread`
+  bool refused = false;                                   // a statement cannot run in a team
+
+  // The plan of `stmts`; `has_spread` becomes true when a loop in it is spread.
+  WorkerPlan place(const std::vector<Stmt>& stmts, bool* has_spread) {
+    WorkerPlan plan;
+    plan.team = true;
+    plan.stmts = stmts;
+    const size_t n = stmts.size();
+    plan.placement.resize(n);
+    plan.nested.resize(n);
+    for (size_t k = 0; k < n && !refused; ++k) {
+      const Stmt& s = stmts[k];
+      const For* f = s->as<For>();
+      std::string why;
+      if (f && spreadable(f, &why)) {
+        plan.placement[k] = Placement::Spread;
+        spread.push_back(f);
+        count_accesses(f);
+        *has_spread = true;
+        continue;
+      }
+      if (place_nested(s, &plan.nested[k])) {
+        plan.placement[k] = Placement::Nested;
+        if (f) in_step.push_back(f);
+        *has_spread = true;
+        continue;
+      }
+      if (f) notes.push_back({f->loc, describe(f) + " runs serially in its thread: " + why});
+      plan.placement[k] = place_alone(s);
+    }
+    return plan;
+  }
+
+ private:
+  // A loop whose iterations can be spread: independent, without array
+  // reductions, and the scalars it assigns (other than its own variable
+  // and reductions) differ between threads after it, so nothing else may
+  // read them.
+  bool spreadable(const For* f, std::string* why) {
+    if (!f->schedule.array_reductions.empty()) return false;
+    if (f->schedule.kind == LoopKind::Serial && !independent_iterations(f, why)) return false;
+    VarSet own{f->var.get()};
+    for (const Reduction& r : f->schedule.reductions) own.insert(r.var.get());
+    for (const VarInfo* v : scalar_writes(f->body)) {
+      if (own.count(v)) continue;
+      if (outside_.count(v) || worker_vars_.count(v) || read_outside(body_, v, f)) {
+        *why = "it assigns `" + v->name + "`, which is used outside it";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // An `if` or a loop without reductions or jumps whose body has spread
+  // loops: every thread runs it (its condition or bounds read only values
+  // that all threads share, since a spread loop's own scalars are read
+  // nowhere else), placing its statements in turn. On failure nothing of
+  // the attempt stays.
+  bool place_nested(const Stmt& s, std::vector<WorkerPlan>* subs) {
+    const If* i = s->as<If>();
+    const For* f = s->as<For>();
+    if (!i && !(f && f->schedule.reductions.empty() && f->schedule.array_reductions.empty())) return false;
+    if (constructs_of(f ? f->body : s).jumps) return false;
+    const size_t spread_mark = spread.size(), step_mark = in_step.size(), note_mark = notes.size();
+    const int along_mark = along, across_mark = across;
+    bool inner = false;
+    if (f) {
+      subs->push_back(place(statements(f->body), &inner));
+    } else {
+      subs->push_back(place(statements(i->then_case), &inner));
+      subs->push_back(place(statements(i->else_case), &inner));
+    }
+    if (inner && !refused) return true;
+    subs->clear();
+    spread.resize(spread_mark);
+    in_step.resize(step_mark);
+    notes.resize(note_mark);
+    along = along_mark;
+    across = across_mark;
+    refused = false;
+    return false;
+  }
+
+  // A statement that runs in lane 0 (it writes array elements) or in every
+  // thread; `refused` when it can do neither.
+  Placement place_alone(const Stmt& s) {
+    // An array declaration, allocation or binding sets pointers and
+    // extents that every thread of the team keeps (the allocation's fill
+    // is spread over the team).
+    if (binds_arrays_alone(s)) return Placement::AllThreads;
+    const Constructs c = constructs_of(s);
+    bool writes_arrays = false;
+    for (const RawAccess& a : accesses_in(s)) writes_arrays = writes_arrays || a.write;
+    if (c.binds || (writes_arrays && (c.leaves || c.asserts))) {
+      refused = true;
+      notes.push_back({s->loc, "the parallel loop stays one thread per iteration: the statement at line " +
+                                   std::to_string(s->loc.line) +
+                                   (c.binds ? " binds arrays" : " writes arrays and may leave the iteration")});
+      return Placement::AllThreads;
+    }
+    return writes_arrays ? Placement::FirstThread : Placement::AllThreads;
+  }
+
+  // The cost rule's counts: accesses of a spread loop contiguous along its
+  // variable, and along a worker variable.
+  void count_accesses(const For* f) {
     const VarSet inner = scalar_writes(f->body);
     for (const RawAccess& a : accesses_in(f->body)) {
       const int d = unit_dim((*a.array)->type);
@@ -382,7 +513,7 @@ WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet
       }
       VarSet moving = inner;
       moving.insert(f->var.get());
-      for (const VarInfo* w : worker_vars) {
+      for (const VarInfo* w : worker_vars_) {
         if (steps_with(i, w, moving, true)) {
           ++across;
           break;
@@ -390,51 +521,53 @@ WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet
       }
     }
   }
-  bool candidates = false;
-  for (bool s : spread) candidates = candidates || s;
-  if (!candidates) return plan;
-  const std::string counts = std::to_string(along) + " contiguous along the inner loops, " + std::to_string(across) +
-                             " across iterations of the parallel loop";
-  if (along <= across) {
-    for (size_t k = 0; k < n; ++k)
-      if (spread[k])
-        plan.notes.push_back({plan.stmts[k]->loc, describe(plan.stmts[k]->as<For>()) +
-                                                      " runs serially in its thread: one thread per parallel "
-                                                      "iteration keeps more accesses coalesced (" + counts + ")"});
-    return plan;
-  }
 
-  // Where the other statements run; some cannot run in one lane.
-  plan.placement.resize(n);
-  for (size_t k = 0; k < n; ++k) {
-    const Stmt& s = plan.stmts[k];
-    if (spread[k]) {
-      plan.placement[k] = Placement::Spread;
-      continue;
-    }
-    const Constructs c = constructs_of(s);
-    bool writes_arrays = false;
-    for (const RawAccess& a : accesses_in(s)) writes_arrays = writes_arrays || a.write;
-    // An array declaration, allocation or binding of the body itself sets
-    // pointers and extents that every thread of the team keeps (the
-    // allocation's fill is spread over the team).
-    if (binds_arrays_alone(s)) {
-      plan.placement[k] = Placement::AllThreads;
-      continue;
-    }
-    if (c.binds || (writes_arrays && (c.leaves || c.asserts))) {
-      plan.placement.clear();
-      plan.notes.push_back({s->loc, "the parallel loop stays one thread per iteration: the statement at line " +
-                                        std::to_string(s->loc.line) +
-                                        (c.binds ? " binds arrays" : " writes arrays and may leave the iteration")});
-      return plan;
-    }
-    plan.placement[k] = writes_arrays ? Placement::FirstThread : Placement::AllThreads;
+  std::vector<Stmt> body_;
+  const VarSet& worker_vars_;
+  const VarSet& outside_;
+};
+
+void collect_spread(const WorkerPlan& plan, std::vector<const For*>* out) {
+  for (size_t k = 0; k < plan.stmts.size(); ++k) {
+    if (plan.placement[k] == Placement::Spread) out->push_back(plan.stmts[k]->as<For>());
+    if (plan.placement[k] == Placement::Nested)
+      for (const WorkerPlan& sub : plan.nested[k]) collect_spread(sub, out);
   }
-  plan.team = true;
-  for (size_t k = 0; k < n; ++k) {
-    if (plan.placement[k] != Placement::Spread) continue;
-    const For* f = plan.stmts[k]->as<For>();
+}
+
+}  // namespace
+
+std::vector<const For*> spread_loops(const WorkerPlan& plan) {
+  std::vector<const For*> out;
+  if (plan.team) collect_spread(plan, &out);
+  return out;
+}
+
+WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet& outside) {
+  TeamPlanner planner(body, worker_vars, outside);
+  bool has_spread = false;
+  WorkerPlan plan = planner.place(statements(body), &has_spread);
+  plan.notes = planner.notes;
+  auto single = [&] {
+    WorkerPlan one;
+    one.stmts = statements(body);
+    one.notes = plan.notes;
+    return one;
+  };
+  if (planner.refused || !has_spread) return single();
+  const std::string counts = std::to_string(planner.along) + " contiguous along the inner loops, " +
+                             std::to_string(planner.across) + " across iterations of the parallel loop";
+  if (planner.along <= planner.across) {
+    WorkerPlan one = single();
+    for (const For* f : planner.spread)
+      one.notes.push_back({f->loc, describe(f) + " runs serially in its thread: one thread per parallel iteration "
+                                                 "keeps more accesses coalesced (" + counts + ")"});
+    return one;
+  }
+  for (const For* f : planner.in_step)
+    plan.notes.push_back({f->loc, describe(f) + " runs in step in every thread of the team; the loops inside it "
+                                                "are spread over the team"});
+  for (const For* f : planner.spread) {
     std::string text = describe(f) + ": its iterations are spread over the threads of the team (" + counts + ")";
     for (const Reduction& r : f->schedule.reductions)
       text += "; " + std::string(reduce_op_name(r.op)) + "-reduction of `" + r.var->name +
@@ -444,16 +577,26 @@ WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet
   return plan;
 }
 
-std::vector<ArrayAccess> array_accesses(const Stmt& stmt, Placement placement, const VarSet& worker_written) {
+std::vector<ArrayAccess> array_accesses(const Stmt& stmt, Placement placement, const VarSet& worker_written,
+                                        const VarSet* changing) {
   std::vector<ArrayAccess> out;
   std::string space;
   const For* f = placement == Placement::Spread ? stmt->as<For>() : nullptr;
+  VarSet own;
   if (f) {
     space = to_string(f->begin) + ":" + to_string(f->end) + ":" + to_string(f->step);
     // A bound that the worker body computes may change between two loops.
     if (uses_any(f->begin, worker_written) || uses_any(f->end, worker_written) || uses_any(f->step, worker_written))
       space.append(" #").append(std::to_string(reinterpret_cast<uintptr_t>(f)));
+    own = scalar_writes(f->body);
+    own.insert(f->var.get());
   }
+  VarSet moved;  // the `changing` scalars that are not the spread loop's own
+  if (changing)
+    for (const VarInfo* v : *changing)
+      if (!own.count(v)) moved.insert(v);
+  const bool bounds_move =
+      f && (uses_any(f->begin, moved) || uses_any(f->end, moved) || uses_any(f->step, moved));
   // A filled allocation writes every element, spread over the team: any
   // later access needs a barrier.
   if (const Allocate* al = stmt->as<Allocate>(); al && al->fill != FillKind::Uninitialized)
@@ -461,9 +604,25 @@ std::vector<ArrayAccess> array_accesses(const Stmt& stmt, Placement placement, c
                    "fill #" + std::to_string(reinterpret_cast<uintptr_t>(al))});
   for (const RawAccess& a : accesses_in(stmt)) {
     ArrayAccess access{a.array->get(), a.write, placement, ""};
-    if (f) access.where.append(space).append(" | ").append(rename(indices_text(*a.indices), f->var->name, "@"));
+    if (f) {
+      access.where.append(space).append(" | ").append(rename(indices_text(*a.indices), f->var->name, "@"));
+      bool moves = bounds_move;
+      for (const Expr& i : *a.indices) moves = moves || uses_any(i, moved);
+      if (moves) access.where.append(" | an earlier iteration");
+    }
     out.push_back(access);
   }
+  return out;
+}
+
+std::vector<ArrayAccess> control_accesses(const Stmt& stmt) {
+  std::vector<Expr> control;
+  if (const If* i = stmt->as<If>()) control = {i->cond};
+  if (const For* f = stmt->as<For>()) control = {f->begin, f->end, f->step};
+  AccessCollector reads;
+  for (const Expr& e : control) reads.visit(e);
+  std::vector<ArrayAccess> out;
+  for (const RawAccess& a : reads.accesses) out.push_back({a.array->get(), false, Placement::AllThreads, ""});
   return out;
 }
 
