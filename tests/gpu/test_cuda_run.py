@@ -485,7 +485,8 @@ def test_team_row_update_strided_float32(rng):
 def test_team_gram_in_broadcast_versions(rng, kind, shape):
     kernel = check(K.upper_gram, [floats(rng, shape)], kind, rtol=1e-12)
     assert "spread over the threads of the team" in kernel.explain()
-    check(K.upper_gram, [floats(rng, (50, 80), np.float32)[::2, ::3]], kind, rtol=1e-5)
+    # Positive float32 data: no cancellation for the tolerance to meet.
+    check(K.upper_gram, [rng.random((50, 80), dtype=np.float32)[::2, ::3]], kind, rtol=1e-5)
 
 
 @pytest.mark.parametrize("kind", KINDS)
