@@ -648,6 +648,23 @@ def in_step_moving_bounds(A, B, steps):
                 A[i, j] = B[i, j] + A[i, j] * 0.25 + B[i, j - t]
 
 
+def row_solve(L, x, b):
+    # NPBench's trisolv: each row's dot product stays on the GPU for the
+    # store after it (no copy to the host and back per row).
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+def row_reductions(a, out):
+    # A product (from 1: staged by a copy) whose result stays on the GPU,
+    # after a sum the host reads back (another loop follows it).
+    for i in range(out.shape[0]):
+        out[i] = np.sum(a[i, :i]) + np.prod(a[i, :])
+        s = np.sum(a[i, :])
+        if s > 0:
+            out[i] += s
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
     "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]",
@@ -720,4 +737,6 @@ KERNELS = {
     "upper_gram": ["f64[:, ::1]", "f32[:, :]"],
     "in_step_shift": ["f64[:, ::1], f64[:, ::1], int"],
     "in_step_moving_bounds": ["f64[:, ::1], f64[:, ::1], int"],
+    "row_solve": ["f64[:, ::1], f64[::1], f64[::1]", "f32[:, :], f32[:], f32[:]"],
+    "row_reductions": ["f64[:, ::1], f64[::1]"],
 }

@@ -497,6 +497,21 @@ def test_team_barriers_between_steps(rng, kind, shape, steps):
     check(K.in_step_moving_bounds, [floats(rng, shape), floats(rng, shape), steps], kind)
 
 
+# Reduction results that stay on the GPU for the device region after their
+# loop (docs/cuda.md): the triangular solve and mixed cases.
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [0, 1, 2, 33, 300])
+def test_reduction_results_stay_on_the_device(rng, kind, n):
+    lower = np.tril(floats(rng, (n, n))) + 4 * np.eye(n)
+    kernel = check(K.row_solve, [lower, np.empty(n), floats(rng, n)], kind, poison=[1], rtol=1e-12)
+    if n:
+        assert "stay on the GPU" in kernel.explain()
+    check(K.row_reductions, [rng.random((n, 7)) + 0.5, floats(rng, n)], kind, rtol=1e-12)
+    lower32 = (np.tril(rng.random((2 * n, 2 * n))) + 4 * np.eye(2 * n)).astype(np.float32)
+    check(K.row_solve, [lower32[::2, ::2], np.empty(2 * n, np.float32)[::2], floats(rng, n, np.float32)], kind,
+          poison=[1], rtol=1e-5)
+
+
 def test_calls_on_two_streams_keep_their_own_scratch(rng):
     # A cooperative persistent kernel keeps its grid barrier in the call's
     # scratch buffer and is still running when the call returns; a call on

@@ -49,6 +49,10 @@ constexpr int kScratchSlots = (PLAIT_CUDA_SCRATCH_BYTES - PLAIT_CUDA_ERROR_BYTES
 // block, and the scratch slot of their grid barrier's two counters.
 constexpr int kPersistentBlockSize = 1024;
 constexpr int kBarrierSlot = kScratchSlots - 1;
+// Reduction results that stay on the device for the device region after
+// their loop (emit_contents): slots kResidentSlot.. kResidentSlot + 7.
+constexpr int kResidentSlots = 8;
+constexpr int kResidentSlot = kBarrierSlot - kResidentSlots;
 
 std::string dtype_code(ScalarKind k) { return plait_dtype_name(k); }
 
@@ -793,17 +797,52 @@ class CudaEmitter {
     const Block* b = s->as<Block>();
     std::vector<Stmt> stmts = b ? b->stmts : std::vector<Stmt>{s};
     std::vector<Stmt> run;
-    for (const Stmt& st : stmts) {
+    for (size_t k = 0; k < stmts.size(); ++k) {
+      const Stmt& st = stmts[k];
       if (!device() && runs_on_device(st)) {
         run.push_back(st);
         continue;
       }
       if (!run.empty()) emit_serial_region(run);
       run.clear();
+      resident_slots_.clear();
+      if (!device()) resident_loop_ = results_stay_on_device(stmts, k) ? st->as<For>() : nullptr;
       emit(st);
+      resident_loop_ = nullptr;
     }
     if (!run.empty()) emit_serial_region(run);
+    resident_slots_.clear();
     scopes_.pop_back();
+  }
+
+  // Whether the reductions of the parallel loop `stmts[k]` can leave their
+  // results in device memory, so that the host neither stages nor reads
+  // them back (each a synchronisation: a triangular solve's row loop waited
+  // for the GPU twice per row): the host reads none of them again; only the
+  // device region right after the loop (the statements that follow it and
+  // run on the device) reads them, without assigning them; each is declared
+  // in this block, so nothing after the block sees it.
+  bool results_stay_on_device(const std::vector<Stmt>& stmts, size_t k) {
+    const For* f = stmts[k]->as<For>();
+    if (!f || !is_parallel(f->schedule.kind) || f->schedule.reductions.empty() ||
+        static_cast<int>(f->schedule.reductions.size()) > kResidentSlots || persistent_step_)
+      return false;
+    size_t end = k + 1;
+    while (end < stmts.size() && runs_on_device(stmts[end])) ++end;
+    for (const Reduction& r : f->schedule.reductions) {
+      bool declared_here = false;
+      for (size_t j = 0; j < k; ++j)
+        if (const Declare* d = stmts[j]->as<Declare>(); d && d->var.get() == r.var.get()) declared_here = true;
+      if (!declared_here) return false;
+      for (size_t j = k + 1; j < stmts.size(); ++j) {
+        ScalarCollector uses;
+        uses.visit(stmts[j]);
+        const bool mentioned = std::any_of(uses.used.begin(), uses.used.end(),
+                                           [&](const Var& v) { return v.get() == r.var.get(); });
+        if (mentioned && (j >= end || uses.written.count(r.var.get()))) return false;
+      }
+    }
+    return true;
   }
 
   // Whether a host statement becomes (part of) a single-thread device region.
@@ -1155,15 +1194,7 @@ class CudaEmitter {
                    const std::vector<std::pair<std::string, std::string>>& slots_out,
                    const std::string& launcher = "ctx->cuda->launch") {
     // slots_*: (host lvalue, C type), slot k at scratch_slot(ctx, k).
-    if (!slots_in.empty()) {
-      const std::string staging = temp("stage");
-      line("unsigned char " + staging + "[" + std::to_string(8 * slots_in.size()) + "] = {};");
-      for (size_t k = 0; k < slots_in.size(); ++k)
-        line("std::memcpy(" + staging + " + " + std::to_string(8 * k) + ", &" + slots_in[k].first + ", sizeof(" +
-             slots_in[k].second + "));");
-      line("if (ctx->cuda->copy_to_device(ctx, plait_cuda::scratch_slot(ctx, 0), " + staging + ", sizeof " + staging +
-           ") != 0) return ctx->error_kind;");
-    }
+    stage_slots(slots_in, 0);
     const std::string params = temp("params");
     std::vector<std::string> addresses;
     for (const std::string& a : args) {
@@ -1188,6 +1219,26 @@ class CudaEmitter {
         line("std::memcpy(&" + slots_out[k].first + ", " + staging + " + " + std::to_string(8 * k) + ", sizeof(" +
              slots_out[k].second + "));");
     }
+  }
+
+  // Host code that puts host scalars into slots first.. of the scratch
+  // buffer. All-zero bytes (a sum from 0) are cleared in stream order; other
+  // values are copied, which waits for the stream (pageable host memory).
+  void stage_slots(const std::vector<std::pair<std::string, std::string>>& slots, int first) {
+    if (slots.empty()) return;
+    const std::string staging = temp("stage");
+    const std::string bytes = std::to_string(8 * slots.size());
+    line("unsigned char " + staging + "[" + bytes + "] = {};");
+    for (size_t k = 0; k < slots.size(); ++k)
+      line("std::memcpy(" + staging + " + " + std::to_string(8 * k) + ", &" + slots[k].first + ", sizeof(" +
+           slots[k].second + "));");
+    const std::string target = "plait_cuda::scratch_slot(ctx, " + std::to_string(first) + ")";
+    line("if (plait_cuda::all_zero(" + staging + ", sizeof " + staging + ")) {");
+    line("  if (ctx->cuda->zero(ctx, " + target + ", sizeof " + staging + ") != 0) return ctx->error_kind;");
+    line("} else if (ctx->cuda->copy_to_device(ctx, " + target + ", " + staging + ", sizeof " + staging +
+         ") != 0) {");
+    line("  return ctx->error_kind;");
+    line("}");
   }
 
   static std::string reduction_identity(ReduceOp op, ScalarKind k) {
@@ -1899,11 +1950,13 @@ class CudaEmitter {
     args.push_back("ctx->cuda->scratch");
     std::vector<std::string> accumulators;
     std::vector<std::pair<std::string, std::string>> slots;
+    const bool resident = resident_loop_ == loop;
+    const int first_slot = resident ? kResidentSlot : 0;
     for (size_t r = 0; r < sc.reductions.size(); ++r) {
       const Var& v = sc.reductions[r].var;
       const std::string acc = "p_acc" + std::to_string(r);
       params.push_back(ctype(v->type) + "* " + acc);
-      args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(r) + ")");
+      args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(first_slot + static_cast<int>(r)) + ")");
       accumulators.push_back(acc);
       slots.emplace_back(var_name(v), ctype(v->type));
     }
@@ -2055,7 +2108,14 @@ class CudaEmitter {
       device_ << "}\n";
     }
 
-    // Host: the launch.
+    // Host: the launch. Results that stay on the device start in their
+    // slots whether or not the loop runs.
+    if (resident) {
+      stage_slots(slots, kResidentSlot);
+      for (size_t r = 0; r < sc.reductions.size(); ++r)
+        resident_slots_[sc.reductions[r].var.get()] = kResidentSlot + static_cast<int>(r);
+      remark(loop->loc, "the results of the reductions stay on the GPU for the statements after the loop");
+    }
     line("if (" + total + " > 0) {");
     ++indent_;
     const int64_t cap_blocks = sc.reductions.empty() && privatised.empty() ? kMaxBlocks : kMaxReductionBlocks;
@@ -2068,7 +2128,11 @@ class CudaEmitter {
                                                : std::to_string(kCudaBlockSize),
                                      temps_buffer, temps_stride);
     }
-    emit_launch(index, grid, std::to_string(kCudaBlockSize), args, slots, slots);
+    if (resident) {
+      emit_launch(index, grid, std::to_string(kCudaBlockSize), args, {}, {});
+    } else {
+      emit_launch(index, grid, std::to_string(kCudaBlockSize), args, slots, slots);
+    }
     --indent_;
     line("}");
     for (const Level& lv : levels) {
@@ -2529,15 +2593,22 @@ class CudaEmitter {
     std::vector<std::string> params, args;
     std::vector<std::pair<std::string, std::string>> slots;
     std::vector<Var> exchanged;
+    std::vector<std::pair<Var, int>> resident;  // reduction results read from their slots
     for (const Var& v : cap.scalars) {
       if (cap.written.count(v.get())) {
         exchanged.push_back(v);
         continue;
       }
+      if (auto it = resident_slots_.find(v.get()); it != resident_slots_.end()) {
+        resident.emplace_back(v, it->second);
+        params.push_back("const " + ctype(v->type) + "* p_res" + std::to_string(resident.size() - 1));
+        args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(it->second) + ")");
+        continue;
+      }
       params.push_back(ctype(v->type) + " " + var_name(v));
       args.push_back(var_name(v));
     }
-    if (static_cast<int>(exchanged.size()) > kScratchSlots) {
+    if (static_cast<int>(exchanged.size()) > kResidentSlot) {
       throw CompileError(ErrorKind::Unsupported, "too many scalars assigned in one device region for the CUDA target",
                          fn_.source, stmts.front()->loc);
     }
@@ -2566,6 +2637,9 @@ class CudaEmitter {
       scopes_.emplace_back();
       for (const Var& v : cap.scalars) scopes_.back().insert(v.get());
       line("(void)p_err;");
+      for (size_t k = 0; k < resident.size(); ++k)
+        line("const " + ctype(resident[k].first->type) + " " + var_name(resident[k].first) + " = *p_res" +
+             std::to_string(k) + ";");
       for (size_t k = 0; k < exchanged.size(); ++k) {
         const Var& v = exchanged[k];
         line(ctype(v->type) + " " + var_name(v) + " = *p_slot" + std::to_string(k) + ";");
@@ -2716,6 +2790,10 @@ class CudaEmitter {
   int indent_ = 0;
   int loop_depth_ = 0;  // loops around the statement being emitted, in its own code (host or kernel)
   int temp_counter_ = 0;
+  // The parallel loop being emitted whose reduction results stay on the
+  // device, and where they are (scratch slots) until the region after it.
+  const For* resident_loop_ = nullptr;
+  std::map<const VarInfo*, int> resident_slots_;
   std::unordered_map<const VarInfo*, std::string> var_names_;
   std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
   std::unordered_set<std::string> used_names_;

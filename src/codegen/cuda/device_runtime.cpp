@@ -699,6 +699,12 @@ inline void* scratch_slot(plait_context* ctx, int k) {
   return static_cast<char*>(ctx->cuda->scratch) + PLAIT_CUDA_ERROR_BYTES + 8 * k;
 }
 
+inline bool all_zero(const unsigned char* bytes, size_t count) {
+  for (size_t k = 0; k < count; ++k)
+    if (bytes[k] != 0) return false;
+  return true;
+}
+
 // Device memory for the temporary arrays of parallel loops: each worker
 // (thread or team) in flight has its own slice of `bytes` / workers. One per
 // call, reused by its kernels and grown when one needs more; freed when the
