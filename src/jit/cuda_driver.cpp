@@ -88,6 +88,11 @@ Loaded& load_driver_once() {
       loaded.driver_why = "the CUDA driver library lacks " + missing + " (driver too old?)";
       return;
     }
+    std::string optional;  // entry points plait does without
+    bind(handle, d.cuMemAllocAsync, "cuMemAllocAsync", &optional);
+    bind(handle, d.cuMemFreeAsync, "cuMemFreeAsync", &optional);
+    bind(handle, d.cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", &optional);
+    bind(handle, d.cuMemPoolSetAttribute, "cuMemPoolSetAttribute", &optional);
     CUresult init = d.cuInit(0);
     if (init != 0) {
       loaded.driver_why = "cuInit failed: " + error_text(init) + " (no usable NVIDIA GPU?)";

@@ -54,6 +54,11 @@ struct DriverApi {
   CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
   CUresult (*cuGetErrorName)(CUresult error, const char** name) = nullptr;
   CUresult (*cuGetErrorString)(CUresult error, const char** text) = nullptr;
+  // Stream-ordered allocation (CUDA 11.2 on): null where the driver lacks it.
+  CUresult (*cuMemAllocAsync)(CUdeviceptr* pointer, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemFreeAsync)(CUdeviceptr pointer, CUstream stream) = nullptr;
+  CUresult (*cuDeviceGetDefaultMemPool)(void** pool, CUdevice device) = nullptr;
+  CUresult (*cuMemPoolSetAttribute)(void* pool, int attribute, void* value) = nullptr;
 };
 
 struct NvrtcApi {

@@ -31,6 +31,9 @@ struct Runtime {
   CUcontext context = nullptr;
   CudaDeviceInfo device;
   bool cooperative_launch = false;  // CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH
+  // Stream-ordered allocation from the device's default pool, which keeps
+  // freed memory for later allocations instead of returning it to the driver.
+  bool ordered_allocation = false;
   std::mutex scratch_mutex;
   // Free scratch buffers by the stream of the call that used them last: the
   // kernels of that call may still be running, so a buffer is reused only by
@@ -74,6 +77,14 @@ Runtime* runtime(std::string* why) {
     rt.device.arch = major * 10 + minor;
     char name[256] = {};
     if (d.cuDeviceGetName(name, sizeof name - 1, device) == 0) rt.device.name = name;
+    constexpr int kMemoryPoolsSupported = 115, kReleaseThreshold = 4;  // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+    int pools = 0;
+    void* pool = nullptr;
+    uint64_t keep_all = UINT64_MAX;
+    rt.ordered_allocation = d.cuMemAllocAsync && d.cuMemFreeAsync && d.cuDeviceGetDefaultMemPool &&
+                            d.cuMemPoolSetAttribute && d.cuDeviceGetAttribute(&pools, kMemoryPoolsSupported, device) == 0 &&
+                            pools != 0 && d.cuDeviceGetDefaultMemPool(&pool, device) == 0 &&
+                            d.cuMemPoolSetAttribute(pool, kReleaseThreshold, &keep_all) == 0;
   });
   if (!rt.d && why) *why = failure;
   return rt.d ? &rt : nullptr;
@@ -183,6 +194,10 @@ struct CallState {
 
 CallState& state_of(plait_context* ctx) { return *static_cast<CallState*>(ctx->cuda->state); }
 
+// The call this thread is making, for api_free: arrays freed during a call
+// (its temporaries) go back to the pool in the order of the call's stream.
+thread_local const CallState* current_call = nullptr;
+
 void record_error(plait_context* ctx, int32_t kind, const std::string& message) {
   if (ctx->error_kind != PLAIT_OK) return;
   ctx->error_kind = kind;
@@ -216,21 +231,29 @@ int32_t api_launch_cooperative(plait_context* ctx, int32_t kernel, uint32_t grid
 void* api_alloc(plait_context* ctx, uint64_t bytes) {
   CallState& s = state_of(ctx);
   CUdeviceptr pointer = 0;
-  CUresult r = s.rt->d->cuMemAlloc(&pointer, bytes);
+  CUresult r = s.rt->ordered_allocation ? s.rt->d->cuMemAllocAsync(&pointer, bytes, s.stream)
+                                        : s.rt->d->cuMemAlloc(&pointer, bytes);
   if (r == 0) return reinterpret_cast<void*>(static_cast<uintptr_t>(pointer));
   record_error(ctx, PLAIT_MEMORY_ERROR,
          "Unable to allocate " + std::to_string(bytes) + " bytes of GPU memory (" + error_text(r) + ")");
   return nullptr;
 }
 
-// Called when the last reference to a returned array goes, possibly long
-// after the call and from another thread.
+// Called when the last reference to an array goes: during the call for its
+// temporaries (freed in stream order, without waiting), or for a returned
+// array possibly long after the call and from another thread (cuMemFree,
+// which waits for the GPU, as the array may have been used on any stream).
 void api_free(void* pointer) {
   std::string why;
   Runtime* rt = runtime(&why);
   if (!rt || pointer == nullptr) return;
   ContextGuard guard(*rt);
-  rt->d->cuMemFree(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer)));
+  const CUdeviceptr p = static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer));
+  if (current_call && rt->ordered_allocation) {
+    rt->d->cuMemFreeAsync(p, current_call->stream);
+  } else {
+    rt->d->cuMemFree(p);
+  }
 }
 
 int32_t api_copy_to_device(plait_context* ctx, void* dst, const void* src, uint64_t bytes) {
@@ -437,8 +460,13 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   ctx->cuda = &api;
   struct Detach {
     plait_context* ctx;
-    ~Detach() { ctx->cuda = nullptr; }
-  } detach{ctx};
+    const CallState* outer;
+    ~Detach() {
+      ctx->cuda = nullptr;
+      current_call = outer;
+    }
+  } detach{ctx, current_call};
+  current_call = &state;
 
   if (kernel.device_errors) {
     check(rt.d->cuMemsetD8Async(scratch.pointer(), 0, PLAIT_CUDA_ERROR_BYTES, state.stream),
