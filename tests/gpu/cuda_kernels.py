@@ -665,6 +665,18 @@ def row_reductions(a, out):
             out[i] += s
 
 
+def column_means(a, out):
+    # Coalesced across columns: one thread per column when there are many,
+    # a team per column when they are too few to fill the GPU.
+    #pragma parallel for
+    for j in range(a.shape[1]):
+        s = 0.0
+        #pragma simd reduction(+: s)
+        for i in range(a.shape[0]):
+            s += a[i, j]
+        out[j] = s / a.shape[0]
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
     "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]",
@@ -739,4 +751,5 @@ KERNELS = {
     "in_step_moving_bounds": ["f64[:, ::1], f64[:, ::1], int"],
     "row_solve": ["f64[:, ::1], f64[::1], f64[::1]", "f32[:, :], f32[:], f32[:]"],
     "row_reductions": ["f64[:, ::1], f64[::1]"],
+    "column_means": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[:]"],
 }

@@ -500,6 +500,15 @@ def test_team_barriers_between_steps(rng, kind, shape, steps):
 
 # Reduction results that stay on the GPU for the device region after their
 # loop (docs/cuda.md): the triangular solve and mixed cases.
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(1, 1), (1000, 3), (300, 257), (7, 8191), (5, 8192), (3, 20001)])
+def test_team_only_when_the_workers_are_few(rng, kind, shape):
+    kernel = check(K.column_means, [floats(rng, shape), np.empty(shape[1])], kind, poison=[1], rtol=1e-12)
+    assert "one thread per iteration when there are at least 8192" in kernel.explain()
+    check(K.column_means, [floats(rng, (600, 40), np.float32)[::3, ::2], np.empty(20, np.float32)], kind,
+          poison=[1], rtol=1e-4)
+
+
 def solve_on_gpu(kind, lower, b):
     """K.row_solve on the GPU and in Python; their x. The GPU's dot products
     reassociate, so an x near 0 can differ in relative terms."""

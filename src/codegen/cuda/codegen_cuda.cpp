@@ -44,6 +44,10 @@ namespace {
 // many; a reduction kernel stops earlier, as each warp costs one atomic.
 constexpr int64_t kMaxBlocks = 65536;
 constexpr int64_t kMaxReductionBlocks = 2048;
+// Fewer workers than this leave most of the GPU idle at one thread each
+// (8192 warps fill 132 SMs' 2048 threads twice over): a worker whose loops
+// the cost rule keeps serial gets a team of threads instead.
+constexpr int64_t kFewWorkers = 8192;
 constexpr int kScratchSlots = (PLAIT_CUDA_SCRATCH_BYTES - PLAIT_CUDA_ERROR_BYTES) / 8;
 // Persistent kernels (one launch for all steps of a time loop): threads per
 // block, and the scratch slot of their grid barrier's two counters.
@@ -1418,7 +1422,7 @@ class CudaEmitter {
           std::vector<std::string> slots;
           for (const Var& v : broadcast) {
             slots.push_back(shared_array("p_bcast_" + var_name(v).substr(2), ctype(v->type), kCudaBlockSize / 32));
-            line(slots.back() + "[p_slot] = " + var_name(v) + ";");
+            line("if (p_team > 1) " + slots.back() + "[p_slot] = " + var_name(v) + ";");
           }
           --indent_;
           line("}");
@@ -1429,9 +1433,12 @@ class CudaEmitter {
             pending.insert(pending.end(), accesses.begin(), accesses.end());
             break;
           }
-          line("plait::team_sync(p_team);");
-          for (size_t b = 0; b < broadcast.size(); ++b) line(var_name(broadcast[b]) + " = " + slots[b] + "[p_slot];");
-          line("plait::team_sync(p_team);");
+          line("if (p_team > 1) {");
+          line("  plait::team_sync(p_team);");
+          for (size_t b = 0; b < broadcast.size(); ++b)
+            line("  " + var_name(broadcast[b]) + " = " + slots[b] + "[p_slot];");
+          line("  plait::team_sync(p_team);");
+          line("}");
           pending.clear();
           break;
         }
@@ -1935,7 +1942,12 @@ class CudaEmitter {
     std::string team;  // host: the team size, when the worker is a team
     if (plan.team) {
       team = temp("team");
-      line("const int32_t " + team + " = plait_cuda::team_for(" + trips + ");");
+      if (plan.teams_when_few) {
+        line("const int32_t " + team + " = " + total + " < " + std::to_string(kFewWorkers) +
+             " ? plait_cuda::team_for(" + trips + ") : 1;");
+      } else {
+        line("const int32_t " + team + " = plait_cuda::team_for(" + trips + ");");
+      }
       params.push_back("int32_t p_team");
       args.push_back(team);
     }
@@ -2161,7 +2173,12 @@ class CudaEmitter {
       for (size_t d = 1; d < nest.size(); ++d) what += " `" + nest[d]->var->name + "`";
       what += ")";
     }
-    if (plan.team) {
+    if (plan.team && plan.teams_when_few) {
+      remark(loop->loc, what + ": CUDA kernel " + name + ", one thread per iteration when there are at least " +
+                            std::to_string(kFewWorkers) + ", else one team of threads per iteration (32 to 256 "
+                            "threads, from the inner trip count n as the smallest power of two >= n / 4), blocks "
+                            "of " + std::to_string(kCudaBlockSize) + " threads, grid-stride loop over iterations");
+    } else if (plan.team) {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one team of threads per iteration, blocks of " +
                             std::to_string(kCudaBlockSize) + " threads, grid-stride loop over iterations; the team "
                             "has 32 (a warp) to 256 threads, chosen at launch from the inner trip count n as the "
@@ -2239,7 +2256,8 @@ class CudaEmitter {
     for (const Var& v : loop->schedule.privates) outside.insert(v.get());
     for (const Var& v : captures_of({nest.back()->body}).scalars)
       if (!nest_vars.count(v.get())) outside.insert(v.get());
-    return cuda::plan_worker(nest.back()->body, nest_vars, outside).team;
+    const WorkerPlan plan = cuda::plan_worker(nest.back()->body, nest_vars, outside);
+    return plan.team && !plan.teams_when_few;
   }
 
   // Why a serial host loop whose body has parallel loops cannot run as one

@@ -562,9 +562,11 @@ template <typename T> __device__ __forceinline__ void reduce_max(T* acc, T v) {
 }
 
 // ---- teams: a worker of a team-mapped parallel loop is `team` consecutive
-// threads of a block of 256 (team 32, 64, 128 or 256; a power of two).
+// threads of a block of 256 (team 32, 64, 128 or 256; a power of two; or 1,
+// one thread per worker, when the host launches a team kernel so).
 // Barrier among the threads of the caller's team.
 __device__ __forceinline__ void team_sync(int team) {
+  if (team == 1) return;
   if (team == 32) {
     __syncwarp();
   } else if (team == (int)blockDim.x) {
@@ -588,6 +590,7 @@ __device__ __forceinline__ T shuffle_from(T v, int lane) {
 // slots in the same order. Every thread of the team must call it.
 template <typename T, typename Op>
 __device__ __forceinline__ T team_combine(T v, Op op, int team, T* partials) {
+  if (team == 1) return v;
   v = warp_combine(v, op);
   if (team == 32) return shuffle_from(v, 0);
   const int warp = (int)(threadIdx.x >> 5);

@@ -558,11 +558,13 @@ WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet
   const std::string counts = std::to_string(planner.along) + " contiguous along the inner loops, " +
                              std::to_string(planner.across) + " across iterations of the parallel loop";
   if (planner.along <= planner.across) {
-    WorkerPlan one = single();
+    plan.teams_when_few = true;
     for (const For* f : planner.spread)
-      one.notes.push_back({f->loc, describe(f) + " runs serially in its thread: one thread per parallel iteration "
-                                                 "keeps more accesses coalesced (" + counts + ")"});
-    return one;
+      plan.notes.push_back({f->loc, describe(f) + " runs serially in its thread when the parallel loop has many "
+                                                  "iterations: one thread per parallel iteration keeps more accesses "
+                                                  "coalesced (" + counts + "); with few iterations its iterations are "
+                                                  "spread over a team of threads"});
+    return plan;
   }
   for (const For* f : planner.in_step)
     plan.notes.push_back({f->loc, describe(f) + " runs in step in every thread of the team; the loops inside it "

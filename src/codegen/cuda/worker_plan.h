@@ -33,6 +33,11 @@ enum class Placement : uint8_t {
 
 struct WorkerPlan {
   bool team = false;
+  // The cost rule favours one thread per worker (accesses coalesced across
+  // workers): the kernel is still built for teams, and the host launches it
+  // with teams only when the workers are too few to fill the GPU, else with
+  // teams of one thread (docs/cuda.md, "Teams of threads").
+  bool teams_when_few = false;
   std::vector<ir::Stmt> stmts;       // the statements of the worker body (or of a nested body)
   std::vector<Placement> placement;  // by statement (empty unless team)
   // By statement, for Placement::Nested: the plans of a loop's body, or of
