@@ -677,6 +677,14 @@ def column_means(a, out):
         out[j] = s / a.shape[0]
 
 
+def scaled_columns(A, Q, R):
+    # gramschmidt's first steps: R[k, k], read into a temporary by the
+    # column's division, stays on the GPU (no copy to the host per column).
+    for k in range(A.shape[1]):
+        R[k, k] = np.sqrt(np.dot(A[:, k], A[:, k])) + 1.0
+        Q[:, k] = A[:, k] / R[k, k]
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
     "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]",
@@ -752,4 +760,5 @@ KERNELS = {
     "row_solve": ["f64[:, ::1], f64[::1], f64[::1]", "f32[:, :], f32[:], f32[:]"],
     "row_reductions": ["f64[:, ::1], f64[::1]"],
     "column_means": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[:]"],
+    "scaled_columns": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
 }

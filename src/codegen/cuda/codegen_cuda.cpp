@@ -57,6 +57,9 @@ constexpr int kBarrierSlot = kScratchSlots - 1;
 // their loop (emit_contents): slots kResidentSlot.. kResidentSlot + 7.
 constexpr int kResidentSlots = 8;
 constexpr int kResidentSlot = kBarrierSlot - kResidentSlots;
+// Scalars that a device region assigns and only later parallel loops of its
+// block read stay on the device too: slots kRegionSlot.. kResidentSlot - 1.
+constexpr int kRegionSlot = kResidentSlot - kResidentSlots;
 
 std::string dtype_code(ScalarKind k) { return plait_dtype_name(k); }
 
@@ -798,6 +801,7 @@ class CudaEmitter {
   // grouped into single-thread device regions.
   void emit_contents(const Stmt& s) {
     scopes_.emplace_back();
+    const int region_slots = region_slots_used_;
     const Block* b = s->as<Block>();
     std::vector<Stmt> stmts = b ? b->stmts : std::vector<Stmt>{s};
     std::vector<Stmt> run;
@@ -807,16 +811,59 @@ class CudaEmitter {
         run.push_back(st);
         continue;
       }
-      if (!run.empty()) emit_serial_region(run);
+      if (!run.empty()) emit_serial_region(run, stays_on_device(run, stmts, k));
       run.clear();
       resident_slots_.clear();
       if (!device()) resident_loop_ = results_stay_on_device(stmts, k) ? st->as<For>() : nullptr;
       emit(st);
       resident_loop_ = nullptr;
     }
-    if (!run.empty()) emit_serial_region(run);
+    if (!run.empty()) emit_serial_region(run, stays_on_device(run, stmts, stmts.size()));
     resident_slots_.clear();
+    if (!device()) {
+      for (auto it = region_slots_.begin(); it != region_slots_.end();)
+        it = it->second >= kRegionSlot + region_slots ? region_slots_.erase(it) : std::next(it);
+      region_slots_used_ = region_slots;
+    }
     scopes_.pop_back();
+  }
+
+  // The scalars a device region (`run`, followed by `stmts[next]`...)
+  // assigns that can stay on the device: declared in this block, and
+  // afterwards read only by parallel loops of the block (not in their
+  // bounds, not assigned there, no arrays allocated in them, whose sizes
+  // the host computes) — gramschmidt's `R[k, k]`, read back per column
+  // before.
+  std::set<const VarInfo*> stays_on_device(const std::vector<Stmt>& run, const std::vector<Stmt>& stmts,
+                                           size_t next) {
+    std::set<const VarInfo*> out;
+    if (device() || persistent_step_) return out;
+    Captures cap = captures_of(run);
+    for (const Var& v : cap.scalars) {
+      if (!cap.written.count(v.get()) || region_slots_used_ + static_cast<int>(out.size()) >= kResidentSlots) continue;
+      bool declared_here = false, ok = true;
+      for (const Stmt& st : stmts)
+        if (const Declare* d = st->as<Declare>(); d && d->var.get() == v.get()) declared_here = true;
+      for (size_t j = next; j < stmts.size() && ok && declared_here; ++j) {
+        ScalarCollector uses;
+        uses.visit(stmts[j]);
+        if (std::none_of(uses.used.begin(), uses.used.end(), [&](const Var& u) { return u.get() == v.get(); }))
+          continue;
+        const For* f = stmts[j]->as<For>();
+        StmtFacts facts;
+        if (f) facts.visit(f->body);
+        ScalarCollector bounds;
+        if (f) {
+          bounds.visit(f->begin);
+          bounds.visit(f->end);
+          bounds.visit(f->step);
+        }
+        ok = f && is_parallel(f->schedule.kind) && !uses.written.count(v.get()) && !facts.binds_arrays &&
+             std::none_of(bounds.used.begin(), bounds.used.end(), [&](const Var& u) { return u.get() == v.get(); });
+      }
+      if (declared_here && ok) out.insert(v.get());
+    }
+    return out;
   }
 
   // Whether the reductions of the parallel loop `stmts[k]` can leave their
@@ -1951,9 +1998,16 @@ class CudaEmitter {
       params.push_back("int32_t p_team");
       args.push_back(team);
     }
+    std::vector<std::pair<Var, std::string>> stayed;  // scalars read from their slots (stays_on_device)
     for (const Var& v : cap.scalars) {
       if (nest_vars.count(v.get())) continue;
       if (reduction_vars.count(v.get()) || private_vars.count(v.get())) continue;
+      if (auto it = region_slots_.find(v.get()); it != region_slots_.end() && !device()) {
+        stayed.emplace_back(v, "p_stayed" + std::to_string(stayed.size()));
+        params.push_back("const " + ctype(v->type) + "* " + stayed.back().second);
+        args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(it->second) + ")");
+        continue;
+      }
       params.push_back(ctype(v->type) + " " + var_name(v));
       args.push_back(var_name(v));
     }
@@ -1994,6 +2048,7 @@ class CudaEmitter {
       for (const Var& v : cap.scalars)
         if (!nest_vars.count(v.get())) scopes_.back().insert(v.get());
       line("(void)p_err;");
+      for (const auto& [v, param] : stayed) line("const " + ctype(v->type) + " " + var_name(v) + " = *" + param + ";");
       for (const Reduction& r : sc.reductions)
         line(ctype(r.var->type) + " " + var_name(r.var) + " = " + reduction_identity(r.op, r.var->type.kind) + ";");
       for (const Var& v : sc.privates)
@@ -2617,13 +2672,21 @@ class CudaEmitter {
 
   // Statements outside parallel loops that touch array elements: one
   // single-thread kernel.
-  void emit_serial_region(const std::vector<Stmt>& stmts) {
+  void emit_serial_region(const std::vector<Stmt>& stmts, const std::set<const VarInfo*>& stays = {}) {
     Captures cap = captures_of(stmts);
     std::vector<std::string> params, args;
     std::vector<std::pair<std::string, std::string>> slots;
     std::vector<Var> exchanged;
     std::vector<std::pair<Var, int>> resident;  // reduction results read from their slots
+    std::vector<std::pair<Var, int>> staying;   // scalars it assigns that stay in their slots
     for (const Var& v : cap.scalars) {
+      if (stays.count(v.get())) {
+        const int slot = kRegionSlot + region_slots_used_++;
+        staying.emplace_back(v, slot);
+        params.push_back(ctype(v->type) + "* p_stay" + std::to_string(staying.size() - 1));
+        args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(slot) + ")");
+        continue;
+      }
       if (cap.written.count(v.get())) {
         exchanged.push_back(v);
         continue;
@@ -2637,7 +2700,7 @@ class CudaEmitter {
       params.push_back(ctype(v->type) + " " + var_name(v));
       args.push_back(var_name(v));
     }
-    if (static_cast<int>(exchanged.size()) > kResidentSlot) {
+    if (static_cast<int>(exchanged.size()) > kRegionSlot) {
       throw CompileError(ErrorKind::Unsupported, "too many scalars assigned in one device region for the CUDA target",
                          fn_.source, stmts.front()->loc);
     }
@@ -2673,14 +2736,24 @@ class CudaEmitter {
         const Var& v = exchanged[k];
         line(ctype(v->type) + " " + var_name(v) + " = *p_slot" + std::to_string(k) + ";");
       }
+      for (size_t k = 0; k < staying.size(); ++k)
+        line(ctype(staying[k].first->type) + " " + var_name(staying[k].first) + " = *p_stay" + std::to_string(k) + ";");
       for (const Stmt& s : stmts) emit(s);
       for (size_t k = 0; k < exchanged.size(); ++k)
         line("*p_slot" + std::to_string(k) + " = " + var_name(exchanged[k]) + ";");
+      for (size_t k = 0; k < staying.size(); ++k)
+        line("*p_stay" + std::to_string(k) + " = " + var_name(staying[k].first) + ";");
       scopes_.pop_back();
       device_ << "}\n";
     }
     line("{");
     ++indent_;
+    for (const auto& [v, slot] : staying) {
+      stage_slots({{var_name(v), ctype(v->type)}}, slot);
+      region_slots_[v.get()] = slot;
+      remark(stmts.front()->loc, "`" + v->name + "` stays on the GPU for the parallel loops after line " +
+                                     std::to_string(stmts.back()->loc.end_line));
+    }
     emit_launch(index, "1", "1", args, slots, slots);
     --indent_;
     line("}");
@@ -2823,6 +2896,10 @@ class CudaEmitter {
   // device, and where they are (scratch slots) until the region after it.
   const For* resident_loop_ = nullptr;
   std::map<const VarInfo*, int> resident_slots_;
+  // Scalars assigned by a device region that stay on the device for the
+  // parallel loops after it in the same block, and their slots.
+  std::map<const VarInfo*, int> region_slots_;
+  int region_slots_used_ = 0;
   std::unordered_map<const VarInfo*, std::string> var_names_;
   std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
   std::unordered_set<std::string> used_names_;
