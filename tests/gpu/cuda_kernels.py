@@ -677,12 +677,16 @@ def column_means(a, out):
         out[j] = s / a.shape[0]
 
 
-def scaled_columns(A, Q, R):
+def scaled_columns(A, R):
     # gramschmidt's first steps: R[k, k], read into a temporary by the
     # column's division, stays on the GPU (no copy to the host per column).
+    # (Q has A's shape by construction: no broadcast versions of the
+    # division, whose branches would keep the temporary on the host.)
+    Q = np.zeros_like(A)
     for k in range(A.shape[1]):
         R[k, k] = np.sqrt(np.dot(A[:, k], A[:, k])) + 1.0
         Q[:, k] = A[:, k] / R[k, k]
+    return Q
 
 
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
@@ -760,5 +764,5 @@ KERNELS = {
     "row_solve": ["f64[:, ::1], f64[::1], f64[::1]", "f32[:, :], f32[:], f32[:]"],
     "row_reductions": ["f64[:, ::1], f64[::1]"],
     "column_means": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[:]"],
-    "scaled_columns": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
+    "scaled_columns": ["f64[:, ::1], f64[:, ::1]"],
 }
