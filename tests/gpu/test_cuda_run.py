@@ -672,8 +672,8 @@ def test_csr_matrix_vector_product(rng, kind, rows, per_row):
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("nbins", [1, 37, 1024, 5000])
 def test_histogram_privatised_in_shared_memory(rng, kind, n, nbins):
-    # Up to 128 int64 bins get a shared copy per warp; 1024 fill the block's
-    # one copy exactly; 5000 do not fit and go straight to the array.
+    # 1024 int64 bins fill the shared copy exactly; 5000 do not fit and go
+    # straight to the array.
     check(K.float_histogram, [rng.random(n).astype(np.float32), np.zeros(nbins, np.int64)], kind)
     check(K.float_histogram, [rng.random(n), np.full(nbins, 0.5, np.float32)], kind, rtol=1e-6)
 

@@ -1046,7 +1046,7 @@ class CudaEmitter {
     // it in shared memory (1-D, indexed by the element's index).
     auto target = [&](const std::vector<std::string>& idx) {
       auto it = private_copies_.find(u->array.get());
-      if (it != private_copies_.end()) return "&(" + it->second + ")[" + idx[0] + "]";
+      if (it != private_copies_.end()) return "&" + it->second + "[" + idx[0] + "]";
       return "&" + data(u->array) + "[" + offset(u->array, idx) + "]";
     };
     if (!u->checked) {
@@ -2119,29 +2119,23 @@ class CudaEmitter {
         emit_worker_loop();
       } else {
         // Each block accumulates the updates in shared memory (when every
-        // privatised array fits), one copy per warp when the copies of all
-        // its warps fit (the warps of a block then never contend for a bin),
-        // else one for the block; then it adds each non-zero bin, summed
-        // over the copies, to the array with one atomic.
-        constexpr int kWarps = kCudaBlockSize / 32;
-        std::string fits, fits_per_warp;
+        // privatised array fits), then adds each non-zero bin to the array
+        // with one atomic.
+        std::string fits;
         std::vector<std::string> copies;
         for (size_t p = 0; p < privatised.size(); ++p) {
           const ArrayVar& a = privatised[p];
           const int capacity = kPrivateCopyBytes / element_bytes(a->type.dtype);
           copies.push_back(shared_array("p_private" + std::to_string(p), ctype(a->type.dtype), capacity));
           fits += (p ? " && " : "") + extent(a, 0) + " <= " + std::to_string(capacity);
-          fits_per_warp += (p ? " && " : "") + extent(a, 0) + " <= " + std::to_string(capacity / kWarps);
         }
         line("const bool p_privatised = " + fits + ";");
         line("if (p_privatised) {");
         ++indent_;
-        line("const int p_copies = " + fits_per_warp + " ? " + std::to_string(kWarps) + " : 1;");
-        line("const int p_copy = (int)(threadIdx.x / 32) % p_copies;");
         for (size_t p = 0; p < privatised.size(); ++p) {
           line("for (int64_t p_bin = threadIdx.x; p_bin < " + extent(privatised[p], 0) +
-               " * p_copies; p_bin += blockDim.x) " + copies[p] + "[p_bin] = 0;");
-          private_copies_[privatised[p].get()] = copies[p] + " + p_copy * " + extent(privatised[p], 0);
+               "; p_bin += blockDim.x) " + copies[p] + "[p_bin] = 0;");
+          private_copies_[privatised[p].get()] = copies[p];
         }
         line("__syncthreads();");
         emit_worker_loop();
@@ -2149,14 +2143,9 @@ class CudaEmitter {
         line("__syncthreads();");
         for (size_t p = 0; p < privatised.size(); ++p) {
           const ArrayVar& a = privatised[p];
-          const std::string t = ctype(a->type.dtype);
-          line("for (int64_t p_bin = threadIdx.x; p_bin < " + extent(a, 0) + "; p_bin += blockDim.x) {");
-          line("  " + t + " p_sum = " + copies[p] + "[p_bin];");
-          line("  for (int p_c = 1; p_c < p_copies; ++p_c) p_sum = (" + t + ")(p_sum + " + copies[p] + "[p_c * " +
-               extent(a, 0) + " + p_bin]);");
-          line("  if (p_sum != 0) plait::atomic_add<" + t + ">(&" + data(a) + "[" + offset(a, {"p_bin"}) +
-               "], p_sum);");
-          line("}");
+          line("for (int64_t p_bin = threadIdx.x; p_bin < " + extent(a, 0) + "; p_bin += blockDim.x)");
+          line("  if (" + copies[p] + "[p_bin] != 0) plait::atomic_add<" + ctype(a->type.dtype) + ">(&" + data(a) +
+               "[" + offset(a, {"p_bin"}) + "], " + copies[p] + "[p_bin]);");
         }
         --indent_;
         line("} else {");
