@@ -676,6 +676,22 @@ def row_centered_squares(x, out):
         out[i, 0] = q
 
 
+def doubled_row_max_reversed(x, out):
+    # A row temporary written by one spread loop and read by a loop that may
+    # run again in order (max(t, m) meets a NaN): it stays in memory.
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        t = np.empty(x.shape[1], x.dtype)
+        #pragma simd
+        for j1 in range(x.shape[1]):
+            t[j1] = x[i, j1] * 2
+        m = -np.inf
+        #pragma simd reduction(max: m)
+        for j2 in range(x.shape[1]):
+            m = max(t[j2], m)
+        out[i] = m
+
+
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
 KERNELS = {
     "vector_add": ["f64[::1], f64[::1], f64[::1]", "f32[::1], f32[::1], f32[::1]", "i32[::1], i32[::1], i32[::1]",
@@ -750,4 +766,5 @@ KERNELS = {
     "array_extremes": ["f64[:, ::1]", "f32[:, :]"],
     "softmax_in_place": ["f32[:, ::1]", "f64[:, :]"],
     "row_centered_squares": ["f64[:, ::1], f64[:, ::1]"],
+    "doubled_row_max_reversed": ["f64[:, ::1], f64[::1]", "f32[:, ::1], f32[::1]"],
 }

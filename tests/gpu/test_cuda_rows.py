@@ -71,6 +71,13 @@ def test_reversed_builtin_max_and_min_run_in_order_after_a_nan(rng, kind, dtype,
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("m", LENGTHS)
+def test_ordered_rerun_reads_a_row_temporary_from_memory(rng, dtype, m):
+    x = special_rows(rng, m, dtype)
+    check(K.doubled_row_max_reversed, [x, np.empty(16, dtype)], "numpy", poison=[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("m", (0,) + LENGTHS)
 def test_numpy_maximum_loop_propagates_nan(rng, dtype, m):
     x = special_rows(rng, m, dtype) if m else np.empty((5, 0), dtype)

@@ -1394,6 +1394,10 @@ class CudaEmitter {
       const std::string flags = shared_array("p_part_" + std::string(dtype_suffix(ScalarKind::Int32)), "int32_t", kCudaBlockSize / 32);
       line("if (plait::team_combine(" + nan_seen + ", plait::op_or(), p_team, " + flags + ") != 0) {");
       ++indent_;
+      // Every thread reads the elements of every iteration: other threads'
+      // writes before the loop need a barrier first, and their writes after
+      // it one at the end.
+      line("plait::team_sync(p_team);");
       for (size_t r = 0; r < loop->schedule.reductions.size(); ++r)
         line(var_name(loop->schedule.reductions[r].var) + " = " + before[r] + ";");
       line("for (int64_t " + k + " = 0; " + k + " < " + trip + "; ++" + k + ") {");
@@ -1410,6 +1414,7 @@ class CudaEmitter {
       scopes_.pop_back();
       --indent_;
       line("}");
+      line("plait::team_sync(p_team);");
       --indent_;
       line("} else {");
       ++indent_;

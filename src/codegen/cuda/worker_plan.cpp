@@ -729,6 +729,11 @@ std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const VarSet& wo
     bool own = al != arrays.allocation.end() && al->second->fill == FillKind::Uninitialized && !c.checked &&
                !c.outside;
     for (const ArrayInfo* name : c.row.names) own = own && arrays.declared.count(name);
+    // A loop that may run again in order (ReductionForm::OrderDependent)
+    // reads the row from memory then.
+    for (size_t k : c.row.loops)
+      for (const Reduction& r : plan.stmts[k]->as<For>()->schedule.reductions)
+        own = own && reduction_form(plan.stmts[k]->as<For>()->body, r) != ReductionForm::OrderDependent;
     if (own) {
       for (const Stmt& st : body) {
         if (st->as<Block>()) continue;
