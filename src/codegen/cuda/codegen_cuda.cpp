@@ -1347,18 +1347,45 @@ class CudaEmitter {
     // rows kept in them (fully unrolled, so that the registers are
     // registers); the rest use memory.
     std::string first = "p_lane";
+    std::string mine;  // how many of its first kRowCacheSlots iterations the thread has
     const bool muted = mute_remarks_;
     if (!rows.empty()) {
       for (const auto& [row, registers] : rows)
         for (const ArrayInfo* a : row->names)
           cached_rows_[a] = RowRegisters{registers, row->loops.front() == index, row->registers_only};
       const std::string slots = std::to_string(cuda::kRowCacheSlots);
+      // The thread's iterations among the first ones, as a 32-bit count
+      // (64-bit guards per iteration cost registers).
+      mine = temp("mine");
+      line("const int " + mine + " = " + trip + " > p_lane ? (int)((" + trip + " - p_lane + p_team - 1) / p_team < " +
+           slots + " ? (" + trip + " - p_lane + p_team - 1) / p_team : " + slots + ") : 0;");
+      // Rows that nothing writes: all registers loaded at once first.
+      for (const auto& [row, registers] : rows) {
+        if (!row->load || row->loops.front() != index) continue;
+        line("#pragma unroll");
+        line("for (int p_c = 0; p_c < " + slots + "; ++p_c) {");
+        ++indent_;
+        line("if (p_c < " + mine + ") {");
+        ++indent_;
+        line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
+        scopes_.emplace_back();
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+             begin + " + " + k + " * " + step + ");");
+        scopes_.back().insert(v.get());
+        line(registers + "[p_c] = " + memory_load(row->load) + ";");
+        scopes_.pop_back();
+        --indent_;
+        line("}");
+        --indent_;
+        line("}");
+        for (const ArrayInfo* a : row->names) cached_rows_[a].filling = false;
+      }
       line("#pragma unroll");
       line("for (int p_c = 0; p_c < " + slots + "; ++p_c) {");
       ++indent_;
-      line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
-      line("if (" + k + " < " + trip + ") {");
+      line("if (p_c < " + mine + ") {");
       ++indent_;
+      line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
       iteration();
       --indent_;
       line("}");
@@ -1368,8 +1395,9 @@ class CudaEmitter {
       first = "p_lane + (int64_t)" + slots + " * p_team";
       mute_remarks_ = true;
     }
-    // Unrolled: each thread has several independent loads in flight.
-    line("#pragma unroll 4");
+    // Unrolled: each thread has several independent loads in flight (after
+    // the registers' iterations, unrolling costs more registers than it gains).
+    line(rows.empty() ? "#pragma unroll 4" : "#pragma unroll 1");
     line("for (int64_t " + k + " = " + first + "; " + k + " < " + trip + "; " + k + " += p_team) {");
     ++indent_;
     iteration();
@@ -1676,10 +1704,41 @@ class CudaEmitter {
   // the branch conditions around it), the slice of a worker (each
   // temporary 16-byte aligned), and the buffer for the workers in flight;
   // returns the grid, cut so that the buffer stays within its budget.
+  // The host condition under which every temporary of a team's worker
+  // stays in registers (a row kept only in registers whose loops all have
+  // at most kRowCacheSlots iterations per thread), or "" when the host
+  // cannot tell.
+  std::string temporaries_in_registers(const WorkerPlan& plan, const Stmt& body,
+                                       const std::set<const VarInfo*>& nest_vars, const std::vector<ArrayVar>& local,
+                                       const std::vector<Temporary>& temporaries, const std::string& team) {
+    ScalarCollector written;
+    written.visit(body);
+    std::set<const VarInfo*> worker = nest_vars;
+    worker.insert(written.written.begin(), written.written.end());
+    const std::vector<cuda::CachedRow> rows = cuda::plan_cached_rows(plan, written.written);
+    std::string cond;
+    std::set<std::string> tests;
+    for (const Temporary& t : temporaries) {
+      const cuda::CachedRow* row = nullptr;
+      for (const cuda::CachedRow& r : rows)
+        if (r.registers_only && r.names.count(t.site.alloc->array.get())) row = &r;
+      if (!row) return "";
+      for (const auto& bounds : row->bounds) {
+        for (const Expr& e : bounds)
+          if (!host_evaluable(e, worker, local)) return "";
+        const std::string test = "plait::trip_count(" + expr(bounds[0]) + ", " + expr(bounds[1]) + ", " +
+                                 expr(bounds[2]) + ") <= int64_t(" + std::to_string(cuda::kRowCacheSlots) + ") * " +
+                                 team;
+        if (tests.insert(test).second) cond += (cond.empty() ? "" : " && ") + test;
+      }
+    }
+    return cond;
+  }
+
   std::string emit_temporaries_buffer(const TemporaryPlan& plan, const std::vector<NestLevel>& levels,
                                       const std::string& total, const std::string& grid,
                                       const std::string& workers_per_block, const std::string& buffer,
-                                      const std::string& slice) {
+                                      const std::string& slice, const std::string& in_registers) {
     const std::vector<Temporary>& temporaries = plan.temporaries;
     const bool varies = plan.varies;
     std::vector<std::string> largest;
@@ -1737,10 +1796,14 @@ class CudaEmitter {
     --indent_;
     line("}");
     line("int64_t " + slice + " = 0;");
+    // Temporaries whose elements all stay in registers need no memory: the
+    // workers' slices are empty (no buffer) and every offset is 0.
+    const std::string held = in_registers.empty() ? "" : temp("in_registers");
+    if (!held.empty()) line("const bool " + held + " = " + in_registers + ";");
     for (size_t k = 0; k < temporaries.size(); ++k) {
       const Temporary& t = temporaries[k];
       const std::string bytes = std::to_string(element_bytes(t.site.alloc->array->type.dtype));
-      line("const int64_t " + t.offset + " = " + slice + ";");
+      line("const int64_t " + t.offset + " = " + (held.empty() ? slice : held + " ? 0 : " + slice) + ";");
       line("const int64_t " + t.capacity + " = static_cast<int64_t>(" + largest[k] + ");");
       line("if (" + largest[k] + " > (uint64_t(1) << 44) / " + bytes + ") {");
       line("  plait::raise_error(ctx, PLAIT_MEMORY_ERROR, " + loc_args(t.site.alloc->loc) +
@@ -1749,6 +1812,7 @@ class CudaEmitter {
       line("}");
       line(slice + " += static_cast<int64_t>((" + largest[k] + " * " + bytes + " + 15) / 16 * 16);");
     }
+    if (!held.empty()) line("if (" + held + ") " + slice + " = 0;");
     const std::string blocks = temp("grid");
     line("const uint32_t " + blocks + " = plait_cuda::grid_for_temporaries(" + grid + ", " + workers_per_block + ", " +
          slice + ");");
@@ -2113,7 +2177,10 @@ class CudaEmitter {
       grid = emit_temporaries_buffer(temporary_plan, levels, total, grid,
                                      plan.team ? std::to_string(kCudaBlockSize) + " / " + team
                                                : std::to_string(kCudaBlockSize),
-                                     temps_buffer, temps_stride);
+                                     temps_buffer, temps_stride,
+                                     plan.team ? temporaries_in_registers(plan, innermost->body, nest_vars,
+                                                                          cap.local_arrays, temporaries, team)
+                                               : "");
     }
     emit_launch(index, grid, std::to_string(kCudaBlockSize), args, slots, slots);
     --indent_;

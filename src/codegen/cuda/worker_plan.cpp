@@ -359,6 +359,19 @@ class UnconditionalAccesses : public AccessCollector {
   void visit(const Logical* n) override { IRVisitor::visit(n->a); }
 };
 
+// The first load of each array in a subtree.
+class FirstLoads : public IRVisitor {
+ public:
+  std::map<const ArrayInfo*, const Load*> first;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    first.try_emplace(n->array.get(), n);
+    IRVisitor::visit(n);
+  }
+};
+
 // The arrays a subtree reads or writes with a bounds check.
 class CheckedAccesses : public IRVisitor {
  public:
@@ -628,6 +641,7 @@ std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const VarSet& wo
     CachedRow row;
     std::string where;  // iteration space and index, the loop variable renamed
     const std::vector<Expr>* indices = nullptr;
+    const Load* first_load = nullptr;  // in the first loop that accesses the array
     const VarInfo* var = nullptr;  // of the loop of `indices`
     bool writes = false, checked = false, refused = false;
     bool outside = false;  // accessed outside the spread loops (allowed for reads when nothing writes it)
@@ -639,13 +653,16 @@ std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const VarSet& wo
     const For* f = plan.placement[k] == Placement::Spread ? s->as<For>() : nullptr;
     std::string space;
     bool stable = f != nullptr;
+    std::array<Expr, 3> bounds;
     if (f) {
-      for (const Expr& e : {f->begin, f->end, f->step}) {
-        const Expr c = canonical.mutate(e);
+      bounds = {canonical.mutate(f->begin), canonical.mutate(f->end), canonical.mutate(f->step)};
+      for (const Expr& c : bounds) {
         stable = stable && !uses_any(c, worker_written);
         space += to_string(c) + ":";
       }
     }
+    FirstLoads loads;
+    if (f) loads.visit(s);
     // A filled allocation writes every element, spread over the team.
     if (const Allocate* al = s->as<Allocate>(); al && al->fill != FillKind::Uninitialized) {
       const ArrayInfo* a = arrays.of(al->array.get());
@@ -688,7 +705,14 @@ std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const VarSet& wo
         c.indices = access.indices;
         c.var = f->var.get();
       }
-      if (c.row.loops.empty() || c.row.loops.back() != k) c.row.loops.push_back(k);
+      if (c.row.loops.empty() || c.row.loops.back() != k) {
+        c.row.loops.push_back(k);
+        c.row.bounds.push_back(bounds);
+      }
+      if (c.row.loops.size() == 1 && !c.first_load) {
+        auto l = loads.first.find(access.array->get());
+        if (l != loads.first.end()) c.first_load = l->second;
+      }
     }
     CheckedAccesses checked;
     checked.visit(s);
@@ -745,6 +769,7 @@ std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const VarSet& wo
         break;
       }
     }
+    if (!c.writes && !c.checked) c.row.load = c.first_load;
     rows.push_back(c.row);
   }
   return rows;

@@ -11,6 +11,7 @@
 // own variable (coalesced when consecutive threads take consecutive workers).
 #pragma once
 
+#include <array>
 #include <set>
 #include <string>
 #include <utility>
@@ -81,6 +82,14 @@ struct CachedRow {
   // name outside it) whose first access in the first loop is a store: the
   // cached elements never go to memory.
   bool registers_only = false;
+  // Nothing in the body writes the array and its accesses are unchecked:
+  // before the first loop's iterations, one unrolled loop loads every
+  // register (independent loads, all in flight at once), as `load` does.
+  const ir::Load* load = nullptr;
+  // The canonical bounds (begin, end, step) of each loop of `loops`, as the
+  // host may evaluate them before the launch (a temporary's extent as its
+  // allocated shape).
+  std::vector<std::array<ir::Expr, 3>> bounds;
 };
 
 // `worker_written`: the scalars the worker body assigns.
