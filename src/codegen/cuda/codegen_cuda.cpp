@@ -842,7 +842,8 @@ class CudaEmitter {
       }
       case NodeKind::Assign: {
         const Assign* a = s->as<Assign>();
-        if (auto it = nan_checked_.find(a->var.get()); it != nan_checked_.end()) return emit_nan_checked_update(a, it->second);
+        if (auto it = nan_checked_.find(a->var.get()); it != nan_checked_.end())
+          return emit_nan_checked_update(a, it->second);
         if (declared(a->var.get())) {
           line(var_name(a->var) + " = " + expr(a->value) + ";");
         } else {
@@ -1419,7 +1420,8 @@ class CudaEmitter {
     if (nan_seen.empty()) {
       combine();
     } else {
-      const std::string flags = shared_array("p_part_" + std::string(dtype_suffix(ScalarKind::Int32)), "int32_t", kCudaBlockSize / 32);
+      const std::string flags =
+          shared_array("p_part_" + std::string(dtype_suffix(ScalarKind::Int32)), "int32_t", kCudaBlockSize / 32);
       line("if (plait::team_combine(" + nan_seen + ", plait::op_or(), p_team, " + flags + ") != 0) {");
       ++indent_;
       // Every thread reads the elements of every iteration: other threads'
@@ -1699,11 +1701,6 @@ class CudaEmitter {
     return plan;
   }
 
-  // Host code before the launch of a kernel with temporaries: the largest
-  // size of each over the workers (all of them when it varies, evaluating
-  // the branch conditions around it), the slice of a worker (each
-  // temporary 16-byte aligned), and the buffer for the workers in flight;
-  // returns the grid, cut so that the buffer stays within its budget.
   // The host condition under which every temporary of a team's worker
   // stays in registers (a row kept only in registers whose loops all have
   // at most kRowCacheSlots iterations per thread), or "" when the host
@@ -1735,6 +1732,11 @@ class CudaEmitter {
     return cond;
   }
 
+  // Host code before the launch of a kernel with temporaries: the largest
+  // size of each over the workers (all of them when it varies, evaluating
+  // the branch conditions around it), the slice of a worker (each
+  // temporary 16-byte aligned), and the buffer for the workers in flight;
+  // returns the grid, cut so that the buffer stays within its budget.
   std::string emit_temporaries_buffer(const TemporaryPlan& plan, const std::vector<NestLevel>& levels,
                                       const std::string& total, const std::string& grid,
                                       const std::string& workers_per_block, const std::string& buffer,
