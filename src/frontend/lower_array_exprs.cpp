@@ -737,11 +737,8 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
       } else {
         combined = ir::Binary::make(is_max ? ir::BinaryOp::Max : ir::BinaryOp::Min, cur, value, acc_type, false, loc);
         for (auto& d : dims) d.op = is_max ? ir::ReduceOp::Max : ir::ReduceOp::Min;
-        // NaN must win, and the CUDA back end's combination of partial
-        // maxima does not promise that for floats: such reductions stay in
-        // order.
-        if (acc_type.is_float())
-          for (auto& d : dims) d.vectorizable = false;
+        // NaN must win: the CUDA back end combines the partial maxima of
+        // threads with the same NaN-propagating maximum (docs/cuda.md).
       }
       update.push_back(ir::Assign::make(acc, combined, loc));
     }

@@ -687,6 +687,102 @@ def scaled_columns(A, R):
         R[k, k] = np.sqrt(np.dot(A[:, k], A[:, k])) + 1.0
         Q[:, k] = A[:, k] / R[k, k]
     return Q
+# ---- NaN in team reductions of float maxima and minima, rows kept in
+# registers between spread loops (docs/cuda.md, "NaN in maxima and minima",
+# "Rows kept in registers")
+
+def row_max_builtin(x, out):
+    # max(m, x): a NaN element never replaces m; a NaN first element stays.
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        #pragma simd reduction(max: m)
+        for j in range(x.shape[1]):
+            m = max(m, x[i, j])
+        out[i] = m
+
+
+def row_extremes_builtin_reversed(x, hi, lo):
+    # max(x, m): a NaN element replaces m, the next element replaces the NaN.
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        n = x[i, 0]
+        #pragma simd reduction(max: m) reduction(min: n)
+        for j in range(x.shape[1]):
+            m = max(x[i, j], m)
+            n = min(x[i, j], n)
+        hi[i] = m
+        lo[i] = n
+
+
+def row_maximum_numpy(x, out):
+    # np.maximum: a NaN anywhere wins.
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = -np.inf
+        #pragma simd reduction(max: m)
+        for j in range(x.shape[1]):
+            m = np.maximum(m, x[i, j])
+        out[i] = m
+
+
+def array_extremes(x):
+    return np.max(x, axis=-1), np.min(x, axis=-1), np.max(x), np.min(x)
+
+
+def softmax_in_place(x):
+    # The row is read by the first two loops and rewritten by the third.
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = -np.inf
+        #pragma simd reduction(max: m)
+        for j1 in range(x.shape[1]):
+            m = np.maximum(m, x[i, j1])
+        s = 0.0
+        #pragma simd reduction(+: s)
+        for j2 in range(x.shape[1]):
+            x[i, j2] = np.exp(x[i, j2] - m)
+            s += x[i, j2]
+        #pragma simd
+        for j3 in range(x.shape[1]):
+            x[i, j3] = x[i, j3] / s
+
+
+def row_centered_squares(x, out):
+    # Loops over the same row with a conditional read, a store read back by
+    # a later loop, and a scalar from a lane-0 statement.
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        s = 0.0
+        #pragma simd reduction(+: s)
+        for j1 in range(x.shape[1]):
+            s += x[i, j1]
+        mean = s / max(x.shape[1], 1)
+        #pragma simd
+        for j2 in range(x.shape[1]):
+            out[i, j2] = (x[i, j2] - mean) * (x[i, j2] - mean)
+        q = 0.0
+        #pragma simd reduction(+: q)
+        for j3 in range(x.shape[1]):
+            q += out[i, j3] if x[i, j3] > 0 else 0.0
+        out[i, 0] = q
+
+
+def doubled_row_max_reversed(x, out):
+    # A row temporary written by one spread loop and read by a loop that may
+    # run again in order (max(t, m) meets a NaN): it stays in memory.
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        t = np.empty(x.shape[1], x.dtype)
+        #pragma simd
+        for j1 in range(x.shape[1]):
+            t[j1] = x[i, j1] * 2
+        m = -np.inf
+        #pragma simd reduction(max: m)
+        for j2 in range(x.shape[1]):
+            m = max(t[j2], m)
+        out[i] = m
 
 
 # name -> signatures (as plaitc and Dispatcher.compile spell them)
@@ -765,4 +861,11 @@ KERNELS = {
     "row_reductions": ["f64[:, ::1], f64[::1]"],
     "column_means": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[:]"],
     "scaled_columns": ["f64[:, ::1], f64[:, ::1]"],
+    "row_max_builtin": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[:]"],
+    "row_extremes_builtin_reversed": ["f64[:, ::1], f64[::1], f64[::1]", "f32[:, ::1], f32[::1], f32[::1]"],
+    "row_maximum_numpy": ["f64[:, ::1], f64[::1]", "f32[:, ::1], f32[::1]"],
+    "array_extremes": ["f64[:, ::1]", "f32[:, :]"],
+    "softmax_in_place": ["f32[:, ::1]", "f64[:, :]"],
+    "row_centered_squares": ["f64[:, ::1], f64[:, ::1]"],
+    "doubled_row_max_reversed": ["f64[:, ::1], f64[::1]", "f32[:, ::1], f32[::1]"],
 }

@@ -359,13 +359,16 @@ TEST(Reductions, FloatMaxAndMinVectoriseWithAnOrderedLoopForNaNs) {
   EXPECT_TRUE(contains(text, " = maximum(_tmp")) << text;
   EXPECT_TRUE(contains(text, " = minimum(_tmp")) << text;
   EXPECT_EQ(count_of(text, " != 0:i32) {"), 2) << text;
-  // The CUDA back end combines partial maxima with NaN losing: the reduction
-  // stays one ordered loop there.
+  // The CUDA back end combines partial maxima with maximum() (NaN wins):
+  // the reductions run in parallel with no NaN count and no ordered loop.
   CompileOptions cuda;
   cuda.target = Target::CUDA;
   std::string on_gpu = ir_text(src, "f", "f64[:, ::1]", cuda);
   EXPECT_FALSE(contains(on_gpu, "np.isnan")) << on_gpu;
   EXPECT_FALSE(contains(on_gpu, " = max(_tmp")) << on_gpu;
+  EXPECT_TRUE(contains(on_gpu, "parallel for _r")) << on_gpu;
+  EXPECT_EQ(count_of(on_gpu, "reduction(max: _tmp"), 2) << on_gpu;
+  EXPECT_EQ(count_of(on_gpu, "reduction(min: _tmp"), 1) << on_gpu;
 }
 
 TEST(PerThreadTemporaries, SoftmaxAllocatesItsRowBufferOncePerThread) {

@@ -777,6 +777,15 @@ class CudaEmitter {
   }
 
   std::string load(const Load* l) {
+    if (auto it = cached_rows_.find(l->array.get()); device() && it != cached_rows_.end()) {
+      const std::string slot = it->second.registers + "[p_c]";
+      if (!it->second.filling || it->second.registers_only) return slot;
+      return "(" + slot + " = " + memory_load(l) + ")";
+    }
+    return memory_load(l);
+  }
+
+  std::string memory_load(const Load* l) {
     if (!device()) {
       remark(l->loc, "an array element of `" + l->array->name +
                          "` is read by host code: one copy from device memory per read");
@@ -924,6 +933,8 @@ class CudaEmitter {
       }
       case NodeKind::Assign: {
         const Assign* a = s->as<Assign>();
+        if (auto it = nan_checked_.find(a->var.get()); it != nan_checked_.end())
+          return emit_nan_checked_update(a, it->second);
         if (declared(a->var.get())) {
           line(var_name(a->var) + " = " + expr(a->value) + ";");
         } else {
@@ -979,6 +990,25 @@ class CudaEmitter {
     }
   }
 
+  // `m = max(x, m)` (or min) in a spread loop whose team looks for NaN:
+  // `m = max(m, x)`, noting whether x is NaN.
+  void emit_nan_checked_update(const Assign* a, const std::string& nan_seen) {
+    const Binary* b = a->value->as<Binary>();
+    if (!b || (b->op != BinaryOp::PyMax && b->op != BinaryOp::PyMin))
+      PLAIT_INTERNAL_ERROR("a max/min reduction of `" + a->var->name + "` that is not max(x, m) or min(x, m)");
+    const VarRef* first = b->a->as<VarRef>();
+    const Expr& other = first && first->var.get() == a->var.get() ? b->b : b->a;
+    const std::string x = temp("x");
+    line("{");
+    ++indent_;
+    line("const " + ctype(a->var->type) + " " + x + " = " + expr(other) + ";");
+    line(nan_seen + " |= (int32_t)(" + x + " != " + x + ");");
+    line(var_name(a->var) + " = plait::" + (b->op == BinaryOp::PyMax ? "py_max" : "py_min") + "(" + var_name(a->var) +
+         ", " + x + ");");
+    --indent_;
+    line("}");
+  }
+
   // A failed assertion records its error, then leaves the loop iteration
   // (or the kernel, or the device region's thread, outside loops).
   void emit_assert(const Assert* a) {
@@ -1007,16 +1037,25 @@ class CudaEmitter {
 
   void emit_store(const Store* st) {
     if (!device()) PLAIT_INTERNAL_ERROR("an array store in host code");
+    std::string stored = expr(st->value);
+    // A row kept in registers: the register first, then memory unless the
+    // row is the worker's own temporary.
+    if (auto it = cached_rows_.find(st->array.get()); it != cached_rows_.end()) {
+      const std::string slot = it->second.registers + "[p_c]";
+      line(slot + " = " + stored + ";");
+      if (it->second.registers_only) return;
+      stored = slot;
+    }
     if (!st->checked) {
       std::vector<std::string> idx;
       for (const Expr& i : st->indices) idx.push_back(index_value(i));
-      line(data(st->array) + "[" + offset(st->array, idx) + "] = " + expr(st->value) + ";");
+      line(data(st->array) + "[" + offset(st->array, idx) + "] = " + stored + ";");
       return;
     }
     const std::string value = temp("value");
     line("{");
     ++indent_;
-    line("const " + ctype(st->array->type.dtype) + " " + value + " = " + expr(st->value) + ";");
+    line("const " + ctype(st->array->type.dtype) + " " + value + " = " + stored + ";");
     std::vector<std::string> names;
     std::string decls;
     const std::string cond = bound_checks(st->array, st->indices, st->loc, &names, &decls);
@@ -1362,10 +1401,22 @@ class CudaEmitter {
     return name;
   }
 
+  // The functor that combines partial values of reduction `r` of a loop
+  // with body `body` (worker_plan.h, ReductionForm).
+  static std::string combine_functor(const Stmt& body, const Reduction& r) {
+    if (cuda::reduction_form(body, r) == cuda::ReductionForm::NanPropagating)
+      return r.op == ReduceOp::Max ? "plait::op_maximum()" : "plait::op_minimum()";
+    return op_functor(r.op);
+  }
+
   // A loop of a team's worker body whose iterations are spread over the
   // team: lane, lane + team, ...; its reductions are combined across the
-  // team and every thread gets the result.
-  void emit_spread_loop(const For* loop) {
+  // team and every thread gets the result. A reduction `m = max(x, m)` of
+  // floats (ReductionForm::OrderDependent) runs as `m = max(m, x)` while the
+  // team notes whether any x, or m before the loop, is NaN; then the two
+  // agree, else every thread runs the loop again in order.
+  void emit_spread_loop(const For* loop, size_t index = 0,
+                        const std::vector<std::pair<const cuda::CachedRow*, std::string>>& rows = {}) {
     line_directive(loop->loc);
     line("{");
     ++indent_;
@@ -1376,34 +1427,140 @@ class CudaEmitter {
     line("const int64_t " + step + " = " + expr(loop->step) + ";");
     line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
     std::vector<std::string> before;
+    std::string nan_seen;  // OrderDependent reductions: whether this thread saw a NaN
     for (const Reduction& r : loop->schedule.reductions) {
       const std::string b = temp("before");
       before.push_back(b);
       line("const " + ctype(r.var->type) + " " + b + " = " + var_name(r.var) + ";");
       line(var_name(r.var) + " = " + reduction_identity(r.op, r.var->type.kind) + ";");
+      if (cuda::reduction_form(loop->body, r) != cuda::ReductionForm::OrderDependent) continue;
+      if (nan_seen.empty()) {
+        nan_seen = temp("nan_seen");
+        line("int32_t " + nan_seen + " = 0;");
+      }
+      line(nan_seen + " |= (int32_t)(" + b + " != " + b + ");");
+      nan_checked_[r.var.get()] = nan_seen;
     }
-    // Unrolled: each thread has several independent loads in flight.
-    line("#pragma unroll 4");
-    line("for (int64_t " + k + " = p_lane; " + k + " < " + trip + "; " + k + " += p_team) {");
-    ++indent_;
-    scopes_.emplace_back();
     const Var& v = loop->var;
-    line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + begin +
-         " + " + k + " * " + step + ");");
-    scopes_.back().insert(v.get());
-    ++loop_depth_;
-    emit_body_statements(loop->body);
-    --loop_depth_;
-    scopes_.pop_back();
+    auto iteration = [&] {
+      scopes_.emplace_back();
+      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+           begin + " + " + k + " * " + step + ");");
+      scopes_.back().insert(v.get());
+      ++loop_depth_;
+      emit_body_statements(loop->body);
+      --loop_depth_;
+      scopes_.pop_back();
+    };
+    // The thread's first kRowCacheSlots iterations use the registers of the
+    // rows kept in them (fully unrolled, so that the registers are
+    // registers); the rest use memory.
+    std::string first = "p_lane";
+    std::string mine;  // how many of its first kRowCacheSlots iterations the thread has
+    const bool muted = mute_remarks_;
+    if (!rows.empty()) {
+      for (const auto& [row, registers] : rows)
+        for (const ArrayInfo* a : row->names)
+          cached_rows_[a] = RowRegisters{registers, row->loops.front() == index, row->registers_only};
+      const std::string slots = std::to_string(cuda::kRowCacheSlots);
+      // The thread's iterations among the first ones, as a 32-bit count
+      // (64-bit guards per iteration cost registers).
+      mine = temp("mine");
+      line("const int " + mine + " = " + trip + " > p_lane ? (int)((" + trip + " - p_lane + p_team - 1) / p_team < " +
+           slots + " ? (" + trip + " - p_lane + p_team - 1) / p_team : " + slots + ") : 0;");
+      // Rows that nothing writes: all registers loaded at once first.
+      for (const auto& [row, registers] : rows) {
+        if (!row->load || row->loops.front() != index) continue;
+        line("#pragma unroll");
+        line("for (int p_c = 0; p_c < " + slots + "; ++p_c) {");
+        ++indent_;
+        line("if (p_c < " + mine + ") {");
+        ++indent_;
+        line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
+        scopes_.emplace_back();
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+             begin + " + " + k + " * " + step + ");");
+        scopes_.back().insert(v.get());
+        line(registers + "[p_c] = " + memory_load(row->load) + ";");
+        scopes_.pop_back();
+        --indent_;
+        line("}");
+        --indent_;
+        line("}");
+        for (const ArrayInfo* a : row->names) cached_rows_[a].filling = false;
+      }
+      line("#pragma unroll");
+      line("for (int p_c = 0; p_c < " + slots + "; ++p_c) {");
+      ++indent_;
+      line("if (p_c < " + mine + ") {");
+      ++indent_;
+      line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
+      iteration();
+      --indent_;
+      line("}");
+      --indent_;
+      line("}");
+      cached_rows_.clear();
+      first = "p_lane + (int64_t)" + slots + " * p_team";
+      mute_remarks_ = true;
+    }
+    // Unrolled: each thread has several independent loads in flight (after
+    // the registers' iterations, unrolling costs more registers than it gains).
+    line(rows.empty() ? "#pragma unroll 4" : "#pragma unroll 1");
+    line("for (int64_t " + k + " = " + first + "; " + k + " < " + trip + "; " + k + " += p_team) {");
+    ++indent_;
+    iteration();
     --indent_;
     line("}");
-    for (size_t r = 0; r < loop->schedule.reductions.size(); ++r) {
-      const Reduction& red = loop->schedule.reductions[r];
-      const std::string t = ctype(red.var->type);
-      const std::string partials =
-          shared_array("p_part_" + std::string(dtype_suffix(red.var->type.kind)), t, kCudaBlockSize / 32);
-      line(var_name(red.var) + " = " + op_functor(red.op) + "(" + before[r] + ", plait::team_combine(" +
-           var_name(red.var) + ", " + op_functor(red.op) + ", p_team, " + partials + "));");
+    mute_remarks_ = muted;
+    nan_checked_.clear();
+    auto combine = [&] {
+      for (size_t r = 0; r < loop->schedule.reductions.size(); ++r) {
+        const Reduction& red = loop->schedule.reductions[r];
+        const std::string t = ctype(red.var->type);
+        const std::string partials =
+            shared_array("p_part_" + std::string(dtype_suffix(red.var->type.kind)), t, kCudaBlockSize / 32);
+        const std::string op = combine_functor(loop->body, red);
+        line(var_name(red.var) + " = " + op + "(" + before[r] + ", plait::team_combine(" + var_name(red.var) + ", " +
+             op + ", p_team, " + partials + "));");
+      }
+    };
+    if (nan_seen.empty()) {
+      combine();
+    } else {
+      const std::string flags =
+          shared_array("p_part_" + std::string(dtype_suffix(ScalarKind::Int32)), "int32_t", kCudaBlockSize / 32);
+      line("if (plait::team_combine(" + nan_seen + ", plait::op_or(), p_team, " + flags + ") != 0) {");
+      ++indent_;
+      // Every thread reads the elements of every iteration: other threads'
+      // writes before the loop need a barrier first, and their writes after
+      // it one at the end.
+      line("plait::team_sync(p_team);");
+      for (size_t r = 0; r < loop->schedule.reductions.size(); ++r)
+        line(var_name(loop->schedule.reductions[r].var) + " = " + before[r] + ";");
+      line("for (int64_t " + k + " = 0; " + k + " < " + trip + "; ++" + k + ") {");
+      ++indent_;
+      scopes_.emplace_back();
+      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+           begin + " + " + k + " * " + step + ");");
+      scopes_.back().insert(v.get());
+      ++loop_depth_;
+      mute_remarks_ = true;
+      emit_body_statements(loop->body);
+      mute_remarks_ = muted;
+      --loop_depth_;
+      scopes_.pop_back();
+      --indent_;
+      line("}");
+      line("plait::team_sync(p_team);");
+      --indent_;
+      line("} else {");
+      ++indent_;
+      combine();
+      --indent_;
+      line("}");
+      remark(loop->loc, "loop over `" + v->name + "`: a max/min(x, m) reduction depends on the order when x is NaN: "
+                        "the team runs the loop again in order when it sees one");
     }
     if (declared(v.get())) {
       line("if (" + trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + begin + " + (" + trip +
@@ -1426,12 +1583,32 @@ class CudaEmitter {
   void emit_team_body(const WorkerPlan& plan, const Stmt& body) {
     ScalarCollector written;
     written.visit(body);
+    // Rows kept in registers between the spread loops, by loop.
+    const std::vector<cuda::CachedRow> rows = cuda::plan_cached_rows(plan, written.written);
+    RowsOfLoop rows_of_loop;
+    for (const cuda::CachedRow& row : rows) {
+      const std::string registers = temp("row");
+      line(ctype(row.array->type.dtype) + " " + registers + "[" + std::to_string(cuda::kRowCacheSlots) + "];");
+      std::string lines;
+      for (size_t k : row.loops) {
+        rows_of_loop[k].emplace_back(&row, registers);
+        lines += (lines.empty() ? "" : ", ") + std::to_string(plan.stmts[k]->loc.line);
+      }
+      remark(plan.stmts[row.loops.front()]->loc,
+             "`" + row.array->name + "` is kept in registers between the loops at lines " + lines +
+                 " (each thread's first " + std::to_string(cuda::kRowCacheSlots) + " elements): " +
+                 (row.registers_only ? "they never go to memory"
+                                     : "the first loop reads them from memory, the others from registers"));
+    }
     std::vector<ArrayAccess> pending;
-    emit_team_statements(plan, written.written, pending);
+    emit_team_statements(plan, written.written, pending, &rows_of_loop);
   }
 
+  // `rows_of_loop`: the rows kept in registers, by statement of the worker
+  // body (the top level only).
+  using RowsOfLoop = std::map<size_t, std::vector<std::pair<const cuda::CachedRow*, std::string>>>;
   void emit_team_statements(const WorkerPlan& plan, const std::set<const VarInfo*>& written,
-                            std::vector<ArrayAccess>& pending) {
+                            std::vector<ArrayAccess>& pending, const RowsOfLoop* rows_of_loop = nullptr) {
     for (size_t k = 0; k < plan.stmts.size(); ++k) {
       const Stmt& s = plan.stmts[k];
       const Placement placement = plan.placement[k];
@@ -1445,7 +1622,11 @@ class CudaEmitter {
         case Placement::Nested: break;
         case Placement::Spread: {
           const For* f = s->as<For>();
-          emit_spread_loop(f);
+          auto r = rows_of_loop ? rows_of_loop->find(k) : RowsOfLoop::const_iterator{};
+          emit_spread_loop(f, k,
+                           rows_of_loop && r != rows_of_loop->end()
+                               ? r->second
+                               : std::vector<std::pair<const cuda::CachedRow*, std::string>>{});
           if (!f->schedule.reductions.empty()) pending.clear();
           else pending.insert(pending.end(), accesses.begin(), accesses.end());
           break;
@@ -1707,6 +1888,37 @@ class CudaEmitter {
     return plan;
   }
 
+  // The host condition under which every temporary of a team's worker
+  // stays in registers (a row kept only in registers whose loops all have
+  // at most kRowCacheSlots iterations per thread), or "" when the host
+  // cannot tell.
+  std::string temporaries_in_registers(const WorkerPlan& plan, const Stmt& body,
+                                       const std::set<const VarInfo*>& nest_vars, const std::vector<ArrayVar>& local,
+                                       const std::vector<Temporary>& temporaries, const std::string& team) {
+    ScalarCollector written;
+    written.visit(body);
+    std::set<const VarInfo*> worker = nest_vars;
+    worker.insert(written.written.begin(), written.written.end());
+    const std::vector<cuda::CachedRow> rows = cuda::plan_cached_rows(plan, written.written);
+    std::string cond;
+    std::set<std::string> tests;
+    for (const Temporary& t : temporaries) {
+      const cuda::CachedRow* row = nullptr;
+      for (const cuda::CachedRow& r : rows)
+        if (r.registers_only && r.names.count(t.site.alloc->array.get())) row = &r;
+      if (!row) return "";
+      for (const auto& bounds : row->bounds) {
+        for (const Expr& e : bounds)
+          if (!host_evaluable(e, worker, local)) return "";
+        const std::string test = "plait::trip_count(" + expr(bounds[0]) + ", " + expr(bounds[1]) + ", " +
+                                 expr(bounds[2]) + ") <= int64_t(" + std::to_string(cuda::kRowCacheSlots) + ") * " +
+                                 team;
+        if (tests.insert(test).second) cond += (cond.empty() ? "" : " && ") + test;
+      }
+    }
+    return cond;
+  }
+
   // Host code before the launch of a kernel with temporaries: the largest
   // size of each over the workers (all of them when it varies, evaluating
   // the branch conditions around it), the slice of a worker (each
@@ -1715,7 +1927,7 @@ class CudaEmitter {
   std::string emit_temporaries_buffer(const TemporaryPlan& plan, const std::vector<NestLevel>& levels,
                                       const std::string& total, const std::string& grid,
                                       const std::string& workers_per_block, const std::string& buffer,
-                                      const std::string& slice) {
+                                      const std::string& slice, const std::string& in_registers) {
     const std::vector<Temporary>& temporaries = plan.temporaries;
     const bool varies = plan.varies;
     std::vector<std::string> largest;
@@ -1773,10 +1985,14 @@ class CudaEmitter {
     --indent_;
     line("}");
     line("int64_t " + slice + " = 0;");
+    // Temporaries whose elements all stay in registers need no memory: the
+    // workers' slices are empty (no buffer) and every offset is 0.
+    const std::string held = in_registers.empty() ? "" : temp("in_registers");
+    if (!held.empty()) line("const bool " + held + " = " + in_registers + ";");
     for (size_t k = 0; k < temporaries.size(); ++k) {
       const Temporary& t = temporaries[k];
       const std::string bytes = std::to_string(element_bytes(t.site.alloc->array->type.dtype));
-      line("const int64_t " + t.offset + " = " + slice + ";");
+      line("const int64_t " + t.offset + " = " + (held.empty() ? slice : held + " ? 0 : " + slice) + ";");
       line("const int64_t " + t.capacity + " = static_cast<int64_t>(" + largest[k] + ");");
       line("if (" + largest[k] + " > (uint64_t(1) << 44) / " + bytes + ") {");
       line("  plait::raise_error(ctx, PLAIT_MEMORY_ERROR, " + loc_args(t.site.alloc->loc) +
@@ -1785,6 +2001,7 @@ class CudaEmitter {
       line("}");
       line(slice + " += static_cast<int64_t>((" + largest[k] + " * " + bytes + " + 15) / 16 * 16);");
     }
+    if (!held.empty()) line("if (" + held + ") " + slice + " = 0;");
     const std::string blocks = temp("grid");
     line("const uint32_t " + blocks + " = plait_cuda::grid_for_temporaries(" + grid + ", " + workers_per_block + ", " +
          slice + ");");
@@ -2161,8 +2378,10 @@ class CudaEmitter {
         // Every thread of a team holds the team's value: lane 0 contributes it.
         if (plan.team)
           line("if (p_lane != 0) " + var_name(red.var) + " = " + reduction_identity(red.op, red.var->type.kind) + ";");
-        line(std::string("plait::reduce_") + reduce_op_name_word(red.op) + "(" + accumulators[r] + ", " +
-             var_name(red.var) + ");");
+        const bool propagating = cuda::reduction_form(loop->body, red) == cuda::ReductionForm::NanPropagating;
+        line(std::string("plait::reduce_") +
+             (propagating ? (red.op == ReduceOp::Max ? "maximum" : "minimum") : reduce_op_name_word(red.op)) + "(" +
+             accumulators[r] + ", " + var_name(red.var) + ");");
       }
       scopes_.pop_back();
       temp_offsets_.clear();
@@ -2193,7 +2412,10 @@ class CudaEmitter {
       grid = emit_temporaries_buffer(temporary_plan, levels, total, grid,
                                      plan.team ? std::to_string(kCudaBlockSize) + " / " + team
                                                : std::to_string(kCudaBlockSize),
-                                     temps_buffer, temps_stride);
+                                     temps_buffer, temps_stride,
+                                     plan.team ? temporaries_in_registers(plan, innermost->body, nest_vars,
+                                                                          cap.local_arrays, temporaries, team)
+                                               : "");
     }
     if (resident) {
       emit_launch(index, grid, std::to_string(kCudaBlockSize), args, {}, {});
@@ -2909,6 +3131,17 @@ class CudaEmitter {
   // Arrays whose atomic updates go to a private copy in shared memory (by
   // the copy's name), while the current kernel's privatised loop is emitted.
   std::unordered_map<const ArrayInfo*, std::string> private_copies_;
+  // Reductions `m = max(x, m)` of the spread loop being emitted, by the
+  // name of the flag that notes a NaN x (emit_spread_loop).
+  std::unordered_map<const VarInfo*, std::string> nan_checked_;
+  // Rows kept in registers, by each of their names, while the iterations
+  // of a spread loop that use the registers are emitted (slot `p_c`).
+  struct RowRegisters {
+    std::string registers;  // the per-thread array of kRowCacheSlots elements
+    bool filling = false;   // the first loop that accesses the row: loads fill the registers
+    bool registers_only = false;
+  };
+  std::unordered_map<const ArrayInfo*, RowRegisters> cached_rows_;
   // __shared__ declarations of the kernel being emitted, by name.
   std::map<std::string, std::string> shared_decls_;
   std::vector<std::string> assert_messages_;

@@ -463,6 +463,10 @@ struct op_div {
 };
 struct op_min { template <typename T> __device__ T operator()(T a, T b) const { return py_min(a, b); } };
 struct op_max { template <typename T> __device__ T operator()(T a, T b) const { return py_max(a, b); } };
+// NaN-propagating (np.minimum, np.maximum): associative, so partial values
+// of a float np.min/np.max combine in any order with NumPy's result.
+struct op_minimum { template <typename T> __device__ T operator()(T a, T b) const { return minimum(a, b); } };
+struct op_maximum { template <typename T> __device__ T operator()(T a, T b) const { return maximum(a, b); } };
 struct op_and { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a & b); } };
 struct op_or { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a | b); } };
 struct op_xor { template <typename T> __device__ T operator()(T a, T b) const { return (T)(a ^ b); } };
@@ -555,6 +559,14 @@ template <typename T> __device__ __forceinline__ void reduce_mul(T* acc, T v) {
 template <typename T> __device__ __forceinline__ void reduce_min(T* acc, T v) {
   v = warp_combine(v, op_min());
   if ((threadIdx.x & 31u) == 0) atomic_min(acc, v);
+}
+template <typename T> __device__ __forceinline__ void reduce_minimum(T* acc, T v) {
+  v = warp_combine(v, op_minimum());
+  if ((threadIdx.x & 31u) == 0) atomic_combine(acc, v, op_minimum());
+}
+template <typename T> __device__ __forceinline__ void reduce_maximum(T* acc, T v) {
+  v = warp_combine(v, op_maximum());
+  if ((threadIdx.x & 31u) == 0) atomic_combine(acc, v, op_maximum());
 }
 template <typename T> __device__ __forceinline__ void reduce_max(T* acc, T v) {
   v = warp_combine(v, op_max());

@@ -6,6 +6,9 @@
 #include <cctype>
 #include <cstdint>
 
+#include <map>
+
+#include "ir/ir_mutator.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
 
@@ -320,7 +323,180 @@ std::string rename(const std::string& text, const std::string& name, const std::
   return out;
 }
 
+// The assignments to one scalar under a statement.
+class AssignsTo : public IRVisitor {
+ public:
+  explicit AssignsTo(const VarInfo* v) : var_(v) {}
+  std::vector<const Assign*> found;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Assign* n) override {
+    if (n->var.get() == var_) found.push_back(n);
+    IRVisitor::visit(n);
+  }
+
+ private:
+  const VarInfo* var_;
+};
+
+// The accesses of a statement that run whenever the statement runs: not in
+// branches, inner loops or the operands of a conditional expression that may
+// not be evaluated.
+class UnconditionalAccesses : public AccessCollector {
+ public:
+  using AccessCollector::visit;
+
+ protected:
+  void visit(const If* n) override { IRVisitor::visit(n->cond); }
+  void visit(const For* n) override {
+    IRVisitor::visit(n->begin);
+    IRVisitor::visit(n->end);
+    IRVisitor::visit(n->step);
+  }
+  void visit(const While*) override {}
+  void visit(const Select* n) override { IRVisitor::visit(n->cond); }
+  void visit(const Logical* n) override { IRVisitor::visit(n->a); }
+};
+
+// The first load of each array in a subtree.
+class FirstLoads : public IRVisitor {
+ public:
+  std::map<const ArrayInfo*, const Load*> first;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    first.try_emplace(n->array.get(), n);
+    IRVisitor::visit(n);
+  }
+};
+
+// The arrays a subtree reads or writes with a bounds check.
+class CheckedAccesses : public IRVisitor {
+ public:
+  std::set<const ArrayInfo*> arrays;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    if (n->checked) arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Store* n) override {
+    if (n->checked) arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+};
+
+// The arrays of a worker body under the names bound to them by its
+// top-level ArrayBinds, and the shapes of its top-level allocations: two
+// loop bounds `e.shape[0]` and `x.shape[1]` are the same when `e` is bound to
+// a temporary allocated with shape (x.shape[1],).
+struct BodyArrays {
+  std::map<const ArrayInfo*, ArrayVar> root;  // name bound in the body -> the array it names
+  std::map<const ArrayInfo*, const Allocate*> allocation;  // root -> its top-level allocation
+  std::set<const ArrayInfo*> declared;  // names declared or allocated in the body
+  std::set<const ArrayInfo*> unsafe;    // rebound, or bound or allocated below the top level (roots)
+
+  const ArrayInfo* of(const ArrayInfo* a) const {
+    auto it = root.find(a);
+    return it == root.end() ? a : it->second.get();
+  }
+  ArrayVar var_of(const ArrayVar& a) const {
+    auto it = root.find(a.get());
+    return it == root.end() ? a : it->second;
+  }
+};
+
+class NestedBindings : public IRVisitor {
+ public:
+  std::vector<const ArrayInfo*> arrays;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Allocate* n) override { arrays.push_back(n->array.get()); }
+  void visit(const ArrayBind* n) override {
+    arrays.push_back(n->dst.get());
+    arrays.push_back(n->src.get());
+  }
+};
+
+BodyArrays body_arrays(const std::vector<Stmt>& stmts) {
+  BodyArrays b;
+  for (const Stmt& s : stmts) {
+    if (const Declare* d = s->as<Declare>(); d && d->array) b.declared.insert(d->array.get());
+    if (const Allocate* al = s->as<Allocate>()) {
+      const ArrayInfo* a = al->array.get();
+      if (b.root.count(a) || b.allocation.count(a)) b.unsafe.insert(b.of(a));
+      b.allocation[a] = al;
+      b.declared.insert(a);
+      continue;
+    }
+    if (const ArrayBind* ab = s->as<ArrayBind>()) {
+      const ArrayInfo* dst = ab->dst.get();
+      const ArrayVar src = b.var_of(ab->src);
+      if (b.root.count(dst) || b.allocation.count(dst)) {
+        b.unsafe.insert(b.of(dst));
+        b.unsafe.insert(src.get());
+      }
+      b.root[dst] = src;
+      continue;
+    }
+    NestedBindings nested;
+    nested.visit(s);
+    for (const ArrayInfo* a : nested.arrays) b.unsafe.insert(b.of(a));
+  }
+  return b;
+}
+
+// An expression with each extent of a name bound in the body replaced by the
+// same extent of its array, and that of a top-level allocation by its shape.
+class CanonicalExtents : public IRMutator {
+ public:
+  explicit CanonicalExtents(const BodyArrays& arrays) : arrays_(arrays) {}
+
+ protected:
+  Expr visit(const ArrayDim* n, const Expr& self) override {
+    const ArrayVar a = arrays_.var_of(n->array);
+    auto al = arrays_.allocation.find(a.get());
+    if (al != arrays_.allocation.end() && !arrays_.unsafe.count(a.get()) &&
+        static_cast<size_t>(n->dim) < al->second->shape.size())
+      return mutate(al->second->shape[static_cast<size_t>(n->dim)]);
+    if (a.get() == n->array.get()) return self;
+    return ArrayDim::make(a, n->dim, n->loc);
+  }
+
+ private:
+  const BodyArrays& arrays_;
+};
+
 }  // namespace
+
+ReductionForm reduction_form(const Stmt& body, const Reduction& r) {
+  if (!r.var->type.is_float() || (r.op != ReduceOp::Max && r.op != ReduceOp::Min)) return ReductionForm::Ordinary;
+  AssignsTo assigns(r.var.get());
+  assigns.visit(body);
+  bool propagating = false, ignoring = false;
+  for (const Assign* a : assigns.found) {
+    const Binary* b = a->value->as<Binary>();
+    if (!b) return ReductionForm::OrderDependent;
+    const VarRef* left = b->a->as<VarRef>();
+    const bool var_first = left && left->var.get() == r.var.get();
+    switch (b->op) {
+      case BinaryOp::Max:
+      case BinaryOp::Min: propagating = true; break;
+      case BinaryOp::PyMax:
+      case BinaryOp::PyMin:
+        if (!var_first) return ReductionForm::OrderDependent;
+        ignoring = true;
+        break;
+      default: return ReductionForm::OrderDependent;
+    }
+  }
+  if (propagating && ignoring) return ReductionForm::OrderDependent;
+  return propagating ? ReductionForm::NanPropagating : ReductionForm::NanIgnoring;
+}
 
 bool serial_loop_independent(const For* loop) {
   std::string why;
@@ -437,6 +613,19 @@ class TeamPlanner {
   bool spreadable(const For* f, std::string* why) {
     if (!f->schedule.array_reductions.empty()) return false;
     if (f->schedule.kind == LoopKind::Serial && !independent_iterations(f, why)) return false;
+    // A reduction whose result depends on where the NaNs are runs the loop
+    // again in order when the team finds one: the loop must only compute.
+    for (const Reduction& r : f->schedule.reductions) {
+      if (reduction_form(f->body, r) != ReductionForm::OrderDependent) continue;
+      const Constructs c = constructs_of(f->body);
+      bool writes = c.atomics || c.binds;
+      for (const RawAccess& a : accesses_in(f->body)) writes = writes || a.write;
+      if (writes) {
+        *why = "`" + r.var->name + "` = max/min(x, `" + r.var->name +
+               "`) depends on the order when x is NaN, and the loop writes arrays, so it cannot run again in order";
+        return false;
+      }
+    }
     VarSet own{f->var.get()};
     for (const Reduction& r : f->schedule.reductions) own.insert(r.var.get());
     for (const VarInfo* v : scalar_writes(f->body)) {
@@ -577,6 +766,148 @@ WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet
     plan.notes.push_back({f->loc, text});
   }
   return plan;
+}
+
+std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const VarSet& worker_written) {
+  if (!plan.team) return {};
+  const BodyArrays arrays = body_arrays(plan.stmts);
+  CanonicalExtents canonical(arrays);
+  struct Candidate {
+    CachedRow row;
+    std::string where;  // iteration space and index, the loop variable renamed
+    const std::vector<Expr>* indices = nullptr;
+    const Load* first_load = nullptr;  // in the first loop that accesses the array
+    const VarInfo* var = nullptr;  // of the loop of `indices`
+    bool writes = false, checked = false, refused = false;
+    bool outside = false;  // accessed outside the spread loops (allowed for reads when nothing writes it)
+  };
+  std::map<const ArrayInfo*, Candidate> found;  // by array
+  std::vector<const ArrayInfo*> order;
+  for (size_t k = 0; k < plan.stmts.size(); ++k) {
+    const Stmt& s = plan.stmts[k];
+    const For* f = plan.placement[k] == Placement::Spread ? s->as<For>() : nullptr;
+    std::string space;
+    bool stable = f != nullptr;
+    std::array<Expr, 3> bounds;
+    if (f) {
+      bounds = {canonical.mutate(f->begin), canonical.mutate(f->end), canonical.mutate(f->step)};
+      for (const Expr& c : bounds) {
+        stable = stable && !uses_any(c, worker_written);
+        space += to_string(c) + ":";
+      }
+    }
+    FirstLoads loads;
+    if (f) loads.visit(s);
+    // A filled allocation writes every element, spread over the team.
+    if (const Allocate* al = s->as<Allocate>(); al && al->fill != FillKind::Uninitialized) {
+      const ArrayInfo* a = arrays.of(al->array.get());
+      if (!found.count(a)) order.push_back(a);
+      found[a].refused = true;
+    }
+    for (const RawAccess& access : accesses_in(s)) {
+      const ArrayInfo* a = arrays.of(access.array->get());
+      auto [it, fresh] = found.try_emplace(a);
+      Candidate& c = it->second;
+      if (fresh) {
+        order.push_back(a);
+        c.row.array = access.array->get();
+      }
+      c.row.names.insert(access.array->get());
+      c.writes = c.writes || access.write;
+      if (!f) {
+        c.outside = true;
+        continue;
+      }
+      if (!stable || arrays.unsafe.count(a)) {
+        c.refused = true;
+        continue;
+      }
+      // The index may read only the loop variable and values fixed in the worker.
+      bool fixed = true;
+      std::vector<Expr> indices;
+      for (const Expr& i : *access.indices) {
+        indices.push_back(canonical.mutate(i));
+        VarReads reads;
+        reads.visit(indices.back());
+        for (const VarInfo* v : reads.vars) fixed = fixed && (v == f->var.get() || !worker_written.count(v));
+      }
+      std::string text;
+      for (size_t d = 0; d < indices.size(); ++d) text += (d ? ", " : "") + to_string(indices[d]);
+      const std::string where = space + " | " + rename(text, f->var->name, "@");
+      if (!fixed || (!c.where.empty() && c.where != where)) c.refused = true;
+      c.where = where;
+      if (!c.indices) {
+        c.indices = access.indices;
+        c.var = f->var.get();
+      }
+      if (c.row.loops.empty() || c.row.loops.back() != k) {
+        c.row.loops.push_back(k);
+        c.row.bounds.push_back(bounds);
+      }
+      if (c.row.loops.size() == 1 && !c.first_load) {
+        auto l = loads.first.find(access.array->get());
+        if (l != loads.first.end()) c.first_load = l->second;
+      }
+    }
+    CheckedAccesses checked;
+    checked.visit(s);
+    for (const ArrayInfo* a : checked.arrays) found[arrays.of(a)].checked = true;
+  }
+
+  std::vector<CachedRow> rows;
+  for (const ArrayInfo* a : order) {
+    Candidate& c = found[a];
+    if (c.refused || c.row.loops.size() < 2 || (c.outside && c.writes)) continue;
+    // Two iterations that reach one element would be two threads: a written
+    // array needs an index that moves with the loop variable.
+    if (c.writes) {
+      bool moves = false;
+      for (const Expr& i : *c.indices) moves = moves || steps_with(i, c.var, {});
+      if (!moves) continue;
+    }
+    // The first loop fills the registers of every iteration: it has an
+    // access that runs in each one (and no iteration leaves early).
+    const For* first = plan.stmts[c.row.loops.front()]->as<For>();
+    const Constructs constructs = constructs_of(first->body);
+    if (constructs.jumps || constructs.asserts) continue;
+    bool fills = false;
+    std::vector<Stmt> body = statements(first->body);
+    for (size_t j = 0; j < body.size(); ++j) {
+      if (const Block* b = body[j]->as<Block>()) {
+        body.insert(body.begin() + static_cast<std::ptrdiff_t>(j) + 1, b->stmts.begin(), b->stmts.end());
+        continue;
+      }
+      UnconditionalAccesses always;
+      always.visit(body[j]);
+      for (const RawAccess& access : always.accesses) fills = fills || arrays.of(access.array->get()) == a;
+    }
+    if (!fills) continue;
+    // A temporary of the worker whose first access stores: its cached
+    // elements need no memory.
+    auto al = arrays.allocation.find(a);
+    bool own = al != arrays.allocation.end() && al->second->fill == FillKind::Uninitialized && !c.checked &&
+               !c.outside;
+    for (const ArrayInfo* name : c.row.names) own = own && arrays.declared.count(name);
+    // A loop that may run again in order (ReductionForm::OrderDependent)
+    // reads the row from memory then.
+    for (size_t k : c.row.loops)
+      for (const Reduction& r : plan.stmts[k]->as<For>()->schedule.reductions)
+        own = own && reduction_form(plan.stmts[k]->as<For>()->body, r) != ReductionForm::OrderDependent;
+    if (own) {
+      for (const Stmt& st : body) {
+        if (st->as<Block>()) continue;
+        int touches = 0;
+        for (const RawAccess& access : accesses_in(st)) touches += arrays.of(access.array->get()) == a;
+        if (touches == 0) continue;
+        const Store* store = st->as<Store>();
+        c.row.registers_only = store && touches == 1 && arrays.of(store->array.get()) == a;
+        break;
+      }
+    }
+    if (!c.writes && !c.checked) c.row.load = c.first_load;
+    rows.push_back(c.row);
+  }
+  return rows;
 }
 
 std::vector<ArrayAccess> array_accesses(const Stmt& stmt, Placement placement, const VarSet& worker_written,

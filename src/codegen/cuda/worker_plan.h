@@ -13,6 +13,7 @@
 // own variable (coalesced when consecutive threads take consecutive workers).
 #pragma once
 
+#include <array>
 #include <set>
 #include <string>
 #include <utility>
@@ -50,6 +51,21 @@ struct WorkerPlan {
 // The loops of a team plan spread over the team, at any depth.
 std::vector<const ir::For*> spread_loops(const WorkerPlan& plan);
 
+// How a reduction of a float maximum or minimum treats NaN, which decides
+// how the partial values of threads combine so that the result is the one
+// of the loop in order (docs/cuda.md, "NaN in maxima and minima").
+enum class ReductionForm : uint8_t {
+  Ordinary,        // not a float max/min: partial values combine with the reduction's operator
+  NanPropagating,  // `m = np.maximum(m, x)` (np.max): a NaN anywhere wins; combined with plait::maximum
+  NanIgnoring,     // builtin `m = max(m, x)`: a NaN element never replaces m, so the partial
+                   // values (from -inf) hold none; combined with py_max, the value before the loop first
+  OrderDependent,  // builtin `m = max(x, m)`: a NaN element replaces m and the next element replaces
+                   // the NaN; the team looks for NaN and, when it finds one, runs the loop in order
+};
+
+// The form of reduction `r` of a loop with body `body` (from the assignments to its variable).
+ReductionForm reduction_form(const ir::Stmt& body, const ir::Reduction& r);
+
 // `worker_vars`: the variables of the (collapsed) parallel loop nest;
 // `outside`: scalars that live outside the worker body (host scalars, the
 // parallel loop's reductions and privates).
@@ -61,6 +77,38 @@ WorkerPlan plan_worker(const ir::Stmt& body, const std::set<const ir::VarInfo*>&
 // between iterations, each array it writes accessed at one index that moves
 // with the loop variable.
 bool serial_loop_independent(const ir::For* loop);
+
+// Rows kept in registers (docs/cuda.md): an array that at least two spread
+// loops of the worker body access, all over the same iteration space at the
+// same index (so each thread touches the same elements in every loop, and no
+// other thread touches them), and that nothing else in the body accesses,
+// unless nothing in the body writes it.
+// Thread t's first kRowCacheSlots iterations (t, t + team, ...) keep their
+// element in registers: the first loop that accesses the array fills them
+// (with at least one access that runs in every iteration), later loops read
+// them instead of memory and update them with their stores.
+constexpr int kRowCacheSlots = 8;
+
+struct CachedRow {
+  const ir::ArrayInfo* array = nullptr;    // as first named in the body
+  std::set<const ir::ArrayInfo*> names;    // the array and the names bound to it in the body
+  std::vector<size_t> loops;               // the spread loops (statement indices) that access it, in order
+  // A temporary of the worker (allocated in the body, uninitialised, no
+  // name outside it) whose first access in the first loop is a store: the
+  // cached elements never go to memory.
+  bool registers_only = false;
+  // Nothing in the body writes the array and its accesses are unchecked:
+  // before the first loop's iterations, one unrolled loop loads every
+  // register (independent loads, all in flight at once), as `load` does.
+  const ir::Load* load = nullptr;
+  // The canonical bounds (begin, end, step) of each loop of `loops`, as the
+  // host may evaluate them before the launch (a temporary's extent as its
+  // allocated shape).
+  std::vector<std::array<ir::Expr, 3>> bounds;
+};
+
+// `worker_written`: the scalars the worker body assigns.
+std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const std::set<const ir::VarInfo*>& worker_written);
 
 // An array access of a statement of a team's worker body, for the barrier
 // rule: two accesses to one array of which one writes need a barrier between
