@@ -1026,7 +1026,9 @@ class CppEmitter {
                           "parallel loop over '" + loop->var->name + "': its temporaries are allocated once per thread, "
                           "not once per iteration"});
     }
-    if (!is_vectorized(sc.kind)) plan_prefetch(innermost, levels.back().step, levels.back().k, levels.back().trip);
+    const For* planned = is_vectorized(sc.kind)
+                             ? nullptr
+                             : plan_prefetch(innermost, levels.back().step, levels.back().k, levels.back().trip);
     // A compute-bound pass of a loop over rows runs in chunks that prefetch
     // what the other passes read and write (row_prefetch.h).
     const auto chunked = prefetch_.find(loop);
@@ -1070,6 +1072,9 @@ class CppEmitter {
     }
     --loop_depth_;
     if (sc.kind != LoopKind::Serial) --omp_depth_;
+    // IR nodes are shared: the pass may appear again where this row loop's
+    // variables are not in scope.
+    if (planned) prefetch_.erase(planned);
     scopes_.pop_back();
     --indent_;
     line("}");
@@ -1107,9 +1112,11 @@ class CppEmitter {
     std::string step, k, trip;
   };
 
-  void plan_prefetch(const For* loop, const std::string& step, const std::string& k, const std::string& trip) {
+  // Plans the prefetches of a loop over rows; returns the pass that runs in
+  // chunks, or null.
+  const For* plan_prefetch(const For* loop, const std::string& step, const std::string& k, const std::string& trip) {
     RowPrefetchPlan plan = plan_row_prefetch(loop);
-    if (!plan.compute) return;
+    if (!plan.compute) return nullptr;
     std::string reads, writes;
     for (const PrefetchTarget& t : plan.targets)
       (t.write ? writes : reads) += std::string((t.write ? writes : reads).empty() ? "" : ", ") + "'" + t.array->name + "'";
@@ -1122,6 +1129,7 @@ class CppEmitter {
                             " that prefetch " + what + " for the loop's other passes"});
     const For* compute = plan.compute;
     prefetch_[compute] = PrefetchSite{loop, std::move(plan), step, k, trip};
+    return compute;
   }
 
   // Opens the chunk loop around a compute-bound pass (its trip count `trip`)
