@@ -6,8 +6,9 @@ pass writes.
 
 The chunks change which iterations each vector loop runs and where its
 reduction's partial sums meet, so the tests cover row lengths around the
-chunk (255, 256, 257, 513) and below a vector (1, 2, 7), 0 and 1 rows, the
-last row (whose next-row prefetch is skipped), every layout class (C rows are
+chunk (255, 256, 257, 513), below a vector (1, 2, 7) and longer than the
+caches, 0 and 1 rows, the last row (whose next-row prefetch is skipped),
+every layout class (C rows are
 prefetched, F and strided ones are not, an output of C layout still is),
 NaN and infinities in rows, loops written by hand, and kernels whose other
 passes read a second array or write through a slice. Results must match
@@ -94,6 +95,11 @@ def test_softmax_rows_around_the_chunk(rng, dtype):
     for n in ROW_LENGTHS:
         for rows in ROW_COUNTS:
             check(softmax, scaled(rng, dtype, (rows, n)))
+
+
+def test_softmax_of_rows_longer_than_the_caches(rng):
+    # Rows of 2 MiB and more: the next row's prefetches cannot all stay in L2.
+    check(softmax, scaled(rng, np.float32, (3, (1 << 19) + 3)))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
