@@ -1031,10 +1031,11 @@ class CppEmitter {
                              : plan_prefetch(innermost, levels.back().step, levels.back().k, levels.back().trip);
     // A compute-bound pass of a loop over rows runs in chunks that prefetch
     // what the other passes read and write (row_prefetch.h).
-    const auto chunked = prefetch_.find(loop);
+    const auto site = prefetch_.find(loop);
+    const bool in_chunks = site != prefetch_.end();
     std::string k_begin = "0";
     std::string k_end = levels[0].trip;
-    if (chunked != prefetch_.end()) emit_prefetch_chunk(chunked->second, levels[0].trip, &k_begin, &k_end);
+    if (in_chunks) emit_prefetch_chunk(site->second, levels[0].trip, &k_begin, &k_end);
     // The bound set-up above shifted the line count: re-anchor so that a
     // diagnostic about the OpenMP pragma names the user's pragma line.
     if (sc.kind != LoopKind::Serial) line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
@@ -1078,7 +1079,7 @@ class CppEmitter {
     scopes_.pop_back();
     --indent_;
     line("}");
-    if (chunked != prefetch_.end()) {
+    if (in_chunks) {  // the chunk loop
       --indent_;
       line("}");
     }
@@ -1118,8 +1119,10 @@ class CppEmitter {
     RowPrefetchPlan plan = plan_row_prefetch(loop);
     if (!plan.compute) return nullptr;
     std::string reads, writes;
-    for (const PrefetchTarget& t : plan.targets)
-      (t.write ? writes : reads) += std::string((t.write ? writes : reads).empty() ? "" : ", ") + "'" + t.array->name + "'";
+    for (const PrefetchTarget& t : plan.targets) {
+      std::string& names = t.write ? writes : reads;
+      names += (names.empty() ? "'" : ", '") + t.array->name + "'";
+    }
     std::string what;
     if (!reads.empty()) what = "the next row of " + reads;
     if (!writes.empty()) what += (what.empty() ? "" : " and ") + std::string("this row of ") + writes;
