@@ -22,6 +22,7 @@
 #include <unordered_set>
 
 #include "analysis/var_uses.h"
+#include "codegen/cpu/row_prefetch.h"
 #include "ir/ir_visitor.h"
 
 namespace plait {
@@ -1025,6 +1026,16 @@ class CppEmitter {
                           "parallel loop over '" + loop->var->name + "': its temporaries are allocated once per thread, "
                           "not once per iteration"});
     }
+    const For* planned = is_vectorized(sc.kind)
+                             ? nullptr
+                             : plan_prefetch(innermost, levels.back().step, levels.back().k, levels.back().trip);
+    // A compute-bound pass of a loop over rows runs in chunks that prefetch
+    // what the other passes read and write (row_prefetch.h).
+    const auto site = prefetch_.find(loop);
+    const bool in_chunks = site != prefetch_.end();
+    std::string k_begin = "0";
+    std::string k_end = levels[0].trip;
+    if (in_chunks) emit_prefetch_chunk(site->second, levels[0].trip, &k_begin, &k_end);
     // The bound set-up above shifted the line count: re-anchor so that a
     // diagnostic about the OpenMP pragma names the user's pragma line.
     if (sc.kind != LoopKind::Serial) line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
@@ -1032,8 +1043,8 @@ class CppEmitter {
       line(pragma(loop, levels.size(), innermost, work_shared || !per_thread.empty(), trips));
     for (size_t d = 0; d < levels.size(); ++d) {
       const Level& lv = levels[d];
-      line("for (int64_t " + lv.k + " = 0; " + lv.k + " < " + lv.trip + "; ++" + lv.k + ")" +
-           (d + 1 == levels.size() ? " {" : ""));
+      line("for (int64_t " + lv.k + " = " + (d == 0 ? k_begin : "0") + "; " + lv.k + " < " +
+           (d == 0 ? k_end : lv.trip) + "; ++" + lv.k + ")" + (d + 1 == levels.size() ? " {" : ""));
     }
     ++indent_;
     scopes_.emplace_back();
@@ -1062,9 +1073,16 @@ class CppEmitter {
     }
     --loop_depth_;
     if (sc.kind != LoopKind::Serial) --omp_depth_;
+    // IR nodes are shared: the pass may appear again where this row loop's
+    // variables are not in scope.
+    if (planned) prefetch_.erase(planned);
     scopes_.pop_back();
     --indent_;
     line("}");
+    if (in_chunks) {  // the chunk loop
+      --indent_;
+      line("}");
+    }
     if (!per_thread.empty()) {
       scopes_.pop_back();
       --indent_;
@@ -1085,6 +1103,72 @@ class CppEmitter {
     --indent_;
     line("}");
     region_level_ = work_shared;
+  }
+
+  // Where a row loop's compute-bound pass prefetches: the plan and the names
+  // of the row loop's step, counter and trip count.
+  struct PrefetchSite {
+    const For* rows = nullptr;
+    RowPrefetchPlan plan;
+    std::string step, k, trip;
+  };
+
+  // Plans the prefetches of a loop over rows; returns the pass that runs in
+  // chunks, or null.
+  const For* plan_prefetch(const For* loop, const std::string& step, const std::string& k, const std::string& trip) {
+    RowPrefetchPlan plan = plan_row_prefetch(loop);
+    if (!plan.compute) return nullptr;
+    std::string reads, writes;
+    for (const PrefetchTarget& t : plan.targets) {
+      std::string& names = t.write ? writes : reads;
+      names += (names.empty() ? "'" : ", '") + t.array->name + "'";
+    }
+    std::string what;
+    if (!reads.empty()) what = "the next row of " + reads;
+    if (!writes.empty()) what += (what.empty() ? "" : " and ") + std::string("this row of ") + writes;
+    remarks_.push_back({plan.compute->loc, "codegen_cpp",
+                        "loop over '" + loop->var->name + "': its vector loop over '" + plan.compute->var->name +
+                            "' (vector math) runs in chunks of " + std::to_string(kPrefetchChunk) +
+                            " that prefetch " + what + " for the loop's other passes"});
+    const For* compute = plan.compute;
+    prefetch_[compute] = PrefetchSite{loop, std::move(plan), step, k, trip};
+    return compute;
+  }
+
+  // Opens the chunk loop around a compute-bound pass (its trip count `trip`)
+  // and emits the chunk's prefetches; *k_begin and *k_end receive the
+  // chunk's iterations. The caller closes the chunk loop.
+  void emit_prefetch_chunk(const PrefetchSite& site, const std::string& trip, std::string* k_begin,
+                           std::string* k_end) {
+    const std::string chunk = std::to_string(kPrefetchChunk);
+    *k_begin = temp("chunk");
+    *k_end = temp("chunk_end");
+    line("for (int64_t " + *k_begin + " = 0; " + *k_begin + " < " + trip + "; " + *k_begin + " += " + chunk + ") {");
+    ++indent_;
+    line("const int64_t " + *k_end + " = " + trip + " - " + *k_begin + " < " + chunk + " ? " + trip + " : " + *k_begin +
+         " + " + chunk + ";");
+    const std::string row = var_name(site.rows->var);
+    for (const PrefetchTarget& t : site.plan.targets) {
+      const std::string q = temp("q");
+      std::vector<std::string> idx;
+      for (int d = 0; d < static_cast<int>(t.indices.size()); ++d) {
+        if (d == t.row_dim) {
+          idx.push_back(t.next_row ? "(" + row + " + " + site.step + ")" : row);
+        } else if (d == t.column_dim) {
+          idx.push_back("(" + q + " + " + std::to_string(t.column_begin + t.column_offset) + ")");
+        } else {
+          idx.push_back(index_value(t.indices[static_cast<size_t>(d)]));
+        }
+      }
+      const std::string elem = "sizeof(" + ctype(t.array->type.dtype) + ")";
+      // Integer arithmetic: the address may lie past the array (a prefetch
+      // never faults), which pointer arithmetic would not allow.
+      const std::string address = "reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(" + data(t.array) +
+                                  ") + static_cast<uintptr_t>(" + offset(t.array, idx) + ") * " + elem + ")";
+      line(std::string(t.next_row ? "if (" + site.k + " + 1 < " + site.trip + ") " : "") + "for (int64_t " + q +
+           " = " + *k_begin + "; " + q + " < " + *k_end + "; " + q + " += static_cast<int64_t>(64 / " + elem +
+           ")) __builtin_prefetch(" + address + ", " + (t.write ? "1" : "0") + ", 3);");
+    }
   }
 
   // The cost estimate of a parallel loop's iteration: IR nodes, times
@@ -1806,6 +1890,7 @@ class CppEmitter {
   bool region_level_ = false;       // emitting a region's statements outside its `omp for` loops
   std::string alloc_failed_;        // a region's flag for the allocation being emitted
   std::vector<Remark> remarks_;
+  std::unordered_map<const For*, PrefetchSite> prefetch_;  // compute-bound passes that run in chunks
   std::unordered_map<const VarInfo*, std::string> var_names_;
   std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
   std::unordered_set<std::string> used_names_;

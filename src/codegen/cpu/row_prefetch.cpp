@@ -1,0 +1,218 @@
+// Finds the compute-bound vector pass in the body of a loop over rows and the
+// row accesses of the body's passes that it prefetches (see row_prefetch.h).
+#include "codegen/cpu/row_prefetch.h"
+
+#include <set>
+#include <utility>
+
+#include "ir/ir_visitor.h"
+
+namespace plait::codegen {
+
+using namespace ir;
+
+namespace {
+
+// Whether a subtree calls a function that runs through vector math
+// (libmvec): tens of cycles per vector of results, against about one for the
+// loads and stores around it.
+class CallsVectorMath : public IRVisitor {
+ public:
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Call* n) override {
+    switch (n->fn) {
+      case Intrinsic::Exp:
+      case Intrinsic::Log:
+      case Intrinsic::Log2:
+      case Intrinsic::Log10:
+      case Intrinsic::Sin:
+      case Intrinsic::Cos:
+      case Intrinsic::Tan:
+      case Intrinsic::Tanh:
+      case Intrinsic::Asin:
+      case Intrinsic::Acos:
+      case Intrinsic::Atan:
+      case Intrinsic::Sinh:
+      case Intrinsic::Cosh:
+        if (!n->python_math) found = true;
+        break;
+      default: break;
+    }
+    IRVisitor::visit(n);
+  }
+};
+
+// The variables a subtree assigns or declares, the loop variables among
+// them, and the arrays it declares or (re)binds.
+class BodyScan : public IRVisitor {
+ public:
+  std::set<const VarInfo*> changed;
+  std::set<const ArrayInfo*> local_arrays;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Assign* n) override {
+    changed.insert(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const For* n) override {
+    changed.insert(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Declare* n) override {
+    if (n->var) changed.insert(n->var.get());
+    if (n->array) local_arrays.insert(n->array.get());
+  }
+  void visit(const Allocate* n) override {
+    local_arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayBind* n) override { local_arrays.insert(n->dst.get()); }
+};
+
+// The loads and stores of a pass's body outside loops nested in it (whose
+// columns do not follow the pass's variable).
+class PassAccesses : public IRVisitor {
+ public:
+  std::vector<const Load*> loads;
+  std::vector<const Store*> stores;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    if (depth_ == 0) loads.push_back(n);
+    IRVisitor::visit(n);
+  }
+  void visit(const Store* n) override {
+    if (depth_ == 0) stores.push_back(n);
+    IRVisitor::visit(n);
+  }
+  void visit(const For* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const While* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+bool is_var(const Expr& e, const Var& v) {
+  const VarRef* r = e->as<VarRef>();
+  return r && r->var == v;
+}
+
+// `v` or `v + constant`: the constant, through *offset.
+bool is_var_plus_constant(const Expr& e, const Var& v, int64_t* offset) {
+  if (is_var(e, v)) {
+    *offset = 0;
+    return true;
+  }
+  const Binary* b = e->as<Binary>();
+  if (!b || b->op != BinaryOp::Add) return false;
+  const IntImm* c = b->b->as<IntImm>();
+  if (c && is_var(b->a, v)) {
+    *offset = c->value;
+    return true;
+  }
+  c = b->a->as<IntImm>();
+  if (c && is_var(b->b, v)) {
+    *offset = c->value;
+    return true;
+  }
+  return false;
+}
+
+bool unit_stride(const ArrayType& t, int d) {
+  return (t.layout == Layout::C && d == t.ndim - 1) || (t.layout == Layout::F && d == 0);
+}
+
+// The target for `array[indices]` in `pass`, if the access walks along one
+// row of the row loop's variable `row`.
+bool match_access(const ArrayVar& array, const std::vector<Expr>& indices, const For* pass, const Var& row,
+                  const BodyScan& body, PrefetchTarget* out) {
+  if (body.local_arrays.count(array.get())) return false;
+  const IntImm* begin = pass->begin->as<IntImm>();
+  const IntImm* step = pass->step->as<IntImm>();
+  if (!begin || !step || step->value != 1) return false;
+  int row_dim = -1;
+  int column_dim = -1;
+  int64_t column_offset = 0;
+  for (int d = 0; d < static_cast<int>(indices.size()); ++d) {
+    const Expr& index = indices[static_cast<size_t>(d)];
+    int64_t offset = 0;
+    if (row_dim < 0 && is_var(index, row)) {
+      row_dim = d;
+    } else if (column_dim < 0 && is_var_plus_constant(index, pass->var, &offset)) {
+      column_dim = d;
+      column_offset = offset;
+    } else if (const VarRef* r = index->as<VarRef>()) {
+      if (body.changed.count(r->var.get()) || r->var == row) return false;
+    } else if (!index->as<IntImm>()) {
+      return false;
+    }
+  }
+  if (row_dim < 0 || column_dim < 0 || !unit_stride(array->type, column_dim)) return false;
+  out->array = array;
+  out->indices = indices;
+  out->row_dim = row_dim;
+  out->column_dim = column_dim;
+  out->column_begin = begin->value;
+  out->column_offset = column_offset;
+  return true;
+}
+
+}  // namespace
+
+RowPrefetchPlan plan_row_prefetch(const For* rows) {
+  RowPrefetchPlan plan;
+  const Block* body = rows->body->as<Block>();
+  if (!body) return plan;
+  std::vector<const For*> passes;
+  for (const Stmt& st : body->stmts)
+    if (const For* f = st->as<For>(); f && f->schedule.kind == LoopKind::Vectorized) passes.push_back(f);
+  if (passes.size() < 2) return plan;
+  size_t compute = passes.size();
+  for (size_t p = 0; p < passes.size() && compute == passes.size(); ++p) {
+    CallsVectorMath calls;
+    calls.visit(passes[p]->body);
+    if (calls.found) compute = p;
+  }
+  if (compute == passes.size()) return plan;
+
+  BodyScan scan;
+  scan.visit(rows->body);
+  if (scan.changed.count(rows->var.get())) return plan;  // the body moves to another row
+  std::set<std::pair<const ArrayInfo*, bool>> seen;
+  for (size_t p = 0; p < passes.size(); ++p) {
+    PassAccesses accesses;
+    accesses.visit(passes[p]->body);
+    for (const Load* l : accesses.loads) {
+      PrefetchTarget t;
+      if (!match_access(l->array, l->indices, passes[p], rows->var, scan, &t)) continue;
+      if (!seen.insert({l->array.get(), false}).second) continue;
+      t.next_row = true;
+      plan.targets.push_back(std::move(t));
+    }
+    if (p <= compute) continue;
+    for (const Store* s : accesses.stores) {
+      PrefetchTarget t;
+      if (!match_access(s->array, s->indices, passes[p], rows->var, scan, &t)) continue;
+      if (!seen.insert({s->array.get(), true}).second) continue;
+      t.write = true;
+      plan.targets.push_back(std::move(t));
+    }
+  }
+  if (!plan.targets.empty()) plan.compute = passes[compute];
+  return plan;
+}
+
+}  // namespace plait::codegen
