@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <cmath>
 #include <map>
 #include <set>
@@ -48,6 +49,9 @@ constexpr int kScratchSlots = (PLAIT_CUDA_SCRATCH_BYTES - PLAIT_CUDA_ERROR_BYTES
 // block, and the scratch slot of their grid barrier's two counters.
 constexpr int kPersistentBlockSize = 1024;
 constexpr int kBarrierSlot = kScratchSlots - 1;
+// Iterations per thread of a straight-line one-thread worker
+// (emit_batched_worker_loop).
+constexpr int kBatchIterations = 4;
 
 std::string dtype_code(ScalarKind k) { return plait_dtype_name(k); }
 
@@ -1675,6 +1679,148 @@ class CudaEmitter {
                     (team_worker_ ? "; the threads of a team share their slice" : ""));
   }
 
+  // The worker loop of a straight-line one-thread worker
+  // (cuda::straight_line_worker) that runs `batch` iterations per thread:
+  // iteration u of a thread is p_k0 + u * kCudaBlockSize, so that a block
+  // covers kCudaBlockSize * batch consecutive iterations and each access of
+  // the body stays coalesced. Each iteration has its own copy of the loop
+  // variables and of the scalars the body assigns (suffix _u<u>). Statement
+  // by statement, the values and element offsets of all the thread's
+  // iterations are computed before any of them is stored: the loads of
+  // several iterations are in flight at once, which the compiler could not
+  // arrange itself when the arrays may alias. Each iteration still runs its
+  // statements in order, and the order between iterations is free since the
+  // iterations of a parallel loop are independent; so in-place and aliased
+  // arguments stay correct with no check at launch.
+  void emit_batched_worker_loop(const std::vector<NestLevel>& levels, const Stmt& body, int batch) {
+    const std::string width = std::to_string(batch);
+    line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x * " + width + ";");
+    line("for (int64_t p_k0 = (int64_t)blockIdx.x * blockDim.x * " + width +
+         " + threadIdx.x; p_k0 < p_total; p_k0 += p_stride) {");
+    ++indent_;
+    scopes_.emplace_back();
+    loop_depth_ = 1;
+    // The statements, nested blocks flattened (every copy of a scalar is
+    // declared up front, so blocks need no scope of their own).
+    std::vector<Stmt> stmts;
+    std::vector<Stmt> pending = body_statements(body);
+    for (size_t k = 0; k < pending.size(); ++k) {
+      if (const Block* b = pending[k]->as<Block>()) {
+        pending.insert(pending.begin() + static_cast<std::ptrdiff_t>(k) + 1, b->stmts.begin(), b->stmts.end());
+        continue;
+      }
+      stmts.push_back(pending[k]);
+    }
+    // The copies of the iteration's own scalars: the loop variables and the
+    // scalars the body declares or assigns.
+    std::vector<Var> own;
+    for (const NestLevel& lv : levels) own.push_back(lv.loop->var);
+    for (const Stmt& st : stmts) {
+      Var v;
+      if (const Declare* d = st->as<Declare>()) v = d->var;
+      if (const Assign* a = st->as<Assign>()) v = a->var;
+      if (v && std::find(own.begin(), own.end(), v) == own.end()) own.push_back(v);
+    }
+    std::vector<std::unordered_map<const VarInfo*, std::string>> copies(static_cast<size_t>(batch));
+    for (int u = 0; u < batch; ++u)
+      for (const Var& v : own) copies[static_cast<size_t>(u)][v.get()] = unique(var_name(v) + "_u" + std::to_string(u));
+    // Emits `fn` with the names of iteration u's copies in place.
+    auto in_iteration = [&](int u, const std::function<void()>& fn) {
+      std::unordered_map<const VarInfo*, std::string> saved;
+      for (const Var& v : own) {
+        saved[v.get()] = var_name(v);
+        var_names_[v.get()] = copies[static_cast<size_t>(u)][v.get()];
+      }
+      fn();
+      for (const auto& [v, name] : saved) var_names_[v] = name;
+    };
+    auto guard = [&](int u) { return u == 0 ? std::string() : "if (p_in" + std::to_string(u) + ") "; };
+    for (int u = 1; u < batch; ++u)
+      line("const bool p_in" + std::to_string(u) + " = p_k0 + " + std::to_string(u * kCudaBlockSize) +
+           " < p_total;");
+    for (int u = 0; u < batch; ++u) {
+      in_iteration(u, [&] {
+        const std::string k = u == 0 ? "p_k0" : "(p_k0 + " + std::to_string(u * kCudaBlockSize) + ")";
+        std::string rest = k;
+        if (levels.size() > 1) {
+          rest = temp("rest");
+          line("int64_t " + rest + " = " + k + ";");
+        }
+        for (size_t d = levels.size(); d-- > 0;) {
+          const NestLevel& lv = levels[d];
+          std::string kd = rest;
+          if (levels.size() > 1 && d > 0) {
+            kd = temp("k");
+            line("const int64_t " + kd + " = " + rest + " % " + lv.trip + ";");
+            line(rest + " /= " + lv.trip + ";");
+          }
+          const Var& v = lv.loop->var;
+          line("[[maybe_unused]] const " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) +
+               ">(" + lv.begin + " + " + kd + " * " + lv.step + ");");
+        }
+        for (size_t o = levels.size(); o < own.size(); ++o)
+          line("[[maybe_unused]] " + ctype(own[o]->type) + " " + var_name(own[o]) + "{};");
+      });
+    }
+    for (const Stmt& st : stmts) {
+      if (st->kind == NodeKind::Declare) continue;
+      line_directive(st->loc);
+      if (const Assign* a = st->as<Assign>()) {
+        for (int u = 0; u < batch; ++u)
+          in_iteration(u, [&] { line(guard(u) + var_name(a->var) + " = " + expr(a->value) + ";"); });
+        continue;
+      }
+      const Store* store = st->as<Store>();
+      if (!store) PLAIT_INTERNAL_ERROR("a batched worker body holds more than scalar assignments and stores");
+      const std::string t = ctype(store->array->type.dtype);
+      std::vector<std::string> values, offsets, stored;
+      for (int u = 0; u < batch; ++u) {
+        values.push_back(temp("value"));
+        offsets.push_back(temp("at"));
+        line(t + " " + values.back() + "{};");
+        line("int64_t " + offsets.back() + " = 0;");
+        if (store->checked) {
+          stored.push_back(temp("ok"));
+          line("bool " + stored.back() + " = false;");
+        } else {
+          stored.push_back(u == 0 ? "" : "p_in" + std::to_string(u));
+        }
+      }
+      for (int u = 0; u < batch; ++u) {
+        const size_t x = static_cast<size_t>(u);
+        in_iteration(u, [&] {
+          line(guard(u) + "{");
+          ++indent_;
+          // The value first, then the indices, as in `a[i] = value`.
+          line(values[x] + " = " + expr(store->value) + ";");
+          if (store->checked) {
+            std::vector<std::string> names;
+            std::string decls;
+            const std::string cond = bound_checks(store->array, store->indices, store->loc, &names, &decls);
+            line(decls);
+            line(stored[x] + " = " + cond + ";");
+            line(offsets[x] + " = " + offset(store->array, names) + ";");
+          } else {
+            std::vector<std::string> idx;
+            for (const Expr& i : store->indices) idx.push_back(index_value(i));
+            line(offsets[x] + " = " + offset(store->array, idx) + ";");
+          }
+          --indent_;
+          line("}");
+        });
+      }
+      for (int u = 0; u < batch; ++u) {
+        const size_t x = static_cast<size_t>(u);
+        const std::string when = stored[x].empty() ? "" : "if (" + stored[x] + ") ";
+        line(when + data(store->array) + "[" + offsets[x] + "] = " + values[x] + ";");
+      }
+    }
+    loop_depth_ = 0;
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+  }
+
   void emit_parallel_kernel(const For* loop) {
     const LoopSchedule& sc = loop->schedule;
     LeavesLoop leaves;
@@ -1757,6 +1903,16 @@ class CudaEmitter {
 
     const TemporaryPlan temporary_plan = plan_temporaries(innermost->body, cap, nest_vars);
     const std::vector<Temporary>& temporaries = temporary_plan.temporaries;
+
+    // Several iterations per thread for straight-line one-thread workers
+    // (emit_batched_worker_loop).
+    int batch = 1;
+    std::string unbatched;
+    if (plan.team) unbatched = "its iterations are teams of threads";
+    else if (!sc.reductions.empty() || !sc.array_reductions.empty()) unbatched = "it has reductions";
+    else if (!privatised.empty()) unbatched = "it updates arrays in shared memory";
+    else if (!temporaries.empty()) unbatched = "it allocates arrays";
+    else if (cuda::straight_line_worker(innermost->body, &unbatched)) batch = kBatchIterations;
 
     std::vector<std::string> params, args;
     for (const Level& lv : levels) {
@@ -1850,8 +2006,13 @@ class CudaEmitter {
         for (const Temporary& t : temporaries) temp_offsets_[t.site.alloc] = {t.offset, t.capacity};
         team_worker_ = plan.team;
       }
-      // The loop over workers: one per thread, or one per team.
+      // The loop over workers: one per thread, several per thread, or one
+      // per team.
       auto emit_worker_loop = [&] {
+        if (batch > 1) {
+          emit_batched_worker_loop(levels, innermost->body, batch);
+          return;
+        }
         if (plan.team) {
           line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x / p_team;");
           line("for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / p_team; p_k < p_total; "
@@ -1958,7 +2119,10 @@ class CudaEmitter {
     line("if (" + total + " > 0) {");
     ++indent_;
     const int64_t cap_blocks = sc.reductions.empty() && privatised.empty() ? kMaxBlocks : kMaxReductionBlocks;
-    const std::string threads = plan.team ? total + " * " + team : total;
+    const std::string threads = plan.team  ? total + " * " + team
+                                : batch > 1 ? "(" + total + " + " + std::to_string(batch - 1) + ") / " +
+                                                  std::to_string(batch)
+                                            : total;
     std::string grid = "plait_cuda::grid_for(" + threads + ", " + std::to_string(kCudaBlockSize) + ", " +
                        std::to_string(cap_blocks) + ")";
     if (!temporaries.empty()) {
@@ -1990,9 +2154,18 @@ class CudaEmitter {
                             std::to_string(kCudaBlockSize) + " threads, grid-stride loop over iterations; the team "
                             "has 32 (a warp) to 256 threads, chosen at launch from the inner trip count n as the "
                             "smallest power of two >= n / 4");
+    } else if (batch > 1) {
+      remark(loop->loc, what + ": CUDA kernel " + name + ", " + std::to_string(batch) + " iterations per thread, "
+                            "blocks of " + std::to_string(kCudaBlockSize) + " threads, each covering " +
+                            std::to_string(batch * kCudaBlockSize) + " consecutive iterations, grid-stride loop; "
+                            "statement by statement, a thread computes the values of all its iterations before it "
+                            "stores any, so that their loads are in flight together (correct for in-place and "
+                            "aliased arrays: each iteration keeps its own order, and the iterations of a parallel "
+                            "loop are independent)");
     } else {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one thread per iteration, blocks of " +
-                            std::to_string(kCudaBlockSize) + " threads, grid-stride loop");
+                            std::to_string(kCudaBlockSize) + " threads, grid-stride loop" +
+                            (plan.team || unbatched.empty() ? "" : " (one iteration per thread: " + unbatched + ")"));
     }
     for (const Reduction& r : sc.reductions) {
       remark(loop->loc, std::string(reduce_op_name(r.op)) + "-reduction of `" + r.var->name +

@@ -327,6 +327,28 @@ bool serial_loop_independent(const For* loop) {
   return independent_iterations(loop, &why);
 }
 
+bool straight_line_worker(const Stmt& body, std::string* why) {
+  std::vector<Stmt> pending = statements(body);
+  for (size_t k = 0; k < pending.size(); ++k) {
+    const Stmt& s = pending[k];
+    if (const Block* b = s->as<Block>()) {
+      pending.insert(pending.end(), b->stmts.begin(), b->stmts.end());
+      continue;
+    }
+    const Declare* d = s->as<Declare>();
+    const bool scalar_declare = d && d->var && !d->array;
+    if (!scalar_declare && s->kind != NodeKind::Assign && s->kind != NodeKind::Store) {
+      *why = "line " + std::to_string(s->loc.line) + " is not a scalar assignment or an element store";
+      return false;
+    }
+  }
+  if (!defined_before_use(statements(body), {}, scalar_writes(body))) {
+    *why = "a scalar may be read before the iteration assigns it";
+    return false;
+  }
+  return true;
+}
+
 WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet& outside) {
   WorkerPlan plan;
   plan.stmts = statements(body);

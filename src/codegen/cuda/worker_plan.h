@@ -47,6 +47,15 @@ WorkerPlan plan_worker(const ir::Stmt& body, const std::set<const ir::VarInfo*>&
 // with the loop variable.
 bool serial_loop_independent(const ir::For* loop);
 
+// Whether a one-thread worker's body is straight-line code that a thread
+// may run for several iterations at once, each statement's loads and
+// computation for all of them before its stores (docs/cuda.md, "Several
+// iterations per thread"): only scalar declarations, scalar assignments and
+// element stores (nested blocks of them), and every scalar it assigns is
+// assigned before it is read in the same iteration (so each iteration can
+// have its own copy). `why` says what failed.
+bool straight_line_worker(const ir::Stmt& body, std::string* why);
+
 // An array access of a statement of a team's worker body, for the barrier
 // rule: two accesses to one array of which one writes need a barrier between
 // them unless the same thread makes both for every element (both by lane 0,
