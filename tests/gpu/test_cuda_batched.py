@@ -75,20 +75,38 @@ def test_host_part_compiles_with_warnings_as_errors(tmp_path, name, signature):
     assert result.returncode == 0, result.stderr
 
 
-BATCHED_LOOP = "for (int64_t p_k0 = (int64_t)blockIdx.x * blockDim.x * 4 + threadIdx.x; p_k0 < p_total; " \
-               "p_k0 += p_stride) {"
+BATCHED_LOOP = re.compile(r"for \(int64_t p_k0 = [^;]*; p_k0 < p_total; p_k0 \+= p_stride\) \{")
+CONSECUTIVE = "((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 4"
+STRIDED = "(int64_t)blockIdx.x * blockDim.x * 4 + threadIdx.x"
+
+
+def branches(device):
+    """The vector branch and the scalar branch of a batched kernel's body."""
+    vector = device[device.index("if (p_vector && p_in3) {"):]
+    return vector[:vector.index("} else {")], vector[vector.index("} else {"):]
 
 
 @compiles
 def test_vector_add_runs_four_iterations_per_thread_loads_before_stores(tmp_path):
     device = emit(tmp_path, "vadd", "f32[::1], f32[::1], f32[::1]", "cu")
-    assert BATCHED_LOOP in device
+    assert f"for (int64_t p_k0 = p_vector ? {CONSECUTIVE} : {STRIDED}; p_k0 < p_total;" in device
+    # Vector accesses when the step is 1 and the first addresses are aligned.
+    assert "const bool p_vector = (p_step2 == 1) && plait::lanes_aligned<float, 4>(a_a_data + (v_i_first)) && " \
+           "plait::lanes_aligned<float, 4>(a_b_data + (v_i_first)) && " \
+           "plait::lanes_aligned<float, 4>(a_out_data + (v_i_first));" in device
+    assert "const int64_t p_apart = p_vector ? 1 : 256;" in device
     for u in (1, 2, 3):
-        assert f"const bool p_in{u} = p_k0 + {256 * u} < p_total;" in device
-        assert f"v_i_u{u} = static_cast<int64_t>(p_begin1 + (p_k0 + {256 * u}) * p_step2);" in device
-    # Every load of the four iterations comes before the first store.
-    loads = [m.start() for m in re.finditer(r"a_[ab]_data\[", device)]
-    stores = [m.start() for m in re.finditer(r"a_out_data\[p_at\d+\] = ", device)]
+        assert f"const bool p_in{u} = (p_k0 + {u} * p_apart) < p_total;" in device
+        assert f"v_i_u{u} = static_cast<int64_t>(p_begin1 + (p_k0 + {u} * p_apart) * p_step2);" in device
+    vector, scalar = branches(device)
+    assert re.search(r"const plait::lanes<float, 4> p_lanes\d+ = \*reinterpret_cast<const plait::lanes<float, 4>\*>"
+                     r"\(a_a_data \+ \(v_i_u0\)\);", vector)
+    assert re.search(r"\*reinterpret_cast<plait::lanes<float, 4>\*>\(a_out_data \+ p_at\d+\) = "
+                     r"plait::lanes<float, 4>\{\{p_value\d+, p_value\d+, p_value\d+, p_value\d+\}\};", vector)
+    assert "a_a_data[" not in vector
+    # Without vectors, every load of the four iterations comes before the first store.
+    loads = [m.start() for m in re.finditer(r"a_[ab]_data\[", scalar)]
+    stores = [m.start() for m in re.finditer(r"a_out_data\[p_at\d+\] = ", scalar)]
     assert len(loads) == 8 and len(stores) == 4
     assert max(loads) < min(stores)
     # The host launches a quarter of the threads.
@@ -97,18 +115,28 @@ def test_vector_add_runs_four_iterations_per_thread_loads_before_stores(tmp_path
 
 
 @compiles
+@pytest.mark.parametrize("signature,lanes", [("f64[::1], f64[::1], f64[::1]", "plait::lanes<double, 4>"),
+                                             ("u8[::1], u8[::1], u8[::1]", "plait::lanes<uint8_t, 4>")])
+def test_vector_accesses_of_other_element_types(tmp_path, signature, lanes):
+    vector, _ = branches(emit(tmp_path, "vadd", signature, "cu"))
+    assert vector.count(f"const {lanes} p_lanes") == 2
+    assert f"*reinterpret_cast<{lanes}*>(a_out_data + p_at" in vector
+
+
+@compiles
 def test_each_statement_stores_after_its_own_loads_and_before_the_next_statement(tmp_path):
     device = emit(tmp_path, "two_stores", "f64[::1], f64[::1], f64[::1], f64[::1]", "cu")
-    assert BATCHED_LOOP in device
     # Each iteration has its own copy of `t`.
     for u in range(4):
         assert f"v_t_u{u}" in device
-    first_store = device.index("a_out_data[p_at")
-    second_load_of_out = device.index("a_out_data[v_i_u0]")
-    assert first_store < second_load_of_out
-    # A checked store stores only where its indices are in bounds.
+    vector, scalar = branches(device)
+    assert scalar.index("a_out_data[p_at") < scalar.index("a_out_data[v_i_u0]")
+    assert vector.index("*reinterpret_cast<plait::lanes<double, 4>*>(a_out_data") < \
+        vector.index("*reinterpret_cast<const plait::lanes<double, 4>*>(a_out_data")
+    # A checked store stores only where its indices are in bounds, and makes
+    # no vector accesses.
     checked = emit(tmp_path, "offset_store", "f64[::1], f64[::1], int", "cu", "--boundscheck")
-    assert BATCHED_LOOP in checked
+    assert BATCHED_LOOP.search(checked) and "p_vector" not in checked
     assert re.search(r"if \(p_ok\d+\) a_out_data\[p_at\d+\] = p_value\d+;", checked)
 
 
@@ -116,10 +144,20 @@ def test_each_statement_stores_after_its_own_loads_and_before_the_next_statement
 @pytest.mark.parametrize("name,signature", [("stencil_2d", "f64[:, ::1], f64[:, ::1]"),
                                             ("fdtd_step", "f64[:, ::1], f64[:, ::1], f64[:, ::1]"),
                                             ("scatter", "i64[::1], f64[::1], f64[::1]"),
-                                            ("vadd", "f32[:], f32[:], f32[:]")])
+                                            ("vadd", "f32[:], f32[:], f32[:]"),
+                                            ("strided_step", "f32[::1], f32[::1]")])
 def test_collapsed_nests_scatters_and_strided_arrays_are_batched(tmp_path, name, signature):
     device = emit(tmp_path, name, signature, "cu")
-    assert device.count(BATCHED_LOOP) == device.count("__global__") - device.count("plait_fill_")
+    assert len(BATCHED_LOOP.findall(device)) == device.count("__global__") - device.count("plait_fill_")
+    if name == "scatter":
+        # idx and x are loaded as vectors, out stored one element at a time.
+        vector, _ = branches(device)
+        assert len(re.findall(r"const plait::lanes<\w+, 4> p_lanes", vector)) == 2
+        assert "a_out_data[p_at" in vector
+    else:
+        # Collapsed nests, arrays of unknown layout, loops of step 2: 256
+        # apart, no vectors.
+        assert "p_vector" not in device and f"p_k0 = {STRIDED};" in device
 
 
 @compiles
