@@ -167,6 +167,139 @@ def test_a_branch_keeps_one_iteration_per_thread(tmp_path):
     assert "for (int64_t p_k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k < p_total;" in device
 
 
+# The batched kernels emulated on the host: the device part's kernel (the
+# text after the device runtime, which these kernels do not call apart from
+# plait::lanes) compiles as C++ with a few stand-ins for CUDA's names, and
+# every thread of a small grid runs in turn (one schedule the GPU may take:
+# the iterations of a parallel loop are independent). This checks which
+# iterations each thread takes, the vector and element-wise forms and their
+# choice at the launch, the tails, and the order of loads and stores with
+# aliased arguments, where no GPU is.
+EMULATION_PRELUDE = r"""
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+struct p_dim { unsigned x; };
+static p_dim blockIdx, threadIdx, blockDim{256}, gridDim;
+#define __global__
+#define __launch_bounds__(n)
+namespace plait {
+struct device_error;
+template <typename T, int N> struct alignas(sizeof(T) * N > 16 ? 16 : sizeof(T) * N) lanes { T v[N]; };
+template <typename T, int N> bool lanes_aligned(const T* p) { return (uint64_t)p % alignof(lanes<T, N>) == 0; }
+}
+"""
+CTYPES = {np.float32: "float", np.float64: "double", np.int32: "int32_t", np.int64: "int64_t", np.bool_: "bool"}
+
+
+def emulate(tmp_path, fn, signature, loops, bases, views, scalars=(), grid=None):
+    """Runs the kernel of `fn` (one parallel loop, `loops`: its levels'
+    (begin, step, trip)) on the host over views of copies of `bases`
+    ((base index, slice) per array argument, in order); returns the bases."""
+    name = fn.__name__
+    device = emit(tmp_path, name, signature, "cu")
+    kernel = device[device.index("// ---- device part"):]
+    params = re.search(r"__launch_bounds__\(\d+\) (\w+)\((.*)\) \{", kernel)
+    arrays = [p for p in fn.__code__.co_varnames[:fn.__code__.co_argcount]][len(scalars):]
+    scalar_names = fn.__code__.co_varnames[:len(scalars)]
+    copies = [b.copy() for b in bases]
+    lines, args = [], []
+    for k, b in enumerate(copies):
+        b.tofile(tmp_path / f"base{k}.bin")
+        lines.append(f"  alignas(64) static unsigned char base{k}[{max(b.nbytes, 1)}];")
+        lines.append(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "rb"); '
+                     f"if (fread(base{k}, 1, {b.nbytes}, f) != {b.nbytes}) return 1; fclose(f); }}")
+    level = 0
+    for param in params.group(2).split(", "):
+        ptype, pname = param.rsplit(" ", 1)
+        if pname.startswith(("p_begin", "p_step", "p_trip")):
+            args.append(str(loops[level // 3][level % 3]))
+            level += 1
+        elif pname == "p_err":
+            args.append("nullptr")
+        elif pname.startswith("v_"):
+            args.append(repr(float(scalars[scalar_names.index(pname[2:])])))
+        else:
+            m = re.fullmatch(r"a_(\w+)_(data|n\d|s\d)", pname)
+            k, sl = views[arrays.index(m.group(1))]
+            view = copies[k][sl]
+            if m.group(2) == "data":
+                offset = (view.__array_interface__["data"][0] - copies[k].__array_interface__["data"][0])
+                args.append(f"reinterpret_cast<{ptype}>(base{k} + {offset})")
+            else:
+                table = view.shape if m.group(2)[0] == "n" else [st // view.itemsize for st in view.strides]
+                args.append(str(table[int(m.group(2)[1:])]))
+    total = int(np.prod([trip for _, _, trip in loops]))
+    blocks = grid or max(1, -(-total // 1024))
+    source = EMULATION_PRELUDE + kernel + "\nint main() {\n" + "\n".join(lines) + f"""
+  gridDim.x = {blocks};
+  for (unsigned b = 0; b < {blocks}; ++b)
+    for (unsigned t = 0; t < 256; ++t) {{
+      blockIdx.x = b;
+      threadIdx.x = t;
+      {params.group(1)}({", ".join(args)});
+    }}
+""" + "".join(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "wb"); fwrite(base{k}, 1, {b.nbytes}, f); '
+              f"fclose(f); }}\n" for k, b in enumerate(copies)) + "  return 0;\n}\n"
+    (tmp_path / "emulated.cpp").write_text(source)
+    cxx = os.environ.get("PLAIT_CXX") or os.environ.get("CXX") or "c++"
+    build = subprocess.run([cxx, "-std=c++20", "-O1", "-fwrapv", "-w", "-o", str(tmp_path / "emulated"),
+                            str(tmp_path / "emulated.cpp")], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(tmp_path / "emulated")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return [np.fromfile(tmp_path / f"base{k}.bin", dtype=b.dtype).reshape(b.shape) for k, b in enumerate(copies)]
+
+
+def check_emulated(tmp_path, fn, signature, loops, bases, views, scalars=(), grid=None):
+    expected = [b.copy() for b in bases]
+    fn(*scalars, *[expected[k][sl] for k, sl in views])
+    got = emulate(tmp_path, fn, signature, loops, bases, views, scalars, grid)
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+
+
+@compiles
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 1023, 1025, 4 * 1024 * 3 + 6])
+@pytest.mark.parametrize("grid", [None, 2])
+def test_emulated_on_the_host(tmp_path, rng, n, grid):
+    x, y, z = floats(rng, n + 3, np.float32), floats(rng, n + 3, np.float32), floats(rng, n + 3, np.float32)
+    everything = slice(0, n)
+    # Aligned (vectors), misaligned views (elements 256 apart), strided.
+    for views in ([(0, everything), (1, everything), (2, everything)],
+                  [(0, slice(1, n + 1)), (1, everything), (2, slice(3, n + 3))],
+                  [(0, everything), (0, everything), (0, everything)]):
+        check_emulated(tmp_path, B.vadd, "f32[::1], f32[::1], f32[::1]", [(0, 1, n)], [x, y, z], views, grid=grid)
+    m = len(range(0, n + 2, 2))
+    check_emulated(tmp_path, B.vadd, "f32[:], f32[:], f32[:]", [(0, 1, m)], [x, y, z],
+                   [(0, slice(0, n + 2, 2)), (1, slice(1, n + 3, 2)), (2, slice(2 * m - 1, None, -2))], grid=grid)
+    check_emulated(tmp_path, B.saxpy, "float, f32[::1], f32[::1]", [(0, 1, n)], [x], [(0, everything)] * 2,
+                   scalars=(0.75,), grid=grid)
+    a, b, c = floats(rng, n), floats(rng, n), floats(rng, n)
+    for views in ([(0, ALL), (1, ALL), (2, ALL), (2, ALL)], [(0, ALL), (1, ALL), (0, ALL), (1, ALL)],
+                  [(0, ALL), (0, ALL), (0, ALL), (0, ALL)], [(0, ALL), (1, ALL), (1, ALL), (0, ALL)]):
+        check_emulated(tmp_path, B.two_stores, "f64[::1], f64[::1], f64[::1], f64[::1]", [(0, 1, n)], [a, b, c],
+                       views, grid=grid)
+    base = floats(rng, n + 1)
+    check_emulated(tmp_path, B.shifted_view, "f64[::1], f64[::1]", [(0, 1, n)], [base],
+                   [(0, ALL), (0, slice(1, None))], grid=grid)
+    check_emulated(tmp_path, B.unshifted_view, "f64[::1], f64[::1]", [(1, 1, n - 1)], [base],
+                   [(0, slice(None, -1)), (0, slice(1, None))], grid=grid)
+    check_emulated(tmp_path, B.scatter, "i64[::1], f64[::1], f64[::1]", [(0, 1, n)],
+                   [rng.permutation(n).astype(np.int64), a, np.zeros(n)], [(0, ALL), (1, ALL), (2, ALL)], grid=grid)
+    check_emulated(tmp_path, B.strided_step, "f32[::1], f32[::1]", [(0, 2, (n + 1) // 2)], [x, y],
+                   [(0, everything), (1, everything)], grid=grid)
+
+
+@compiles
+@pytest.mark.parametrize("shape", [(3, 3), (5, 7), (33, 70)])
+def test_collapsed_nest_emulated_on_the_host(tmp_path, rng, shape):
+    a, b = floats(rng, shape), floats(rng, shape)
+    check_emulated(tmp_path, B.stencil_2d, "f64[:, ::1], f64[:, ::1]",
+                   [(1, 1, shape[0] - 2), (1, 1, shape[1] - 2)], [a, b], [(0, ALL), (1, ALL)])
+
+
 # ---------------------------------------------------------------- on a GPU
 
 

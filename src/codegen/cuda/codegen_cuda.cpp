@@ -1814,7 +1814,10 @@ class CudaEmitter {
         if (st->kind == NodeKind::Declare) continue;
         line_directive(st->loc);
         if (whole) {
-          // The statement's vector loads, before its values.
+          // The statement's vector loads, before its values (and after the
+          // stores of the statements before it, even of a load node they
+          // share).
+          lane_loads_.clear();
           class Loads : public IRVisitor {
            public:
             std::vector<const Load*> found;
