@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -1766,7 +1766,6 @@ class CudaEmitter {
       line("const bool p_vector = " + aligned + ";");
       line("const int64_t p_apart = p_vector ? 1 : " + std::to_string(kCudaBlockSize) + ";");
     }
-    const std::string apart = vector ? "p_apart" : std::to_string(kCudaBlockSize);
     line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x * " + width + ";");
     const std::string strided_first = "(int64_t)blockIdx.x * blockDim.x * " + width + " + threadIdx.x";
     const std::string first =
