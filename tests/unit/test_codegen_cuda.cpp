@@ -233,18 +233,22 @@ void expect_nvrtc_compiles(const std::string& device_source, const std::vector<s
   for (const std::string& name : kernels) EXPECT_NE(build.ptx.find(".entry " + name), std::string::npos) << name;
 }
 
-TEST(CodegenCuda, ParallelLoopIsOneKernelLaunchedWithOneThreadPerIteration) {
+TEST(CodegenCuda, ParallelLoopIsOneKernelLaunchedWithFourIterationsPerThread) {
   codegen::CudaSources out = codegen::generate_cuda(vector_add(), CompileOptions{});
   ASSERT_EQ(out.kernel_names, std::vector<std::string>{"plait_vadd_k0"});
   EXPECT_FALSE(out.device_errors);
   EXPECT_NE(out.device.find("extern \"C\" __global__ void __launch_bounds__(256) plait_vadd_k0("), std::string::npos);
-  EXPECT_NE(out.device.find("a_out_data[v_i] = (a_a_data[v_i] + a_b_data[v_i]);"), std::string::npos);
+  // The body is straight-line: each thread computes four iterations, 256
+  // apart, before it stores them.
+  EXPECT_NE(out.device.find("p_k0 < p_total; p_k0 += p_stride) {"), std::string::npos);
+  EXPECT_NE(out.device.find("= (a_a_data[v_i_u3] + a_b_data[v_i_u3]);"), std::string::npos);
+  EXPECT_LT(out.device.find("a_b_data[v_i_u3]"), out.device.find("a_out_data[p_at"));
   EXPECT_NE(out.device.find("#line 3 \"/tmp/kernels.py\""), std::string::npos);
 
   HostPart host = build_host("vadd", out.host);
   plait_array views[3] = {};
   for (plait_array& v : views) {
-    v.shape[0] = 1000;
+    v.shape[0] = 5000;
     v.strides[0] = 1;
   }
   Recorder recorder;
@@ -252,9 +256,9 @@ TEST(CodegenCuda, ParallelLoopIsOneKernelLaunchedWithOneThreadPerIteration) {
   EXPECT_EQ(run_host(host, {&views[0], &views[1], &views[2]}, results, recorder), PLAIT_OK);
   ASSERT_EQ(recorder.launches.size(), 1u);
   EXPECT_EQ(recorder.launches[0].kernel, 0);
-  EXPECT_EQ(recorder.launches[0].grid, 4u);  // ceil(1000 / 256)
+  EXPECT_EQ(recorder.launches[0].grid, 5u);  // ceil(5000 / (4 * 256))
   EXPECT_EQ(recorder.launches[0].block, 256u);
-  EXPECT_EQ(recorder.launches[0].words, (std::vector<int64_t>{0, 1, 1000}));  // begin, step, trip
+  EXPECT_EQ(recorder.launches[0].words, (std::vector<int64_t>{0, 1, 5000}));  // begin, step, trip
 
   // An empty iteration space launches nothing.
   for (plait_array& v : views) v.shape[0] = 0;

@@ -60,6 +60,9 @@ constexpr int kResidentSlot = kBarrierSlot - kResidentSlots;
 // Scalars that a device region assigns and only later parallel loops of its
 // block read stay on the device too: slots kRegionSlot.. kResidentSlot - 1.
 constexpr int kRegionSlot = kResidentSlot - kResidentSlots;
+// Iterations per thread of a straight-line one-thread worker
+// (emit_batched_worker_loop).
+constexpr int kBatchIterations = 4;
 
 std::string dtype_code(ScalarKind k) { return plait_dtype_name(k); }
 
@@ -777,6 +780,8 @@ class CudaEmitter {
   }
 
   std::string load(const Load* l) {
+    if (auto it = lane_loads_.find(l); it != lane_loads_.end() && lane_ >= 0)
+      return it->second + ".v[" + std::to_string(lane_) + "]";
     if (auto it = cached_rows_.find(l->array.get()); device() && it != cached_rows_.end()) {
       const std::string slot = it->second.registers + "[p_c]";
       if (!it->second.filling || it->second.registers_only) return slot;
@@ -2074,6 +2079,245 @@ class CudaEmitter {
                     (team_worker_ ? "; the threads of a team share their slice" : ""));
   }
 
+  // The worker loop of a straight-line one-thread worker
+  // (cuda::straight_line_worker) that runs `batch` iterations per thread
+  // (docs/cuda.md, "Several iterations per thread"). Iteration u of a thread
+  // is p_k0 + u * p_apart: 256 apart, so that a block covers 256 * batch
+  // consecutive iterations and each access stays coalesced; or, when every
+  // access that moves with the loop variable can be a vector access at the
+  // launch (`lanes`: one loop level of step 1, each such address aligned for
+  // `batch` elements at the first iteration), consecutive, with those
+  // accesses made as one load or store of plait::lanes for the whole batch.
+  // Each iteration has its own copy of the loop variables and of the scalars
+  // the body assigns (suffix _u<u>). Statement by statement, the values and
+  // element offsets of all the thread's iterations are computed before any
+  // of them is stored: the loads of several iterations are in flight at
+  // once, which the compiler could not arrange itself when the arrays may
+  // alias. Each iteration still runs its statements in order, and the order
+  // between iterations is free since the iterations of a parallel loop are
+  // independent; so in-place and aliased arguments stay correct with no
+  // check at launch.
+  void emit_batched_worker_loop(const std::vector<NestLevel>& levels, const Stmt& body, int batch,
+                                const cuda::ContiguousAccesses& lanes) {
+    const std::string width = std::to_string(batch);
+    // The statements, nested blocks flattened (every copy of a scalar is
+    // declared up front, so blocks need no scope of their own).
+    std::vector<Stmt> stmts;
+    std::vector<Stmt> pending = body_statements(body);
+    for (size_t k = 0; k < pending.size(); ++k) {
+      if (const Block* b = pending[k]->as<Block>()) {
+        pending.insert(pending.begin() + static_cast<std::ptrdiff_t>(k) + 1, b->stmts.begin(), b->stmts.end());
+        continue;
+      }
+      stmts.push_back(pending[k]);
+    }
+    // The copies of the iteration's own scalars: the loop variables and the
+    // scalars the body declares or assigns.
+    std::vector<Var> own;
+    for (const NestLevel& lv : levels) own.push_back(lv.loop->var);
+    for (const Stmt& st : stmts) {
+      Var v;
+      if (const Declare* d = st->as<Declare>()) v = d->var;
+      if (const Assign* a = st->as<Assign>()) v = a->var;
+      if (v && std::find(own.begin(), own.end(), v) == own.end()) own.push_back(v);
+    }
+    std::vector<std::unordered_map<const VarInfo*, std::string>> copies(static_cast<size_t>(batch));
+    for (int u = 0; u < batch; ++u)
+      for (const Var& v : own) copies[static_cast<size_t>(u)][v.get()] = unique(var_name(v) + "_u" + std::to_string(u));
+    // Emits `fn` with the names of iteration u's copies in place.
+    auto in_iteration = [&](int u, const std::function<void()>& fn) {
+      std::unordered_map<const VarInfo*, std::string> saved;
+      for (const Var& v : own) {
+        saved[v.get()] = var_name(v);
+        var_names_[v.get()] = copies[static_cast<size_t>(u)][v.get()];
+      }
+      fn();
+      for (const auto& [v, name] : saved) var_names_[v] = name;
+    };
+    auto lanes_type = [&](ScalarKind k) { return "plait::lanes<" + ctype(k) + ", " + width + ">"; };
+    auto indices_of = [&](const std::vector<Expr>& indices) {
+      std::vector<std::string> idx;
+      for (const Expr& i : indices) idx.push_back(index_value(i));
+      return idx;
+    };
+
+    // Vector accesses: whether the launch allows them, decided once from the
+    // addresses of the first iteration.
+    const bool vector = levels.size() == 1 && (!lanes.loads.empty() || !lanes.stores.empty());
+    if (vector) {
+      const NestLevel& lv = levels[0];
+      const Var& v = lv.loop->var;
+      std::string aligned = "(" + lv.step + " == 1)";
+      const std::string saved = var_name(v);
+      var_names_[v.get()] = unique(saved + "_first");
+      line("[[maybe_unused]] const " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+           lv.begin + ");");
+      std::set<std::string> checked;
+      auto check = [&](const ArrayVar& a, const std::vector<Expr>& indices) {
+        const std::string test = "plait::lanes_aligned<" + ctype(a->type.dtype) + ", " + width + ">(" + data(a) +
+                                 " + (" + offset(a, indices_of(indices)) + "))";
+        if (checked.insert(test).second) aligned += " && " + test;
+      };
+      for (const Load* l : lanes.loads) check(l->array, l->indices);
+      for (const Store* st : lanes.stores) check(st->array, st->indices);
+      var_names_[v.get()] = saved;
+      line("const bool p_vector = " + aligned + ";");
+      line("const int64_t p_apart = p_vector ? 1 : " + std::to_string(kCudaBlockSize) + ";");
+    }
+    line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x * " + width + ";");
+    const std::string strided_first = "(int64_t)blockIdx.x * blockDim.x * " + width + " + threadIdx.x";
+    const std::string first =
+        vector ? "p_vector ? ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * " + width + " : " + strided_first
+               : strided_first;
+    line("for (int64_t p_k0 = " + first + "; p_k0 < p_total; p_k0 += p_stride) {");
+    ++indent_;
+    scopes_.emplace_back();
+    loop_depth_ = 1;
+    auto at = [&](int u) {
+      if (u == 0) return std::string("p_k0");
+      if (!vector) return "(p_k0 + " + std::to_string(u * kCudaBlockSize) + ")";
+      return "(p_k0 + " + std::to_string(u) + " * p_apart)";
+    };
+    for (int u = 1; u < batch; ++u) line("const bool p_in" + std::to_string(u) + " = " + at(u) + " < p_total;");
+    for (int u = 0; u < batch; ++u) {
+      in_iteration(u, [&] {
+        std::string rest = at(u);
+        if (levels.size() > 1) {
+          rest = temp("rest");
+          line("int64_t " + rest + " = " + at(u) + ";");
+        }
+        for (size_t d = levels.size(); d-- > 0;) {
+          const NestLevel& lv = levels[d];
+          std::string kd = rest;
+          if (levels.size() > 1 && d > 0) {
+            kd = temp("k");
+            line("const int64_t " + kd + " = " + rest + " % " + lv.trip + ";");
+            line(rest + " /= " + lv.trip + ";");
+          }
+          const Var& v = lv.loop->var;
+          line("[[maybe_unused]] const " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) +
+               ">(" + lv.begin + " + " + kd + " * " + lv.step + ");");
+        }
+        for (size_t o = levels.size(); o < own.size(); ++o)
+          line("[[maybe_unused]] " + ctype(own[o]->type) + " " + var_name(own[o]) + "{};");
+      });
+    }
+
+    // The statements; `whole`: a full batch of consecutive iterations whose
+    // contiguous accesses are vector accesses (no guards).
+    auto emit_statements = [&](bool whole) {
+      auto guard = [&](int u) { return whole || u == 0 ? std::string() : "if (p_in" + std::to_string(u) + ") "; };
+      for (const Stmt& st : stmts) {
+        if (st->kind == NodeKind::Declare) continue;
+        line_directive(st->loc);
+        if (whole) {
+          // The statement's vector loads, before its values (and after the
+          // stores of the statements before it, even of a load node they
+          // share).
+          lane_loads_.clear();
+          class Loads : public IRVisitor {
+           public:
+            std::vector<const Load*> found;
+            using IRVisitor::visit;
+
+           protected:
+            void visit(const Load* n) override {
+              found.push_back(n);
+              IRVisitor::visit(n);
+            }
+          } loads;
+          loads.visit(st);
+          for (const Load* l : loads.found) {
+            if (!lanes.has(l) || lane_loads_.count(l)) continue;
+            const std::string name = temp("lanes");
+            in_iteration(0, [&] {
+              line("const " + lanes_type(l->array->type.dtype) + " " + name + " = *reinterpret_cast<const " +
+                   lanes_type(l->array->type.dtype) + "*>(" + data(l->array) + " + (" +
+                   offset(l->array, indices_of(l->indices)) + "));");
+            });
+            lane_loads_[l] = name;
+          }
+        }
+        if (const Assign* a = st->as<Assign>()) {
+          for (int u = 0; u < batch; ++u) {
+            lane_ = u;
+            in_iteration(u, [&] { line(guard(u) + var_name(a->var) + " = " + expr(a->value) + ";"); });
+          }
+          lane_ = -1;
+          continue;
+        }
+        const Store* store = st->as<Store>();
+        if (!store) PLAIT_INTERNAL_ERROR("a batched worker body holds more than scalar assignments and stores");
+        const bool vector_store = whole && lanes.has(store);
+        const std::string t = ctype(store->array->type.dtype);
+        std::vector<std::string> values, offsets, stored;
+        for (int u = 0; u < batch; ++u) {
+          values.push_back(temp("value"));
+          offsets.push_back(temp("at"));
+          line(t + " " + values.back() + "{};");
+          if (!vector_store || u == 0) line("int64_t " + offsets.back() + " = 0;");
+          if (store->checked) {
+            stored.push_back(temp("ok"));
+            line("bool " + stored.back() + " = false;");
+          } else {
+            stored.push_back(whole || u == 0 ? "" : "p_in" + std::to_string(u));
+          }
+        }
+        for (int u = 0; u < batch; ++u) {
+          const size_t x = static_cast<size_t>(u);
+          lane_ = u;
+          in_iteration(u, [&] {
+            line(guard(u) + "{");
+            ++indent_;
+            // The value first, then the indices, as in `a[i] = value`.
+            line(values[x] + " = " + expr(store->value) + ";");
+            if (store->checked) {
+              std::vector<std::string> names;
+              std::string decls;
+              const std::string cond = bound_checks(store->array, store->indices, store->loc, &names, &decls);
+              line(decls);
+              line(stored[x] + " = " + cond + ";");
+              line(offsets[x] + " = " + offset(store->array, names) + ";");
+            } else if (!vector_store || u == 0) {
+              line(offsets[x] + " = " + offset(store->array, indices_of(store->indices)) + ";");
+            }
+            --indent_;
+            line("}");
+          });
+        }
+        lane_ = -1;
+        if (vector_store) {
+          line("*reinterpret_cast<" + lanes_type(store->array->type.dtype) + "*>(" + data(store->array) + " + " +
+               offsets[0] + ") = " + lanes_type(store->array->type.dtype) + "{{" + join(values, ", ") + "}};");
+          continue;
+        }
+        for (int u = 0; u < batch; ++u) {
+          const size_t x = static_cast<size_t>(u);
+          const std::string when = stored[x].empty() ? "" : "if (" + stored[x] + ") ";
+          line(when + data(store->array) + "[" + offsets[x] + "] = " + values[x] + ";");
+        }
+      }
+      lane_loads_.clear();
+    };
+    if (vector) {
+      line("if (p_vector && p_in" + std::to_string(batch - 1) + ") {");
+      ++indent_;
+      emit_statements(true);
+      --indent_;
+      line("} else {");
+      ++indent_;
+      emit_statements(false);
+      --indent_;
+      line("}");
+    } else {
+      emit_statements(false);
+    }
+    loop_depth_ = 0;
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+  }
+
   void emit_parallel_kernel(const For* loop) {
     const LoopSchedule& sc = loop->schedule;
     LeavesLoop leaves;
@@ -2180,6 +2424,20 @@ class CudaEmitter {
 
     const TemporaryPlan temporary_plan = plan_temporaries(innermost->body, cap, nest_vars);
     const std::vector<Temporary>& temporaries = temporary_plan.temporaries;
+
+    // Several iterations per thread for straight-line one-thread workers
+    // (emit_batched_worker_loop).
+    int batch = 1;
+    std::string unbatched;
+    if (plan.team) unbatched = "its iterations are teams of threads";
+    else if (!sc.reductions.empty() || !sc.array_reductions.empty()) unbatched = "it has reductions";
+    else if (!privatised.empty()) unbatched = "it updates arrays in shared memory";
+    else if (!temporaries.empty()) unbatched = "it allocates arrays";
+    else if (cuda::straight_line_worker(innermost->body, &unbatched)) batch = kBatchIterations;
+    cuda::ContiguousAccesses lanes;
+    const IntImm* step = innermost->step->as<IntImm>();
+    if (batch > 1 && levels.size() == 1 && (!step || step->value == 1))
+      lanes = cuda::contiguous_accesses(innermost->body, innermost->var.get());
 
     std::vector<std::string> params, args;
     for (const Level& lv : levels) {
@@ -2288,8 +2546,13 @@ class CudaEmitter {
         for (const Temporary& t : temporaries) temp_offsets_[t.site.alloc] = {t.offset, t.capacity};
         team_worker_ = plan.team;
       }
-      // The loop over workers: one per thread, or one per team.
+      // The loop over workers: one per thread, several per thread, or one
+      // per team.
       auto emit_worker_loop = [&] {
+        if (batch > 1) {
+          emit_batched_worker_loop(levels, innermost->body, batch, lanes);
+          return;
+        }
         if (plan.team) {
           line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x / p_team;");
           line("for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / p_team; p_k < p_total; "
@@ -2405,7 +2668,10 @@ class CudaEmitter {
     line("if (" + total + " > 0) {");
     ++indent_;
     const int64_t cap_blocks = sc.reductions.empty() && privatised.empty() ? kMaxBlocks : kMaxReductionBlocks;
-    const std::string threads = plan.team ? total + " * " + team : total;
+    const std::string threads = plan.team  ? total + " * " + team
+                                : batch > 1 ? "(" + total + " + " + std::to_string(batch - 1) + ") / " +
+                                                  std::to_string(batch)
+                                            : total;
     std::string grid = "plait_cuda::grid_for(" + threads + ", " + std::to_string(kCudaBlockSize) + ", " +
                        std::to_string(cap_blocks) + ")";
     if (!temporaries.empty()) {
@@ -2449,9 +2715,26 @@ class CudaEmitter {
                             std::to_string(kCudaBlockSize) + " threads, grid-stride loop over iterations; the team "
                             "has 32 (a warp) to 256 threads, chosen at launch from the inner trip count n as the "
                             "smallest power of two >= n / 4");
+    } else if (batch > 1) {
+      std::string text = what + ": CUDA kernel " + name + ", " + std::to_string(batch) + " iterations per thread, "
+                         "blocks of " + std::to_string(kCudaBlockSize) + " threads, each covering " +
+                         std::to_string(batch * kCudaBlockSize) + " consecutive iterations, grid-stride loop; "
+                         "statement by statement, a thread computes the values of all its iterations before it "
+                         "stores any, so that their loads are in flight together (correct for in-place and "
+                         "aliased arrays: each iteration keeps its own order, and the iterations of a parallel "
+                         "loop are independent)";
+      if (!lanes.loads.empty() || !lanes.stores.empty()) {
+        text += "; when the loop step is 1 and the first iteration's addresses of the " +
+                std::to_string(lanes.loads.size() + lanes.stores.size()) + " accesses at the loop variable plus "
+                "fixed terms are aligned (checked at each launch), a thread takes " + std::to_string(batch) +
+                " consecutive iterations and makes each of those accesses as one vector load or store (16 bytes "
+                "for float32)";
+      }
+      remark(loop->loc, text);
     } else {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one thread per iteration, blocks of " +
-                            std::to_string(kCudaBlockSize) + " threads, grid-stride loop");
+                            std::to_string(kCudaBlockSize) + " threads, grid-stride loop" +
+                            (plan.team || unbatched.empty() ? "" : " (one iteration per thread: " + unbatched + ")"));
     }
     for (const Reduction& r : sc.reductions) {
       remark(loop->loc, std::string(reduce_op_name(r.op)) + "-reduction of `" + r.var->name +
@@ -3112,6 +3395,10 @@ class CudaEmitter {
   std::map<const VarInfo*, int> region_slots_;
   int region_slots_used_ = 0;
   std::unordered_map<const VarInfo*, std::string> var_names_;
+  // Batched workers: loads made as one vector access for the batch, by the
+  // name of the plait::lanes value; lane_ is the iteration being emitted.
+  std::unordered_map<const Load*, std::string> lane_loads_;
+  int lane_ = -1;
   std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
   std::unordered_set<std::string> used_names_;
   std::vector<std::unordered_set<const VarInfo*>> scopes_;

@@ -615,6 +615,18 @@ __device__ __forceinline__ T team_combine(T v, Op op, int team, T* partials) {
   return result;
 }
 
+// ---- several iterations per thread: the elements of N consecutive
+// iterations as one access, aligned so that the compiler emits vector loads
+// and stores (16 bytes at most each: two for 4 doubles).
+template <typename T, int N>
+struct alignas(sizeof(T) * N > 16 ? 16 : sizeof(T) * N) lanes {
+  T v[N];
+};
+template <typename T, int N>
+__device__ __forceinline__ bool lanes_aligned(const T* p) {
+  return (uint64_t)p % alignof(lanes<T, N>) == 0;
+}
+
 // ---- temporaries of parallel loops: whether `ndim` extents (negative
 // ones count as 0) fit in `capacity` elements.
 __device__ __forceinline__ bool temporary_fits(const int64_t* shape, int ndim, int64_t capacity) {

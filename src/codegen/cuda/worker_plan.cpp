@@ -3,6 +3,7 @@
 // where barriers go (see worker_plan.h).
 #include "codegen/cuda/worker_plan.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 
@@ -501,6 +502,102 @@ ReductionForm reduction_form(const Stmt& body, const Reduction& r) {
 bool serial_loop_independent(const For* loop) {
   std::string why;
   return independent_iterations(loop, &why);
+}
+
+bool straight_line_worker(const Stmt& body, std::string* why) {
+  std::vector<Stmt> pending = statements(body);
+  for (size_t k = 0; k < pending.size(); ++k) {
+    const Stmt& s = pending[k];
+    if (const Block* b = s->as<Block>()) {
+      pending.insert(pending.end(), b->stmts.begin(), b->stmts.end());
+      continue;
+    }
+    const Declare* d = s->as<Declare>();
+    const bool scalar_declare = d && d->var && !d->array;
+    if (!scalar_declare && s->kind != NodeKind::Assign && s->kind != NodeKind::Store) {
+      *why = "line " + std::to_string(s->loc.line) + " is not a scalar assignment or an element store";
+      return false;
+    }
+  }
+  if (!defined_before_use(statements(body), {}, scalar_writes(body))) {
+    *why = "a scalar may be read before the iteration assigns it";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Whether the indices of an access of `array` are `var` plus fixed terms in
+// the unit-stride dimension and fixed in the others.
+bool contiguous_in(const ArrayVar& array, const std::vector<Expr>& indices, const VarInfo* var,
+                   const VarSet& varying) {
+  const int d = unit_dim(array->type);
+  if (d < 0) return false;
+  // Fixed terms must not read elements, which the body may write.
+  for (const Expr& e : indices) {
+    AccessCollector reads;
+    reads.visit(e);
+    if (!reads.accesses.empty()) return false;
+  }
+  VarSet moving = varying;
+  moving.insert(var);
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (static_cast<int>(k) == d ? !steps_with(indices[k], var, varying) : uses_any(indices[k], moving)) return false;
+  }
+  return true;
+}
+
+class ContiguousCollector : public IRVisitor {
+ public:
+  ContiguousCollector(const VarInfo* var, VarSet varying) : var_(var), varying_(std::move(varying)) {}
+  ContiguousAccesses found;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    if (conditional_ == 0 && !n->checked && contiguous_in(n->array, n->indices, var_, varying_)) found.loads.push_back(n);
+    // A checked load computes its indices inside its own check.
+    if (n->checked) ++conditional_;
+    IRVisitor::visit(n);
+    if (n->checked) --conditional_;
+  }
+  void visit(const Store* n) override {
+    if (!n->checked && contiguous_in(n->array, n->indices, var_, varying_)) found.stores.push_back(n);
+    IRVisitor::visit(n);
+  }
+  void visit(const Select* n) override {
+    visit(n->cond);
+    ++conditional_;
+    visit(n->t);
+    visit(n->f);
+    --conditional_;
+  }
+  void visit(const Logical* n) override {
+    visit(n->a);
+    ++conditional_;
+    visit(n->b);
+    --conditional_;
+  }
+
+ private:
+  const VarInfo* var_;
+  VarSet varying_;
+  int conditional_ = 0;
+};
+
+}  // namespace
+
+bool ContiguousAccesses::has(const Load* l) const { return std::find(loads.begin(), loads.end(), l) != loads.end(); }
+
+bool ContiguousAccesses::has(const Store* s) const {
+  return std::find(stores.begin(), stores.end(), s) != stores.end();
+}
+
+ContiguousAccesses contiguous_accesses(const Stmt& body, const VarInfo* var) {
+  ContiguousCollector collector(var, scalar_writes(body));
+  collector.visit(body);
+  return collector.found;
 }
 
 namespace {

@@ -110,6 +110,31 @@ struct CachedRow {
 // `worker_written`: the scalars the worker body assigns.
 std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const std::set<const ir::VarInfo*>& worker_written);
 
+// Whether a one-thread worker's body is straight-line code that a thread
+// may run for several iterations at once, each statement's loads and
+// computation for all of them before its stores (docs/cuda.md, "Several
+// iterations per thread"): only scalar declarations, scalar assignments and
+// element stores (nested blocks of them), and every scalar it assigns is
+// assigned before it is read in the same iteration (so each iteration can
+// have its own copy). `why` says what failed.
+bool straight_line_worker(const ir::Stmt& body, std::string* why);
+
+// The element accesses of a straight-line worker body that a thread running
+// consecutive iterations of `var` (the loop variable, step 1) makes at
+// consecutive addresses, so that one vector access can serve them: unchecked
+// loads and stores of an array whose unit-stride dimension is indexed by
+// `var` plus terms that stay fixed in the body, every other index fixed too;
+// loads only where the body evaluates them unconditionally (not in a branch
+// of a conditional expression or the right side of `and`/`or`), as the
+// vector load reads every iteration's element.
+struct ContiguousAccesses {
+  std::vector<const ir::Load*> loads;  // in the order of the body
+  std::vector<const ir::Store*> stores;
+  bool has(const ir::Load* l) const;
+  bool has(const ir::Store* s) const;
+};
+ContiguousAccesses contiguous_accesses(const ir::Stmt& body, const ir::VarInfo* var);
+
 // An array access of a statement of a team's worker body, for the barrier
 // rule: two accesses to one array of which one writes need a barrier between
 // them unless the same thread makes both for every element (both by lane 0,
