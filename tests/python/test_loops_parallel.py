@@ -166,6 +166,44 @@ def test_max_min_reduction_clause(kernel, n, dtype, layout):
 
 
 @plait.jit
+def row_max_simd(x, out):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        #pragma simd reduction(max: m)
+        for j in range(x.shape[1]):
+            m = max(m, x[i, j])
+        out[i] = m
+
+
+@plait.jit
+def row_min_simd(x, out):
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        #pragma simd reduction(min: m)
+        for j in range(x.shape[1]):
+            m = min(m, x[i, j])
+        out[i] = m
+
+
+@pytest.mark.parametrize("kernel", [row_max_simd, row_min_simd, max_clause, min_clause],
+                         ids=["row max", "row min", "max", "min"])
+@pytest.mark.parametrize("where", [0, 1, 17, -1])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+def test_nan_in_float_max_min_reductions(kernel, where, dtype):
+    # Builtin max(m, x) keeps a NaN m (Python compares False with NaN) and
+    # never takes a NaN x: a NaN before the loop must survive the reduction.
+    x = rng_for("nan maxmin").random((5, 40)).astype(dtype)
+    x[::2, where] = np.nan
+    if kernel in (max_clause, min_clause):
+        check(kernel, x[:, where].copy())
+        check(kernel, np.ascontiguousarray(x[1]))
+    else:
+        check(kernel, x, np.empty(5, dtype))
+
+
+@plait.jit
 def several_reductions(x):
     total = 0.0
     count = 0

@@ -966,6 +966,23 @@ class CppEmitter {
 
     line("{");
     ++indent_;
+    // A float max/min reduction starts its partial values from the identity
+    // and takes the value before the loop as the first argument of the
+    // builtin max/min after it: OpenMP's own combination of the original
+    // value (vmaxpd) drops a NaN that `m = max(m, x)` keeps in Python, and a
+    // NaN element never replaces m in that form.
+    std::vector<std::pair<const Reduction*, std::string>> before;
+    if (!work_shared) {
+      for (const Reduction& r : sc.reductions) {
+        if (!r.var->type.is_float() || (r.op != ReduceOp::Max && r.op != ReduceOp::Min)) continue;
+        const std::string b = temp("before");
+        const std::string t = ctype(r.var->type);
+        line("const " + t + " " + b + " = " + var_name(r.var) + ";");
+        line(var_name(r.var) + " = " + (r.op == ReduceOp::Max ? "-" : "") + "std::numeric_limits<" + t +
+             ">::infinity();");
+        before.emplace_back(&r, b);
+      }
+    }
     struct Level {
       const For* loop;
       std::string begin, step, trip, k;
@@ -1100,6 +1117,9 @@ class CppEmitter {
         line(assign);
       }
     }
+    for (const auto& [r, b] : before)
+      line(var_name(r->var) + " = plait::" + (r->op == ReduceOp::Max ? "py_max" : "py_min") + "<" +
+           ctype(r->var->type) + ">(" + b + ", " + var_name(r->var) + ");");
     --indent_;
     line("}");
     region_level_ = work_shared;
