@@ -226,6 +226,33 @@ class UsesVars : public IRVisitor {
   std::set<const VarInfo*> vars_;
 };
 
+// Whether a float max/min reduction of a loop is updated as `m = max(x, m)`:
+// the builtin returns x unless m compares greater, so a NaN x replaces m and
+// the next element replaces the NaN; the result depends on the order.
+class ReversedExtremum : public IRVisitor {
+ public:
+  explicit ReversedExtremum(const std::vector<Reduction>& reductions) {
+    for (const Reduction& r : reductions)
+      if (r.var->type.is_float() && (r.op == ReduceOp::Max || r.op == ReduceOp::Min)) vars_.insert(r.var.get());
+  }
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Assign* n) override {
+    const Binary* b = n->value->as<Binary>();
+    if (vars_.count(n->var.get()) && b && (b->op == BinaryOp::PyMax || b->op == BinaryOp::PyMin)) {
+      const VarRef* second = b->b->as<VarRef>();
+      const VarRef* first = b->a->as<VarRef>();
+      if (second && second->var.get() == n->var.get() && !(first && first->var.get() == n->var.get())) found = true;
+    }
+    IRVisitor::visit(n);
+  }
+
+ private:
+  std::set<const VarInfo*> vars_;
+};
+
 // Whether a loop body leaves the loop early: a Return anywhere, or a Break
 // that is not inside a nested loop. OpenMP loops cannot do either.
 class LeavesLoop : public IRVisitor {
@@ -971,8 +998,18 @@ class CppEmitter {
     // builtin max/min after it: OpenMP's own combination of the original
     // value (vmaxpd) drops a NaN that `m = max(m, x)` keeps in Python, and a
     // NaN element never replaces m in that form.
+    // A vector loop whose float max/min reduction is order-dependent
+    // (ReversedExtremum) runs in order: no `omp simd`, and the variable's
+    // own value is where it starts.
+    ReversedExtremum reversed(sc.reductions);
+    if (sc.kind == LoopKind::Vectorized) reversed.visit(loop->body);
+    const bool in_order = reversed.found;
+    if (in_order)
+      remarks_.push_back({loop->loc, "codegen_cpp",
+                          "vector loop over '" + loop->var->name + "' runs in order: its float max/min reduction is "
+                          "written max(x, m), whose result depends on where NaNs are"});
     std::vector<std::pair<const Reduction*, std::string>> before;
-    if (!work_shared) {
+    if (!work_shared && !in_order) {
       for (const Reduction& r : sc.reductions) {
         if (!r.var->type.is_float() || (r.op != ReduceOp::Max && r.op != ReduceOp::Min)) continue;
         const std::string b = temp("before");
@@ -1056,7 +1093,7 @@ class CppEmitter {
     // The bound set-up above shifted the line count: re-anchor so that a
     // diagnostic about the OpenMP pragma names the user's pragma line.
     if (sc.kind != LoopKind::Serial) line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
-    if (sc.kind != LoopKind::Serial)
+    if (sc.kind != LoopKind::Serial && !in_order)
       line(pragma(loop, levels.size(), innermost, work_shared || !per_thread.empty(), trips));
     for (size_t d = 0; d < levels.size(); ++d) {
       const Level& lv = levels[d];
