@@ -855,14 +855,11 @@ class CudaEmitter {
     Captures cap = captures_of(run);
     for (const Var& v : cap.scalars) {
       if (!cap.written.count(v.get()) || region_slots_used_ + static_cast<int>(out.size()) >= kResidentSlots) continue;
-      bool declared_here = false, ok = true;
-      for (const Stmt& st : stmts)
-        if (const Declare* d = st->as<Declare>(); d && d->var.get() == v.get()) declared_here = true;
-      for (size_t j = next; j < stmts.size() && ok && declared_here; ++j) {
+      bool ok = declares(stmts, stmts.size(), v.get());
+      for (size_t j = next; j < stmts.size() && ok; ++j) {
         ScalarCollector uses;
         uses.visit(stmts[j]);
-        if (std::none_of(uses.used.begin(), uses.used.end(), [&](const Var& u) { return u.get() == v.get(); }))
-          continue;
+        if (!collected(uses, v.get())) continue;
         const For* f = stmts[j]->as<For>();
         StmtFacts facts;
         if (f) facts.visit(f->body);
@@ -873,9 +870,9 @@ class CudaEmitter {
           bounds.visit(f->step);
         }
         ok = f && is_parallel(f->schedule.kind) && !uses.written.count(v.get()) && !facts.binds_arrays &&
-             std::none_of(bounds.used.begin(), bounds.used.end(), [&](const Var& u) { return u.get() == v.get(); });
+             !collected(bounds, v.get());
       }
-      if (declared_here && ok) out.insert(v.get());
+      if (ok) out.insert(v.get());
     }
     return out;
   }
@@ -895,19 +892,26 @@ class CudaEmitter {
     size_t end = k + 1;
     while (end < stmts.size() && runs_on_device(stmts[end])) ++end;
     for (const Reduction& r : f->schedule.reductions) {
-      bool declared_here = false;
-      for (size_t j = 0; j < k; ++j)
-        if (const Declare* d = stmts[j]->as<Declare>(); d && d->var.get() == r.var.get()) declared_here = true;
-      if (!declared_here) return false;
+      if (!declares(stmts, k, r.var.get())) return false;
       for (size_t j = k + 1; j < stmts.size(); ++j) {
         ScalarCollector uses;
         uses.visit(stmts[j]);
-        const bool mentioned = std::any_of(uses.used.begin(), uses.used.end(),
-                                           [&](const Var& v) { return v.get() == r.var.get(); });
-        if (mentioned && (j >= end || uses.written.count(r.var.get()))) return false;
+        if (collected(uses, r.var.get()) && (j >= end || uses.written.count(r.var.get()))) return false;
       }
     }
     return true;
+  }
+
+  // Whether one of stmts[0..end) declares `v`.
+  static bool declares(const std::vector<Stmt>& stmts, size_t end, const VarInfo* v) {
+    for (size_t j = 0; j < end; ++j)
+      if (const Declare* d = stmts[j]->as<Declare>(); d && d->var.get() == v) return true;
+    return false;
+  }
+
+  // Whether a collector saw `v` (read or written).
+  static bool collected(const ScalarCollector& c, const VarInfo* v) {
+    return std::any_of(c.used.begin(), c.used.end(), [&](const Var& u) { return u.get() == v; });
   }
 
   // Whether a host statement becomes (part of) a single-thread device region.
