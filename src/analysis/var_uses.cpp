@@ -160,6 +160,8 @@ bool exposed(const ir::Stmt& s, const Local& l, bool* written, bool* diverges) {
     }
     case ir::NodeKind::Break:
     case ir::NodeKind::Continue: *diverges = true; return false;
+    // The library call means what the loops it replaced mean.
+    case ir::NodeKind::MatMul: return exposed(s->as<ir::MatMul>()->loops, l, written, diverges);
     default: PLAIT_INTERNAL_ERROR(std::string("unexpected statement ") + ir::node_kind_name(s->kind));
   }
 }
@@ -206,6 +208,9 @@ bool find_path(const ir::Stmt& node, const ir::StmtNode* target, std::vector<con
       break;
     case ir::NodeKind::While:
       if (child(node->as<ir::While>()->body)) return true;
+      break;
+    case ir::NodeKind::MatMul:
+      if (child(node->as<ir::MatMul>()->loops)) return true;
       break;
     default: break;
   }

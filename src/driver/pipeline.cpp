@@ -9,6 +9,7 @@
 #include "transforms/insert_bounds_checks.h"
 #include "transforms/interchange_reductions.h"
 #include "transforms/normalize_indices.h"
+#include "transforms/offload_matmul.h"
 #include "transforms/place_declarations.h"
 #include "transforms/plan_parallel_loops.h"
 #include "transforms/privatize_atomics.h"
@@ -34,6 +35,9 @@ void run_pipeline(ir::Function& function, const CompileOptions& options, const P
   // Python's negative indices, where an index is not provably non-negative.
   run("normalize_indices", transforms::normalize_indices);
   if (options.boundscheck) run("insert_bounds_checks", transforms::insert_bounds_checks);
+  // Matrix-product nests as library calls (CUDA: cuBLAS; the CPU runs the
+  // loops, which the next pass blocks).
+  if (options.target == Target::CUDA) run("offload_matmul", transforms::offload_matmul);
   // Reductions that read down a column run outside chunks of their loop (CPU:
   // a CUDA thread per element already reads a row across its warp).
   if (options.target == Target::CPU) run("interchange_reductions", transforms::interchange_reductions);

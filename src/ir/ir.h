@@ -423,6 +423,31 @@ struct Assert : StmtNode {
   static Stmt make(Expr cond, int error_kind, std::string message, SourceLoc l = {});
 };
 
+// C[i, j] = alpha * sum(A'[i, r] * B'[r, j] for r < k) + beta * C[i, j] for
+// i < m, j < n, where A' is `a` (or its transpose when a_transposed) and B'
+// is `b` (or its transpose): a matrix product the target hands to its BLAS
+// library (transforms/offload_matmul). `loops` is the loop nest it came
+// from, with the same meaning; it runs instead when the library cannot
+// (operand layouts, overlapping arrays, a coefficient of zero whose NaN
+// propagation the library skips, no library). `beta` is null when the nest
+// does not read C (beta 0, C's old values unused).
+struct MatMul : StmtNode {
+  static constexpr NodeKind kKind = NodeKind::MatMul;
+  MatMul(ArrayVar c, ArrayVar a, bool at, ArrayVar b, bool bt, Expr m, Expr n, Expr k, Expr alpha, Expr beta, Stmt loops,
+         SourceLoc l)
+      : StmtNode(kKind, l), c(std::move(c)), a(std::move(a)), b(std::move(b)), a_transposed(at), b_transposed(bt),
+        m(std::move(m)), n(std::move(n)), k(std::move(k)), alpha(std::move(alpha)), beta(std::move(beta)),
+        loops(std::move(loops)) {}
+  ArrayVar c, a, b;
+  bool a_transposed, b_transposed;
+  Expr m, n, k;  // int64 extents
+  Expr alpha;    // float64
+  Expr beta;     // float64, or null
+  Stmt loops;
+  static Stmt make(ArrayVar c, ArrayVar a, bool a_transposed, ArrayVar b, bool b_transposed, Expr m, Expr n, Expr k,
+                   Expr alpha, Expr beta, Stmt loops, SourceLoc l = {});
+};
+
 // ---------------------------------------------------------------- function
 
 // A kernel parameter: exactly one of scalar/array is set.

@@ -171,6 +171,20 @@ Stmt IRMutator::visit(const Assert* node, const Stmt& self) {
   return Assert::make(std::move(c), node->error_kind, node->message, node->loc);
 }
 
+Stmt IRMutator::visit(const MatMul* node, const Stmt& self) {
+  Expr m = mutate(node->m);
+  Expr n = mutate(node->n);
+  Expr k = mutate(node->k);
+  Expr alpha = mutate(node->alpha);
+  Expr beta = mutate(node->beta);
+  Stmt loops = mutate(node->loops);
+  if (m == node->m && n == node->n && k == node->k && alpha == node->alpha && beta == node->beta &&
+      loops == node->loops)
+    return self;
+  return MatMul::make(node->c, node->a, node->a_transposed, node->b, node->b_transposed, std::move(m), std::move(n),
+                      std::move(k), std::move(alpha), std::move(beta), std::move(loops), node->loc);
+}
+
 Stmt IRMutator::visit(const Break*, const Stmt& self) { return self; }
 Stmt IRMutator::visit(const Continue*, const Stmt& self) { return self; }
 

@@ -184,6 +184,16 @@ class StmtPrinter : public IRVisitor {
     line(text + ")");
   }
   void visit(const ArrayBind* n) override { line(n->dst->name + " = " + n->src->name); }
+  void visit(const MatMul* n) override {
+    auto operand = [](const ArrayVar& x, bool transposed) { return x->name + (transposed ? ".T" : ""); };
+    std::string text = "matmul " + n->c->name + "[0:" + to_string(n->m) + ", 0:" + to_string(n->n) + "] = " +
+                       to_string(n->alpha) + " * (" + operand(n->a, n->a_transposed) + " @ " +
+                       operand(n->b, n->b_transposed) + ")[k < " + to_string(n->k) + "]";
+    if (n->beta) text += " + " + to_string(n->beta) + " * " + n->c->name;
+    line(text + " else {");
+    nested(n->loops);
+    line("}");
+  }
 
  private:
   int indent_;

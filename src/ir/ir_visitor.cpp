@@ -100,5 +100,13 @@ void IRVisitor::visit(const Allocate* node) {
   visit(node->fill_value);
 }
 void IRVisitor::visit(const ArrayBind*) {}
+void IRVisitor::visit(const MatMul* node) {
+  visit(node->m);
+  visit(node->n);
+  visit(node->k);
+  visit(node->alpha);
+  visit(node->beta);
+  visit(node->loops);
+}
 
 }  // namespace plait::ir

@@ -44,6 +44,9 @@ struct Loaded {
   NvrtcApi nvrtc;
   bool nvrtc_ok = false;
   std::string nvrtc_why;
+  CublasApi cublas;
+  bool cublas_ok = false;
+  std::string cublas_why;
 };
 
 Loaded& load_driver_once() {
@@ -151,7 +154,52 @@ Loaded& load_nvrtc_once() {
   return loaded;
 }
 
+Loaded& load_cublas_once() {
+  static Loaded loaded;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::vector<std::string> names = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    void* handle = nullptr;
+    if (const std::string chosen = env_or_empty("PLAIT_CUBLAS"); !chosen.empty()) {
+      handle = ::dlopen(chosen.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    }
+    for (size_t k = 0; !handle && k + 1 < names.size(); ++k)
+      handle = ::dlopen(names[k].c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE | RTLD_NOLOAD);
+    std::string tried;
+    if (!handle) {
+      std::vector<std::string> candidates = names;
+      for (const std::string& root : {env_or_empty("CUDA_HOME"), env_or_empty("CUDA_PATH"), std::string("/usr/local/cuda")}) {
+        if (root.empty()) continue;
+        for (const std::string& name : names) candidates.push_back(root + "/lib64/" + name);
+      }
+      handle = open_first(candidates, &tried);
+    }
+    if (!handle) {
+      loaded.cublas_why = "cuBLAS (libcublas.so) cannot be loaded; set PLAIT_CUBLAS to its path:" + tried;
+      return;
+    }
+    CublasApi& c = loaded.cublas;
+    std::string missing;
+    bind(handle, c.cublasCreate_v2, "cublasCreate_v2", &missing);
+    bind(handle, c.cublasSetStream_v2, "cublasSetStream_v2", &missing);
+    bind(handle, c.cublasSgemm_v2, "cublasSgemm_v2", &missing);
+    bind(handle, c.cublasDgemm_v2, "cublasDgemm_v2", &missing);
+    if (!missing.empty()) {
+      loaded.cublas_why = "the cuBLAS library lacks " + missing;
+      return;
+    }
+    loaded.cublas_ok = true;
+  });
+  return loaded;
+}
+
 }  // namespace
+
+const CublasApi* cublas(std::string* why) {
+  Loaded& loaded = load_cublas_once();
+  if (!loaded.cublas_ok && why) *why = loaded.cublas_why;
+  return loaded.cublas_ok ? &loaded.cublas : nullptr;
+}
 
 const DriverApi* driver(std::string* why) {
   Loaded& loaded = load_driver_once();

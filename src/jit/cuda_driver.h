@@ -1,4 +1,4 @@
-// The CUDA driver API (libcuda.so.1) and NVRTC (libnvrtc.so.*), loaded with
+// The CUDA driver API (libcuda.so.1), NVRTC (libnvrtc.so.*) and cuBLAS, loaded with
 // dlopen on first use so that plait builds, imports and runs CPU kernels on
 // machines without CUDA. Only the few entry points plait needs are declared,
 // with the driver's own C types spelled as plain integers and pointers, so no
@@ -78,6 +78,21 @@ struct NvrtcApi {
   const char* (*nvrtcGetErrorString)(nvrtcResult result) = nullptr;
 };
 
+// cuBLAS, for matrix products (ir::MatMul). Handles are opaque pointers;
+// operations are CUBLAS_OP_N = 0 and CUBLAS_OP_T = 1; status 0 is success.
+using cublasStatus = int;
+using cublasHandle = void*;
+struct CublasApi {
+  cublasStatus (*cublasCreate_v2)(cublasHandle* handle) = nullptr;
+  cublasStatus (*cublasSetStream_v2)(cublasHandle handle, CUstream stream) = nullptr;
+  cublasStatus (*cublasSgemm_v2)(cublasHandle handle, int transa, int transb, int m, int n, int k, const float* alpha,
+                                 const float* a, int lda, const float* b, int ldb, const float* beta, float* c,
+                                 int ldc) = nullptr;
+  cublasStatus (*cublasDgemm_v2)(cublasHandle handle, int transa, int transb, int m, int n, int k,
+                                 const double* alpha, const double* a, int lda, const double* b, int ldb,
+                                 const double* beta, double* c, int ldc) = nullptr;
+};
+
 // The loaded driver, or null; `why` then says what is missing. Loading is
 // attempted once per process ($PLAIT_LIBCUDA names the library to try first).
 const DriverApi* driver(std::string* why = nullptr);
@@ -87,6 +102,13 @@ const DriverApi* driver(std::string* why = nullptr);
 // then the same names under $CUDA_HOME/lib64, $CUDA_PATH/lib64 and
 // /usr/local/cuda/lib64.
 const NvrtcApi* nvrtc(std::string* why = nullptr);
+
+// The loaded cuBLAS, or null with the reason in `why`. Tried in order:
+// $PLAIT_CUBLAS, a libcublas.so.13/.12 the process has loaded already (by
+// PyTorch or CuPy: one copy of the library, with its own state), the same
+// names on the loader's path, then under $CUDA_HOME/lib64, $CUDA_PATH/lib64
+// and /usr/local/cuda/lib64.
+const CublasApi* cublas(std::string* why = nullptr);
 
 // "CUDA_ERROR_OUT_OF_MEMORY: out of memory" for a driver result code.
 std::string error_text(CUresult result);

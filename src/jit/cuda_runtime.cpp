@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
+#include <limits>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -39,6 +42,10 @@ struct Runtime {
   // kernels of that call may still be running, so a buffer is reused only by
   // a call on the same stream, whose work the stream orders after theirs.
   std::map<CUstream, std::vector<CUdeviceptr>> scratch_pool;
+  // A cuBLAS handle per stream (each has its own workspace, which kernels
+  // running at once on two streams must not share); never destroyed.
+  std::mutex cublas_mutex;
+  std::map<CUstream, cublasHandle> cublas_handles;
 };
 
 // The process's runtime, or null with the reason in `why`.
@@ -284,6 +291,101 @@ int32_t api_zero(plait_context* ctx, void* dst, uint64_t bytes) {
   return 1;
 }
 
+// A matrix of rows x cols with element strides (rs, cs) as cuBLAS takes it:
+// column-major with leading dimension `ld`, or row-major (its transpose is
+// column-major). Strides of a dimension of extent 1 do not matter.
+struct BlasLayout {
+  bool row_major = false;
+  int64_t ld = 0;
+};
+
+std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool prefer_row_major) {
+  const bool row_major = (cs == 1 || cols <= 1) && (rows <= 1 || rs >= cols);
+  const bool col_major = (rs == 1 || rows <= 1) && (cols <= 1 || cs >= rows);
+  if (row_major && (prefer_row_major || !col_major)) return BlasLayout{true, rows <= 1 ? cols : rs};
+  if (col_major) return BlasLayout{false, cols <= 1 ? rows : cs};
+  return std::nullopt;
+}
+
+// The bytes a rows x cols matrix spans from its first element.
+uint64_t span_bytes(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t element) {
+  const int64_t last = (rows - 1) * (rows > 1 ? rs : 0) + (cols - 1) * (cols > 1 ? cs : 0);
+  return static_cast<uint64_t>((last + 1) * element);
+}
+
+bool overlaps(const void* x, uint64_t x_bytes, const void* y, uint64_t y_bytes) {
+  const auto a = reinterpret_cast<uintptr_t>(x), b = reinterpret_cast<uintptr_t>(y);
+  return a < b + y_bytes && b < a + x_bytes;
+}
+
+int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
+                 int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta,
+                 int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
+  constexpr int32_t kDone = 0, kDeclined = 1, kFailed = -1;
+  if (m <= 0 || n <= 0) return kDone;
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  if (k <= 0 || m > kMaxInt || n > kMaxInt || k > kMaxInt) return kDeclined;
+  if (alpha == 0.0 || !std::isfinite(alpha) || (beta_reads_c && beta == 0.0)) return kDeclined;
+  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
+  const CublasApi* blas = cublas();
+  if (!blas) return kDeclined;
+  const std::optional<BlasLayout> lc = blas_layout(m, n, c_rs, c_cs, true);
+  if (!lc) return kDeclined;
+  const std::optional<BlasLayout> la = blas_layout(m, k, a_rs, a_cs, lc->row_major);
+  const std::optional<BlasLayout> lb = blas_layout(k, n, b_rs, b_cs, lc->row_major);
+  if (!la || !lb || la->ld > kMaxInt || lb->ld > kMaxInt || lc->ld > kMaxInt) return kDeclined;
+  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
+  const uint64_t c_bytes = span_bytes(m, n, c_rs, c_cs, element);
+  if (overlaps(c, c_bytes, a, span_bytes(m, k, a_rs, a_cs, element)) ||
+      overlaps(c, c_bytes, b, span_bytes(k, n, b_rs, b_cs, element)))
+    return kDeclined;
+
+  CallState& s = state_of(ctx);
+  cublasHandle handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.rt->cublas_mutex);
+    cublasHandle& slot = s.rt->cublas_handles[s.stream];
+    if (!slot) {
+      if (const cublasStatus status = blas->cublasCreate_v2(&slot); status != 0) {
+        slot = nullptr;
+        record_error(ctx, PLAIT_RUNTIME_ERROR, "creating a cuBLAS handle failed (status " + std::to_string(status) + ")");
+        return kFailed;
+      }
+    }
+    handle = slot;
+  }
+  // Column-major cuBLAS computes the product in C's storage order: for a
+  // row-major C it computes C^T = B^T A^T, where a row-major operand is its
+  // own transpose's column-major storage (op N) and a column-major one
+  // needs op T; for a column-major C, the other way round.
+  constexpr int kOpN = 0, kOpT = 1;
+  const bool swap = lc->row_major;
+  const BlasLayout& first = swap ? *lb : *la;
+  const BlasLayout& second = swap ? *la : *lb;
+  const int op_first = first.row_major == swap ? kOpN : kOpT;
+  const int op_second = second.row_major == swap ? kOpN : kOpT;
+  const int rows = static_cast<int>(swap ? n : m), cols = static_cast<int>(swap ? m : n);
+  const void* x = swap ? b : a;
+  const void* y = swap ? a : b;
+  const double beta_used = beta_reads_c ? beta : 0.0;
+  cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
+  if (status == 0 && dtype == PLAIT_FLOAT64) {
+    status = blas->cublasDgemm_v2(handle, op_first, op_second, rows, cols, static_cast<int>(k), &alpha,
+                                  static_cast<const double*>(x), static_cast<int>(first.ld),
+                                  static_cast<const double*>(y), static_cast<int>(second.ld), &beta_used,
+                                  static_cast<double*>(c), static_cast<int>(lc->ld));
+  } else if (status == 0) {
+    const float alpha32 = static_cast<float>(alpha), beta32 = static_cast<float>(beta_used);
+    status = blas->cublasSgemm_v2(handle, op_first, op_second, rows, cols, static_cast<int>(k), &alpha32,
+                                  static_cast<const float*>(x), static_cast<int>(first.ld),
+                                  static_cast<const float*>(y), static_cast<int>(second.ld), &beta32,
+                                  static_cast<float*>(c), static_cast<int>(lc->ld));
+  }
+  if (status == 0) return kDone;
+  record_error(ctx, PLAIT_RUNTIME_ERROR, "a cuBLAS matrix product failed (status " + std::to_string(status) + ")");
+  return kFailed;
+}
+
 // A scratch buffer of the pool of `stream`, returned to it when the call
 // ends (its kernels may still run then: see Runtime::scratch_pool).
 class Scratch {
@@ -456,6 +558,7 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   api.zero = &api_zero;
   api.cooperative_grid = &api_cooperative_grid;
   api.launch_cooperative = &api_launch_cooperative;
+  api.gemm = &api_gemm;
   api.scratch = reinterpret_cast<void*>(static_cast<uintptr_t>(scratch.pointer()));
   ctx->cuda = &api;
   struct Detach {

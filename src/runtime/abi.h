@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 5
+#define PLAIT_ABI_VERSION 6
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -92,6 +92,19 @@ typedef struct plait_cuda_api {
    * resident at once, so they can wait for each other (grid <= cooperative_grid). */
   int32_t (*launch_cooperative)(struct plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block,
                                 void** params);
+  /* C = alpha * A @ B + beta * C with the GPU's BLAS library, in the call's
+   * stream order. A is m x k, B k x n, C m x n, each given by its data and
+   * its row and column strides in elements; dtype is PLAIT_FLOAT32 or
+   * PLAIT_FLOAT64. beta_reads_c == 0: C's old values are not used (beta is
+   * ignored). Returns 0 when done; 1 when the library cannot compute
+   * exactly this (none loaded, layouts it cannot describe, C overlapping A
+   * or B, sizes beyond its int, alpha 0 or not finite, beta 0 with C read:
+   * the library skips reads whose NaNs the loops would propagate), and the
+   * caller runs its loops instead; -1 when the library failed (error in ctx). */
+  int32_t (*gemm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha,
+                  const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
+                  int64_t b_col_stride, double beta, int32_t beta_reads_c, void* c, int64_t c_row_stride,
+                  int64_t c_col_stride);
 } plait_cuda_api;
 
 #define PLAIT_CUDA_SCRATCH_BYTES 4096

@@ -85,6 +85,38 @@ def matmul(a, b, c):
             c[i, j] = s
 
 
+
+def gemm(alpha, beta, C, A, B):
+    C[:] = alpha * A @ B + beta * C
+
+
+def gemm_transposed_loops(A, B, C):
+    # C = A.T @ B.T written as loops, with the operands in the other order.
+    #pragma parallel for
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            t = 0.0
+            for r in range(A.shape[0]):
+                t = B[j, r] * A[r, i] + t
+            C[i, j] = t
+
+
+def gemm_minus(s, C, A, B):
+    C[:] = C - s * (A @ B)
+
+
+def matmul_new(A, B):
+    return A @ B
+
+
+def matmul_divided(C, A, B):
+    # Division is not among the coefficients the library call takes.
+    C[:] = A @ B / 3.0
+
+
+def matmul_accumulate(C, A, B):
+    C += A @ B
+
 def stencil_steps(a, b, steps):
     n = a.shape[0]
     for t in range(steps):
@@ -800,6 +832,12 @@ KERNELS = {
                    "u32[::1], u32[::1]", "u64[::1], u64[::1]", "i16[::1], i16[::1]", "u8[::1], u8[::1]",
                    "i8[::1], i8[::1]"],
     "matmul": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]", "f32[:, :], f32[::1, :], f32[:, ::1]"],
+    "gemm": ["f64, f64, f64[:, ::1], f64[:, ::1], f64[:, ::1]", "float, float, f32[:, :], f32[::1, :], f32[:, :]"],
+    "gemm_transposed_loops": ["f64[:, :], f64[:, :], f64[:, :]"],
+    "gemm_minus": ["float, f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
+    "matmul_new": ["f64[:, ::1], f64[:, ::1]", "f32[:, :], f32[:, :]"],
+    "matmul_divided": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
+    "matmul_accumulate": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]", "i64[:, ::1], i64[:, ::1], i64[:, ::1]"],
     "stencil_steps": ["f64[::1], f64[::1], int"],
     "scaled": ["f64[::1], float", "i32[::1], int"],
     "filled": ["int"],

@@ -113,6 +113,35 @@ def test_collapsed_nest_is_one_kernel_with_one_thread_per_iteration(tmp_path):
     assert "blockIdx.x * blockDim.x + threadIdx.x" in device
 
 
+def test_matrix_product_calls_the_blas_entry_and_keeps_its_loops(tmp_path):
+    host = emit(tmp_path, "gemm", "f64, f64, f64[:, ::1], f64[:, ::1], f64[:, ::1]", "cpp").read_text()
+    call = re.search(r"const int32_t (p_gemm\d+) = ctx->cuda->gemm\(ctx, PLAIT_FLOAT64, (.*)\);", host)
+    assert call, host
+    # m, n, k, alpha, A (data, row and column strides), B, beta, C read, C.
+    assert call.group(2) == ("a_C_n0, a_C_n1, a_A_n1, v_alpha, a_A_data, a_A_s0, 1, a_B_data, a_B_s0, 1, v_beta, 1, "
+                             "a_C_data, a_C_s0, 1")
+    status = call.group(1)
+    fallback = host[host.index(f"if ({status} > 0) {{"):]
+    assert "ctx->cuda->launch(" in fallback
+    host = emit(tmp_path, "gemm_transposed_loops", "f64[:, :], f64[:, :], f64[:, :]", "cpp").read_text()
+    assert "ctx->cuda->gemm(ctx, PLAIT_FLOAT64, a_C_n0, a_C_n1, a_A_n0, 1.0, a_A_data, a_A_s1, a_A_s0, " \
+           "a_B_data, a_B_s1, a_B_s0, 0.0, 0, a_C_data, a_C_s0, a_C_s1);" in host
+
+
+@pytest.mark.parametrize("name,signature", [("matmul_divided", "f64[:, ::1], f64[:, ::1], f64[:, ::1]"),
+                                            ("matmul_accumulate", "i64[:, ::1], i64[:, ::1], i64[:, ::1]")])
+def test_products_the_library_cannot_compute_exactly_stay_loops(tmp_path, name, signature):
+    # A division of the sum; integers.
+    assert "cuda->gemm(" not in emit(tmp_path, name, signature, "cpp").read_text()
+
+
+def test_the_cpu_target_keeps_matrix_product_loops():
+    result = plaitc("compile", f"{KERNELS_FILE}::gemm", "--signature", "f64, f64, f64[:, ::1], f64[:, ::1], f64[:, ::1]",
+                    "--emit", "ir")
+    assert result.returncode == 0, result.stderr
+    assert "matmul " not in result.stdout
+
+
 def test_statements_outside_parallel_loops_that_touch_arrays_run_in_one_device_thread(tmp_path):
     host = emit(tmp_path, "serial_prefix", "f64[::1], f64[::1]", "cpp").read_text()
     assert "ctx->cuda->launch(ctx, 0, 1, 1," in host

@@ -995,8 +995,30 @@ class CudaEmitter {
         if (device()) return emit_device_allocate(s->as<Allocate>());
         return emit_allocate(s->as<Allocate>());
       case NodeKind::ArrayBind: return emit_bind(s->as<ArrayBind>());
+      case NodeKind::MatMul:
+        if (device()) PLAIT_INTERNAL_ERROR("a library matrix product in device code");
+        return emit_matmul(s->as<MatMul>());
       default: PLAIT_INTERNAL_ERROR(std::string("not a statement: ") + node_kind_name(s->kind));
     }
+  }
+
+  // The product through the runtime's BLAS entry (cuBLAS), or its loops
+  // when the library declines these operands (abi.h says when).
+  void emit_matmul(const MatMul* mm) {
+    auto operand = [&](const ArrayVar& x, bool transposed) {
+      const std::string rows = stride(x, transposed ? 1 : 0), cols = stride(x, transposed ? 0 : 1);
+      return data(x) + ", " + rows + ", " + cols;
+    };
+    const std::string status = temp("gemm");
+    line("const int32_t " + status + " = ctx->cuda->gemm(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
+         expr(mm->m) + ", " + expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " +
+         operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) + ", " +
+         (mm->beta ? expr(mm->beta) : std::string("0.0")) + ", " + (mm->beta ? "1" : "0") + ", " +
+         operand(mm->c, false) + ");");
+    line("if (" + status + " < 0) return ctx->error_kind;");
+    line("if (" + status + " > 0) {");
+    nested(mm->loops);
+    line("}");
   }
 
   // `m = max(x, m)` (or min) in a spread loop whose team looks for NaN:
@@ -2881,6 +2903,7 @@ class CudaEmitter {
         if (!why.empty()) return why;
         continue;
       }
+      if (st->as<MatMul>()) return where + " hands a matrix product to cuBLAS, which the host calls";
       return where + " is not a parallel loop, a scalar assignment, an assertion or an `if`";
     }
     return "";

@@ -1,0 +1,29 @@
+// Pass: matrix products for the target's BLAS library (CUDA: cuBLAS).
+//
+// Finds host-level loop nests of the form
+//
+//   parallel for i in range(m):
+//     for j in range(n):            (or collapsed with i)
+//       t = 0
+//       for r in range(k):          (simd, reduction(+: t), or serial)
+//         t = t + A[i, r] * B[r, j]  (A[r, i] and B[j, r] too; either order)
+//       C[i, j] = alpha * t + beta * C[i, j]
+//
+// where the extents do not depend on i, j or r, the coefficients are
+// expressions of scalars that cannot fail (linear in t and C[i, j]: `t`,
+// `alpha * t`, `t + C[i, j]`, ...), C is neither A nor B, the arrays are
+// float32 or float64 and t, i, j, r are not read after the nest. This is
+// what the array-expression lowering makes of `C[:] = alpha * A @ B + beta *
+// C` and what users write as loops. Each becomes an ir::MatMul that keeps
+// the nest as its fallback; the back end decides at run time (layouts,
+// overlap) whether the library runs it. A tiled product from a vendor
+// library is 5-50x faster on the GPU than one thread per element of C.
+#pragma once
+
+#include "ir/ir.h"
+
+namespace plait::transforms {
+
+void offload_matmul(ir::Function& function);
+
+}  // namespace plait::transforms
