@@ -275,3 +275,19 @@ def test_cuda_target_runs_end_to_end_without_a_gpu(tmp_path, capsys):
         assert f"peer {peer} skipped" in out
     rows = (tmp_path / "npbench_cuda_test.csv").read_text().splitlines()
     assert len(rows) == 3 and rows[1].startswith("gemm,test,cuda,numpy,ok")
+
+
+def test_numpy_reference_run_counts_as_its_first_timed_run():
+    module, inputs, _ = _gemm()
+    seconds = []
+    npbench.numpy_references(module, "test", inputs, seconds)
+    assert len(seconds) == 1 and seconds[0] > 0
+    # A reference run longer than the budget is NumPy's only run (preset paper).
+    peer = npbench.NumpyPeer()
+    result = npbench.run_peer(peer, module, "gemm", "test", inputs, npbench.numpy_references(module, "test", inputs),
+                              10, np.random.default_rng(0), False, budget_s=0.5, min_runs=1, first_times=[0.75])
+    assert result.ok and result.times == [0.75]
+    # A short one is one of the runs.
+    result = npbench.run_peer(peer, module, "gemm", "test", inputs, [], 10, np.random.default_rng(0), False,
+                              first_times=[1e-4])
+    assert result.ok and result.times[0] == 1e-4 and len(result.times) >= 10
