@@ -80,6 +80,7 @@ Loaded& load_driver_once() {
          &missing);
     bind(handle, d.cuMemAlloc, "cuMemAlloc_v2", &missing);
     bind(handle, d.cuMemFree, "cuMemFree_v2", &missing);
+    bind(handle, d.cuMemAllocHost, "cuMemAllocHost_v2", &missing);
     bind(handle, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", &missing);
     bind(handle, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", &missing);
     bind(handle, d.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", &missing);

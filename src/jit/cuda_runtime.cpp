@@ -29,6 +29,15 @@ using namespace cuda;
 
 namespace {
 
+// A call's scratch buffer on the GPU, and page-locked host memory the
+// device error record is read back into (a copy to pageable memory costs
+// the call several microseconds more). The record is zero whenever the
+// buffer is in the pool: cleared when allocated and after an error is read.
+struct ScratchBuffer {
+  CUdeviceptr device = 0;
+  codegen::cuda::DeviceErrorRecord* record = nullptr;
+};
+
 struct Runtime {
   const DriverApi* d = nullptr;
   CUcontext context = nullptr;
@@ -41,7 +50,7 @@ struct Runtime {
   // Free scratch buffers by the stream of the call that used them last: the
   // kernels of that call may still be running, so a buffer is reused only by
   // a call on the same stream, whose work the stream orders after theirs.
-  std::map<CUstream, std::vector<CUdeviceptr>> scratch_pool;
+  std::map<CUstream, std::vector<ScratchBuffer>> scratch_pool;
   // A cuBLAS handle per stream (each has its own workspace, which kernels
   // running at once on two streams must not share); never destroyed.
   std::mutex cublas_mutex;
@@ -393,27 +402,32 @@ class Scratch {
   Scratch(Runtime& rt, CUstream stream) : rt_(rt), stream_(stream) {
     {
       std::lock_guard<std::mutex> lock(rt_.scratch_mutex);
-      std::vector<CUdeviceptr>& free = rt_.scratch_pool[stream_];
+      std::vector<ScratchBuffer>& free = rt_.scratch_pool[stream_];
       if (!free.empty()) {
-        pointer_ = free.back();
+        buffer_ = free.back();
         free.pop_back();
         return;
       }
     }
-    check(rt_.d->cuMemAlloc(&pointer_, PLAIT_CUDA_SCRATCH_BYTES), "allocating the scratch buffer");
+    check(rt_.d->cuMemAlloc(&buffer_.device, PLAIT_CUDA_SCRATCH_BYTES), "allocating the scratch buffer");
+    check(rt_.d->cuMemsetD8Async(buffer_.device, 0, PLAIT_CUDA_ERROR_BYTES, stream_), "clearing the device error record");
+    void* host = nullptr;
+    check(rt_.d->cuMemAllocHost(&host, sizeof(codegen::cuda::DeviceErrorRecord)), "allocating page-locked memory");
+    buffer_.record = static_cast<codegen::cuda::DeviceErrorRecord*>(host);
   }
   ~Scratch() {
     std::lock_guard<std::mutex> lock(rt_.scratch_mutex);
-    rt_.scratch_pool[stream_].push_back(pointer_);
+    rt_.scratch_pool[stream_].push_back(buffer_);
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
-  CUdeviceptr pointer() const { return pointer_; }
+  CUdeviceptr pointer() const { return buffer_.device; }
+  codegen::cuda::DeviceErrorRecord* record() const { return buffer_.record; }
 
  private:
   Runtime& rt_;
   CUstream stream_;
-  CUdeviceptr pointer_ = 0;
+  ScratchBuffer buffer_;
 };
 
 }  // namespace
@@ -571,16 +585,15 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   } detach{ctx, current_call};
   current_call = &state;
 
-  if (kernel.device_errors) {
-    check(rt.d->cuMemsetD8Async(scratch.pointer(), 0, PLAIT_CUDA_ERROR_BYTES, state.stream),
-          "clearing the device error record");
-  }
   const int32_t status = kernel.entry(args, results, ctx);
   if (!kernel.device_errors) return status;
-  // The device error record, once the stream has run everything the call queued.
-  codegen::cuda::DeviceErrorRecord record{};
+  // The device error record, once the stream has run everything the call
+  // queued; cleared again in stream order when it holds an error.
+  codegen::cuda::DeviceErrorRecord& record = *scratch.record();
   CUresult r = rt.d->cuMemcpyDtoHAsync(&record, scratch.pointer(), sizeof record, state.stream);
   if (r == 0) r = rt.d->cuStreamSynchronize(state.stream);
+  if (r == 0 && record.kind != PLAIT_OK)
+    r = rt.d->cuMemsetD8Async(scratch.pointer(), 0, PLAIT_CUDA_ERROR_BYTES, state.stream);
   if (r != 0) {
     record_error(ctx, PLAIT_RUNTIME_ERROR, "a CUDA kernel failed: " + error_text(r));
   } else if (record.kind != PLAIT_OK && ctx->error_kind == PLAIT_OK) {

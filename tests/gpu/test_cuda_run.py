@@ -379,6 +379,14 @@ def test_math_domain_error_on_the_device_is_a_value_error(rng):
         kernel(x, np.empty(1000))
     with pytest.raises(ValueError, match="math domain error"):
         math.log(0.0)
+    # The error record is cleared after an error: a good call on the same
+    # stream succeeds, and the next bad one raises again.
+    good = np.abs(floats(rng, 1000)) + 0.5
+    out = np.empty(1000)
+    kernel(good, out)
+    np.testing.assert_allclose(out, np.log(good), rtol=1e-13)
+    with pytest.raises(ValueError, match="math domain error"):
+        kernel(x, np.empty(1000))
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int32])
