@@ -230,6 +230,243 @@ def test_nan_in_float_max_min_reductions(kernel, where, dtype):
 
 
 @plait.jit
+def max_reversed_detected(x, start):
+    m = start[0]
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = max(x[i], m)
+    return m
+
+
+@plait.jit
+def min_reversed_detected(x, start):
+    m = start[0]
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = min(x[i], m)
+    return m
+
+
+@plait.jit
+def max_reversed_clause(x, start):
+    m = start[0]
+    #pragma parallel for reduction(max: m)
+    for i in range(x.shape[0]):
+        m = max(x[i], m)
+    return m
+
+
+@plait.jit
+def min_reversed_clause_simd(x, start):
+    m = start[0]
+    #pragma parallel for simd reduction(min: m)
+    for i in range(x.shape[0]):
+        m = min(x[i], m)
+    return m
+
+
+@plait.jit
+def max_mixed_forms(x, start):
+    m = start[0]
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = max(x[i], m)
+        m = max(m, x[i] - 0.25)
+    return m
+
+
+@plait.jit
+def maximum_detected(x, start):
+    m = start[0]
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = np.maximum(m, x[i])
+    return m
+
+
+@plait.jit
+def minimum_simd(x, start):
+    m = start[0]
+    #pragma simd
+    for i in range(x.shape[0]):
+        m = np.minimum(x[i], m)
+    return m
+
+
+@plait.jit
+def max_reversed_collapsed(x, start):
+    m = start[0]
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        #pragma parallel for
+        for j in range(x.shape[1]):
+            m = max(x[i, j], m)
+    return m
+
+
+NAN_SIZES = (0, 1, 2, 7, 33, 1000, 10007)
+
+
+def nan_cases(name, shape, dtype):
+    """(x, start) pairs: values in [0, 1) with NaN nowhere, first, in the
+    middle, last and in several places, each with a start value that is NaN,
+    below, inside and above the values' range."""
+    rng = rng_for(name, shape, dtype_id(dtype))
+    n = int(np.prod(shape))
+    wheres = [[], [0], [n // 2], [n - 1], rng.integers(0, n, 3)] if n else [[]]
+    for where in wheres:
+        for start in (np.nan, -1.0, 0.5, 2.0):
+            x = rng.random(shape).astype(dtype)
+            x.flat[list(where)] = np.nan
+            yield x, np.array([start], dtype)
+
+
+def with_threads(kernel, threads, monkeypatch):
+    """A fresh dispatcher of kernel's Python function on `threads` threads
+    (PLAIT_NUM_THREADS)."""
+    monkeypatch.setenv("PLAIT_NUM_THREADS", str(threads))
+    compiled = plait.jit(kernel.py_func)
+    assert compiled.num_threads == threads
+    return compiled
+
+
+@pytest.mark.parametrize("threads", (2, 3))
+@pytest.mark.parametrize("n", NAN_SIZES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("kernel", [max_reversed_detected, min_reversed_detected, max_reversed_clause,
+                                    min_reversed_clause_simd, max_mixed_forms], ids=lambda k: k.__name__)
+def test_nan_in_float_max_min_reductions_reversed(kernel, dtype, n, threads, monkeypatch):
+    # m = max(x, m) returns x unless m compares greater: a NaN x replaces m,
+    # the next element replaces the NaN, and a NaN m before the loop goes at
+    # the first element. The result depends on where the NaNs are: the
+    # threads' partial results combine in the order of their chunks, or the
+    # loop runs in order when the variable is updated in another form too.
+    compiled = with_threads(kernel, threads, monkeypatch)
+    for x, start in nan_cases(kernel.__name__, n, dtype):
+        check(compiled, x, start)
+    order = "runs in order" if kernel is max_mixed_forms else "combine in thread order"
+    assert order in compiled.explain()
+
+
+@pytest.mark.parametrize("n", NAN_SIZES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("kernel", [maximum_detected, minimum_simd], ids=lambda k: k.__name__)
+def test_nan_in_float_max_min_reductions_maximum(kernel, dtype, n, monkeypatch):
+    # np.maximum and np.minimum propagate a NaN from either side, in any
+    # order: the combination of the partial results keeps it too.
+    compiled = with_threads(kernel, 2, monkeypatch)
+    for x, start in nan_cases(kernel.__name__, n, dtype):
+        check(compiled, x, start)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (3, 5), (17, 9), (40, 33)], ids=str)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+def test_nan_in_float_max_min_reductions_collapsed(dtype, shape, monkeypatch):
+    # The collapsed nest's chunks follow the order of its iterations.
+    compiled = with_threads(max_reversed_collapsed, 2, monkeypatch)
+    for x, start in nan_cases("collapsed", shape, dtype):
+        check(compiled, x, start)
+
+
+@plait.jit
+def max_in_time_loop(x, starts, out):
+    for t in range(out.shape[0]):
+        m = starts[t]
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 0.5
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            m = max(m, x[i])
+        out[t] = m
+
+
+@plait.jit
+def min_in_time_loop(x, starts, out):
+    m = starts[0]
+    for t in range(out.shape[0]):
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            x[i] = x[i] + 0.5
+        #pragma parallel for simd reduction(min: m)
+        for i in range(x.shape[0]):
+            m = min(m, x[i])
+        out[t] = m
+        m = starts[t]
+
+
+@plait.jit
+def max_reversed_in_time_loop(x, starts, out):
+    for t in range(out.shape[0]):
+        m = starts[t]
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 0.5
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            m = max(x[i], m)
+        out[t] = m
+
+
+@plait.jit
+def min_reversed_in_time_loop(x, starts, out):
+    m = starts[0]
+    for t in range(out.shape[0]):
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            x[i] = x[i] + 0.5
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            m = min(x[i], m)
+        out[t] = m
+        m = starts[t]
+
+
+@plait.jit
+def maximum_in_time_loop(x, starts, out):
+    for t in range(out.shape[0]):
+        m = starts[t]
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 0.5
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            m = np.maximum(x[i], m)
+        out[t] = m
+
+
+@plait.jit
+def mixed_forms_in_time_loop(x, starts, out):
+    for t in range(out.shape[0]):
+        m = starts[t]
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 0.5
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            m = min(x[i], m)
+            m = min(m, x[i] + 0.125)
+        out[t] = m
+
+
+@pytest.mark.parametrize("threads", (2, 3))
+@pytest.mark.parametrize("n", NAN_SIZES)
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("kernel", [max_in_time_loop, min_in_time_loop, max_reversed_in_time_loop,
+                                    min_reversed_in_time_loop, maximum_in_time_loop, mixed_forms_in_time_loop],
+                         ids=lambda k: k.__name__)
+def test_nan_in_float_max_min_reductions_in_time_loop(kernel, dtype, n, threads, monkeypatch):
+    # The loops of a time loop run as `omp for` loops of one parallel region;
+    # their float max/min reductions keep Python's NaN rules as a lone
+    # `parallel for` does, a NaN held before the loop included.
+    compiled = with_threads(kernel, threads, monkeypatch)
+    for x, start in nan_cases(kernel.__name__, n, dtype):
+        starts = np.array([start[0], 0.25, np.nan, 3.0, -3.0], dtype)
+        check(compiled, x, starts, np.empty(5, dtype))
+    assert "runs as one parallel region" in compiled.explain()
+
+
+@plait.jit
 def several_reductions(x):
     total = 0.0
     count = 0
