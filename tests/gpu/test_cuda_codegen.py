@@ -142,6 +142,18 @@ def test_the_cpu_target_keeps_matrix_product_loops():
     assert "matmul " not in result.stdout
 
 
+def test_one_thread_workers_load_their_first_elements_for_four_workers_at_once(tmp_path):
+    device = emit(tmp_path, "histogram", "i64[::1], i64[::1]", "cu").read_text()
+    # The values of four workers are in flight before the first bin update,
+    # which then reads them from registers.
+    loads = device.index("p_pre0[p_u] = a_values_data[")
+    first_update = device.index("atomic_add", loads)
+    assert device.index("for (int p_u = 0; p_u < 4; ++p_u) {", loads) < first_update
+    assert "v_k = plait::mod<int64_t>(p_pre0[p_u], a_bins_n0);" in device[loads:first_update]
+    # Straight-line workers run batched instead (all loads before the stores).
+    assert "p_pre0" not in emit(tmp_path, "vector_add", "f64[::1], f64[::1], f64[::1]", "cu").read_text()
+
+
 def test_statements_outside_parallel_loops_that_touch_arrays_run_in_one_device_thread(tmp_path):
     host = emit(tmp_path, "serial_prefix", "f64[::1], f64[::1]", "cpp").read_text()
     assert "ctx->cuda->launch(ctx, 0, 1, 1," in host

@@ -63,6 +63,8 @@ constexpr int kRegionSlot = kResidentSlot - kResidentSlots;
 // Iterations per thread of a straight-line one-thread worker
 // (emit_batched_worker_loop).
 constexpr int kBatchIterations = 4;
+// Workers per thread whose first loads are made together (PrefetchableLoads).
+constexpr int kPrefetchIterations = 4;
 
 std::string dtype_code(ScalarKind k) { return plait_dtype_name(k); }
 
@@ -343,6 +345,57 @@ class StoredArrays : public IRVisitor {
     arrays.insert(n->array.get());
     IRVisitor::visit(n);
   }
+};
+
+// The loads a one-thread worker can make for several of its iterations
+// before running any of them: in the statements the body runs first
+// (assignments and stores before any branch or loop), evaluated whatever the
+// values (not inside a select or the right of `and`/`or`), unchecked, of an
+// array the loop never writes, at indices computed from the loop variables
+// and scalars the body does not assign (no loads). A histogram reads its
+// value this way, then updates a bin: the next iterations' values are in
+// flight while the atomics run.
+class PrefetchableLoads : public IRVisitor {
+ public:
+  std::vector<const Load*> loads;
+
+  PrefetchableLoads(const Stmt& body, const std::set<const VarInfo*>& nest_vars) : nest_vars_(nest_vars) {
+    StoredArrays stored;
+    stored.visit(body);
+    stored_ = stored.arrays;
+    ScalarCollector scalars;
+    scalars.visit(body);
+    assigned_ = scalars.written;
+    const Block* b = body->as<Block>();
+    for (const Stmt& st : b ? b->stmts : std::vector<Stmt>{body}) {
+      if (st->kind == NodeKind::Declare) continue;
+      if (st->kind != NodeKind::Assign && st->kind != NodeKind::Store) break;
+      visit(st);
+    }
+  }
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    if (n->checked || stored_.count(n->array.get())) return;
+    StoredArrays inner;
+    ScalarCollector vars;
+    for (const Expr& i : n->indices) {
+      inner.visit(i);
+      vars.visit(i);
+    }
+    if (!inner.loaded.empty()) return;
+    for (const Var& v : vars.used)
+      if (assigned_.count(v.get()) && !nest_vars_.count(v.get())) return;
+    if (std::find(loads.begin(), loads.end(), n) == loads.end()) loads.push_back(n);
+  }
+  void visit(const Select* n) override { visit(n->cond); }
+  void visit(const Logical* n) override { visit(n->a); }
+
+ private:
+  const std::set<const VarInfo*>& nest_vars_;
+  std::set<const ArrayInfo*> stored_;
+  std::set<const VarInfo*> assigned_;
 };
 
 // Whether an expression computes with integers and bools only (no float
@@ -780,6 +833,7 @@ class CudaEmitter {
   }
 
   std::string load(const Load* l) {
+    if (auto it = prefetched_.find(l); it != prefetched_.end()) return it->second + "[p_u]";
     if (auto it = lane_loads_.find(l); it != lane_loads_.end() && lane_ >= 0)
       return it->second + ".v[" + std::to_string(lane_) + "]";
     if (auto it = cached_rows_.find(l->array.get()); device() && it != cached_rows_.end()) {
@@ -2460,6 +2514,15 @@ class CudaEmitter {
     else if (!privatised.empty()) unbatched = "it updates arrays in shared memory";
     else if (!temporaries.empty()) unbatched = "it allocates arrays";
     else if (cuda::straight_line_worker(innermost->body, &unbatched)) batch = kBatchIterations;
+    // One-thread workers that are not batched: the loads they make first,
+    // for several iterations at once (PrefetchableLoads).
+    std::vector<const Load*> prefetch;
+    if (batch == 1 && !plan.team && temporaries.empty())
+      prefetch = PrefetchableLoads(innermost->body, nest_vars).loads;
+    if (!prefetch.empty())
+      remark(loop->loc, "each thread loads " + std::string(prefetch.size() == 1 ? "the element" : "the elements") +
+                            " its workers read first for " + std::to_string(kPrefetchIterations) +
+                            " workers before running them (" + unbatched + ")");
     cuda::ContiguousAccesses lanes;
     const IntImm* step = innermost->step->as<IntImm>();
     if (batch > 1 && levels.size() == 1 && (!step || step->value == 1))
@@ -2579,34 +2642,69 @@ class CudaEmitter {
           emit_batched_worker_loop(levels, innermost->body, batch, lanes);
           return;
         }
+        // The loop variables of worker p_k.
+        auto emit_loop_variables = [&] {
+          if (levels.size() > 1) line("int64_t p_rest = p_k;");
+          for (size_t d = levels.size(); d-- > 0;) {
+            const Level& lv = levels[d];
+            std::string kd;
+            if (levels.size() == 1) {
+              kd = "p_k";
+            } else if (d == 0) {
+              kd = "p_rest";
+            } else {
+              line("const int64_t " + lv.k + " = p_rest % " + lv.trip + ";");
+              line("p_rest /= " + lv.trip + ";");
+              kd = lv.k;
+            }
+            const Var& v = lv.loop->var;
+            line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+                 lv.begin + " + " + kd + " * " + lv.step + ");");
+            scopes_.back().insert(v.get());
+          }
+        };
         if (plan.team) {
           line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x / p_team;");
           line("for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / p_team; p_k < p_total; "
                "p_k += p_stride) {");
+        } else if (!prefetch.empty()) {
+          // kPrefetchIterations of the thread's workers at a time, their
+          // prefetchable loads first.
+          const std::string width = std::to_string(kPrefetchIterations);
+          line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
+          line("for (int64_t p_k0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k0 < p_total; p_k0 += p_stride * " +
+               width + ") {");
+          ++indent_;
+          for (size_t f = 0; f < prefetch.size(); ++f) {
+            const std::string name = "p_pre" + std::to_string(f);
+            line(ctype(prefetch[f]->type) + " " + name + "[" + width + "];");
+          }
+          line("#pragma unroll");
+          line("for (int p_u = 0; p_u < " + width + "; ++p_u) {");
+          ++indent_;
+          line("const int64_t p_k = p_k0 + p_u * p_stride;");
+          line("if (p_k >= p_total) break;");
+          scopes_.emplace_back();
+          emit_loop_variables();
+          for (size_t f = 0; f < prefetch.size(); ++f)
+            line("p_pre" + std::to_string(f) + "[p_u] = " + memory_load(prefetch[f]) + ";");
+          scopes_.pop_back();
+          --indent_;
+          line("}");
+          for (size_t f = 0; f < prefetch.size(); ++f) prefetched_[prefetch[f]] = "p_pre" + std::to_string(f);
+          line("#pragma unroll");
+          line("for (int p_u = 0; p_u < " + width + "; ++p_u) {");
+          ++indent_;
+          line("const int64_t p_k = p_k0 + p_u * p_stride;");
+          line("if (p_k >= p_total) break;");
+          --indent_;
         } else {
           line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
           line("for (int64_t p_k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k < p_total; p_k += p_stride) {");
         }
         ++indent_;
         scopes_.emplace_back();
-        if (levels.size() > 1) line("int64_t p_rest = p_k;");
-        for (size_t d = levels.size(); d-- > 0;) {
-          const Level& lv = levels[d];
-          std::string kd;
-          if (levels.size() == 1) {
-            kd = "p_k";
-          } else if (d == 0) {
-            kd = "p_rest";
-          } else {
-            line("const int64_t " + lv.k + " = p_rest % " + lv.trip + ";");
-            line("p_rest /= " + lv.trip + ";");
-            kd = lv.k;
-          }
-          const Var& v = lv.loop->var;
-          line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
-               lv.begin + " + " + kd + " * " + lv.step + ");");
-          scopes_.back().insert(v.get());
-        }
+        emit_loop_variables();
         loop_depth_ = 1;  // the grid-stride loop
         if (plan.team) {
           // The team's previous iteration may still read the temporaries'
@@ -2620,6 +2718,11 @@ class CudaEmitter {
         scopes_.pop_back();
         --indent_;
         line("}");
+        if (!plan.team && !prefetch.empty()) {
+          prefetched_.clear();
+          --indent_;
+          line("}");
+        }
       };
       if (privatised.empty()) {
         emit_worker_loop();
@@ -3425,6 +3528,9 @@ class CudaEmitter {
   // Batched workers: loads made as one vector access for the batch, by the
   // name of the plait::lanes value; lane_ is the iteration being emitted.
   std::unordered_map<const Load*, std::string> lane_loads_;
+  // Loads of a one-thread worker made before its iterations run: the
+  // register array of the values (emit_parallel_kernel).
+  std::unordered_map<const Load*, std::string> prefetched_;
   int lane_ = -1;
   std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
   std::unordered_set<std::string> used_names_;
