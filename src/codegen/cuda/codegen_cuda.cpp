@@ -1629,12 +1629,11 @@ class CudaEmitter {
         line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
              begin + " + (" + k + (u ? " + p_team" : "") + ") * " + step + ");");
         for (const Var& c : paired.copies)
-          if (c != v && !paired.declared_below.count(c.get()))
-            line("[[maybe_unused]] " + ctype(c->type) + " " + var_name(c) + "{};");
+          if (c != v) line("[[maybe_unused]] " + ctype(c->type) + " " + var_name(c) + "{};");
       });
     }
-    for (const Var& c : paired.copies)
-      if (!paired.declared_below.count(c.get())) scopes_.back().insert(c.get());
+    // Declarations below the top level of the body shadow these copies in their own scope.
+    for (const Var& c : paired.copies) scopes_.back().insert(c.get());
     ++loop_depth_;
     for (size_t s = 0; s < paired.stmts.size(); ++s) {
       const Stmt& st = paired.stmts[s];

@@ -514,7 +514,6 @@ class AssignedScalars : public IRVisitor {
  public:
   std::vector<Var> vars;
   std::map<const VarInfo*, int> sites;
-  std::set<const VarInfo*> declared;
   using IRVisitor::visit;
 
  protected:
@@ -532,9 +531,7 @@ class AssignedScalars : public IRVisitor {
     IRVisitor::visit(n);
   }
   void visit(const Declare* n) override {
-    if (!n->var) return;
-    add(n->var);
-    declared.insert(n->var.get());
+    if (n->var) add(n->var);
   }
 };
 
@@ -574,12 +571,6 @@ bool paired_loop(const For* f, PairedLoop* out) {
   paired.copies.push_back(f->var);
   for (const Var& v : assigned.vars)
     if (v != f->var && !shared.count(v.get())) paired.copies.push_back(v);
-  for (const Stmt& s : paired.stmts) {
-    if (s->kind == NodeKind::Declare) continue;
-    AssignedScalars below;
-    below.visit(s);
-    paired.declared_below.insert(below.declared.begin(), below.declared.end());
-  }
   *out = std::move(paired);
   return true;
 }

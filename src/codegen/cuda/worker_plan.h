@@ -11,6 +11,8 @@
 // array accesses are contiguous along the inner loop variable (coalesced when
 // the team's threads take consecutive iterations) than along the worker's
 // own variable (coalesced when consecutive threads take consecutive workers).
+// A spread loop whose body holds a loop with fixed bounds runs two of its
+// iterations per thread at once, that loop fused (PairedLoop).
 #pragma once
 
 #include <array>
@@ -88,9 +90,6 @@ struct PairedLoop {
   // all that the body assigns or declares, except the variables of the
   // fused loops (assigned nowhere else), which both iterations share.
   std::vector<ir::Var> copies;
-  // Of `copies`, those declared below the top level of the body (in their
-  // own scope there), which are not declared with the others.
-  std::set<const ir::VarInfo*> declared_below;
 };
 
 // Whether a spread loop runs its iterations in pairs, and how: it has no
