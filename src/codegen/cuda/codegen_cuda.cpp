@@ -1502,6 +1502,8 @@ class CudaEmitter {
   // agree, else every thread runs the loop again in order.
   void emit_spread_loop(const For* loop, size_t index = 0,
                         const std::vector<std::pair<const cuda::CachedRow*, std::string>>& rows = {}) {
+    if (cuda::PairedLoop paired; rows.empty() && cuda::paired_loop(loop, &paired))
+      return emit_paired_spread_loop(loop, paired);
     line_directive(loop->loc);
     line("{");
     ++indent_;
@@ -1647,6 +1649,86 @@ class CudaEmitter {
       remark(loop->loc, "loop over `" + v->name + "`: a max/min(x, m) reduction depends on the order when x is NaN: "
                         "the team runs the loop again in order when it sees one");
     }
+    if (declared(v.get())) {
+      line("if (" + trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + begin + " + (" + trip +
+           " - 1) * " + step + ");");
+    }
+    --indent_;
+    line("}");
+  }
+
+  // A spread loop whose threads run two iterations at once, k and k +
+  // p_team (cuda::PairedLoop): each statement for both, the second under
+  // `if (p_in)`; a fused loop runs once, its body for both in each
+  // iteration, so that the loads of both are in flight together.
+  void emit_paired_spread_loop(const For* loop, const cuda::PairedLoop& paired) {
+    line_directive(loop->loc);
+    line("{");
+    ++indent_;
+    const std::string begin = temp("begin"), end = temp("end"), step = temp("step"), trip = temp("trip"),
+                      k = temp("k"), second = temp("in");
+    line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
+    line("const int64_t " + end + " = " + expr(loop->end) + ";");
+    line("const int64_t " + step + " = " + expr(loop->step) + ";");
+    line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
+    std::array<std::unordered_map<const VarInfo*, std::string>, 2> copies;
+    for (size_t u = 0; u < 2; ++u)
+      for (const Var& v : paired.copies) copies[u][v.get()] = unique(var_name(v) + "_u" + std::to_string(u));
+    // Emits `fn` with the names of iteration u's copies in place.
+    auto in_iteration = [&](size_t u, const std::function<void()>& fn) {
+      std::unordered_map<const VarInfo*, std::string> saved;
+      for (const Var& v : paired.copies) {
+        saved[v.get()] = var_name(v);
+        var_names_[v.get()] = copies[u][v.get()];
+      }
+      const bool muted = mute_remarks_;
+      mute_remarks_ = muted || u == 1;
+      fn();
+      mute_remarks_ = muted;
+      for (const auto& [v, name] : saved) var_names_[v] = name;
+    };
+    auto both = [&](const std::function<void()>& fn) {
+      in_iteration(0, fn);
+      line("if (" + second + ") {");
+      ++indent_;
+      in_iteration(1, fn);
+      --indent_;
+      line("}");
+    };
+    line("for (int64_t " + k + " = p_lane; " + k + " < " + trip + "; " + k + " += 2 * (int64_t)p_team) {");
+    ++indent_;
+    scopes_.emplace_back();
+    line("const bool " + second + " = " + k + " + p_team < " + trip + ";");
+    const Var& v = loop->var;
+    for (size_t u = 0; u < 2; ++u) {
+      in_iteration(u, [&] {
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+             begin + " + (" + k + (u ? " + p_team" : "") + ") * " + step + ");");
+        for (const Var& c : paired.copies)
+          if (c != v) line("[[maybe_unused]] " + ctype(c->type) + " " + var_name(c) + "{};");
+      });
+    }
+    // Declarations below the top level of the body shadow these copies in their own scope.
+    for (const Var& c : paired.copies) scopes_.back().insert(c.get());
+    ++loop_depth_;
+    for (size_t s = 0; s < paired.stmts.size(); ++s) {
+      const Stmt& st = paired.stmts[s];
+      if (const Declare* d = st->as<Declare>();
+          d && std::find(paired.copies.begin(), paired.copies.end(), d->var) != paired.copies.end())
+        continue;
+      if (st->kind == NodeKind::Declare) {
+        emit(st);
+      } else if (paired.fused[s]) {
+        const For* inner = st->as<For>();
+        emit_serial_for(inner, [&] { both([&] { emit_body_statements(inner->body); }); });
+      } else {
+        both([&] { emit(st); });
+      }
+    }
+    --loop_depth_;
+    scopes_.pop_back();
+    --indent_;
+    line("}");
     if (declared(v.get())) {
       line("if (" + trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + begin + " + (" + trip +
            " - 1) * " + step + ");");
@@ -2463,7 +2545,10 @@ class CudaEmitter {
       std::string by_worker;  // trip counts of the spread loops whose bounds read the worker's variables
       scopes_.emplace_back(nest_vars.begin(), nest_vars.end());
       for (const For* f : cuda::spread_loops(plan)) {
-        const std::string t = "plait::trip_count(" + expr(f->begin) + ", " + expr(f->end) + ", " + expr(f->step) + ")";
+        // A loop whose iterations run in pairs counts twice: at most two per thread.
+        cuda::PairedLoop paired;
+        const std::string t = std::string(cuda::paired_loop(f, &paired) ? "2 * " : "") + "plait::trip_count(" +
+                              expr(f->begin) + ", " + expr(f->end) + ", " + expr(f->step) + ")";
         auto evaluable = [&](const std::set<const VarInfo*>& not_known) {
           return host_evaluable(f->begin, not_known, cap.local_arrays) &&
                  host_evaluable(f->end, not_known, cap.local_arrays) &&

@@ -155,6 +155,7 @@ class Constructs : public IRVisitor {
   bool atomics = false;
   bool loops_while = false;  // a while loop
   bool jumps = false;        // break/continue/return anywhere
+  bool asserts_anywhere = false;  // an assertion anywhere
   using IRVisitor::visit;
 
  protected:
@@ -171,6 +172,7 @@ class Constructs : public IRVisitor {
     IRVisitor::visit(n);
   }
   void visit(const Assert* n) override {
+    asserts_anywhere = true;
     if (depth_ == 0) asserts = true;
     IRVisitor::visit(n);
   }
@@ -504,6 +506,75 @@ bool serial_loop_independent(const For* loop) {
   return independent_iterations(loop, &why);
 }
 
+namespace {
+
+// The scalars a subtree assigns, declares or loops over, in order, with how
+// many statements assign each (assignments and loops).
+class AssignedScalars : public IRVisitor {
+ public:
+  std::vector<Var> vars;
+  std::map<const VarInfo*, int> sites;
+  using IRVisitor::visit;
+
+ protected:
+  void add(const Var& v) {
+    if (std::find(vars.begin(), vars.end(), v) == vars.end()) vars.push_back(v);
+  }
+  void visit(const Assign* n) override {
+    add(n->var);
+    ++sites[n->var.get()];
+    IRVisitor::visit(n);
+  }
+  void visit(const For* n) override {
+    add(n->var);
+    ++sites[n->var.get()];
+    IRVisitor::visit(n);
+  }
+  void visit(const Declare* n) override {
+    if (n->var) add(n->var);
+  }
+};
+
+}  // namespace
+
+bool paired_loop(const For* f, PairedLoop* out) {
+  if (!f->schedule.reductions.empty() || !f->schedule.array_reductions.empty()) return false;
+  const Constructs c = constructs_of(f->body);
+  if (c.jumps || c.asserts_anywhere || c.atomics || c.binds || c.loops_while) return false;
+  PairedLoop paired;
+  std::vector<Stmt> pending = statements(f->body);
+  for (size_t k = 0; k < pending.size(); ++k) {
+    if (const Block* b = pending[k]->as<Block>()) {
+      pending.insert(pending.begin() + static_cast<std::ptrdiff_t>(k) + 1, b->stmts.begin(), b->stmts.end());
+      continue;
+    }
+    paired.stmts.push_back(pending[k]);
+  }
+  AssignedScalars assigned;
+  assigned.visit(f->body);
+  VarSet varying{f->var.get()};
+  for (const Var& v : assigned.vars) varying.insert(v.get());
+  // A fused loop's variable is shared, so nothing else may assign it.
+  VarSet shared;
+  for (const Stmt& s : paired.stmts) {
+    const For* inner = s->as<For>();
+    bool fused = inner && assigned.sites[inner->var.get()] == 1;
+    for (const Expr& e : fused ? std::vector<Expr>{inner->begin, inner->end, inner->step} : std::vector<Expr>{}) {
+      AccessCollector reads;
+      reads.visit(e);
+      fused = fused && reads.accesses.empty() && !uses_any(e, varying);
+    }
+    paired.fused.push_back(fused);
+    if (fused) shared.insert(inner->var.get());
+  }
+  if (shared.empty()) return false;
+  paired.copies.push_back(f->var);
+  for (const Var& v : assigned.vars)
+    if (v != f->var && !shared.count(v.get())) paired.copies.push_back(v);
+  *out = std::move(paired);
+  return true;
+}
+
 bool straight_line_worker(const Stmt& body, std::string* why) {
   std::vector<Stmt> pending = statements(body);
   for (size_t k = 0; k < pending.size(); ++k) {
@@ -829,6 +900,23 @@ std::vector<const For*> spread_loops(const WorkerPlan& plan) {
   return out;
 }
 
+namespace {
+
+// For explain(): how a spread loop whose iterations run in pairs does so.
+std::string in_pairs(const For* f) {
+  PairedLoop paired;
+  if (!paired_loop(f, &paired)) return "";
+  std::string lines;
+  for (size_t k = 0; k < paired.stmts.size(); ++k)
+    if (paired.fused[k]) lines += (lines.empty() ? "" : ", ") + std::to_string(paired.stmts[k]->loc.line);
+  return "; each thread runs two of its iterations at once (k and k + team), the loop" +
+         std::string(lines.find(',') == std::string::npos ? " at line " : "s at lines ") + lines +
+         " once for both, so that the loads of both are in flight together, and the team is sized for at most two "
+         "iterations per thread";
+}
+
+}  // namespace
+
 WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet& outside) {
   TeamPlanner planner(body, worker_vars, outside);
   bool has_spread = false;
@@ -849,14 +937,15 @@ WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet
       plan.notes.push_back({f->loc, describe(f) + " runs serially in its thread when the parallel loop has many "
                                                   "iterations: one thread per parallel iteration keeps more accesses "
                                                   "coalesced (" + counts + "); with few iterations its iterations are "
-                                                  "spread over a team of threads"});
+                                                  "spread over a team of threads" + in_pairs(f)});
     return plan;
   }
   for (const For* f : planner.in_step)
     plan.notes.push_back({f->loc, describe(f) + " runs in step in every thread of the team; the loops inside it "
                                                 "are spread over the team"});
   for (const For* f : planner.spread) {
-    std::string text = describe(f) + ": its iterations are spread over the threads of the team (" + counts + ")";
+    std::string text =
+        describe(f) + ": its iterations are spread over the threads of the team (" + counts + ")" + in_pairs(f);
     for (const Reduction& r : f->schedule.reductions)
       text += "; " + std::string(reduce_op_name(r.op)) + "-reduction of `" + r.var->name +
               "` combined by warp shuffles and shared memory, the result broadcast to every thread";

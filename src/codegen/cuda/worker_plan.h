@@ -11,6 +11,8 @@
 // array accesses are contiguous along the inner loop variable (coalesced when
 // the team's threads take consecutive iterations) than along the worker's
 // own variable (coalesced when consecutive threads take consecutive workers).
+// A spread loop whose body holds a loop with fixed bounds runs two of its
+// iterations per thread at once, that loop fused (PairedLoop).
 #pragma once
 
 #include <array>
@@ -71,6 +73,31 @@ ReductionForm reduction_form(const ir::Stmt& body, const ir::Reduction& r);
 // parallel loop's reductions and privates).
 WorkerPlan plan_worker(const ir::Stmt& body, const std::set<const ir::VarInfo*>& worker_vars,
                        const std::set<const ir::VarInfo*>& outside);
+
+// A spread loop whose threads run their iterations two at a time
+// (docs/cuda.md, "Two iterations per thread"): iterations k and k + team of
+// a thread statement by statement, and the loops of the body whose bounds
+// are the same in every iteration once for both, each of their iterations
+// running the loop body of both. The loads of the two iterations are then in
+// flight together; a long inner loop (the dot products of covariance's row)
+// otherwise keeps one iteration's loads in flight at a time. Iteration k
+// still runs in lane k mod team, so the barrier rule and rows in registers
+// see the same mapping.
+struct PairedLoop {
+  std::vector<ir::Stmt> stmts;  // the loop body, nested blocks flattened
+  std::vector<bool> fused;      // by statement: a loop that runs once for both iterations
+  // Scalars each iteration has its own copy of (the loop variable first):
+  // all that the body assigns or declares, except the variables of the
+  // fused loops (assigned nowhere else), which both iterations share.
+  std::vector<ir::Var> copies;
+};
+
+// Whether a spread loop runs its iterations in pairs, and how: it has no
+// reductions of its own; its body has no early exits, assertions, atomics,
+// while loops or array bindings; and a loop at the top level of its body
+// has bounds that read neither the loop variable, nor a scalar the body
+// assigns, nor an array element. `out` is filled when it does.
+bool paired_loop(const ir::For* spread_loop, PairedLoop* out);
 
 // Whether the iterations of a serial loop touch disjoint data, as for
 // spreading it over a team: no early exit, no atomics, no scalar carried
