@@ -190,7 +190,7 @@ def test_teams_reach_into_branches_and_loops_run_in_step(tmp_path):
                      r"written", device)
     # covariance's product inside the broadcast versions is a team too.
     device = emit(tmp_path, "upper_gram", "f64[:, ::1]", "cu").read_text()
-    assert len(re.findall(r"p_lane; p_k\d+ < p_trip\d+; p_k\d+ \+= p_team", device)) >= 4
+    assert len(re.findall(r"p_lane; (p_k\d+ < p_trip|p_g\d+ < p_groups)\d+; p_[kg]\d+ \+= p_team", device)) >= 4
 
 
 def test_host_sizes_temporaries_once_or_per_iteration(tmp_path):
@@ -234,25 +234,28 @@ def test_softmax_array_form_spreads_the_row_maximum_and_keeps_rows_in_registers(
     device = emit(tmp_path, "softmax_last_axis", "f32[:, :, :, ::1]", "cu").read_text()
     # The row maximum: spread over the team, combined with NaN winning.
     assert re.search(r"plait::team_combine\(\w+, plait::op_maximum\(\)", device)
-    # x is loaded once, into registers, by a loop of loads alone; `e` never
-    # goes to memory in the registers' iterations, and the last loop reads
-    # it from them.
-    assert len(re.findall(r"p_row\d+\[p_c\] = a_x_data\[", device)) == 1
-    assert re.search(r"p_row\d+\[p_c\] = plait::fm::exp\(\(p_row\d+\[p_c\] - v_m\)\);", device)
-    assert re.search(r"\] = \(p_row\d+\[p_c\] / v__tmp\d+\);", device)
+    # x is loaded once, into registers, by a loop of loads alone (groups of
+    # 4 elements, docs/cuda.md "Vector accesses in teams"); `e` never goes
+    # to memory in the registers' iterations, and the last loop reads it
+    # from them.
+    assert len(re.findall(r"p_row\d+\[p_c \* 4 \+ p_u\] = p_lanes\d+\.v\[p_u\];", device)) == 1
+    assert re.search(r"p_row\d+\[p_c \* 4 \+ p_u\] = plait::fm::exp\(\(p_row\d+\[p_c \* 4 \+ p_u\] - v_m\)\);", device)
+    assert re.search(r"\] = \(p_row\d+\[p_c \* 4 \+ p_u\] / v__tmp\d+\);", device)
     # The registers are registers: NVRTC's PTX has no local memory.
     ptx = emit(tmp_path, "softmax_last_axis", "f32[:, :, :, ::1]", "ptx", "--arch", "90").read_text()
     assert "__local_depot" not in ptx
     # Rows that fit in the registers need no buffer for `e`.
     host = emit(tmp_path, "softmax_last_axis", "f32[:, :, :, ::1]", "cpp").read_text()
     assert re.search(r"const bool (p_in_registers\d+) = plait::trip_count\(int64_t\(0\), a_x_n3, int64_t\(1\)\) <= "
-                     r"int64_t\(8\) \* p_team\d+;", host)
+                     r"int64_t\(16\) \* p_team\d+;", host)
 
 
 def test_softmax_loop_form_reads_x_once_into_registers(tmp_path):
     device = emit(tmp_path, "row_softmax", "f32[:, ::1], f32[:, ::1]", "cu").read_text()
-    assert len(re.findall(r"p_row\d+\[p_c\] = a_x_data\[", device)) == 1
-    assert len(re.findall(r"plait::fm::exp\(\(p_row\d+\[p_c\] - v_m\)\)", device)) == 2
+    assert len(re.findall(r"p_row\d+\[p_c \* 4 \+ p_u\] = p_lanes\d+\.v\[p_u\];", device)) == 1
+    # exp(x - m) once per element in the registers' iterations: the last
+    # loop reads the sum's values (docs/cuda.md, "Values kept in registers").
+    assert len(re.findall(r"plait::fm::exp\(\(p_row\d+\[p_c \* 4 \+ p_u\] - v_m\)\)", device)) == 1
     # The builtin max(m, x) keeps its NaN rule with py_max: no flag, no rerun.
     assert "plait::op_max()(" in device and "nan_seen" not in device
 
@@ -264,7 +267,8 @@ def test_reversed_builtin_max_runs_again_in_order_after_a_nan(tmp_path):
     assert "v_m = plait::py_max<double>(a_x_data[" in device  # the ordered rerun keeps max(x, m)
     # A row temporary that such a loop reads stays in memory.
     device = emit(tmp_path, "doubled_row_max_reversed", "f64[:, ::1], f64[::1]", "cu").read_text()
-    assert re.search(r"a_t_data\[v_j1\] = p_row\d+\[p_c\];", device)
+    assert re.search(r"p_lanes\d+\.v\[p_u\] = p_row\d+\[p_c \* 4 \+ p_u\];\n(.*\n){3}.*plait::store_lanes<double, 4>"
+                     r"\(a_t_data \+ ", device)
 
 
 def test_whole_array_maximum_combines_across_the_grid_with_nan_winning(tmp_path):

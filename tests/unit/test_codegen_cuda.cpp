@@ -299,9 +299,13 @@ TEST(CodegenCuda, AtomicUpdatesUseDeviceAtomics) {
 
 TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
   codegen::CudaSources out = codegen::generate_cuda(row_sums(), CompileOptions{});
-  // The inner loop is strided over the team, its reduction combined across
-  // the team, and the store runs in lane 0 only, with no barrier before it.
-  EXPECT_NE(out.device.find("for (int64_t p_k12 = p_lane; p_k12 < p_trip11; p_k12 += p_team) {"), std::string::npos) << out.device;
+  // The inner loop is strided over the team in groups of 4 iterations (one
+  // access of the row per group, 32 bytes when aligned), its reduction
+  // combined across the team, and the store runs in lane 0 only, with no
+  // barrier before it.
+  EXPECT_NE(out.device.find("for (int64_t p_g17 = p_lane; p_g17 < p_groups14; p_g17 += p_team) {"), std::string::npos) << out.device;
+  EXPECT_NE(out.device.find("plait::load_lanes<double, 4>(a_m_data + (v_i * a_m_s0 + "), std::string::npos);
+  EXPECT_NE(out.device.find("plait::lanes_aligned<double, 4>(a_m_data + (v_i * a_m_s0 + "), std::string::npos);
   EXPECT_NE(out.device.find("plait::team_combine(v_s, plait::op_add(), p_team, p_part_f64)"), std::string::npos);
   EXPECT_NE(out.device.find("__shared__ __align__(8) double p_part_f64[8];"), std::string::npos);
   EXPECT_NE(out.device.find("if (p_lane == 0) {"), std::string::npos);

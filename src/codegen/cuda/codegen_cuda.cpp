@@ -23,6 +23,7 @@
 #include "analysis/var_uses.h"
 #include "codegen/cuda/device_runtime.h"
 #include "codegen/cuda/worker_plan.h"
+#include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
 
@@ -651,6 +652,17 @@ class CudaEmitter {
   }
 
   std::string expr(const Expr& e) {
+    // A value kept in registers: this loop computes it into them, or reads them.
+    if (auto it = cached_values_.find(e.get()); device() && it != cached_values_.end()) {
+      const std::string slot = it->second.registers + "[" + row_slot_ + "]";
+      if (!it->second.filling) return slot;
+      filled_values_.insert(e.get());
+      return "(" + slot + " = " + expr_node(e) + ")";
+    }
+    return expr_node(e);
+  }
+
+  std::string expr_node(const Expr& e) {
     switch (e->kind) {
       case NodeKind::IntImm: return int_literal(e->as<IntImm>()->value, e->type.kind);
       case NodeKind::FloatImm: return float_literal(e->as<FloatImm>()->value, e->type.kind);
@@ -837,10 +849,17 @@ class CudaEmitter {
     if (auto it = lane_loads_.find(l); it != lane_loads_.end() && lane_ >= 0)
       return it->second + ".v[" + std::to_string(lane_) + "]";
     if (auto it = cached_rows_.find(l->array.get()); device() && it != cached_rows_.end()) {
-      const std::string slot = it->second.registers + "[p_c]";
+      const std::string slot = it->second.registers + "[" + row_slot_ + "]";
       if (!it->second.filling || it->second.registers_only) return slot;
-      return "(" + slot + " = " + memory_load(l) + ")";
+      return "(" + slot + " = " + group_or_memory_load(l) + ")";
     }
+    return group_or_memory_load(l);
+  }
+
+  // A load made once for its group of iterations (emit_spread_loop), or from memory.
+  std::string group_or_memory_load(const Load* l) {
+    if (auto it = lane_loads_.find(l); it != lane_loads_.end() && !group_lane_.empty())
+      return it->second + ".v[" + group_lane_ + "]";
     return memory_load(l);
   }
 
@@ -1126,10 +1145,15 @@ class CudaEmitter {
     // A row kept in registers: the register first, then memory unless the
     // row is the worker's own temporary.
     if (auto it = cached_rows_.find(st->array.get()); it != cached_rows_.end()) {
-      const std::string slot = it->second.registers + "[p_c]";
+      const std::string slot = it->second.registers + "[" + row_slot_ + "]";
       line(slot + " = " + stored + ";");
       if (it->second.registers_only) return;
       stored = slot;
+    }
+    // A store made once for its group of iterations, after them.
+    if (auto it = group_stores_.find(st); it != group_stores_.end() && !group_lane_.empty()) {
+      line(it->second + ".v[" + group_lane_ + "] = " + stored + ";");
+      return;
     }
     if (!st->checked) {
       std::vector<std::string> idx;
@@ -1494,15 +1518,32 @@ class CudaEmitter {
     return op_functor(r.op);
   }
 
+  // A value kept in registers (cuda::CachedValue): the per-thread array of
+  // cuda::row_cache_slots elements, and whether this loop computes it into them.
+  struct RegisterValue {
+    std::string registers;
+    bool filling = false;
+    const ExprNode* source = nullptr;  // the expression that fills them
+  };
+  // The registers a spread loop's first iterations use (emit_team_body):
+  // rows kept in registers, and values it computes into registers (filling)
+  // or reads from them.
+  struct LoopRegisters {
+    std::vector<std::pair<const cuda::CachedRow*, std::string>> rows;
+    std::vector<std::pair<const ExprNode*, RegisterValue>> values;
+  };
+
   // A loop of a team's worker body whose iterations are spread over the
-  // team: lane, lane + team, ...; its reductions are combined across the
+  // team: lane, lane + team, ..., or with groups of group_width_
+  // consecutive iterations (docs/cuda.md, "Vector accesses in teams"),
+  // groups lane, lane + team, ...; its reductions are combined across the
   // team and every thread gets the result. A reduction `m = max(x, m)` of
   // floats (ReductionForm::OrderDependent) runs as `m = max(m, x)` while the
   // team notes whether any x, or m before the loop, is NaN; then the two
   // agree, else every thread runs the loop again in order.
-  void emit_spread_loop(const For* loop, size_t index = 0,
-                        const std::vector<std::pair<const cuda::CachedRow*, std::string>>& rows = {}) {
-    if (cuda::PairedLoop paired; rows.empty() && cuda::paired_loop(loop, &paired))
+  void emit_spread_loop(const For* loop, size_t index = 0, const LoopRegisters* registers = nullptr) {
+    if (cuda::PairedLoop paired;
+        (!registers || (registers->rows.empty() && registers->values.empty())) && cuda::paired_loop(loop, &paired))
       return emit_paired_spread_loop(loop, paired);
     line_directive(loop->loc);
     line("{");
@@ -1539,37 +1580,193 @@ class CudaEmitter {
       --loop_depth_;
       scopes_.pop_back();
     };
-    // The thread's first kRowCacheSlots iterations use the registers of the
-    // rows kept in them (fully unrolled, so that the registers are
-    // registers); the rest use memory.
+    // Emits `fn` with the loop variable at iteration `at` (for addresses).
+    auto at_iteration = [&](const std::string& at, const std::function<void()>& fn) {
+      const std::string saved = var_name(v);
+      var_names_[v.get()] = temp("at");
+      line("[[maybe_unused]] const " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+           begin + " + " + at + " * " + step + ");");
+      fn();
+      var_names_[v.get()] = saved;
+    };
+    auto address = [&](const ArrayVar& a, const std::vector<Expr>& indices) {
+      std::vector<std::string> idx;
+      for (const Expr& i : indices) idx.push_back(index_value(i));
+      return data(a) + " + (" + offset(a, idx) + ")";
+    };
+    const int width = group_width_;
+    const std::string w = std::to_string(width);
+    auto lanes_type = [&](ScalarKind kind) { return "plait::lanes<" + ctype(kind) + ", " + w + ">"; };
+    // Groups: the accesses made once per group, and whether they may be
+    // vector accesses (step 1, every address aligned at the first iteration).
+    const cuda::GroupAccesses group = width > 1 ? cuda::group_accesses(loop) : cuda::GroupAccesses{};
+    const std::string groups = width > 1 ? temp("groups") : trip;
+    std::string vector_ok;
+    if (width > 1) {
+      line("const int64_t " + groups + " = (" + trip + " + " + std::to_string(width - 1) + ") / " + w + ";");
+      if (!group.empty()) {
+        vector_ok = temp("vector");
+        std::string test = "(" + step + " == 1)";
+        std::set<std::string> tests;
+        auto check = [&](const ArrayVar& a, const std::vector<Expr>& indices) {
+          const std::string t = "plait::lanes_aligned<" + ctype(a->type.dtype) + ", " + w + ">(" + address(a, indices) +
+                                ")";
+          if (tests.insert(t).second) test += " && " + t;
+        };
+        line("bool " + vector_ok + ";");
+        line("{");
+        ++indent_;
+        at_iteration("0", [&] {
+          for (const Load* l : group.loads) check(l->array, l->indices);
+          for (const Store* s : group.stores) check(s->array, s->indices);
+        });
+        line(vector_ok + " = " + test + ";");
+        --indent_;
+        line("}");
+      }
+    }
+    if (width > 1) {
+      std::string text = "loop over `" + v->name + "` (line " + std::to_string(loop->loc.line) +
+                         "): each thread of the team takes groups of " + w + " consecutive iterations";
+      if (!group.empty()) {
+        text += "; its " + std::to_string(group.loads.size() + group.stores.size()) +
+                " accesses at the loop variable plus fixed terms are made once per group (loads before the group's "
+                "iterations, stores after them): one vector access each (16 bytes for float32, two for float64) when "
+                "the step is 1 and their addresses at the first iteration are aligned (checked where the loop "
+                "starts), else element by element";
+      }
+      remark(loop->loc, text);
+    }
+    // One group (number `g`) of a thread: its loads, its iterations, then
+    // its stores. `with_registers`: loads and stores that the registers
+    // serve are left out.
+    auto group_body = [&](const std::string& g, bool with_registers) {
+      std::vector<const Load*> loads;
+      for (const Load* l : group.loads) {
+        auto it = cached_rows_.find(l->array.get());
+        if (!(with_registers && it != cached_rows_.end() && (!it->second.filling || it->second.registers_only)))
+          loads.push_back(l);
+      }
+      std::vector<std::pair<const Store*, std::string>> stores;
+      for (const Store* s : group.stores) {
+        auto it = cached_rows_.find(s->array.get());
+        if (!(with_registers && it != cached_rows_.end() && it->second.registers_only))
+          stores.emplace_back(s, temp("lanes"));
+      }
+      const std::string k0 = temp("k0"), n = temp("n"), whole = temp("whole");
+      line("const int64_t " + k0 + " = " + g + " * " + w + ";");
+      line("const int " + n + " = " + trip + " - " + k0 + " < " + w + " ? (int)(" + trip + " - " + k0 + ") : " + w + ";");
+      if (!loads.empty() || !stores.empty()) line("const bool " + whole + " = " + vector_ok + " && " + n + " == " + w + ";");
+      if (!loads.empty()) {
+        at_iteration(k0, [&] {
+          std::map<std::string, std::string> made;  // one load per address
+          for (const Load* l : loads) {
+            const std::string call = "plait::load_lanes<" + ctype(l->array->type.dtype) + ", " + w + ">(" +
+                                     address(l->array, l->indices) + ", " + step + ", " + whole + ", " + n + ")";
+            auto [it, fresh] = made.try_emplace(call, temp("lanes"));
+            if (fresh) line("const " + lanes_type(l->array->type.dtype) + " " + it->second + " = " + call + ";");
+            lane_loads_[l] = it->second;
+          }
+        });
+      }
+      for (const auto& [s, name] : stores) {
+        line(lanes_type(s->array->type.dtype) + " " + name + "{};");
+        group_stores_[s] = name;
+      }
+      line("#pragma unroll");
+      line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
+      ++indent_;
+      line("if (p_u < " + n + ") {");
+      ++indent_;
+      line("const int64_t " + k + " = " + k0 + " + p_u;");
+      group_lane_ = "p_u";
+      iteration();
+      group_lane_.clear();
+      --indent_;
+      line("}");
+      --indent_;
+      line("}");
+      if (!stores.empty()) {
+        at_iteration(k0, [&] {
+          for (const auto& [s, name] : stores)
+            line("plait::store_lanes<" + ctype(s->array->type.dtype) + ", " + w + ">(" + address(s->array, s->indices) +
+                 ", " + name + ", " + step + ", " + whole + ", " + n + ");");
+        });
+      }
+      lane_loads_.clear();
+      group_stores_.clear();
+    };
+    // The thread's first iterations (kRowCacheSlots, or kRowCacheGroups
+    // groups) use the registers of the rows and values kept in them (fully
+    // unrolled, so that the registers are registers); the rest use memory.
     std::string first = "p_lane";
-    std::string mine;  // how many of its first kRowCacheSlots iterations the thread has
     const bool muted = mute_remarks_;
-    if (!rows.empty()) {
-      for (const auto& [row, registers] : rows)
+    if (registers) {
+      for (const auto& [row, name] : registers->rows)
         for (const ArrayInfo* a : row->names)
-          cached_rows_[a] = RowRegisters{registers, row->loops.front() == index, row->registers_only};
-      const std::string slots = std::to_string(cuda::kRowCacheSlots);
-      // The thread's iterations among the first ones, as a 32-bit count
-      // (64-bit guards per iteration cost registers).
-      mine = temp("mine");
-      line("const int " + mine + " = " + trip + " > p_lane ? (int)((" + trip + " - p_lane + p_team - 1) / p_team < " +
-           slots + " ? (" + trip + " - p_lane + p_team - 1) / p_team : " + slots + ") : 0;");
+          cached_rows_[a] = RowRegisters{name, row->loops.front() == index, row->registers_only};
+      for (const auto& [node, value] : registers->values) cached_values_[node] = value;
+      const int per_thread = cuda::row_cache_slots(width) / width;  // groups (iterations) in registers
+      const std::string slots = std::to_string(per_thread);
+      row_slot_ = width > 1 ? "p_c * " + w + " + p_u" : "p_c";
+      // The thread's groups (iterations) among the first ones, as a 32-bit
+      // count (64-bit guards per iteration cost registers).
+      const std::string mine = temp("mine");
+      line("const int " + mine + " = " + groups + " > p_lane ? (int)((" + groups + " - p_lane + p_team - 1) / p_team < " +
+           slots + " ? (" + groups + " - p_lane + p_team - 1) / p_team : " + slots + ") : 0;");
       // Rows that nothing writes: all registers loaded at once first.
-      for (const auto& [row, registers] : rows) {
+      for (const auto& [row, name] : registers->rows) {
         if (!row->load || row->loops.front() != index) continue;
         line("#pragma unroll");
         line("for (int p_c = 0; p_c < " + slots + "; ++p_c) {");
         ++indent_;
         line("if (p_c < " + mine + ") {");
         ++indent_;
-        line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
-        scopes_.emplace_back();
-        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
-             begin + " + " + k + " * " + step + ");");
-        scopes_.back().insert(v.get());
-        line(registers + "[p_c] = " + memory_load(row->load) + ";");
-        scopes_.pop_back();
+        if (width == 1) {
+          line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
+          scopes_.emplace_back();
+          line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+               begin + " + " + k + " * " + step + ");");
+          scopes_.back().insert(v.get());
+          line(name + "[p_c] = " + memory_load(row->load) + ";");
+          scopes_.pop_back();
+        } else {
+          const std::string k0 = temp("k0"), n = temp("n");
+          line("const int64_t " + k0 + " = (p_lane + (int64_t)p_c * p_team) * " + w + ";");
+          line("const int " + n + " = " + trip + " - " + k0 + " < " + w + " ? (int)(" + trip + " - " + k0 + ") : " + w +
+               ";");
+          const bool vector_load = std::find(group.loads.begin(), group.loads.end(), row->load) != group.loads.end();
+          std::string lanes;
+          if (vector_load) {
+            lanes = temp("lanes");
+            const std::string t = ctype(row->load->array->type.dtype);
+            at_iteration(k0, [&] {
+              line("const " + lanes_type(row->load->array->type.dtype) + " " + lanes + " = plait::load_lanes<" + t +
+                   ", " + w + ">(" + address(row->load->array, row->load->indices) + ", " + step + ", " + vector_ok +
+                   " && " + n + " == " + w + ", " + n + ");");
+            });
+          }
+          line("#pragma unroll");
+          line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
+          ++indent_;
+          line("if (p_u < " + n + ") {");
+          ++indent_;
+          if (vector_load) {
+            line(name + "[p_c * " + w + " + p_u] = " + lanes + ".v[p_u];");
+          } else {
+            line("const int64_t " + k + " = " + k0 + " + p_u;");
+            scopes_.emplace_back();
+            line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+                 begin + " + " + k + " * " + step + ");");
+            scopes_.back().insert(v.get());
+            line(name + "[p_c * " + w + " + p_u] = " + memory_load(row->load) + ";");
+            scopes_.pop_back();
+          }
+          --indent_;
+          line("}");
+          --indent_;
+          line("}");
+        }
         --indent_;
         line("}");
         --indent_;
@@ -1581,22 +1778,39 @@ class CudaEmitter {
       ++indent_;
       line("if (p_c < " + mine + ") {");
       ++indent_;
-      line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
-      iteration();
+      if (width == 1) {
+        line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
+        iteration();
+      } else {
+        group_body("(p_lane + (int64_t)p_c * p_team)", true);
+      }
       --indent_;
       line("}");
       --indent_;
       line("}");
       cached_rows_.clear();
+      cached_values_.clear();
+      row_slot_ = "p_c";
       first = "p_lane + (int64_t)" + slots + " * p_team";
       mute_remarks_ = true;
     }
-    // Unrolled: each thread has several independent loads in flight (after
-    // the registers' iterations, unrolling costs more registers than it gains).
-    line(rows.empty() ? "#pragma unroll 4" : "#pragma unroll 1");
-    line("for (int64_t " + k + " = " + first + "; " + k + " < " + trip + "; " + k + " += p_team) {");
-    ++indent_;
-    iteration();
+    if (width == 1) {
+      // Unrolled: each thread has several independent loads in flight
+      // (after the registers' iterations, unrolling costs more registers
+      // than it gains).
+      line(registers ? "#pragma unroll 1" : "#pragma unroll 4");
+      line("for (int64_t " + k + " = " + first + "; " + k + " < " + trip + "; " + k + " += p_team) {");
+      ++indent_;
+      iteration();
+    } else {
+      // A group already has several loads in flight (unrolling the groups
+      // of gesummv's rows made it slower: BENCHMARKS.md).
+      const std::string g = temp("g");
+      line("#pragma unroll 1");
+      line("for (int64_t " + g + " = " + first + "; " + g + " < " + groups + "; " + g + " += p_team) {");
+      ++indent_;
+      group_body(g, false);
+    }
     --indent_;
     line("}");
     mute_remarks_ = muted;
@@ -1750,30 +1964,53 @@ class CudaEmitter {
   void emit_team_body(const WorkerPlan& plan, const Stmt& body) {
     ScalarCollector written;
     written.visit(body);
-    // Rows kept in registers between the spread loops, by loop.
+    // Groups of consecutive iterations when some spread loop has accesses
+    // that a group makes at once.
+    group_width_ = cuda::group_width(plan);
+    // Rows and values kept in registers between the spread loops, by loop.
     const std::vector<cuda::CachedRow> rows = cuda::plan_cached_rows(plan, written.written);
+    const int slot_count = cuda::row_cache_slots(group_width_);
+    const std::vector<cuda::CachedValue> values = cuda::plan_cached_values(plan, rows, written.written, slot_count);
     RowsOfLoop rows_of_loop;
+    const std::string slots = std::to_string(slot_count);
     for (const cuda::CachedRow& row : rows) {
       const std::string registers = temp("row");
-      line(ctype(row.array->type.dtype) + " " + registers + "[" + std::to_string(cuda::kRowCacheSlots) + "];");
+      line(ctype(row.array->type.dtype) + " " + registers + "[" + slots + "];");
       std::string lines;
       for (size_t k : row.loops) {
-        rows_of_loop[k].emplace_back(&row, registers);
+        rows_of_loop[k].rows.emplace_back(&row, registers);
         lines += (lines.empty() ? "" : ", ") + std::to_string(plan.stmts[k]->loc.line);
       }
       remark(plan.stmts[row.loops.front()]->loc,
              "`" + row.array->name + "` is kept in registers between the loops at lines " + lines +
-                 " (each thread's first " + std::to_string(cuda::kRowCacheSlots) + " elements): " +
+                 " (each thread's first " + slots + " elements): " +
                  (row.registers_only ? "they never go to memory"
                                      : "the first loop reads them from memory, the others from registers"));
     }
+    for (const cuda::CachedValue& value : values) {
+      const std::string registers = temp("value");
+      line(ctype(value.first->type) + " " + registers + "[" + slots + "];");
+      rows_of_loop[value.first_loop].values.push_back({value.first, RegisterValue{registers, true, value.first}});
+      std::string lines;
+      for (const auto& [k, node] : value.reuses) {
+        rows_of_loop[k].values.push_back({node, RegisterValue{registers, false, value.first}});
+        lines += (lines.empty() ? "" : ", ") + std::to_string(plan.stmts[k]->loc.line);
+      }
+      // (A non-owning Expr of the node, for the printer.)
+      remark(plan.stmts[value.first_loop]->loc,
+             "`" + to_string(Expr(Expr(), value.first)) + "` is computed once per element at line " +
+                 std::to_string(plan.stmts[value.first_loop]->loc.line) + " and kept in registers (each thread's "
+                 "first " + slots + " elements) for the loops at lines " + lines + ", which compute it again");
+    }
+    filled_values_.clear();
     std::vector<ArrayAccess> pending;
     emit_team_statements(plan, written.written, pending, &rows_of_loop);
+    group_width_ = 1;
   }
 
-  // `rows_of_loop`: the rows kept in registers, by statement of the worker
-  // body (the top level only).
-  using RowsOfLoop = std::map<size_t, std::vector<std::pair<const cuda::CachedRow*, std::string>>>;
+  // `rows_of_loop`: the rows and values kept in registers, by statement of
+  // the worker body (the top level only).
+  using RowsOfLoop = std::map<size_t, LoopRegisters>;
   void emit_team_statements(const WorkerPlan& plan, const std::set<const VarInfo*>& written,
                             std::vector<ArrayAccess>& pending, const RowsOfLoop* rows_of_loop = nullptr) {
     for (size_t k = 0; k < plan.stmts.size(); ++k) {
@@ -1789,11 +2026,15 @@ class CudaEmitter {
         case Placement::Nested: break;
         case Placement::Spread: {
           const For* f = s->as<For>();
-          auto r = rows_of_loop ? rows_of_loop->find(k) : RowsOfLoop::const_iterator{};
-          emit_spread_loop(f, k,
-                           rows_of_loop && r != rows_of_loop->end()
-                               ? r->second
-                               : std::vector<std::pair<const cuda::CachedRow*, std::string>>{});
+          LoopRegisters registers;
+          if (auto r = rows_of_loop ? rows_of_loop->find(k) : RowsOfLoop::const_iterator{};
+              rows_of_loop && r != rows_of_loop->end()) {
+            registers.rows = r->second.rows;
+            // Values are read only where the earlier loop did fill their registers.
+            for (const auto& entry : r->second.values)
+              if (entry.second.filling || filled_values_.count(entry.second.source)) registers.values.push_back(entry);
+          }
+          emit_spread_loop(f, k, registers.rows.empty() ? nullptr : &registers);
           if (!f->schedule.reductions.empty()) pending.clear();
           else pending.insert(pending.end(), accesses.begin(), accesses.end());
           break;
@@ -2057,7 +2298,7 @@ class CudaEmitter {
 
   // The host condition under which every temporary of a team's worker
   // stays in registers (a row kept only in registers whose loops all have
-  // at most kRowCacheSlots iterations per thread), or "" when the host
+  // at most cuda::row_cache_slots iterations per thread), or "" when the host
   // cannot tell.
   std::string temporaries_in_registers(const WorkerPlan& plan, const Stmt& body,
                                        const std::set<const VarInfo*>& nest_vars, const std::vector<ArrayVar>& local,
@@ -2078,7 +2319,8 @@ class CudaEmitter {
         for (const Expr& e : bounds)
           if (!host_evaluable(e, worker, local)) return "";
         const std::string test = "plait::trip_count(" + expr(bounds[0]) + ", " + expr(bounds[1]) + ", " +
-                                 expr(bounds[2]) + ") <= int64_t(" + std::to_string(cuda::kRowCacheSlots) + ") * " +
+                                 expr(bounds[2]) + ") <= int64_t(" +
+                                 std::to_string(cuda::row_cache_slots(cuda::group_width(plan))) + ") * " +
                                  team;
         if (tests.insert(test).second) cond += (cond.empty() ? "" : " && ") + test;
       }
@@ -2636,13 +2878,17 @@ class CudaEmitter {
       }
     }
     std::string team;  // host: the team size, when the worker is a team
+    const int width = plan.team ? cuda::group_width(plan) : 1;
     if (plan.team) {
       team = temp("team");
+      // With groups, a thread's share is counted in groups.
+      const std::string share =
+          width > 1 ? "(" + trips + " + " + std::to_string(width - 1) + ") / " + std::to_string(width) : trips;
       if (plan.teams_when_few) {
         line("const int32_t " + team + " = " + total + " < " + std::to_string(kFewWorkers) +
-             " ? plait_cuda::team_for(" + trips + ") : 1;");
+             " ? plait_cuda::team_for(" + share + ") : 1;");
       } else {
-        line("const int32_t " + team + " = plait_cuda::team_for(" + trips + ");");
+        line("const int32_t " + team + " = plait_cuda::team_for(" + share + ");");
       }
       params.push_back("int32_t p_team");
       args.push_back(team);
@@ -2919,16 +3165,21 @@ class CudaEmitter {
       for (size_t d = 1; d < nest.size(); ++d) what += " `" + nest[d]->var->name + "`";
       what += ")";
     }
+    const std::string share = "n / " + std::to_string(4 * width) +
+                              (width > 1 ? " (each thread takes groups of " + std::to_string(width) +
+                                               " consecutive iterations, about 4 groups)"
+                                         : "");
     if (plan.team && plan.teams_when_few) {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one thread per iteration when there are at least " +
                             std::to_string(kFewWorkers) + ", else one team of threads per iteration (32 to 256 "
-                            "threads, from the inner trip count n as the smallest power of two >= n / 4), blocks "
-                            "of " + std::to_string(kCudaBlockSize) + " threads, grid-stride loop over iterations");
+                            "threads, from the inner trip count n as the smallest power of two >= " + share +
+                            "), blocks of " + std::to_string(kCudaBlockSize) + " threads, grid-stride loop over "
+                            "iterations");
     } else if (plan.team) {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one team of threads per iteration, blocks of " +
                             std::to_string(kCudaBlockSize) + " threads, grid-stride loop over iterations; the team "
                             "has 32 (a warp) to 256 threads, chosen at launch from the inner trip count n as the "
-                            "smallest power of two >= n / 4");
+                            "smallest power of two >= " + share);
     } else if (batch > 1) {
       std::string text = what + ": CUDA kernel " + name + ", " + std::to_string(batch) + " iterations per thread, "
                          "blocks of " + std::to_string(kCudaBlockSize) + " threads, each covering " +
@@ -3642,11 +3893,26 @@ class CudaEmitter {
   // Rows kept in registers, by each of their names, while the iterations
   // of a spread loop that use the registers are emitted (slot `p_c`).
   struct RowRegisters {
-    std::string registers;  // the per-thread array of kRowCacheSlots elements
+    std::string registers;  // the per-thread array of cuda::row_cache_slots elements
     bool filling = false;   // the first loop that accesses the row: loads fill the registers
     bool registers_only = false;
   };
   std::unordered_map<const ArrayInfo*, RowRegisters> cached_rows_;
+  // Values kept in registers, by expression, while the same iterations are
+  // emitted; those whose registers an earlier loop filled.
+  std::unordered_map<const ExprNode*, RegisterValue> cached_values_;
+  std::set<const ExprNode*> filled_values_;
+  // The register of the current iteration in rows and values: p_c, or with
+  // groups p_c * width + p_u.
+  std::string row_slot_ = "p_c";
+  // Groups of a team's spread loops (docs/cuda.md, "Vector accesses in
+  // teams"): consecutive iterations a thread takes at a time in the worker
+  // being emitted (1: no groups); while a group's iterations are emitted,
+  // the name of the lane index (p_u), and the stores made once per group,
+  // by the name of their plait::lanes value (its loads are in lane_loads_).
+  int group_width_ = 1;
+  std::string group_lane_;
+  std::unordered_map<const Store*, std::string> group_stores_;
   // __shared__ declarations of the kernel being emitted, by name.
   std::map<std::string, std::string> shared_decls_;
   std::vector<std::string> assert_messages_;

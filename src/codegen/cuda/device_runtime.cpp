@@ -627,6 +627,30 @@ __device__ __forceinline__ bool lanes_aligned(const T* p) {
   return (uint64_t)p % alignof(lanes<T, N>) == 0;
 }
 
+// ---- groups of a team's spread loop (docs/cuda.md, "Vector accesses in
+// teams"): the elements of `count` (at most N) consecutive iterations,
+// `apart` elements apart from p; one vector access when `whole` (all N,
+// apart 1, p aligned: the caller checked), else element by element (the
+// other lanes of a load are zero).
+template <typename T, int N>
+__device__ __forceinline__ lanes<T, N> load_lanes(const T* p, int64_t apart, bool whole, int count) {
+  if (whole) return *reinterpret_cast<const lanes<T, N>*>(p);
+  lanes<T, N> out;
+#pragma unroll
+  for (int u = 0; u < N; ++u) out.v[u] = u < count ? p[u * apart] : T();
+  return out;
+}
+template <typename T, int N>
+__device__ __forceinline__ void store_lanes(T* p, const lanes<T, N>& value, int64_t apart, bool whole, int count) {
+  if (whole) {
+    *reinterpret_cast<lanes<T, N>*>(p) = value;
+    return;
+  }
+#pragma unroll
+  for (int u = 0; u < N; ++u)
+    if (u < count) p[u * apart] = value.v[u];
+}
+
 // ---- temporaries of parallel loops: whether `ndim` extents (negative
 // ones count as 0) fit in `capacity` elements.
 __device__ __forceinline__ bool temporary_fits(const int64_t* shape, int ndim, int64_t capacity) {

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 
 #include <map>
 
@@ -1094,6 +1096,327 @@ std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const VarSet& wo
     rows.push_back(c.row);
   }
   return rows;
+}
+
+namespace {
+
+// The operands of an expression.
+std::vector<const ExprNode*> operands(const ExprNode* e) {
+  switch (e->kind) {
+    case NodeKind::Cast: return {e->as<Cast>()->value.get()};
+    case NodeKind::Unary: return {e->as<Unary>()->a.get()};
+    case NodeKind::Binary: return {e->as<Binary>()->a.get(), e->as<Binary>()->b.get()};
+    case NodeKind::Compare: return {e->as<Compare>()->a.get(), e->as<Compare>()->b.get()};
+    case NodeKind::Logical: return {e->as<Logical>()->a.get(), e->as<Logical>()->b.get()};
+    case NodeKind::Select: return {e->as<Select>()->cond.get(), e->as<Select>()->t.get(), e->as<Select>()->f.get()};
+    case NodeKind::Call: {
+      std::vector<const ExprNode*> out;
+      for (const Expr& a : e->as<Call>()->args) out.push_back(a.get());
+      return out;
+    }
+    case NodeKind::Load: {
+      std::vector<const ExprNode*> out;
+      for (const Expr& i : e->as<Load>()->indices) out.push_back(i.get());
+      return out;
+    }
+    default: return {};
+  }
+}
+
+// Whether `a` (in the loop over `a_var`) and `b` (in the loop over `b_var`)
+// compute the same value in the same iteration: the same tree, the loop
+// variables standing for each other, arrays compared through the names
+// bound to them in the body.
+bool same_value(const ExprNode* a, const ExprNode* b, const VarInfo* a_var, const VarInfo* b_var,
+                const BodyArrays& arrays) {
+  if (a->kind != b->kind || !(a->type == b->type)) return false;
+  switch (a->kind) {
+    case NodeKind::IntImm: return a->as<IntImm>()->value == b->as<IntImm>()->value;
+    case NodeKind::FloatImm: {
+      const double x = a->as<FloatImm>()->value, y = b->as<FloatImm>()->value;
+      return (x == y && std::signbit(x) == std::signbit(y)) || (x != x && y != y);
+    }
+    case NodeKind::BoolImm: return a->as<BoolImm>()->value == b->as<BoolImm>()->value;
+    case NodeKind::VarRef: {
+      const VarInfo* x = a->as<VarRef>()->var.get();
+      const VarInfo* y = b->as<VarRef>()->var.get();
+      if (x == a_var || y == b_var) return x == a_var && y == b_var;
+      return x == y;
+    }
+    case NodeKind::Cast:
+      if (a->as<Cast>()->checked != b->as<Cast>()->checked) return false;
+      break;
+    case NodeKind::Unary:
+      if (a->as<Unary>()->op != b->as<Unary>()->op) return false;
+      break;
+    case NodeKind::Binary:
+      if (a->as<Binary>()->op != b->as<Binary>()->op || a->as<Binary>()->zero_check != b->as<Binary>()->zero_check)
+        return false;
+      break;
+    case NodeKind::Compare:
+      if (a->as<Compare>()->op != b->as<Compare>()->op) return false;
+      break;
+    case NodeKind::Logical:
+      if (a->as<Logical>()->op != b->as<Logical>()->op) return false;
+      break;
+    case NodeKind::Select: break;
+    case NodeKind::Call:
+      if (a->as<Call>()->fn != b->as<Call>()->fn || a->as<Call>()->python_math != b->as<Call>()->python_math)
+        return false;
+      break;
+    case NodeKind::Load:
+      if (arrays.of(a->as<Load>()->array.get()) != arrays.of(b->as<Load>()->array.get()) ||
+          a->as<Load>()->checked != b->as<Load>()->checked)
+        return false;
+      break;
+    case NodeKind::ArrayDim:
+      return arrays.of(a->as<ArrayDim>()->array.get()) == arrays.of(b->as<ArrayDim>()->array.get()) &&
+             a->as<ArrayDim>()->dim == b->as<ArrayDim>()->dim;
+    default: return false;
+  }
+  const std::vector<const ExprNode*> x = operands(a), y = operands(b);
+  if (x.size() != y.size()) return false;
+  for (size_t k = 0; k < x.size(); ++k)
+    if (!same_value(x[k], y[k], a_var, b_var, arrays)) return false;
+  return true;
+}
+
+// Whether an expression calls a math function that costs more than a few
+// instructions (worth a register per element).
+bool calls_math(const ExprNode* e) {
+  if (const Call* c = e->as<Call>()) {
+    switch (c->fn) {
+      case Intrinsic::Fabs: case Intrinsic::Abs: case Intrinsic::Floor: case Intrinsic::Ceil:
+      case Intrinsic::Trunc: case Intrinsic::Round: case Intrinsic::IsNan: case Intrinsic::IsInf:
+      case Intrinsic::IsFinite: break;
+      default: return true;
+    }
+  }
+  if (const Binary* b = e->as<Binary>(); b && b->op == BinaryOp::Pow && b->type.is_float()) return true;
+  for (const ExprNode* o : operands(e))
+    if (calls_math(o)) return true;
+  return false;
+}
+
+// The scalars an expression reads, and whether all its loads are
+// unchecked loads of arrays outside `written`.
+bool reads_of(const ExprNode* e, const BodyArrays& arrays, const std::set<const ArrayInfo*>& written,
+              VarSet* vars) {
+  if (const VarRef* r = e->as<VarRef>()) vars->insert(r->var.get());
+  if (const Load* l = e->as<Load>(); l && (l->checked || written.count(arrays.of(l->array.get())))) return false;
+  for (const ExprNode* o : operands(e))
+    if (!reads_of(o, arrays, written, vars)) return false;
+  return true;
+}
+
+// Every expression node of a subtree, in evaluation order, parents first;
+// `take` returning true skips the node's operands. With `unconditional`,
+// only the nodes evaluated whenever the subtree runs: not in a branch, an
+// inner loop's body or a conditional operand.
+class ExpressionWalk : public IRVisitor {
+ public:
+  ExpressionWalk(std::function<bool(const ExprNode*)> take, bool unconditional)
+      : take_(std::move(take)), unconditional_(unconditional) {}
+  using IRVisitor::visit;
+
+ protected:
+#define PLAIT_EXPR_NODE(n) \
+  void visit(const n* node) override {  \
+    if (!take_(node)) descend(node);    \
+  }
+#include "ir/ir_nodes.def"
+  void visit(const If* n) override {
+    if (unconditional_) IRVisitor::visit(n->cond);
+    else IRVisitor::visit(n);
+  }
+  void visit(const For* n) override {
+    if (!unconditional_) return IRVisitor::visit(n);
+    IRVisitor::visit(n->begin);
+    IRVisitor::visit(n->end);
+    IRVisitor::visit(n->step);
+  }
+  void visit(const While* n) override {
+    if (!unconditional_) IRVisitor::visit(n);
+  }
+
+ private:
+  template <typename N>
+  void descend(const N* node) {
+    IRVisitor::visit(node);
+  }
+  void descend(const Select* node) {
+    if (unconditional_) IRVisitor::visit(node->cond);
+    else IRVisitor::visit(node);
+  }
+  void descend(const Logical* node) {
+    if (unconditional_) IRVisitor::visit(node->a);
+    else IRVisitor::visit(node);
+  }
+
+  std::function<bool(const ExprNode*)> take_;
+  bool unconditional_;
+};
+
+int registers_of(ScalarKind k) { return ScalarType{k, false}.bits() > 32 ? 2 : 1; }
+
+}  // namespace
+
+std::vector<CachedValue> plan_cached_values(const WorkerPlan& plan, const std::vector<CachedRow>& rows,
+                                            const VarSet& worker_written, int slots) {
+  if (!plan.team || rows.empty()) return {};
+  const BodyArrays arrays = body_arrays(plan.stmts);
+  int used = 0;
+  for (const CachedRow& row : rows) used += slots * registers_of(row.array->type.dtype);
+  // The loops whose first iterations run on registers, with their
+  // iteration spaces, and the arrays that the body writes or binds.
+  std::map<size_t, std::string> space_of;
+  for (const CachedRow& row : rows) {
+    for (size_t k = 0; k < row.loops.size(); ++k) {
+      std::string text;
+      for (const Expr& e : row.bounds[k]) text += to_string(e) + ":";
+      space_of[row.loops[k]] = text;
+    }
+  }
+  std::set<const ArrayInfo*> written;
+  for (const Stmt& s : plan.stmts) {
+    for (const RawAccess& a : accesses_in(s))
+      if (a.write) written.insert(arrays.of(a.array->get()));
+    NestedBindings bound;
+    bound.visit(s);
+    for (const ArrayInfo* a : bound.arrays) written.insert(arrays.of(a));
+  }
+  std::vector<CachedValue> values;
+  for (auto later = space_of.begin(); later != space_of.end(); ++later) {
+    const For* b = plan.stmts[later->first]->as<For>();
+    ExpressionWalk walk(
+        [&](const ExprNode* e) {
+          VarSet reads;
+          if (!calls_math(e) || !reads_of(e, arrays, written, &reads) || !reads.count(b->var.get())) return false;
+          for (auto earlier = space_of.begin(); earlier != later; ++earlier) {
+            if (earlier->second != later->second) continue;
+            const For* a = plan.stmts[earlier->first]->as<For>();
+            const Constructs c = constructs_of(a->body);
+            if (c.jumps || c.asserts) continue;
+            // No statement from the earlier loop to this one assigns what it reads.
+            bool stable = true;
+            for (size_t k = earlier->first; k <= later->first && stable; ++k) {
+              for (const VarInfo* v : scalar_writes(plan.stmts[k]))
+                if (v != a->var.get() && v != b->var.get() && reads.count(v)) stable = false;
+            }
+            if (!stable) continue;
+            const ExprNode* found = nullptr;
+            ExpressionWalk first(
+                [&](const ExprNode* x) {
+                  if (!found && same_value(x, e, a->var.get(), b->var.get(), arrays)) found = x;
+                  return found != nullptr;
+                },
+                true);
+            first.visit(a->body);
+            if (!found) continue;
+            auto it = std::find_if(values.begin(), values.end(), [&](const CachedValue& v) { return v.first == found; });
+            if (it == values.end()) {
+              const int cost = slots * registers_of(e->type.kind);
+              if (used + cost > kRowCacheRegisters) return false;
+              used += cost;
+              values.push_back({earlier->first, found, {}});
+              it = values.end() - 1;
+            }
+            it->reuses.emplace_back(later->first, e);
+            return true;
+          }
+          return false;
+        },
+        false);
+    walk.visit(b->body);
+  }
+  return values;
+}
+
+int group_width(const WorkerPlan& plan) {
+  // A worker with a loop whose iterations run in pairs has no groups: the
+  // team is sized for two iterations per thread, not for groups of them.
+  for (const For* f : spread_loops(plan))
+    if (PairedLoop paired; paired_loop(f, &paired)) return 1;
+  for (const For* f : spread_loops(plan))
+    if (!group_accesses(f).empty()) return kGroupWidth;
+  return 1;
+}
+
+bool GroupAccesses::has(const Store* s) const { return std::find(stores.begin(), stores.end(), s) != stores.end(); }
+
+GroupAccesses group_accesses(const For* loop) {
+  GroupAccesses out;
+  // A failed assertion, even in an inner loop, leaves the iteration before
+  // the loads after it, which may then be out of range.
+  class Asserts : public IRVisitor {
+   public:
+    bool found = false;
+    using IRVisitor::visit;
+
+   protected:
+    void visit(const Assert*) override { found = true; }
+  } asserts;
+  asserts.visit(loop->body);
+  if (asserts.found || constructs_of(loop->body).jumps) return out;
+  const VarSet varying = scalar_writes(loop->body);
+  const VarInfo* var = loop->var.get();
+  std::vector<Stmt> stmts;
+  std::vector<Stmt> pending = statements(loop->body);
+  for (size_t k = 0; k < pending.size(); ++k) {
+    if (const Block* b = pending[k]->as<Block>()) {
+      pending.insert(pending.begin() + static_cast<std::ptrdiff_t>(k) + 1, b->stmts.begin(), b->stmts.end());
+      continue;
+    }
+    stmts.push_back(pending[k]);
+  }
+  auto writes = [](const Stmt& s) {
+    const Constructs sc = constructs_of(s);
+    if (sc.atomics || sc.binds) return true;
+    for (const RawAccess& a : accesses_in(s))
+      if (a.write) return true;
+    return false;
+  };
+  // Loads up to the first statement that writes (its own loads come
+  // before its write), each node met only there.
+  std::map<const Load*, int> everywhere;
+  ExpressionWalk all(
+      [&](const ExprNode* e) {
+        if (const Load* l = e->as<Load>()) ++everywhere[l];
+        return false;
+      },
+      false);
+  all.visit(loop->body);
+  std::map<const Load*, int> early;
+  std::vector<const Load*> order;
+  for (const Stmt& s : stmts) {
+    ExpressionWalk unconditional(
+        [&](const ExprNode* e) {
+          if (const Load* l = e->as<Load>(); l && early[l]++ == 0) order.push_back(l);
+          return false;
+        },
+        true);
+    unconditional.visit(s);
+    if (writes(s)) break;
+  }
+  for (const Load* l : order)
+    if (!l->checked && early[l] == everywhere[l] && contiguous_in(l->array, l->indices, var, varying))
+      out.loads.push_back(l);
+  // Stores at the end of the body: after the first of them, no statement
+  // reads memory, and none writes it but these stores.
+  bool later_reads = false;
+  for (size_t k = stmts.size(); k-- > 0;) {
+    const Stmt& s = stmts[k];
+    const std::vector<RawAccess> accesses = accesses_in(s);
+    const Store* st = s->as<Store>();
+    if (st && !st->checked && !later_reads && contiguous_in(st->array, st->indices, var, varying)) {
+      out.stores.insert(out.stores.begin(), st);
+      later_reads = accesses.size() > 1;
+      continue;
+    }
+    if (writes(s)) break;
+    later_reads = later_reads || !accesses.empty();
+  }
+  return out;
 }
 
 std::vector<ArrayAccess> array_accesses(const Stmt& stmt, Placement placement, const VarSet& worker_written,

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <set>
 #include <string>
 #include <utility>
@@ -136,6 +137,58 @@ struct CachedRow {
 
 // `worker_written`: the scalars the worker body assigns.
 std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const std::set<const ir::VarInfo*>& worker_written);
+
+// Values kept in registers (docs/cuda.md, "Values kept in registers"): a
+// later loop of the rows' loops computes again, for the same iteration, the
+// same expression as an earlier one (the loop variables matched), which
+// calls a math function and reads only the loop variable, scalars that no
+// statement from the earlier loop to the later one assigns, and arrays that
+// nothing in the body writes. The earlier loop evaluates it in every
+// iteration (not in a branch or a conditional operand, no early exit), and
+// keeps it in registers for the thread's iterations that the rows keep in
+// registers; the later loops read them. Rows and values of a worker hold at
+// most kRowCacheRegisters 32-bit registers per thread (rows first).
+constexpr int kRowCacheRegisters = 64;
+
+struct CachedValue {
+  size_t first_loop = 0;                 // the statement index of the loop that computes it
+  const ir::ExprNode* first = nullptr;   // the expression there
+  std::vector<std::pair<size_t, const ir::ExprNode*>> reuses;  // (loop, expression) that read the registers
+};
+
+// `slots`: the registers per thread of each row or value (row_cache_slots).
+std::vector<CachedValue> plan_cached_values(const WorkerPlan& plan, const std::vector<CachedRow>& rows,
+                                            const std::set<const ir::VarInfo*>& worker_written, int slots);
+
+// Vector accesses in teams (docs/cuda.md): with groups, a thread of a team
+// takes `width` consecutive iterations of a spread loop at a time. The
+// accesses of the loop whose unit-stride index is the loop variable plus
+// terms fixed in the loop (other indices fixed), unchecked, can then be
+// made once per group: loads evaluated in every iteration before the body's
+// first write to memory (no early exit or assertion in the body) at the
+// start of the group, and stores at the end of the body, after which the
+// body accesses no memory, at the end of the group. Iterations are
+// independent, and within one iteration these keep their order with every
+// other access.
+struct GroupAccesses {
+  std::vector<const ir::Load*> loads;
+  std::vector<const ir::Store*> stores;
+  bool empty() const { return loads.empty() && stores.empty(); }
+  bool has(const ir::Store* s) const;
+};
+GroupAccesses group_accesses(const ir::For* loop);
+
+// The consecutive iterations a thread of the team takes at a time in every
+// spread loop of a worker (the same in all of them, so that one iteration
+// space maps each element to the same thread in every loop): kGroupWidth
+// when some spread loop has accesses a group makes at once, else 1. With
+// groups, a thread keeps kRowCacheGroups groups of rows and values in
+// registers.
+constexpr int kGroupWidth = 4;
+constexpr int kRowCacheGroups = 4;
+int group_width(const WorkerPlan& plan);
+// The registers per thread of a row or value kept in registers.
+inline int row_cache_slots(int width) { return width == 1 ? kRowCacheSlots : kRowCacheGroups * width; }
 
 // Whether a one-thread worker's body is straight-line code that a thread
 // may run for several iterations at once, each statement's loads and
