@@ -9,15 +9,17 @@ import numpy as np
 
 
 def row_products(A, B, out):
-    # out = A @ B, a team per row: the column loop is spread, its dot
-    # product is the loop both iterations of a thread run as one.
+    # out = A @ B + 1, a team per row: the column loop is spread, its dot
+    # product is the loop both iterations of a thread run as one. (The
+    # constant term keeps the nest off cuBLAS, transforms/offload_matmul:
+    # these tests are about the loops.)
     #pragma parallel for
     for i in range(A.shape[0]):
         for j in range(B.shape[1]):
             s = 0.0
             for k in range(A.shape[1]):
                 s += A[i, k] * B[k, j]
-            out[i, j] = s
+            out[i, j] = s + 1.0
 
 
 def int_row_products(A, B, out):

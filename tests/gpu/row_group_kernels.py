@@ -146,7 +146,9 @@ def row_times_matrix(a, b, c):
             #pragma simd reduction(+: acc)
             for k in range(a.shape[1]):
                 acc += a[i, k] * b[k, j]
-            c[i, j] = acc
+            # The constant term keeps the nest off cuBLAS
+            # (transforms/offload_matmul): these tests are about the loops.
+            c[i, j] = acc + 1.0
 
 
 def lower_rank_update(alpha, a, c):

@@ -96,8 +96,8 @@ def test_row_product_runs_two_columns_per_pass_through_one_inner_loop(tmp_path):
     assert re.search(r"v_s_u0 = \(v_s_u0 \+ .*v_j_u0\]\)\);\n\s*if \(" + second + r"\) \{\n"
                      r"(\s*#line[^\n]*\n)?\s*v_s_u1 = \(v_s_u1 \+ .*v_j_u1\]\)\);", inner.group(1))
     assert len(re.findall(r"for \(int64_t p_k\d+ = 0;", body)) == 1
-    assert re.search(r"a_out_data\[[^\n]*v_j_u0\] = v_s_u0;\n\s*if \(" + second + r"\) \{\n(\s*#line[^\n]*\n)?"
-                     r"\s*a_out_data\[[^\n]*v_j_u1\] = v_s_u1;", body)
+    assert re.search(r"a_out_data\[[^\n]*v_j_u0\] = \(v_s_u0 \+ 1\.0\);\n\s*if \(" + second +
+                     r"\) \{\n(\s*#line[^\n]*\n)?\s*a_out_data\[[^\n]*v_j_u1\] = \(v_s_u1 \+ 1\.0\);", body)
     # The host sizes the team for two columns per thread.
     host = emit(tmp_path, "row_products", P.KERNELS["row_products"][0], "cpp")
     assert re.search(r"plait_cuda::team_for\(2 \* plait::trip_count\(", host)
@@ -119,7 +119,9 @@ def test_covariance_pairs_both_versions_of_its_product_and_no_other_loop(tmp_pat
 def test_iterations_run_one_at_a_time_without_a_loop_for_both(tmp_path, name):
     device = emit(tmp_path, name, P.KERNELS[name][0], "cu")
     assert "p_team" in device and not PAIRED_LOOP.search(device)
-    assert re.search(r"p_lane; p_k\d+ < p_trip\d+; p_k\d+ \+= p_team\)", device)
+    # Iterations (or groups of 4 consecutive ones: docs/cuda.md, "Vector
+    # accesses in teams") lane, lane + team, ...
+    assert re.search(r"p_lane; p_([kg])\d+ < p_(trip|groups)\d+; p_\1\d+ \+= p_team\)", device)
     host = emit(tmp_path, name, P.KERNELS[name][0], "cpp")
     assert "team_for(2 *" not in host
 

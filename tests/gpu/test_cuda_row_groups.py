@@ -336,6 +336,12 @@ def rows(rng, m, dtype, count=6):
     return ((rng.random((count, m)) * 8 - 4)).astype(dtype)
 
 
+def positive_rows(rng, m, dtype, count=6):
+    # Sums of positive terms: any order of the sum stays within rtol (mixed
+    # signs cancel to values near 0, where a reordered sum differs by more).
+    return (rng.random((count, m)) * 4 + 0.5).astype(dtype)
+
+
 @on_gpu
 @pytest.mark.parametrize("dtype,rtol", [(np.float32, 1e-5), (np.float64, 1e-12)])
 @pytest.mark.parametrize("m", LENGTHS)
@@ -362,12 +368,13 @@ def test_loop_softmax(rng, dtype, rtol, m):
 @pytest.mark.parametrize("dtype,rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
 @pytest.mark.parametrize("n", (0, 1, 3, 5, 33, 257, 2048, 2051))
 def test_two_row_dots(rng, dtype, rtol, n):
-    a, b = rows(rng, n, dtype, n), rows(rng, n, dtype, n)
-    x, y = rows(rng, n, dtype, 1)[0], np.empty(n, dtype)
+    a, b = positive_rows(rng, n, dtype, n), positive_rows(rng, n, dtype, n)
+    x, y = positive_rows(rng, n, dtype, 1)[0], np.empty(n, dtype)
     run(K.two_row_dots, [1.5, 1.2, a, b, x, y], rtol, poison=[5])
     if n > 1:
         # Rows of the matrices one element in, and the vector one in.
-        a2, b2, x2 = rows(rng, n + 1, dtype, n), rows(rng, n + 1, dtype, n), rows(rng, n + 1, dtype, 1)[0]
+        a2, b2 = positive_rows(rng, n + 1, dtype, n), positive_rows(rng, n + 1, dtype, n)
+        x2 = positive_rows(rng, n + 1, dtype, 1)[0]
         run(K.two_row_dots, [1.5, 1.2, a2[:, 1:], b2[:, :-1], x2[1:], y], rtol, poison=[5])
 
 
@@ -426,7 +433,7 @@ def test_small_integers_in_groups(rng, dtype, m):
 def test_teams_of_one_and_teams(rng, shape):
     # 10000 and 8645 elements of c: one thread each; fewer: teams.
     n, k, m = shape
-    a, b = rows(rng, k, np.float64, n), rows(rng, m, np.float64, k)
+    a, b = positive_rows(rng, k, np.float64, n), positive_rows(rng, m, np.float64, k)
     run(K.row_times_matrix, [a, b, np.empty((n, m))], 1e-12, poison=[2])
 
 
