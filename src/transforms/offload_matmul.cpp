@@ -86,7 +86,9 @@ Expr as_f64(const Expr& e) {
   return e->type.kind == ScalarKind::Float64 ? e : Cast::make(ScalarType{ScalarKind::Float64, false}, e);
 }
 
-Expr one() { return FloatImm::make(1.0, ScalarType{ScalarKind::Float64, false}); }
+Expr one() {
+  return FloatImm::make(1.0, ScalarType{ScalarKind::Float64, false});
+}
 
 // An expression as coef_t * t + coef_c * C[i, j]; a null coefficient is 0.
 struct Linear {
@@ -236,12 +238,10 @@ class MatMulFinder : public IRMutator {
     const bool a_transposed = a->r_first, b_transposed = !b->r_first;
     if (a->array->type.dtype != dtype || b->array->type.dtype != dtype) return nullptr;
     // C[i, j] = alpha * t + beta * C[i, j]
-    if (store->checked || store->indices.size() != 2 || !is_var(store->indices[0], i) ||
-        !is_var(store->indices[1], j))
+    if (store->checked || store->indices.size() != 2 || !is_var(store->indices[0], i) || !is_var(store->indices[1], j))
       return nullptr;
     const std::set<const VarInfo*> nest_vars{i.get(), j.get(), r.get(), t.get()};
-    if (reads_any(fi->end, nest_vars) || reads_any(fj->end, nest_vars) || reads_any(fr->end, nest_vars))
-      return nullptr;
+    if (reads_any(fi->end, nest_vars) || reads_any(fj->end, nest_vars) || reads_any(fr->end, nest_vars)) return nullptr;
     auto coefficients = Decomposer(t, store, nest_vars).linear(store->value);
     if (!coefficients || !coefficients->t) return nullptr;
     for (const VarInfo* v : nest_vars)
@@ -250,10 +250,12 @@ class MatMulFinder : public IRMutator {
                        "matrix product " + store->array->name + " = " + a->array->name + (a_transposed ? ".T" : "") +
                            " @ " + b->array->name + (b_transposed ? ".T" : "") +
                            " handed to the BLAS library (the loops run instead when it cannot take the operands)"});
-    auto extent = [](const Expr& e) { return e->type.kind == ScalarKind::Int64 ? e : Cast::make(ScalarType::i64(), e); };
-    return MatMul::make(store->array, a->array, a_transposed, b->array, b_transposed, extent(fi->end),
-                        extent(fj->end), extent(fr->end), as_f64(coefficients->t),
-                        coefficients->c ? as_f64(coefficients->c) : nullptr, self, fi->loc);
+    auto extent = [](const Expr& e) {
+      return e->type.kind == ScalarKind::Int64 ? e : Cast::make(ScalarType::i64(), e);
+    };
+    return MatMul::make(store->array, a->array, a_transposed, b->array, b_transposed, extent(fi->end), extent(fj->end),
+                        extent(fr->end), as_f64(coefficients->t), coefficients->c ? as_f64(coefficients->c) : nullptr,
+                        self, fi->loc);
   }
 
   const Function& fn_;

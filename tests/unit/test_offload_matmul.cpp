@@ -30,11 +30,14 @@ std::string nest(const std::string& columns, const std::string& epilogue) {
   return "def mm(A, B, C, s):\n"
          "    #pragma parallel for\n"
          "    for i in range(C.shape[0]):\n"
-         "        for j in range(" + columns + "):\n"
+         "        for j in range(" +
+         columns +
+         "):\n"
          "            t = 0.0\n"
          "            for r in range(A.shape[1]):\n"
          "                t += A[i, r] * B[r, j]\n"
-         "            C[i, j] = " + epilogue + "\n";
+         "            C[i, j] = " +
+         epilogue + "\n";
 }
 
 std::string loops(const std::string& epilogue, const std::string& columns = "C.shape[1]") {
