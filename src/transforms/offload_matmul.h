@@ -16,8 +16,8 @@
 // what the array-expression lowering makes of `C[:] = alpha * A @ B + beta *
 // C` and what users write as loops. Each becomes an ir::MatMul that keeps
 // the nest as its fallback; the back end decides at run time (layouts,
-// overlap) whether the library runs it. A tiled product from a vendor
-// library is 5-50x faster on the GPU than one thread per element of C.
+// overlap) whether the library runs it. cuBLAS's tiled product took
+// 6-25x less time than the nest's kernel (NPBench gemm, H100).
 #pragma once
 
 #include "ir/ir.h"

@@ -46,23 +46,42 @@ def plaitc(*args):
     return subprocess.run([str(PLAITC), *args], capture_output=True, text=True, env=env)
 
 
-def emit(tmp_path, name, signature, what, *extra):
-    result = plaitc("compile", f"{KERNELS_FILE}::{name}", "--signature", signature, "--target", "cuda",
+def emit_from(kernels_file, tmp_path, name, signature, what, *extra):
+    """plaitc's CUDA output `what` (cu, cpp, ptx) for a kernel of `kernels_file`: the file's path.
+    The other test modules with kernel files of their own use it too."""
+    result = plaitc("compile", f"{kernels_file}::{name}", "--signature", signature, "--target", "cuda",
                     "--emit", what, "-o", str(tmp_path), *extra)
     assert result.returncode == 0, result.stderr
     suffix = {"cu": ".cu", "cpp": ".cpp", "ptx": ".ptx"}[what]
     return tmp_path / (name + suffix)
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_HOME, /usr/local/cuda)")
-@pytest.mark.parametrize("name,signature", CASES)
-def test_device_part_compiles_with_nvcc_for_sm90_without_warnings(tmp_path, name, signature):
-    source = emit(tmp_path, name, signature, "cu")
+def emit(tmp_path, name, signature, what, *extra):
+    return emit_from(KERNELS_FILE, tmp_path, name, signature, what, *extra)
+
+
+def assert_nvcc_compiles(tmp_path, source):
+    """nvcc compiles the device source for sm_90 with no output at all; returns the PTX."""
     result = subprocess.run([NVCC, "-arch=sm_90", "--ptx", "-Werror", "all-warnings", "-o",
                              str(tmp_path / "out.ptx"), str(source)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout + result.stderr == ""
-    ptx = (tmp_path / "out.ptx").read_text()
+    return (tmp_path / "out.ptx").read_text()
+
+
+def assert_host_compiles(tmp_path, source, *flags):
+    """The system compiler builds the host part with warnings as errors."""
+    cxx = os.environ.get("PLAIT_CXX") or os.environ.get("CXX") or "c++"
+    result = subprocess.run([cxx, "-std=c++20", "-O1", *flags, "-fwrapv", "-Wall", "-Wextra", "-Werror", "-shared",
+                             "-fPIC", "-o", str(tmp_path / "host.so"), str(source)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_HOME, /usr/local/cuda)")
+@pytest.mark.parametrize("name,signature", CASES)
+def test_device_part_compiles_with_nvcc_for_sm90_without_warnings(tmp_path, name, signature):
+    source = emit(tmp_path, name, signature, "cu")
+    ptx = assert_nvcc_compiles(tmp_path, source)
     for kernel in kernel_names(source.read_text()):
         assert f".entry {kernel}(" in ptx
 
@@ -88,10 +107,7 @@ def test_device_part_compiles_with_nvrtc_for_sm90(tmp_path, name, signature):
 @pytest.mark.parametrize("name,signature", CASES)
 def test_host_part_compiles_with_warnings_as_errors(tmp_path, name, signature):
     source = emit(tmp_path, name, signature, "cpp")
-    cxx = os.environ.get("PLAIT_CXX") or os.environ.get("CXX") or "c++"
-    result = subprocess.run([cxx, "-std=c++20", "-O1", "-fopenmp", "-fwrapv", "-Wall", "-Wextra", "-Werror", "-shared",
-                             "-fPIC", "-o", str(tmp_path / "host.so"), str(source)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    assert_host_compiles(tmp_path, source, "-fopenmp")
     text = source.read_text()
     assert "ctx->cuda->launch" in text
 

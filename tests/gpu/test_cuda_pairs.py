@@ -20,7 +20,8 @@ import pytest
 
 import paired_kernels as P
 import plait
-from test_cuda_codegen import NVCC, NVRTC_OK, NVRTC_WHY, PLAITC, kernel_names, plaitc
+from test_cuda_codegen import (NVCC, NVRTC_OK, NVRTC_WHY, PLAITC, assert_host_compiles, assert_nvcc_compiles,
+                               emit_from, kernel_names, plaitc)
 from test_cuda_run import KINDS, check, floats, ints
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -36,10 +37,7 @@ PAIRED_LOOP = re.compile(r"for \(int64_t (p_k\d+) = p_lane; \1 < (p_trip\d+); \1
 
 
 def emit(tmp_path, name, signature, what, *extra):
-    result = plaitc("compile", f"{KERNELS_FILE}::{name}", "--signature", signature, "--target", "cuda",
-                    "--emit", what, "-o", str(tmp_path), *extra)
-    assert result.returncode == 0, result.stderr
-    return (tmp_path / (name + {"cu": ".cu", "cpp": ".cpp", "ptx": ".ptx"}[what])).read_text()
+    return emit_from(KERNELS_FILE, tmp_path, name, signature, what, *extra).read_text()
 
 
 # ---------------------------------------------------------------- everywhere
@@ -51,11 +49,7 @@ def emit(tmp_path, name, signature, what, *extra):
 @pytest.mark.parametrize("name,signature", CASES)
 def test_device_part_compiles_with_nvcc_without_warnings(tmp_path, name, signature, checked):
     emit(tmp_path, name, signature, "cu", *(["--boundscheck"] if checked else []))
-    source = tmp_path / (name + ".cu")
-    result = subprocess.run([NVCC, "-arch=sm_90", "--ptx", "-Werror", "all-warnings", "-o",
-                             str(tmp_path / "out.ptx"), str(source)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout + result.stderr == ""
+    assert_nvcc_compiles(tmp_path, tmp_path / (name + ".cu"))
 
 
 @compiles
@@ -71,11 +65,7 @@ def test_device_part_compiles_with_nvrtc(tmp_path, name, signature):
 @pytest.mark.parametrize("name,signature", CASES)
 def test_host_part_compiles_with_warnings_as_errors(tmp_path, name, signature):
     emit(tmp_path, name, signature, "cpp")
-    cxx = os.environ.get("PLAIT_CXX") or os.environ.get("CXX") or "c++"
-    result = subprocess.run([cxx, "-std=c++20", "-O1", "-fwrapv", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC",
-                             "-o", str(tmp_path / "host.so"), str(tmp_path / (name + ".cpp"))],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    assert_host_compiles(tmp_path, tmp_path / (name + ".cpp"))
 
 
 @compiles

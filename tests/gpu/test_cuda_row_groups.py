@@ -18,7 +18,6 @@ accesses and keeps the values it should, and only those."""
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 
 import numpy as np
@@ -26,31 +25,19 @@ import pytest
 
 import plait
 import row_group_kernels as K
+from test_cuda_codegen import NVCC, PLAITC, assert_nvcc_compiles, emit_from, plaitc
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 KERNELS_FILE = HERE / "row_group_kernels.py"
-PLAITC = pathlib.Path(os.environ.get("PLAIT_PLAITC", REPO / "build" / "cpp" / "plaitc"))
-NVCC = shutil.which("nvcc") or next((str(p) for p in (pathlib.Path(r or "/nonexistent") / "bin" / "nvcc" for r in
-                                                       (os.environ.get("CUDA_HOME"), "/usr/local/cuda"))
-                                     if p.exists()), None)
 GPU = plait.cuda_available()
 on_gpu = pytest.mark.skipif(not GPU, reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
 
 LENGTHS = (0, 1, 2, 3, 4, 5, 31, 33, 127, 129, 1023, 2047, 2048, 2049, 4100, 8193)
 
 
-def plaitc(*args):
-    env = dict(os.environ)
-    env.pop("PLAIT_DUMP_DIR", None)
-    return subprocess.run([str(PLAITC), *args], capture_output=True, text=True, env=env)
-
-
 def device_source(tmp_path, name, signature, kernels_file=KERNELS_FILE):
-    result = plaitc("compile", f"{kernels_file}::{name}", "--signature", signature, "--target", "cuda",
-                    "--emit", "cu", "-o", str(tmp_path))
-    assert result.returncode == 0, result.stderr
-    return (tmp_path / f"{name}.cu").read_text()
+    return emit_from(kernels_file, tmp_path, name, signature, "cu").read_text()
 
 
 # ---------------------------------------------------------------- everywhere
@@ -62,11 +49,7 @@ CASES = [(name, signature) for name, signatures in K.KERNELS.items() for signatu
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
 @pytest.mark.parametrize("name,signature", CASES)
 def test_device_part_compiles_with_nvcc_and_nvrtc(tmp_path, name, signature):
-    source = tmp_path / "k.cu"
-    source.write_text(device_source(tmp_path, name, signature))
-    result = subprocess.run([NVCC, "-arch=sm_90", "--ptx", "-Werror", "all-warnings", "-o", str(tmp_path / "k.ptx"),
-                             str(source)], capture_output=True, text=True)
-    assert result.returncode == 0 and result.stdout + result.stderr == "", result.stdout + result.stderr
+    assert_nvcc_compiles(tmp_path, emit_from(KERNELS_FILE, tmp_path, name, signature, "cu"))
     ptx = plaitc("compile", f"{KERNELS_FILE}::{name}", "--signature", signature, "--emit", "ptx", "--arch", "90",
                  "-o", str(tmp_path))
     if "NVRTC" in ptx.stderr and ptx.returncode != 0 and "cannot be loaded" in ptx.stderr:
