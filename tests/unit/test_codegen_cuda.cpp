@@ -450,7 +450,7 @@ TEST(CodegenCuda, TimeLoopThatNeedsTheHostLaunchesEachStepAndSaysWhy) {
   codegen::CudaSources out = codegen::generate_cuda(time_loop(true), CompileOptions{});
   EXPECT_EQ(out.kernel_names.size(), 2u);
   EXPECT_EQ(out.device.find("plait::grid_sync(p_barrier);"), std::string::npos);
-  EXPECT_TRUE(has_remark(out, "serial loop over `t` (line 2) launches its parallel loops at every step, not as one "
+  EXPECT_TRUE(has_remark(out, "serial loop over `t` (line 2) does not run as one "
                               "persistent kernel: `count` is assigned in the loop body and read after the loop or "
                               "in the next step"));
   HostPart host = build_host("counted", out.host);

@@ -49,6 +49,9 @@ constexpr int64_t kMaxReductionBlocks = 2048;
 // (8192 warps fill 132 SMs' 2048 threads twice over): a worker whose loops
 // the cost rule keeps serial gets a team of threads instead.
 constexpr int64_t kFewWorkers = 8192;
+// emit_device_serial_loop: the largest dimension of the arrays a serial loop
+// touches for its steps to run on one team of kCudaBlockSize threads.
+constexpr int64_t kDeviceLoopMaxExtent = 8192;
 constexpr int kScratchSlots = (PLAIT_CUDA_SCRATCH_BYTES - PLAIT_CUDA_ERROR_BYTES) / 8;
 // Persistent kernels (one launch for all steps of a time loop): threads per
 // block, and the scratch slot of their grid barrier's two counters.
@@ -1042,6 +1045,7 @@ class CudaEmitter {
         const For* f = s->as<For>();
         if (!device() && is_parallel(f->schedule.kind)) return emit_parallel_kernel(f);
         if (!device() && f->schedule.kind == LoopKind::Serial && emit_persistent_time_loop(f)) return;
+        if (!device() && f->schedule.kind == LoopKind::Serial && emit_device_serial_loop(s)) return;
         if (persistent_step_ && is_parallel(f->schedule.kind)) {
           emit_persistent_parallel_loop(f);
           line("plait::grid_sync(p_barrier);");
@@ -2815,7 +2819,12 @@ class CudaEmitter {
         const std::string t = "std::max<int64_t>(" + at + "(" + first + "), " + at + "(" + last + "))";
         trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
       }
-      if (trips.empty()) {
+      if (whole_block_worker_) {
+        // One worker: the whole block, whatever the trip counts (team_for
+        // gives kCudaBlockSize threads from 16 iterations per thread).
+        trips = "int64_t(" + std::to_string(16 * kCudaBlockSize) + ")";
+        plan.teams_when_few = false;
+      } else if (trips.empty()) {
         plan.team = false;
         plan.notes.clear();
         plan.notes.push_back({loop->loc, "the parallel loop stays one thread per iteration: the trip counts of its "
@@ -3510,7 +3519,7 @@ class CudaEmitter {
     const std::string what = "serial loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) + ")";
     const std::string why = persistent_refusal(loop);
     if (!why.empty()) {
-      remark(loop->loc, what + " launches its parallel loops at every step, not as one persistent kernel: " + why);
+      remark(loop->loc, what + " does not run as one persistent kernel: " + why);
       return false;
     }
     const Var& t = loop->var;
@@ -3617,6 +3626,111 @@ class CudaEmitter {
                       "__syncthreads after each parallel loop; W <= 4194304: a cooperative launch of at most the "
                       "resident blocks, a grid barrier after each parallel loop; else (or without cooperative "
                       "launches) one launch per parallel loop per step");
+    return true;
+  }
+
+  // What a serial host loop holds, for emit_device_serial_loop.
+  struct SerialLoopContents : IRVisitor {
+    bool parallel = false;  // a parallel loop at any depth
+    bool spread = false;    // a simd loop or a loop with reductions, which the host would launch at every step
+    bool other = false;     // a matrix product, a return, an array binding or allocation
+    using IRVisitor::visit;
+
+   protected:
+    void visit(const For* n) override {
+      // The host's reductions and array statements are parallel simd loops;
+      // a parallel loop of the user's stays one (the persistent rule's).
+      parallel = parallel || n->schedule.kind == LoopKind::Parallel;
+      spread = spread || is_vectorized(n->schedule.kind) || !n->schedule.reductions.empty();
+      IRVisitor::visit(n);
+    }
+    void visit(const MatMul*) override { other = true; }
+    void visit(const Return*) override { other = true; }
+    void visit(const ArrayBind*) override { other = true; }
+    void visit(const Allocate*) override { other = true; }
+  };
+
+  // A serial host loop without parallel loops whose steps launch kernels
+  // (reductions, array statements: a triangular solve's dot products,
+  // cholesky's) as one kernel of one team of kCudaBlockSize threads that
+  // runs all its steps: the loop is the body of a parallel loop of one
+  // iteration, whose worker is a team (docs/cuda.md, "Serial loops on the
+  // device"). The host takes this kernel when every dimension of the arrays
+  // the loop touches is at most kDeviceLoopMaxExtent, so that a spread loop
+  // has at most 32 iterations per thread; otherwise the loop launches its
+  // kernels at every step. Returns false, with a remark saying why where a
+  // loop launching kernels is refused.
+  // The parallel loop of one iteration around `s` whose worker runs the
+  // serial loop `s` on the device, or null with `why` set (empty when the
+  // loop launches nothing at its steps that a team could take).
+  Stmt device_serial_loop(const Stmt& s, std::string* why) {
+    const For* loop = s->as<For>();
+    SerialLoopContents contents;
+    contents.visit(loop->body);
+    if (contents.parallel || !contents.spread) return nullptr;
+    if (contents.other) {
+      *why = "its body returns, binds or allocates arrays, or calls cuBLAS";
+      return nullptr;
+    }
+    // Scalars the steps assign are the kernel's own: none may be needed after the loop.
+    ScalarCollector scalars;
+    scalars.visit(loop->body);
+    for (const VarInfo* v : scalars.written) {
+      if (declared(v)) {
+        *why = "`" + v->name + "` is assigned in the loop body and used outside it";
+        return nullptr;
+      }
+    }
+    if (analysis::live_after(fn_.body, loop, loop->var.get())) {
+      *why = "`" + loop->var->name + "` is read after the loop";
+      return nullptr;
+    }
+    const Var worker = std::make_shared<VarInfo>(VarInfo{"_device", ScalarType::py_int(), loop->loc, false});
+    LoopSchedule schedule;
+    schedule.kind = LoopKind::Parallel;
+    Stmt wrapper = For::make(worker, IntImm::make(0), IntImm::make(1), IntImm::make(1), Block::make({s}, loop->loc),
+                             schedule, loop->loc);
+    std::set<const VarInfo*> outside;
+    for (const Var& v : captures_of({wrapper->as<For>()->body}).scalars) outside.insert(v.get());
+    if (!cuda::plan_worker(wrapper->as<For>()->body, {worker.get()}, outside).team) {
+      *why = "its steps cannot run on the threads of one team";
+      return nullptr;
+    }
+    return wrapper;
+  }
+
+  bool emit_device_serial_loop(const Stmt& s) {
+    const For* loop = s->as<For>();
+    const std::string what = "serial loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) + ")";
+    std::string why;
+    const Stmt wrapper = device_serial_loop(s, &why);
+    if (!wrapper) {
+      if (!why.empty())
+        remark(loop->loc, what + " launches its kernels at every step, not as one kernel on the device: " + why);
+      return false;
+    }
+    ArrayCollector arrays;
+    arrays.visit(loop->body);
+    std::string small;
+    for (const ArrayVar& a : arrays.used)
+      for (int d = 0; d < a->type.ndim; ++d)
+        small += (small.empty() ? "" : " && ") + expr(ArrayDim::make(a, d)) + " <= " +
+                 std::to_string(kDeviceLoopMaxExtent);
+    line("if (" + (small.empty() ? std::string("true") : small) + ") {");
+    ++indent_;
+    whole_block_worker_ = true;
+    emit_parallel_kernel(wrapper->as<For>());
+    whole_block_worker_ = false;
+    --indent_;
+    line("} else {");
+    ++indent_;
+    emit_serial_for(loop);
+    --indent_;
+    line("}");
+    remark(loop->loc, what + ": all steps in one CUDA kernel of one team of " + std::to_string(kCudaBlockSize) +
+                          " threads (its loops with reductions and array statements spread over the team) when "
+                          "every dimension of the arrays it touches is at most " +
+                          std::to_string(kDeviceLoopMaxExtent) + ", else one launch per loop per step");
     return true;
   }
 
@@ -3879,6 +3993,8 @@ class CudaEmitter {
   // its parallel loops' workers): parallel loops become grid-stride loops
   // followed by a barrier.
   bool persistent_step_ = false;
+  // The worker of emit_device_serial_loop's kernel: one team of the whole block.
+  bool whole_block_worker_ = false;
   // The kernel being emitted: the offset parameter of each temporary, and
   // whether its worker is a team.
   std::unordered_map<const Allocate*, std::pair<std::string, std::string>> temp_offsets_;  // offset, capacity
