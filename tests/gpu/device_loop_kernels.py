@@ -34,7 +34,7 @@ def running_maxima(x, out):
 
 def sum_read_after(x, out):
     # `s` is read after the loop: the loop stays on the host, launching per step.
-    s = 0.0
+    s = np.float64(0.0)
     for i in range(out.shape[0]):
         s = np.sum(x[i:])
         out[i] = s
