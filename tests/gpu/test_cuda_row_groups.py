@@ -69,7 +69,11 @@ def test_groups_and_values_in_the_source(tmp_path):
     value = re.search(r"float (p_value\d+)\[16\];", softmax).group(1)
     assert re.search(rf"\({value}\[p_c \* 4 \+ p_u\] = plait::fm::exp\(", softmax)
     assert re.search(rf"= \({value}\[p_c \* 4 \+ p_u\] / v_s\);", softmax)
-    assert softmax.count("plait::fm::exp(") == 3  # registers' sum, and both loops over the rest of the row
+    # The registers' sum and both loops over the rest of the row, each for
+    # a whole group and for the last, partial one.
+    assert softmax.count("plait::fm::exp(") == 6
+    assert re.search(r"if \(p_n\d+ == 4\) \{\n\s*#pragma unroll\n\s*for \(int p_u = 0; p_u < 4; \+\+p_u\) \{\n"
+                     r"\s*const int64_t", softmax)
     # gesummv: two matrices' rows and the vector in groups of 4 doubles.
     dots = device_source(tmp_path, "two_row_dots", "float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]")
     assert dots.count("= plait::load_lanes<double, 4>(") == 3  # a, b and x (one load for both x[j])
@@ -79,7 +83,9 @@ def test_groups_and_values_in_the_source(tmp_path):
                             ("row_rewritten_between_loops", "f64[:, ::1], f64[:, ::1]"),
                             ("conditional_first_value", "f64[:, ::1], f64[:, ::1]")):
         assert "p_value" not in device_source(tmp_path, name, signature), name
-    assert device_source(tmp_path, "log_reused_twice", "f32[:, ::1], f32[:, ::1], f32[:, ::1]").count("p_value") == 4
+    # Declared once; filled by the first loop and read by the other two, each
+    # for a whole group and for the partial one.
+    assert device_source(tmp_path, "log_reused_twice", "f32[:, ::1], f32[:, ::1], f32[:, ::1]").count("p_value") == 7
     # A store read back in its iteration goes to memory at once; the last one once per group.
     stores = device_source(tmp_path, "store_read_back", "f32[:, ::1], f32[:, ::1], f32[:, ::1]")
     assert "plait::store_lanes<float, 4>(a_out2_data + " in stores

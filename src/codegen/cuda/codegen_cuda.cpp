@@ -1677,17 +1677,38 @@ class CudaEmitter {
         line(lanes_type(s->array->type.dtype) + " " + name + "{};");
         group_stores_[s] = name;
       }
-      line("#pragma unroll");
-      line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
+      // A whole group runs its iterations without a test each (branches
+      // around every iteration cost about half the instructions of a
+      // softmax row); the last, partial group tests them.
+      auto iterations = [&](bool tested) {
+        line("#pragma unroll");
+        line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
+        ++indent_;
+        if (tested) {
+          line("if (p_u < " + n + ") {");
+          ++indent_;
+        }
+        line("const int64_t " + k + " = " + k0 + " + p_u;");
+        group_lane_ = "p_u";
+        iteration();
+        group_lane_.clear();
+        if (tested) {
+          --indent_;
+          line("}");
+        }
+        --indent_;
+        line("}");
+      };
+      line("if (" + n + " == " + w + ") {");
       ++indent_;
-      line("if (p_u < " + n + ") {");
-      ++indent_;
-      line("const int64_t " + k + " = " + k0 + " + p_u;");
-      group_lane_ = "p_u";
-      iteration();
-      group_lane_.clear();
+      iterations(false);
       --indent_;
-      line("}");
+      line("} else {");
+      ++indent_;
+      const bool muted = mute_remarks_;
+      mute_remarks_ = true;  // the same statements again
+      iterations(true);
+      mute_remarks_ = muted;
       --indent_;
       line("}");
       if (!stores.empty()) {
