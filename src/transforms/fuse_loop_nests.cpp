@@ -168,6 +168,10 @@ std::map<const ArrayInfo*, int> count_mentions(const Node& s) {
       IRVisitor::visit(l);
     }
     void visit(const ir::ArrayDim* d) override { ++count[d->array.get()]; }
+    void visit(const ir::ArraysOverlap* o) override {
+      ++count[o->a.get()];
+      ++count[o->b.get()];
+    }
     void visit(const ir::Store* x) override {
       ++count[x->array.get()];
       IRVisitor::visit(x);
@@ -266,6 +270,11 @@ class RenameVar : public ir::IRMutator {
 // time (lower_array_exprs.cpp: broadcast_flag).
 bool is_broadcast_flag(const ir::Var& v) { return v->name.rfind("_broadcast", 0) == 0 && v->type.is_bool(); }
 
+// The flags the lowering computes for array statements between arrays that
+// may share memory (lower_array_exprs.cpp: assign_tensor): the statement is
+// `if (flag) { through a temporary } else { the nest }`.
+bool is_overlap_flag(const ir::Var& v) { return v->name.rfind("_overlap", 0) == 0 && v->type.is_bool(); }
+
 // Folds the comparisons of canonical extents: `a == a`, `c ? a : a`.
 Expr fold(const Expr& e) {
   struct Fold : ir::IRMutator {
@@ -308,6 +317,13 @@ struct AllFalse : ir::IRMutator {
   // `C.shape[0] != C.shape[0]` once the selects are gone (a C++ compiler
   // warns about the self-comparison).
   Expr visit(const ir::Compare* c, const Expr& self) override { return fold(IRMutator::visit(c, self)); }
+  // A statement versioned on an overlap flag is its nest (a Block, which
+  // the caller splices into the enclosing list).
+  Stmt visit(const ir::If* i, const Stmt& self) override {
+    auto c = i->cond->as<ir::VarRef>();
+    if (c && flags->count(c->var.get())) return mutate(i->else_case);
+    return IRMutator::visit(i, self);
+  }
 };
 
 class Fuser {
@@ -488,6 +504,10 @@ class Fuser {
       using IRVisitor::visit;
       void visit(const ir::Load*) override { loads = true; }
       void visit(const ir::ArrayDim* d) override { arrays.insert(d->array.get()); }
+      void visit(const ir::ArraysOverlap* o) override {
+        arrays.insert(o->a.get());
+        arrays.insert(o->b.get());
+      }
     } reads;
     reads.visit(e);
     if (reads.loads) return false;
@@ -511,7 +531,7 @@ class Fuser {
     std::optional<size_t> start;
     for (size_t p = 0; p < stmts.size(); ++p) {
       auto a = stmts[p]->as<ir::Assign>();
-      if (!a || !is_broadcast_flag(a->var)) continue;
+      if (!a || !(is_broadcast_flag(a->var) || is_overlap_flag(a->var))) continue;
       if (!start) start = p;
       Expr value = canon.mutate(a->value);
       if (!same_value_earlier(value, stmts, *start, p)) continue;
@@ -553,9 +573,11 @@ class Fuser {
     }
     std::vector<Stmt> prologue, general;
     Expr any;
+    bool broadcasts = false, overlaps = false;
     for (size_t p = *start; p < end; ++p) {
       auto a = stmts[p]->as<ir::Assign>();
       if (a && flags.count(a->var.get())) {
+        (is_overlap_flag(a->var) ? overlaps : broadcasts) = true;
         prologue.push_back(ir::Assign::make(a->var, flags.at(a->var.get()), a->loc));
         Expr f = ir::VarRef::make(a->var, a->loc);
         any = any ? ir::Logical::make(ir::LogicalOp::Or, any, f, a->loc) : f;
@@ -566,7 +588,12 @@ class Fuser {
     AllFalse all_false;
     all_false.flags = &flags;
     std::vector<Stmt> usual;
-    for (const auto& st : general) usual.push_back(all_false.mutate(st));
+    for (const auto& st : general) {
+      Stmt plain = all_false.mutate(st);
+      auto block = plain ? plain->as<ir::Block>() : nullptr;
+      if (block && st->as<ir::If>()) usual.insert(usual.end(), block->stmts.begin(), block->stmts.end());
+      else if (plain) usual.push_back(plain);
+    }
     // The usual version is analysed on its own: the arrays bound in the
     // region and mentioned nowhere else count only its mentions; the others
     // count both versions'.
@@ -592,8 +619,14 @@ class Fuser {
     SourceLoc loc = stmts[*start]->loc;
     remarks.push_back({loc, "fuse_loop_nests",
                        "lines " + std::to_string(loc.line) + "-" + std::to_string(stmts[end - 1]->loc.line) +
-                           " are versioned on whether an extent that is 1 at run time broadcasts; the usual version "
-                           "has plain indices"});
+                           " are versioned on whether " +
+                           (broadcasts && overlaps ? "an extent that is 1 at run time broadcasts or arrays share memory"
+                            : broadcasts           ? "an extent that is 1 at run time broadcasts"
+                                                   : "arrays share memory") +
+                           "; the usual version has " +
+                           (broadcasts && overlaps ? "plain indices and no temporaries"
+                            : broadcasts           ? "plain indices"
+                                                   : "no temporaries")});
     std::vector<Stmt> out(stmts.begin(), stmts.begin() + static_cast<long>(*start));
     out.insert(out.end(), prologue.begin(), prologue.end());
     out.push_back(ir::If::make(any, ir::Block::make(general, loc), ir::Block::make(usual, loc), loc));
