@@ -1115,8 +1115,9 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
     if (!ir::is_vectorized(inner.kind))
       inner.kind = ir::is_parallel(inner.kind) ? ir::LoopKind::ParallelVectorized : ir::LoopKind::Vectorized;
   }
-  // The nest storing `from` (the value, or its copy) into the target; its
-  // loops, and whether an element computes loops of its own, in `shape_of`.
+  // Appends the nest storing `from` (the value, or its copy) into the
+  // target; its loops go to `nest_dims`. Returns whether an element
+  // computes loops of its own (reductions).
   auto store_nest = [&](const TensorPtr& from, std::vector<Stmt>& into, std::vector<LoopDim>& nest_dims) {
     nest_dims = dims;
     std::vector<Expr> vidx;
@@ -1173,7 +1174,8 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
   }
   function_remarks_.push_back({loc, "lower_array_exprs",
                                "array statement -> one loop nest over '" + target->array->name + "' [" + shape + "]" +
-                                   (reduces ? "; reductions computed inside it, hoisted to the loop they depend on" : "")});
+                                   (reduces ? "; reductions computed inside it, hoisted to the loop they depend on"
+                                            : "")});
 }
 
 ir::ArrayVar Lowerer::materialize(const TensorPtr& t, std::vector<Stmt>& out, SourceLoc loc, const ast::Stmt* stmt) {
