@@ -1,6 +1,7 @@
 // Pass: loop fusion and temporary shrinking (see fuse_loop_nests.h).
 #include "transforms/fuse_loop_nests.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -470,6 +471,7 @@ class Fuser {
         for (const auto& c : s->as<ir::Block>()->stmts) stmts.push_back(rewrite(c));
         version_broadcasts(stmts);
         fuse_block(stmts);
+        unswitch_overlap_tests(stmts);
         return ir::Block::make(stmts, s->loc);
       }
       case ir::NodeKind::For: {
@@ -632,6 +634,98 @@ class Fuser {
     out.push_back(ir::If::make(any, ir::Block::make(general, loc), ir::Block::make(usual, loc), loc));
     out.insert(out.end(), stmts.begin() + static_cast<long>(end), stmts.end());
     stmts = out;
+  }
+
+  // A loop whose body is versioned on flags that keep their value through
+  // the loop (a time loop around array statements between arguments:
+  // `for t: B[1:-1] = f(A); A[1:-1] = g(B)`) is versioned itself, its flags
+  // computed once before it: `if (flags) { the loop as it is } else { the
+  // loop of the usual versions }`, so that the usual loop holds plain nests
+  // only (on the GPU a time loop whose body allocates cannot be one
+  // persistent kernel). Only loops whose versions test an overlap flag.
+  void unswitch_overlap_tests(std::vector<Stmt>& stmts) {
+    for (size_t p = 0; p < stmts.size(); ++p) {
+      auto loop = stmts[p]->as<ir::For>();
+      auto body = loop ? loop->body->as<ir::Block>() : nullptr;
+      if (!body) continue;
+      // Scalars and arrays the loop changes (its variable included).
+      analysis::VarUses changed = analysis::uses_of(loop->body);
+      changed.writes.insert(loop->var.get());
+      struct Assigns : ir::IRVisitor {
+        std::map<const ir::VarInfo*, int> count;
+        using IRVisitor::visit;
+        void visit(const ir::Assign* a) override {
+          ++count[a->var.get()];
+          IRVisitor::visit(a);
+        }
+      } assigns;
+      assigns.visit(loop->body);
+      std::map<const ir::VarInfo*, Expr> flags;
+      std::vector<Stmt> prologue;
+      for (const auto& st : body->stmts) {
+        auto a = st->as<ir::Assign>();
+        if (!a || !(is_broadcast_flag(a->var) || is_overlap_flag(a->var)) || assigns.count[a->var.get()] != 1) continue;
+        struct Reads : ir::IRVisitor {
+          bool loads = false;
+          using IRVisitor::visit;
+          void visit(const ir::Load*) override { loads = true; }
+        } reads;
+        reads.visit(a->value);
+        analysis::VarUses u = analysis::uses_of(a->value);
+        bool invariant = !reads.loads;
+        for (const ir::VarInfo* v : u.reads) invariant = invariant && (!changed.writes.count(v) || flags.count(v));
+        for (const ArrayInfo* x : u.arrays) invariant = invariant && !changed.array_binds.count(x);
+        if (!invariant) continue;
+        flags[a->var.get()] = a->value;
+        prologue.push_back(st);
+      }
+      // The versions whose conditions read only those flags, one of them an
+      // overlap flag.
+      Expr any;
+      for (const auto& st : body->stmts) {
+        auto i = st->as<ir::If>();
+        if (!i || !i->else_case) continue;
+        bool only_flags = true, overlap = false;
+        for (const ir::VarInfo* v : analysis::uses_of(i->cond).reads) {
+          only_flags = only_flags && flags.count(v);
+          overlap = overlap || v->name.rfind("_overlap", 0) == 0;
+        }
+        if (!only_flags || !overlap || !analysis::uses_of(i->cond).arrays.empty()) continue;
+        any = any ? ir::Logical::make(ir::LogicalOp::Or, any, i->cond, i->loc) : i->cond;
+      }
+      if (!any) continue;
+      std::vector<Stmt> general, usual;
+      for (const auto& st : body->stmts) {
+        if (std::find(prologue.begin(), prologue.end(), st) != prologue.end()) continue;
+        general.push_back(st);
+        auto i = st->as<ir::If>();
+        bool version = false;
+        if (i && i->else_case) {
+          version = analysis::uses_of(i->cond).arrays.empty();
+          for (const ir::VarInfo* v : analysis::uses_of(i->cond).reads) version = version && flags.count(v);
+        }
+        if (!version) {
+          usual.push_back(st);
+        } else if (auto b = i->else_case->as<ir::Block>()) {
+          usual.insert(usual.end(), b->stmts.begin(), b->stmts.end());
+        } else {
+          usual.push_back(i->else_case);
+        }
+      }
+      auto loop_of = [&](std::vector<Stmt> stmts_of_body) {
+        return ir::For::make(loop->var, loop->begin, loop->end, loop->step, ir::Block::make(stmts_of_body, body->loc),
+                             loop->schedule, loop->loc);
+      };
+      remarks.push_back({loop->loc, "fuse_loop_nests",
+                         "the loop over '" + loop->var->name + "' is versioned on its statements' tests (made once, "
+                             "before it); the usual version runs their plain nests"});
+      std::vector<Stmt> out(stmts.begin(), stmts.begin() + static_cast<long>(p));
+      out.insert(out.end(), prologue.begin(), prologue.end());
+      out.push_back(ir::If::make(any, loop_of(general), loop_of(usual), loop->loc));
+      out.insert(out.end(), stmts.begin() + static_cast<long>(p) + 1, stmts.end());
+      p += prologue.size();
+      stmts = out;
+    }
   }
 
   Expr extent(const ir::For* f) {
