@@ -253,6 +253,27 @@ TEST(ArrayExprs, ArgumentsThatMayShareMemoryVersionTheStatement) {
   EXPECT_FALSE(contains(same, "overlap")) << same;
 }
 
+TEST(Fusion, ATimeLoopIsVersionedOnceOnItsOverlapTests) {
+  // The tests are made once, before the loop; the usual loop holds the plain
+  // nests only (one parallel region on the CPU, one persistent kernel on the
+  // GPU), the other keeps the versions of each statement.
+  const char* src =
+      "def f(T, A, B):\n"
+      "    for t in range(T):\n"
+      "        B[1:-1] = A[:-2] + A[2:]\n"
+      "        A[1:-1] = B[:-2] + B[2:]\n";
+  std::string text = ir_text(src, "f", "int, f64[::1], f64[::1]");
+  size_t test = text.find("plait.overlap(B, A)");
+  size_t loop = text.find("for t in range");
+  ASSERT_NE(test, std::string::npos) << text;
+  EXPECT_LT(test, loop) << text;
+  std::string usual = text.substr(text.rfind("\n  } else {"));
+  EXPECT_TRUE(contains(usual, "for t in range")) << text;
+  EXPECT_FALSE(contains(usual, "empty<")) << text;
+  EXPECT_FALSE(contains(usual, "_overlap")) << text;
+  EXPECT_FALSE(contains(usual, "_broadcast")) << text;
+}
+
 TEST(Errors, SlicedPragmaNamesAMissingDimension) {
   const char* src =
       "def f(a, b):\n"
