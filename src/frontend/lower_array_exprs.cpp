@@ -1048,10 +1048,13 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
   // test of whether their memory overlaps: the nest as it stands when it
   // does not (the usual case), the right side through a temporary when it
   // does. A read at the elements it writes (`a[:] = b + 1.0`) is safe when
-  // the two are one view: the test leaves that case to the nest.
+  // the two are one view: the test leaves that case to the nest. Inside a
+  // parallel or simd loop the user promises independent iterations, and a
+  // copy allocated per iteration would cost (and on the GPU need a size the
+  // host computes): no test there.
   Expr shares_memory;
   std::string sharing;
-  if (!inferring_ && may_alias_argument(target->array.get())) {
+  if (!inferring_ && parallel_depth_ == 0 && may_alias_argument(target->array.get())) {
     std::set<std::pair<const ir::ArrayInfo*, bool>> tested;
     for (const auto& read : value->reads) {
       if (read.array == target->array || !may_alias_argument(read.array.get())) continue;

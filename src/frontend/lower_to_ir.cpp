@@ -1582,7 +1582,10 @@ void Lowerer::lower_for(const ast::For& f, std::vector<Stmt>& out) {
   if (inferring_) record_scalar(target->id, ScalarType::py_int(), f.target->loc);
   std::vector<Stmt> body;
   ++loop_depth_;
+  const bool parallel = ir::is_parallel(sched.kind) || ir::is_vectorized(sched.kind);
+  parallel_depth_ += parallel;
   lower_block(f.body, body);
+  parallel_depth_ -= parallel;
   --loop_depth_;
   if (inferring_) return;
   const Local& l = locals_.at(target->id);

@@ -319,6 +319,10 @@ class Lowerer {
   bool returns_tuple_ = false;
   SourceLoc first_return_loc_;
   int loop_depth_ = 0;
+  // Loops around the statement marked parallel or simd: their iterations
+  // promise independence, and array statements between arguments inside
+  // them are not versioned on an overlap test (docs/language.md).
+  int parallel_depth_ = 0;
   int temp_counter_ = 0;
   // Statements an expression needs before the statement that contains it
   // (array allocations), flushed by lower_stmt.

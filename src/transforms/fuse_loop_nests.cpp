@@ -716,6 +716,44 @@ class Fuser {
         return ir::For::make(loop->var, loop->begin, loop->end, loop->step, ir::Block::make(stmts_of_body, body->loc),
                              loop->schedule, loop->loc);
       };
+      // The usual loop gets its own copies of the compiler's scalars (nest
+      // indices, accumulators), so that each is declared inside one loop:
+      // shared by both, it would be declared before them, and a parallel
+      // region around the loop would write it in one thread (`omp single`).
+      std::set<const ir::VarInfo*> elsewhere;
+      for (size_t q = 0; q < stmts.size(); ++q)
+        if (q != p) {
+          analysis::VarUses u = analysis::uses_of(stmts[q]);
+          elsewhere.insert(u.reads.begin(), u.reads.end());
+          elsewhere.insert(u.writes.begin(), u.writes.end());
+        }
+      struct FreshScalars : ir::IRMutator {
+        std::map<const ir::VarInfo*, ir::Var> fresh;
+        ir::Var renamed(const ir::Var& v) {
+          auto it = fresh.find(v.get());
+          return it == fresh.end() ? v : it->second;
+        }
+        Expr visit(const ir::VarRef* r, const Expr& self) override {
+          auto it = fresh.find(r->var.get());
+          return it == fresh.end() ? self : ir::VarRef::make(it->second, r->loc);
+        }
+        Stmt visit(const ir::Assign* a, const Stmt&) override {
+          return ir::Assign::make(renamed(a->var), mutate(a->value), a->loc);
+        }
+        Stmt visit(const ir::For* f, const Stmt&) override {
+          ir::LoopSchedule schedule = f->schedule;
+          for (auto& v : schedule.privates) v = renamed(v);
+          for (auto& r : schedule.reductions) r.var = renamed(r.var);
+          return ir::For::make(renamed(f->var), mutate(f->begin), mutate(f->end), mutate(f->step), mutate(f->body),
+                               schedule, f->loc);
+        }
+      } fresh_scalars;
+      for (const ir::VarInfo* v : analysis::uses_of(ir::Block::make(usual, body->loc)).writes)
+        if (v->name.rfind('_', 0) == 0 && v != loop->var.get() && !elsewhere.count(v)) {
+          auto copy = std::make_shared<ir::VarInfo>(*v);
+          fresh_scalars.fresh[v] = copy;
+        }
+      for (auto& st : usual) st = fresh_scalars.mutate(st);
       remarks.push_back({loop->loc, "fuse_loop_nests",
                          "the loop over '" + loop->var->name + "' is versioned on its statements' tests (made once, "
                              "before it); the usual version runs their plain nests"});

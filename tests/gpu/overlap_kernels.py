@@ -30,13 +30,6 @@ def smooth_steps(a, b, steps):
         a[1:-1] = 0.25 * (b[:-2] + 2.0 * b[1:-1] + b[2:])
 
 
-def shift_rows(A, B):
-    # The test of each row's statement is made on the device, by its worker.
-    #pragma parallel for
-    for i in range(A.shape[0]):
-        A[i, 1:] = B[i, :-1] + 1.0
-
-
 KERNELS = {
     "add_one": ["f64[::1], f64[::1]", "f32[:], f32[:]", "f64[:, ::1], f64[:, :]"],
     "in_place_add": ["i64[::1], i64[::1]"],
@@ -44,5 +37,4 @@ KERNELS = {
     "product": ["f64[:, :], f64[:, :], f64[:, :]"],
     "gemm": ["f64[:, ::1], f64[:, ::1], f64[:, ::1], float, float"],
     "smooth_steps": ["f64[::1], f64[::1], int"],
-    "shift_rows": ["f64[:, ::1], f64[:, ::1]"],
 }

@@ -69,12 +69,6 @@ def test_the_host_tests_the_overlap_before_the_launches(tmp_path):
     assert re.search(r"if \(\(?[^\n]*" + test.group(1), host[test.end():]), host
 
 
-@compiles
-def test_a_statement_inside_a_parallel_loop_tests_on_the_device(tmp_path):
-    device = emit(tmp_path, "shift_rows", O.KERNELS["shift_rows"][0], "cu")
-    assert "plait::memory_overlaps(" in device, device
-
-
 # ---------------------------------------------------------------- on a GPU
 
 
@@ -166,10 +160,6 @@ def test_rows_and_a_transposed_view(rng, kind, n):
     check_views(O.add_one, m, lambda x: (x[1:, :], x[:-1, :]), kind)
     check_views(O.add_one, m, lambda x: (x[:-1, 1:], x[1:, :-1]), kind)
     check_views(O.add_one, m, lambda x: (x, x.T), kind)
-    # One array twice: each row's statement reads the row it writes, shifted
-    # (the rows of the parallel loop are independent).
-    check_views(O.shift_rows, m, lambda x: (x, x), kind)
-    check_views(O.shift_rows, m, lambda x: (x[:, 1:], x[:, :-1]), kind)
 
 
 @on_gpu

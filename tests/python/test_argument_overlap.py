@@ -9,8 +9,7 @@ transposed view, a reduction into a row or column of its operand, an
 in-place update, a matrix product whose output overlaps an operand, sizes
 0, 1 and odd, disjoint views of one array and one array passed twice (the
 plain nest, with no copy), a local bound to an argument, a statement in a
-time loop and in a parallel loop, plain loops (Python's sequential
-semantics), and explain().
+time loop, plain loops (Python's sequential semantics), and explain().
 """
 
 import numpy as np
@@ -75,12 +74,6 @@ def copy_through_local(a, b):
 def smooth_steps(a, b, steps):
     for _ in range(steps):
         a[1:-1] = 0.25 * (b[:-2] + 2.0 * b[1:-1] + b[2:])
-
-
-def shift_rows(A, B):
-    #pragma parallel for
-    for i in range(A.shape[0]):
-        A[i, 1:] = B[i, :-1] + 1.0
 
 
 def plain_loop(a, b):
@@ -163,16 +156,6 @@ def test_statement_in_a_time_loop(rng, steps):
     g = random_array(rng, np.float64, 65)
     check_views(smooth_steps, g, lambda x: (x[1:], x[:-1]), steps)
     check_views(smooth_steps, g, lambda x: (x, x), steps)
-
-
-@pytest.mark.parametrize("shape", ((1, 1), (3, 2), (9, 33)))
-def test_statement_in_a_parallel_loop(rng, shape):
-    # Each row's statement reads the row it writes, shifted; the rows (the
-    # parallel loop's iterations) are independent.
-    m = random_array(rng, np.float64, (shape[0], shape[1] + 1))
-    check_views(shift_rows, m, lambda x: (x, x))
-    check_views(shift_rows, m, lambda x: (x[:, 1:], x[:, :-1]))
-    check_views(shift_rows, m, lambda x: (x[:, :-1], x[:, 1:]))
 
 
 @pytest.mark.parametrize("n", SIZES)
