@@ -4,6 +4,8 @@ Arguments of a CUDA kernel:
   - CuPy arrays, PyTorch CUDA tensors, plait.DeviceArray and anything else
     with __cuda_array_interface__ are used in place (strides included);
   - NumPy arrays are copied to the GPU before the call and back after it;
+    NumPy arguments whose memory overlaps (views of one array) are copied as
+    one span, so that they overlap on the GPU as on the host;
   - Python and NumPy scalars are passed by value.
 Arrays the kernel allocates and returns come back as PyTorch tensors when an
 argument was a tensor, else CuPy arrays when one was a CuPy array, else
@@ -11,6 +13,8 @@ plait.DeviceArray when one was, else NumPy arrays (copied from the GPU).
 Work is queued on the current stream of PyTorch or CuPy when their arrays are
 passed, else on the legacy default stream.
 """
+
+import ctypes
 
 import numpy as np
 
@@ -279,6 +283,42 @@ def _array_type_and_strides(code, shape, strides):
     return known
 
 
+def _host_byte_range(array):
+    """(lowest, highest + 1) host addresses of a NumPy array's elements."""
+    low = high = array.__array_interface__["data"][0]
+    for n, s in zip(array.shape, array.strides):
+        if s < 0:
+            low += (n - 1) * s
+        else:
+            high += (n - 1) * s
+    return low, high + array.itemsize
+
+
+def _overlapping_groups(arrays):
+    """The NumPy arrays (distinct, none empty) whose bytes overlap another's,
+    in groups of arrays that share memory (through a chain of overlaps)."""
+    spans = sorted(((_host_byte_range(a), k) for k, a in enumerate(arrays))) if len(arrays) > 1 else []
+    groups, current, end = [], [], 0
+    for (low, high), k in spans:
+        array = arrays[k]
+        if current and low < end:
+            current.append(array)
+            end = max(end, high)
+            continue
+        if len(current) > 1:
+            groups.append(current)
+        current, end = [array], high
+    if len(current) > 1:
+        groups.append(current)
+    return groups
+
+
+# Device buffers are at least this aligned; a span copied from a host address
+# rounded down to it keeps every element's alignment (and stays within the
+# host page of that address).
+_SPAN_ALIGNMENT = 256
+
+
 class _CallPlan:
     """The arguments of one call, classified: the signature text, the values
     call_cuda takes, the NumPy arrays to copy back, and what kinds of arrays
@@ -287,13 +327,18 @@ class _CallPlan:
     def __init__(self, dispatcher, args):
         self.types = []
         self.values = []
-        self.copy_back = []   # (NumPy array, DeviceBuffer, strides): staged, copied back after the call
+        self.copy_back = []   # (NumPy array, device pointer, strides): staged, copied back after the call
+        self.buffers = []     # the DeviceBuffers of staged NumPy arrays, alive until the call ends
         self.borrowed = []    # (python object, pointer, shape) of array arguments
         self.staged = {}      # id(NumPy array) -> its _View on the GPU, so a repeated argument is one copy
         self.torch = None
         self.cupy = False
         self.device_arrays = False
         self.stream = 0
+        arrays = {id(v): v for v in args if isinstance(v, np.ndarray) and v.ndim > 0 and v.size}
+        if len(arrays) > 1:
+            for group in _overlapping_groups(list(arrays.values())):
+                self._stage_shared(group)
         for index, value in enumerate(args):
             self._classify(dispatcher, index, value)
         if self.torch is not None:
@@ -301,6 +346,30 @@ class _CallPlan:
         elif self.cupy:
             import cupy
             self.stream = int(cupy.cuda.get_current_stream().ptr)
+
+    def _stage_shared(self, group):
+        """Copies NumPy arrays that share memory to the GPU as one span of
+        bytes, each a view of it with its own strides: a kernel that writes
+        one and reads another sees, as NumPy does, one memory (the compiled
+        statements test for the overlap). Arrays whose byte strides or
+        addresses are not multiples of their item size keep copies of their
+        own."""
+        for array in group:
+            address = array.__array_interface__["data"][0]
+            if array.dtype not in _DTYPE_CODES or address % array.itemsize or \
+                    any(s % array.itemsize for s in array.strides):
+                return
+        low = min(_host_byte_range(a)[0] for a in group)
+        high = max(_host_byte_range(a)[1] for a in group)
+        start = low - low % _SPAN_ALIGNMENT
+        buffer = _core.device_alloc(high - start)
+        _core.copy_to_device(buffer.pointer, (ctypes.c_ubyte * (high - start)).from_address(start), 0)
+        self.buffers.append(buffer)
+        for array in group:
+            strides = tuple(s // array.itemsize for s in array.strides)
+            pointer = buffer.pointer + (array.__array_interface__["data"][0] - start)
+            self.staged[id(array)] = _View(pointer, array.shape, strides, array.dtype)
+            self.copy_back.append((array, pointer, strides))
 
     def _argument_error(self, dispatcher, index, why):
         params = dispatcher._param_names
@@ -331,7 +400,8 @@ class _CallPlan:
             view = self.staged.get(id(value))
             if view is None:
                 buffer, strides = _host_array_to_device(value, 0)
-                self.copy_back.append((value, buffer, strides))
+                self.buffers.append(buffer)
+                self.copy_back.append((value, buffer.pointer, strides))
                 view = _View(buffer.pointer, value.shape, strides, value.dtype)
                 self.staged[id(value)] = view
             self._add_array(dispatcher, index, value, view)
@@ -406,10 +476,10 @@ class _CallPlan:
 
     def finish(self):
         """Copies NumPy arguments back from the GPU."""
-        for array, buffer, strides in self.copy_back:
+        for array, pointer, strides in self.copy_back:
             if not array.flags.writeable or array.nbytes == 0:
                 continue
-            host = _copy_view_to_host(buffer.pointer, array.shape, strides, array.dtype, self.stream)
+            host = _copy_view_to_host(pointer, array.shape, strides, array.dtype, self.stream)
             np.copyto(array, host)
 
     def wrap_result(self, result):

@@ -20,6 +20,10 @@ class UseCollector : public ir::IRVisitor {
     IRVisitor::visit(n);
   }
   void visit(const ir::ArrayDim* n) override { uses.arrays.insert(n->array.get()); }
+  void visit(const ir::ArraysOverlap* n) override {
+    uses.arrays.insert(n->a.get());
+    uses.arrays.insert(n->b.get());
+  }
   void visit(const ir::Assign* n) override {
     uses.writes.insert(n->var.get());
     IRVisitor::visit(n);

@@ -102,6 +102,17 @@ bool whole_array_syntax(const ast::Expr* n) {
   return true;
 }
 
+// Whether a read and a target name the same elements of their arrays when
+// the two arrays are one view: the same subscripts after their base names
+// (`a[1:, k]` and `b[1:, k]`), or both the whole array.
+bool same_subscripts(const ast::Expr* read, const ast::Expr* target) {
+  if (whole_array_syntax(read) && whole_array_syntax(target)) return true;
+  auto r = read->as<ast::Subscript>();
+  auto t = target->as<ast::Subscript>();
+  if (!r || !t) return read->as<ast::Name>() && target->as<ast::Name>();
+  return same_tree(r->index.get(), t->index.get()) && same_subscripts(r->value.get(), t->value.get());
+}
+
 // Python's normalisation of one slice bound against extent n.
 Expr slice_bound(const Expr& x, const Expr& n, bool negative_step, SourceLoc loc) {
   Expr low = negative_step ? int_imm(-1, loc) : int_imm(0, loc);
@@ -156,7 +167,7 @@ TensorPtr snapshot_able(std::shared_ptr<Tensor> view, const ast::Expr* node, Sou
     return snap->view->element(idx, sink);
   };
   for (auto& r : view->reads) {
-    if (r.array != view->array.get()) continue;
+    if (r.array != view->array) continue;
     r.node = node;
     if (!r.via || estimated_elements(view->shape) < estimated_elements(r.via->view->shape)) r.via = snap;
   }
@@ -206,7 +217,7 @@ TensorPtr Lowerer::to_tensor(const Value& v, SourceLoc loc) {
     t->array = a;
     t->array_index = [](const std::vector<Expr>& idx) { return idx; };
     t->source = v.node;
-    t->reads.push_back({a.get(), v.node, nullptr});
+    t->reads.push_back({a, v.node, nullptr});
     return snapshot_able(t, v.node, loc);
   }
   if (v.kind == Value::Kind::Scalar) {
@@ -1001,7 +1012,7 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
   bool overlap = false;
   std::vector<std::shared_ptr<ViewSnapshot>> snapshots;
   for (const auto& read : value->reads) {
-    if (read.array != target->array.get()) continue;
+    if (read.array != target->array) continue;
     bool same_elements = read.node && target->source &&
                          (same_tree(read.node, target->source) ||
                           (whole_array_syntax(read.node) && whole_array_syntax(target->source)));
@@ -1030,6 +1041,30 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
     function_remarks_.push_back({loc, "lower_array_exprs",
                                  "the right side reads '" + target->array->name +
                                      "' where it is also written: it is computed into a temporary first"});
+  }
+  // Another array that may share memory with the target (two arguments
+  // that are views of one buffer, `f(g[1:], g[:-1])`) escapes the test
+  // above, which compares names. The statement is versioned on a run-time
+  // test of whether their memory overlaps: the nest as it stands when it
+  // does not (the usual case), the right side through a temporary when it
+  // does. A read at the elements it writes (`a[:] = b + 1.0`) is safe when
+  // the two are one view: the test leaves that case to the nest. Inside a
+  // parallel or simd loop the user promises independent iterations, and a
+  // copy allocated per iteration would cost (and on the GPU need a size the
+  // host computes): no test there.
+  Expr shares_memory;
+  std::string sharing;
+  if (!inferring_ && parallel_depth_ == 0 && may_alias_argument(target->array.get())) {
+    std::set<std::pair<const ir::ArrayInfo*, bool>> tested;
+    for (const auto& read : value->reads) {
+      if (read.array == target->array || !may_alias_argument(read.array.get())) continue;
+      const bool same_elements = read.node && target->source && same_subscripts(read.node, target->source);
+      if (!tested.insert({read.array.get(), same_elements}).second) continue;
+      Expr test = ir::ArraysOverlap::make(target->array, read.array, same_elements, loc);
+      shares_memory = shares_memory ? ir::Logical::make(ir::LogicalOp::Or, shares_memory, test, loc) : test;
+      if (sharing.find("'" + read.array->name + "'") == std::string::npos)
+        sharing += (sharing.empty() ? "'" : ", '") + read.array->name + "'";
+    }
   }
   size_t offset = target->rank() - value->rank();
   std::vector<ir::Var> flags(value->rank());
@@ -1083,38 +1118,67 @@ void Lowerer::assign_tensor(const TensorPtr& target, const TensorPtr& value_in, 
     if (!ir::is_vectorized(inner.kind))
       inner.kind = ir::is_parallel(inner.kind) ? ir::LoopKind::ParallelVectorized : ir::LoopKind::Vectorized;
   }
-  std::vector<Expr> vidx;
-  for (size_t d = 0; d < value->rank(); ++d)
-    vidx.push_back(value->unit[d] ? int_imm(0, loc) : broadcast_index(flags[d], idx[d + offset], loc));
-  Sink inner;
-  Expr e = value->element(vidx, inner);
-  // On the GPU an element computed by a loop of its own (a reduction along
-  // an axis) makes the innermost dimension parallel too: that loop is the
-  // worker's inner loop, as the innermost dimension is for an elementwise
-  // statement, so the nests of `m = x.max(axis=-1, keepdims=True)` and
-  // `e = np.exp(x - m)` keep the same parallel levels and fuse.
-  if (gpu && !dims.empty() && !statement_sequential_ && sliced_pragmas_.empty()) {
-    bool has_loop = false;
-    for (const auto& group : inner.groups)
-      for (const Stmt& st : group) has_loop = has_loop || st->as<ir::For>() != nullptr;
-    if (has_loop) dims.back().schedule.kind = ir::LoopKind::Parallel;
+  // Appends the nest storing `from` (the value, or its copy) into the
+  // target; its loops go to `nest_dims`. Returns whether an element
+  // computes loops of its own (reductions).
+  auto store_nest = [&](const TensorPtr& from, std::vector<Stmt>& into, std::vector<LoopDim>& nest_dims) {
+    nest_dims = dims;
+    std::vector<Expr> vidx;
+    for (size_t d = 0; d < from->rank(); ++d)
+      vidx.push_back(from->unit[d] ? int_imm(0, loc) : broadcast_index(flags[d], idx[d + offset], loc));
+    Sink inner;
+    Expr e = from->element(vidx, inner);
+    // On the GPU an element computed by a loop of its own (a reduction along
+    // an axis) makes the innermost dimension parallel too: that loop is the
+    // worker's inner loop, as the innermost dimension is for an elementwise
+    // statement, so the nests of `m = x.max(axis=-1, keepdims=True)` and
+    // `e = np.exp(x - m)` keep the same parallel levels and fuse.
+    if (gpu && !nest_dims.empty() && !statement_sequential_ && sliced_pragmas_.empty()) {
+      bool has_loop = false;
+      for (const auto& group : inner.groups)
+        for (const Stmt& st : group) has_loop = has_loop || st->as<ir::For>() != nullptr;
+      if (has_loop) nest_dims.back().schedule.kind = ir::LoopKind::Parallel;
+    }
+    ScalarType elem{target->array->type.dtype, false};
+    Stmt store = ir::Store::make(target->array, target->array_index(idx), cast(e, elem, true), false, loc);
+    Sink outer;
+    std::vector<Stmt> nest = build_nest(nest_dims, inner, {store}, outer);
+    for (auto& g : outer.groups) into.insert(into.end(), g.begin(), g.end());
+    into.insert(into.end(), nest.begin(), nest.end());
+    return !inner.groups.empty();
+  };
+  std::vector<LoopDim> nest_dims;
+  bool reduces = false;
+  if (shares_memory) {
+    ir::Var flag = temp_var(ScalarType::b1(), loc);
+    flag->name = "_overlap" + flag->name.substr(4);
+    out.push_back(ir::Assign::make(flag, shares_memory, loc));
+    std::vector<Stmt> copied, direct;
+    ir::ArrayVar copy = materialize(value, copied, loc, nullptr);
+    std::vector<LoopDim> copy_dims;
+    store_nest(to_tensor(Value::of_array(copy, loc), loc), copied, copy_dims);
+    reduces = store_nest(value, direct, nest_dims);
+    out.push_back(ir::If::make(ir::VarRef::make(flag, loc), ir::Block::make(copied, loc), ir::Block::make(direct, loc),
+                               loc));
+    function_remarks_.push_back({loc, "lower_array_exprs",
+                                 "'" + target->array->name + "' and " + sharing +
+                                     " may share memory (arguments can be views of one array): a run-time test of "
+                                     "their memory picks the right side through a temporary when they overlap, the "
+                                     "loop nest below when not"});
+  } else {
+    reduces = store_nest(value, out, nest_dims);
   }
-  ScalarType elem{target->array->type.dtype, false};
-  Stmt store = ir::Store::make(target->array, target->array_index(idx), cast(e, elem, true), false, loc);
-  Sink outer;
-  std::vector<Stmt> nest = build_nest(dims, inner, {store}, outer);
-  for (auto& g : outer.groups) out.insert(out.end(), g.begin(), g.end());
-  out.insert(out.end(), nest.begin(), nest.end());
   if (use_snapshots)
     for (const auto& snap : snapshots) snap->copy = nullptr;
   std::string shape;
-  for (size_t d = 0; d < dims.size(); ++d) {
-    const char* kind = ir::loop_kind_name(dims[d].schedule.kind);
-    shape += (d ? ", " : "") + std::string(kind) + (dims[d].label.empty() ? "" : " " + dims[d].label);
+  for (size_t d = 0; d < nest_dims.size(); ++d) {
+    const char* kind = ir::loop_kind_name(nest_dims[d].schedule.kind);
+    shape += (d ? ", " : "") + std::string(kind) + (nest_dims[d].label.empty() ? "" : " " + nest_dims[d].label);
   }
   function_remarks_.push_back({loc, "lower_array_exprs",
                                "array statement -> one loop nest over '" + target->array->name + "' [" + shape + "]" +
-                                   (inner.groups.empty() ? "" : "; reductions computed inside it, hoisted to the loop they depend on")});
+                                   (reduces ? "; reductions computed inside it, hoisted to the loop they depend on"
+                                            : "")});
 }
 
 ir::ArrayVar Lowerer::materialize(const TensorPtr& t, std::vector<Stmt>& out, SourceLoc loc, const ast::Stmt* stmt) {

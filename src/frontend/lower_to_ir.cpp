@@ -1329,11 +1329,21 @@ void Lowerer::assign_scalar(const std::string& name, Expr value, std::vector<Stm
 void Lowerer::assign_array(const std::string& name, const Value& value, std::vector<Stmt>& out, SourceLoc loc) {
   if (inferring_) {
     record_array(name, value.array->type, loc);
+    // While inferring, a name's array carries the name it was read through.
+    const std::string& from = value.array->name;
+    if ((param_names_.count(from) || argument_aliases_.count(from)) && argument_aliases_.insert(name).second)
+      changed_ = true;
     return;
   }
   const Local& l = locals_.at(name);
   if (!l.array) PLAIT_INTERNAL_ERROR("array assignment to scalar local " + name);
   if (value.array != l.array) out.push_back(ir::ArrayBind::make(l.array, value.array, loc));
+}
+
+bool Lowerer::may_alias_argument(const ir::ArrayInfo* a) const {
+  if (a->is_param) return true;
+  auto it = locals_.find(a->name);
+  return it != locals_.end() && it->second.array.get() == a && argument_aliases_.count(a->name) > 0;
 }
 
 void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector<Stmt>& out, SourceLoc loc) {
@@ -1572,7 +1582,10 @@ void Lowerer::lower_for(const ast::For& f, std::vector<Stmt>& out) {
   if (inferring_) record_scalar(target->id, ScalarType::py_int(), f.target->loc);
   std::vector<Stmt> body;
   ++loop_depth_;
+  const bool parallel = ir::is_parallel(sched.kind) || ir::is_vectorized(sched.kind);
+  parallel_depth_ += parallel;
   lower_block(f.body, body);
+  parallel_depth_ -= parallel;
   --loop_depth_;
   if (inferring_) return;
   const Local& l = locals_.at(target->id);

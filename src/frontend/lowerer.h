@@ -43,7 +43,7 @@ struct ViewSnapshot {
 
 // One array an expression reads.
 struct TensorRead {
-  const ir::ArrayInfo* array = nullptr;
+  ir::ArrayVar array;
   // The syntax that read it, or null once the read is not aligned with the
   // expression's elements (broadcast, reduced, transposed).
   const ast::Expr* node = nullptr;
@@ -281,6 +281,13 @@ class Lowerer {
   // Arrays written through a subscript or updated in place somewhere in the
   // function (a view bound to a name would have to see those writes).
   std::set<std::string> written_arrays_;          // the current statement built a loop nest that read its pragmas
+  // Array locals ever bound to a parameter or to another such local
+  // (gathered while inferring): they may share memory with an argument.
+  std::set<std::string> argument_aliases_;
+  // Whether an array may share memory with an argument (a parameter, or a
+  // local in argument_aliases_): such arrays may be views of one buffer, so
+  // an array statement between two of them is versioned on a run-time test.
+  bool may_alias_argument(const ir::ArrayInfo* a) const;
 
   ir::ArrayVar temp_array(const ArrayType& t, SourceLoc loc) {
     auto a = std::make_shared<ir::ArrayInfo>();
@@ -312,6 +319,10 @@ class Lowerer {
   bool returns_tuple_ = false;
   SourceLoc first_return_loc_;
   int loop_depth_ = 0;
+  // Loops around the statement marked parallel or simd: their iterations
+  // promise independence, and array statements between arguments inside
+  // them are not versioned on an overlap test (docs/language.md).
+  int parallel_depth_ = 0;
   int temp_counter_ = 0;
   // Statements an expression needs before the statement that contains it
   // (array allocations), flushed by lower_stmt.

@@ -256,6 +256,11 @@ Expr ArrayDim::make(ArrayVar a, int dim, SourceLoc l) {
   return std::make_shared<ArrayDim>(std::move(a), dim, l);
 }
 
+Expr ArraysOverlap::make(ArrayVar a, ArrayVar b, bool unless_same_view, SourceLoc l) {
+  PLAIT_ASSERT(a != nullptr && b != nullptr);
+  return std::make_shared<ArraysOverlap>(std::move(a), std::move(b), unless_same_view, l);
+}
+
 // ---------------------------------------------------------------- statements
 
 Stmt Block::make(std::vector<Stmt> stmts, SourceLoc l) {

@@ -221,6 +221,22 @@ struct ArrayDim : ExprNode {
   static Expr make(ArrayVar a, int dim, SourceLoc l = {});
 };
 
+// Whether two arrays' elements share memory at run time (bool): the bytes
+// each reaches from its data pointer through its extents and strides
+// intersect, neither array being empty. With `unless_same_view`, two arrays
+// that are the same view (one data pointer, dtype, extents and strides, a
+// stride counting only where its extent exceeds 1) do not count: a statement
+// that reads one at the elements it writes in the other needs no copy then.
+// The lowering versions array statements on it (lower_array_exprs.cpp).
+struct ArraysOverlap : ExprNode {
+  static constexpr NodeKind kKind = NodeKind::ArraysOverlap;
+  ArraysOverlap(ArrayVar x, ArrayVar y, bool u, SourceLoc l)
+      : ExprNode(kKind, ScalarType::b1(), l), a(std::move(x)), b(std::move(y)), unless_same_view(u) {}
+  ArrayVar a, b;
+  bool unless_same_view;
+  static Expr make(ArrayVar a, ArrayVar b, bool unless_same_view, SourceLoc l = {});
+};
+
 // ---------------------------------------------------------------- statements
 
 struct Block : StmtNode {

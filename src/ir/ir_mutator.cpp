@@ -99,6 +99,7 @@ Expr IRMutator::visit(const Load* node, const Expr& self) {
 }
 
 Expr IRMutator::visit(const ArrayDim*, const Expr& self) { return self; }
+Expr IRMutator::visit(const ArraysOverlap*, const Expr& self) { return self; }
 
 Stmt IRMutator::visit(const Block* node, const Stmt& self) {
   bool changed = false;

@@ -118,6 +118,10 @@ class ExprPrinter : public IRVisitor {
   }
   void visit(const Load* n) override { out = element(n->array, n->indices, n->checked); }
   void visit(const ArrayDim* n) override { out = n->array->name + ".shape[" + std::to_string(n->dim) + "]"; }
+  void visit(const ArraysOverlap* n) override {
+    out = std::string(n->unless_same_view ? "plait.overlap_unless_same_view(" : "plait.overlap(") + n->a->name + ", " +
+          n->b->name + ")";
+  }
 };
 
 class StmtPrinter : public IRVisitor {

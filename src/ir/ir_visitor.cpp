@@ -60,6 +60,7 @@ void IRVisitor::visit(const Load* node) {
   for (const Expr& i : node->indices) visit(i);
 }
 void IRVisitor::visit(const ArrayDim*) {}
+void IRVisitor::visit(const ArraysOverlap*) {}
 
 void IRVisitor::visit(const Block* node) {
   for (const Stmt& s : node->stmts) visit(s);

@@ -467,6 +467,29 @@ inline void release_owner(void* owner) { delete static_cast<array_owner*>(owner)
 // null for a borrowed array (no owner).
 inline void* export_owner(const array_owner& owner) { return owner ? new array_owner(owner) : nullptr; }
 
+// The memory an array's elements reach, for ir::ArraysOverlap: the lowest
+// and highest element offsets from its data pointer are sums over its
+// dimensions of these (a negative stride reaches below the pointer).
+inline int64_t lowest_offset(int64_t extent, int64_t stride) {
+  return extent > 1 && stride < 0 ? (extent - 1) * stride : 0;
+}
+inline int64_t highest_offset(int64_t extent, int64_t stride) {
+  return extent > 1 && stride > 0 ? (extent - 1) * stride : 0;
+}
+
+// Bytes [lo, hi) an array's elements occupy; lo == hi when it has none.
+struct byte_range {
+  uintptr_t lo, hi;
+};
+inline byte_range bytes_reached(const void* data, int64_t item_size, int64_t lowest, int64_t highest, bool empty) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(data);
+  if (empty || !data) return {p, p};
+  return {p + static_cast<uintptr_t>(lowest * item_size), p + static_cast<uintptr_t>((highest + 1) * item_size)};
+}
+inline bool memory_overlaps(byte_range a, byte_range b) {
+  return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+}
+
 // An array fresh from allocate_array. `ok` is false after an error (reported
 // in ctx); the extents are then all 0.
 template <typename T>

@@ -1,6 +1,7 @@
 // Pass: loop fusion and temporary shrinking (see fuse_loop_nests.h).
 #include "transforms/fuse_loop_nests.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -168,6 +169,10 @@ std::map<const ArrayInfo*, int> count_mentions(const Node& s) {
       IRVisitor::visit(l);
     }
     void visit(const ir::ArrayDim* d) override { ++count[d->array.get()]; }
+    void visit(const ir::ArraysOverlap* o) override {
+      ++count[o->a.get()];
+      ++count[o->b.get()];
+    }
     void visit(const ir::Store* x) override {
       ++count[x->array.get()];
       IRVisitor::visit(x);
@@ -266,6 +271,11 @@ class RenameVar : public ir::IRMutator {
 // time (lower_array_exprs.cpp: broadcast_flag).
 bool is_broadcast_flag(const ir::Var& v) { return v->name.rfind("_broadcast", 0) == 0 && v->type.is_bool(); }
 
+// The flags the lowering computes for array statements between arrays that
+// may share memory (lower_array_exprs.cpp: assign_tensor): the statement is
+// `if (flag) { through a temporary } else { the nest }`.
+bool is_overlap_flag(const ir::Var& v) { return v->name.rfind("_overlap", 0) == 0 && v->type.is_bool(); }
+
 // Folds the comparisons of canonical extents: `a == a`, `c ? a : a`.
 Expr fold(const Expr& e) {
   struct Fold : ir::IRMutator {
@@ -308,6 +318,13 @@ struct AllFalse : ir::IRMutator {
   // `C.shape[0] != C.shape[0]` once the selects are gone (a C++ compiler
   // warns about the self-comparison).
   Expr visit(const ir::Compare* c, const Expr& self) override { return fold(IRMutator::visit(c, self)); }
+  // A statement versioned on an overlap flag is its nest (a Block, which
+  // the caller splices into the enclosing list).
+  Stmt visit(const ir::If* i, const Stmt& self) override {
+    auto c = i->cond->as<ir::VarRef>();
+    if (c && flags->count(c->var.get())) return mutate(i->else_case);
+    return IRMutator::visit(i, self);
+  }
 };
 
 class Fuser {
@@ -454,6 +471,7 @@ class Fuser {
         for (const auto& c : s->as<ir::Block>()->stmts) stmts.push_back(rewrite(c));
         version_broadcasts(stmts);
         fuse_block(stmts);
+        unswitch_overlap_tests(stmts);
         return ir::Block::make(stmts, s->loc);
       }
       case ir::NodeKind::For: {
@@ -488,6 +506,10 @@ class Fuser {
       using IRVisitor::visit;
       void visit(const ir::Load*) override { loads = true; }
       void visit(const ir::ArrayDim* d) override { arrays.insert(d->array.get()); }
+      void visit(const ir::ArraysOverlap* o) override {
+        arrays.insert(o->a.get());
+        arrays.insert(o->b.get());
+      }
     } reads;
     reads.visit(e);
     if (reads.loads) return false;
@@ -511,7 +533,7 @@ class Fuser {
     std::optional<size_t> start;
     for (size_t p = 0; p < stmts.size(); ++p) {
       auto a = stmts[p]->as<ir::Assign>();
-      if (!a || !is_broadcast_flag(a->var)) continue;
+      if (!a || !(is_broadcast_flag(a->var) || is_overlap_flag(a->var))) continue;
       if (!start) start = p;
       Expr value = canon.mutate(a->value);
       if (!same_value_earlier(value, stmts, *start, p)) continue;
@@ -553,9 +575,11 @@ class Fuser {
     }
     std::vector<Stmt> prologue, general;
     Expr any;
+    bool broadcasts = false, overlaps = false;
     for (size_t p = *start; p < end; ++p) {
       auto a = stmts[p]->as<ir::Assign>();
       if (a && flags.count(a->var.get())) {
+        (is_overlap_flag(a->var) ? overlaps : broadcasts) = true;
         prologue.push_back(ir::Assign::make(a->var, flags.at(a->var.get()), a->loc));
         Expr f = ir::VarRef::make(a->var, a->loc);
         any = any ? ir::Logical::make(ir::LogicalOp::Or, any, f, a->loc) : f;
@@ -566,7 +590,12 @@ class Fuser {
     AllFalse all_false;
     all_false.flags = &flags;
     std::vector<Stmt> usual;
-    for (const auto& st : general) usual.push_back(all_false.mutate(st));
+    for (const auto& st : general) {
+      Stmt plain = all_false.mutate(st);
+      auto block = plain ? plain->as<ir::Block>() : nullptr;
+      if (block && st->as<ir::If>()) usual.insert(usual.end(), block->stmts.begin(), block->stmts.end());
+      else if (plain) usual.push_back(plain);
+    }
     // The usual version is analysed on its own: the arrays bound in the
     // region and mentioned nowhere else count only its mentions; the others
     // count both versions'.
@@ -592,13 +621,149 @@ class Fuser {
     SourceLoc loc = stmts[*start]->loc;
     remarks.push_back({loc, "fuse_loop_nests",
                        "lines " + std::to_string(loc.line) + "-" + std::to_string(stmts[end - 1]->loc.line) +
-                           " are versioned on whether an extent that is 1 at run time broadcasts; the usual version "
-                           "has plain indices"});
+                           " are versioned on whether " +
+                           (broadcasts && overlaps ? "an extent that is 1 at run time broadcasts or arrays share memory"
+                            : broadcasts           ? "an extent that is 1 at run time broadcasts"
+                                                   : "arrays share memory") +
+                           "; the usual version has " +
+                           (broadcasts && overlaps ? "plain indices and no temporaries"
+                            : broadcasts           ? "plain indices"
+                                                   : "no temporaries")});
     std::vector<Stmt> out(stmts.begin(), stmts.begin() + static_cast<long>(*start));
     out.insert(out.end(), prologue.begin(), prologue.end());
     out.push_back(ir::If::make(any, ir::Block::make(general, loc), ir::Block::make(usual, loc), loc));
     out.insert(out.end(), stmts.begin() + static_cast<long>(end), stmts.end());
     stmts = out;
+  }
+
+  // A loop whose body is versioned on flags that keep their value through
+  // the loop (a time loop around array statements between arguments:
+  // `for t: B[1:-1] = f(A); A[1:-1] = g(B)`) is versioned itself, its flags
+  // computed once before it: `if (flags) { the loop as it is } else { the
+  // loop of the usual versions }`, so that the usual loop holds plain nests
+  // only (on the GPU a time loop whose body allocates cannot be one
+  // persistent kernel). Only loops whose versions test an overlap flag.
+  void unswitch_overlap_tests(std::vector<Stmt>& stmts) {
+    for (size_t p = 0; p < stmts.size(); ++p) {
+      auto loop = stmts[p]->as<ir::For>();
+      auto body = loop ? loop->body->as<ir::Block>() : nullptr;
+      if (!body) continue;
+      // Scalars and arrays the loop changes (its variable included).
+      analysis::VarUses changed = analysis::uses_of(loop->body);
+      changed.writes.insert(loop->var.get());
+      struct Assigns : ir::IRVisitor {
+        std::map<const ir::VarInfo*, int> count;
+        using IRVisitor::visit;
+        void visit(const ir::Assign* a) override {
+          ++count[a->var.get()];
+          IRVisitor::visit(a);
+        }
+      } assigns;
+      assigns.visit(loop->body);
+      std::map<const ir::VarInfo*, Expr> flags;
+      std::vector<Stmt> prologue;
+      for (const auto& st : body->stmts) {
+        auto a = st->as<ir::Assign>();
+        if (!a || !(is_broadcast_flag(a->var) || is_overlap_flag(a->var)) || assigns.count[a->var.get()] != 1) continue;
+        struct Reads : ir::IRVisitor {
+          bool loads = false;
+          using IRVisitor::visit;
+          void visit(const ir::Load*) override { loads = true; }
+        } reads;
+        reads.visit(a->value);
+        analysis::VarUses u = analysis::uses_of(a->value);
+        bool invariant = !reads.loads;
+        for (const ir::VarInfo* v : u.reads) invariant = invariant && (!changed.writes.count(v) || flags.count(v));
+        for (const ArrayInfo* x : u.arrays) invariant = invariant && !changed.array_binds.count(x);
+        if (!invariant) continue;
+        flags[a->var.get()] = a->value;
+        prologue.push_back(st);
+      }
+      // The versions whose conditions read only those flags, one of them an
+      // overlap flag.
+      Expr any;
+      for (const auto& st : body->stmts) {
+        auto i = st->as<ir::If>();
+        if (!i || !i->else_case) continue;
+        bool only_flags = true, overlap = false;
+        for (const ir::VarInfo* v : analysis::uses_of(i->cond).reads) {
+          only_flags = only_flags && flags.count(v);
+          overlap = overlap || v->name.rfind("_overlap", 0) == 0;
+        }
+        if (!only_flags || !overlap || !analysis::uses_of(i->cond).arrays.empty()) continue;
+        any = any ? ir::Logical::make(ir::LogicalOp::Or, any, i->cond, i->loc) : i->cond;
+      }
+      if (!any) continue;
+      std::vector<Stmt> general, usual;
+      for (const auto& st : body->stmts) {
+        if (std::find(prologue.begin(), prologue.end(), st) != prologue.end()) continue;
+        general.push_back(st);
+        auto i = st->as<ir::If>();
+        bool version = false;
+        if (i && i->else_case) {
+          version = analysis::uses_of(i->cond).arrays.empty();
+          for (const ir::VarInfo* v : analysis::uses_of(i->cond).reads) version = version && flags.count(v);
+        }
+        if (!version) {
+          usual.push_back(st);
+        } else if (auto b = i->else_case->as<ir::Block>()) {
+          usual.insert(usual.end(), b->stmts.begin(), b->stmts.end());
+        } else {
+          usual.push_back(i->else_case);
+        }
+      }
+      auto loop_of = [&](std::vector<Stmt> stmts_of_body) {
+        return ir::For::make(loop->var, loop->begin, loop->end, loop->step, ir::Block::make(stmts_of_body, body->loc),
+                             loop->schedule, loop->loc);
+      };
+      // The usual loop gets its own copies of the compiler's scalars (nest
+      // indices, accumulators), so that each is declared inside one loop:
+      // shared by both, it would be declared before them, and a parallel
+      // region around the loop would write it in one thread (`omp single`).
+      std::set<const ir::VarInfo*> elsewhere;
+      for (size_t q = 0; q < stmts.size(); ++q)
+        if (q != p) {
+          analysis::VarUses u = analysis::uses_of(stmts[q]);
+          elsewhere.insert(u.reads.begin(), u.reads.end());
+          elsewhere.insert(u.writes.begin(), u.writes.end());
+        }
+      struct FreshScalars : ir::IRMutator {
+        std::map<const ir::VarInfo*, ir::Var> fresh;
+        ir::Var renamed(const ir::Var& v) {
+          auto it = fresh.find(v.get());
+          return it == fresh.end() ? v : it->second;
+        }
+        Expr visit(const ir::VarRef* r, const Expr& self) override {
+          auto it = fresh.find(r->var.get());
+          return it == fresh.end() ? self : ir::VarRef::make(it->second, r->loc);
+        }
+        Stmt visit(const ir::Assign* a, const Stmt&) override {
+          return ir::Assign::make(renamed(a->var), mutate(a->value), a->loc);
+        }
+        Stmt visit(const ir::For* f, const Stmt&) override {
+          ir::LoopSchedule schedule = f->schedule;
+          for (auto& v : schedule.privates) v = renamed(v);
+          for (auto& r : schedule.reductions) r.var = renamed(r.var);
+          return ir::For::make(renamed(f->var), mutate(f->begin), mutate(f->end), mutate(f->step), mutate(f->body),
+                               schedule, f->loc);
+        }
+      } fresh_scalars;
+      for (const ir::VarInfo* v : analysis::uses_of(ir::Block::make(usual, body->loc)).writes)
+        if (v->name.rfind('_', 0) == 0 && v != loop->var.get() && !elsewhere.count(v)) {
+          auto copy = std::make_shared<ir::VarInfo>(*v);
+          fresh_scalars.fresh[v] = copy;
+        }
+      for (auto& st : usual) st = fresh_scalars.mutate(st);
+      remarks.push_back({loop->loc, "fuse_loop_nests",
+                         "the loop over '" + loop->var->name + "' is versioned on its statements' tests (made once, "
+                             "before it); the usual version runs their plain nests"});
+      std::vector<Stmt> out(stmts.begin(), stmts.begin() + static_cast<long>(p));
+      out.insert(out.end(), prologue.begin(), prologue.end());
+      out.push_back(ir::If::make(any, loop_of(general), loop_of(usual), loop->loc));
+      out.insert(out.end(), stmts.begin() + static_cast<long>(p) + 1, stmts.end());
+      p += prologue.size();
+      stmts = out;
+    }
   }
 
   Expr extent(const ir::For* f) {

@@ -125,6 +125,9 @@ bool reads_any(const ir::Expr& e, const WrittenArrays& written) {
       IRVisitor::visit(l);
     }
     void visit(const ir::ArrayDim* d) override { found = found || written->rebound.count(d->array.get()); }
+    void visit(const ir::ArraysOverlap* o) override {
+      found = found || written->rebound.count(o->a.get()) || written->rebound.count(o->b.get());
+    }
   } scan;
   scan.written = &written;
   scan.visit(e);

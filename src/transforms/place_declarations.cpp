@@ -142,6 +142,10 @@ class UseFinder : public ir::IRVisitor {
       IRVisitor::visit(n);
     }
     void visit(const ir::ArrayDim* n) override { arrays.push_back(n->array); }
+    void visit(const ir::ArraysOverlap* n) override {
+      arrays.push_back(n->a);
+      arrays.push_back(n->b);
+    }
   };
 
   BlockPath path_;

@@ -49,6 +49,10 @@ struct UseScan : ir::IRVisitor {
     IRVisitor::visit(l);
   }
   void visit(const ir::ArrayDim* d) override { vars[d->array.get()] = d->array; }
+  void visit(const ir::ArraysOverlap* o) override {
+    vars[o->a.get()] = o->a;
+    vars[o->b.get()] = o->b;
+  }
   void visit(const ir::Store* s) override {
     other(s->array);
     IRVisitor::visit(s);

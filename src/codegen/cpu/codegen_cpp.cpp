@@ -23,6 +23,7 @@
 
 #include "analysis/var_uses.h"
 #include "codegen/cpu/row_prefetch.h"
+#include "codegen/overlap_test.h"
 #include "ir/ir_visitor.h"
 
 namespace plait {
@@ -146,6 +147,10 @@ class ArrayCollector : public IRVisitor {
     IRVisitor::visit(n);
   }
   void visit(const ArrayDim* n) override { note(n->array); }
+  void visit(const ArraysOverlap* n) override {
+    note(n->a);
+    note(n->b);
+  }
   void visit(const Store* n) override {
     note(n->array);
     IRVisitor::visit(n);
@@ -346,6 +351,10 @@ class AccessScan : public IRVisitor {
     IRVisitor::visit(n);
   }
   void visit(const ArrayDim* n) override { dims.insert(n->array.get()); }
+  void visit(const ArraysOverlap* n) override {
+    dims.insert(n->a.get());
+    dims.insert(n->b.get());
+  }
   void visit(const Binary* n) override {
     // The runtime helpers that take ctx: checked division and powers, and
     // integer powers (negative exponents). A division by a nonzero constant
@@ -652,6 +661,13 @@ class CppEmitter {
       case NodeKind::ArrayDim: {
         const ArrayDim* d = e->as<ArrayDim>();
         return extent(d->array, d->dim);
+      }
+      case NodeKind::ArraysOverlap: {
+        ArrayLocalNames names{[this](const ArrayVar& a) { return data(a); },
+                              [this](const ArrayVar& a, int d) { return extent(a, d); },
+                              [this](const ArrayVar& a, int d) { return stride(a, d); },
+                              [](const ArrayVar& a) { return ctype(a->type.dtype); }};
+        return overlap_test(*e->as<ArraysOverlap>(), names);
       }
       default: PLAIT_INTERNAL_ERROR(std::string("not an expression: ") + node_kind_name(e->kind));
     }

@@ -21,6 +21,7 @@
 #include <unordered_set>
 
 #include "analysis/var_uses.h"
+#include "codegen/overlap_test.h"
 #include "codegen/cuda/device_runtime.h"
 #include "codegen/cuda/worker_plan.h"
 #include "ir/ir_printer.h"
@@ -129,6 +130,10 @@ class ArrayCollector : public IRVisitor {
     IRVisitor::visit(n);
   }
   void visit(const ArrayDim* n) override { note(n->array); }
+  void visit(const ArraysOverlap* n) override {
+    note(n->a);
+    note(n->b);
+  }
   void visit(const Store* n) override {
     note(n->array);
     IRVisitor::visit(n);
@@ -691,6 +696,13 @@ class CudaEmitter {
       case NodeKind::ArrayDim: {
         const ArrayDim* d = e->as<ArrayDim>();
         return extent(d->array, d->dim);
+      }
+      case NodeKind::ArraysOverlap: {
+        ArrayLocalNames names{[this](const ArrayVar& a) { return data(a); },
+                              [this](const ArrayVar& a, int d) { return extent(a, d); },
+                              [this](const ArrayVar& a, int d) { return stride(a, d); },
+                              [](const ArrayVar& a) { return ctype(a->type.dtype); }};
+        return overlap_test(*e->as<ArraysOverlap>(), names);
       }
       default: PLAIT_INTERNAL_ERROR(std::string("not an expression: ") + node_kind_name(e->kind));
     }

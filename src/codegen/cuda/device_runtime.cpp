@@ -134,6 +134,27 @@ template <typename T> __device__ __forceinline__ bool is_negative(T x) {
   if constexpr (traits<T>::is_signed) return x < T(0); else return false;
 }
 
+// The memory an array's elements reach (ir::ArraysOverlap); mirrors the
+// host helpers of plait_runtime.h.
+__device__ __forceinline__ int64_t lowest_offset(int64_t extent, int64_t stride) {
+  return extent > 1 && stride < 0 ? (extent - 1) * stride : 0;
+}
+__device__ __forceinline__ int64_t highest_offset(int64_t extent, int64_t stride) {
+  return extent > 1 && stride > 0 ? (extent - 1) * stride : 0;
+}
+struct byte_range {
+  unsigned long long lo, hi;
+};
+__device__ __forceinline__ byte_range bytes_reached(const void* data, int64_t item_size, int64_t lowest,
+                                                    int64_t highest, bool empty) {
+  const unsigned long long p = reinterpret_cast<unsigned long long>(data);
+  if (empty || !data) return {p, p};
+  return {p + (unsigned long long)(lowest * item_size), p + (unsigned long long)((highest + 1) * item_size)};
+}
+__device__ __forceinline__ bool memory_overlaps(byte_range a, byte_range b) {
+  return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
+}
+
 __device__ __forceinline__ double nan_f64() { return __longlong_as_double(0x7ff8000000000000LL); }
 __device__ __forceinline__ double inf_f64() { return __longlong_as_double(0x7ff0000000000000LL); }
 
