@@ -185,6 +185,8 @@ Loaded& load_cublas_once() {
     bind(handle, c.cublasSetStream_v2, "cublasSetStream_v2", &missing);
     bind(handle, c.cublasSgemm_v2, "cublasSgemm_v2", &missing);
     bind(handle, c.cublasDgemm_v2, "cublasDgemm_v2", &missing);
+    bind(handle, c.cublasSsyrkx, "cublasSsyrkx", &missing);
+    bind(handle, c.cublasDsyrkx, "cublasDsyrkx", &missing);
     if (!missing.empty()) {
       loaded.cublas_why = "the cuBLAS library lacks " + missing;
       return;

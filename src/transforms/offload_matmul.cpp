@@ -1,12 +1,16 @@
 // Pass: matrix products for the target's BLAS library (see offload_matmul.h).
 #include "transforms/offload_matmul.h"
 
+#include <cstddef>
+#include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "analysis/var_uses.h"
 #include "ir/ir_mutator.h"
+#include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
 
 namespace plait::transforms {
@@ -186,6 +190,426 @@ bool reads_any(const Expr& e, const std::set<const VarInfo*>& vars) {
   return false;
 }
 
+// ---------------------------------------------------------------- triangles
+
+// Two expressions that compute the same value: the same text over the same
+// variables and arrays.
+bool same(const Expr& x, const Expr& y) {
+  if (to_string(x) != to_string(y)) return false;
+  const analysis::VarUses ux = analysis::uses_of(x), uy = analysis::uses_of(y);
+  return ux.reads == uy.reads && ux.arrays == uy.arrays;
+}
+
+// The scalars assigned in the nest replaced by the values last assigned.
+class Substitute : public IRMutator {
+ public:
+  explicit Substitute(const std::map<const VarInfo*, Expr>& values) : values_(values) {}
+  using IRMutator::visit;
+  Expr visit(const VarRef* n, const Expr& self) override {
+    auto it = values_.find(n->var.get());
+    return it == values_.end() ? self : it->second;
+  }
+
+ private:
+  const std::map<const VarInfo*, Expr>& values_;
+};
+
+// An expression without effects that cannot raise: no math.* calls, checked
+// casts or loads, or divisions that raise on zero.
+class CannotFail : public IRVisitor {
+ public:
+  bool ok = true;
+  using IRVisitor::visit;
+  void visit(const Cast* n) override {
+    ok = ok && !n->checked;
+    IRVisitor::visit(n);
+  }
+  void visit(const Binary* n) override {
+    ok = ok && !n->zero_check;
+    IRVisitor::visit(n);
+  }
+  void visit(const Call* n) override {
+    ok = ok && !n->python_math;
+    IRVisitor::visit(n);
+  }
+  void visit(const Load* n) override {
+    ok = ok && !n->checked;
+    IRVisitor::visit(n);
+  }
+};
+
+bool cannot_fail(const Expr& e) {
+  CannotFail check;
+  check.visit(e);
+  return check.ok;
+}
+
+// A condition the host evaluates for each row before the library runs:
+// integer arithmetic on extents, invariant scalars and the row variable (no
+// loads, nothing that can fail).
+class RowCheckable : public IRVisitor {
+ public:
+  RowCheckable(const std::set<const VarInfo*>& nest_vars, const VarInfo* row) : nest_vars_(nest_vars), row_(row) {}
+  bool ok = true;
+  using IRVisitor::visit;
+  void visit(const VarRef* n) override { ok = ok && (n->var.get() == row_ || !nest_vars_.count(n->var.get())); }
+  void visit(const Cast* n) override {
+    ok = ok && !n->checked;
+    IRVisitor::visit(n);
+  }
+  void visit(const Binary* n) override {
+    static const std::set<BinaryOp> kExact = {BinaryOp::Add, BinaryOp::Sub,   BinaryOp::Mul,  BinaryOp::Min,
+                                              BinaryOp::Max, BinaryOp::PyMin, BinaryOp::PyMax};
+    ok = ok && kExact.count(n->op) && !n->zero_check;
+    IRVisitor::visit(n);
+  }
+  void visit(const Call*) override { ok = false; }
+  void visit(const Load*) override { ok = false; }
+
+ private:
+  const std::set<const VarInfo*>& nest_vars_;
+  const VarInfo* row_;
+};
+
+// A loop variable of a loop from 0 is never negative: its Python
+// wrap-around `(v + n) if (v < 0) else v` is v.
+Expr unwrapped(const Expr& e) {
+  const Select* s = e->as<Select>();
+  const Compare* c = s ? s->cond->as<Compare>() : nullptr;
+  const VarRef* v = s ? s->f->as<VarRef>() : nullptr;
+  if (c && v && c->op == CompareOp::LT && is_var(c->a, v->var) && is_int(c->b, 0)) return s->f;
+  return e;
+}
+
+// What a slice's extent or start computes once the clamps that keep it
+// within the array are taken off (min(x, A.shape[d]), max(x, 0), the
+// branch for negative x): the row loop's own bounds then say that the
+// clamps change nothing, which the row condition checks.
+Expr unclamped(const Expr& e) {
+  if (const Select* s = e->as<Select>()) {
+    const Compare* c = s->cond->as<Compare>();
+    if (c && c->op == CompareOp::LT && is_int(c->b, 0)) return unclamped(s->f);
+  }
+  if (const Binary* b = e->as<Binary>()) {
+    const bool min = b->op == BinaryOp::Min || b->op == BinaryOp::PyMin;
+    const bool max = b->op == BinaryOp::Max || b->op == BinaryOp::PyMax;
+    if (max && is_int(b->b, 0)) return unclamped(b->a);
+    if (max && is_int(b->a, 0)) return unclamped(b->b);
+    if (min && b->b->as<ArrayDim>()) return unclamped(b->a);
+    if (min && b->a->as<ArrayDim>()) return unclamped(b->b);
+  }
+  return e;
+}
+
+// The version of a slice statement that runs when nothing broadcasts: the
+// lowering tests extents at run time and branches to copies of the loop
+// (`if broadcast {...} else {...}`); the last `else` is the plain loop.
+// Records the scalars assigned on the way and the conditions under which
+// the loops take this path.
+struct Version {
+  std::map<const VarInfo*, Expr> values;
+  std::vector<Expr> conditions;
+  const For* loop = nullptr;
+};
+
+bool plain_version(const Stmt& body, Version& v) {
+  auto stmts = statements(body);
+  if (!stmts) return false;
+  for (size_t n = 0; n < stmts->size(); ++n) {
+    const Stmt& s = (*stmts)[n];
+    const bool last = n + 1 == stmts->size();
+    if (const Assign* a = s->as<Assign>()) {
+      if (!cannot_fail(a->value)) return false;
+      v.values[a->var.get()] = Substitute(v.values).mutate(a->value);
+    } else if (const Assert* a = s->as<Assert>()) {
+      v.conditions.push_back(Substitute(v.values).mutate(a->cond));
+    } else if (const If* i = s->as<If>(); i && last && i->else_case) {
+      v.conditions.push_back(Unary::make(UnaryOp::Not, Substitute(v.values).mutate(i->cond)));
+      return plain_version(i->else_case, v);
+    } else if (const For* f = s->as<For>(); f && last) {
+      v.loop = f;
+      return true;
+    } else {
+      return false;
+    }
+  }
+  return false;
+}
+
+// One product of a triangular update: coefficient * X[i, k] * Y[col, k]
+// (X[k, i], Y[k, col] for transposed operands).
+struct Term {
+  Operand row, column;
+  Expr coefficient;  // float64
+};
+
+// Matches the update of a triangle of C in a parallel loop over its rows i,
+// recording why it does not fit. Forms:
+//
+//   parallel for i in range(n):                  # syrk, syr2k
+//     C[i, :i + 1] *= beta                       # optional
+//     for k in range(K):
+//       C[i, :i + 1] += alpha * A[i, k] * B[:i + 1, k]  (+ more such products)
+//
+// where each slice statement may come in the lowering's broadcast versions
+// (the plain one is matched; the row condition requires that it runs).
+// The triangle is lower when the column slice starts at 0 and ends at i + 1,
+// upper when it starts at i and ends at n.
+class TriangleMatcher {
+ public:
+  TriangleMatcher(const Function& fn, const For* fi, const Stmt& self) : fn_(fn), fi_(fi), self_(self) {
+    for (const VarInfo* v : analysis::uses_of(self).writes) nest_vars_.insert(v);
+  }
+
+  std::string why;       // set when a triangular update was found but does not fit
+  bool found = false;    // a store into a triangle of C was found
+
+  Stmt match() {
+    if (!is_parallel(fi_->schedule.kind) || !counts_from_zero(fi_) || !fi_->schedule.reductions.empty()) return nullptr;
+    auto outer = statements(fi_->body);
+    if (!outer || outer->empty() || outer->size() > 2) return nullptr;
+    const For* fk = outer->back()->as<For>();
+    if (!counts_from_zero(fk) || is_parallel(fk->schedule.kind) || !fk->schedule.reductions.empty()) return nullptr;
+    Version version;
+    if (!plain_version(fk->body, version) || !counts_from_zero(version.loop)) return nullptr;
+    const For* fj = version.loop;
+    auto inner = statements(fj->body);
+    const Store* store = inner && inner->size() == 1 ? (*inner)[0]->as<Store>() : nullptr;
+    if (!store || store->indices.size() != 2 || store->array->type.ndim != 2) return nullptr;
+    c_ = store->array;
+    dtype_ = c_->type.dtype;
+    if (dtype_ != ScalarKind::Float32 && dtype_ != ScalarKind::Float64) return nullptr;
+    found = true;
+    k_ = fk->var;
+    conditions_ = version.conditions;
+    if (store->checked) return decline("its indices are checked (boundscheck)");
+    if (!columns(fj, store)) return nullptr;
+    // C[i, col] = C[i, col] + (sum of products)
+    const Binary* update = store->value->as<Binary>();
+    if (!update || update->op != BinaryOp::Add || update->type.kind != dtype_)
+      return decline("the update is not C[i, j] + (a sum of products)");
+    const bool c_first = element_of_c(update->a, store);
+    if (!c_first && !element_of_c(update->b, store)) return decline("the update is not C[i, j] + (a sum of products)");
+    const Expr sum = Substitute(version.values).mutate(c_first ? update->b : update->a);
+    std::vector<Term> terms;
+    if (!collect_terms(sum, false, fj->var, terms)) return nullptr;
+    if (terms.empty() || terms.size() > 2) return decline("the update is not a sum of one or two products");
+    Expr beta = one();
+    if (outer->size() == 2 && !(beta = scaling((*outer)[0]->as<For>()))) return nullptr;
+    for (const Expr& e : {fi_->end, fk->end})
+      if (reads_any(e, nest_vars_)) return decline("the loop bounds depend on the loops' variables");
+    for (const VarInfo* v : nest_vars_)
+      if (analysis::live_after(fn_.body, fi_, v)) return decline("`" + v->name + "` is read after the loops");
+    // Where the loops would index beyond an array, the library declines.
+    const Expr n = extent(fi_->end), k = extent(fk->end);
+    conditions_.push_back(at_most(fi_->end, ArrayDim::make(c_, 0)));
+    conditions_.push_back(at_most(fi_->end, ArrayDim::make(c_, 1)));
+    for (const Term& t : terms)
+      for (const Operand& o : {t.row, t.column}) {
+        conditions_.push_back(at_most(fi_->end, ArrayDim::make(o.array, o.r_first ? 1 : 0)));
+        conditions_.push_back(at_most(fk->end, ArrayDim::make(o.array, o.r_first ? 0 : 1)));
+      }
+    Expr condition;
+    for (const Expr& c : conditions_) {
+      // `x <= x` and `x == x` hold (and the host compiler warns on them).
+      if (const Compare* cmp = c->as<Compare>();
+          cmp && (cmp->op == CompareOp::LE || cmp->op == CompareOp::EQ) && same(cmp->a, cmp->b))
+        continue;
+      RowCheckable check(nest_vars_, fi_->var.get());
+      check.visit(c);
+      if (!check.ok) return decline("whether the loops take the plain version depends on more than the row");
+      condition = condition ? Logical::make(LogicalOp::And, condition, c) : c;
+    }
+    MatMulTriangle tri;
+    tri.part = *part_;
+    tri.row = fi_->var;
+    tri.row_condition = condition;
+    if (terms.size() == 2) {
+      tri.a2 = terms[1].row.array;
+      tri.a2_transposed = terms[1].row.r_first;
+      tri.b2 = terms[1].column.array;
+      tri.b2_transposed = !terms[1].column.r_first;
+      tri.alpha2 = terms[1].coefficient;
+    }
+    std::string products;
+    for (const Term& t : terms)
+      products += std::string(products.empty() ? "" : " + ") + t.row.array->name + (t.row.r_first ? ".T" : "") +
+                  " @ " + t.column.array->name + (t.column.r_first ? "" : ".T");
+    remark = (part_ == MatMulPart::Lower ? "lower" : "upper") + std::string(" triangle of ") + c_->name + " = " +
+             products + " handed to the BLAS library (the loops run instead when it cannot take the operands)";
+    return MatMul::make(c_, terms[0].row.array, terms[0].row.r_first, terms[0].column.array,
+                        !terms[0].column.r_first, n, n, k, terms[0].coefficient, beta, self_, fi_->loc,
+                        std::move(tri));
+  }
+
+  std::string remark;
+
+ private:
+  std::nullptr_t decline(const std::string& reason) {
+    why = reason;
+    return nullptr;
+  }
+  bool fail(const std::string& reason) {
+    why = reason;
+    return false;
+  }
+
+  static Expr extent(const Expr& e) {
+    return e->type.kind == ScalarKind::Int64 ? e : Cast::make(ScalarType::i64(), e);
+  }
+  static Expr at_most(const Expr& x, const Expr& y) { return Compare::make(CompareOp::LE, extent(x), extent(y)); }
+  Expr row() const { return VarRef::make(fi_->var); }
+  Expr equals(const Expr& x, const Expr& y) const { return Compare::make(CompareOp::EQ, extent(x), extent(y)); }
+
+  // The row index of C or of an operand: i, or an expression of i that the
+  // row condition checks is i.
+  bool row_index(const Expr& e) {
+    const Expr u = unwrapped(e);
+    if (is_var(u, fi_->var)) return true;
+    conditions_.push_back(equals(e, row()));
+    return true;
+  }
+
+  // A column index `j` or `offset + j` (j the loop variable `j`): the offset,
+  // null for j itself; nullopt when it is neither.
+  static std::optional<Expr> column_offset(const Expr& e, const Var& j) {
+    if (is_var(e, j)) return Expr();
+    const Binary* b = e->as<Binary>();
+    if (!b || b->op != BinaryOp::Add) return std::nullopt;
+    if (is_var(b->b, j) && !analysis::reads_var(b->a, j.get())) return b->a;
+    if (is_var(b->a, j) && !analysis::reads_var(b->b, j.get())) return b->b;
+    return std::nullopt;
+  }
+
+  // The columns col = offset + j (j < the loop's extent E) of a store to C
+  // cover the triangle's part of row i: lower [0, i + 1), upper [i, n).
+  // The first store decides the part.
+  bool columns(const For* fj, const Store* store) {
+    if (!row_index(store->indices[0])) return false;
+    const std::optional<Expr> offset = column_offset(store->indices[1], fj->var);
+    if (!offset) return fail("the column index is not j or start + j");
+    const bool starts_at_row = *offset && is_var(unclamped(*offset), fi_->var);
+    if (!part_) part_ = starts_at_row ? MatMulPart::Upper : MatMulPart::Lower;
+    const Expr& e = fj->end;
+    const Binary* core = unclamped(e)->as<Binary>();
+    if (*part_ == MatMulPart::Lower) {
+      // end i + 1
+      const bool plus_one = core && core->op == BinaryOp::Add &&
+                            ((is_var(core->a, fi_->var) && is_int(core->b, 1)) ||
+                             (is_var(core->b, fi_->var) && is_int(core->a, 1)));
+      if (!plus_one || (*offset && !is_int(unclamped(*offset), 0)))
+        return fail("the columns of row i are not [0, i + 1) nor [i, n)");
+      if (*offset) conditions_.push_back(equals(*offset, IntImm::make(0)));
+      conditions_.push_back(equals(e, Binary::make(BinaryOp::Add, row(), IntImm::make(1), fi_->var->type)));
+    } else {
+      // start i, extent n - i
+      const bool to_end = starts_at_row && core && core->op == BinaryOp::Sub && is_var(unclamped(core->b), fi_->var);
+      if (!to_end) return fail("the columns of row i are not [0, i + 1) nor [i, n)");
+      conditions_.push_back(equals(*offset, row()));
+      conditions_.push_back(
+          equals(e, Binary::make(BinaryOp::Sub, extent(fi_->end), extent(row()), ScalarType::i64())));
+    }
+    column_offset_ = *offset;
+    return true;
+  }
+
+  bool element_of_c(const Expr& e, const Store* store) const {
+    const Load* l = e->as<Load>();
+    return l && l->array == c_ && !l->checked && l->indices.size() == 2 && same(l->indices[0], store->indices[0]) &&
+           same(l->indices[1], store->indices[1]);
+  }
+
+  // `C[i, :] *= beta` over the triangle's columns: beta (float64), or null.
+  Expr scaling(const For* f1) {
+    auto body = f1 && counts_from_zero(f1) ? statements(f1->body) : std::nullopt;
+    const Store* st = body && body->size() == 1 ? (*body)[0]->as<Store>() : nullptr;
+    const Binary* b = st ? st->value->as<Binary>() : nullptr;
+    if (!st || st->array != c_ || st->checked || st->indices.size() != 2 || !b || b->op != BinaryOp::Mul ||
+        b->type.kind != dtype_)
+      return decline("the statement before the loop over k is not C[i, :] *= beta");
+    const bool c_first = element_of_c(b->a, st);
+    if (!c_first && !element_of_c(b->b, st))
+      return decline("the statement before the loop over k is not C[i, :] *= beta");
+    const Expr& beta = c_first ? b->b : b->a;
+    Invariant check(nest_vars_);
+    check.visit(beta);
+    if (!check.ok) return decline("the scale of C is not an expression of invariant scalars");
+    const std::optional<MatMulPart> part = part_;
+    if (!columns(f1, st)) return nullptr;
+    if (part_ != part) return decline("C is scaled over other columns than it is updated");
+    return as_f64(beta);
+  }
+
+  // Products of the sum; false (with `why`) when a term is not one.
+  bool collect_terms(const Expr& e, bool negated, const Var& j, std::vector<Term>& out) {
+    if (e->type.kind != dtype_) return fail("the update mixes float types");
+    if (const Binary* b = e->as<Binary>(); b && (b->op == BinaryOp::Add || b->op == BinaryOp::Sub))
+      return collect_terms(b->a, negated, j, out) && collect_terms(b->b, negated != (b->op == BinaryOp::Sub), j, out);
+    if (const Unary* u = e->as<Unary>(); u && u->op == UnaryOp::Neg) return collect_terms(u->a, !negated, j, out);
+    std::vector<Expr> factors;
+    if (!flatten(e, factors)) return false;
+    Term term;
+    Expr coefficient;
+    bool have_row = false, have_column = false;
+    for (const Expr& f : factors) {
+      if (const Load* l = f->as<Load>()) {
+        if (l->checked || l->indices.size() != 2 || l->array == c_ || l->array->type.dtype != dtype_)
+          return fail("a product reads C or an array of another type");
+        const bool r_first = is_var(unwrapped(l->indices[0]), k_);
+        if (!r_first && !is_var(unwrapped(l->indices[1]), k_))
+          return fail("a product's operand is not indexed by k");
+        const Expr& other = l->indices[r_first ? 1 : 0];
+        const std::optional<Expr> offset = column_offset(other, j);
+        if (offset && !have_column) {
+          if (part_ == MatMulPart::Upper && !*offset)
+            return fail("an operand's column index is not the column of C");
+          if (*offset) conditions_.push_back(equals(*offset, part_ == MatMulPart::Upper ? row() : IntImm::make(0)));
+          term.column = Operand{l->array, r_first};
+          have_column = true;
+        } else if (!offset && !have_row && !reads_any(other, {j.get(), k_.get()})) {
+          row_index(other);
+          term.row = Operand{l->array, r_first};
+          have_row = true;
+        } else {
+          return fail("a product is not X[i, k] * Y[j, k]");
+        }
+        continue;
+      }
+      Invariant check(nest_vars_);
+      check.visit(f);
+      if (!check.ok) return fail("a product has a factor that varies in the loops");
+      coefficient = coefficient ? Binary::make(BinaryOp::Mul, coefficient, as_f64(f), coefficient->type) : as_f64(f);
+    }
+    if (!have_row || !have_column) return fail("a product is not X[i, k] * Y[j, k]");
+    if (!coefficient) coefficient = one();
+    term.coefficient = negated ? Unary::make(UnaryOp::Neg, coefficient) : coefficient;
+    out.push_back(term);
+    return true;
+  }
+
+  // The factors of a product computed in C's type.
+  bool flatten(const Expr& e, std::vector<Expr>& out) {
+    const Binary* b = e->as<Binary>();
+    if (b && b->op == BinaryOp::Mul) {
+      if (b->type.kind != dtype_) return fail("the update mixes float types");
+      return flatten(b->a, out) && flatten(b->b, out);
+    }
+    out.push_back(e);
+    return true;
+  }
+
+  const Function& fn_;
+  const For* fi_;
+  const Stmt& self_;
+  std::set<const VarInfo*> nest_vars_;
+  ArrayVar c_;
+  ScalarKind dtype_ = ScalarKind::Float64;
+  Var k_;
+  std::optional<MatMulPart> part_;
+  Expr column_offset_;
+  std::vector<Expr> conditions_;
+};
+
 class MatMulFinder : public IRMutator {
  public:
   explicit MatMulFinder(const Function& f) : fn_(f) {}
@@ -195,6 +619,14 @@ class MatMulFinder : public IRMutator {
   using IRMutator::visit;
   Stmt visit(const For* fi, const Stmt& self) override {
     if (Stmt m = match(fi, self)) return m;
+    TriangleMatcher triangle(fn_, fi, self);
+    if (Stmt m = triangle.match()) {
+      remarks.push_back({fi->loc, "offload_matmul", triangle.remark});
+      return m;
+    }
+    if (triangle.found)
+      remarks.push_back({fi->loc, "offload_matmul",
+                         "triangular update kept as loops, not handed to the BLAS library: " + triangle.why});
     return IRMutator::visit(fi, self);
   }
 

@@ -1,0 +1,71 @@
+"""Kernels of the tests of triangular matrix products handed to cuBLAS
+(transforms/offload_matmul, docs/cuda.md "Matrix products"):
+tests/gpu/test_cuda_triangles.py compiles them with nvcc and the host
+compiler everywhere and runs them on the GPU against the undecorated
+functions. KERNELS lists them with the signatures the compile tests use."""
+
+import numpy as np
+
+
+def syrk(alpha, beta, C, A):
+    # NPBench's syrk: the lower triangle of beta * C + alpha * A @ A.T.
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]
+
+
+def syr2k(alpha, beta, C, A, B):
+    # NPBench's syr2k: two products, the lower triangle of
+    # beta * C + alpha * (A @ B.T + B @ A.T).
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        C[i, :i + 1] *= beta
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += A[:i + 1, k] * alpha * B[i, k] + B[:i + 1, k] * alpha * A[i, k]
+
+
+def upper_accumulate(C, A, B):
+    # The upper triangle of C += A.T @ B - 2 A.T @ B (transposed operands,
+    # no scaling of C, a subtracted product).
+    #pragma parallel for
+    for i in range(C.shape[0]):
+        for k in range(A.shape[0]):
+            C[i, i:] += A[k, i] * B[k, i:] - 2.0 * A[k, i] * B[k, i:]
+
+
+def strict_lower(alpha, C, A):
+    # Without the diagonal: not a triangle the library computes.
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            C[i, :i] += alpha * A[i, k] * A[:i, k]
+
+
+def reads_c(alpha, C, A):
+    # The update reads another element of C: the loops' order matters.
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            C[i, :i + 1] += alpha * A[i, k] * C[:i + 1, 0]
+
+
+def every_other_k(alpha, C, A):
+    # A step of 2 over k.
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        for k in range(0, A.shape[1], 2):
+            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]
+
+
+KERNELS = {
+    "syrk": ["float, float, f64[:, ::1], f64[:, ::1]", "float, float, f32[:, ::1], f32[:, ::1]",
+             "float, float, f64[:, :], f64[:, :]"],
+    "syr2k": ["float, float, f64[:, ::1], f64[:, ::1], f64[:, ::1]",
+              "float, float, f32[:, ::1], f32[:, ::1], f32[:, ::1]"],
+    "upper_accumulate": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]", "f32[:, :], f32[:, :], f32[:, :]"],
+    "strict_lower": ["float, f64[:, ::1], f64[:, ::1]"],
+    "reads_c": ["float, f64[:, ::1], f64[:, ::1]"],
+    "every_other_k": ["float, f64[:, ::1], f64[:, ::1]"],
+}
