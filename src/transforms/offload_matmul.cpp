@@ -384,15 +384,17 @@ class TriangleMatcher {
     conditions_ = version.conditions;
     if (store->checked) return decline("its indices are checked (boundscheck)");
     if (!columns(fj, store)) return nullptr;
-    // C[i, col] = C[i, col] + (sum of products)
+    // C[i, col] = C[i, col] +/- (sum of products)
     const Binary* update = store->value->as<Binary>();
-    if (!update || update->op != BinaryOp::Add || update->type.kind != dtype_)
+    const bool subtracts = update && update->op == BinaryOp::Sub;
+    if (!update || (update->op != BinaryOp::Add && !subtracts) || update->type.kind != dtype_)
       return decline("the update is not C[i, j] + (a sum of products)");
     const bool c_first = element_of_c(update->a, store);
-    if (!c_first && !element_of_c(update->b, store)) return decline("the update is not C[i, j] + (a sum of products)");
+    if (!c_first && (subtracts || !element_of_c(update->b, store)))
+      return decline("the update is not C[i, j] + (a sum of products)");
     const Expr sum = Substitute(version.values).mutate(c_first ? update->b : update->a);
     std::vector<Term> terms;
-    if (!collect_terms(sum, false, fj->var, terms)) return nullptr;
+    if (!collect_terms(sum, subtracts, fj->var, terms)) return nullptr;
     if (terms.empty() || terms.size() > 2) return decline("the update is not a sum of one or two products");
     Expr beta = one();
     if (outer->size() == 2 && !(beta = scaling((*outer)[0]->as<For>()))) return nullptr;

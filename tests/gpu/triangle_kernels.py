@@ -44,11 +44,11 @@ def strict_lower(alpha, C, A):
 
 
 def reads_c(alpha, C, A):
-    # The update reads another element of C: the loops' order matters.
+    # The update reads C[i, 0], which it changes: the loops' order matters.
     #pragma parallel for
     for i in range(A.shape[0]):
         for k in range(A.shape[1]):
-            C[i, :i + 1] += alpha * A[i, k] * C[:i + 1, 0]
+            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k] * C[i, 0]
 
 
 def every_other_k(alpha, C, A):

@@ -70,5 +70,61 @@ TEST(OffloadMatmul, TrianglesAndTheCpuKeepTheLoops) {
             std::string::npos);
 }
 
+std::string triangle(const std::string& update, const std::string& scale = "", const std::string& k_range = "A.shape[1]") {
+  return lowered("def tri(alpha, beta, C, A):\n"
+                 "    #pragma parallel for\n"
+                 "    for i in range(A.shape[0]):\n" +
+                     (scale.empty() ? std::string() : "        " + scale + "\n") +
+                     "        for k in range(" + k_range + "):\n"
+                     "            " + update + "\n",
+                 "tri", "float, float, f64[:, ::1], f64[:, ::1]");
+}
+
+TEST(OffloadMatmul, SyrkIsTheLowerTriangleWithItsRowCondition) {
+  const std::string ir =
+      triangle("C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]", "C[i, :i + 1] *= beta");
+  EXPECT_NE(ir.find("matmul C[0:A.shape[0], 0:A.shape[0]] = alpha * (A @ A.T)[k < A.shape[1]] + beta * C lower "
+                    "where all i: "),
+            std::string::npos)
+      << ir;
+  // The loops stay as the fallback.
+  EXPECT_NE(ir.find(" else {\n    parallel for i in range("), std::string::npos) << ir;
+}
+
+TEST(OffloadMatmul, TwoProductsAndAnUpperTriangle) {
+  const std::string syr2k =
+      triangle("C[i, :i + 1] += A[:i + 1, k] * alpha * A[i, k] + A[:i + 1, k] * beta * A[i, k]");
+  EXPECT_NE(syr2k.find("= alpha * (A @ A.T)[k < A.shape[1]] + beta * (A @ A.T) + 1.0:f64 * C lower"),
+            std::string::npos)
+      << syr2k;
+  const std::string upper = triangle("C[i, i:] -= A[k, i] * A[k, i:]", "", "A.shape[0]");
+  EXPECT_NE(upper.find("= (-1.0:f64) * (A.T @ A)[k < A.shape[0]] + 1.0:f64 * C upper"), std::string::npos)
+      << upper;
+}
+
+TEST(OffloadMatmul, OtherTriangularNestsKeepTheLoops) {
+  for (const char* update : {
+           "C[i, :i] += alpha * A[i, k] * A[:i, k]",            // strict triangle
+           "C[i, :i + 2] += alpha * A[i, k] * A[:i + 2, k]",    // not a triangle
+           "C[i, :i + 1] += alpha * A[i, k] * C[:i + 1, k]",    // reads C elsewhere
+           "C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, 0]",    // not indexed by k
+           "C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k] + 1.0",  // a constant term
+           "C[i, :i + 1] = alpha * A[i, k] * A[:i + 1, k]",     // not an accumulation
+       })
+    EXPECT_EQ(triangle(update).find("matmul "), std::string::npos) << update;
+  EXPECT_EQ(triangle("C[i, :i + 1] += A[i, k] * A[:i + 1, k]", "", "0, A.shape[1], 2").find("matmul "),
+            std::string::npos);
+  EXPECT_EQ(triangle("C[i, :i + 1] += A[i, k] * A[:i + 1, k]", "C[i, :i] *= beta").find("matmul "),
+            std::string::npos);
+  EXPECT_EQ(lowered("def tri(alpha, beta, C, A):\n"
+                    "    #pragma parallel for\n"
+                    "    for i in range(A.shape[0]):\n"
+                    "        for k in range(A.shape[1]):\n"
+                    "            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]\n",
+                    "tri", "float, float, f64[:, ::1], f64[:, ::1]", Target::CPU)
+                .find("matmul "),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace plait
