@@ -330,6 +330,14 @@ bool overlaps(const void* x, uint64_t x_bytes, const void* y, uint64_t y_bytes) 
   return a < b + y_bytes && b < a + x_bytes;
 }
 
+// A coefficient the library multiplies by as the loops would: not 0 (the
+// library then skips the product, and the NaNs the loops would propagate),
+// finite, and normal in the element type (a division x / s arrives as
+// alpha = 1 / s, whose precision a subnormal would lose).
+bool usable_alpha(double alpha, int32_t dtype) {
+  return std::isnormal(alpha) && (dtype != PLAIT_FLOAT32 || std::isnormal(static_cast<float>(alpha)));
+}
+
 // The cuBLAS handle of the call's stream (each stream has its own, with its
 // own workspace), made on first use; null with the error in ctx.
 cublasHandle cublas_handle(plait_context* ctx, const CublasApi& blas, CallState& s) {
@@ -349,7 +357,7 @@ int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_
                  int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
   if (m <= 0 || n <= 0) return kDone;
   if (k <= 0 || m > kMaxInt || n > kMaxInt || k > kMaxInt) return kDeclined;
-  if (alpha == 0.0 || !std::isfinite(alpha) || (beta_reads_c && beta == 0.0)) return kDeclined;
+  if (!usable_alpha(alpha, dtype) || (beta_reads_c && beta == 0.0)) return kDeclined;
   if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
   const CublasApi* blas = cublas();
   if (!blas) return kDeclined;
@@ -441,8 +449,8 @@ int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, i
                   double beta, int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
   if (n <= 0) return kDone;
   if (k <= 0 || n > kMaxInt || k > kMaxInt) return kDeclined;
-  auto usable = [](double x) { return x != 0.0 && std::isfinite(x); };
-  if (!usable(alpha) || (a2 && !usable(alpha2)) || (beta_reads_c && beta == 0.0)) return kDeclined;
+  if (!usable_alpha(alpha, dtype) || (a2 && !usable_alpha(alpha2, dtype)) || (beta_reads_c && beta == 0.0))
+    return kDeclined;
   if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
   const CublasApi* blas = cublas();
   if (!blas) return kDeclined;

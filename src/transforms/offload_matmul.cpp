@@ -94,6 +94,14 @@ Expr one() {
   return FloatImm::make(1.0, ScalarType{ScalarKind::Float64, false});
 }
 
+// Two expressions that compute the same value: the same text over the same
+// variables and arrays.
+bool same(const Expr& x, const Expr& y) {
+  if (to_string(x) != to_string(y)) return false;
+  const analysis::VarUses ux = analysis::uses_of(x), uy = analysis::uses_of(y);
+  return ux.reads == uy.reads && ux.arrays == uy.arrays;
+}
+
 // An expression as coef_t * t + coef_c * C[i, j]; a null coefficient is 0.
 struct Linear {
   Expr t, c;
@@ -143,6 +151,14 @@ class Decomposer {
       const Expr by = as_f64(left ? b->a : b->b);
       return Linear{scale(x->t, by), scale(x->c, by)};
     }
+    // x / s is x * (1 / s) up to one rounding (the sum's order changes more);
+    // the library declines a 1 / s that is not a normal number.
+    if (b->op == BinaryOp::Div && !b->zero_check && invariant(b->b)) {
+      auto x = linear(b->a);
+      if (!x) return std::nullopt;
+      const Expr by = Binary::make(BinaryOp::Div, one(), as_f64(b->b), one()->type);
+      return Linear{scale(x->t, by), scale(x->c, by)};
+    }
     return std::nullopt;
   }
 
@@ -160,9 +176,8 @@ class Decomposer {
   bool is_c_element(const Expr& e) const {
     const Load* l = e->as<Load>();
     return l && l->array == store_->array && !l->checked && l->indices.size() == 2 &&
-           is_var(l->indices[0], var_of(store_->indices[0])) && is_var(l->indices[1], var_of(store_->indices[1]));
+           same(l->indices[0], store_->indices[0]) && same(l->indices[1], store_->indices[1]);
   }
-  static Var var_of(const Expr& e) { return e->as<VarRef>()->var; }
 
   const Var& t_;
   const Store* store_;
@@ -191,14 +206,6 @@ bool reads_any(const Expr& e, const std::set<const VarInfo*>& vars) {
 }
 
 // ---------------------------------------------------------------- triangles
-
-// Two expressions that compute the same value: the same text over the same
-// variables and arrays.
-bool same(const Expr& x, const Expr& y) {
-  if (to_string(x) != to_string(y)) return false;
-  const analysis::VarUses ux = analysis::uses_of(x), uy = analysis::uses_of(y);
-  return ux.reads == uy.reads && ux.arrays == uy.arrays;
-}
 
 // The scalars assigned in the nest replaced by the values last assigned.
 class Substitute : public IRMutator {
@@ -309,15 +316,18 @@ Expr unclamped(const Expr& e) {
 struct Version {
   std::map<const VarInfo*, Expr> values;
   std::vector<Expr> conditions;
-  const For* loop = nullptr;
+  const For* loop = nullptr;  // the first loop on the path
+  bool rest_follows = false;  // statements follow the loop
 };
 
 bool plain_version(const Stmt& body, Version& v) {
-  auto stmts = statements(body);
-  if (!stmts) return false;
-  for (size_t n = 0; n < stmts->size(); ++n) {
-    const Stmt& s = (*stmts)[n];
-    const bool last = n + 1 == stmts->size();
+  const Block* b = body->as<Block>();
+  std::vector<Stmt> stmts;
+  for (const Stmt& s : b ? b->stmts : std::vector<Stmt>{body})
+    if (!s->as<Declare>()) stmts.push_back(s);
+  for (size_t n = 0; n < stmts.size(); ++n) {
+    const Stmt& s = stmts[n];
+    const bool last = n + 1 == stmts.size();
     if (const Assign* a = s->as<Assign>()) {
       if (!cannot_fail(a->value)) return false;
       v.values[a->var.get()] = Substitute(v.values).mutate(a->value);
@@ -326,8 +336,9 @@ bool plain_version(const Stmt& body, Version& v) {
     } else if (const If* i = s->as<If>(); i && last && i->else_case) {
       v.conditions.push_back(Unary::make(UnaryOp::Not, Substitute(v.values).mutate(i->cond)));
       return plain_version(i->else_case, v);
-    } else if (const For* f = s->as<For>(); f && last) {
+    } else if (const For* f = s->as<For>()) {
       v.loop = f;
+      v.rest_follows = !last;
       return true;
     } else {
       return false;
@@ -366,20 +377,33 @@ class TriangleMatcher {
 
   Stmt match() {
     if (!is_parallel(fi_->schedule.kind) || !counts_from_zero(fi_) || !fi_->schedule.reductions.empty()) return nullptr;
+    Version version;
+    if (plain_version(fi_->body, version) && version.loop) {
+      auto inner = statements(version.loop->body);
+      if (inner && inner->size() == 3 && (*inner)[0]->as<Assign>() && (*inner)[1]->as<For>() &&
+          (*inner)[2]->as<Store>())
+        return match_dot_products(version);
+    }
+    return match_update();
+  }
+
+  std::string remark;
+
+ private:
+  // parallel for i:
+  //   C[i, :i + 1] *= beta                                  # optional
+  //   for k: C[i, :i + 1] += alpha * A[i, k] * B[:i + 1, k] (+ ...)
+  Stmt match_update() {
     auto outer = statements(fi_->body);
     if (!outer || outer->empty() || outer->size() > 2) return nullptr;
     const For* fk = outer->back()->as<For>();
     if (!counts_from_zero(fk) || is_parallel(fk->schedule.kind) || !fk->schedule.reductions.empty()) return nullptr;
     Version version;
-    if (!plain_version(fk->body, version) || !counts_from_zero(version.loop)) return nullptr;
+    if (!plain_version(fk->body, version) || version.rest_follows || !counts_from_zero(version.loop)) return nullptr;
     const For* fj = version.loop;
     auto inner = statements(fj->body);
     const Store* store = inner && inner->size() == 1 ? (*inner)[0]->as<Store>() : nullptr;
-    if (!store || store->indices.size() != 2 || store->array->type.ndim != 2) return nullptr;
-    c_ = store->array;
-    dtype_ = c_->type.dtype;
-    if (dtype_ != ScalarKind::Float32 && dtype_ != ScalarKind::Float64) return nullptr;
-    found = true;
+    if (!store || !set_c(store)) return nullptr;
     k_ = fk->var;
     conditions_ = version.conditions;
     if (store->checked) return decline("its indices are checked (boundscheck)");
@@ -398,18 +422,187 @@ class TriangleMatcher {
     if (terms.empty() || terms.size() > 2) return decline("the update is not a sum of one or two products");
     Expr beta = one();
     if (outer->size() == 2 && !(beta = scaling((*outer)[0]->as<For>()))) return nullptr;
-    for (const Expr& e : {fi_->end, fk->end})
+    return finish(terms, fk->end, beta, self_, "");
+  }
+
+  // parallel for i:                                         # covariance
+  //   for j in <the triangle's columns>:
+  //     t = 0
+  //     for k: t += A[k, i] * B[k, j]
+  //     C[i, j] = alpha * t (+ beta * C[i, j])
+  //   <more statements>                                     # run after it
+  Stmt match_dot_products(const Version& version) {
+    const For* fj = version.loop;
+    if (!counts_from_zero(fj) || is_parallel(fj->schedule.kind) || !fj->schedule.reductions.empty()) return nullptr;
+    auto inner = statements(fj->body);
+    const Assign* init = (*inner)[0]->as<Assign>();
+    const For* fr = (*inner)[1]->as<For>();
+    const Store* store = (*inner)[2]->as<Store>();
+    if (!init || !fr || !store || !counts_from_zero(fr) || !set_c(store)) return nullptr;
+    const Var& t = init->var;
+    if (t->type.kind != dtype_ || !is_zero(init->value)) return nullptr;
+    for (const Reduction& red : fr->schedule.reductions)
+      if (red.var != t || red.op != ReduceOp::Add) return nullptr;
+    auto body = statements(fr->body);
+    const Assign* acc = body && body->size() == 1 ? (*body)[0]->as<Assign>() : nullptr;
+    const Binary* sum = acc && acc->var == t ? acc->value->as<Binary>() : nullptr;
+    if (!sum || sum->op != BinaryOp::Add) return nullptr;
+    const Expr& product = is_var(sum->a, t) ? sum->b : is_var(sum->b, t) ? sum->a : nullptr;
+    const Binary* mul = product ? product->as<Binary>() : nullptr;
+    if (!mul || mul->op != BinaryOp::Mul) return nullptr;
+    k_ = fr->var;
+    conditions_ = version.conditions;
+    if (store->checked) return decline("its indices are checked (boundscheck)");
+    if (!columns(fj, store)) return nullptr;
+    std::vector<Term> terms;
+    if (!collect_terms(Substitute(version.values).mutate(product), false, fj->var, terms)) return nullptr;
+    auto coefficients = Decomposer(t, store, nest_vars_).linear(Substitute(version.values).mutate(store->value));
+    if (!coefficients || !coefficients->t) return decline("the result is not alpha * sum + beta * C[i, j]");
+    terms[0].coefficient = Binary::make(BinaryOp::Mul, coefficients->t, terms[0].coefficient, one()->type);
+    const Stmt rest = without_products(fi_->body);
+    if (!has_effects(rest)) return finish(terms, fr->end, coefficients->c, self_, "");
+    // The loop's other statements run in a second loop over i after the
+    // product: the iterations are independent (parallel), so each row's
+    // statements may wait for all rows' products, as long as they write no
+    // operand (the product reads those).
+    auto products_only = up_to_products(fi_->body);
+    if (!products_only) return decline("statements with effects come before the product");
+    for (const Term& term : terms)
+      if (stores_to(rest, term.row.array) || stores_to(rest, term.column.array))
+        return decline("the loop's other statements write an operand of the product");
+    const Stmt first = For::make(fi_->var, fi_->begin, fi_->end, fi_->step, *products_only, fi_->schedule, fi_->loc);
+    const Stmt second = For::make(fi_->var, fi_->begin, fi_->end, fi_->step, rest, fi_->schedule, fi_->loc);
+    const Stmt mm = finish(terms, fr->end, coefficients->c, first, " (the loop's other statements run after it)");
+    if (!mm) return nullptr;
+    return Block::make({mm, second}, fi_->loc);
+  }
+
+  bool set_c(const Store* store) {
+    if (store->indices.size() != 2 || store->array->type.ndim != 2) return false;
+    c_ = store->array;
+    dtype_ = c_->type.dtype;
+    found = dtype_ == ScalarKind::Float32 || dtype_ == ScalarKind::Float64;
+    return found;
+  }
+
+  // A product loop of C: `for j: t = 0; for k: t += ...; C[...] = ...` in
+  // any version.
+  bool product_loop(const Stmt& s) const {
+    const For* f = s->as<For>();
+    auto body = f ? statements(f->body) : std::nullopt;
+    const Store* store = body && body->size() == 3 ? (*body)[2]->as<Store>() : nullptr;
+    return store && store->array == c_ && (*body)[0]->as<Assign>() && (*body)[1]->as<For>();
+  }
+
+  bool contains_product(const Stmt& s) const {
+    if (product_loop(s)) return true;
+    if (const Block* b = s->as<Block>()) {
+      for (const Stmt& x : b->stmts)
+        if (contains_product(x)) return true;
+    }
+    if (const If* i = s->as<If>()) return contains_product(i->then_case) || (i->else_case && contains_product(i->else_case));
+    return false;
+  }
+
+  // `body` up to its product loops (in each version): what comes before them
+  // must be declarations, scalar assignments, assertions and branches.
+  std::optional<Stmt> up_to_products(const Stmt& body) const {
+    const Block* b = body->as<Block>();
+    const std::vector<Stmt> all = b ? b->stmts : std::vector<Stmt>{body};
+    size_t end = 0;
+    for (size_t n = 0; n < all.size(); ++n)
+      if (contains_product(all[n])) end = n + 1;
+    std::vector<Stmt> kept;
+    for (size_t n = 0; n < end; ++n) {
+      const Stmt& s = all[n];
+      if (product_loop(s) || s->as<Declare>() || s->as<Assert>()) {
+        kept.push_back(s);
+      } else if (const Assign* a = s->as<Assign>(); a && cannot_fail(a->value)) {
+        kept.push_back(s);
+      } else if (const If* i = s->as<If>()) {
+        auto then_case = up_to_products(i->then_case);
+        auto else_case = i->else_case ? up_to_products(i->else_case) : std::optional<Stmt>(Stmt());
+        if (!then_case || !else_case) return std::nullopt;
+        kept.push_back(If::make(i->cond, *then_case, *else_case, i->loc));
+      } else {
+        return std::nullopt;
+      }
+    }
+    return Block::make(std::move(kept), body->loc);
+  }
+
+  // `body` without its product loops.
+  Stmt without_products(const Stmt& body) const {
+    const Block* b = body->as<Block>();
+    const std::vector<Stmt> all = b ? b->stmts : std::vector<Stmt>{body};
+    std::vector<Stmt> kept;
+    for (const Stmt& s : all) {
+      if (product_loop(s)) continue;
+      if (const If* i = s->as<If>(); i && contains_product(s)) {
+        kept.push_back(If::make(i->cond, without_products(i->then_case),
+                                i->else_case ? without_products(i->else_case) : nullptr, i->loc));
+      } else {
+        kept.push_back(s);
+      }
+    }
+    return Block::make(std::move(kept), body->loc);
+  }
+
+  // Whether `s` writes or allocates an array, or returns.
+  static bool has_effects(const Stmt& s) {
+    class Effects : public IRVisitor {
+     public:
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const Store*) override { found = true; }
+      void visit(const AtomicUpdate*) override { found = true; }
+      void visit(const Allocate*) override { found = true; }
+      void visit(const ArrayBind*) override { found = true; }
+      void visit(const Return*) override { found = true; }
+      void visit(const MatMul*) override { found = true; }
+    } effects;
+    effects.visit(s);
+    return effects.found;
+  }
+
+  static bool stores_to(const Stmt& s, const ArrayVar& array) {
+    class Stores : public IRVisitor {
+     public:
+      explicit Stores(const ArrayInfo* a) : a_(a) {}
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const Store* n) override {
+        found = found || n->array.get() == a_;
+        IRVisitor::visit(n);
+      }
+      void visit(const AtomicUpdate* n) override {
+        found = found || n->array.get() == a_;
+        IRVisitor::visit(n);
+      }
+
+     private:
+      const ArrayInfo* a_;
+    } stores(array.get());
+    stores.visit(s);
+    return stores.found || analysis::uses_of(s).array_binds.count(array.get());
+  }
+
+  // The MatMul of `terms` over k < k_end with the row condition, `fallback`
+  // as its loops.
+  Stmt finish(const std::vector<Term>& terms, const Expr& k_end, const Expr& beta, const Stmt& fallback,
+              const std::string& note) {
+    for (const Expr& e : {fi_->end, k_end})
       if (reads_any(e, nest_vars_)) return decline("the loop bounds depend on the loops' variables");
     for (const VarInfo* v : nest_vars_)
       if (analysis::live_after(fn_.body, fi_, v)) return decline("`" + v->name + "` is read after the loops");
     // Where the loops would index beyond an array, the library declines.
-    const Expr n = extent(fi_->end), k = extent(fk->end);
+    const Expr n = extent(fi_->end), k = extent(k_end);
     conditions_.push_back(at_most(fi_->end, ArrayDim::make(c_, 0)));
     conditions_.push_back(at_most(fi_->end, ArrayDim::make(c_, 1)));
     for (const Term& t : terms)
       for (const Operand& o : {t.row, t.column}) {
         conditions_.push_back(at_most(fi_->end, ArrayDim::make(o.array, o.r_first ? 1 : 0)));
-        conditions_.push_back(at_most(fk->end, ArrayDim::make(o.array, o.r_first ? 0 : 1)));
+        conditions_.push_back(at_most(k_end, ArrayDim::make(o.array, o.r_first ? 0 : 1)));
       }
     Expr condition;
     for (const Expr& c : conditions_) {
@@ -438,15 +631,12 @@ class TriangleMatcher {
       products += std::string(products.empty() ? "" : " + ") + t.row.array->name + (t.row.r_first ? ".T" : "") +
                   " @ " + t.column.array->name + (t.column.r_first ? "" : ".T");
     remark = (part_ == MatMulPart::Lower ? "lower" : "upper") + std::string(" triangle of ") + c_->name + " = " +
-             products + " handed to the BLAS library (the loops run instead when it cannot take the operands)";
+             products + " handed to the BLAS library (the loops run instead when it cannot take the operands)" + note;
     return MatMul::make(c_, terms[0].row.array, terms[0].row.r_first, terms[0].column.array,
-                        !terms[0].column.r_first, n, n, k, terms[0].coefficient, beta, self_, fi_->loc,
+                        !terms[0].column.r_first, n, n, k, terms[0].coefficient, beta, fallback, fi_->loc,
                         std::move(tri));
   }
 
-  std::string remark;
-
- private:
   std::nullptr_t decline(const std::string& reason) {
     why = reason;
     return nullptr;

@@ -54,7 +54,7 @@ def test_host_part_compiles_with_warnings_as_errors(tmp_path, name, signature):
 @pytest.mark.parametrize("name,signature", CASES)
 def test_triangles_call_gemmt_and_other_nests_keep_their_loops(tmp_path, name, signature):
     host = emit_from(KERNELS_FILE, tmp_path, name, signature, "cpp").read_text()
-    offloaded = name in ("syrk", "syr2k", "upper_accumulate")
+    offloaded = name in ("syrk", "syr2k", "upper_accumulate", "covariance")
     assert ("ctx->cuda->gemmt(" in host) == offloaded
     if offloaded:
         # The loops stay as the fallback, after the row check.
@@ -103,6 +103,33 @@ def test_upper_triangle_with_transposed_operands(rng, n, m, dtype):
     args = [positive(rng, (n, n), dtype) * m, positive(rng, (m, n), dtype), positive(rng, (m, n), dtype)]
     kernel = check(T.upper_accumulate, args, "numpy", rtol=RTOL[dtype] * 10)
     assert "upper triangle of C = A.T @ B + A.T @ B handed to the BLAS library" in kernel.explain()
+
+
+@compiles
+def test_covariance_mirrors_in_a_second_loop_after_the_product(tmp_path):
+    host = emit_from(KERNELS_FILE, tmp_path, "covariance", T.KERNELS["covariance"][0], "cpp").read_text()
+    # After the library call: the product's fallback kernel, then the
+    # mirror loop's kernel (a loop of its own, split off the product's).
+    after = host[host.index("ctx->cuda->gemmt("):]
+    assert after.count("ctx->cuda->launch(") == 2
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("M,N", [(0, 4), (1, 2), (2, 3), (33, 17), (130, 40)])
+def test_covariance(rng, kind, M, N):
+    data = rng.random((N, M)) * 2 - 1
+    kernel = check(T.covariance, [M, np.float64(N), data], kind, rtol=1e-9)
+    assert "upper triangle of cov = data.T @ data handed to the BLAS library" in kernel.explain()
+
+
+@on_gpu
+def test_float32_covariance_divided_in_float64_runs_the_loops(rng):
+    # The float32 product divided by a float64 scalar is a float64 value:
+    # not the library's float32 product.
+    data = (rng.random((20, 30)) * 2 - 1).astype(np.float32)
+    kernel = check(T.covariance, [30, np.float64(20), data], "numpy", rtol=1e-4)
+    assert "handed to the BLAS library" not in kernel.explain()
 
 
 @on_gpu

@@ -35,6 +35,20 @@ def upper_accumulate(C, A, B):
             C[i, i:] += A[k, i] * B[k, i:] - 2.0 * A[k, i] * B[k, i:]
 
 
+def covariance(M, float_n, data):
+    # NPBench's covariance: the upper triangle of data.T @ data / (n - 1)
+    # (each row's product in the lowering's broadcast versions), then the
+    # mirror, which must run after every row's product.
+    mean = np.mean(data, axis=0)
+    data -= mean
+    cov = np.zeros((M, M), dtype=data.dtype)
+    #pragma parallel for
+    for i in range(M):
+        cov[i, i:M] = data[:, i] @ data[:, i:M] / (float_n - 1.0)
+        cov[i:M, i] = cov[i, i:M]
+    return cov
+
+
 def strict_lower(alpha, C, A):
     # Without the diagonal: not a triangle the library computes.
     #pragma parallel for
@@ -65,6 +79,7 @@ KERNELS = {
     "syr2k": ["float, float, f64[:, ::1], f64[:, ::1], f64[:, ::1]",
               "float, float, f32[:, ::1], f32[:, ::1], f32[:, ::1]"],
     "upper_accumulate": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]", "f32[:, :], f32[:, :], f32[:, :]"],
+    "covariance": ["int, f64, f64[:, ::1]", "int, f64, f64[:, :]"],
     "strict_lower": ["float, f64[:, ::1], f64[:, ::1]"],
     "reads_c": ["float, f64[:, ::1], f64[:, ::1]"],
     "every_other_k": ["float, f64[:, ::1], f64[:, ::1]"],

@@ -57,10 +57,13 @@ TEST(OffloadMatmul, CoefficientsAreSumsAndProductsOfScalars) {
   EXPECT_NE(loops("C[i, j] + t * 2.0").find("= 2.0:float * (A @ B)[k < A.shape[1]] + 1.0:f64 * C else"),
             std::string::npos)
       << loops("C[i, j] + t * 2.0");
+  // A division by a scalar is a product with its reciprocal.
+  EXPECT_NE(loops("t / s").find("= (1.0:f64 / s) * (A @ B)[k < A.shape[1]] else"), std::string::npos)
+      << loops("t / s");
 }
 
 TEST(OffloadMatmul, EpiloguesTheLibraryCannotComputeKeepTheLoops) {
-  for (const char* epilogue : {"t / s", "t + 1.0", "t * C[i, j]", "t + C[j, i]", "t * A[0, 0]", "abs(t)"})
+  for (const char* epilogue : {"s / t", "t + 1.0", "t * C[i, j]", "t + C[j, i]", "t * A[0, 0]", "abs(t)"})
     EXPECT_EQ(loops(epilogue).find("matmul "), std::string::npos) << epilogue;
 }
 
@@ -124,6 +127,30 @@ TEST(OffloadMatmul, OtherTriangularNestsKeepTheLoops) {
                     "tri", "float, float, f64[:, ::1], f64[:, ::1]", Target::CPU)
                 .find("matmul "),
             std::string::npos);
+}
+
+TEST(OffloadMatmul, CovarianceSplitsItsMirrorIntoALoopAfterTheProduct) {
+  const std::string ir = lowered(
+      "def cov(M, float_n, data):\n"
+      "    cov = np.zeros((M, M), dtype=data.dtype)\n"
+      "    #pragma parallel for\n"
+      "    for i in range(M):\n"
+      "        cov[i, i:M] = data[:, i] @ data[:, i:M] / (float_n - 1.0)\n"
+      "        cov[i:M, i] = cov[i, i:M]\n"
+      "    return cov\n",
+      "cov", "int, f64, f64[:, ::1]");
+  const size_t product = ir.find("  matmul cov[0:M, 0:M] = ((1.0:f64 / (float_n - 1.0:float)) * 1.0:f64) * "
+                                 "(data.T @ data)[k < data.shape[0]] upper where all i: ");
+  ASSERT_NE(product, std::string::npos) << ir;
+  // The fallback (up to the matmul's closing brace) computes the product
+  // only; the mirror, with its temporary, is the next statement.
+  const size_t end = ir.find("\n  }\n", product);
+  ASSERT_NE(end, std::string::npos);
+  const std::string fallback = ir.substr(product, end - product), after = ir.substr(end);
+  EXPECT_EQ(fallback.find("empty<"), std::string::npos) << fallback;
+  EXPECT_EQ(after.find("\n  }\n  parallel for i in range(0:int, M, 1:int) {"), 0u) << after;
+  EXPECT_NE(after.find("empty<"), std::string::npos);
+  EXPECT_EQ(after.find("reduction(+:"), std::string::npos) << after;
 }
 
 }  // namespace
