@@ -354,13 +354,18 @@ struct Term {
   Expr coefficient;  // float64
 };
 
-// Matches the update of a triangle of C in a parallel loop over its rows i,
-// recording why it does not fit. Forms:
+// Matches the computation of a triangle of C in a parallel loop over its
+// rows i, recording why it does not fit. Forms (match_update and
+// match_dot_products say more):
 //
 //   parallel for i in range(n):                  # syrk, syr2k
 //     C[i, :i + 1] *= beta                       # optional
 //     for k in range(K):
-//       C[i, :i + 1] += alpha * A[i, k] * B[:i + 1, k]  (+ more such products)
+//       C[i, :i + 1] += alpha * A[i, k] * B[:i + 1, k]  (+ one more product)
+//
+//   parallel for i in range(n):                  # covariance
+//     C[i, i:n] = A[:, i] @ B[:, i:n] / s
+//     <statements run after every row's product>
 //
 // where each slice statement may come in the lowering's broadcast versions
 // (the plain one is matched; the row condition requires that it runs).
@@ -372,8 +377,8 @@ class TriangleMatcher {
     for (const VarInfo* v : analysis::uses_of(self).writes) nest_vars_.insert(v);
   }
 
-  std::string why;       // set when a triangular update was found but does not fit
-  bool found = false;    // a store into a triangle of C was found
+  std::string why;     // set when a triangular update was found but does not fit
+  bool found = false;  // a store into a triangle of C was found
 
   Stmt match() {
     if (!is_parallel(fi_->schedule.kind) || !counts_from_zero(fi_) || !fi_->schedule.reductions.empty()) return nullptr;
@@ -500,7 +505,8 @@ class TriangleMatcher {
       for (const Stmt& x : b->stmts)
         if (contains_product(x)) return true;
     }
-    if (const If* i = s->as<If>()) return contains_product(i->then_case) || (i->else_case && contains_product(i->else_case));
+    if (const If* i = s->as<If>())
+      return contains_product(i->then_case) || (i->else_case && contains_product(i->else_case));
     return false;
   }
 
@@ -628,13 +634,12 @@ class TriangleMatcher {
     }
     std::string products;
     for (const Term& t : terms)
-      products += std::string(products.empty() ? "" : " + ") + t.row.array->name + (t.row.r_first ? ".T" : "") +
-                  " @ " + t.column.array->name + (t.column.r_first ? "" : ".T");
+      products += std::string(products.empty() ? "" : " + ") + t.row.array->name + (t.row.r_first ? ".T" : "") + " @ " +
+                  t.column.array->name + (t.column.r_first ? "" : ".T");
     remark = (part_ == MatMulPart::Lower ? "lower" : "upper") + std::string(" triangle of ") + c_->name + " = " +
              products + " handed to the BLAS library (the loops run instead when it cannot take the operands)" + note;
-    return MatMul::make(c_, terms[0].row.array, terms[0].row.r_first, terms[0].column.array,
-                        !terms[0].column.r_first, n, n, k, terms[0].coefficient, beta, fallback, fi_->loc,
-                        std::move(tri));
+    return MatMul::make(c_, terms[0].row.array, terms[0].row.r_first, terms[0].column.array, !terms[0].column.r_first,
+                        n, n, k, terms[0].coefficient, beta, fallback, fi_->loc, std::move(tri));
   }
 
   std::nullptr_t decline(const std::string& reason) {
@@ -646,9 +651,7 @@ class TriangleMatcher {
     return false;
   }
 
-  static Expr extent(const Expr& e) {
-    return e->type.kind == ScalarKind::Int64 ? e : Cast::make(ScalarType::i64(), e);
-  }
+  static Expr extent(const Expr& e) { return e->type.kind == ScalarKind::Int64 ? e : Cast::make(ScalarType::i64(), e); }
   static Expr at_most(const Expr& x, const Expr& y) { return Compare::make(CompareOp::LE, extent(x), extent(y)); }
   Expr row() const { return VarRef::make(fi_->var); }
   Expr equals(const Expr& x, const Expr& y) const { return Compare::make(CompareOp::EQ, extent(x), extent(y)); }
@@ -686,9 +689,9 @@ class TriangleMatcher {
     const Binary* core = unclamped(e)->as<Binary>();
     if (*part_ == MatMulPart::Lower) {
       // end i + 1
-      const bool plus_one = core && core->op == BinaryOp::Add &&
-                            ((is_var(core->a, fi_->var) && is_int(core->b, 1)) ||
-                             (is_var(core->b, fi_->var) && is_int(core->a, 1)));
+      const bool plus_one =
+          core && core->op == BinaryOp::Add &&
+          ((is_var(core->a, fi_->var) && is_int(core->b, 1)) || (is_var(core->b, fi_->var) && is_int(core->a, 1)));
       if (!plus_one || (*offset && !is_int(unclamped(*offset), 0)))
         return fail("the columns of row i are not [0, i + 1) nor [i, n)");
       if (*offset) conditions_.push_back(equals(*offset, IntImm::make(0)));
@@ -698,8 +701,7 @@ class TriangleMatcher {
       const bool to_end = starts_at_row && core && core->op == BinaryOp::Sub && is_var(unclamped(core->b), fi_->var);
       if (!to_end) return fail("the columns of row i are not [0, i + 1) nor [i, n)");
       conditions_.push_back(equals(*offset, row()));
-      conditions_.push_back(
-          equals(e, Binary::make(BinaryOp::Sub, extent(fi_->end), extent(row()), ScalarType::i64())));
+      conditions_.push_back(equals(e, Binary::make(BinaryOp::Sub, extent(fi_->end), extent(row()), ScalarType::i64())));
     }
     column_offset_ = *offset;
     return true;
@@ -748,13 +750,11 @@ class TriangleMatcher {
         if (l->checked || l->indices.size() != 2 || l->array == c_ || l->array->type.dtype != dtype_)
           return fail("a product reads C or an array of another type");
         const bool r_first = is_var(unwrapped(l->indices[0]), k_);
-        if (!r_first && !is_var(unwrapped(l->indices[1]), k_))
-          return fail("a product's operand is not indexed by k");
+        if (!r_first && !is_var(unwrapped(l->indices[1]), k_)) return fail("a product's operand is not indexed by k");
         const Expr& other = l->indices[r_first ? 1 : 0];
         const std::optional<Expr> offset = column_offset(other, j);
         if (offset && !have_column) {
-          if (part_ == MatMulPart::Upper && !*offset)
-            return fail("an operand's column index is not the column of C");
+          if (part_ == MatMulPart::Upper && !*offset) return fail("an operand's column index is not the column of C");
           if (*offset) conditions_.push_back(equals(*offset, part_ == MatMulPart::Upper ? row() : IntImm::make(0)));
           term.column = Operand{l->array, r_first};
           have_column = true;

@@ -58,8 +58,7 @@ TEST(OffloadMatmul, CoefficientsAreSumsAndProductsOfScalars) {
             std::string::npos)
       << loops("C[i, j] + t * 2.0");
   // A division by a scalar is a product with its reciprocal.
-  EXPECT_NE(loops("t / s").find("= (1.0:f64 / s) * (A @ B)[k < A.shape[1]] else"), std::string::npos)
-      << loops("t / s");
+  EXPECT_NE(loops("t / s").find("= (1.0:f64 / s) * (A @ B)[k < A.shape[1]] else"), std::string::npos) << loops("t / s");
 }
 
 TEST(OffloadMatmul, EpiloguesTheLibraryCannotComputeKeepTheLoops) {
@@ -73,19 +72,21 @@ TEST(OffloadMatmul, TrianglesAndTheCpuKeepTheLoops) {
             std::string::npos);
 }
 
-std::string triangle(const std::string& update, const std::string& scale = "", const std::string& k_range = "A.shape[1]") {
-  return lowered("def tri(alpha, beta, C, A):\n"
-                 "    #pragma parallel for\n"
-                 "    for i in range(A.shape[0]):\n" +
-                     (scale.empty() ? std::string() : "        " + scale + "\n") +
-                     "        for k in range(" + k_range + "):\n"
-                     "            " + update + "\n",
-                 "tri", "float, float, f64[:, ::1], f64[:, ::1]");
+std::string triangle(const std::string& update, const std::string& scale = "",
+                     const std::string& k_range = "A.shape[1]") {
+  return lowered(
+      "def tri(alpha, beta, C, A):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(A.shape[0]):\n" +
+          (scale.empty() ? std::string() : "        " + scale + "\n") + "        for k in range(" + k_range +
+          "):\n"
+          "            " +
+          update + "\n",
+      "tri", "float, float, f64[:, ::1], f64[:, ::1]");
 }
 
 TEST(OffloadMatmul, SyrkIsTheLowerTriangleWithItsRowCondition) {
-  const std::string ir =
-      triangle("C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]", "C[i, :i + 1] *= beta");
+  const std::string ir = triangle("C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]", "C[i, :i + 1] *= beta");
   EXPECT_NE(ir.find("matmul C[0:A.shape[0], 0:A.shape[0]] = alpha * (A @ A.T)[k < A.shape[1]] + beta * C lower "
                     "where all i: "),
             std::string::npos)
@@ -95,30 +96,26 @@ TEST(OffloadMatmul, SyrkIsTheLowerTriangleWithItsRowCondition) {
 }
 
 TEST(OffloadMatmul, TwoProductsAndAnUpperTriangle) {
-  const std::string syr2k =
-      triangle("C[i, :i + 1] += A[:i + 1, k] * alpha * A[i, k] + A[:i + 1, k] * beta * A[i, k]");
-  EXPECT_NE(syr2k.find("= alpha * (A @ A.T)[k < A.shape[1]] + beta * (A @ A.T) + 1.0:f64 * C lower"),
-            std::string::npos)
+  const std::string syr2k = triangle("C[i, :i + 1] += A[:i + 1, k] * alpha * A[i, k] + A[:i + 1, k] * beta * A[i, k]");
+  EXPECT_NE(syr2k.find("= alpha * (A @ A.T)[k < A.shape[1]] + beta * (A @ A.T) + 1.0:f64 * C lower"), std::string::npos)
       << syr2k;
   const std::string upper = triangle("C[i, i:] -= A[k, i] * A[k, i:]", "", "A.shape[0]");
-  EXPECT_NE(upper.find("= (-1.0:f64) * (A.T @ A)[k < A.shape[0]] + 1.0:f64 * C upper"), std::string::npos)
-      << upper;
+  EXPECT_NE(upper.find("= (-1.0:f64) * (A.T @ A)[k < A.shape[0]] + 1.0:f64 * C upper"), std::string::npos) << upper;
 }
 
 TEST(OffloadMatmul, OtherTriangularNestsKeepTheLoops) {
   for (const char* update : {
-           "C[i, :i] += alpha * A[i, k] * A[:i, k]",            // strict triangle
-           "C[i, :i + 2] += alpha * A[i, k] * A[:i + 2, k]",    // not a triangle
-           "C[i, :i + 1] += alpha * A[i, k] * C[:i + 1, k]",    // reads C elsewhere
-           "C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, 0]",    // not indexed by k
+           "C[i, :i] += alpha * A[i, k] * A[:i, k]",                // strict triangle
+           "C[i, :i + 2] += alpha * A[i, k] * A[:i + 2, k]",        // not a triangle
+           "C[i, :i + 1] += alpha * A[i, k] * C[:i + 1, k]",        // reads C elsewhere
+           "C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, 0]",        // not indexed by k
            "C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k] + 1.0",  // a constant term
-           "C[i, :i + 1] = alpha * A[i, k] * A[:i + 1, k]",     // not an accumulation
+           "C[i, :i + 1] = alpha * A[i, k] * A[:i + 1, k]",         // not an accumulation
        })
     EXPECT_EQ(triangle(update).find("matmul "), std::string::npos) << update;
   EXPECT_EQ(triangle("C[i, :i + 1] += A[i, k] * A[:i + 1, k]", "", "0, A.shape[1], 2").find("matmul "),
             std::string::npos);
-  EXPECT_EQ(triangle("C[i, :i + 1] += A[i, k] * A[:i + 1, k]", "C[i, :i] *= beta").find("matmul "),
-            std::string::npos);
+  EXPECT_EQ(triangle("C[i, :i + 1] += A[i, k] * A[:i + 1, k]", "C[i, :i] *= beta").find("matmul "), std::string::npos);
   EXPECT_EQ(lowered("def tri(alpha, beta, C, A):\n"
                     "    #pragma parallel for\n"
                     "    for i in range(A.shape[0]):\n"
@@ -139,8 +136,9 @@ TEST(OffloadMatmul, CovarianceSplitsItsMirrorIntoALoopAfterTheProduct) {
       "        cov[i:M, i] = cov[i, i:M]\n"
       "    return cov\n",
       "cov", "int, f64, f64[:, ::1]");
-  const size_t product = ir.find("  matmul cov[0:M, 0:M] = ((1.0:f64 / (float_n - 1.0:float)) * 1.0:f64) * "
-                                 "(data.T @ data)[k < data.shape[0]] upper where all i: ");
+  const size_t product = ir.find(
+      "  matmul cov[0:M, 0:M] = ((1.0:f64 / (float_n - 1.0:float)) * 1.0:f64) * "
+      "(data.T @ data)[k < data.shape[0]] upper where all i: ");
   ASSERT_NE(product, std::string::npos) << ir;
   // The fallback (up to the matmul's closing brace) computes the product
   // only; the mirror, with its temporary, is the next statement.
