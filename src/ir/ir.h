@@ -424,8 +424,11 @@ struct Assert : StmtNode {
 };
 
 // Which elements of C a MatMul computes: all m x n, or the triangle of its
-// m x m block with j <= i (lower) or j >= i (upper), diagonal included.
-enum class MatMulPart : uint8_t { Full, Lower, Upper };
+// m x m block with j <= i (lower) or j >= i (upper), diagonal included; or,
+// for StrictUpperInPlace, all of C (m x n) as C + strict_upper(A') @ C with
+// A' m x m, in place (row i reads the rows below it before they change; b
+// is c, alpha 1, beta null, k m).
+enum class MatMulPart : uint8_t { Full, Lower, Upper, StrictUpperInPlace };
 
 // What a triangular MatMul adds to a plain one: the part of C, an optional
 // second product alpha2 * A2' @ B2' (same extents, summed into the first:

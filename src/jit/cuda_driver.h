@@ -103,6 +103,15 @@ struct CublasApi {
   cublasStatus (*cublasDsyrkx)(cublasHandle handle, int uplo, int trans, int n, int k, const double* alpha,
                                const double* a, int lda, const double* b, int ldb, const double* beta, double* c,
                                int ldc) = nullptr;
+  // C = alpha op(T) B (side left 0) or alpha B op(T) (side right 1), T the
+  // `uplo` triangle of A, with a diagonal of ones (diag 1) or A's (diag 0);
+  // C may be B (in place).
+  cublasStatus (*cublasStrmm_v2)(cublasHandle handle, int side, int uplo, int trans, int diag, int m, int n,
+                                 const float* alpha, const float* a, int lda, const float* b, int ldb, float* c,
+                                 int ldc) = nullptr;
+  cublasStatus (*cublasDtrmm_v2)(cublasHandle handle, int side, int uplo, int trans, int diag, int m, int n,
+                                 const double* alpha, const double* a, int lda, const double* b, int ldb, double* c,
+                                 int ldc) = nullptr;
 };
 
 // The loaded driver, or null; `why` then says what is missing. Loading is

@@ -504,6 +504,53 @@ int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, i
   return kFailed;
 }
 
+// B = (I + strict_upper(A)) B: in cuBLAS's column-major terms, B's storage
+// is B (column-major B) or B^T (row-major B, which cuBLAS multiplies from
+// the right by the transpose), and A's storage is A or A^T, whose upper or
+// lower triangle holds strict_upper(A); the diagonal is taken as ones.
+int32_t api_trmm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const void* a, int64_t a_rs, int64_t a_cs,
+                 void* b, int64_t b_rs, int64_t b_cs) {
+  if (m <= 0 || n <= 0) return kDone;
+  if (m > kMaxInt || n > kMaxInt) return kDeclined;
+  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
+  const CublasApi* blas = cublas();
+  if (!blas) return kDeclined;
+  const std::optional<BlasLayout> lb = blas_layout(m, n, b_rs, b_cs, true);
+  const std::optional<BlasLayout> la = lb ? blas_layout(m, m, a_rs, a_cs, lb->row_major) : std::nullopt;
+  if (!lb || !la || la->ld > kMaxInt || lb->ld > kMaxInt) return kDeclined;
+  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
+  if (overlaps(b, span_bytes(m, n, b_rs, b_cs, element), a, span_bytes(m, m, a_rs, a_cs, element))) return kDeclined;
+
+  CallState& s = state_of(ctx);
+  const cublasHandle handle = cublas_handle(ctx, *blas, s);
+  if (!handle) return kFailed;
+  // A column-major A holds strict_upper(A) in its upper triangle, a
+  // row-major one (storage A^T) in its lower. A row-major B is multiplied
+  // from the right by (I + strict_upper(A))^T, a column-major one from the
+  // left by I + strict_upper(A).
+  constexpr int kLeft = 0, kRight = 1, kLower = 0, kUpper = 1, kOpN = 0, kOpT = 1, kUnit = 1;
+  const int side = lb->row_major ? kRight : kLeft;
+  const int uplo = la->row_major ? kLower : kUpper;
+  const int trans = lb->row_major != la->row_major ? kOpT : kOpN;
+  const int rows = static_cast<int>(lb->row_major ? n : m), cols = static_cast<int>(lb->row_major ? m : n);
+  cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
+  if (status == 0 && dtype == PLAIT_FLOAT64) {
+    const double one = 1.0;
+    status = blas->cublasDtrmm_v2(handle, side, uplo, trans, kUnit, rows, cols, &one, static_cast<const double*>(a),
+                                  static_cast<int>(la->ld), static_cast<const double*>(b), static_cast<int>(lb->ld),
+                                  static_cast<double*>(b), static_cast<int>(lb->ld));
+  } else if (status == 0) {
+    const float one = 1.0f;
+    status = blas->cublasStrmm_v2(handle, side, uplo, trans, kUnit, rows, cols, &one, static_cast<const float*>(a),
+                                  static_cast<int>(la->ld), static_cast<const float*>(b), static_cast<int>(lb->ld),
+                                  static_cast<float*>(b), static_cast<int>(lb->ld));
+  }
+  if (status == 0) return kDone;
+  record_error(ctx, PLAIT_RUNTIME_ERROR,
+               "a cuBLAS triangular matrix product failed (status " + std::to_string(status) + ")");
+  return kFailed;
+}
+
 // A scratch buffer of the pool of `stream`, returned to it when the call
 // ends (its kernels may still run then: see Runtime::scratch_pool).
 class Scratch {
@@ -683,6 +730,7 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   api.launch_cooperative = &api_launch_cooperative;
   api.gemm = &api_gemm;
   api.gemmt = &api_gemmt;
+  api.trmm = &api_trmm;
   api.scratch = reinterpret_cast<void*>(static_cast<uintptr_t>(scratch.pointer()));
   ctx->cuda = &api;
   struct Detach {

@@ -278,6 +278,24 @@ class RowCheckable : public IRVisitor {
   const VarInfo* row_;
 };
 
+// The conjunction of `conditions`, a row condition of `row`, without those
+// that hold trivially (`x <= x`, `x == x`, on which the host compiler
+// warns): null when none is left, nullopt when one is not row-checkable.
+std::optional<Expr> row_condition(const std::vector<Expr>& conditions, const std::set<const VarInfo*>& nest_vars,
+                                  const VarInfo* row) {
+  Expr all;
+  for (const Expr& c : conditions) {
+    if (const Compare* cmp = c->as<Compare>();
+        cmp && (cmp->op == CompareOp::LE || cmp->op == CompareOp::EQ) && same(cmp->a, cmp->b))
+      continue;
+    RowCheckable check(nest_vars, row);
+    check.visit(c);
+    if (!check.ok) return std::nullopt;
+    all = all ? Logical::make(LogicalOp::And, all, c) : c;
+  }
+  return all;
+}
+
 // A loop variable of a loop from 0 is never negative: its Python
 // wrap-around `(v + n) if (v < 0) else v` is v.
 Expr unwrapped(const Expr& e) {
@@ -610,21 +628,12 @@ class TriangleMatcher {
         conditions_.push_back(at_most(fi_->end, ArrayDim::make(o.array, o.r_first ? 1 : 0)));
         conditions_.push_back(at_most(k_end, ArrayDim::make(o.array, o.r_first ? 0 : 1)));
       }
-    Expr condition;
-    for (const Expr& c : conditions_) {
-      // `x <= x` and `x == x` hold (and the host compiler warns on them).
-      if (const Compare* cmp = c->as<Compare>();
-          cmp && (cmp->op == CompareOp::LE || cmp->op == CompareOp::EQ) && same(cmp->a, cmp->b))
-        continue;
-      RowCheckable check(nest_vars_, fi_->var.get());
-      check.visit(c);
-      if (!check.ok) return decline("whether the loops take the plain version depends on more than the row");
-      condition = condition ? Logical::make(LogicalOp::And, condition, c) : c;
-    }
+    const std::optional<Expr> condition = row_condition(conditions_, nest_vars_, fi_->var.get());
+    if (!condition) return decline("whether the loops take the plain version depends on more than the row");
     MatMulTriangle tri;
     tri.part = *part_;
     tri.row = fi_->var;
-    tri.row_condition = condition;
+    tri.row_condition = *condition;
     if (terms.size() == 2) {
       tri.a2 = terms[1].row.array;
       tri.a2_transposed = terms[1].row.r_first;
@@ -802,6 +811,145 @@ class TriangleMatcher {
   std::vector<Expr> conditions_;
 };
 
+// A serial loop over the rows i of B whose iteration adds to row i the
+// products of row i of A' with the rows of B below it (NPBench's trmm):
+//
+//   for i in range(m):
+//     for j in range(n):                     (parallel or not)
+//       t = 0
+//       for r in range(<rows i + 1 ... m>): t += A[i + 1 + r, i] * B[i + 1 + r, j]
+//       B[i, j] = B[i, j] + t                (A[i, i + 1 + r] too: A' = A)
+//
+// Row i reads only rows below it, which later iterations change: it reads
+// them as they were, so the loop is B = B + strict_upper(A') @ B with B's
+// old values, a triangular product in place (unit diagonal). Within a row
+// the columns j are independent (each writes B[i, j] and reads column j).
+class InPlaceMatcher {
+ public:
+  InPlaceMatcher(const Function& fn, const For* fi, const Stmt& self) : fn_(fn), fi_(fi), self_(self) {
+    for (const VarInfo* v : analysis::uses_of(self).writes) nest_vars_.insert(v);
+  }
+
+  std::string why, remark;
+  bool found = false;
+
+  Stmt match() {
+    if (is_parallel(fi_->schedule.kind) || !counts_from_zero(fi_) || !fi_->schedule.reductions.empty()) return nullptr;
+    auto outer = statements(fi_->body);
+    const For* fj = outer && outer->size() == 1 ? (*outer)[0]->as<For>() : nullptr;
+    if (!counts_from_zero(fj) || !fj->schedule.reductions.empty()) return nullptr;
+    auto inner = statements(fj->body);
+    if (!inner || inner->size() < 3) return nullptr;
+    std::vector<Expr> conditions;
+    size_t n = 0;
+    for (; n + 3 < inner->size() && (*inner)[n]->as<Assert>(); ++n)
+      conditions.push_back((*inner)[n]->as<Assert>()->cond);
+    if (inner->size() - n != 3) return nullptr;
+    const Assign* init = (*inner)[n]->as<Assign>();
+    const For* fr = (*inner)[n + 1]->as<For>();
+    const Store* store = (*inner)[n + 2]->as<Store>();
+    if (!init || !fr || !store || !counts_from_zero(fr) || store->indices.size() != 2) return nullptr;
+    const ArrayVar& b = store->array;
+    const ScalarKind dtype = b->type.dtype;
+    const Var& t = init->var;
+    if ((dtype != ScalarKind::Float32 && dtype != ScalarKind::Float64) || t->type.kind != dtype ||
+        !is_zero(init->value))
+      return nullptr;
+    for (const Reduction& red : fr->schedule.reductions)
+      if (red.var != t || red.op != ReduceOp::Add) return nullptr;
+    auto body = statements(fr->body);
+    const Assign* acc = body && body->size() == 1 ? (*body)[0]->as<Assign>() : nullptr;
+    const Binary* sum = acc && acc->var == t ? acc->value->as<Binary>() : nullptr;
+    if (!sum || sum->op != BinaryOp::Add) return nullptr;
+    const Expr& product = is_var(sum->a, t) ? sum->b : is_var(sum->b, t) ? sum->a : nullptr;
+    const Binary* mul = product ? product->as<Binary>() : nullptr;
+    if (!mul || mul->op != BinaryOp::Mul || mul->type.kind != dtype) return nullptr;
+    // B[i, j] = B[i, j] + t
+    const Var &i = fi_->var, &j = fj->var, &r = fr->var;
+    const Binary* update = store->value->as<Binary>();
+    if (!is_var(unwrapped(store->indices[0]), i) || !is_var(unwrapped(store->indices[1]), j) || !update ||
+        update->op != BinaryOp::Add || update->type.kind != dtype)
+      return nullptr;
+    auto element_of_b = [&](const Expr& e) {
+      const Load* l = e->as<Load>();
+      return l && l->array == b && !l->checked && l->indices.size() == 2 && same(l->indices[0], store->indices[0]) &&
+             same(l->indices[1], store->indices[1]);
+    };
+    if (!((element_of_b(update->a) && is_var(update->b, t)) || (element_of_b(update->b) && is_var(update->a, t))))
+      return nullptr;
+    // A[i + 1 + r, i] (or A[i, i + 1 + r]) and B[i + 1 + r, j], in either order.
+    const Load* x = mul->a->as<Load>();
+    const Load* y = mul->b->as<Load>();
+    if (x && x->array == b) std::swap(x, y);
+    if (!x || !y || y->array != b || x->array == b || x->array->type.dtype != dtype || x->checked || y->checked ||
+        x->indices.size() != 2 || y->indices.size() != 2 || !is_var(unwrapped(y->indices[1]), j))
+      return nullptr;
+    found = true;
+    if (store->checked) return decline("its indices are checked (boundscheck)");
+    const bool transposed = is_var(unwrapped(x->indices[1]), i);
+    const Expr& a_row = x->indices[transposed ? 1 : 0];
+    const Expr& a_step = x->indices[transposed ? 0 : 1];
+    if (!is_var(unwrapped(a_row), i)) return decline("A is not indexed by the row i");
+    const Expr offsets[] = {offset_of(a_step, r), offset_of(y->indices[0], r)};
+    for (const Expr& offset : offsets)
+      if (!offset || !is_row_plus_one(unclamped(offset)))
+        return decline("the product does not read the rows i + 1, i + 2, ... of B");
+    const Binary* count = unclamped(fr->end)->as<Binary>();
+    if (!count || count->op != BinaryOp::Sub || !is_row_plus_one(unclamped(count->b)))
+      return decline("the product does not read the rows i + 1, i + 2, ... of B");
+    // The row condition: the slices are exactly the rows below i, and the
+    // loops' assertions hold.
+    const Expr m = extent(fi_->end), row = VarRef::make(i);
+    const Expr next = Binary::make(BinaryOp::Add, extent(row), IntImm::make(1, ScalarType::i64()), ScalarType::i64());
+    for (const Expr& offset : offsets) conditions.push_back(equals(offset, next));
+    conditions.push_back(equals(fr->end, Binary::make(BinaryOp::Sub, m, next, ScalarType::i64())));
+    for (const Expr& limit : {ArrayDim::make(b, 0), ArrayDim::make(x->array, 0), ArrayDim::make(x->array, 1)})
+      conditions.push_back(Compare::make(CompareOp::LE, m, extent(limit)));
+    conditions.push_back(Compare::make(CompareOp::LE, extent(fj->end), extent(ArrayDim::make(b, 1))));
+    if (reads_any(fi_->end, nest_vars_) || reads_any(fj->end, nest_vars_))
+      return decline("the loop bounds depend on the loops' variables");
+    const std::optional<Expr> condition = row_condition(conditions, nest_vars_, i.get());
+    if (!condition) return decline("the rows the product reads depend on more than the row");
+    for (const VarInfo* v : nest_vars_)
+      if (analysis::live_after(fn_.body, fi_, v)) return decline("`" + v->name + "` is read after the loops");
+    remark = b->name + " += strict_upper(" + x->array->name + (transposed ? ".T" : "") + ") @ " + b->name +
+             " (each row reads the rows below it before they change) handed to the BLAS library (the loops run "
+             "instead when it cannot take the operands)";
+    MatMulTriangle tri;
+    tri.part = MatMulPart::StrictUpperInPlace;
+    tri.row = i;
+    tri.row_condition = *condition;
+    return MatMul::make(b, x->array, transposed, b, false, m, extent(fj->end), m, one(), nullptr, self_, fi_->loc,
+                        std::move(tri));
+  }
+
+ private:
+  std::nullptr_t decline(const std::string& reason) {
+    why = reason;
+    return nullptr;
+  }
+  static Expr extent(const Expr& e) { return e->type.kind == ScalarKind::Int64 ? e : Cast::make(ScalarType::i64(), e); }
+  static Expr equals(const Expr& x, const Expr& y) { return Compare::make(CompareOp::EQ, extent(x), extent(y)); }
+  // `offset + r`: the offset, or null.
+  static Expr offset_of(const Expr& e, const Var& r) {
+    const Binary* b = e->as<Binary>();
+    if (!b || b->op != BinaryOp::Add) return nullptr;
+    if (is_var(b->b, r) && !analysis::reads_var(b->a, r.get())) return b->a;
+    if (is_var(b->a, r) && !analysis::reads_var(b->b, r.get())) return b->b;
+    return nullptr;
+  }
+  bool is_row_plus_one(const Expr& e) const {
+    const Binary* b = e->as<Binary>();
+    return b && b->op == BinaryOp::Add &&
+           ((is_var(b->a, fi_->var) && is_int(b->b, 1)) || (is_var(b->b, fi_->var) && is_int(b->a, 1)));
+  }
+
+  const Function& fn_;
+  const For* fi_;
+  const Stmt& self_;
+  std::set<const VarInfo*> nest_vars_;
+};
+
 class MatMulFinder : public IRMutator {
  public:
   explicit MatMulFinder(const Function& f) : fn_(f) {}
@@ -819,6 +967,14 @@ class MatMulFinder : public IRMutator {
     if (triangle.found)
       remarks.push_back({fi->loc, "offload_matmul",
                          "triangular update kept as loops, not handed to the BLAS library: " + triangle.why});
+    InPlaceMatcher in_place(fn_, fi, self);
+    if (Stmt m = in_place.match()) {
+      remarks.push_back({fi->loc, "offload_matmul", in_place.remark});
+      return m;
+    }
+    if (in_place.found)
+      remarks.push_back({fi->loc, "offload_matmul",
+                         "triangular product in place kept as loops, not handed to the BLAS library: " + in_place.why});
     return IRMutator::visit(fi, self);
   }
 

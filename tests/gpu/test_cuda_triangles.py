@@ -54,8 +54,8 @@ def test_host_part_compiles_with_warnings_as_errors(tmp_path, name, signature):
 @pytest.mark.parametrize("name,signature", CASES)
 def test_triangles_call_gemmt_and_other_nests_keep_their_loops(tmp_path, name, signature):
     host = emit_from(KERNELS_FILE, tmp_path, name, signature, "cpp").read_text()
-    offloaded = name in ("syrk", "syr2k", "upper_accumulate", "covariance")
-    assert ("ctx->cuda->gemmt(" in host) == offloaded
+    offloaded = name in ("syrk", "syr2k", "upper_accumulate", "covariance", "trmm", "trmm_rows_of_a")
+    assert ("ctx->cuda->gemmt(" in host or "ctx->cuda->trmm(" in host) == offloaded
     if offloaded:
         # The loops stay as the fallback, after the row check.
         assert "if (p_gemm" in host and "p_ok" in host
@@ -98,9 +98,9 @@ def test_syr2k(rng, kind, n, m, dtype):
 @pytest.mark.parametrize("n,m", SIZES)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_upper_triangle_with_transposed_operands(rng, n, m, dtype):
-    # C += A.T @ B - 2 A.T @ B = C - A.T @ B over the upper triangle: the
-    # sum cancels, so the tolerance is relative to C's size.
-    args = [positive(rng, (n, n), dtype) * m, positive(rng, (m, n), dtype), positive(rng, (m, n), dtype)]
+    # C += A.T @ B - 2 A.T @ B = C - A.T @ B over the upper triangle, with
+    # C about 4 times A.T @ B: no cancellation.
+    args = [positive(rng, (n, n), dtype) * 4 * m, positive(rng, (m, n), dtype), positive(rng, (m, n), dtype)]
     kernel = check(T.upper_accumulate, args, "numpy", rtol=RTOL[dtype] * 10)
     assert "upper triangle of C = A.T @ B + A.T @ B handed to the BLAS library" in kernel.explain()
 
@@ -127,9 +127,14 @@ def test_covariance(rng, kind, M, N):
 def test_float32_covariance_divided_in_float64_runs_the_loops(rng):
     # The float32 product divided by a float64 scalar is a float64 value:
     # not the library's float32 product.
+    # Centred data cancels: the comparison is absolute at the scale of the
+    # entries (about 0.3).
     data = (rng.random((20, 30)) * 2 - 1).astype(np.float32)
-    kernel = check(T.covariance, [30, np.float64(20), data], "numpy", rtol=1e-4)
-    assert "handed to the BLAS library" not in kernel.explain()
+    expected = T.covariance(30, np.float64(20), data.copy())
+    kernel = plait.jit(T.covariance, target="cuda")
+    np.testing.assert_allclose(kernel(30, np.float64(20), data.copy()), expected, rtol=1e-4, atol=1e-5)
+    assert "triangle of cov" not in kernel.explain()
+    assert "triangular update kept as loops, not handed to the BLAS library: the result is not" in kernel.explain()
 
 
 @on_gpu
@@ -189,9 +194,9 @@ def test_nests_the_pass_leaves_as_loops(rng, n, m):
     for fn in (T.strict_lower, T.reads_c, T.every_other_k):
         kernel = check(fn, [1.5, positive(rng, (n, n)), positive(rng, (n, m))], "numpy", rtol=1e-12)
         explain = kernel.explain()
-        assert "handed to the BLAS library" not in explain
+        assert "triangle of C" not in explain
         if fn is not T.every_other_k:
-            assert "triangular update kept as loops" in explain
+            assert "triangular update kept as loops, not handed to the BLAS library" in explain
 
 
 @on_gpu
@@ -203,3 +208,48 @@ def test_slices_clamped_by_a_narrow_c_raise_as_numpy_does(rng):
         T.syrk(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
     with pytest.raises(ValueError):
         plait.jit(T.syrk, target="cuda")(*args)
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+@pytest.mark.parametrize("m,n", SIZES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_trmm(rng, kind, m, n, dtype):
+    kernel = check(T.trmm, [1.5, positive(rng, (m, m), dtype), positive(rng, (m, n), dtype)], kind,
+                   rtol=RTOL[dtype])
+    assert "B += strict_upper(A.T) @ B (each row reads the rows below it before they change) handed to the BLAS " \
+           "library" in kernel.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("order_a", ["C", "F"])
+@pytest.mark.parametrize("order_b", ["C", "F"])
+@pytest.mark.parametrize("m,n", [(1, 3), (6, 1), (37, 21)])
+def test_trmm_orders(rng, order_a, order_b, m, n):
+    # Row- and column-major A and B take different sides, triangles and
+    # transpositions of cuBLAS's trmm.
+    a = np.asarray(positive(rng, (m, m)), order=order_a)
+    b = np.asarray(positive(rng, (m, n)), order=order_b)
+    check(T.trmm, [0.5, a, b], "numpy", rtol=1e-12)
+    kernel = check(T.trmm_rows_of_a, [a, b], "numpy", rtol=1e-12)
+    assert "B += strict_upper(A) @ B" in kernel.explain()
+
+
+@on_gpu
+def test_trmm_in_one_allocation(rng):
+    # A and B are disjoint column blocks of one tensor, whose spans overlap:
+    # the loops run.
+    torch = pytest.importorskip("torch")
+    base = positive(rng, (12, 24))
+    expected = base.copy()
+    T.trmm_rows_of_a(expected[:, :12], expected[:, 12:])
+    got = torch.from_numpy(base).cuda()
+    plait.jit(T.trmm_rows_of_a, target="cuda")(got[:, :12], got[:, 12:])
+    np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-12)
+
+
+@on_gpu
+@pytest.mark.parametrize("m,n", [(1, 1), (9, 4), (40, 17)])
+def test_trmm_that_reads_its_own_row_keeps_the_loops(rng, m, n):
+    kernel = check(T.trmm_with_diagonal, [positive(rng, (m, m)), positive(rng, (m, n))], "numpy", rtol=1e-12)
+    assert "triangular product in place kept as loops, not handed to the BLAS library" in kernel.explain()

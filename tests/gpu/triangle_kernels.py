@@ -49,6 +49,32 @@ def covariance(M, float_n, data):
     return cov
 
 
+def trmm(alpha, A, B):
+    # NPBench's trmm: row i reads the rows below it before they change, so
+    # the loops are B = alpha * (B + strict_upper(A.T) @ B).
+    for i in range(B.shape[0]):
+        #pragma parallel for
+        for j in range(B.shape[1]):
+            B[i, j] += np.dot(A[i + 1:, i], B[i + 1:, j])
+    B *= alpha
+
+
+def trmm_rows_of_a(A, B):
+    # B = B + strict_upper(A) @ B: A read along its rows.
+    for i in range(B.shape[0]):
+        #pragma parallel for
+        for j in range(B.shape[1]):
+            B[i, j] += A[i, i + 1:] @ B[i + 1:, j]
+
+
+def trmm_with_diagonal(A, B):
+    # Row i reads itself too: not the unit-diagonal product.
+    for i in range(B.shape[0]):
+        #pragma parallel for
+        for j in range(B.shape[1]):
+            B[i, j] += np.dot(A[i:, i], B[i:, j])
+
+
 def strict_lower(alpha, C, A):
     # Without the diagonal: not a triangle the library computes.
     #pragma parallel for
@@ -80,6 +106,9 @@ KERNELS = {
               "float, float, f32[:, ::1], f32[:, ::1], f32[:, ::1]"],
     "upper_accumulate": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]", "f32[:, :], f32[:, :], f32[:, :]"],
     "covariance": ["int, f64, f64[:, ::1]", "int, f64, f64[:, :]"],
+    "trmm": ["float, f64[:, ::1], f64[:, ::1]", "float, f32[:, ::1], f32[:, ::1]", "float, f64[:, :], f64[:, :]"],
+    "trmm_rows_of_a": ["f64[:, ::1], f64[:, ::1]", "f64[::1, :], f64[::1, :]"],
+    "trmm_with_diagonal": ["f64[:, ::1], f64[:, ::1]"],
     "strict_lower": ["float, f64[:, ::1], f64[:, ::1]"],
     "reads_c": ["float, f64[:, ::1], f64[:, ::1]"],
     "every_other_k": ["float, f64[:, ::1], f64[:, ::1]"],

@@ -151,5 +151,31 @@ TEST(OffloadMatmul, CovarianceSplitsItsMirrorIntoALoopAfterTheProduct) {
   EXPECT_EQ(after.find("reduction(+:"), std::string::npos) << after;
 }
 
+std::string in_place(const std::string& dot, const std::string& rows = "range(B.shape[0])") {
+  return lowered(
+      "def trmm(A, B):\n"
+      "    for i in " +
+          rows +
+          ":\n"
+          "        #pragma parallel for\n"
+          "        for j in range(B.shape[1]):\n"
+          "            B[i, j] += " +
+          dot + "\n",
+      "trmm", "f64[:, ::1], f64[:, ::1]");
+}
+
+TEST(OffloadMatmul, RowsThatReadTheRowsBelowThemAreATriangularProductInPlace) {
+  const std::string transposed = in_place("np.dot(A[i + 1:, i], B[i + 1:, j])");
+  EXPECT_NE(transposed.find("matmul B[0:B.shape[0], 0:B.shape[1]] += strict_upper(A.T) @ B in place where all i: "),
+            std::string::npos)
+      << transposed;
+  EXPECT_NE(in_place("A[i, i + 1:] @ B[i + 1:, j]").find("+= strict_upper(A) @ B in place"), std::string::npos);
+  for (const char* dot : {"np.dot(A[i:, i], B[i:, j])", "np.dot(A[i + 2:, i], B[i + 2:, j])",
+                          "np.dot(A[i + 1:, i], B[i + 1:, 0])", "2.0 * np.dot(A[i + 1:, i], B[i + 1:, j])"})
+    EXPECT_EQ(in_place(dot).find("matmul "), std::string::npos) << dot;
+  EXPECT_EQ(in_place("np.dot(A[i + 1:, i], B[i + 1:, j])", "range(B.shape[0] - 1, -1, -1)").find("matmul "),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace plait

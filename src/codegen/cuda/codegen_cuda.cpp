@@ -1077,7 +1077,8 @@ class CudaEmitter {
 
   // The product through the runtime's BLAS entry (cuBLAS), or its loops
   // when the library declines these operands (abi.h says when). A triangle
-  // goes to `gemmt` once its row condition holds for every row.
+  // goes to `gemmt` (`trmm` for a product in place) once its row condition
+  // holds for every row.
   void emit_matmul(const MatMul* mm) {
     auto operand = [&](const ArrayVar& x, bool transposed) {
       const std::string rows = stride(x, transposed ? 1 : 0), cols = stride(x, transposed ? 0 : 1);
@@ -1112,14 +1113,21 @@ class CudaEmitter {
         --indent_;
         line("}");
       }
-      const std::string second =
-          tri.a2 ? expr(tri.alpha2) + ", " + operand(tri.a2, tri.a2_transposed) + ", " +
-                       operand(tri.b2, tri.b2_transposed)
-                 : std::string("0.0, nullptr, 0, 0, nullptr, 0, 0");
-      line("if (" + ok + ") " + status + " = ctx->cuda->gemmt(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
-           (tri.part == MatMulPart::Upper ? "1" : "0") + ", " + rows + ", " + expr(mm->k) + ", " + expr(mm->alpha) +
-           ", " + operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) + ", " + second + ", " +
-           beta + ", " + beta_reads_c + ", " + operand(mm->c, false) + ");");
+      std::string call;
+      if (tri.part == MatMulPart::StrictUpperInPlace) {
+        call = "ctx->cuda->trmm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " + expr(mm->n) + ", " +
+               operand(mm->a, mm->a_transposed) + ", " + operand(mm->c, false) + ")";
+      } else {
+        const std::string second =
+            tri.a2 ? expr(tri.alpha2) + ", " + operand(tri.a2, tri.a2_transposed) + ", " +
+                         operand(tri.b2, tri.b2_transposed)
+                   : std::string("0.0, nullptr, 0, 0, nullptr, 0, 0");
+        call = "ctx->cuda->gemmt(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
+               (tri.part == MatMulPart::Upper ? "1" : "0") + ", " + rows + ", " + expr(mm->k) + ", " +
+               expr(mm->alpha) + ", " + operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) +
+               ", " + second + ", " + beta + ", " + beta_reads_c + ", " + operand(mm->c, false) + ")";
+      }
+      line("if (" + ok + ") " + status + " = " + call + ";");
       --indent_;
       line("}");
     }
