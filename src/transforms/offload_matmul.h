@@ -27,6 +27,11 @@
 // slices are exactly the triangle and that the lowering's broadcast
 // versions take their plain path. Statements after a dot-product triangle
 // in the loop move to a second loop over the rows after the product.
+//
+// In place: a serial loop over the rows i of B whose row i adds the
+// products of row i of A' with the rows of B below it (trmm) reads those
+// rows before they change, so it is B = B + strict_upper(A') @ B, a
+// triangular product with a unit diagonal, as one MatMul.
 #pragma once
 
 #include "ir/ir.h"
