@@ -1,20 +1,28 @@
 // Matrix-product nests as library calls (transforms/offload_matmul), checked
 // on the IR after the CUDA pipeline.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
+#include "codegen/cuda/codegen_cuda.h"
 #include "driver/compiler.h"
 #include "driver/pipeline.h"
 #include "frontend/lower_to_ir.h"
 #include "frontend/parser.h"
 #include "ir/ir_printer.h"
+#include "jit/loader.h"
+#include "jit/toolchain.h"
+#include "runtime/abi.h"
 
 namespace plait {
 namespace {
 
-std::string lowered(const std::string& source, const std::string& name, const std::string& signature,
-                    Target target = Target::CUDA) {
+ir::Function compiled(const std::string& source, const std::string& name, const std::string& signature,
+                      Target target = Target::CUDA) {
   SourceFile file{"k.py", source, 1};
   ast::FunctionDef fn = parse_function(file, name);
   Globals globals;
@@ -23,7 +31,12 @@ std::string lowered(const std::string& source, const std::string& name, const st
   options.target = target;
   ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), globals, options);
   run_pipeline(f, options);
-  return ir::to_string(f);
+  return f;
+}
+
+std::string lowered(const std::string& source, const std::string& name, const std::string& signature,
+                    Target target = Target::CUDA) {
+  return ir::to_string(compiled(source, name, signature, target));
 }
 
 std::string nest(const std::string& columns, const std::string& epilogue) {
@@ -175,6 +188,99 @@ TEST(OffloadMatmul, RowsThatReadTheRowsBelowThemAreATriangularProductInPlace) {
     EXPECT_EQ(in_place(dot).find("matmul "), std::string::npos) << dot;
   EXPECT_EQ(in_place("np.dot(A[i + 1:, i], B[i + 1:, j])", "range(B.shape[0] - 1, -1, -1)").find("matmul "),
             std::string::npos);
+}
+
+// What the host part of a kernel asked of a plait_cuda_api whose gemmt
+// records its arguments and answers `answer`, and whose launch counts.
+struct Calls {
+  int32_t answer = 0;
+  int gemmt = 0, launches = 0;
+  int32_t upper = -1;
+  int64_t n = 0, k = 0;
+  double alpha = 0, beta = 0;
+  std::vector<int64_t> strides;  // a, b, c: row and column strides
+};
+Calls* g_calls = nullptr;
+
+int32_t fake_gemmt(plait_context*, int32_t, int32_t upper, int64_t n, int64_t k, double alpha, const void*,
+                   int64_t a_rs, int64_t a_cs, const void*, int64_t b_rs, int64_t b_cs, double, const void*, int64_t,
+                   int64_t, const void*, int64_t, int64_t, double beta, int32_t, void*, int64_t c_rs, int64_t c_cs) {
+  Calls& c = *g_calls;
+  ++c.gemmt;
+  c.upper = upper;
+  c.n = n;
+  c.k = k;
+  c.alpha = alpha;
+  c.beta = beta;
+  c.strides = {a_rs, a_cs, b_rs, b_cs, c_rs, c_cs};
+  return c.answer;
+}
+int32_t count_launch(plait_context*, int32_t, uint32_t, uint32_t, void**) {
+  ++g_calls->launches;
+  return 0;
+}
+
+// The CUDA host part of syrk on a C of `c_shape` and an A of `a_shape`
+// (row-major, values unused: nothing runs on a device).
+Calls run_syrk_host(int64_t c_rows, int64_t c_cols, int64_t a_rows, int64_t a_cols, int32_t answer) {
+  static const std::string so = [] {
+    const ir::Function f = compiled(
+        "def syrk(alpha, beta, C, A):\n"
+        "    #pragma parallel for\n"
+        "    for i in range(A.shape[0]):\n"
+        "        C[i, :i + 1] *= beta\n"
+        "        for k in range(A.shape[1]):\n"
+        "            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]\n",
+        "syrk", "float, float, f64[:, ::1], f64[:, ::1]");
+    const std::string dir = ::testing::TempDir() + "plait_offload_matmul_" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/syrk.cpp") << codegen::generate_cuda(f, CompileOptions{}).host;
+    jit::build_shared_library(jit::host_toolchain(CompileOptions{}), dir + "/syrk.cpp", dir + "/syrk.so",
+                              dir + "/syrk.log");
+    return dir + "/syrk.so";
+  }();
+  static const std::shared_ptr<LoadedLibrary> library = LoadedLibrary::open(so);
+  const auto entry = reinterpret_cast<plait_entry_fn>(library->symbol(PLAIT_ENTRY_SYMBOL));
+  Calls calls;
+  calls.answer = answer;
+  g_calls = &calls;
+  std::vector<double> c(static_cast<size_t>(c_rows * c_cols)), a(static_cast<size_t>(a_rows * a_cols));
+  plait_array c_array{c.data(), {c_rows, c_cols}, {c_cols, 1}}, a_array{a.data(), {a_rows, a_cols}, {a_cols, 1}};
+  double alpha = 1.5, beta = 1.25;
+  std::vector<unsigned char> scratch(PLAIT_CUDA_SCRATCH_BYTES);
+  plait_cuda_api api{};
+  api.launch = &count_launch;
+  api.gemmt = &fake_gemmt;
+  api.scratch = scratch.data();
+  plait_context ctx{};
+  ctx.num_threads = 1;
+  ctx.cuda = &api;
+  std::vector<void*> args = {&alpha, &beta, &c_array, &a_array};
+  EXPECT_EQ(entry(args.data(), nullptr, &ctx), 0) << ctx.error_message;
+  return calls;
+}
+
+TEST(OffloadMatmul, HostChecksEveryRowThenCallsGemmtOrRunsTheLoops) {
+  const Calls done = run_syrk_host(7, 7, 7, 3, 0);
+  EXPECT_EQ(done.gemmt, 1);
+  EXPECT_EQ(done.launches, 0);
+  EXPECT_EQ(done.upper, 0);
+  EXPECT_EQ(done.n, 7);
+  EXPECT_EQ(done.k, 3);
+  EXPECT_EQ(done.alpha, 1.5);
+  EXPECT_EQ(done.beta, 1.25);
+  // A, then A's transpose, then C (wider than the triangle: its row stride).
+  EXPECT_EQ(done.strides, (std::vector<int64_t>{3, 1, 1, 3, 7, 1}));
+  EXPECT_EQ(run_syrk_host(5, 9, 5, 2, 0).strides, (std::vector<int64_t>{2, 1, 1, 2, 9, 1}));
+  // Declined: the loops run.
+  const Calls declined = run_syrk_host(7, 7, 7, 3, 1);
+  EXPECT_EQ(declined.gemmt, 1);
+  EXPECT_GT(declined.launches, 0);
+  // C narrower than the triangle: the slices are clamped (the loops then
+  // raise NumPy's broadcast error), so the library is not asked.
+  const Calls clamped = run_syrk_host(7, 4, 7, 3, 0);
+  EXPECT_EQ(clamped.gemmt, 0);
+  EXPECT_GT(clamped.launches, 0);
 }
 
 }  // namespace
