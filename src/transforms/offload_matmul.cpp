@@ -712,7 +712,6 @@ class TriangleMatcher {
       conditions_.push_back(equals(*offset, row()));
       conditions_.push_back(equals(e, Binary::make(BinaryOp::Sub, extent(fi_->end), extent(row()), ScalarType::i64())));
     }
-    column_offset_ = *offset;
     return true;
   }
 
@@ -807,7 +806,6 @@ class TriangleMatcher {
   ScalarKind dtype_ = ScalarKind::Float64;
   Var k_;
   std::optional<MatMulPart> part_;
-  Expr column_offset_;
   std::vector<Expr> conditions_;
 };
 
