@@ -280,7 +280,8 @@ Stmt MatMul::make(ArrayVar c, ArrayVar a, bool a_transposed, ArrayVar b, bool b_
   PLAIT_ASSERT(m->type.kind == ScalarKind::Int64 && n->type.kind == ScalarKind::Int64 && k->type.kind == ScalarKind::Int64);
   PLAIT_ASSERT(alpha->type.kind == ScalarKind::Float64 && (!beta || beta->type.kind == ScalarKind::Float64));
   return std::make_shared<MatMul>(std::move(c), std::move(a), a_transposed, std::move(b), b_transposed, std::move(m),
-                                  std::move(n), std::move(k), std::move(alpha), std::move(beta), std::move(loops), std::move(triangle), l);
+                                  std::move(n), std::move(k), std::move(alpha), std::move(beta), std::move(loops),
+                                  std::move(triangle), l);
 }
 
 Stmt Declare::make(Var v, SourceLoc l) {

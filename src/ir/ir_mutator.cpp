@@ -186,7 +186,8 @@ Stmt IRMutator::visit(const MatMul* node, const Stmt& self) {
       loops == node->loops)
     return self;
   return MatMul::make(node->c, node->a, node->a_transposed, node->b, node->b_transposed, std::move(m), std::move(n),
-                      std::move(k), std::move(alpha), std::move(beta), std::move(loops), node->loc, std::move(triangle));
+                      std::move(k), std::move(alpha), std::move(beta), std::move(loops), node->loc,
+                      std::move(triangle));
 }
 
 Stmt IRMutator::visit(const Break*, const Stmt& self) { return self; }

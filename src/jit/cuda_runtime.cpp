@@ -444,9 +444,9 @@ std::optional<TriangleProduct> triangle_product(double alpha, int64_t n, int64_t
 }
 
 int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha, const void* a,
-                  int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double alpha2,
-                  const void* a2, int64_t a2_rs, int64_t a2_cs, const void* b2, int64_t b2_rs, int64_t b2_cs,
-                  double beta, int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
+                  int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double alpha2, const void* a2,
+                  int64_t a2_rs, int64_t a2_cs, const void* b2, int64_t b2_rs, int64_t b2_cs, double beta,
+                  int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
   if (n <= 0) return kDone;
   if (k <= 0 || n > kMaxInt || k > kMaxInt) return kDeclined;
   if (!usable_alpha(alpha, dtype) || (a2 && !usable_alpha(alpha2, dtype)) || (beta_reads_c && beta == 0.0))

@@ -114,14 +114,14 @@ typedef struct plait_cuda_api {
    * cannot be given to the library in one orientation. */
   int32_t (*gemmt)(struct plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha,
                    const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
-                   int64_t b_col_stride, double alpha2, const void* a2, int64_t a2_row_stride,
-                   int64_t a2_col_stride, const void* b2, int64_t b2_row_stride, int64_t b2_col_stride, double beta,
-                   int32_t beta_reads_c, void* c, int64_t c_row_stride, int64_t c_col_stride);
+                   int64_t b_col_stride, double alpha2, const void* a2, int64_t a2_row_stride, int64_t a2_col_stride,
+                   const void* b2, int64_t b2_row_stride, int64_t b2_col_stride, double beta, int32_t beta_reads_c,
+                   void* c, int64_t c_row_stride, int64_t c_col_stride);
   /* B = B + strict_upper(A) @ B in place (A m x m, B m x n): each row of B
    * gains the products of A's row with the rows below it, as they were.
    * Returns and declines as gemm does. */
-  int32_t (*trmm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const void* a,
-                  int64_t a_row_stride, int64_t a_col_stride, void* b, int64_t b_row_stride, int64_t b_col_stride);
+  int32_t (*trmm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const void* a, int64_t a_row_stride,
+                  int64_t a_col_stride, void* b, int64_t b_row_stride, int64_t b_col_stride);
 } plait_cuda_api;
 
 #define PLAIT_CUDA_SCRATCH_BYTES 4096

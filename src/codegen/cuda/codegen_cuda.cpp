@@ -1089,10 +1089,10 @@ class CudaEmitter {
     const std::string status = temp("gemm");
     const MatMulTriangle& tri = mm->triangle;
     if (tri.part == MatMulPart::Full) {
-      line("const int32_t " + status + " = ctx->cuda->gemm(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
-           expr(mm->m) + ", " + expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " +
-           operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) + ", " + beta + ", " +
-           beta_reads_c + ", " + operand(mm->c, false) + ");");
+      line("const int32_t " + status + " = ctx->cuda->gemm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + expr(mm->m) +
+           ", " + expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " + operand(mm->a, mm->a_transposed) +
+           ", " + operand(mm->b, mm->b_transposed) + ", " + beta + ", " + beta_reads_c + ", " + operand(mm->c, false) +
+           ");");
     } else {
       line("int32_t " + status + " = 1;");
       line("{");
@@ -1118,14 +1118,13 @@ class CudaEmitter {
         call = "ctx->cuda->trmm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " + expr(mm->n) + ", " +
                operand(mm->a, mm->a_transposed) + ", " + operand(mm->c, false) + ")";
       } else {
-        const std::string second =
-            tri.a2 ? expr(tri.alpha2) + ", " + operand(tri.a2, tri.a2_transposed) + ", " +
-                         operand(tri.b2, tri.b2_transposed)
-                   : std::string("0.0, nullptr, 0, 0, nullptr, 0, 0");
+        const std::string second = tri.a2 ? expr(tri.alpha2) + ", " + operand(tri.a2, tri.a2_transposed) + ", " +
+                                                operand(tri.b2, tri.b2_transposed)
+                                          : std::string("0.0, nullptr, 0, 0, nullptr, 0, 0");
         call = "ctx->cuda->gemmt(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
-               (tri.part == MatMulPart::Upper ? "1" : "0") + ", " + rows + ", " + expr(mm->k) + ", " +
-               expr(mm->alpha) + ", " + operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) +
-               ", " + second + ", " + beta + ", " + beta_reads_c + ", " + operand(mm->c, false) + ")";
+               (tri.part == MatMulPart::Upper ? "1" : "0") + ", " + rows + ", " + expr(mm->k) + ", " + expr(mm->alpha) +
+               ", " + operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) + ", " + second +
+               ", " + beta + ", " + beta_reads_c + ", " + operand(mm->c, false) + ")";
       }
       line("if (" + ok + ") " + status + " = " + call + ";");
       --indent_;
