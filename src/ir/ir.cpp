@@ -274,15 +274,19 @@ Stmt Assert::make(Expr cond, int error_kind, std::string message, SourceLoc l) {
 }
 
 Stmt MatMul::make(ArrayVar c, ArrayVar a, bool a_transposed, ArrayVar b, bool b_transposed, Expr m, Expr n, Expr k,
-                  Expr alpha, Expr beta, Stmt loops, SourceLoc l) {
+                  Expr alpha, Expr beta, Stmt loops, SourceLoc l, MatMulTriangle triangle) {
   PLAIT_ASSERT(c && a && b && loops && m && n && k && alpha);
+  PLAIT_ASSERT(!triangle.a2 || (triangle.b2 && triangle.alpha2 && triangle.alpha2->type.kind == ScalarKind::Float64 &&
+                                triangle.a2->type.dtype == c->type.dtype && triangle.b2->type.dtype == c->type.dtype));
+  PLAIT_ASSERT(!triangle.row_condition || (triangle.row && triangle.row_condition->type.is_bool()));
   PLAIT_ASSERT(c->type.ndim == 2 && a->type.ndim == 2 && b->type.ndim == 2);
   PLAIT_ASSERT(a->type.dtype == c->type.dtype && b->type.dtype == c->type.dtype);
   PLAIT_ASSERT((ScalarType{c->type.dtype, false}.is_float()));
   PLAIT_ASSERT(m->type.kind == ScalarKind::Int64 && n->type.kind == ScalarKind::Int64 && k->type.kind == ScalarKind::Int64);
   PLAIT_ASSERT(alpha->type.kind == ScalarKind::Float64 && (!beta || beta->type.kind == ScalarKind::Float64));
   return std::make_shared<MatMul>(std::move(c), std::move(a), a_transposed, std::move(b), b_transposed, std::move(m),
-                                  std::move(n), std::move(k), std::move(alpha), std::move(beta), std::move(loops), l);
+                                  std::move(n), std::move(k), std::move(alpha), std::move(beta), std::move(loops),
+                                  std::move(triangle), l);
 }
 
 Stmt Declare::make(Var v, SourceLoc l) {

@@ -439,29 +439,53 @@ struct Assert : StmtNode {
   static Stmt make(Expr cond, int error_kind, std::string message, SourceLoc l = {});
 };
 
+// Which elements of C a MatMul computes: all m x n, or the triangle of its
+// m x m block with j <= i (lower) or j >= i (upper), diagonal included; or,
+// for StrictUpperInPlace, all of C (m x n) as C + strict_upper(A') @ C with
+// A' m x m, in place (row i reads the rows below it before they change; b
+// is c, alpha 1, beta null, k m).
+enum class MatMulPart : uint8_t { Full, Lower, Upper, StrictUpperInPlace };
+
+// What a triangular MatMul adds to a plain one: the part of C, an optional
+// second product alpha2 * A2' @ B2' (same extents, summed into the first:
+// C = alpha A'B' + alpha2 A2'B2' + beta C), and a condition that must hold
+// for every `row` in [0, m) for the product to be what the loops compute
+// (the loops' slices cover exactly the triangle and take the version
+// without broadcasting); the host evaluates it before calling the library.
+struct MatMulTriangle {
+  MatMulPart part = MatMulPart::Full;
+  ArrayVar a2, b2;  // null: one product
+  bool a2_transposed = false, b2_transposed = false;
+  Expr alpha2;         // float64, set with a2
+  Var row;             // the variable of row_condition
+  Expr row_condition;  // bool, or null
+};
+
 // C[i, j] = alpha * sum(A'[i, r] * B'[r, j] for r < k) + beta * C[i, j] for
 // i < m, j < n, where A' is `a` (or its transpose when a_transposed) and B'
 // is `b` (or its transpose): a matrix product the target hands to its BLAS
 // library (transforms/offload_matmul). `loops` is the loop nest it came
 // from, with the same meaning; it runs instead when the library cannot
 // (operand layouts, overlapping arrays, a coefficient of zero whose NaN
-// propagation the library skips, no library). `beta` is null when the nest
-// does not read C (beta 0, C's old values unused).
+// propagation the library skips, no library, a row condition that fails).
+// `beta` is null when the nest does not read C (beta 0, C's old values
+// unused). `triangle` restricts it to a triangle (m == n).
 struct MatMul : StmtNode {
   static constexpr NodeKind kKind = NodeKind::MatMul;
   MatMul(ArrayVar c, ArrayVar a, bool at, ArrayVar b, bool bt, Expr m, Expr n, Expr k, Expr alpha, Expr beta, Stmt loops,
-         SourceLoc l)
+         MatMulTriangle tri, SourceLoc l)
       : StmtNode(kKind, l), c(std::move(c)), a(std::move(a)), b(std::move(b)), a_transposed(at), b_transposed(bt),
         m(std::move(m)), n(std::move(n)), k(std::move(k)), alpha(std::move(alpha)), beta(std::move(beta)),
-        loops(std::move(loops)) {}
+        loops(std::move(loops)), triangle(std::move(tri)) {}
   ArrayVar c, a, b;
   bool a_transposed, b_transposed;
   Expr m, n, k;  // int64 extents
   Expr alpha;    // float64
   Expr beta;     // float64, or null
   Stmt loops;
+  MatMulTriangle triangle;
   static Stmt make(ArrayVar c, ArrayVar a, bool a_transposed, ArrayVar b, bool b_transposed, Expr m, Expr n, Expr k,
-                   Expr alpha, Expr beta, Stmt loops, SourceLoc l = {});
+                   Expr alpha, Expr beta, Stmt loops, SourceLoc l = {}, MatMulTriangle triangle = {});
 };
 
 // ---------------------------------------------------------------- function

@@ -107,6 +107,8 @@ void IRVisitor::visit(const MatMul* node) {
   visit(node->k);
   visit(node->alpha);
   visit(node->beta);
+  visit(node->triangle.alpha2);
+  visit(node->triangle.row_condition);
   visit(node->loops);
 }
 

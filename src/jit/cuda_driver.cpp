@@ -185,6 +185,10 @@ Loaded& load_cublas_once() {
     bind(handle, c.cublasSetStream_v2, "cublasSetStream_v2", &missing);
     bind(handle, c.cublasSgemm_v2, "cublasSgemm_v2", &missing);
     bind(handle, c.cublasDgemm_v2, "cublasDgemm_v2", &missing);
+    bind(handle, c.cublasSsyrkx, "cublasSsyrkx", &missing);
+    bind(handle, c.cublasDsyrkx, "cublasDsyrkx", &missing);
+    bind(handle, c.cublasStrmm_v2, "cublasStrmm_v2", &missing);
+    bind(handle, c.cublasDtrmm_v2, "cublasDtrmm_v2", &missing);
     if (!missing.empty()) {
       loaded.cublas_why = "the cuBLAS library lacks " + missing;
       return;

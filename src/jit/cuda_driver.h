@@ -80,7 +80,9 @@ struct NvrtcApi {
 };
 
 // cuBLAS, for matrix products (ir::MatMul). Handles are opaque pointers;
-// operations are CUBLAS_OP_N = 0 and CUBLAS_OP_T = 1; status 0 is success.
+// operations are CUBLAS_OP_N = 0 and CUBLAS_OP_T = 1, fill modes
+// CUBLAS_FILL_MODE_LOWER = 0 and CUBLAS_FILL_MODE_UPPER = 1; status 0 is
+// success.
 using cublasStatus = int;
 using cublasHandle = void*;
 struct CublasApi {
@@ -92,6 +94,24 @@ struct CublasApi {
   cublasStatus (*cublasDgemm_v2)(cublasHandle handle, int transa, int transb, int m, int n, int k,
                                  const double* alpha, const double* a, int lda, const double* b, int ldb,
                                  const double* beta, double* c, int ldc) = nullptr;
+  // The `uplo` triangle (lower 0, upper 1) of alpha op(A) op(B)^T + beta C,
+  // op(A) and op(B) n x k: a product known to be symmetric, or any product
+  // of which one triangle is wanted.
+  cublasStatus (*cublasSsyrkx)(cublasHandle handle, int uplo, int trans, int n, int k, const float* alpha,
+                               const float* a, int lda, const float* b, int ldb, const float* beta, float* c,
+                               int ldc) = nullptr;
+  cublasStatus (*cublasDsyrkx)(cublasHandle handle, int uplo, int trans, int n, int k, const double* alpha,
+                               const double* a, int lda, const double* b, int ldb, const double* beta, double* c,
+                               int ldc) = nullptr;
+  // C = alpha op(T) B (side left 0) or alpha B op(T) (side right 1), T the
+  // `uplo` triangle of A, with a diagonal of ones (diag 1) or A's (diag 0);
+  // C may be B (in place).
+  cublasStatus (*cublasStrmm_v2)(cublasHandle handle, int side, int uplo, int trans, int diag, int m, int n,
+                                 const float* alpha, const float* a, int lda, const float* b, int ldb, float* c,
+                                 int ldc) = nullptr;
+  cublasStatus (*cublasDtrmm_v2)(cublasHandle handle, int side, int uplo, int trans, int diag, int m, int n,
+                                 const double* alpha, const double* a, int lda, const double* b, int ldb, double* c,
+                                 int ldc) = nullptr;
 };
 
 // The loaded driver, or null; `why` then says what is missing. Loading is

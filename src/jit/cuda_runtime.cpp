@@ -300,6 +300,9 @@ int32_t api_zero(plait_context* ctx, void* dst, uint64_t bytes) {
   return 1;
 }
 
+constexpr int32_t kDone = 0, kDeclined = 1, kFailed = -1;
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+
 // A matrix of rows x cols with element strides (rs, cs) as cuBLAS takes it:
 // column-major with leading dimension `ld`, or row-major (its transpose is
 // column-major). Strides of a dimension of extent 1 do not matter.
@@ -327,14 +330,34 @@ bool overlaps(const void* x, uint64_t x_bytes, const void* y, uint64_t y_bytes) 
   return a < b + y_bytes && b < a + x_bytes;
 }
 
+// A coefficient the library multiplies by as the loops would: not 0 (the
+// library then skips the product, and the NaNs the loops would propagate),
+// finite, and normal in the element type (a division x / s arrives as
+// alpha = 1 / s, whose precision a subnormal would lose).
+bool usable_alpha(double alpha, int32_t dtype) {
+  return std::isnormal(alpha) && (dtype != PLAIT_FLOAT32 || std::isnormal(static_cast<float>(alpha)));
+}
+
+// The cuBLAS handle of the call's stream (each stream has its own, with its
+// own workspace), made on first use; null with the error in ctx.
+cublasHandle cublas_handle(plait_context* ctx, const CublasApi& blas, CallState& s) {
+  std::lock_guard<std::mutex> lock(s.rt->cublas_mutex);
+  cublasHandle& slot = s.rt->cublas_handles[s.stream];
+  if (!slot) {
+    if (const cublasStatus status = blas.cublasCreate_v2(&slot); status != 0) {
+      slot = nullptr;
+      record_error(ctx, PLAIT_RUNTIME_ERROR, "creating a cuBLAS handle failed (status " + std::to_string(status) + ")");
+    }
+  }
+  return slot;
+}
+
 int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
                  int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta,
                  int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
-  constexpr int32_t kDone = 0, kDeclined = 1, kFailed = -1;
   if (m <= 0 || n <= 0) return kDone;
-  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
   if (k <= 0 || m > kMaxInt || n > kMaxInt || k > kMaxInt) return kDeclined;
-  if (alpha == 0.0 || !std::isfinite(alpha) || (beta_reads_c && beta == 0.0)) return kDeclined;
+  if (!usable_alpha(alpha, dtype) || (beta_reads_c && beta == 0.0)) return kDeclined;
   if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
   const CublasApi* blas = cublas();
   if (!blas) return kDeclined;
@@ -350,19 +373,8 @@ int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_
     return kDeclined;
 
   CallState& s = state_of(ctx);
-  cublasHandle handle = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(s.rt->cublas_mutex);
-    cublasHandle& slot = s.rt->cublas_handles[s.stream];
-    if (!slot) {
-      if (const cublasStatus status = blas->cublasCreate_v2(&slot); status != 0) {
-        slot = nullptr;
-        record_error(ctx, PLAIT_RUNTIME_ERROR, "creating a cuBLAS handle failed (status " + std::to_string(status) + ")");
-        return kFailed;
-      }
-    }
-    handle = slot;
-  }
+  const cublasHandle handle = cublas_handle(ctx, *blas, s);
+  if (!handle) return kFailed;
   // Column-major cuBLAS computes the product in C's storage order: for a
   // row-major C it computes C^T = B^T A^T, where a row-major operand is its
   // own transpose's column-major storage (op N) and a column-major one
@@ -392,6 +404,150 @@ int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_
   }
   if (status == 0) return kDone;
   record_error(ctx, PLAIT_RUNTIME_ERROR, "a cuBLAS matrix product failed (status " + std::to_string(status) + ")");
+  return kFailed;
+}
+
+// One product of a triangle: alpha * X Y^T with X and Y n x k, in the
+// column-major orientation of C's storage, both row-major (op T) or both
+// column-major (op N) with their leading dimensions.
+struct TriangleProduct {
+  double alpha = 0.0;
+  const void* x = nullptr;
+  const void* y = nullptr;
+  int op = 0;
+  int64_t ldx = 0, ldy = 0;
+};
+
+// alpha * A B (A n x k, B k x n, with their strides) as a TriangleProduct
+// for a C stored row-major (`c_row_major`, whose column-major storage is
+// C^T = B^T A^T) or column-major; null when cuBLAS cannot take the operands.
+std::optional<TriangleProduct> triangle_product(double alpha, int64_t n, int64_t k, const void* a, int64_t a_rs,
+                                                int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs,
+                                                bool c_row_major) {
+  // P = A and Q = B^T, both n x k; C = alpha P Q^T, C^T = alpha Q P^T.
+  struct Matrix {
+    const void* data;
+    int64_t rs, cs;
+  };
+  const Matrix p{a, a_rs, a_cs}, q{b, b_cs, b_rs};
+  const Matrix& x = c_row_major ? q : p;
+  const Matrix& y = c_row_major ? p : q;
+  for (const bool row_major : {false, true}) {
+    const std::optional<BlasLayout> lx = blas_layout(n, k, x.rs, x.cs, row_major);
+    const std::optional<BlasLayout> ly = blas_layout(n, k, y.rs, y.cs, row_major);
+    if (!lx || !ly || lx->row_major != ly->row_major) continue;
+    if (lx->ld > kMaxInt || ly->ld > kMaxInt) return std::nullopt;
+    constexpr int kOpN = 0, kOpT = 1;
+    return TriangleProduct{alpha, x.data, y.data, lx->row_major ? kOpT : kOpN, lx->ld, ly->ld};
+  }
+  return std::nullopt;
+}
+
+int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha, const void* a,
+                  int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double alpha2, const void* a2,
+                  int64_t a2_rs, int64_t a2_cs, const void* b2, int64_t b2_rs, int64_t b2_cs, double beta,
+                  int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
+  if (n <= 0) return kDone;
+  if (k <= 0 || n > kMaxInt || k > kMaxInt) return kDeclined;
+  if (!usable_alpha(alpha, dtype) || (a2 && !usable_alpha(alpha2, dtype)) || (beta_reads_c && beta == 0.0))
+    return kDeclined;
+  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
+  const CublasApi* blas = cublas();
+  if (!blas) return kDeclined;
+  const std::optional<BlasLayout> lc = blas_layout(n, n, c_rs, c_cs, true);
+  if (!lc || lc->ld > kMaxInt) return kDeclined;
+  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
+  const uint64_t c_bytes = span_bytes(n, n, c_rs, c_cs, element);
+  auto apart = [&](const void* x, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    return !overlaps(c, c_bytes, x, span_bytes(rows, cols, rs, cs, element));
+  };
+  std::vector<TriangleProduct> products;
+  for (int p = 0; p < (a2 ? 2 : 1); ++p) {
+    const void* x = p == 0 ? a : a2;
+    const void* y = p == 0 ? b : b2;
+    const int64_t xrs = p == 0 ? a_rs : a2_rs, xcs = p == 0 ? a_cs : a2_cs;
+    const int64_t yrs = p == 0 ? b_rs : b2_rs, ycs = p == 0 ? b_cs : b2_cs;
+    if (!apart(x, n, k, xrs, xcs) || !apart(y, k, n, yrs, ycs)) return kDeclined;
+    const std::optional<TriangleProduct> product =
+        triangle_product(p == 0 ? alpha : alpha2, n, k, x, xrs, xcs, y, yrs, ycs, lc->row_major);
+    if (!product) return kDeclined;
+    products.push_back(*product);
+  }
+
+  CallState& s = state_of(ctx);
+  const cublasHandle handle = cublas_handle(ctx, *blas, s);
+  if (!handle) return kFailed;
+  // The lower triangle of a row-major C is the upper one of its
+  // column-major storage C^T.
+  const int uplo = (upper != 0) != lc->row_major ? 1 : 0;
+  cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
+  // The second product adds to what the first left in C.
+  double beta_used = beta_reads_c ? beta : 0.0;
+  for (const TriangleProduct& p : products) {
+    if (status != 0) break;
+    const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+    if (dtype == PLAIT_FLOAT64) {
+      status = blas->cublasDsyrkx(handle, uplo, p.op, ni, ki, &p.alpha, static_cast<const double*>(p.x),
+                                  static_cast<int>(p.ldx), static_cast<const double*>(p.y), static_cast<int>(p.ldy),
+                                  &beta_used, static_cast<double*>(c), static_cast<int>(lc->ld));
+    } else {
+      const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(beta_used);
+      status = blas->cublasSsyrkx(handle, uplo, p.op, ni, ki, &alpha32, static_cast<const float*>(p.x),
+                                  static_cast<int>(p.ldx), static_cast<const float*>(p.y), static_cast<int>(p.ldy),
+                                  &beta32, static_cast<float*>(c), static_cast<int>(lc->ld));
+    }
+    beta_used = 1.0;
+  }
+  if (status == 0) return kDone;
+  record_error(ctx, PLAIT_RUNTIME_ERROR,
+               "a cuBLAS triangular matrix product failed (status " + std::to_string(status) + ")");
+  return kFailed;
+}
+
+// B = (I + strict_upper(A)) B: in cuBLAS's column-major terms, B's storage
+// is B (column-major B) or B^T (row-major B, which cuBLAS multiplies from
+// the right by the transpose), and A's storage is A or A^T, whose upper or
+// lower triangle holds strict_upper(A); the diagonal is taken as ones.
+int32_t api_trmm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const void* a, int64_t a_rs, int64_t a_cs,
+                 void* b, int64_t b_rs, int64_t b_cs) {
+  if (m <= 0 || n <= 0) return kDone;
+  if (m > kMaxInt || n > kMaxInt) return kDeclined;
+  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
+  const CublasApi* blas = cublas();
+  if (!blas) return kDeclined;
+  const std::optional<BlasLayout> lb = blas_layout(m, n, b_rs, b_cs, true);
+  const std::optional<BlasLayout> la = lb ? blas_layout(m, m, a_rs, a_cs, lb->row_major) : std::nullopt;
+  if (!lb || !la || la->ld > kMaxInt || lb->ld > kMaxInt) return kDeclined;
+  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
+  if (overlaps(b, span_bytes(m, n, b_rs, b_cs, element), a, span_bytes(m, m, a_rs, a_cs, element))) return kDeclined;
+
+  CallState& s = state_of(ctx);
+  const cublasHandle handle = cublas_handle(ctx, *blas, s);
+  if (!handle) return kFailed;
+  // A column-major A holds strict_upper(A) in its upper triangle, a
+  // row-major one (storage A^T) in its lower. A row-major B is multiplied
+  // from the right by (I + strict_upper(A))^T, a column-major one from the
+  // left by I + strict_upper(A).
+  constexpr int kLeft = 0, kRight = 1, kLower = 0, kUpper = 1, kOpN = 0, kOpT = 1, kUnit = 1;
+  const int side = lb->row_major ? kRight : kLeft;
+  const int uplo = la->row_major ? kLower : kUpper;
+  const int trans = lb->row_major != la->row_major ? kOpT : kOpN;
+  const int rows = static_cast<int>(lb->row_major ? n : m), cols = static_cast<int>(lb->row_major ? m : n);
+  cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
+  if (status == 0 && dtype == PLAIT_FLOAT64) {
+    const double one = 1.0;
+    status = blas->cublasDtrmm_v2(handle, side, uplo, trans, kUnit, rows, cols, &one, static_cast<const double*>(a),
+                                  static_cast<int>(la->ld), static_cast<const double*>(b), static_cast<int>(lb->ld),
+                                  static_cast<double*>(b), static_cast<int>(lb->ld));
+  } else if (status == 0) {
+    const float one = 1.0f;
+    status = blas->cublasStrmm_v2(handle, side, uplo, trans, kUnit, rows, cols, &one, static_cast<const float*>(a),
+                                  static_cast<int>(la->ld), static_cast<const float*>(b), static_cast<int>(lb->ld),
+                                  static_cast<float*>(b), static_cast<int>(lb->ld));
+  }
+  if (status == 0) return kDone;
+  record_error(ctx, PLAIT_RUNTIME_ERROR,
+               "a cuBLAS triangular matrix product failed (status " + std::to_string(status) + ")");
   return kFailed;
 }
 
@@ -573,6 +729,8 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   api.cooperative_grid = &api_cooperative_grid;
   api.launch_cooperative = &api_launch_cooperative;
   api.gemm = &api_gemm;
+  api.gemmt = &api_gemmt;
+  api.trmm = &api_trmm;
   api.scratch = reinterpret_cast<void*>(static_cast<uintptr_t>(scratch.pointer()));
   ctx->cuda = &api;
   struct Detach {

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 6
+#define PLAIT_ABI_VERSION 7
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -105,6 +105,23 @@ typedef struct plait_cuda_api {
                   const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
                   int64_t b_col_stride, double beta, int32_t beta_reads_c, void* c, int64_t c_row_stride,
                   int64_t c_col_stride);
+  /* The triangle of C (n x n) with j <= i (upper == 0) or j >= i (upper ==
+   * 1), diagonal included, of alpha * A @ B + alpha2 * A2 @ B2 + beta * C;
+   * the other elements of C are neither read nor written. A and A2 are
+   * n x k, B and B2 k x n; a2 == null: no second product (alpha2, b2 and
+   * their strides are ignored). Returns as gemm does, and declines in the
+   * same cases (for either product) and when the two products' operands
+   * cannot be given to the library in one orientation. */
+  int32_t (*gemmt)(struct plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha,
+                   const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
+                   int64_t b_col_stride, double alpha2, const void* a2, int64_t a2_row_stride, int64_t a2_col_stride,
+                   const void* b2, int64_t b2_row_stride, int64_t b2_col_stride, double beta, int32_t beta_reads_c,
+                   void* c, int64_t c_row_stride, int64_t c_col_stride);
+  /* B = B + strict_upper(A) @ B in place (A m x m, B m x n): each row of B
+   * gains the products of A's row with the rows below it, as they were.
+   * Returns and declines as gemm does. */
+  int32_t (*trmm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const void* a, int64_t a_row_stride,
+                  int64_t a_col_stride, void* b, int64_t b_row_stride, int64_t b_col_stride);
 } plait_cuda_api;
 
 #define PLAIT_CUDA_SCRATCH_BYTES 4096

@@ -18,6 +18,20 @@
 // the nest as its fallback; the back end decides at run time (layouts,
 // overlap) whether the library runs it. cuBLAS's tiled product took
 // 6-25x less time than the nest's kernel (NPBench gemm, H100).
+//
+// Triangles: a parallel loop over the rows i of C whose slices cover the
+// columns [0, i + 1) or [i, n) of row i, updated by one or two products
+// summed over a loop over k (syrk, syr2k) or computed as dot products
+// (covariance), becomes a MatMul with a triangle part; a row condition,
+// checked on the host for every row before the library runs, says that the
+// slices are exactly the triangle and that the lowering's broadcast
+// versions take their plain path. Statements after a dot-product triangle
+// in the loop move to a second loop over the rows after the product.
+//
+// In place: a serial loop over the rows i of B whose row i adds the
+// products of row i of A' with the rows of B below it (trmm) reads those
+// rows before they change, so it is B = B + strict_upper(A') @ B, a
+// triangular product with a unit diagonal, as one MatMul.
 #pragma once
 
 #include "ir/ir.h"

@@ -110,7 +110,7 @@ def matmul_new(A, B):
 
 
 def matmul_divided(C, A, B):
-    # Division is not among the coefficients the library call takes.
+    # A division by a scalar: the library multiplies by its reciprocal.
     C[:] = A @ B / 3.0
 
 

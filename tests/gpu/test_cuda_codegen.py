@@ -144,11 +144,14 @@ def test_matrix_product_calls_the_blas_entry_and_keeps_its_loops(tmp_path):
            "a_B_data, a_B_s1, a_B_s0, 0.0, 0, a_C_data, a_C_s0, a_C_s1);" in host
 
 
-@pytest.mark.parametrize("name,signature", [("matmul_divided", "f64[:, ::1], f64[:, ::1], f64[:, ::1]"),
-                                            ("matmul_accumulate", "i64[:, ::1], i64[:, ::1], i64[:, ::1]")])
-def test_products_the_library_cannot_compute_exactly_stay_loops(tmp_path, name, signature):
-    # A division of the sum; integers.
-    assert "cuda->gemm(" not in emit(tmp_path, name, signature, "cpp").read_text()
+def test_products_of_integers_stay_loops(tmp_path):
+    assert "cuda->gemm(" not in emit(tmp_path, "matmul_accumulate", "i64[:, ::1], i64[:, ::1], i64[:, ::1]",
+                                     "cpp").read_text()
+
+
+def test_a_product_divided_by_a_scalar_multiplies_by_its_reciprocal(tmp_path):
+    host = emit(tmp_path, "matmul_divided", "f64[:, ::1], f64[:, ::1], f64[:, ::1]", "cpp").read_text()
+    assert "(1.0 / 3.0)" in host[host.index("cuda->gemm("):]
 
 
 def test_the_cpu_target_keeps_matrix_product_loops():

@@ -1092,18 +1092,60 @@ class CudaEmitter {
   }
 
   // The product through the runtime's BLAS entry (cuBLAS), or its loops
-  // when the library declines these operands (abi.h says when).
+  // when the library declines these operands (abi.h says when). A triangle
+  // goes to `gemmt` (`trmm` for a product in place) once its row condition
+  // holds for every row.
   void emit_matmul(const MatMul* mm) {
     auto operand = [&](const ArrayVar& x, bool transposed) {
       const std::string rows = stride(x, transposed ? 1 : 0), cols = stride(x, transposed ? 0 : 1);
       return data(x) + ", " + rows + ", " + cols;
     };
+    const std::string beta = mm->beta ? expr(mm->beta) : std::string("0.0");
+    const std::string beta_reads_c = mm->beta ? "1" : "0";
     const std::string status = temp("gemm");
-    line("const int32_t " + status + " = ctx->cuda->gemm(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
-         expr(mm->m) + ", " + expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " +
-         operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) + ", " +
-         (mm->beta ? expr(mm->beta) : std::string("0.0")) + ", " + (mm->beta ? "1" : "0") + ", " +
-         operand(mm->c, false) + ");");
+    const MatMulTriangle& tri = mm->triangle;
+    if (tri.part == MatMulPart::Full) {
+      line("const int32_t " + status + " = ctx->cuda->gemm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + expr(mm->m) +
+           ", " + expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " + operand(mm->a, mm->a_transposed) +
+           ", " + operand(mm->b, mm->b_transposed) + ", " + beta + ", " + beta_reads_c + ", " + operand(mm->c, false) +
+           ");");
+    } else {
+      line("int32_t " + status + " = 1;");
+      line("{");
+      ++indent_;
+      const std::string rows = temp("rows"), ok = temp("ok");
+      line("const int64_t " + rows + " = " + expr(mm->m) + ";");
+      line("bool " + ok + " = true;");
+      if (tri.row_condition) {
+        const std::string r = temp("row");
+        line("for (int64_t " + r + " = 0; " + ok + " && " + r + " < " + rows + "; ++" + r + ") {");
+        ++indent_;
+        scopes_.emplace_back();
+        line("[[maybe_unused]] const " + ctype(tri.row->type) + " " + var_name(tri.row) + " = static_cast<" +
+             ctype(tri.row->type) + ">(" + r + ");");
+        scopes_.back().insert(tri.row.get());
+        line(ok + " = " + expr(tri.row_condition) + ";");
+        scopes_.pop_back();
+        --indent_;
+        line("}");
+      }
+      std::string call;
+      if (tri.part == MatMulPart::StrictUpperInPlace) {
+        call = "ctx->cuda->trmm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " + expr(mm->n) + ", " +
+               operand(mm->a, mm->a_transposed) + ", " + operand(mm->c, false) + ")";
+      } else {
+        const std::string second = tri.a2 ? expr(tri.alpha2) + ", " + operand(tri.a2, tri.a2_transposed) + ", " +
+                                                operand(tri.b2, tri.b2_transposed)
+                                          : std::string("0.0, nullptr, 0, 0, nullptr, 0, 0");
+        call = "ctx->cuda->gemmt(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
+               (tri.part == MatMulPart::Upper ? "1" : "0") + ", " + rows + ", " + expr(mm->k) + ", " + expr(mm->alpha) +
+               ", " + operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) + ", " + second +
+               ", " + beta + ", " + beta_reads_c + ", " + operand(mm->c, false) + ")";
+      }
+      line("if (" + ok + ") " + status + " = " + call + ";");
+      --indent_;
+      line("}");
+    }
     line("if (" + status + " < 0) return ctx->error_kind;");
     line("if (" + status + " > 0) {");
     nested(mm->loops);

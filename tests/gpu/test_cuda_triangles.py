@@ -1,0 +1,255 @@
+"""Triangular matrix products handed to cuBLAS (transforms/offload_matmul,
+docs/cuda.md "Matrix products"): the kernels of triangle_kernels.py compile
+with nvcc and the host compiler everywhere; on a GPU they run differentially
+against the undecorated functions: NPBench's syrk and syr2k, an upper
+triangle with transposed operands, float32 and float64, empty, 1-element and
+odd sizes, operands cuBLAS cannot take (strided, C too small for the
+triangle) that run the loops instead, and the nests the pass must leave as
+loops (strict triangle, C read elsewhere, a step over k)."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import plait
+import triangle_kernels as T
+from test_cuda_codegen import NVCC, PLAITC, assert_host_compiles, assert_nvcc_compiles, emit_from
+from test_cuda_run import KINDS, check
+
+HERE = pathlib.Path(__file__).resolve().parent
+KERNELS_FILE = HERE / "triangle_kernels.py"
+CASES = [(name, signature) for name, signatures in T.KERNELS.items() for signature in signatures]
+
+compiles = pytest.mark.skipif(not PLAITC.exists(), reason=f"plaitc not built at {PLAITC}")
+on_gpu = pytest.mark.skipif(not plait.cuda_available(),
+                            reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
+
+RTOL = {np.float64: 1e-12, np.float32: 2e-5}
+SIZES = [(0, 3), (1, 1), (1, 4), (5, 0), (7, 3), (33, 17), (130, 65)]
+
+
+def positive(rng, shape, dtype=np.float64):
+    # Positive values: sums in any order stay within rtol of each other.
+    return (rng.random(shape) + 0.5).astype(dtype)
+
+
+# ---------------------------------------------------------------- everywhere
+
+
+@compiles
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_HOME, /usr/local/cuda)")
+@pytest.mark.parametrize("name,signature", CASES)
+def test_device_part_compiles_with_nvcc_without_warnings(tmp_path, name, signature):
+    assert_nvcc_compiles(tmp_path, emit_from(KERNELS_FILE, tmp_path, name, signature, "cu"))
+
+
+@compiles
+@pytest.mark.parametrize("name,signature", CASES)
+def test_host_part_compiles_with_warnings_as_errors(tmp_path, name, signature):
+    assert_host_compiles(tmp_path, emit_from(KERNELS_FILE, tmp_path, name, signature, "cpp"))
+
+
+@compiles
+@pytest.mark.parametrize("name,signature", CASES)
+def test_triangles_call_gemmt_and_other_nests_keep_their_loops(tmp_path, name, signature):
+    host = emit_from(KERNELS_FILE, tmp_path, name, signature, "cpp").read_text()
+    offloaded = name in ("syrk", "syr2k", "upper_accumulate", "covariance", "trmm", "trmm_rows_of_a")
+    assert ("ctx->cuda->gemmt(" in host or "ctx->cuda->trmm(" in host) == offloaded
+    if offloaded:
+        # The loops stay as the fallback, after the row check.
+        assert "if (p_gemm" in host and "p_ok" in host
+
+
+@compiles
+def test_syr2k_passes_both_products_and_syrk_one(tmp_path):
+    syr2k = emit_from(KERNELS_FILE, tmp_path, "syr2k", T.KERNELS["syr2k"][0], "cpp").read_text()
+    call = syr2k[syr2k.index("ctx->cuda->gemmt("):]
+    call = call[:call.index(";")]
+    assert "nullptr" not in call and call.count("a_A_data") == 2 and call.count("a_B_data") == 2
+    syrk = emit_from(KERNELS_FILE, tmp_path, "syrk", T.KERNELS["syrk"][0], "cpp").read_text()
+    assert "0.0, nullptr, 0, 0, nullptr, 0, 0" in syrk
+
+
+# ---------------------------------------------------------------- on the GPU
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n,m", SIZES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_syrk(rng, kind, n, m, dtype):
+    kernel = check(T.syrk, [1.5, 1.25, positive(rng, (n, n), dtype), positive(rng, (n, m), dtype)], kind,
+                   rtol=RTOL[dtype])
+    assert "lower triangle of C = A @ A.T handed to the BLAS library" in kernel.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+@pytest.mark.parametrize("n,m", SIZES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_syr2k(rng, kind, n, m, dtype):
+    args = [0.75, 1.5, positive(rng, (n, n), dtype), positive(rng, (n, m), dtype), positive(rng, (n, m), dtype)]
+    kernel = check(T.syr2k, args, kind, rtol=RTOL[dtype])
+    assert "lower triangle of C = B @ A.T + A @ B.T handed to the BLAS library" in kernel.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("n,m", SIZES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_upper_triangle_with_transposed_operands(rng, n, m, dtype):
+    # C += A.T @ B - 2 A.T @ B = C - A.T @ B over the upper triangle, with
+    # C about 4 times A.T @ B: no cancellation.
+    args = [positive(rng, (n, n), dtype) * 4 * m, positive(rng, (m, n), dtype), positive(rng, (m, n), dtype)]
+    kernel = check(T.upper_accumulate, args, "numpy", rtol=RTOL[dtype] * 10)
+    assert "upper triangle of C = A.T @ B + A.T @ B handed to the BLAS library" in kernel.explain()
+
+
+@compiles
+def test_covariance_mirrors_in_a_second_loop_after_the_product(tmp_path):
+    host = emit_from(KERNELS_FILE, tmp_path, "covariance", T.KERNELS["covariance"][0], "cpp").read_text()
+    # After the library call: the product's fallback kernel, then the
+    # mirror loop's kernel (a loop of its own, split off the product's).
+    after = host[host.index("ctx->cuda->gemmt("):]
+    assert after.count("ctx->cuda->launch(") == 2
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("M,N", [(0, 4), (1, 2), (2, 3), (33, 17), (130, 40)])
+def test_covariance(rng, kind, M, N):
+    data = rng.random((N, M)) * 2 - 1
+    kernel = check(T.covariance, [M, np.float64(N), data], kind, rtol=1e-9)
+    assert "upper triangle of cov = data.T @ data handed to the BLAS library" in kernel.explain()
+
+
+@on_gpu
+def test_float32_covariance_divided_in_float64_runs_the_loops(rng):
+    # The float32 product divided by a float64 scalar is a float64 value:
+    # not the library's float32 product.
+    # Centred data cancels: the comparison is absolute at the scale of the
+    # entries (about 0.3).
+    data = (rng.random((20, 30)) * 2 - 1).astype(np.float32)
+    expected = T.covariance(30, np.float64(20), data.copy())
+    kernel = plait.jit(T.covariance, target="cuda")
+    np.testing.assert_allclose(kernel(30, np.float64(20), data.copy()), expected, rtol=1e-4, atol=1e-5)
+    assert "triangle of cov" not in kernel.explain()
+    assert "triangular update kept as loops, not handed to the BLAS library: the result is not" in kernel.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("layout", ["fortran", "sliced", "strided"])
+def test_operand_layouts(rng, layout):
+    # Fortran order and column slices go to the library; strided views run
+    # the loops; the result is the same.
+    torch = pytest.importorskip("torch")
+    n, m = 37, 21
+    c, a = positive(rng, (n, n)), positive(rng, (n, m))
+    expected = c.copy()
+    T.syrk(1.5, 1.25, expected, a)
+
+    def on_gpu_as(x):
+        t = torch.from_numpy(np.ascontiguousarray(x)).cuda()
+        if layout == "fortran":
+            return t.T.contiguous().T
+        rows, cols = x.shape
+        view = torch.zeros((rows, cols + 3), dtype=t.dtype, device="cuda")[:, 2:2 + cols] if layout == "sliced" \
+            else torch.zeros((2 * rows, 2 * cols), dtype=t.dtype, device="cuda")[::2, ::2]
+        view.copy_(t)
+        return view
+
+    got = on_gpu_as(c)
+    plait.jit(T.syrk, target="cuda")(1.5, 1.25, got, on_gpu_as(a))
+    np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-12)
+
+
+@on_gpu
+def test_transposed_and_non_contiguous_numpy_operands(rng):
+    n, m = 29, 11
+    a = positive(rng, (m, n)).T  # Fortran-ordered view
+    check(T.syrk, [2.0, 0.5, positive(rng, (n, n)), a], "numpy", rtol=1e-12)
+    check(T.syrk, [2.0, 0.5, positive(rng, (n, n)), positive(rng, (n, 2 * m))[:, ::2]], "numpy", rtol=1e-12)
+
+
+@on_gpu
+def test_c_wider_than_the_triangle(rng):
+    # C has more columns than rows: the triangle of its first n columns; the
+    # row condition holds (the slices are not clamped by C's extent).
+    check(T.syrk, [1.5, 1.25, positive(rng, (9, 14)), positive(rng, (9, 5))], "numpy", rtol=1e-12)
+
+
+@on_gpu
+def test_zero_beta_and_alpha_propagate_nan(rng):
+    c = positive(rng, (8, 8))
+    c[5, 2] = np.nan
+    check(T.syrk, [1.5, 0.0, c, positive(rng, (8, 3))], "numpy", rtol=1e-12)
+    a = positive(rng, (8, 3))
+    a[2, 1] = np.inf
+    check(T.syrk, [0.0, 1.0, positive(rng, (8, 8)), a], "numpy", rtol=1e-12)
+
+
+@on_gpu
+@pytest.mark.parametrize("n,m", [(1, 1), (6, 4), (40, 17)])
+def test_nests_the_pass_leaves_as_loops(rng, n, m):
+    for fn in (T.strict_lower, T.reads_c, T.every_other_k):
+        kernel = check(fn, [1.5, positive(rng, (n, n)), positive(rng, (n, m))], "numpy", rtol=1e-12)
+        explain = kernel.explain()
+        assert "triangle of C" not in explain
+        if fn is not T.every_other_k:
+            assert "triangular update kept as loops, not handed to the BLAS library" in explain
+
+
+@on_gpu
+def test_slices_clamped_by_a_narrow_c_raise_as_numpy_does(rng):
+    # Rows i >= 5 of C[i, :i + 1] have 5 elements and A[:i + 1, k] i + 1: the
+    # row condition fails, the loops run and raise NumPy's broadcast error.
+    args = [1.5, 1.25, positive(rng, (9, 5)), positive(rng, (9, 3))]
+    with pytest.raises(ValueError):
+        T.syrk(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    with pytest.raises(ValueError):
+        plait.jit(T.syrk, target="cuda")(*args)
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+@pytest.mark.parametrize("m,n", SIZES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_trmm(rng, kind, m, n, dtype):
+    kernel = check(T.trmm, [1.5, positive(rng, (m, m), dtype), positive(rng, (m, n), dtype)], kind,
+                   rtol=RTOL[dtype])
+    assert "B += strict_upper(A.T) @ B (each row reads the rows below it before they change) handed to the BLAS " \
+           "library" in kernel.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("order_a", ["C", "F"])
+@pytest.mark.parametrize("order_b", ["C", "F"])
+@pytest.mark.parametrize("m,n", [(1, 3), (6, 1), (37, 21)])
+def test_trmm_orders(rng, order_a, order_b, m, n):
+    # Row- and column-major A and B take different sides, triangles and
+    # transpositions of cuBLAS's trmm.
+    a = np.asarray(positive(rng, (m, m)), order=order_a)
+    b = np.asarray(positive(rng, (m, n)), order=order_b)
+    check(T.trmm, [0.5, a, b], "numpy", rtol=1e-12)
+    kernel = check(T.trmm_rows_of_a, [a, b], "numpy", rtol=1e-12)
+    assert "B += strict_upper(A) @ B" in kernel.explain()
+
+
+@on_gpu
+def test_trmm_in_one_allocation(rng):
+    # A and B are disjoint column blocks of one tensor, whose spans overlap:
+    # the loops run.
+    torch = pytest.importorskip("torch")
+    base = positive(rng, (12, 24))
+    expected = base.copy()
+    T.trmm_rows_of_a(expected[:, :12], expected[:, 12:])
+    got = torch.from_numpy(base).cuda()
+    plait.jit(T.trmm_rows_of_a, target="cuda")(got[:, :12], got[:, 12:])
+    np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-12)
+
+
+@on_gpu
+@pytest.mark.parametrize("m,n", [(1, 1), (9, 4), (40, 17)])
+def test_trmm_that_reads_its_own_row_keeps_the_loops(rng, m, n):
+    kernel = check(T.trmm_with_diagonal, [positive(rng, (m, m)), positive(rng, (m, n))], "numpy", rtol=1e-12)
+    assert "triangular product in place kept as loops, not handed to the BLAS library" in kernel.explain()
