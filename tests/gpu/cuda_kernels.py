@@ -628,12 +628,14 @@ def shrinking_temporary(x, k):
 
 def triangle_update(alpha, beta, C, A):
     # NPBench's syrk: each row's update is a serial loop over k (all threads
-    # of the team in step) around a row slice spread over the team.
+    # of the team in step) around a row slice spread over the team. (The
+    # constant term keeps the nest off cuBLAS, transforms/offload_matmul:
+    # these tests are about the loops; test_cuda_triangles.py has syrk.)
     #pragma parallel for
     for i in range(A.shape[0]):
         C[i, :i + 1] *= beta
         for k in range(A.shape[1]):
-            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]
+            C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k] + 1.0
 
 
 def upper_gram(data):

@@ -86,9 +86,10 @@ class _SharedView:
             "strides": tuple(s * self.itemsize for s in strides)}
 
 
-def _device_views(base, views):
-    """The views that views(host array) makes, as views of the GPU array `base`."""
-    host = np.empty(base.shape, dtype=base.dtype)
+def _device_views(base, views, dtype):
+    """The views that views(host array) makes, as views of the GPU array `base`
+    (of NumPy dtype `dtype`)."""
+    host = np.empty(tuple(base.shape), dtype=dtype)
     start = host.__array_interface__["data"][0]
     result = []
     for v in views(host):
@@ -123,12 +124,12 @@ def check_views(fn, base, views, kind, *scalars, rtol=0.0):
         kernel(*views(got), *scalars)
     elif kind == "device":
         gpu = plait.to_device(base)
-        kernel(*_device_views(gpu, views), *scalars)
+        kernel(*_device_views(gpu, views, base.dtype), *scalars)
         got = gpu.to_host()
     else:
         torch = _torch()
         gpu = torch.from_numpy(base.copy()).cuda()
-        kernel(*_device_views(gpu, views), *scalars)
+        kernel(*_device_views(gpu, views, base.dtype), *scalars)
         got = gpu.cpu().numpy()
     if rtol:
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol)
