@@ -7,15 +7,14 @@ function on fresh random inputs, at sizes around the batch and block sizes,
 with in-place and aliased arguments, overlapping views of one array,
 misaligned and non-contiguous views, float32, float64, int32, uint8 and bool."""
 
-import os
 import pathlib
 import re
-import subprocess
 
 import numpy as np
 import pytest
 
 import batched_kernels as B
+import emulation
 import plait
 from test_cuda_codegen import (NVCC, NVRTC_OK, NVRTC_WHY, PLAITC, assert_host_compiles, assert_nvcc_compiles,
                                emit_from, kernel_names, plaitc)
@@ -180,66 +179,19 @@ template <typename T, int N> struct alignas(sizeof(T) * N > 16 ? 16 : sizeof(T) 
 template <typename T, int N> bool lanes_aligned(const T* p) { return (uint64_t)p % alignof(lanes<T, N>) == 0; }
 }
 """
-CTYPES = {np.float32: "float", np.float64: "double", np.int32: "int32_t", np.int64: "int64_t", np.bool_: "bool"}
 
 
 def emulate(tmp_path, fn, signature, loops, bases, views, scalars=(), grid=None):
     """Runs the kernel of `fn` (one parallel loop, `loops`: its levels'
     (begin, step, trip)) on the host over views of copies of `bases`
     ((base index, slice) per array argument, in order); returns the bases."""
-    name = fn.__name__
-    device = emit(tmp_path, name, signature, "cu")
+    device = emit(tmp_path, fn.__name__, signature, "cu")
     kernel = device[device.index("// ---- device part"):]
-    params = re.search(r"__launch_bounds__\(\d+\) (\w+)\((.*)\) \{", kernel)
-    arrays = [p for p in fn.__code__.co_varnames[:fn.__code__.co_argcount]][len(scalars):]
-    scalar_names = fn.__code__.co_varnames[:len(scalars)]
     copies = [b.copy() for b in bases]
-    lines, args = [], []
-    for k, b in enumerate(copies):
-        b.tofile(tmp_path / f"base{k}.bin")
-        lines.append(f"  alignas(64) static unsigned char base{k}[{max(b.nbytes, 1)}];")
-        lines.append(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "rb"); '
-                     f"if (fread(base{k}, 1, {b.nbytes}, f) != {b.nbytes}) return 1; fclose(f); }}")
-    level = 0
-    for param in params.group(2).split(", "):
-        ptype, pname = param.rsplit(" ", 1)
-        if pname.startswith(("p_begin", "p_step", "p_trip")):
-            args.append(str(loops[level // 3][level % 3]))
-            level += 1
-        elif pname == "p_err":
-            args.append("nullptr")
-        elif pname.startswith("v_"):
-            args.append(repr(float(scalars[scalar_names.index(pname[2:])])))
-        else:
-            m = re.fullmatch(r"a_(\w+)_(data|n\d|s\d)", pname)
-            k, sl = views[arrays.index(m.group(1))]
-            view = copies[k][sl]
-            if m.group(2) == "data":
-                offset = (view.__array_interface__["data"][0] - copies[k].__array_interface__["data"][0])
-                args.append(f"reinterpret_cast<{ptype}>(base{k} + {offset})")
-            else:
-                table = view.shape if m.group(2)[0] == "n" else [st // view.itemsize for st in view.strides]
-                args.append(str(table[int(m.group(2)[1:])]))
+    name, args = emulation.kernel_call(kernel, fn, loops, copies, views, scalars)
     total = int(np.prod([trip for _, _, trip in loops]))
-    blocks = grid or max(1, -(-total // 1024))
-    source = EMULATION_PRELUDE + kernel + "\nint main() {\n" + "\n".join(lines) + f"""
-  gridDim.x = {blocks};
-  for (unsigned b = 0; b < {blocks}; ++b)
-    for (unsigned t = 0; t < 256; ++t) {{
-      blockIdx.x = b;
-      threadIdx.x = t;
-      {params.group(1)}({", ".join(args)});
-    }}
-""" + "".join(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "wb"); fwrite(base{k}, 1, {b.nbytes}, f); '
-              f"fclose(f); }}\n" for k, b in enumerate(copies)) + "  return 0;\n}\n"
-    (tmp_path / "emulated.cpp").write_text(source)
-    cxx = os.environ.get("PLAIT_CXX") or os.environ.get("CXX") or "c++"
-    build = subprocess.run([cxx, "-std=c++20", "-O1", "-fwrapv", "-w", "-o", str(tmp_path / "emulated"),
-                            str(tmp_path / "emulated.cpp")], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    run = subprocess.run([str(tmp_path / "emulated")], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    return [np.fromfile(tmp_path / f"base{k}.bin", dtype=b.dtype).reshape(b.shape) for k, b in enumerate(copies)]
+    launch = emulation.threads_in_turn(grid or max(1, -(-total // 1024)), name, args)
+    return emulation.run(tmp_path, EMULATION_PRELUDE, kernel, copies, launch)
 
 
 def check_emulated(tmp_path, fn, signature, loops, bases, views, scalars=(), grid=None):

@@ -10,14 +10,13 @@ inputs, at row lengths around one and two iterations per thread (0, 1, odd,
 past 2 x 256), with empty inner loops, strided views, float32, float64 and
 integers, teams of one thread (many workers) and of several."""
 
-import os
 import pathlib
 import re
-import subprocess
 
 import numpy as np
 import pytest
 
+import emulation
 import paired_kernels as P
 import plait
 from test_cuda_codegen import (NVCC, NVRTC_OK, NVRTC_WHY, PLAITC, assert_host_compiles, assert_nvcc_compiles,
@@ -153,7 +152,6 @@ template <typename T> T mod_checked(T a, T b, device_error*, int, int) { T r = a
 template <typename T> T py_max(T a, T b) { return b > a ? b : a; }
 }
 """
-CTYPES = {np.dtype(np.float64): "double", np.dtype(np.int64): "int64_t"}
 
 
 def emulate(tmp_path, fn, signature, arrays, team):
@@ -162,51 +160,11 @@ def emulate(tmp_path, fn, signature, arrays, team):
     with teams of `team` threads; returns the arrays."""
     device = emit(tmp_path, fn.__name__, signature, "cu")
     kernel = device[device.index("// ---- device part"):]
-    params = re.search(r"__launch_bounds__\(\d+\) (\w+)\((.*)\) \{", kernel)
-    names = fn.__code__.co_varnames[:fn.__code__.co_argcount]
     total = arrays[1].shape[1] if fn is P.column_products else arrays[0].shape[0]
-    lines, args = [], []
-    for k, a in enumerate(arrays):
-        a.tofile(tmp_path / f"a{k}.bin")
-        lines.append(f"  static {CTYPES[a.dtype]} a{k}[{max(a.size, 1)}];")
-        lines.append(f'  {{ FILE* f = fopen("{tmp_path}/a{k}.bin", "rb"); '
-                     f"if (fread(a{k}, 1, {a.nbytes}, f) != {a.nbytes}) return 1; fclose(f); }}")
-    for param in params.group(2).split(", "):
-        pname = param.rsplit(" ", 1)[1]
-        if pname.startswith(("p_begin", "p_step", "p_trip")):
-            args.append({"p_begin": "0", "p_step": "1", "p_trip": str(total)}[re.sub(r"\d+$", "", pname)])
-        elif pname == "p_team":
-            args.append(str(team))
-        elif pname == "p_err":
-            args.append("nullptr")
-        else:
-            m = re.fullmatch(r"a_(\w+)_(data|n\d|s\d)", pname)
-            k = names.index(m.group(1))
-            if m.group(2) == "data":
-                args.append(f"a{k}")
-            else:
-                table = arrays[k].shape if m.group(2)[0] == "n" else [s // arrays[k].itemsize
-                                                                       for s in arrays[k].strides]
-                args.append(str(table[int(m.group(2)[1:])]))
-    blocks = max(1, -(-total * team // 256))
-    source = EMULATION_PRELUDE + kernel + "\nint main() {\n" + "\n".join(lines) + f"""
-  gridDim.x = {blocks};
-  for (unsigned b = 0; b < {blocks}; ++b)
-    for (unsigned t = 0; t < 256; ++t) {{
-      blockIdx.x = b;
-      threadIdx.x = t;
-      {params.group(1)}({", ".join(args)});
-    }}
-""" + "".join(f'  {{ FILE* f = fopen("{tmp_path}/a{k}.bin", "wb"); fwrite(a{k}, 1, {a.nbytes}, f); fclose(f); }}\n'
-              for k, a in enumerate(arrays)) + "  return 0;\n}\n"
-    (tmp_path / "emulated.cpp").write_text(source)
-    cxx = os.environ.get("PLAIT_CXX") or os.environ.get("CXX") or "c++"
-    build = subprocess.run([cxx, "-std=c++20", "-O1", "-fwrapv", "-w", "-o", str(tmp_path / "emulated"),
-                            str(tmp_path / "emulated.cpp")], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    run = subprocess.run([str(tmp_path / "emulated")], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    return [np.fromfile(tmp_path / f"a{k}.bin", dtype=a.dtype).reshape(a.shape) for k, a in enumerate(arrays)]
+    views = [(k, (slice(None),) * a.ndim) for k, a in enumerate(arrays)]
+    name, args = emulation.kernel_call(kernel, fn, [(0, 1, total)], arrays, views, team=team)
+    launch = emulation.threads_in_turn(max(1, -(-total * team // 256)), name, args)
+    return emulation.run(tmp_path, EMULATION_PRELUDE, kernel, arrays, launch)
 
 
 def check_emulated(tmp_path, fn, arrays, team):

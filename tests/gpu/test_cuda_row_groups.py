@@ -15,14 +15,13 @@ Everywhere (plaitc, nvcc and NVRTC, no GPU needed): the generated CUDA of
 each kernel compiles without warnings, and the source makes the group
 accesses and keeps the values it should, and only those."""
 
-import os
 import pathlib
 import re
-import subprocess
 
 import numpy as np
 import pytest
 
+import emulation
 import plait
 import row_group_kernels as K
 from test_cuda_codegen import NVCC, PLAITC, assert_nvcc_compiles, emit_from, plaitc
@@ -169,44 +168,12 @@ def emulate(tmp_path, fn, signature, loops, team, bases, views, scalars=(), bloc
     (begin, step, trip)) with teams of `team` threads over views of copies
     of `bases` ((base index, slice) per array argument, in order); returns
     the bases."""
-    name = fn.__name__
-    device = device_source(tmp_path, name, signature, pathlib.Path(fn.__code__.co_filename))
+    device = device_source(tmp_path, fn.__name__, signature, pathlib.Path(fn.__code__.co_filename))
     kernel = device[device.index("// ---- device part"):]
-    params = re.search(r"__launch_bounds__\(\d+\) (\w+)\((.*)\) \{", kernel)
-    arrays = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])[len(scalars):]
-    scalar_names = fn.__code__.co_varnames[:len(scalars)]
     copies = [b.copy() for b in bases]
-    lines, args = [], []
-    for k, b in enumerate(copies):
-        b.tofile(tmp_path / f"base{k}.bin")
-        lines.append(f"  alignas(64) static unsigned char base{k}[{max(b.nbytes, 1)}];")
-        lines.append(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "rb"); '
-                     f"if (fread(base{k}, 1, {b.nbytes}, f) != {b.nbytes}) return 1; fclose(f); }}")
-    level = 0
-    for param in params.group(2).split(", "):
-        ptype, pname = param.rsplit(" ", 1)
-        if pname.startswith(("p_begin", "p_step", "p_trip")):
-            args.append(str(loops[level // 3][level % 3]))
-            level += 1
-        elif pname == "p_team":
-            args.append(str(team))
-        elif pname == "p_err":
-            args.append("nullptr")
-        elif pname.startswith("v_"):
-            args.append(repr(scalars[scalar_names.index(pname[2:])]))
-        else:
-            m = re.fullmatch(r"a_(\w+)_(data|n\d|s\d)", pname)
-            k, sl = views[arrays.index(m.group(1))]
-            view = copies[k][sl]
-            if m.group(2) == "data":
-                offset = view.__array_interface__["data"][0] - copies[k].__array_interface__["data"][0]
-                args.append(f"reinterpret_cast<{ptype}>(base{k} + {offset})")
-            else:
-                table = view.shape if m.group(2)[0] == "n" else [st // view.itemsize for st in view.strides]
-                args.append(str(table[int(m.group(2)[1:])]))
-    source = EMULATION_PRELUDE + "namespace plait {\n" + runtime_lanes() + "}\n" + kernel + \
-        "\nint main() {\n" + "\n".join(lines) + f"""
-  gridDim.x = {blocks};
+    name, args = emulation.kernel_call(kernel, fn, loops, copies, views, scalars, team)
+    # Each block's 256 threads as std::threads, a team's barrier a std::barrier.
+    launch = f"""  gridDim.x = {blocks};
   for (unsigned b = 0; b < {blocks}; ++b) {{
     blockIdx.x = b;
     plait::p_teams.clear();
@@ -215,20 +182,13 @@ def emulate(tmp_path, fn, signature, loops, team, bases, views, scalars=(), bloc
     for (unsigned t = 0; t < 256; ++t)
       threads.emplace_back([=] {{
         threadIdx.x = t;
-        {params.group(1)}({", ".join(args)});
+        {name}({", ".join(args)});
       }});
     for (std::thread& t : threads) t.join();
   }}
-""" + "".join(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "wb"); fwrite(base{k}, 1, {b.nbytes}, f); '
-              f"fclose(f); }}\n" for k, b in enumerate(copies)) + "  return 0;\n}\n"
-    (tmp_path / "emulated.cpp").write_text(source)
-    cxx = os.environ.get("PLAIT_CXX") or os.environ.get("CXX") or "c++"
-    build = subprocess.run([cxx, "-std=c++20", "-O1", "-fwrapv", "-w", "-pthread", "-o", str(tmp_path / "emulated"),
-                            str(tmp_path / "emulated.cpp")], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    ran = subprocess.run([str(tmp_path / "emulated")], capture_output=True, text=True)
-    assert ran.returncode == 0, ran.stderr
-    return [np.fromfile(tmp_path / f"base{k}.bin", dtype=b.dtype).reshape(b.shape) for k, b in enumerate(copies)]
+"""
+    prelude = EMULATION_PRELUDE + "namespace plait {\n" + runtime_lanes() + "}\n"
+    return emulation.run(tmp_path, prelude, kernel, copies, launch, flags=("-pthread",))
 
 
 def check_emulated(tmp_path, fn, signature, loops, team, bases, views, scalars=(), rtol=0.0):
