@@ -16,8 +16,7 @@ import pytest
 import batched_kernels as B
 import emulation
 import plait
-from test_cuda_codegen import (NVCC, NVRTC_OK, NVRTC_WHY, PLAITC, assert_host_compiles, assert_nvcc_compiles,
-                               emit_from, kernel_names, plaitc)
+from test_cuda_codegen import PLAITC, compile_tests, emit_from, plaitc
 from test_cuda_run import KINDS, check, cupy, floats, ints, torch
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -39,29 +38,8 @@ def emit(tmp_path, name, signature, what, *extra):
 # ---------------------------------------------------------------- everywhere
 
 
-@compiles
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_HOME, /usr/local/cuda)")
-@pytest.mark.parametrize("checked", [False, True])
-@pytest.mark.parametrize("name,signature", CASES)
-def test_device_part_compiles_with_nvcc_without_warnings(tmp_path, name, signature, checked):
-    emit(tmp_path, name, signature, "cu", *(["--boundscheck"] if checked else []))
-    assert_nvcc_compiles(tmp_path, tmp_path / (name + ".cu"))
-
-
-@compiles
-@pytest.mark.skipif(not NVRTC_OK, reason=f"NVRTC unavailable: {NVRTC_WHY}")
-@pytest.mark.parametrize("name,signature", CASES)
-def test_device_part_compiles_with_nvrtc(tmp_path, name, signature):
-    ptx = emit(tmp_path, name, signature, "ptx", "--arch", "90")
-    for kernel in kernel_names(emit(tmp_path, name, signature, "cu")):
-        assert f".entry {kernel}(" in ptx
-
-
-@compiles
-@pytest.mark.parametrize("name,signature", CASES)
-def test_host_part_compiles_with_warnings_as_errors(tmp_path, name, signature):
-    emit(tmp_path, name, signature, "cpp")
-    assert_host_compiles(tmp_path, tmp_path / (name + ".cpp"))
+(test_device_part_compiles_with_nvcc_without_warnings, test_device_part_compiles_with_nvrtc,
+ test_host_part_compiles_with_warnings_as_errors) = compile_tests(KERNELS_FILE, CASES)
 
 
 BATCHED_LOOP = re.compile(r"for \(int64_t p_k0 = [^;]*; p_k0 < p_total; p_k0 \+= p_stride\) \{")

@@ -95,6 +95,38 @@ def nvrtc_available():
 NVRTC_OK, NVRTC_WHY = nvrtc_available() if PLAITC.exists() else (False, "plaitc not built")
 
 
+def compile_tests(kernels_file, cases, boundscheck=True, nvrtc=True):
+    """The compile tests of a module of test kernels (`cases`: (name,
+    signature) pairs of `kernels_file`), for the module to bind to its own
+    test_ names: the device part compiles with nvcc for sm_90 without
+    warnings (also with --boundscheck when asked), with NVRTC (each kernel an
+    entry of the PTX) when asked, and the host part with warnings as errors."""
+    compiles = pytest.mark.skipif(not PLAITC.exists(), reason=f"plaitc not built at {PLAITC}")
+
+    @compiles
+    @pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_HOME, /usr/local/cuda)")
+    @pytest.mark.parametrize("checked", [False, True] if boundscheck else [False])
+    @pytest.mark.parametrize("name,signature", cases)
+    def nvcc(tmp_path, name, signature, checked):
+        assert_nvcc_compiles(tmp_path, emit_from(kernels_file, tmp_path, name, signature, "cu",
+                                                 *(["--boundscheck"] if checked else [])))
+
+    @compiles
+    @pytest.mark.skipif(not NVRTC_OK, reason=f"NVRTC unavailable: {NVRTC_WHY}")
+    @pytest.mark.parametrize("name,signature", cases)
+    def with_nvrtc(tmp_path, name, signature):
+        ptx = emit_from(kernels_file, tmp_path, name, signature, "ptx", "--arch", "90").read_text()
+        for kernel in kernel_names(emit_from(kernels_file, tmp_path, name, signature, "cu").read_text()):
+            assert f".entry {kernel}(" in ptx
+
+    @compiles
+    @pytest.mark.parametrize("name,signature", cases)
+    def host(tmp_path, name, signature):
+        assert_host_compiles(tmp_path, emit_from(kernels_file, tmp_path, name, signature, "cpp"))
+
+    return nvcc, (with_nvrtc if nvrtc else None), host
+
+
 @pytest.mark.skipif(not NVRTC_OK, reason=f"NVRTC unavailable: {NVRTC_WHY}")
 @pytest.mark.parametrize("name,signature", CASES)
 def test_device_part_compiles_with_nvrtc_for_sm90(tmp_path, name, signature):

@@ -14,7 +14,7 @@ import pytest
 
 import plait
 import triangle_kernels as T
-from test_cuda_codegen import NVCC, PLAITC, assert_host_compiles, assert_nvcc_compiles, emit_from
+from test_cuda_codegen import PLAITC, compile_tests, emit_from
 from test_cuda_run import KINDS, check
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -37,17 +37,8 @@ def positive(rng, shape, dtype=np.float64):
 # ---------------------------------------------------------------- everywhere
 
 
-@compiles
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_HOME, /usr/local/cuda)")
-@pytest.mark.parametrize("name,signature", CASES)
-def test_device_part_compiles_with_nvcc_without_warnings(tmp_path, name, signature):
-    assert_nvcc_compiles(tmp_path, emit_from(KERNELS_FILE, tmp_path, name, signature, "cu"))
-
-
-@compiles
-@pytest.mark.parametrize("name,signature", CASES)
-def test_host_part_compiles_with_warnings_as_errors(tmp_path, name, signature):
-    assert_host_compiles(tmp_path, emit_from(KERNELS_FILE, tmp_path, name, signature, "cpp"))
+test_device_part_compiles_with_nvcc_without_warnings, _, test_host_part_compiles_with_warnings_as_errors = \
+    compile_tests(KERNELS_FILE, CASES, boundscheck=False, nvrtc=False)
 
 
 @compiles
