@@ -39,17 +39,18 @@ constexpr const char* kUsage =
     "in bits); Python scalars: bool, int, float.\n"
     "\n"
     "options:\n"
-    "  --emit ir|cpp|so|cu|ptx\n"
+    "  --emit ir|cpp|so|cu|ptx|remarks\n"
     "                     what to produce (default: so): the IR after the last pass,\n"
     "                     the generated C++ (for --target cuda: the host part), the\n"
-    "                     shared object (CPU only), the generated CUDA C++ (cu), or\n"
-    "                     its PTX compiled by NVRTC (ptx)\n"
+    "                     shared object (CPU only), the generated CUDA C++ (cu),\n"
+    "                     its PTX compiled by NVRTC (ptx), or what kernel.explain()\n"
+    "                     says about each loop, without building (remarks)\n"
     "  --target cpu|cuda  the target (default: cpu); cu and ptx imply cuda\n"
     "  --arch N           the GPU architecture for --emit ptx (default: the GPU's,\n"
     "                     else 90 for sm_90)\n"
-    "  -o DIR             write FUNCTION.ir, .cpp, .so, .cu or .ptx into DIR\n"
-    "                     (default: ir and cpp to standard output, so to the current\n"
-    "                     directory)\n"
+    "  -o DIR             write FUNCTION.ir, .cpp, .so, .cu, .ptx or .remarks into\n"
+    "                     DIR (default: so to the current directory, the others to\n"
+    "                     standard output)\n"
     "  --boundscheck      check every array index (IndexError)\n"
     "  --fastmath         let the C++ compiler reassociate floating-point math\n"
     "  --no-cache         build afresh, neither using nor filling the disk cache\n"
@@ -67,7 +68,7 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Emit { IR, Cpp, SharedObject, Cuda, Ptx };
+enum class Emit { IR, Cpp, SharedObject, Cuda, Ptx, Remarks };
 
 struct Command {
   std::string file;
@@ -118,8 +119,10 @@ Command parse_command_line(const std::vector<std::string>& args) {
       } else if (emit == "ptx") {
         command.emit = Emit::Ptx;
         command.options.target = plait::Target::CUDA;
+      } else if (emit == "remarks") {
+        command.emit = Emit::Remarks;
       } else {
-        throw UsageError("--emit takes ir, cpp, so, cu or ptx, not '" + emit + "'");
+        throw UsageError("--emit takes ir, cpp, so, cu, ptx or remarks, not '" + emit + "'");
       }
     } else if (arg == "--target") {
       std::string target_name = value();
@@ -300,6 +303,12 @@ int run(const Command& command) {
       write_output(command, ".ptx", plait::jit::compile_device_code(device_source, arch, true, command.options).ptx);
       break;
     }
+    case Emit::Remarks:
+      write_output(command, ".remarks",
+                   plait::remarks_report(
+                       plait::lower_kernel(source, command.function, signature, globals, command.options),
+                       command.options));
+      break;
     case Emit::SharedObject:
       emit_shared_object(command, source, signature, globals);
       break;

@@ -67,6 +67,24 @@ std::string results_text(const std::vector<ValueType>& results, bool returns_tup
   return text;
 }
 
+// The remarks of the passes and the code generator, one line each in source
+// order (the body of kernel.explain() and of plaitc --emit remarks).
+std::string remark_lines(const ir::Function& function) {
+  std::ostringstream out;
+  std::vector<ir::Remark> remarks = function.remarks;
+  std::stable_sort(remarks.begin(), remarks.end(), [](const ir::Remark& a, const ir::Remark& b) {
+    return a.loc.line != b.loc.line ? a.loc.line < b.loc.line : a.loc.col < b.loc.col;
+  });
+  std::string file = fs::path(function.source.path).filename().string();
+  if (remarks.empty()) out << "no remarks: every loop runs sequentially as written\n";
+  for (const ir::Remark& remark : remarks) {
+    out << file;
+    if (remark.loc.valid()) out << ":" << remark.loc.line;
+    out << ": " << remark.message << "\n";
+  }
+  return out.str();
+}
+
 // kernel.explain(): the signature, where the library came from, then what
 // each pass did, in source order.
 std::string explain_report(const ir::Function& function, const Signature& signature, const CompiledKernel& kernel) {
@@ -85,17 +103,7 @@ std::string explain_report(const ir::Function& function, const Signature& signat
         << "; arrays: CuPy and PyTorch CUDA arrays are used in place, NumPy arrays are copied to the GPU "
            "before the call and back after it\n";
   }
-  std::vector<ir::Remark> remarks = function.remarks;
-  std::stable_sort(remarks.begin(), remarks.end(), [](const ir::Remark& a, const ir::Remark& b) {
-    return a.loc.line != b.loc.line ? a.loc.line < b.loc.line : a.loc.col < b.loc.col;
-  });
-  std::string file = fs::path(function.source.path).filename().string();
-  if (remarks.empty()) out << "no remarks: every loop runs sequentially as written\n";
-  for (const ir::Remark& remark : remarks) {
-    out << file;
-    if (remark.loc.valid()) out << ":" << remark.loc.line;
-    out << ": " << remark.message << "\n";
-  }
+  out << remark_lines(function);
   return out.str();
 }
 
@@ -148,6 +156,17 @@ std::string generate_source(const ir::Function& function, const CompileOptions& 
       return codegen::generate_cuda(function, options).device;
   }
   PLAIT_INTERNAL_ERROR("unknown target");
+}
+
+std::string remarks_report(LoweredKernel lowered, const CompileOptions& options) {
+  std::vector<ir::Remark> remarks;
+  if (options.target == Target::CUDA) {
+    remarks = codegen::generate_cuda(lowered.function, options).remarks;
+  } else {
+    codegen::generate_cpp(lowered.function, options, &remarks);
+  }
+  lowered.function.remarks.insert(lowered.function.remarks.end(), remarks.begin(), remarks.end());
+  return remark_lines(lowered.function);
 }
 
 std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, const std::string& name,

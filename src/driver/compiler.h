@@ -95,6 +95,11 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
                                                      const Signature& signature, const Globals& globals,
                                                      const CompileOptions& options);
 
+// What kernel.explain() says about each loop (the passes' and the code
+// generator's remarks, in source order), from code generation alone: nothing
+// is built, so it works where the target cannot run (plaitc --emit remarks).
+std::string remarks_report(LoweredKernel lowered, const CompileOptions& options);
+
 // The compiler's version, part of every cache key.
 const char* compiler_version();
 

@@ -135,6 +135,21 @@ def test_emit_ir_to_directory(tmp_path):
     assert "reduction" in text
 
 
+def test_emit_remarks_without_building(tmp_path):
+    base = ["compile", f"{VECTOR_OPS}::total", "--signature", "f64[::1]", "--emit", "remarks"]
+    cpu = run_plaitc(*base, "--cache-dir", tmp_path / "cache")
+    assert cpu.returncode == 0, cpu.stderr
+    assert "vector_ops.py:17: parallel loop over 'i', reduction(+: s)" in cpu.stdout.splitlines()
+    assert "CUDA" not in cpu.stdout
+    assert not (tmp_path / "cache").exists()  # nothing was built
+    # The CUDA code generator's choices, on a machine without a GPU.
+    cuda = run_plaitc(*base, "--target", "cuda", "-o", tmp_path / "out")
+    assert cuda.returncode == 0, cuda.stderr
+    text = (tmp_path / "out" / "total.remarks").read_text()
+    assert "parallel loop over `i`: CUDA kernel plait_total_k0" in text
+    assert "reduction of `s` on the GPU" in text
+
+
 def test_emit_cpp_to_stdout():
     result = run_plaitc("compile", f"{VECTOR_OPS}::scale", "--signature", "f64[::1], f64[::1]", "--emit", "cpp")
     assert result.returncode == 0, result.stderr
