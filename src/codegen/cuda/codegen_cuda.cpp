@@ -1655,32 +1655,34 @@ class CudaEmitter {
     const int width = group_width_;
     const std::string w = std::to_string(width);
     auto lanes_type = [&](ScalarKind kind) { return "plait::lanes<" + ctype(kind) + ", " + w + ">"; };
-    // Groups: the accesses made once per group, and whether they may be
-    // vector accesses (step 1, every address aligned at the first iteration).
+    // Groups: the accesses made once per group, and for each one whether it
+    // may be a vector access (step 1, its address aligned at the first
+    // iteration). Each address has a flag of its own: a stencil's neighbours
+    // (A[j - 1], A[j + 1]) are never aligned together with A[j], which still
+    // is.
     const cuda::GroupAccesses group = width > 1 ? cuda::group_accesses(loop) : cuda::GroupAccesses{};
     const std::string groups = width > 1 ? temp("groups") : trip;
-    std::string vector_ok;
+    std::map<const void*, std::string> aligned;  // access (Load or Store) -> its flag
     if (width > 1) {
       line("const int64_t " + groups + " = (" + trip + " + " + std::to_string(width - 1) + ") / " + w + ";");
       if (!group.empty()) {
-        vector_ok = temp("vector");
-        std::string test = "(" + step + " == 1)";
-        std::set<std::string> tests;
-        auto check = [&](const ArrayVar& a, const std::vector<Expr>& indices) {
+        // The temporaries at_iteration declares have names of their own, so
+        // the flags need no block around them.
+        std::map<std::string, std::string> flag_of_test;
+        auto check = [&](const void* access, const ArrayVar& a, const std::vector<Expr>& indices) {
           const std::string t = "plait::lanes_aligned<" + ctype(a->type.dtype) + ", " + w + ">(" + address(a, indices) +
                                 ")";
-          if (tests.insert(t).second) test += " && " + t;
+          auto [it, fresh] = flag_of_test.try_emplace(t, "");
+          if (fresh) {
+            it->second = temp("aligned");
+            line("const bool " + it->second + " = (" + step + " == 1) && " + t + ";");
+          }
+          aligned[access] = it->second;
         };
-        line("bool " + vector_ok + ";");
-        line("{");
-        ++indent_;
         at_iteration("0", [&] {
-          for (const Load* l : group.loads) check(l->array, l->indices);
-          for (const Store* s : group.stores) check(s->array, s->indices);
+          for (const Load* l : group.loads) check(l, l->array, l->indices);
+          for (const Store* st : group.stores) check(st, st->array, st->indices);
         });
-        line(vector_ok + " = " + test + ";");
-        --indent_;
-        line("}");
       }
     }
     if (width > 1) {
@@ -1690,7 +1692,7 @@ class CudaEmitter {
         text += "; its " + std::to_string(group.loads.size() + group.stores.size()) +
                 " accesses at the loop variable plus fixed terms are made once per group (loads before the group's "
                 "iterations, stores after them): one vector access each (16 bytes for float32, two for float64) when "
-                "the step is 1 and their addresses at the first iteration are aligned (checked where the loop "
+                "the step is 1 and its address at the first iteration is aligned (each address checked where the loop "
                 "starts), else element by element";
       }
       remark(loop->loc, text);
@@ -1711,16 +1713,17 @@ class CudaEmitter {
         if (!(with_registers && it != cached_rows_.end() && it->second.registers_only))
           stores.emplace_back(s, temp("lanes"));
       }
-      const std::string k0 = temp("k0"), n = temp("n"), whole = temp("whole");
+      const std::string k0 = temp("k0"), n = temp("n");
       line("const int64_t " + k0 + " = " + g + " * " + w + ";");
       line("const int " + n + " = " + trip + " - " + k0 + " < " + w + " ? (int)(" + trip + " - " + k0 + ") : " + w + ";");
-      if (!loads.empty() || !stores.empty()) line("const bool " + whole + " = " + vector_ok + " && " + n + " == " + w + ";");
+      // Whether an access is one vector access in this group.
+      auto whole = [&](const void* access) { return "(" + aligned.at(access) + " && " + n + " == " + w + ")"; };
       if (!loads.empty()) {
         at_iteration(k0, [&] {
           std::map<std::string, std::string> made;  // one load per address
           for (const Load* l : loads) {
             const std::string call = "plait::load_lanes<" + ctype(l->array->type.dtype) + ", " + w + ">(" +
-                                     address(l->array, l->indices) + ", " + step + ", " + whole + ", " + n + ")";
+                                     address(l->array, l->indices) + ", " + step + ", " + whole(l) + ", " + n + ")";
             auto [it, fresh] = made.try_emplace(call, temp("lanes"));
             if (fresh) line("const " + lanes_type(l->array->type.dtype) + " " + it->second + " = " + call + ";");
             lane_loads_[l] = it->second;
@@ -1769,7 +1772,7 @@ class CudaEmitter {
         at_iteration(k0, [&] {
           for (const auto& [s, name] : stores)
             line("plait::store_lanes<" + ctype(s->array->type.dtype) + ", " + w + ">(" + address(s->array, s->indices) +
-                 ", " + name + ", " + step + ", " + whole + ", " + n + ");");
+                 ", " + name + ", " + step + ", " + whole(s) + ", " + n + ");");
         });
       }
       lane_loads_.clear();
@@ -1821,8 +1824,8 @@ class CudaEmitter {
             const std::string t = ctype(row->load->array->type.dtype);
             at_iteration(k0, [&] {
               line("const " + lanes_type(row->load->array->type.dtype) + " " + lanes + " = plait::load_lanes<" + t +
-                   ", " + w + ">(" + address(row->load->array, row->load->indices) + ", " + step + ", " + vector_ok +
-                   " && " + n + " == " + w + ", " + n + ");");
+                   ", " + w + ">(" + address(row->load->array, row->load->indices) + ", " + step + ", " +
+                   aligned.at(row->load) + " && " + n + " == " + w + ", " + n + ");");
             });
           }
           line("#pragma unroll");
