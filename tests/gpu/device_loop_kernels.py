@@ -47,10 +47,28 @@ def int_prefix_counts(x, out):
         out[i] = np.sum(x[:i] > x[i])
 
 
+def gramschmidt(A):
+    # Modified Gram-Schmidt (NPBench's): each step a norm (a reduction), a
+    # column, then a parallel loop of the user's over the later columns, each
+    # a dot product and an update; the persistent rule refuses the step (its
+    # reduction and element statements), a team of the device takes it.
+    Q = np.zeros_like(A)
+    R = np.zeros((A.shape[1], A.shape[1]), dtype=A.dtype)
+    for k in range(A.shape[1]):
+        R[k, k] = np.sqrt(np.dot(A[:, k], A[:, k]))
+        Q[:, k] = A[:, k] / R[k, k]
+        #pragma parallel for
+        for j in range(k + 1, A.shape[1]):
+            R[k, j] = np.dot(Q[:, k], A[:, j])
+            A[:, j] -= Q[:, k] * R[k, j]
+    return Q, R
+
+
 KERNELS = {
     "trisolv": ["f64[:, ::1], f64[::1], f64[::1]", "f32[:, :], f32[:], f32[:]"],
     "cholesky": ["f64[:, ::1]"],
     "running_maxima": ["f64[::1], f64[::1]"],
     "sum_read_after": ["f64[::1], f64[::1]"],
     "int_prefix_counts": ["i64[::1], i64[::1]"],
+    "gramschmidt": ["f64[:, ::1]", "f32[:, :]"],
 }

@@ -1,12 +1,14 @@
-"""Serial loops without parallel loops whose steps launch kernels (reductions,
-array statements) run on the device as one kernel of one team (docs/cuda.md,
+"""Serial loops whose steps launch kernels (reductions, array statements, and
+parallel loops that the persistent rule refuses) run on the device as one
+kernel of one team (docs/cuda.md,
 "Serial loops on the device"). Everywhere: the kernels of
 device_loop_kernels.py compile with nvcc and NVRTC for sm_90 and the host
 part with the system compiler, and the generated code has the one-team
 kernel and the host's choice between it and the launches per step exactly
 where the rule allows. On a GPU: each kernel runs against the undecorated
 function on fresh random inputs, at sizes 0, 1, odd and past the rule's
-8192 elements per dimension (the launches per step), with strided views,
+8192 elements per dimension or, with parallel loops, 8192 per array (the
+launches per step), with strided views,
 float32, float64 and integers."""
 
 import pathlib
@@ -64,6 +66,22 @@ def test_loop_runs_as_one_team_when_every_dimension_is_small(tmp_path, name):
     # before the next step reads them.
     assert "if (p_lane == 0) {" in team_kernel
     assert "plait::team_sync(p_team);" in team_kernel
+
+
+@compiles
+def test_loop_with_parallel_loops_runs_as_one_team_when_every_array_is_small(tmp_path):
+    host = emit(tmp_path, "gramschmidt", D.KERNELS["gramschmidt"][0], "cpp")
+    device = emit(tmp_path, "gramschmidt", D.KERNELS["gramschmidt"][0], "cu")
+    # Each array the loop touches: every dimension at most 8192 and at most
+    # 8192 elements; then one team of the whole block runs the steps.
+    choice = re.search(r"if \(([^{\n]*<= 8192[^{\n]*)\) \{", host)
+    assert choice, host
+    assert re.search(r"= plait_cuda::team_for\(\(?int64_t\(4096\)", host[choice.end():]), host
+    tests = choice.group(1).split(" && ")
+    for name in ("A", "Q", "R"):
+        assert f"a_{name}_n0 * a_{name}_n1 <= 8192" in tests, tests
+        assert f"a_{name}_n1 <= 8192" in tests, tests
+    assert "plait::team_combine(" in device
 
 
 @compiles
@@ -131,6 +149,24 @@ def test_sum_read_after(rng, n):
 @pytest.mark.parametrize("n", SIZES + [300])
 def test_int_prefix_counts(rng, n):
     check(D.int_prefix_counts, [ints(rng, n, low=-5, high=5), np.zeros(n, np.int64)], "numpy")
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (3, 1), (5, 3), (33, 17), (70, 60), (100, 90)])
+def test_gramschmidt_one_team_and_per_step(rng, kind, shape):
+    # (100, 90): 9000 elements, past the rule's 8192: the launches per step.
+    M, N = shape
+    A = floats(rng, shape) + 2.0 * np.eye(M, N)
+    # float64 only: a dot product near zero by chance would fail a relative
+    # float32 tolerance (float32 is compiled above).
+    check(D.gramschmidt, [A], kind, rtol=1e-9)
+
+
+@on_gpu
+def test_gramschmidt_on_a_strided_view(rng):
+    A = floats(rng, (40, 60)) + 2.0 * np.eye(40, 60)
+    check(D.gramschmidt, [A[:, ::2]], "numpy", rtol=1e-9)
 
 
 @on_gpu
