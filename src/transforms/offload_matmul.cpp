@@ -1173,7 +1173,7 @@ class SymmetricMatcher {
 
     if (a_ == c_ || b_ == c_ || temp_ == a_ || temp_ == b_ || temp_ == c_)
       return decline("C, A, B and temp2 are not four arrays");
-    if (!local_and_dead(temp_)) return decline("`" + temp_->name + "` is an argument or used outside the loop");
+    if (!local_and_dead(temp_)) return decline("`" + temp_->name + "` is an argument, has another name or is read after the loop");
     for (const Expr& e : {fi_->end, fj->end})
       if (reads_any(e, nest_vars_)) return decline("the loop bounds depend on the loops' variables");
     for (const VarInfo* v : nest_vars_)

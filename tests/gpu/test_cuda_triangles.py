@@ -349,7 +349,7 @@ def test_symm_with_mismatched_shapes_raises_as_numpy_does(rng):
 @on_gpu
 @pytest.mark.parametrize("m,n", [(1, 1), (6, 4), (30, 17)])
 def test_symm_forms_the_pass_leaves_as_loops(rng, m, n):
-    for fn, why in ((T.symm_returns_temp2, "`temp2` is an argument or used outside the loop"),
+    for fn, why in ((T.symm_returns_temp2, "`temp2` is an argument, has another name or is read after the loop"),
                     (T.symm_reads_upper, "the update of the rows above i is not"),
                     (T.symm_other_coefficient, "the update of row i is not")):
         # symm_reads_upper reads A's upper triangle: finite values there.
