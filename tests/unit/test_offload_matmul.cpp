@@ -262,7 +262,7 @@ TEST(OffloadMatmul, OtherSymmFormsKeepTheLoopsAndSayWhy) {
       {symm("C[:i, j] += alpha * B[i, j] * A[:i, i]"), "the update of the rows above i is not"},  // A's upper triangle
       {symm("C[:i, j] += alpha * B[i, j] * A[i, :i] * C[i, 0]"), "the update of the rows above i is not"},  // reads C
       {symm(update, "C[i, :] += 2.0 * B[i, :] * A[i, i] + alpha * temp2"), "the update of row i is not"},
-      {symm(update, "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2 + C[0, :]"), "the update of row i is not"},
+      {symm(update, "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2 * B[i, :]"), "the update of row i is not"},
       {symm(update, row, "", "    return temp2\n"), "`temp2` is an argument, has another name or is read after the loop"},
       // float64 temp2 for float32 C: its values are rounded differently.
       {symm(update, row, "", "", "float, f32[:, ::1], f32[:, ::1], f32[:, ::1]", "np.zeros(C.shape[1])"),
