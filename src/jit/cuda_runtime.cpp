@@ -568,8 +568,7 @@ int32_t api_symm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, double
   const std::optional<BlasLayout> lc = blas_layout(m, n, c_rs, c_cs, true);
   const std::optional<BlasLayout> lb = lc ? blas_layout(m, n, b_rs, b_cs, lc->row_major) : std::nullopt;
   const std::optional<BlasLayout> la = lc ? blas_layout(m, m, a_rs, a_cs, lc->row_major) : std::nullopt;
-  if (!lc || !lb || !la || lb->row_major != lc->row_major || la->ld > kMaxInt || lb->ld > kMaxInt ||
-      lc->ld > kMaxInt)
+  if (!lc || !lb || !la || lb->row_major != lc->row_major || la->ld > kMaxInt || lb->ld > kMaxInt || lc->ld > kMaxInt)
     return kDeclined;
   const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
   const uint64_t c_bytes = span_bytes(m, n, c_rs, c_cs, element);

@@ -1094,9 +1094,8 @@ class SymmetricMatcher {
       Factors product;
       if (terms_of(value, dtype_, terms) && terms.size() == 2 && element_of_c(terms[1], update_store))
         std::swap(terms[0], terms[1]);
-      if (terms.size() != 2 || !element_of_c(terms[0], update_store) ||
-          !factors_of(terms[1], dtype_, product) || !product.coefficient || product.loads.size() != 2 ||
-          !invariant(product.coefficient))
+      if (terms.size() != 2 || !element_of_c(terms[0], update_store) || !factors_of(terms[1], dtype_, product) ||
+          !product.coefficient || product.loads.size() != 2 || !invariant(product.coefficient))
         return decline("the update of the rows above i is not C[:i, j] += alpha * B[i, j] * A[i, :i]");
       const Load* x = product.loads[0];
       const Load* y = product.loads[1];
@@ -1173,21 +1172,24 @@ class SymmetricMatcher {
 
     if (a_ == c_ || b_ == c_ || temp_ == a_ || temp_ == b_ || temp_ == c_)
       return decline("C, A, B and temp2 are not four arrays");
-    if (!local_and_dead(temp_)) return decline("`" + temp_->name + "` is an argument, has another name or is read after the loop");
+    if (!local_and_dead(temp_))
+      return decline("`" + temp_->name + "` is an argument, has another name or is read after the loop");
     for (const Expr& e : {fi_->end, fj->end})
       if (reads_any(e, nest_vars_)) return decline("the loop bounds depend on the loops' variables");
     for (const VarInfo* v : nest_vars_)
       if (analysis::live_after(fn_.body, fi_, v)) return decline("`" + v->name + "` is read after the loops");
     // Where the loops would index beyond an array, the library declines.
     const Expr m = extent(fi_->end), n = extent(fj->end);
-    for (const Expr& limit : {ArrayDim::make(c_, 0), ArrayDim::make(b_, 0), ArrayDim::make(a_, 0), ArrayDim::make(a_, 1)})
+    for (const Expr& limit :
+         {ArrayDim::make(c_, 0), ArrayDim::make(b_, 0), ArrayDim::make(a_, 0), ArrayDim::make(a_, 1)})
       conditions_.push_back(Compare::make(CompareOp::LE, m, extent(limit)));
     for (const Expr& limit : {ArrayDim::make(c_, 1), ArrayDim::make(b_, 1), ArrayDim::make(temp_, 0)})
       conditions_.push_back(Compare::make(CompareOp::LE, n, extent(limit)));
     const std::optional<Expr> condition = row_condition(conditions_, nest_vars_, i.get());
     if (!condition) return decline("whether the loops take the plain version depends on more than the row");
     remark = c_->name + " += scalar * symmetric(lower(" + a_->name + ")) @ " + b_->name + " (the symmetric matrix of " +
-             a_->name + "'s lower triangle) handed to the BLAS library as one symm (the loops run instead when it "
+             a_->name +
+             "'s lower triangle) handed to the BLAS library as one symm (the loops run instead when it "
              "cannot take the operands)";
     MatMulTriangle tri;
     tri.part = MatMulPart::SymmetricLower;

@@ -198,20 +198,21 @@ ir::Function symm(const std::string& update = "C[:i, j] += alpha * B[i, j] * A[i
                   const std::string& signature = "float, f64[:, ::1], f64[:, ::1], f64[:, ::1]",
                   const std::string& allocation = "np.empty((C.shape[1],), dtype=C.dtype)",
                   Target target = Target::CUDA) {
-  return compiled("def symm(alpha, C, A, B):\n"
-                  "    temp2 = " +
-                      allocation +
-                      "\n"
-                      "    for i in range(C.shape[0]):\n" +
-                      pragma +
-                      "        for j in range(C.shape[1]):\n"
-                      "            " +
-                      update +
-                      "\n"
-                      "            temp2[j] = B[:i, j] @ A[i, :i]\n"
-                      "        " +
-                      row + "\n" + after,
-                  "symm", signature, target);
+  return compiled(
+      "def symm(alpha, C, A, B):\n"
+      "    temp2 = " +
+          allocation +
+          "\n"
+          "    for i in range(C.shape[0]):\n" +
+          pragma +
+          "        for j in range(C.shape[1]):\n"
+          "            " +
+          update +
+          "\n"
+          "            temp2[j] = B[:i, j] @ A[i, :i]\n"
+          "        " +
+          row + "\n" + after,
+      "symm", signature, target);
 }
 
 std::string remarks_of(const ir::Function& f) {
@@ -222,8 +223,8 @@ std::string remarks_of(const ir::Function& f) {
 
 TEST(OffloadMatmul, SymmRowLoopIsOneSymmetricProduct) {
   for (const std::string pragma : {"        #pragma parallel for\n", ""}) {
-    const ir::Function f = symm("C[:i, j] += alpha * B[i, j] * A[i, :i]",
-                                "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2", pragma);
+    const ir::Function f =
+        symm("C[:i, j] += alpha * B[i, j] * A[i, :i]", "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2", pragma);
     const std::string ir = ir::to_string(f);
     EXPECT_NE(ir.find("matmul C[0:C.shape[0], 0:C.shape[1]] = alpha * (symmetric(lower(A)) @ B) + 1.0:f64 * C where "
                       "all i: "),
@@ -239,12 +240,13 @@ TEST(OffloadMatmul, SymmRowLoopIsOneSymmetricProduct) {
         << remarks_of(f);
   }
   // The terms in another order.
-  EXPECT_NE(ir::to_string(symm("C[:i, j] += B[i, j] * A[i, :i] * alpha",
-                               "C[i, :] += alpha * temp2 + alpha * B[i, :] * A[i, i]"))
+  EXPECT_NE(ir::to_string(
+                symm("C[:i, j] += B[i, j] * A[i, :i] * alpha", "C[i, :] += alpha * temp2 + alpha * B[i, :] * A[i, i]"))
                 .find("symmetric(lower(A))"),
             std::string::npos);
   EXPECT_NE(ir::to_string(symm("C[:i, j] += alpha * B[i, j] * A[i, :i]",
-                               "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2", "", "", "float, f32[:, ::1], "
+                               "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2", "", "",
+                               "float, f32[:, ::1], "
                                "f32[:, ::1], f32[:, ::1]"))
                 .find("symmetric(lower(A))"),
             std::string::npos);
@@ -263,16 +265,17 @@ TEST(OffloadMatmul, OtherSymmFormsKeepTheLoopsAndSayWhy) {
       {symm("C[:i, j] += alpha * B[i, j] * A[i, :i] * C[i, 0]"), "the update of the rows above i is not"},  // reads C
       {symm(update, "C[i, :] += 2.0 * B[i, :] * A[i, i] + alpha * temp2"), "the update of row i is not"},
       {symm(update, "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2 * B[i, :]"), "the update of row i is not"},
-      {symm(update, row, "", "    return temp2\n"), "`temp2` is an argument, has another name or is read after the loop"},
+      {symm(update, row, "", "    return temp2\n"),
+       "`temp2` is an argument, has another name or is read after the loop"},
       // float64 temp2 for float32 C: its values are rounded differently.
       {symm(update, row, "", "", "float, f32[:, ::1], f32[:, ::1], f32[:, ::1]", "np.zeros(C.shape[1])"),
        "temp2[j] is not B[:i, j] @ A[i, :i]"},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(ir::to_string(c.f).find("matmul "), std::string::npos) << ir::to_string(c.f);
-    EXPECT_NE(remarks_of(c.f).find(std::string("symmetric product kept as loops, not handed to the BLAS library: ") +
-                                   c.why),
-              std::string::npos)
+    EXPECT_NE(
+        remarks_of(c.f).find(std::string("symmetric product kept as loops, not handed to the BLAS library: ") + c.why),
+        std::string::npos)
         << remarks_of(c.f);
   }
   // temp2 as an argument: its last values are the caller's to see.
@@ -285,7 +288,8 @@ TEST(OffloadMatmul, OtherSymmFormsKeepTheLoopsAndSayWhy) {
       "        C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2\n",
       "symm", f64 + ", f64[::1]");
   EXPECT_EQ(ir::to_string(argument).find("matmul "), std::string::npos);
-  EXPECT_NE(remarks_of(argument).find("`temp2` is an argument, has another name or is read after the loop"), std::string::npos);
+  EXPECT_NE(remarks_of(argument).find("`temp2` is an argument, has another name or is read after the loop"),
+            std::string::npos);
   // The CPU runs the loops.
   EXPECT_EQ(ir::to_string(symm(update, row, "", "", f64, "np.empty((C.shape[1],), dtype=C.dtype)", Target::CPU))
                 .find("matmul "),
