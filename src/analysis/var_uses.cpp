@@ -222,12 +222,9 @@ bool find_path(const ir::Stmt& node, const ir::StmtNode* target, std::vector<con
   return false;
 }
 
-}  // namespace
-
-bool live_after(const ir::Stmt& root, const ir::StmtNode* stmt, const ir::VarInfo* var) {
+bool live_after(const ir::Stmt& root, const ir::StmtNode* stmt, const Local& l) {
   std::vector<const ir::StmtNode*> path;
   if (!find_path(root, stmt, path)) PLAIT_INTERNAL_ERROR("live_after: statement not found");
-  const Local l{var, nullptr};
   // Walk outwards: the rest of each enclosing block, then the next
   // iteration of each enclosing loop.
   for (size_t depth = path.size() - 1; depth-- > 0;) {
@@ -241,7 +238,7 @@ bool live_after(const ir::Stmt& root, const ir::StmtNode* stmt, const ir::VarInf
       if (exposed_list(rest, l, &written, &diverges)) return true;
       if (written) return false;
     } else if (auto f = dynamic_cast<const ir::For*>(parent)) {
-      if (f->var.get() != var) {
+      if (!l.var || f->var.get() != l.var) {
         bool w = false, d = false;
         if (exposed(f->body, l, &w, &d)) return true;
       }
@@ -252,6 +249,16 @@ bool live_after(const ir::Stmt& root, const ir::StmtNode* stmt, const ir::VarInf
     }
   }
   return false;
+}
+
+}  // namespace
+
+bool live_after(const ir::Stmt& root, const ir::StmtNode* stmt, const ir::VarInfo* var) {
+  return live_after(root, stmt, Local{var, nullptr});
+}
+
+bool live_after(const ir::Stmt& root, const ir::StmtNode* stmt, const ir::ArrayInfo* array) {
+  return live_after(root, stmt, Local{nullptr, array});
 }
 
 bool may_read_before_write(const ir::Stmt& s, const ir::ArrayInfo* array) {

@@ -30,5 +30,8 @@ bool may_read_before_write(const ir::Stmt& s, const ir::ArrayInfo* array);
 // finishes and before it is written again: by the statements that follow,
 // by later iterations of enclosing loops, or by a return.
 bool live_after(const ir::Stmt& root, const ir::StmtNode* stmt, const ir::VarInfo* var);
+// The same for an array (any mention reads it; an allocation or binding of
+// the name writes it).
+bool live_after(const ir::Stmt& root, const ir::StmtNode* stmt, const ir::ArrayInfo* array);
 
 }  // namespace plait::analysis

@@ -443,8 +443,11 @@ struct Assert : StmtNode {
 // m x m block with j <= i (lower) or j >= i (upper), diagonal included; or,
 // for StrictUpperInPlace, all of C (m x n) as C + strict_upper(A') @ C with
 // A' m x m, in place (row i reads the rows below it before they change; b
-// is c, alpha 1, beta null, k m).
-enum class MatMulPart : uint8_t { Full, Lower, Upper, StrictUpperInPlace };
+// is c, alpha 1, beta null, k m); or, for SymmetricLower, all of C (m x n)
+// as alpha * S @ B' + beta * C with S the m x m symmetric matrix whose lower
+// triangle (diagonal included) is A's (A's strict upper triangle is not
+// read; a not transposed, k m).
+enum class MatMulPart : uint8_t { Full, Lower, Upper, StrictUpperInPlace, SymmetricLower };
 
 // What a triangular MatMul adds to a plain one: the part of C, an optional
 // second product alpha2 * A2' @ B2' (same extents, summed into the first:

@@ -200,6 +200,18 @@ class StmtPrinter : public IRVisitor {
       line("}");
       return;
     }
+    if (n->triangle.part == MatMulPart::SymmetricLower) {
+      std::string text = "matmul " + n->c->name + "[0:" + to_string(n->m) + ", 0:" + to_string(n->n) +
+                         "] = " + to_string(n->alpha) + " * (symmetric(lower(" + n->a->name + ")) @ " +
+                         operand(n->b, n->b_transposed) + ")";
+      if (n->beta) text += " + " + to_string(n->beta) + " * " + n->c->name;
+      if (n->triangle.row_condition)
+        text += " where all " + n->triangle.row->name + ": " + to_string(n->triangle.row_condition);
+      line(text + " else {");
+      nested(n->loops);
+      line("}");
+      return;
+    }
     std::string text = "matmul " + n->c->name + "[0:" + to_string(n->m) + ", 0:" + to_string(n->n) + "] = " +
                        to_string(n->alpha) + " * (" + operand(n->a, n->a_transposed) + " @ " +
                        operand(n->b, n->b_transposed) + ")[k < " + to_string(n->k) + "]";

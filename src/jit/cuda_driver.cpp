@@ -189,6 +189,8 @@ Loaded& load_cublas_once() {
     bind(handle, c.cublasDsyrkx, "cublasDsyrkx", &missing);
     bind(handle, c.cublasStrmm_v2, "cublasStrmm_v2", &missing);
     bind(handle, c.cublasDtrmm_v2, "cublasDtrmm_v2", &missing);
+    bind(handle, c.cublasSsymm_v2, "cublasSsymm_v2", &missing);
+    bind(handle, c.cublasDsymm_v2, "cublasDsymm_v2", &missing);
     if (!missing.empty()) {
       loaded.cublas_why = "the cuBLAS library lacks " + missing;
       return;

@@ -112,6 +112,14 @@ struct CublasApi {
   cublasStatus (*cublasDtrmm_v2)(cublasHandle handle, int side, int uplo, int trans, int diag, int m, int n,
                                  const double* alpha, const double* a, int lda, const double* b, int ldb, double* c,
                                  int ldc) = nullptr;
+  // C = alpha S B + beta C (side left 0, S m x m) or alpha B S + beta C
+  // (side right 1, S n x n), S the symmetric matrix of A's `uplo` triangle.
+  cublasStatus (*cublasSsymm_v2)(cublasHandle handle, int side, int uplo, int m, int n, const float* alpha,
+                                 const float* a, int lda, const float* b, int ldb, const float* beta, float* c,
+                                 int ldc) = nullptr;
+  cublasStatus (*cublasDsymm_v2)(cublasHandle handle, int side, int uplo, int m, int n, const double* alpha,
+                                 const double* a, int lda, const double* b, int ldb, const double* beta, double* c,
+                                 int ldc) = nullptr;
 };
 
 // The loaded driver, or null; `why` then says what is missing. Loading is

@@ -551,6 +551,56 @@ int32_t api_trmm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const 
   return kFailed;
 }
 
+// C = alpha S B + beta C, S symmetric with A's lower triangle. cuBLAS's
+// symm takes B and C in one column-major orientation: a column-major C and
+// B are S B from the left; row-major ones are stored as C^T = B^T S, S from
+// the right. A's storage is A (column-major), whose lower triangle holds
+// S's, or A^T (row-major), whose upper triangle does.
+int32_t api_symm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, double alpha, const void* a, int64_t a_rs,
+                 int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta, int32_t beta_reads_c, void* c,
+                 int64_t c_rs, int64_t c_cs) {
+  if (m <= 0 || n <= 0) return kDone;
+  if (m > kMaxInt || n > kMaxInt) return kDeclined;
+  if (!usable_alpha(alpha, dtype) || (beta_reads_c && beta == 0.0)) return kDeclined;
+  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
+  const CublasApi* blas = cublas();
+  if (!blas) return kDeclined;
+  const std::optional<BlasLayout> lc = blas_layout(m, n, c_rs, c_cs, true);
+  const std::optional<BlasLayout> lb = lc ? blas_layout(m, n, b_rs, b_cs, lc->row_major) : std::nullopt;
+  const std::optional<BlasLayout> la = lc ? blas_layout(m, m, a_rs, a_cs, lc->row_major) : std::nullopt;
+  if (!lc || !lb || !la || lb->row_major != lc->row_major || la->ld > kMaxInt || lb->ld > kMaxInt || lc->ld > kMaxInt)
+    return kDeclined;
+  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
+  const uint64_t c_bytes = span_bytes(m, n, c_rs, c_cs, element);
+  if (overlaps(c, c_bytes, a, span_bytes(m, m, a_rs, a_cs, element)) ||
+      overlaps(c, c_bytes, b, span_bytes(m, n, b_rs, b_cs, element)))
+    return kDeclined;
+
+  CallState& s = state_of(ctx);
+  const cublasHandle handle = cublas_handle(ctx, *blas, s);
+  if (!handle) return kFailed;
+  constexpr int kLeft = 0, kRight = 1, kLower = 0, kUpper = 1;
+  const int side = lc->row_major ? kRight : kLeft;
+  const int uplo = la->row_major ? kUpper : kLower;
+  const int rows = static_cast<int>(lc->row_major ? n : m), cols = static_cast<int>(lc->row_major ? m : n);
+  const double beta_used = beta_reads_c ? beta : 0.0;
+  cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
+  if (status == 0 && dtype == PLAIT_FLOAT64) {
+    status = blas->cublasDsymm_v2(handle, side, uplo, rows, cols, &alpha, static_cast<const double*>(a),
+                                  static_cast<int>(la->ld), static_cast<const double*>(b), static_cast<int>(lb->ld),
+                                  &beta_used, static_cast<double*>(c), static_cast<int>(lc->ld));
+  } else if (status == 0) {
+    const float alpha32 = static_cast<float>(alpha), beta32 = static_cast<float>(beta_used);
+    status = blas->cublasSsymm_v2(handle, side, uplo, rows, cols, &alpha32, static_cast<const float*>(a),
+                                  static_cast<int>(la->ld), static_cast<const float*>(b), static_cast<int>(lb->ld),
+                                  &beta32, static_cast<float*>(c), static_cast<int>(lc->ld));
+  }
+  if (status == 0) return kDone;
+  record_error(ctx, PLAIT_RUNTIME_ERROR,
+               "a cuBLAS symmetric matrix product failed (status " + std::to_string(status) + ")");
+  return kFailed;
+}
+
 // A scratch buffer of the pool of `stream`, returned to it when the call
 // ends (its kernels may still run then: see Runtime::scratch_pool).
 class Scratch {
@@ -731,6 +781,7 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   api.gemm = &api_gemm;
   api.gemmt = &api_gemmt;
   api.trmm = &api_trmm;
+  api.symm = &api_symm;
   api.scratch = reinterpret_cast<void*>(static_cast<uintptr_t>(scratch.pointer()));
   ctx->cuda = &api;
   struct Detach {

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 7
+#define PLAIT_ABI_VERSION 8
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -122,6 +122,14 @@ typedef struct plait_cuda_api {
    * Returns and declines as gemm does. */
   int32_t (*trmm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const void* a, int64_t a_row_stride,
                   int64_t a_col_stride, void* b, int64_t b_row_stride, int64_t b_col_stride);
+  /* C = alpha * S @ B + beta * C (B and C m x n) with S the m x m symmetric
+   * matrix whose lower triangle, diagonal included, is A's; A's strict
+   * upper triangle is not read. Returns and declines as gemm does, and
+   * declines when B and C cannot be given to the library in one
+   * orientation. */
+  int32_t (*symm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, double alpha, const void* a,
+                  int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride, int64_t b_col_stride,
+                  double beta, int32_t beta_reads_c, void* c, int64_t c_row_stride, int64_t c_col_stride);
 } plait_cuda_api;
 
 #define PLAIT_CUDA_SCRATCH_BYTES 4096

@@ -32,6 +32,12 @@
 // products of row i of A' with the rows of B below it (trmm) reads those
 // rows before they change, so it is B = B + strict_upper(A') @ B, a
 // triangular product with a unit diagonal, as one MatMul.
+//
+// Symmetric: a serial loop over the rows i of C that adds alpha A[i, r]
+// B[i, :] to the rows r < i and alpha (A[i, i] B[i, :] + A[i, :i] @ B[:i, :])
+// (through a local temp2 that nothing reads after the loop) to row i
+// (symm) is C = alpha * S @ B + C with S the symmetric matrix of A's lower
+// triangle, as one MatMul.
 #pragma once
 
 #include "ir/ir.h"

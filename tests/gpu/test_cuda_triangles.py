@@ -45,8 +45,9 @@ test_device_part_compiles_with_nvcc_without_warnings, _, test_host_part_compiles
 @pytest.mark.parametrize("name,signature", CASES)
 def test_triangles_call_gemmt_and_other_nests_keep_their_loops(tmp_path, name, signature):
     host = emit_from(KERNELS_FILE, tmp_path, name, signature, "cpp").read_text()
-    offloaded = name in ("syrk", "syr2k", "upper_accumulate", "covariance", "trmm", "trmm_rows_of_a")
-    assert ("ctx->cuda->gemmt(" in host or "ctx->cuda->trmm(" in host) == offloaded
+    offloaded = name in ("syrk", "syr2k", "upper_accumulate", "covariance", "trmm", "trmm_rows_of_a", "symm",
+                         "symm_serial")
+    assert ("ctx->cuda->gemmt(" in host or "ctx->cuda->trmm(" in host or "ctx->cuda->symm(" in host) == offloaded
     if offloaded:
         # The loops stay as the fallback, after the row check.
         assert "if (p_gemm" in host and "p_ok" in host
@@ -244,3 +245,115 @@ def test_trmm_in_one_allocation(rng):
 def test_trmm_that_reads_its_own_row_keeps_the_loops(rng, m, n):
     kernel = check(T.trmm_with_diagonal, [positive(rng, (m, m)), positive(rng, (m, n))], "numpy", rtol=1e-12)
     assert "triangular product in place kept as loops, not handed to the BLAS library" in kernel.explain()
+
+
+# ---------------------------------------------------------------- symm
+
+
+def symm_args(rng, m, n, dtype=np.float64, garbage=np.nan, orders="CCC"):
+    # A's upper triangle holds garbage that neither the loops nor the
+    # library may read: NaN would show in any element that read it.
+    a = positive(rng, (m, m), dtype)
+    a[np.triu_indices(m, 1)] = garbage
+    c, b = positive(rng, (m, n), dtype), positive(rng, (m, n), dtype)
+    return [np.asarray(x, order=o) for x, o in zip((c, a, b), orders)]
+
+
+SYMM_REMARK = "C += scalar * symmetric(lower(A)) @ B (the symmetric matrix of A's lower triangle) handed to the " \
+              "BLAS library as one symm"
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("m,n", SIZES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_symm(rng, kind, m, n, dtype):
+    kernel = check(T.symm, [1.5, 1.2] + symm_args(rng, m, n, dtype), kind, rtol=RTOL[dtype])
+    assert SYMM_REMARK in kernel.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("m,n", [(1, 1), (6, 9), (41, 23)])
+def test_symm_without_the_pragma_and_with_npbench_garbage(rng, m, n):
+    kernel = check(T.symm_serial, [0.75] + symm_args(rng, m, n, garbage=-999.0), "numpy", rtol=1e-12)
+    assert "symmetric(lower(A)) @ B" in kernel.explain()
+    check(T.symm, [1.5, 1.2] + symm_args(rng, m, n, garbage=-999.0), "device", rtol=1e-12)
+
+
+@on_gpu
+@pytest.mark.parametrize("orders", ["CCC", "FFF", "CFC", "FCF", "CCF", "FFC"])
+def test_symm_orders(rng, orders):
+    # Row- and column-major C and B take cuBLAS's symm from the right or
+    # the left, row- and column-major A its upper or lower triangle; B in
+    # another order than C runs the loops. The result is the same.
+    check(T.symm, [1.5, 1.2] + symm_args(rng, 37, 21, orders=orders), "numpy", rtol=1e-12)
+
+
+@on_gpu
+@pytest.mark.parametrize("layout", ["sliced", "strided"])
+def test_symm_views(rng, layout):
+    # Column slices go to the library with their leading dimension; strided
+    # views run the loops.
+    torch = pytest.importorskip("torch")
+    m, n = 29, 17
+    c, a, b = symm_args(rng, m, n)
+    expected = c.copy()
+    T.symm(1.5, 1.2, expected, a, b)
+
+    def on_gpu_as(x):
+        rows, cols = x.shape
+        view = torch.zeros((rows, cols + 3), dtype=torch.float64, device="cuda")[:, 2:2 + cols] \
+            if layout == "sliced" else torch.zeros((2 * rows, 2 * cols), dtype=torch.float64, device="cuda")[::2, ::2]
+        view.copy_(torch.from_numpy(np.ascontiguousarray(x)).cuda())
+        return view
+
+    got = on_gpu_as(c)
+    plait.jit(T.symm, target="cuda")(1.5, 1.2, got, on_gpu_as(a), on_gpu_as(b))
+    np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-12)
+
+
+@on_gpu
+@pytest.mark.parametrize("share", ["C is B", "C overlaps B"])
+def test_symm_with_c_sharing_memory_with_b_gives_numpys_answer(rng, share):
+    torch = pytest.importorskip("torch")
+    m = 13
+    c, a, _ = symm_args(rng, m, m, garbage=-999.0)
+    if share == "C is B":
+        expected = c.copy()
+        T.symm(1.5, 1.2, expected, a, expected)
+        got = torch.from_numpy(c.copy()).cuda()
+        plait.jit(T.symm, target="cuda")(1.5, 1.2, got, torch.from_numpy(a).cuda(), got)
+        np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-12)
+    else:
+        # Without the pragma the columns run in order, as NumPy's do.
+        base = positive(rng, (m, m + 1))
+        expected = base.copy()
+        T.symm_serial(1.5, expected[:, :m], a, expected[:, 1:])
+        got = torch.from_numpy(base.copy()).cuda()
+        plait.jit(T.symm_serial, target="cuda")(1.5, got[:, :m], torch.from_numpy(a).cuda(), got[:, 1:])
+        np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-12)
+
+
+@on_gpu
+def test_symm_with_mismatched_shapes_raises_as_numpy_does(rng):
+    # B has more columns than C: the row condition fails, the loops raise
+    # NumPy's broadcast error.
+    c, a, _ = symm_args(rng, 6, 5)
+    b = positive(rng, (6, 8))
+    with pytest.raises(ValueError):
+        T.symm(1.5, 1.2, c.copy(), a, b)
+    with pytest.raises(ValueError):
+        plait.jit(T.symm, target="cuda")(1.5, 1.2, c, a, b)
+
+
+@on_gpu
+@pytest.mark.parametrize("m,n", [(1, 1), (6, 4), (30, 17)])
+def test_symm_forms_the_pass_leaves_as_loops(rng, m, n):
+    for fn, why in ((T.symm_returns_temp2, "`temp2` is an argument, has another name or is read after the loop"),
+                    (T.symm_reads_upper, "the update of the rows above i is not"),
+                    (T.symm_other_coefficient, "the update of row i is not")):
+        # symm_reads_upper reads A's upper triangle: finite values there.
+        kernel = check(fn, [1.5] + symm_args(rng, m, n, garbage=0.25), "numpy", rtol=1e-12)
+        explain = kernel.explain()
+        assert "symmetric(lower(" not in explain
+        assert "symmetric product kept as loops, not handed to the BLAS library: " + why in explain

@@ -99,6 +99,61 @@ def every_other_k(alpha, C, A):
             C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]
 
 
+def symm(alpha, beta, C, A, B):
+    # NPBench's symm: C = beta * C + alpha * S @ B with S the symmetric
+    # matrix of A's lower triangle (A's upper triangle is never read).
+    temp2 = np.empty((C.shape[1],), dtype=C.dtype)
+    C *= beta
+    for i in range(C.shape[0]):
+        #pragma parallel for
+        for j in range(C.shape[1]):
+            C[:i, j] += alpha * B[i, j] * A[i, :i]
+            temp2[j] = B[:i, j] @ A[i, :i]
+        C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2
+
+
+def symm_serial(alpha, C, A, B):
+    # The same without the pragma, the coefficient on the other side and
+    # temp2 zero-filled.
+    temp2 = np.zeros(C.shape[1])
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            C[:i, j] += B[i, j] * A[i, :i] * alpha
+            temp2[j] = B[:i, j] @ A[i, :i]
+        C[i, :] += alpha * temp2 + alpha * B[i, :] * A[i, i]
+
+
+def symm_returns_temp2(alpha, C, A, B):
+    # temp2 holds the last row's dot products afterwards: the loops run.
+    temp2 = np.empty((C.shape[1],), dtype=C.dtype)
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            C[:i, j] += alpha * B[i, j] * A[i, :i]
+            temp2[j] = B[:i, j] @ A[i, :i]
+        C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2
+    return temp2
+
+
+def symm_reads_upper(alpha, C, A, B):
+    # The rows above i take A's column i (its upper triangle): not symm.
+    temp2 = np.empty((C.shape[1],), dtype=C.dtype)
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            C[:i, j] += alpha * B[i, j] * A[:i, i]
+            temp2[j] = B[:i, j] @ A[i, :i]
+        C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2
+
+
+def symm_other_coefficient(alpha, C, A, B):
+    # The diagonal's coefficient differs from the others': not symm.
+    temp2 = np.empty((C.shape[1],), dtype=C.dtype)
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            C[:i, j] += alpha * B[i, j] * A[i, :i]
+            temp2[j] = B[:i, j] @ A[i, :i]
+        C[i, :] += 2.0 * B[i, :] * A[i, i] + alpha * temp2
+
+
 KERNELS = {
     "syrk": ["float, float, f64[:, ::1], f64[:, ::1]", "float, float, f32[:, ::1], f32[:, ::1]",
              "float, float, f64[:, :], f64[:, :]"],
@@ -112,4 +167,10 @@ KERNELS = {
     "strict_lower": ["float, f64[:, ::1], f64[:, ::1]"],
     "reads_c": ["float, f64[:, ::1], f64[:, ::1]"],
     "every_other_k": ["float, f64[:, ::1], f64[:, ::1]"],
+    "symm": ["float, float, f64[:, ::1], f64[:, ::1], f64[:, ::1]",
+             "float, float, f32[:, ::1], f32[:, ::1], f32[:, ::1]", "float, float, f64[:, :], f64[:, :], f64[:, :]"],
+    "symm_serial": ["float, f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
+    "symm_returns_temp2": ["float, f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
+    "symm_reads_upper": ["float, f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
+    "symm_other_coefficient": ["float, f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
 }

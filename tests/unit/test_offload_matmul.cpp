@@ -190,6 +190,112 @@ TEST(OffloadMatmul, RowsThatReadTheRowsBelowThemAreATriangularProductInPlace) {
             std::string::npos);
 }
 
+// NPBench's symm with `update` as the update of the rows above i, `dot` as
+// temp2[j], `row` as the update of row i and `after` after the loop.
+ir::Function symm(const std::string& update = "C[:i, j] += alpha * B[i, j] * A[i, :i]",
+                  const std::string& row = "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2",
+                  const std::string& pragma = "        #pragma parallel for\n", const std::string& after = "",
+                  const std::string& signature = "float, f64[:, ::1], f64[:, ::1], f64[:, ::1]",
+                  const std::string& allocation = "np.empty((C.shape[1],), dtype=C.dtype)",
+                  Target target = Target::CUDA) {
+  return compiled(
+      "def symm(alpha, C, A, B):\n"
+      "    temp2 = " +
+          allocation +
+          "\n"
+          "    for i in range(C.shape[0]):\n" +
+          pragma +
+          "        for j in range(C.shape[1]):\n"
+          "            " +
+          update +
+          "\n"
+          "            temp2[j] = B[:i, j] @ A[i, :i]\n"
+          "        " +
+          row + "\n" + after,
+      "symm", signature, target);
+}
+
+std::string remarks_of(const ir::Function& f) {
+  std::string text;
+  for (const ir::Remark& r : f.remarks) text += r.message + "\n";
+  return text;
+}
+
+TEST(OffloadMatmul, SymmRowLoopIsOneSymmetricProduct) {
+  for (const std::string pragma : {"        #pragma parallel for\n", ""}) {
+    const ir::Function f =
+        symm("C[:i, j] += alpha * B[i, j] * A[i, :i]", "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2", pragma);
+    const std::string ir = ir::to_string(f);
+    EXPECT_NE(ir.find("matmul C[0:C.shape[0], 0:C.shape[1]] = alpha * (symmetric(lower(A)) @ B) + 1.0:f64 * C where "
+                      "all i: "),
+              std::string::npos)
+        << ir;
+    // The row condition checks the slices' extents; the loops stay as the
+    // fallback.
+    EXPECT_NE(ir.find(" == i)"), std::string::npos) << ir;
+    EXPECT_NE(ir.find(" else {\n"), std::string::npos) << ir;
+    EXPECT_NE(remarks_of(f).find("C += scalar * symmetric(lower(A)) @ B (the symmetric matrix of A's lower triangle) "
+                                 "handed to the BLAS library as one symm"),
+              std::string::npos)
+        << remarks_of(f);
+  }
+  // The terms in another order.
+  EXPECT_NE(ir::to_string(
+                symm("C[:i, j] += B[i, j] * A[i, :i] * alpha", "C[i, :] += alpha * temp2 + alpha * B[i, :] * A[i, i]"))
+                .find("symmetric(lower(A))"),
+            std::string::npos);
+  EXPECT_NE(ir::to_string(symm("C[:i, j] += alpha * B[i, j] * A[i, :i]",
+                               "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2", "", "",
+                               "float, f32[:, ::1], "
+                               "f32[:, ::1], f32[:, ::1]"))
+                .find("symmetric(lower(A))"),
+            std::string::npos);
+}
+
+TEST(OffloadMatmul, OtherSymmFormsKeepTheLoopsAndSayWhy) {
+  struct Case {
+    ir::Function f;
+    const char* why;
+  };
+  const std::string row = "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2";
+  const std::string update = "C[:i, j] += alpha * B[i, j] * A[i, :i]";
+  const std::string f64 = "float, f64[:, ::1], f64[:, ::1], f64[:, ::1]";
+  const Case cases[] = {
+      {symm("C[:i, j] += alpha * B[i, j] * A[:i, i]"), "the update of the rows above i is not"},  // A's upper triangle
+      {symm("C[:i, j] += alpha * B[i, j] * A[i, :i] * C[i, 0]"), "the update of the rows above i is not"},  // reads C
+      {symm(update, "C[i, :] += 2.0 * B[i, :] * A[i, i] + alpha * temp2"), "the update of row i is not"},
+      {symm(update, "C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2 * B[i, :]"), "the update of row i is not"},
+      {symm(update, row, "", "    return temp2\n"),
+       "`temp2` is an argument, has another name or is read after the loop"},
+      // float64 temp2 for float32 C: its values are rounded differently.
+      {symm(update, row, "", "", "float, f32[:, ::1], f32[:, ::1], f32[:, ::1]", "np.zeros(C.shape[1])"),
+       "temp2[j] is not B[:i, j] @ A[i, :i]"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(ir::to_string(c.f).find("matmul "), std::string::npos) << ir::to_string(c.f);
+    EXPECT_NE(
+        remarks_of(c.f).find(std::string("symmetric product kept as loops, not handed to the BLAS library: ") + c.why),
+        std::string::npos)
+        << remarks_of(c.f);
+  }
+  // temp2 as an argument: its last values are the caller's to see.
+  const ir::Function argument = compiled(
+      "def symm(alpha, C, A, B, temp2):\n"
+      "    for i in range(C.shape[0]):\n"
+      "        for j in range(C.shape[1]):\n"
+      "            C[:i, j] += alpha * B[i, j] * A[i, :i]\n"
+      "            temp2[j] = B[:i, j] @ A[i, :i]\n"
+      "        C[i, :] += alpha * B[i, :] * A[i, i] + alpha * temp2\n",
+      "symm", f64 + ", f64[::1]");
+  EXPECT_EQ(ir::to_string(argument).find("matmul "), std::string::npos);
+  EXPECT_NE(remarks_of(argument).find("`temp2` is an argument, has another name or is read after the loop"),
+            std::string::npos);
+  // The CPU runs the loops.
+  EXPECT_EQ(ir::to_string(symm(update, row, "", "", f64, "np.empty((C.shape[1],), dtype=C.dtype)", Target::CPU))
+                .find("matmul "),
+            std::string::npos);
+}
+
 // What the host part of a kernel asked of a plait_cuda_api whose gemmt
 // records its arguments and answers `answer`, and whose launch counts.
 struct Calls {

@@ -1099,8 +1099,8 @@ class CudaEmitter {
 
   // The product through the runtime's BLAS entry (cuBLAS), or its loops
   // when the library declines these operands (abi.h says when). A triangle
-  // goes to `gemmt` (`trmm` for a product in place) once its row condition
-  // holds for every row.
+  // goes to `gemmt` (`trmm` for a product in place, `symm` for a symmetric
+  // one) once its row condition holds for every row.
   void emit_matmul(const MatMul* mm) {
     auto operand = [&](const ArrayVar& x, bool transposed) {
       const std::string rows = stride(x, transposed ? 1 : 0), cols = stride(x, transposed ? 0 : 1);
@@ -1139,6 +1139,10 @@ class CudaEmitter {
       if (tri.part == MatMulPart::StrictUpperInPlace) {
         call = "ctx->cuda->trmm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " + expr(mm->n) + ", " +
                operand(mm->a, mm->a_transposed) + ", " + operand(mm->c, false) + ")";
+      } else if (tri.part == MatMulPart::SymmetricLower) {
+        call = "ctx->cuda->symm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " + expr(mm->n) + ", " +
+               expr(mm->alpha) + ", " + operand(mm->a, false) + ", " + operand(mm->b, mm->b_transposed) + ", " + beta +
+               ", " + beta_reads_c + ", " + operand(mm->c, false) + ")";
       } else {
         const std::string second = tri.a2 ? expr(tri.alpha2) + ", " + operand(tri.a2, tri.a2_transposed) + ", " +
                                                 operand(tri.b2, tri.b2_transposed)
