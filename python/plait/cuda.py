@@ -563,7 +563,9 @@ _TIMED_RUNS = 5
 
 
 def _first_line(error):
-    text = str(error).strip()
+    """"KernelValueError: range() arg 3 must not be zero": the class and the
+    first line of the message (a compile error's without its location)."""
+    text = (getattr(error, "message", None) or str(error)).strip()
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
 
