@@ -603,6 +603,9 @@ class CudaDispatcher(Dispatcher):
         self._variants = {}
         self._choices = {}
         self._tuning_reports = {}
+        # (signature, array shapes) -> the chosen kernel: a repeated shape
+        # skips the shape class and the lookups above.
+        self._by_call_shapes = {}
 
     def __call__(self, *args, **kwargs):
         _require_cuda()
@@ -611,7 +614,14 @@ class CudaDispatcher(Dispatcher):
         plan = _CallPlan(self, args)
         signature = plan.signature()
         if self._tuning is not None:
-            kernel = self._tuned_kernel(signature, plan)
+            shapes = (signature, *plan.array_shapes())
+            kernel = self._by_call_shapes.get(shapes)
+            if kernel is None:
+                kernel = self._tuned_kernel(signature, plan)
+                if (signature, tuning.shape_class(signature, shapes[1:])) in self._choices:
+                    if len(self._by_call_shapes) >= _ARRAY_TYPES_KEPT:
+                        self._by_call_shapes.clear()
+                    self._by_call_shapes[shapes] = kernel
         else:
             kernel = self._by_call_signature.get(signature)
             if kernel is None:
@@ -686,7 +696,7 @@ class CudaDispatcher(Dispatcher):
                 print(kernel.explain + tuning.explain_text(self._tuning, self._tuning_reports[kernel.signature]),
                       file=sys.stderr)
         self._kernels.pop(kernel.signature, None)
-        self._kernels[kernel.signature] = kernel  # inspect_*() and explain() show the last call's variant
+        self._kernels[kernel.signature] = kernel  # inspect_*() and explain() show this variant
         return kernel
 
     def _record_key(self, signature, shape):
@@ -770,7 +780,8 @@ class CudaDispatcher(Dispatcher):
 
     def inspect_source(self, signature=None):
         """The generated CUDA C++, then the host C++ that launches it (a
-        tuned kernel: the variant the last call of the signature ran)."""
+        tuned kernel: the variant chosen for the shape class of the
+        signature that was tuned or looked up last)."""
         kernel = self._kernel(signature)
         return kernel.device_source + "\n// ======== host part (C++)\n" + kernel.source
 
