@@ -59,6 +59,13 @@ constexpr const char* kUsage =
     "  --dump-dir DIR     write the IR after each pass and the generated C++ to DIR\n"
     "                     (default: $PLAIT_DUMP_DIR)\n"
     "  --cxx PROGRAM      the C++ compiler (default: $PLAIT_CXX, $CXX or c++)\n"
+    "  --cuda-threads N   threads per block of CUDA kernels: 64, 128, 256, 512 or\n"
+    "                     1024 (default: 256)\n"
+    "  --cuda-row-groups N\n"
+    "                     groups of iterations per thread that team loops keep in\n"
+    "                     registers: 1, 2, 4 or 8 (default: 4)\n"
+    "  --cuda-max-team N  the largest team of threads per iteration: a power of two\n"
+    "                     from 32 to --cuda-threads (default: --cuda-threads)\n"
     "\n"
     "exit status: 0 success, 1 error in the kernel, 2 internal error,\n"
     "64 bad command line, 66 unreadable input file\n";
@@ -80,11 +87,25 @@ struct Command {
   plait::CompileOptions options;
 };
 
+// The integer value of a launch configuration option.
+int launch_knob(const std::string& option, const std::string& text) {
+  size_t used = 0;
+  int value = 0;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) throw UsageError(option + " takes a number, not '" + text + "'");
+  return value;
+}
+
 Command parse_command_line(const std::vector<std::string>& args) {
   if (args.empty() || args[0] != "compile") throw UsageError("expected a command: compile");
   Command command;
   std::optional<std::string> target;
   bool have_signature = false;
+  bool cuda_knob = false;  // a --cuda-* launch option was given
   if (const char* dump = std::getenv("PLAIT_DUMP_DIR")) command.options.dump_dir = dump;
 
   for (size_t i = 1; i < args.size(); ++i) {
@@ -157,6 +178,15 @@ Command parse_command_line(const std::vector<std::string>& args) {
       command.options.dump_dir = value();
     } else if (arg == "--cxx") {
       command.options.cxx = value();
+    } else if (arg == "--cuda-threads") {
+      command.options.cuda_launch.threads = launch_knob(arg, value());
+      cuda_knob = true;
+    } else if (arg == "--cuda-row-groups") {
+      command.options.cuda_launch.row_groups = launch_knob(arg, value());
+      cuda_knob = true;
+    } else if (arg == "--cuda-max-team") {
+      command.options.cuda_launch.max_team = launch_knob(arg, value());
+      cuda_knob = true;
     } else if (!arg.empty() && arg[0] == '-') {
       throw UsageError("unknown option " + arg);
     } else if (target) {
@@ -173,6 +203,10 @@ Command parse_command_line(const std::vector<std::string>& args) {
   command.file = target->substr(0, separator);
   command.function = target->substr(separator + 2);
   if (!have_signature) throw UsageError("--signature is required");
+  if (cuda_knob && command.options.target != plait::Target::CUDA)
+    throw UsageError("--cuda-threads, --cuda-row-groups and --cuda-max-team are for --target cuda");
+  const std::string launch_error = plait::launch_config_error(command.options.cuda_launch);
+  if (!launch_error.empty()) throw UsageError(launch_error);
   if ((command.emit == Emit::Cuda || command.emit == Emit::Ptx) && command.options.target != plait::Target::CUDA)
     throw UsageError("--emit cu and ptx are for --target cuda");
   if (command.emit == Emit::SharedObject && command.options.target == plait::Target::CUDA)

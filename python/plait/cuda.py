@@ -15,11 +15,16 @@ passed, else on the legacy default stream.
 """
 
 import ctypes
+import os
+import statistics
+import sys
+import time
 
 import numpy as np
 
-from . import _core
-from .dispatcher import Dispatcher
+from . import _core, tuning
+from .dispatcher import Dispatcher, _env_flag, collect_globals
+from .errors import CompileError, InternalCompilerError
 
 # plait dtype codes (runtime/abi.h) <-> NumPy
 _DTYPE_CODES = {np.dtype(np.bool_): 0, np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
@@ -330,6 +335,7 @@ class _CallPlan:
         self.copy_back = []   # (NumPy array, device pointer, strides): staged, copied back after the call
         self.buffers = []     # the DeviceBuffers of staged NumPy arrays, alive until the call ends
         self.borrowed = []    # (python object, pointer, shape) of array arguments
+        self.array_values = []  # (index in values, item size) of array arguments, for tuning copies
         self.staged = {}      # id(NumPy array) -> its _View on the GPU, so a repeated argument is one copy
         self.torch = None
         self.cupy = False
@@ -390,6 +396,7 @@ class _CallPlan:
                                  "dimensions")
         type_text, strides = _array_type_and_strides(code, view.shape, view.strides)
         self.types.append(type_text)
+        self.array_values.append((len(self.values), view.dtype.itemsize))
         self.values.append((view.pointer, view.shape, strides))
         self.borrowed.append((obj, view.pointer, view.shape))
 
@@ -474,6 +481,55 @@ class _CallPlan:
     def signature(self):
         return ", ".join(self.types)
 
+    def array_shapes(self):
+        """The shapes of the array arguments, in order."""
+        return [self.values[index][1] for index, _ in self.array_values]
+
+    def copied_values(self):
+        """(values, restore) for timing runs: the call's values with every
+        array in a GPU copy of its own, arrays that share memory sharing
+        their copy as they share the original; restore() queues on the
+        call's stream a copy of the originals into them again. Copies keep
+        each address's alignment modulo _SPAN_ALIGNMENT, so that vector
+        accesses take the same path as on the originals."""
+        spans = []
+        for index, itemsize in self.array_values:
+            pointer, shape, strides = self.values[index]
+            low, high = _span(shape, strides)
+            if high > low:
+                spans.append((pointer + low * itemsize, pointer + high * itemsize, index))
+        spans.sort()
+        values = list(self.values)
+        copies = []  # (DeviceBuffer, original start, bytes)
+        group = []
+        end = 0
+
+        def copy_group():
+            start = group[0][0] - group[0][0] % _SPAN_ALIGNMENT
+            nbytes = end - start
+            buffer = _core.device_alloc(nbytes)
+            copies.append((buffer, start, nbytes))
+            for _, _, index in group:
+                pointer, shape, strides = values[index]
+                values[index] = (buffer.pointer + (pointer - start), shape, strides)
+
+        for span in spans:
+            if group and span[0] >= end:
+                copy_group()
+                group = []
+            group.append(span)
+            end = max(end, span[1]) if len(group) > 1 else span[1]
+        if group:
+            copy_group()
+        stream = self.stream
+
+        def restore():
+            for buffer, start, nbytes in copies:
+                _core.copy_device(buffer.pointer, start, nbytes, stream)
+
+        restore()
+        return values, restore  # restore holds the copies' buffers
+
     def finish(self):
         """Copies NumPy arguments back from the GPU."""
         for array, pointer, strides in self.copy_back:
@@ -502,6 +558,33 @@ class _CallPlan:
         return _copy_view_to_host(pointer, tuple(shape), tuple(strides), dtype, self.stream)
 
 
+# Timing runs of a tuning candidate after its warm-up run; the median counts.
+_TIMED_RUNS = 5
+
+
+def _first_line(error):
+    """"KernelValueError: range() arg 3 must not be zero": the class and the
+    first line of the message (a compile error's without its location)."""
+    text = (getattr(error, "message", None) or str(error)).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _median_run_ms(kernel, values, restore, stream, path):
+    """The median time in ms of _TIMED_RUNS runs of `kernel` on `values`
+    after a warm-up run, each from the arguments' original contents
+    (restore(), not timed), synchronising the stream around each run."""
+    times = []
+    for run in range(1 + _TIMED_RUNS):
+        restore()
+        _core.synchronize(stream)
+        start = time.perf_counter()
+        kernel.call_cuda(values, stream, path)
+        _core.synchronize(stream)
+        if run:
+            times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
 class CudaDispatcher(Dispatcher):
     """A kernel compiled for the GPU (@plait.jit(target="cuda")). Calls run in
     Python: arguments are classified and staged here (see the module
@@ -509,10 +592,20 @@ class CudaDispatcher(Dispatcher):
 
     _target = "cuda"
 
-    def __init__(self, py_func, **options):
+    def __init__(self, py_func, *, tuning=None, **options):
         super().__init__(py_func, **options)
         self._param_names = list(self._signature.parameters)
         self._by_call_signature = {}  # signature text of a call -> _core.Kernel
+        # A tuned kernel (plait/tuning.py): its TuningSpace, its compiled
+        # candidates by (signature, candidate text), the choice by
+        # (signature, shape class), and explain()'s reports by signature.
+        self._tuning = tuning
+        self._variants = {}
+        self._choices = {}
+        self._tuning_reports = {}
+        # (signature, array shapes) -> the chosen kernel: a repeated shape
+        # skips the shape class and the lookups above.
+        self._by_call_shapes = {}
 
     def __call__(self, *args, **kwargs):
         _require_cuda()
@@ -520,10 +613,20 @@ class CudaDispatcher(Dispatcher):
             args = self._bind(args, kwargs)
         plan = _CallPlan(self, args)
         signature = plan.signature()
-        kernel = self._by_call_signature.get(signature)
-        if kernel is None:
-            kernel = self._compile(signature)
-            self._by_call_signature[signature] = kernel
+        if self._tuning is not None:
+            shapes = (signature, *plan.array_shapes())
+            kernel = self._by_call_shapes.get(shapes)
+            if kernel is None:
+                kernel = self._tuned_kernel(signature, plan)
+                if (signature, tuning.shape_class(signature, shapes[1:])) in self._choices:
+                    if len(self._by_call_shapes) >= _ARRAY_TYPES_KEPT:
+                        self._by_call_shapes.clear()
+                    self._by_call_shapes[shapes] = kernel
+        else:
+            kernel = self._by_call_signature.get(signature)
+            if kernel is None:
+                kernel = self._compile(signature)
+                self._by_call_signature[signature] = kernel
         try:
             results = kernel.call_cuda(plan.values, plan.stream, self.py_func.__code__.co_filename)
         except BaseException:
@@ -545,13 +648,140 @@ class CudaDispatcher(Dispatcher):
         return super()._compile(signature)
 
     def compile(self, signature):
-        """Compiles the kernel for a signature string ahead of the first call."""
+        """Compiles the kernel for a signature string ahead of the first call
+        (a tuned kernel: every candidate, so that the first call only times
+        them)."""
+        if self._tuning is not None:
+            _require_cuda()
+            kernels = [self._variant(signature, c) for c in self._tuning.candidates()]
+            return kernels[0].signature
         kernel = self._compile(signature)
         self._by_call_signature[kernel.signature] = kernel
         return kernel.signature
 
+    # ------------------------------------------------------------ tuning
+
+    def _variant(self, signature, candidate):
+        """The compiled candidate `candidate` of `signature` (compiled once)."""
+        key = (signature, tuning.candidate_text(candidate))
+        kernel = self._variants.get(key)
+        if kernel is None:
+            kernel = self._compile_with(signature, tuning.candidate_constants(candidate),
+                                        tuning.launch_options(candidate))
+            self._variants[key] = kernel
+        return kernel
+
+    def _tuned_kernel(self, signature, plan):
+        """The kernel of the call's shape class: its recorded choice, else
+        the winner of a tuning run on copies of the arguments."""
+        shape = tuning.shape_class(signature, plan.array_shapes())
+        choice = self._choices.get((signature, shape))
+        report = None
+        if choice is None:
+            report = self._recorded_choice(signature, shape)
+            if report is None:
+                report = self._tuning_run(signature, shape, plan)
+            choice = report.choice
+            if choice is None:
+                # Every candidate failed to run: the first one that compiled
+                # runs the call (raising its error); the next call tunes again.
+                choice = next(c for c, _, _ in report.results
+                              if (signature, tuning.candidate_text(c)) in self._variants)
+            else:
+                self._choices[(signature, shape)] = choice
+        kernel = self._variant(signature, choice)
+        if report is not None:
+            self._tuning_reports.setdefault(kernel.signature, {})[shape] = report
+            if _env_flag("PLAIT_EXPLAIN"):
+                print(kernel.explain + tuning.explain_text(self._tuning, self._tuning_reports[kernel.signature]),
+                      file=sys.stderr)
+        self._kernels.pop(kernel.signature, None)
+        self._kernels[kernel.signature] = kernel  # inspect_*() and explain() show this variant
+        return kernel
+
+    def _record_key(self, signature, shape):
+        """The disk cache key of the choice for (signature, shape class):
+        the kernel's source and name, the globals it sees (tuned names
+        left out), the options, the GPU and the candidate space."""
+        code = self.py_func.__code__
+        modules, constants = collect_globals(self.py_func)
+        for name in self._tuning.constants:
+            modules.pop(name, None)
+            constants.pop(name, None)
+        device = _core.cuda_device()
+        return tuning.record_key([
+            _core.compiler_version(), code.co_filename, code.co_firstlineno, self._source_text(),
+            self.py_func.__name__, signature, shape, sorted(modules.items()),
+            sorted((name, repr(value)) for name, value in constants.items()),
+            [self._boundscheck, _env_flag("PLAIT_BOUNDSCHECK"), self._fastmath, self._auto_simd],
+            [device["name"], device["arch"]], self._tuning.to_json()])
+
+    def _recorded_choice(self, signature, shape):
+        """The TuningReport of the disk cache's record, or None (no record,
+        a damaged one, or the cache off)."""
+        if not self._cache:
+            return None
+        text = _core.lookup_record(self._record_key(signature, shape), os.environ.get("PLAIT_CACHE_DIR", ""))
+        found = tuning.parse_record(text, self._tuning) if text is not None else None
+        if found is None:
+            return None
+        choice, results = found
+        return tuning.TuningReport(results, choice, "from the disk cache")
+
+    def _tuning_run(self, signature, shape, plan):
+        """Compiles every candidate, times each on copies of the call's
+        arrays (a warm-up run, then the median of _TIMED_RUNS runs, each from
+        the original contents), and returns the TuningReport; the choice is
+        recorded in the disk cache unless the cache is off."""
+        candidates = self._tuning.candidates()
+        notes, kernels, first_error = {}, {}, None
+        for candidate in candidates:
+            try:
+                kernels[tuning.candidate_text(candidate)] = self._variant(signature, candidate)
+            except (CompileError, InternalCompilerError) as e:
+                first_error = first_error or e
+                notes[tuning.candidate_text(candidate)] = "does not compile: " + _first_line(e)
+        if not kernels:
+            raise first_error
+        values, restore = plan.copied_values()
+        path = self.py_func.__code__.co_filename
+        results = []
+        for candidate in candidates:
+            text = tuning.candidate_text(candidate)
+            if text not in kernels:
+                results.append((candidate, None, notes[text]))
+                continue
+            try:
+                ms = _median_run_ms(kernels[text], values, restore, plan.stream, path)
+            except Exception as e:  # noqa: BLE001 - a candidate that cannot run is skipped
+                results.append((candidate, None, "failed to run: " + _first_line(e)))
+                continue
+            results.append((candidate, ms, ""))
+        timed = [(ms, k) for k, (_, ms, _) in enumerate(results) if ms is not None]
+        if not timed:
+            return tuning.TuningReport(results, None, "")
+        choice = results[min(timed)[1]][0]
+        report = tuning.TuningReport(results, choice, "tuned now")
+        if self._cache:
+            _core.store_record(self._record_key(signature, shape),
+                               tuning.record_text(choice, results), os.environ.get("PLAIT_CACHE_DIR", ""))
+        else:
+            report.origin = "tuned now; the disk cache is off (cache=False), so it is kept in memory only"
+        return report
+
+    def explain(self, signature=None):
+        """What the compiler did with each loop; for a tuned kernel, then
+        each shape class seen with the candidates' times and the choice."""
+        text = super().explain(signature)
+        if self._tuning is None:
+            return text
+        kernel = self._kernel(signature)
+        return text + tuning.explain_text(self._tuning, self._tuning_reports.get(kernel.signature, {}))
+
     def inspect_source(self, signature=None):
-        """The generated CUDA C++, then the host C++ that launches it."""
+        """The generated CUDA C++, then the host C++ that launches it (a
+        tuned kernel: the variant chosen for the shape class of the
+        signature that was tuned or looked up last)."""
         kernel = self._kernel(signature)
         return kernel.device_source + "\n// ======== host part (C++)\n" + kernel.source
 

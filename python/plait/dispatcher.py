@@ -13,6 +13,7 @@ import sys
 import types
 
 from . import _core
+from .tuning import tuning_space
 
 _TRUE_WORDS = ("1", "true", "yes", "on")
 _FALSE_WORDS = ("", "0", "false", "no", "off")
@@ -172,17 +173,32 @@ class Dispatcher(_core.Dispatcher):
     def _compile(self, signature):
         """Compiles the kernel for `signature` (called by the C++ base class
         on a new argument-type combination) and returns the _core.Kernel."""
+        kernel = self._compile_with(signature)
+        self._kernels[kernel.signature] = kernel
+        if _env_flag("PLAIT_EXPLAIN"):
+            print(kernel.explain, file=sys.stderr)
+        return kernel
+
+    def _compile_with(self, signature, constants=None, launch=None):
+        """A _core.Kernel for `signature`, with `constants` (name -> int)
+        frozen over the globals of the same names and `launch` (the
+        cuda_* launch knobs of _core.compile) when given: a candidate of a
+        tuned kernel (plait/tuning.py)."""
         code = self.py_func.__code__
-        modules, constants = collect_globals(self.py_func)
+        modules, frozen = collect_globals(self.py_func)
+        if constants:
+            for name in constants:
+                modules.pop(name, None)
+            frozen.update(constants)
         boundscheck = _env_flag("PLAIT_BOUNDSCHECK")
-        kernel = _core.compile(
+        return _core.compile(
             path=code.co_filename,
             text=self._source_text(),
             first_line=code.co_firstlineno,
             name=self.py_func.__name__,
             signature=signature,
             modules=modules,
-            constants=constants,
+            constants=frozen,
             boundscheck=self._boundscheck if boundscheck is None else boundscheck,
             fastmath=self._fastmath,
             disk_cache=self._cache,
@@ -191,11 +207,8 @@ class Dispatcher(_core.Dispatcher):
             cxx=os.environ.get("PLAIT_CXX", ""),
             target=self._target,
             auto_simd=self._auto_simd,
+            **(launch or {}),
         )
-        self._kernels[kernel.signature] = kernel
-        if _env_flag("PLAIT_EXPLAIN"):
-            print(kernel.explain, file=sys.stderr)
-        return kernel
 
     def compile(self, signature):
         """Compiles the kernel for a signature string ahead of the first call
@@ -258,7 +271,7 @@ class PythonDispatcher:
 
 
 def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False, num_threads=None,
-        auto_simd=False):
+        auto_simd=False, tune=None, autotune=False):
     """Compiles a Python function into a parallel native kernel.
 
     Usable as @plait.jit, @plait.jit(...) and plait.jit(...)(fn).
@@ -271,6 +284,12 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False,
                    the CPUs this process may use)
       auto_simd:   add `simd` to the innermost dimension of every array statement
                    whose sliced-index pragma leaves it out
+      tune:        target="cuda" only: candidate values to time on the first call of each
+                   shape class, e.g. {"threads": [128, 256, 512], "row_groups": [2, 4]} (launch
+                   knobs: threads, row_groups, max_team) or {"BN": [128, 256]} (an integer
+                   constant the kernel reads as a global name); the fastest is kept, in the
+                   disk cache too (docs/cuda.md, "Launch configuration and autotuning")
+      autotune:    target="cuda" only: tune threads (128, 256, 512) and row_groups (2, 4)
     """
     if target not in ("cpu", "cuda"):
         raise ValueError(f"target {target!r} is not supported; available: cpu, cuda")
@@ -281,14 +300,15 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False,
     def decorate(func):
         if not isinstance(func, types.FunctionType):
             raise TypeError(f"plait.jit compiles Python functions, got {type(func).__name__}")
+        space = tuning_space(func, tune, autotune, target)
         if _env_flag("PLAIT_DISABLE_JIT"):
             return PythonDispatcher(func)
-        cls = Dispatcher
+        options = dict(cache=cache, boundscheck=bool(boundscheck), fastmath=bool(fastmath), num_threads=num_threads,
+                       auto_simd=bool(auto_simd))
         if target == "cuda":
             from .cuda import CudaDispatcher
-            cls = CudaDispatcher
-        return cls(func, cache=cache, boundscheck=bool(boundscheck), fastmath=bool(fastmath),
-                   num_threads=num_threads, auto_simd=bool(auto_simd))
+            return CudaDispatcher(func, tuning=space, **options)
+        return Dispatcher(func, **options)
 
     if fn is None:
         return decorate

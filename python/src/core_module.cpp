@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 #include "driver/compiler.h"
 #include "ir/types.h"
 #include "jit/cuda_runtime.h"
+#include "jit/disk_cache.h"
 #include "jit/host_memory.h"
 #include "runtime/abi.h"
 #include "support/diagnostics.h"
@@ -125,7 +127,8 @@ int64_t parallel_work_threshold() {
 Kernel compile(const std::string& path, const std::string& text, int first_line, const std::string& name,
                const std::string& signature_text, nb::dict modules, nb::dict constants, bool boundscheck,
                bool fastmath, bool disk_cache, const std::string& cache_dir, const std::string& dump_dir,
-               const std::string& cxx, const std::string& target, bool auto_simd) {
+               const std::string& cxx, const std::string& target, bool auto_simd, int cuda_threads,
+               int cuda_row_groups, int cuda_max_team) {
   plait::Signature signature;
   try {
     signature = plait::Signature::parse(signature_text);
@@ -142,6 +145,11 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
   options.dump_dir = dump_dir;
   options.cxx = cxx;
   options.auto_simd = auto_simd;
+  options.cuda_launch.threads = cuda_threads;
+  options.cuda_launch.row_groups = cuda_row_groups;
+  options.cuda_launch.max_team = cuda_max_team;
+  const std::string launch_error = plait::launch_config_error(options.cuda_launch);
+  if (!launch_error.empty()) throw nb::value_error(launch_error.c_str());
   if (target == "cuda") {
     options.target = plait::Target::CUDA;
   } else if (target != "cpu") {
@@ -167,6 +175,32 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
   if (compile_error) raise_compile_error(*compile_error);
   if (failed_internally) raise_internal_error(internal_error.c_str());
   return Kernel{std::move(compiled)};
+}
+
+// Records of the disk cache (the autotuner's choices, plait/cuda.py), in the
+// directory the kernels of `cache_dir` use. InternalErrors (a cache
+// directory that is not private) are raised as InternalCompilerError.
+nb::object lookup_record(const std::string& key, const std::string& cache_dir) {
+  plait::CompileOptions options;
+  options.cache_dir = cache_dir;
+  std::optional<std::string> text;
+  try {
+    text = plait::jit::DiskCache(plait::jit::default_cache_directory(options)).lookup_record(key);
+  } catch (const std::exception& e) {
+    raise_internal_error(e.what());
+  }
+  if (!text) return nb::none();
+  return nb::str(text->data(), text->size());
+}
+
+void store_record(const std::string& key, const std::string& text, const std::string& cache_dir) {
+  plait::CompileOptions options;
+  options.cache_dir = cache_dir;
+  try {
+    plait::jit::DiskCache(plait::jit::default_cache_directory(options)).store_record(key, text);
+  } catch (const std::exception& e) {
+    raise_internal_error(e.what());
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -985,7 +1019,14 @@ NB_MODULE(_core, m) {
         "Gives the pool's free blocks back to the operating system.");
   m.def("compile", &compile, "path"_a, "text"_a, "first_line"_a, "name"_a, "signature"_a, "modules"_a,
         "constants"_a, "boundscheck"_a, "fastmath"_a, "disk_cache"_a, "cache_dir"_a, "dump_dir"_a, "cxx"_a,
-        "target"_a = "cpu", "auto_simd"_a = false, "Compiles one specialisation of a kernel and returns a Kernel.");
+        "target"_a = "cpu", "auto_simd"_a = false, "cuda_threads"_a = plait::CudaLaunchConfig{}.threads,
+        "cuda_row_groups"_a = plait::CudaLaunchConfig{}.row_groups, "cuda_max_team"_a = 0,
+        "Compiles one specialisation of a kernel and returns a Kernel.");
+  m.def("lookup_record", &lookup_record, "key"_a, "cache_dir"_a,
+        "The text of the disk cache's record `key` (64 hex digits), or None when it is missing or damaged "
+        "(a damaged one is removed). cache_dir '' is the default cache directory.");
+  m.def("store_record", &store_record, "key"_a, "text"_a, "cache_dir"_a,
+        "Writes the disk cache's record `key` (64 hex digits), replacing an older one.");
   define_cuda_bindings(m);
 
   nb::class_<Kernel>(m, "Kernel")

@@ -28,8 +28,32 @@ struct GlobalValue {
 };
 using Globals = std::map<std::string, GlobalValue>;
 
+// The launch configuration of the CUDA target's kernels (docs/cuda.md,
+// "Launch configuration and autotuning"): compile-time choices of the code
+// generator, which plait.jit(tune=..., autotune=True) searches.
+struct CudaLaunchConfig {
+  // Threads per block: 64, 128, 256, 512 or 1024.
+  int threads = 256;
+  // Groups of iterations per thread that team loops keep in registers
+  // (worker_plan.h, row_cache_slots): 1, 2, 4 or 8.
+  int row_groups = 4;
+  // The largest team of threads per iteration of a team-mapped loop: a
+  // power of two from 32 to `threads`; 0 means `threads`.
+  int max_team = 0;
+  int team_cap() const { return max_team > 0 ? max_team : threads; }
+  // "threads 256, row groups 4, largest team 256", for remarks and the
+  // generated sources (so the configuration is part of their cache keys).
+  std::string to_string() const;
+};
+
+// "" when every knob has an allowed value, else what is wrong, naming the
+// knob and its allowed values.
+std::string launch_config_error(const CudaLaunchConfig& config);
+
 struct CompileOptions {
   Target target = Target::CPU;
+  // Target::CUDA only.
+  CudaLaunchConfig cuda_launch;
   bool boundscheck = false;
   bool fastmath = false;
   // Adds `simd` to the innermost dimension of array statements whose

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,8 @@ constexpr const char* kLibraryName = "kernel.so";
 constexpr const char* kChecksumName = "kernel.sha256";
 constexpr const char* kSourceName = "kernel.cpp";
 constexpr const char* kLogName = "build.log";
+constexpr const char* kRecordDirectory = "records";
+constexpr const char* kRecordHeader = "plait-record-v1\n";
 
 std::string env_or_empty(const char* name) {
   const char* value = std::getenv(name);
@@ -219,6 +222,59 @@ std::string DiskCache::store(const std::string& key, const std::string& source, 
   }
   remove_quietly(staging);
   PLAIT_INTERNAL_ERROR("cannot publish '" + entry + "': it keeps being replaced by a damaged entry");
+}
+
+namespace {
+
+bool is_record_key(const std::string& key) {
+  return key.size() == 64 && std::all_of(key.begin(), key.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+}  // namespace
+
+std::optional<std::string> DiskCache::lookup_record(const std::string& key) const {
+  if (!is_record_key(key)) PLAIT_INTERNAL_ERROR("a record key must be 64 lowercase hex digits, not '" + key + "'");
+  const std::string path = directory_ + "/" + kRecordDirectory + "/" + key;
+  std::error_code error;
+  if (!fs::exists(path, error)) return std::nullopt;
+  const std::string contents = read_small_file(path);
+  const std::string header = kRecordHeader;
+  // header, 64 hex digits and a newline, then the text
+  const size_t text_at = header.size() + 65;
+  if (contents.size() >= text_at && contents.compare(0, header.size(), header) == 0 &&
+      contents[text_at - 1] == '\n') {
+    std::string text = contents.substr(text_at);
+    if (sha256_hex(text) == contents.substr(header.size(), 64)) return text;
+  }
+  // A damaged record: a new tuning run replaces it.
+  remove_quietly(path);
+  return std::nullopt;
+}
+
+void DiskCache::store_record(const std::string& key, const std::string& text) const {
+  if (!is_record_key(key)) PLAIT_INTERNAL_ERROR("a record key must be 64 lowercase hex digits, not '" + key + "'");
+  const std::string records = directory_ + "/" + kRecordDirectory;
+  if (::mkdir(records.c_str(), 0700) != 0 && errno != EEXIST) {
+    PLAIT_INTERNAL_ERROR("cannot create '" + records + "': " + std::strerror(errno));
+  }
+  std::string staging = records + "/.new-" + key.substr(0, 12) + "-XXXXXX";
+  const int fd = ::mkstemp(staging.data());
+  if (fd < 0) PLAIT_INTERNAL_ERROR("cannot create a file in '" + records + "': " + std::strerror(errno));
+  ::close(fd);
+  try {
+    write_file(staging, kRecordHeader + sha256_hex(text) + "\n" + text);
+  } catch (...) {
+    remove_quietly(staging);
+    throw;
+  }
+  const std::string path = records + "/" + key;
+  if (::rename(staging.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    remove_quietly(staging);
+    PLAIT_INTERNAL_ERROR("cannot publish '" + path + "': " + std::strerror(error));
+  }
 }
 
 }  // namespace plait::jit

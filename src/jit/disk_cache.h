@@ -3,6 +3,11 @@
 // Layout: <dir>/<key[0:2]>/<key>/{kernel.cpp, kernel.so, kernel.sha256,
 // build.log}. An entry appears atomically (a directory rename) and is used
 // only when kernel.so matches the checksum recorded next to it.
+//
+// Besides kernels it holds small text records (the autotuner's choices,
+// docs/cuda.md): <dir>/records/<key>, a header line, the SHA-256 of the
+// text, then the text. A record appears atomically (a file rename) and is
+// used only when its text matches its checksum.
 #pragma once
 
 #include <optional>
@@ -48,6 +53,13 @@ class DiskCache {
   // failure the temporary directory is kept for inspection and the
   // InternalError names its build.log.
   std::string store(const std::string& key, const std::string& source, const Toolchain& toolchain) const;
+
+  // The text of the record `key` (64 hex digits) when it exists and is
+  // intact. A damaged record (bad header, checksum or text) is removed and
+  // reported as a miss.
+  std::optional<std::string> lookup_record(const std::string& key) const;
+  // Writes the record `key`, replacing an older one, with one rename.
+  void store_record(const std::string& key, const std::string& text) const;
 
  private:
   std::string directory_;

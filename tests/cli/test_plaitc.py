@@ -167,6 +167,44 @@ def test_emit_cpp_with_boundscheck_differs():
     assert plain.stdout != checked.stdout
 
 
+CUDA_SCALE = ["compile", f"{VECTOR_OPS}::scale", "--signature", "f64[::1], f64[::1]", "--target", "cuda"]
+
+
+def test_cuda_launch_options_reach_the_generated_code():
+    default = run_plaitc(*CUDA_SCALE, "--emit", "cu")
+    tuned = run_plaitc(*CUDA_SCALE, "--emit", "cu", "--cuda-threads", "512", "--cuda-row-groups=2",
+                       "--cuda-max-team", "128")
+    assert default.returncode == 0 and tuned.returncode == 0, default.stderr + tuned.stderr
+    assert "// launch configuration: threads 256, row groups 4, largest team 256" in default.stdout
+    assert "__launch_bounds__(256)" in default.stdout
+    assert "// launch configuration: threads 512, row groups 2, largest team 128" in tuned.stdout
+    assert "__launch_bounds__(512)" in tuned.stdout and "__launch_bounds__(256)" not in tuned.stdout
+    host = run_plaitc(*CUDA_SCALE, "--emit", "cpp", "--cuda-threads", "1024")
+    assert host.returncode == 0, host.stderr
+    assert ", 1024, 65536), 1024, " in host.stdout  # grid_for(..., block, cap), then the block of the launch
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--cuda-threads", "96"], "threads (per block) must be 64, 128, 256, 512 or 1024, not 96"),
+    (["--cuda-threads", "2048"], "not 2048"),
+    (["--cuda-threads", "12x"], "--cuda-threads takes a number, not '12x'"),
+    (["--cuda-row-groups", "3"], "row_groups must be 1, 2, 4 or 8, not 3"),
+    (["--cuda-max-team", "512"], "max_team must be a power of two from 32 to threads (256), not 512"),
+    (["--cuda-max-team", "16", "--cuda-threads", "64"], "not 16"),
+])
+def test_bad_cuda_launch_options_exit_64(args, message):
+    result = run_plaitc(*CUDA_SCALE, "--emit", "cu", *args)
+    assert result.returncode == 64, result.stderr
+    assert message in result.stderr
+
+
+def test_cuda_launch_options_need_the_cuda_target():
+    result = run_plaitc("compile", f"{VECTOR_OPS}::scale", "--signature", "f64[::1], f64[::1]", "--emit", "ir",
+                        "--cuda-threads", "512")
+    assert result.returncode == 64
+    assert "are for --target cuda" in result.stderr
+
+
 def test_shared_object_runs_and_uses_module_constant(tmp_path, cache_dir):
     library = build_so(tmp_path, cache_dir, "scale", "f64[::1], f64[::1]")
     x_buffer, x = contiguous_array([1.0, 2.0, -4.0, 0.5])

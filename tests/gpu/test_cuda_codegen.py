@@ -127,6 +127,39 @@ def compile_tests(kernels_file, cases, boundscheck=True, nvrtc=True):
     return nvcc, (with_nvrtc if nvrtc else None), host
 
 
+# Kernels under launch configurations other than the default (docs/cuda.md,
+# "Launch configuration and autotuning"): team workers with rows and values
+# in registers (softmax), a reduction, a batched one-thread worker, a serial
+# loop run by one team of the block, and a persistent time loop.
+LAUNCH_CASES = [
+    (HERE / "row_group_kernels.py", "loop_softmax", "f32[:, ::1], f32[:, ::1]"),
+    (KERNELS_FILE, "row_softmax", "f64[:, ::1], f64[:, ::1]"),
+    (KERNELS_FILE, "dot", "f64[::1], f64[::1]"),
+    (KERNELS_FILE, "vector_add", "f32[::1], f32[::1], f32[::1]"),
+    (KERNELS_FILE, "stencil_steps", "f64[::1], f64[::1], int"),
+    (KERNELS_FILE, "forward_substitution", "f64[:, ::1], f64[::1], f64[::1]"),
+    (HERE / "device_loop_kernels.py", "cholesky", "f64[:, ::1]"),
+]
+LAUNCH_CONFIGS = [
+    ["--cuda-threads", "512", "--cuda-row-groups", "2"],
+    ["--cuda-threads", "1024", "--cuda-row-groups", "2"],
+    ["--cuda-threads", "1024", "--cuda-row-groups", "8", "--cuda-max-team", "256"],
+    ["--cuda-threads", "64", "--cuda-row-groups", "1"],
+]
+
+
+@pytest.mark.parametrize("config", LAUNCH_CONFIGS, ids=lambda c: "-".join(c[1::2]))
+@pytest.mark.parametrize("kernels_file,name,signature", LAUNCH_CASES, ids=[c[1] for c in LAUNCH_CASES])
+def test_launch_configurations_compile_without_warnings(tmp_path, kernels_file, name, signature, config):
+    device = emit_from(kernels_file, tmp_path, name, signature, "cu", *config)
+    threads = config[1]
+    assert f"// launch configuration: threads {threads}, row groups {config[3]}," in device.read_text()
+    assert "__launch_bounds__(256)" not in device.read_text()
+    if NVCC is not None:
+        assert_nvcc_compiles(tmp_path, device)
+    assert_host_compiles(tmp_path, emit_from(kernels_file, tmp_path, name, signature, "cpp", *config), "-fopenmp")
+
+
 @pytest.mark.skipif(not NVRTC_OK, reason=f"NVRTC unavailable: {NVRTC_WHY}")
 @pytest.mark.parametrize("name,signature", CASES)
 def test_device_part_compiles_with_nvrtc_for_sm90(tmp_path, name, signature):

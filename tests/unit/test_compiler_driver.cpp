@@ -103,6 +103,46 @@ TEST_F(CompilerDriver, CudaTargetGeneratesTheDevicePart) {
   EXPECT_NE(generate_source(lowered.function, options_).find("plait device runtime"), std::string::npos);
 }
 
+TEST(CudaLaunchConfig, AllowedValuesAndText) {
+  CudaLaunchConfig config;
+  EXPECT_EQ(launch_config_error(config), "");
+  EXPECT_EQ(config.to_string(), "threads 256, row groups 4, largest team 256");
+  for (int threads : {64, 128, 512, 1024}) {
+    config.threads = threads;
+    EXPECT_EQ(launch_config_error(config), "") << threads;
+  }
+  for (int threads : {0, 32, 96, 2048}) {
+    config.threads = threads;
+    EXPECT_NE(launch_config_error(config).find("threads (per block) must be 64, 128, 256, 512 or 1024"),
+              std::string::npos);
+  }
+  config = CudaLaunchConfig{};
+  config.row_groups = 3;
+  EXPECT_NE(launch_config_error(config).find("row_groups must be 1, 2, 4 or 8, not 3"), std::string::npos);
+  config = CudaLaunchConfig{};
+  config.threads = 128;
+  config.max_team = 256;
+  EXPECT_NE(launch_config_error(config).find("max_team must be a power of two from 32 to threads (128)"),
+            std::string::npos);
+  config.max_team = 64;
+  EXPECT_EQ(launch_config_error(config), "");
+  EXPECT_EQ(config.to_string(), "threads 128, row groups 4, largest team 64");
+}
+
+TEST_F(CompilerDriver, LaunchConfigurationReachesTheDevicePart) {
+  source_.text = "def inc(a):\n    #pragma parallel for\n    for i in range(a.shape[0]):\n        a[i] += 1.0\n";
+  options_.target = Target::CUDA;
+  LoweredKernel lowered = lower_kernel(source_, "inc", Signature::parse("f64[::1]"), {}, options_);
+  EXPECT_NE(generate_source(lowered.function, options_).find("__launch_bounds__(256)"), std::string::npos);
+  options_.cuda_launch.threads = 1024;
+  const std::string device = generate_source(lowered.function, options_);
+  EXPECT_NE(device.find("__launch_bounds__(1024)"), std::string::npos);
+  EXPECT_NE(device.find("// launch configuration: threads 1024, row groups 4, largest team 1024"),
+            std::string::npos);
+  options_.cuda_launch.threads = 100;
+  EXPECT_THROW(generate_source(lowered.function, options_), InternalError);
+}
+
 TEST(CompilerVersion, CarriesTheAbiVersion) {
   std::string version = compiler_version();
   EXPECT_EQ(version, std::string(PLAIT_VERSION) + "+abi" + std::to_string(PLAIT_ABI_VERSION));

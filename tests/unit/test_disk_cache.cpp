@@ -196,6 +196,47 @@ TEST(CacheKey, DependsOnEveryInput) {
             cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3x"}, "v", {}}));
 }
 
+// --- records (the autotuner's choices) -------------------------------------
+
+TEST_F(ScratchDir, RecordRoundTripAndReplacement) {
+  DiskCache cache(root_ + "/cache");
+  const std::string key(64, 'c');
+  EXPECT_FALSE(cache.lookup_record(key).has_value());
+  cache.store_record(key, "{\"choice\": 1}");
+  EXPECT_EQ(cache.lookup_record(key).value_or(""), "{\"choice\": 1}");
+  cache.store_record(key, "");
+  EXPECT_EQ(cache.lookup_record(key).value_or("missing"), "");
+  const std::string path = root_ + "/cache/records/" + key;
+  EXPECT_EQ(read_text(path), "plait-record-v1\n" + sha256_hex("") + "\n");
+  EXPECT_EQ(count_entries_with_prefix(root_ + "/cache/records", ".new-"), 0);
+}
+
+TEST_F(ScratchDir, DamagedRecordIsRemovedAndMissed) {
+  DiskCache cache(root_ + "/cache");
+  const std::string key(64, 'd');
+  const std::string path = root_ + "/cache/records/" + key;
+  const std::vector<std::string> damages = {"text", "checksum", "header", "newline", "short"};
+  for (const std::string& damage : damages) {
+    cache.store_record(key, "threads 256");
+    std::string contents = read_text(path);
+    if (damage == "text") contents.back() = '7';
+    if (damage == "checksum") contents[16] = contents[16] == '0' ? '1' : '0';
+    if (damage == "header") contents[0] = 'P';
+    if (damage == "newline") contents[16 + 64] = ' ';
+    if (damage == "short") contents.resize(30);
+    write_text(path, contents);
+    EXPECT_FALSE(cache.lookup_record(key).has_value()) << damage;
+    EXPECT_FALSE(fs::exists(path)) << damage;
+  }
+}
+
+TEST_F(ScratchDir, RecordKeysAreHexDigests) {
+  DiskCache cache(root_ + "/cache");
+  EXPECT_THROW(cache.store_record("../../x", "t"), InternalError);
+  EXPECT_THROW(cache.lookup_record(std::string(64, 'G')), InternalError);
+  EXPECT_THROW(cache.lookup_record(std::string(63, 'a')), InternalError);
+}
+
 TEST(CacheDirectory, Precedence) {
   auto save = [](const char* name) {
     const char* value = std::getenv(name);

@@ -4,7 +4,8 @@
 //
 // The mapping (docs/cuda.md):
 // - each outermost parallel loop (with the loops collapsed into it) becomes
-//   a __global__ kernel, blocks of kCudaBlockSize threads, grid-stride loop
+//   a __global__ kernel, blocks of CudaLaunchConfig::threads threads
+//   (options.cuda_launch, 256 by default), grid-stride loop
 //   over its iterations: each iteration is one thread, or a team of threads
 //   over which its inner loops are spread (worker_plan.h);
 // - `#pragma atomic` += / -= on small 1-D arrays accumulate in a copy in
@@ -32,8 +33,6 @@
 #include "ir/ir.h"
 
 namespace plait::codegen {
-
-constexpr int kCudaBlockSize = 256;
 
 struct CudaSources {
   std::string host;    // C++: exports PLAIT_ENTRY_SYMBOL and PLAIT_ABI_SYMBOL

@@ -595,7 +595,7 @@ template <typename T> __device__ __forceinline__ void reduce_max(T* acc, T v) {
 }
 
 // ---- teams: a worker of a team-mapped parallel loop is `team` consecutive
-// threads of a block of 256 (team 32, 64, 128 or 256; a power of two; or 1,
+// threads of a block (team 32 to the block's threads; a power of two; or 1,
 // one thread per worker, when the host launches a team kernel so).
 // Barrier among the threads of the caller's team.
 __device__ __forceinline__ void team_sync(int team) {
@@ -739,12 +739,18 @@ inline uint32_t grid_for(int64_t total, int64_t block, int64_t cap) {
   return static_cast<uint32_t>(blocks < cap ? blocks : cap);
 }
 
-// Threads per worker of a team-mapped parallel loop, from the largest trip
-// count of its spread loops (docs/cuda.md): the smallest power of two from
-// 32 (a warp) to 256 that leaves each thread at most 4 iterations.
-inline int32_t team_for(int64_t trip) {
+// Threads per worker of a team-mapped parallel loop in blocks of `block`
+// threads, from the largest trip count of its spread loops (docs/cuda.md):
+// the smallest power of two from 32 (a warp) to `cap` (the largest team of
+// the launch configuration) that leaves each thread at most 4 iterations.
+// Teams of more than a warp and less than the block wait at a named barrier
+// each, of which a block has 15 besides __syncthreads's: a team that would
+// need more (64 in a block of 1024) doubles, or is a warp when the cap
+// forbids that.
+inline int32_t team_for(int64_t trip, int32_t cap, int32_t block) {
   int32_t team = 32;
-  while (team < 256 && int64_t(team) * 4 < trip) team *= 2;
+  while (team < cap && int64_t(team) * 4 < trip) team *= 2;
+  if (team > 32 && team < block && block / team > 15) team = team * 2 <= cap ? team * 2 : 32;
   return team;
 }
 

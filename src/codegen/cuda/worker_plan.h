@@ -182,13 +182,14 @@ GroupAccesses group_accesses(const ir::For* loop);
 // spread loop of a worker (the same in all of them, so that one iteration
 // space maps each element to the same thread in every loop): kGroupWidth
 // when some spread loop has accesses a group makes at once, else 1. With
-// groups, a thread keeps kRowCacheGroups groups of rows and values in
-// registers.
+// groups, a thread keeps `row_groups` groups of rows and values in
+// registers (CudaLaunchConfig::row_groups, 4 by default).
 constexpr int kGroupWidth = 4;
-constexpr int kRowCacheGroups = 4;
 int group_width(const WorkerPlan& plan);
 // The registers per thread of a row or value kept in registers.
-inline int row_cache_slots(int width) { return width == 1 ? kRowCacheSlots : kRowCacheGroups * width; }
+inline int row_cache_slots(int width, int row_groups) {
+  return width == 1 ? kRowCacheSlots : row_groups * width;
+}
 
 // Whether a one-thread worker's body is straight-line code that a thread
 // may run for several iterations at once, each statement's loads and
