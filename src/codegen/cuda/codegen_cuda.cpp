@@ -1660,7 +1660,8 @@ class CudaEmitter {
     const cuda::GroupAccesses group = width > 1 ? cuda::group_accesses(loop) : cuda::GroupAccesses{};
     // Groups: `full` whole groups, then `tail` iterations in a partial one
     // (0: none), which thread `full mod team` takes (`tail_mine`).
-    const std::string full = width > 1 ? temp("full") : trip, tail = temp("tail"), tail_mine = temp("tail_mine");
+    const std::string full = width > 1 ? temp("full") : trip, tail = width > 1 ? temp("tail") : "",
+                      tail_mine = width > 1 ? temp("tail_mine") : "";
     std::string vector_ok;
     if (width > 1) {
       line("const int64_t " + full + " = " + trip + " / " + w + ";");
@@ -1783,8 +1784,8 @@ class CudaEmitter {
     // The thread's first iterations (kRowCacheSlots, or kRowCacheGroups
     // groups) use the registers of the rows and values kept in them (fully
     // unrolled, so that the registers are registers); the rest use memory.
-    // Iteration (group) p_c of a thread there is lane + p_c * team, less
-    // than 16 team: 32-bit arithmetic.
+    // Iteration (group) p_c of a thread there is lane + p_c * team, below
+    // the registers' slots times the team: 32-bit arithmetic.
     std::string first = "p_lane";
     const bool muted = mute_remarks_;
     if (registers) {
