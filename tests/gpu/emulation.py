@@ -61,6 +61,10 @@ def threads_in_turn(blocks, name, args):
 """
 
 
+# CUDA's integer intrinsics that every kernel may call (the team's shift).
+CUDA_BUILTINS = "static inline int __ffs(int x) { return __builtin_ffs(x); }\n"
+
+
 def run(tmp_path, prelude, kernel, copies, launch, flags=()):
     """Builds prelude + kernel + a main that runs `launch` (C++ statements)
     over the buffers base0... holding `copies`; returns the buffers after it."""
@@ -70,7 +74,7 @@ def run(tmp_path, prelude, kernel, copies, launch, flags=()):
         lines.append(f"  alignas(64) static unsigned char base{k}[{max(b.nbytes, 1)}];")
         lines.append(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "rb"); '
                      f"if (fread(base{k}, 1, {b.nbytes}, f) != {b.nbytes}) return 1; fclose(f); }}")
-    source = prelude + kernel + "\nint main() {\n" + "\n".join(lines) + "\n" + launch + \
+    source = CUDA_BUILTINS + prelude + kernel + "\nint main() {\n" + "\n".join(lines) + "\n" + launch + \
         "".join(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "wb"); fwrite(base{k}, 1, {b.nbytes}, f); '
                 f"fclose(f); }}\n" for k, b in enumerate(copies)) + "  return 0;\n}\n"
     (tmp_path / "emulated.cpp").write_text(source)

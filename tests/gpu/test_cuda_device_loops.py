@@ -59,7 +59,7 @@ def test_loop_runs_as_one_team_when_every_dimension_is_small(tmp_path, name):
     if name == "int_prefix_counts":
         # Its steps are independent (each writes its own out[i]): the loop
         # itself is spread over the team, each thread counting serially.
-        assert re.search(r"for \(int64_t (p_g\d+) = p_lane; \1 < p_groups\d+; \1 \+= p_team\)", team_kernel)
+        assert re.search(r"for \(int64_t (p_g\d+) = p_lane; \1 < p_full\d+; \1 \+= p_team\)", team_kernel)
         return
     assert "plait::team_combine(" in team_kernel
     # Elements are stored by the team's first thread, then the team waits

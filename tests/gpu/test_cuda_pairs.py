@@ -88,7 +88,7 @@ def test_iterations_run_one_at_a_time_without_a_loop_for_both(tmp_path, name):
     assert "p_team" in device and not PAIRED_LOOP.search(device)
     # Iterations (or groups of 4 consecutive ones: docs/cuda.md, "Vector
     # accesses in teams") lane, lane + team, ...
-    assert re.search(r"p_lane; p_([kg])\d+ < p_(trip|groups)\d+; p_\1\d+ \+= p_team\)", device)
+    assert re.search(r"p_lane; p_([kg])\d+ < p_(trip|full)\d+; p_\1\d+ \+= p_team\)", device)
     host = emit(tmp_path, name, P.KERNELS[name][0], "cpp")
     assert "team_for(2 *" not in host
 

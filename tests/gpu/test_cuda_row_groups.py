@@ -65,17 +65,28 @@ def test_groups_and_values_in_the_source(tmp_path):
     assert "plait::store_lanes<float, 4>(a_out_data + " in softmax
     assert re.search(r"plait::lanes_aligned<float, 4>\(a_out_data \+ ", softmax)
     # exp(x - m) once: computed into registers by the sum, read by the output.
-    value = re.search(r"float (p_value\d+)\[16\];", softmax).group(1)
+    value = re.search(r"float (p_value\d+)\[16\]\{\};", softmax).group(1)
     assert re.search(rf"\({value}\[p_c \* 4 \+ p_u\] = plait::fm::exp\(", softmax)
     assert re.search(rf"= \({value}\[p_c \* 4 \+ p_u\] / v_s\);", softmax)
     # The registers' sum and both loops over the rest of the row, each for
     # a whole group and for the last, partial one.
     assert softmax.count("plait::fm::exp(") == 6
-    assert re.search(r"if \(p_n\d+ == 4\) \{\n\s*#pragma unroll\n\s*for \(int p_u = 0; p_u < 4; \+\+p_u\) \{\n"
-                     r"\s*const int64_t", softmax)
+    # A whole group runs its iterations without a test each, the partial
+    # one tests them against the row's tail; the registers' groups count in
+    # 32 bits, and the team's shift replaces divisions by the team.
+    whole = r"\s*#pragma unroll\n\s*for \(int p_u = 0; p_u < 4; \+\+p_u\) \{\n\s*const int64_t"
+    assert re.search(r"if \(p_c < p_whole_mine\d+\) \{\n\s*const int64_t p_k0\d+ = \(p_lane \+ p_c \* p_team\) \* 4;\n"
+                     + whole, softmax)
+    assert re.search(r"p_g\d+ < p_full\d+; p_g\d+ \+= p_team\) \{\n\s*const int64_t p_k0\d+ = p_g\d+ \* 4;\n(.*\n){2}"
+                     + whole, softmax)
+    assert re.search(r"if \(p_tail_mine\d+ && p_full(\d+) >= p_lane \+ \(int64_t\)4 \* p_team\) \{\n"
+                     r"\s*const int64_t p_k0\d+ = p_full\1 \* 4;", softmax)
+    assert re.search(r"for \(int p_u = 0; p_u < 4; \+\+p_u\) \{\n\s*if \(p_u < p_tail\d+\) \{", softmax)
+    assert "/ p_team" not in softmax and "const int p_team_shift = __ffs(p_team) - 1;" in softmax
     # gesummv: two matrices' rows and the vector in groups of 4 doubles.
     dots = device_source(tmp_path, "two_row_dots", "float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]")
-    assert dots.count("= plait::load_lanes<double, 4>(") == 3  # a, b and x (one load for both x[j])
+    # a, b and x (one load for both x[j]), for the whole groups and the partial one
+    assert dots.count("= plait::load_lanes<double, 4>(") == 6
     # Values that change, or that the first loop computes only sometimes,
     # are computed again.
     for name, signature in (("shift_changes_between_loops", "f32[:, ::1], f32[:, ::1]"),
@@ -91,7 +102,7 @@ def test_groups_and_values_in_the_source(tmp_path):
     assert "store_lanes<float, 4>(a_out_data" not in stores
     # Unknown layouts: no groups.
     strided = device_source(tmp_path, "loop_softmax", "f32[:, :], f32[:, :]")
-    assert "plait::load_lanes<" not in strided and "p_groups" not in strided
+    assert "plait::load_lanes<" not in strided and "p_full" not in strided
 
 
 # The kernels emulated on the host with real teams: the device part's
@@ -261,6 +272,24 @@ def test_emulated_rows_rewritten_between_loops(tmp_path, rng, team, m):
                    [x, np.zeros_like(x)], [(0, ALL), (1, ALL)], rtol=1e-12)
     check_emulated(tmp_path, softmax_in_place, "f32[:, ::1]", [(0, 1, 5)], team, [x.astype(np.float32)],
                    [(0, ALL)], rtol=1e-5)
+
+
+@emulated
+@pytest.mark.parametrize("team,m", [(256, 3094), (128, 2567), (64, 1024), (32, 6), (64, 4 * 64 * 2 + 3)])
+def test_emulated_partial_group_in_registers_or_in_memory(tmp_path, rng, team, m):
+    # Where the row's partial group lands: in the last register slot (3094
+    # = 4 * (3 * 256 + 5) + 2: lane 5's fourth group), in memory after the
+    # registers (2567: lane 1's sixth group), nowhere (1024: whole groups
+    # only, four per thread), in the first slot of a lane other than 0 (6:
+    # lane 1) and in the third (515: lane 0). Aligned rows and rows one
+    # element in (element by element); a value kept in registers too.
+    x = (rng.random((5, m + 1)) * 8 - 4).astype(np.float32)
+    for x_view in ((slice(None), slice(0, m)), (slice(None), slice(1, None))):
+        check_emulated(tmp_path, K.loop_softmax, "f32[:, ::1], f32[:, ::1]", [(0, 1, 5)], team,
+                       [x, np.zeros((5, m), np.float32)], [(0, x_view), (1, ALL)], rtol=1e-5)
+    check_emulated(tmp_path, K.log_reused_twice, "f32[:, ::1], f32[:, ::1], f32[:, ::1]", [(0, 1, 5)], team,
+                   [np.abs(x[:, :m]) + 0.5, np.zeros((5, m), np.float32), np.zeros((5, m), np.float32)],
+                   [(0, ALL), (1, ALL), (2, ALL)], rtol=1e-5)
 
 
 @emulated

@@ -303,7 +303,7 @@ TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
   // access of the row per group, 32 bytes when aligned), its reduction
   // combined across the team, and the store runs in lane 0 only, with no
   // barrier before it.
-  EXPECT_NE(out.device.find("for (int64_t p_g17 = p_lane; p_g17 < p_groups14; p_g17 += p_team) {"), std::string::npos) << out.device;
+  EXPECT_NE(out.device.find("for (int64_t p_g19 = p_lane; p_g19 < p_full14; p_g19 += p_team) {"), std::string::npos) << out.device;
   EXPECT_NE(out.device.find("plait::load_lanes<double, 4>(a_m_data + (v_i * a_m_s0 + "), std::string::npos);
   EXPECT_NE(out.device.find("plait::lanes_aligned<double, 4>(a_m_data + (v_i * a_m_s0 + "), std::string::npos);
   EXPECT_NE(out.device.find("plait::team_combine(v_s, plait::op_add(), p_team, p_part_f64)"), std::string::npos);

@@ -1673,10 +1673,15 @@ class CudaEmitter {
     // (A[j - 1], A[j + 1]) are never aligned together with A[j], which still
     // is.
     const cuda::GroupAccesses group = width > 1 ? cuda::group_accesses(loop) : cuda::GroupAccesses{};
-    const std::string groups = width > 1 ? temp("groups") : trip;
+    // Groups: `full` whole groups, then `tail` iterations in a partial one
+    // (0: none), which thread `full mod team` takes (`tail_mine`).
+    const std::string full = width > 1 ? temp("full") : trip, tail = width > 1 ? temp("tail") : "",
+                      tail_mine = width > 1 ? temp("tail_mine") : "";
     std::map<const void*, std::string> aligned;  // access (Load or Store) -> its flag
     if (width > 1) {
-      line("const int64_t " + groups + " = (" + trip + " + " + std::to_string(width - 1) + ") / " + w + ";");
+      line("const int64_t " + full + " = " + trip + " / " + w + ";");
+      line("const int " + tail + " = (int)(" + trip + " - " + full + " * " + w + ");");
+      line("const bool " + tail_mine + " = " + tail + " != 0 && (int)(" + full + " & (p_team - 1)) == p_lane;");
       if (!group.empty()) {
         // The temporaries at_iteration declares have names of their own, so
         // the flags need no block around them.
@@ -1709,10 +1714,15 @@ class CudaEmitter {
       }
       remark(loop->loc, text);
     }
-    // One group (number `g`) of a thread: its loads, its iterations, then
-    // its stores. `with_registers`: loads and stores that the registers
-    // serve are left out.
-    auto group_body = [&](const std::string& g, bool with_registers) {
+    // One group of a thread, whose first iteration is `first_iteration`:
+    // its loads, its iterations, then its stores. A whole group makes its
+    // accesses as vectors where aligned and runs its iterations without
+    // a test each (branches around every iteration cost about half the
+    // instructions of a softmax row); the partial one (the row's last)
+    // makes them element by element and tests each iteration against
+    // `tail`. `with_registers`: loads and stores that the registers serve
+    // are left out.
+    auto group_body = [&](const std::string& first_iteration, bool partial, bool with_registers) {
       std::vector<const Load*> loads;
       for (const Load* l : group.loads) {
         auto it = cached_rows_.find(l->array.get());
@@ -1725,11 +1735,10 @@ class CudaEmitter {
         if (!(with_registers && it != cached_rows_.end() && it->second.registers_only))
           stores.emplace_back(s, temp("lanes"));
       }
-      const std::string k0 = temp("k0"), n = temp("n");
-      line("const int64_t " + k0 + " = " + g + " * " + w + ";");
-      line("const int " + n + " = " + trip + " - " + k0 + " < " + w + " ? (int)(" + trip + " - " + k0 + ") : " + w + ";");
+      const std::string k0 = temp("k0"), n = partial ? tail : w;
+      line("const int64_t " + k0 + " = " + first_iteration + ";");
       // Whether an access is one vector access in this group.
-      auto whole = [&](const void* access) { return "(" + aligned.at(access) + " && " + n + " == " + w + ")"; };
+      auto whole = [&](const void* access) { return partial ? std::string("false") : aligned.at(access); };
       if (!loads.empty()) {
         at_iteration(k0, [&] {
           std::map<std::string, std::string> made;  // one load per address
@@ -1746,38 +1755,21 @@ class CudaEmitter {
         line(lanes_type(s->array->type.dtype) + " " + name + "{};");
         group_stores_[s] = name;
       }
-      // A whole group runs its iterations without a test each (branches
-      // around every iteration cost about half the instructions of a
-      // softmax row); the last, partial group tests them.
-      auto iterations = [&](bool tested) {
-        line("#pragma unroll");
-        line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
+      line("#pragma unroll");
+      line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
+      ++indent_;
+      if (partial) {
+        line("if (p_u < " + tail + ") {");
         ++indent_;
-        if (tested) {
-          line("if (p_u < " + n + ") {");
-          ++indent_;
-        }
-        line("const int64_t " + k + " = " + k0 + " + p_u;");
-        group_lane_ = "p_u";
-        iteration();
-        group_lane_.clear();
-        if (tested) {
-          --indent_;
-          line("}");
-        }
+      }
+      line("const int64_t " + k + " = " + k0 + " + p_u;");
+      group_lane_ = "p_u";
+      iteration();
+      group_lane_.clear();
+      if (partial) {
         --indent_;
         line("}");
-      };
-      line("if (" + n + " == " + w + ") {");
-      ++indent_;
-      iterations(false);
-      --indent_;
-      line("} else {");
-      ++indent_;
-      const bool muted = mute_remarks_;
-      mute_remarks_ = true;  // the same statements again
-      iterations(true);
-      mute_remarks_ = muted;
+      }
       --indent_;
       line("}");
       if (!stores.empty()) {
@@ -1789,10 +1781,27 @@ class CudaEmitter {
       }
       lane_loads_.clear();
       group_stores_.clear();
+      mute_remarks_ = true;  // later groups emit the same statements again
+    };
+    // A thread's group: whole where `whole_test` holds, else partial where
+    // `partial_test` does (`emit(partial)` emits it).
+    auto whole_then_partial = [&](const std::string& whole_test, const std::string& partial_test,
+                                  const std::function<void(bool)>& emit) {
+      line("if (" + whole_test + ") {");
+      ++indent_;
+      emit(false);
+      --indent_;
+      line("} else if (" + partial_test + ") {");
+      ++indent_;
+      emit(true);
+      --indent_;
+      line("}");
     };
     // The thread's first iterations (kRowCacheSlots, or row_groups
     // groups) use the registers of the rows and values kept in them (fully
     // unrolled, so that the registers are registers); the rest use memory.
+    // Iteration (group) p_c of a thread there is lane + p_c * team, below
+    // the registers' slots times the team: 32-bit arithmetic.
     std::string first = "p_lane";
     const bool muted = mute_remarks_;
     if (registers) {
@@ -1803,66 +1812,83 @@ class CudaEmitter {
       const int per_thread = cuda::row_cache_slots(width, launch_.row_groups) / width;  // groups (iterations) in registers
       const std::string slots = std::to_string(per_thread);
       row_slot_ = width > 1 ? "p_c * " + w + " + p_u" : "p_c";
-      // The thread's groups (iterations) among the first ones, as a 32-bit
-      // count (64-bit guards per iteration cost registers).
-      const std::string mine = temp("mine");
-      line("const int " + mine + " = " + groups + " > p_lane ? (int)((" + groups + " - p_lane + p_team - 1) / p_team < " +
-           slots + " ? (" + groups + " - p_lane + p_team - 1) / p_team : " + slots + ") : 0;");
+      const std::string slot_iteration = "(p_lane + p_c * p_team)" + (width > 1 ? " * " + w : std::string());
+      // The thread's iterations (whole groups) among `count`, at most
+      // `slots`, as a 32-bit count (64-bit guards per iteration cost
+      // registers). The team is a power of two: shifts, not divisions.
+      auto among_first = [&](const std::string& count) {
+        const std::string quotient = "((" + count + " - p_lane + p_team - 1) >> p_team_shift)";
+        return count + " > p_lane ? (int)(" + quotient + " < " + slots + " ? " + quotient + " : " + slots + ") : 0";
+      };
+      const std::string mine = temp("mine"), whole_mine = width > 1 ? temp("whole_mine") : mine;
+      if (width == 1) {
+        line("const int " + mine + " = " + among_first(trip) + ";");
+      } else {
+        // The partial group, where the thread has it, is its group number
+        // whole_mine (full = lane + whole_mine * team).
+        line("const int " + whole_mine + " = " + among_first(full) + ";");
+        line("const int " + mine + " = " + whole_mine + " + (" + tail_mine + " && (" + full + " >> p_team_shift) < " +
+             slots + " ? 1 : 0);");
+      }
       // Rows that nothing writes: all registers loaded at once first.
       for (const auto& [row, name] : registers->rows) {
         if (!row->load || row->loops.front() != index) continue;
         line("#pragma unroll");
         line("for (int p_c = 0; p_c < " + slots + "; ++p_c) {");
         ++indent_;
-        line("if (p_c < " + mine + ") {");
-        ++indent_;
         if (width == 1) {
-          line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
+          line("if (p_c < " + mine + ") {");
+          ++indent_;
+          line("const int64_t " + k + " = " + slot_iteration + ";");
           scopes_.emplace_back();
           line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
                begin + " + " + k + " * " + step + ");");
           scopes_.back().insert(v.get());
           line(name + "[p_c] = " + memory_load(row->load) + ";");
           scopes_.pop_back();
+          --indent_;
+          line("}");
         } else {
-          const std::string k0 = temp("k0"), n = temp("n");
-          line("const int64_t " + k0 + " = (p_lane + (int64_t)p_c * p_team) * " + w + ";");
-          line("const int " + n + " = " + trip + " - " + k0 + " < " + w + " ? (int)(" + trip + " - " + k0 + ") : " + w +
-               ";");
           const bool vector_load = std::find(group.loads.begin(), group.loads.end(), row->load) != group.loads.end();
-          std::string lanes;
-          if (vector_load) {
-            lanes = temp("lanes");
-            const std::string t = ctype(row->load->array->type.dtype);
-            at_iteration(k0, [&] {
-              line("const " + lanes_type(row->load->array->type.dtype) + " " + lanes + " = plait::load_lanes<" + t +
-                   ", " + w + ">(" + address(row->load->array, row->load->indices) + ", " + step + ", " +
-                   aligned.at(row->load) + " && " + n + " == " + w + ", " + n + ");");
-            });
-          }
-          line("#pragma unroll");
-          line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
-          ++indent_;
-          line("if (p_u < " + n + ") {");
-          ++indent_;
-          if (vector_load) {
-            line(name + "[p_c * " + w + " + p_u] = " + lanes + ".v[p_u];");
-          } else {
-            line("const int64_t " + k + " = " + k0 + " + p_u;");
-            scopes_.emplace_back();
-            line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
-                 begin + " + " + k + " * " + step + ");");
-            scopes_.back().insert(v.get());
-            line(name + "[p_c * " + w + " + p_u] = " + memory_load(row->load) + ";");
-            scopes_.pop_back();
-          }
-          --indent_;
-          line("}");
-          --indent_;
-          line("}");
+          whole_then_partial("p_c < " + whole_mine, "p_c < " + mine, [&](bool partial) {
+            const std::string k0 = temp("k0"), n = partial ? tail : w;
+            line("const int64_t " + k0 + " = " + slot_iteration + ";");
+            std::string lanes;
+            if (vector_load) {
+              lanes = temp("lanes");
+              const std::string t = ctype(row->load->array->type.dtype);
+              at_iteration(k0, [&] {
+                line("const " + lanes_type(row->load->array->type.dtype) + " " + lanes + " = plait::load_lanes<" + t +
+                     ", " + w + ">(" + address(row->load->array, row->load->indices) + ", " + step + ", " +
+                     (partial ? std::string("false") : aligned.at(row->load)) + ", " + n + ");");
+              });
+            }
+            line("#pragma unroll");
+            line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
+            ++indent_;
+            if (partial) {
+              line("if (p_u < " + tail + ") {");
+              ++indent_;
+            }
+            if (vector_load) {
+              line(name + "[p_c * " + w + " + p_u] = " + lanes + ".v[p_u];");
+            } else {
+              line("const int64_t " + k + " = " + k0 + " + p_u;");
+              scopes_.emplace_back();
+              line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) +
+                   ">(" + begin + " + " + k + " * " + step + ");");
+              scopes_.back().insert(v.get());
+              line(name + "[p_c * " + w + " + p_u] = " + memory_load(row->load) + ";");
+              scopes_.pop_back();
+            }
+            if (partial) {
+              --indent_;
+              line("}");
+            }
+            --indent_;
+            line("}");
+          });
         }
-        --indent_;
-        line("}");
         --indent_;
         line("}");
         for (const ArrayInfo* a : row->names) cached_rows_[a].filling = false;
@@ -1870,16 +1896,17 @@ class CudaEmitter {
       line("#pragma unroll");
       line("for (int p_c = 0; p_c < " + slots + "; ++p_c) {");
       ++indent_;
-      line("if (p_c < " + mine + ") {");
-      ++indent_;
       if (width == 1) {
-        line("const int64_t " + k + " = p_lane + (int64_t)p_c * p_team;");
+        line("if (p_c < " + mine + ") {");
+        ++indent_;
+        line("const int64_t " + k + " = " + slot_iteration + ";");
         iteration();
+        --indent_;
+        line("}");
       } else {
-        group_body("(p_lane + (int64_t)p_c * p_team)", true);
+        whole_then_partial("p_c < " + whole_mine, "p_c < " + mine,
+                           [&](bool partial) { group_body(slot_iteration, partial, true); });
       }
-      --indent_;
-      line("}");
       --indent_;
       line("}");
       cached_rows_.clear();
@@ -1896,17 +1923,26 @@ class CudaEmitter {
       line("for (int64_t " + k + " = " + first + "; " + k + " < " + trip + "; " + k + " += p_team) {");
       ++indent_;
       iteration();
+      --indent_;
+      line("}");
     } else {
       // A group already has several loads in flight (unrolling the groups
-      // of gesummv's rows made it slower: BENCHMARKS.md).
+      // of gesummv's rows made it slower: BENCHMARKS.md). The thread's
+      // whole groups, then the partial one if it has it and the registers
+      // did not take it.
       const std::string g = temp("g");
       line("#pragma unroll 1");
-      line("for (int64_t " + g + " = " + first + "; " + g + " < " + groups + "; " + g + " += p_team) {");
+      line("for (int64_t " + g + " = " + first + "; " + g + " < " + full + "; " + g + " += p_team) {");
       ++indent_;
-      group_body(g, false);
+      group_body(g + " * " + w, false, false);
+      --indent_;
+      line("}");
+      line("if (" + tail_mine + (registers ? " && " + full + " >= " + first : std::string()) + ") {");
+      ++indent_;
+      group_body(full + " * " + w, true, false);
+      --indent_;
+      line("}");
     }
-    --indent_;
-    line("}");
     mute_remarks_ = muted;
     nan_checked_.clear();
     auto combine = [&] {
@@ -2067,9 +2103,14 @@ class CudaEmitter {
     const std::vector<cuda::CachedValue> values = cuda::plan_cached_values(plan, rows, written.written, slot_count);
     RowsOfLoop rows_of_loop;
     const std::string slots = std::to_string(slot_count);
+    // The registers start each worker at zero: a slot that one loop fills
+    // under a test and a later one reads under the same test would
+    // otherwise hold the previous worker's value as far as the compiler
+    // can tell, and stay live around the loop over workers (the loop
+    // softmax took 79 registers per thread instead of 64).
     for (const cuda::CachedRow& row : rows) {
       const std::string registers = temp("row");
-      line(ctype(row.array->type.dtype) + " " + registers + "[" + slots + "];");
+      line(ctype(row.array->type.dtype) + " " + registers + "[" + slots + "]{};");
       std::string lines;
       for (size_t k : row.loops) {
         rows_of_loop[k].rows.emplace_back(&row, registers);
@@ -2083,7 +2124,7 @@ class CudaEmitter {
     }
     for (const cuda::CachedValue& value : values) {
       const std::string registers = temp("value");
-      line(ctype(value.first->type) + " " + registers + "[" + slots + "];");
+      line(ctype(value.first->type) + " " + registers + "[" + slots + "]{};");
       rows_of_loop[value.first_loop].values.push_back({value.first, RegisterValue{registers, true, value.first}});
       std::string lines;
       for (const auto& [k, node] : value.reuses) {
@@ -3058,15 +3099,18 @@ class CudaEmitter {
         return t;
       }() + ";");
       if (plan.team) {
-        // A team is p_team consecutive threads; p_slot is its index in the block.
+        // A team is p_team consecutive threads, a power of two (1 << p_team_shift);
+        // p_slot is its index in the block.
+        line("const int p_team_shift = __ffs(p_team) - 1;");
         line("const int p_lane = (int)(threadIdx.x & (unsigned)(p_team - 1));");
-        line("[[maybe_unused]] const int p_slot = (int)threadIdx.x / p_team;");
+        line("[[maybe_unused]] const int p_slot = (int)(threadIdx.x >> p_team_shift);");
       }
       if (!temporaries.empty()) {
         // The worker's slice of the temporaries' buffer: one per thread, or
         // one per team shared by its threads.
-        line("unsigned char* const p_mine = p_temps + ((int64_t)blockIdx.x * blockDim.x + threadIdx.x)" +
-             std::string(plan.team ? " / p_team" : "") + " * p_temp_stride;");
+        const std::string thread = "((int64_t)blockIdx.x * blockDim.x + threadIdx.x)";
+        line("unsigned char* const p_mine = p_temps + " + (plan.team ? "(" + thread + " >> p_team_shift)" : thread) +
+             " * p_temp_stride;");
         for (const Temporary& t : temporaries) temp_offsets_[t.site.alloc] = {t.offset, t.capacity};
         team_worker_ = plan.team;
       }
@@ -3099,8 +3143,8 @@ class CudaEmitter {
           }
         };
         if (plan.team) {
-          line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x / p_team;");
-          line("for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / p_team; p_k < p_total; "
+          line("const int64_t p_stride = ((int64_t)gridDim.x * blockDim.x) >> p_team_shift;");
+          line("for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> p_team_shift; p_k < p_total; "
                "p_k += p_stride) {");
         } else if (!prefetch.empty()) {
           // kPrefetchIterations of the thread's workers at a time, their

@@ -605,8 +605,9 @@ __device__ __forceinline__ void team_sync(int team) {
   } else if (team == (int)blockDim.x) {
     __syncthreads();
   } else {
-    // Named barrier 1 + the team's index in the block (barrier 0 is __syncthreads's).
-    asm volatile("bar.sync %0, %1;" : : "r"(1 + (int)threadIdx.x / team), "r"(team) : "memory");
+    // Named barrier 1 + the team's index in the block (barrier 0 is
+    // __syncthreads's); the team is a power of two: a shift, not a division.
+    asm volatile("bar.sync %0, %1;" : : "r"(1 + (int)(threadIdx.x >> (__ffs(team) - 1))), "r"(team) : "memory");
   }
 }
 
