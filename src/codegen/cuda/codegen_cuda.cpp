@@ -3879,8 +3879,9 @@ class CudaEmitter {
     --indent_;
     line("}");
     remark(loop->loc, what + ": all steps in one CUDA kernel of one team of " + std::to_string(block_size_) +
-                          " threads (its parallel loops, loops with reductions and array statements spread over the "
-                          "team) when every dimension of the arrays it touches is at most " +
+                          " threads (its " + (contents.parallel ? "parallel loops, " : "") +
+                          "loops with reductions and array statements spread over the team) when every dimension of "
+                          "the arrays it touches is at most " +
                           std::to_string(kDeviceLoopMaxExtent) +
                           (contents.parallel ? " and each has at most " + std::to_string(kDeviceLoopMaxElements) +
                                                    " elements"
