@@ -1678,6 +1678,11 @@ class CudaEmitter {
     const std::string full = width > 1 ? temp("full") : trip, tail = width > 1 ? temp("tail") : "",
                       tail_mine = width > 1 ? temp("tail_mine") : "";
     std::map<const void*, std::string> aligned;  // access (Load or Store) -> its flag
+    // Whether an access of a group is one vector access: never in the
+    // partial group, else where its address is aligned.
+    auto vector_access = [&](const void* access, bool partial) {
+      return partial ? std::string("false") : aligned.at(access);
+    };
     if (width > 1) {
       line("const int64_t " + full + " = " + trip + " / " + w + ";");
       line("const int " + tail + " = (int)(" + trip + " - " + full + " * " + w + ");");
@@ -1737,8 +1742,7 @@ class CudaEmitter {
       }
       const std::string k0 = temp("k0"), n = partial ? tail : w;
       line("const int64_t " + k0 + " = " + first_iteration + ";");
-      // Whether an access is one vector access in this group.
-      auto whole = [&](const void* access) { return partial ? std::string("false") : aligned.at(access); };
+      auto whole = [&](const void* access) { return vector_access(access, partial); };
       if (!loads.empty()) {
         at_iteration(k0, [&] {
           std::map<std::string, std::string> made;  // one load per address
@@ -1860,7 +1864,7 @@ class CudaEmitter {
               at_iteration(k0, [&] {
                 line("const " + lanes_type(row->load->array->type.dtype) + " " + lanes + " = plait::load_lanes<" + t +
                      ", " + w + ">(" + address(row->load->array, row->load->indices) + ", " + step + ", " +
-                     (partial ? std::string("false") : aligned.at(row->load)) + ", " + n + ");");
+                     vector_access(row->load, partial) + ", " + n + ");");
               });
             }
             line("#pragma unroll");
