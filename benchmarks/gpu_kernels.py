@@ -6,6 +6,7 @@ number means).
     python benchmarks/gpu_kernels.py --quick              # small sizes: a smoke test that still validates
     python benchmarks/gpu_kernels.py --kernels spmv,histogram --peers plait,torch
     python benchmarks/gpu_kernels.py --cpu-check          # no GPU: references and CPU-capable peers, tiny sizes
+    python benchmarks/gpu_kernels.py --autotune           # Plait with plait.jit(autotune=True)
 
 Every implementation is first validated against a float64 NumPy reference
 (relative L2 error below 1e-5, outputs poisoned with NaN first), then timed:
@@ -1475,7 +1476,8 @@ class Session:
             plait = self.plait
             if gpu:
                 be = TorchBackend(self.torch, "cuda") if self.torch is not None else CupyBackend(self.cupy)
-                return Env(be=be, plait_compile=lambda fn: plait.jit(fn, target="cuda")), self.clock
+                autotune = self.args.autotune
+                return Env(be=be, plait_compile=lambda fn: plait.jit(fn, target="cuda", autotune=autotune)), self.clock
             return Env(be=NumpyBackend(), plait_compile=lambda fn: plait.jit(fn)), WallClock()
         if peer == "python":
             return Env(be=NumpyBackend(), plait_compile=lambda fn: fn), WallClock()
@@ -1763,6 +1765,9 @@ def parse_args(argv):
                    help="seconds after which the remaining implementations are skipped (default 420)")
     p.add_argument("--out", default=os.environ.get("OUT", ""), help="directory for CSV/markdown (default $OUT)")
     p.add_argument("--explain", action="store_true", help="print plait's explain() for each kernel")
+    p.add_argument("--autotune", action="store_true",
+                   help="compile Plait's kernels with plait.jit(autotune=True): each shape's launch configuration "
+                        "measured at its first call (docs/cuda.md)")
     p.add_argument("--in-process", action="store_true",
                    help="run everything in this process (by default a child process runs the benchmark and a "
                         "crash, e.g. a segfault or a lost CUDA context, ends only the implementation running)")

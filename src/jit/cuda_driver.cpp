@@ -97,6 +97,7 @@ Loaded& load_driver_once() {
     bind(handle, d.cuMemFreeAsync, "cuMemFreeAsync", &optional);
     bind(handle, d.cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", &optional);
     bind(handle, d.cuMemPoolSetAttribute, "cuMemPoolSetAttribute", &optional);
+    bind(handle, d.cuFuncSetAttribute, "cuFuncSetAttribute", &optional);
     CUresult init = d.cuInit(0);
     if (init != 0) {
       loaded.driver_why = "cuInit failed: " + error_text(init) + " (no usable NVIDIA GPU?)";

@@ -60,6 +60,8 @@ struct DriverApi {
   CUresult (*cuMemFreeAsync)(CUdeviceptr pointer, CUstream stream) = nullptr;
   CUresult (*cuDeviceGetDefaultMemPool)(void** pool, CUdevice device) = nullptr;
   CUresult (*cuMemPoolSetAttribute)(void* pool, int attribute, void* value) = nullptr;
+  // Dynamic shared memory beyond 48 KiB (CUDA 9 on): null where the driver lacks it.
+  CUresult (*cuFuncSetAttribute)(CUfunction f, int attribute, int value) = nullptr;
 };
 
 struct NvrtcApi {

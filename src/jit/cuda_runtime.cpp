@@ -43,6 +43,7 @@ struct Runtime {
   CUcontext context = nullptr;
   CudaDeviceInfo device;
   bool cooperative_launch = false;  // CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH
+  int shared_bytes_optin = 0;       // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
   // Stream-ordered allocation from the device's default pool, which keeps
   // freed memory for later allocations instead of returning it to the driver.
   bool ordered_allocation = false;
@@ -84,9 +85,10 @@ Runtime* runtime(std::string* why) {
     rt.device.ordinal = device;
     int major = 0, minor = 0;
     constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76, kMultiprocessorCount = 16,
-                  kCooperativeLaunch = 95;
+                  kCooperativeLaunch = 95, kSharedBytesOptin = 97;
     int cooperative = 0;
     if (d.cuDeviceGetAttribute(&cooperative, kCooperativeLaunch, device) == 0) rt.cooperative_launch = cooperative != 0;
+    if (d.cuDeviceGetAttribute(&rt.shared_bytes_optin, kSharedBytesOptin, device) != 0) rt.shared_bytes_optin = 0;
     d.cuDeviceGetAttribute(&major, kComputeCapabilityMajor, device);
     d.cuDeviceGetAttribute(&minor, kComputeCapabilityMinor, device);
     d.cuDeviceGetAttribute(&rt.device.multiprocessors, kMultiprocessorCount, device);
@@ -229,6 +231,17 @@ int32_t api_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t b
   if (r == 0) return 0;
   record_error(ctx, PLAIT_RUNTIME_ERROR, "launching a CUDA kernel failed: " + error_text(r));
   return 1;
+}
+
+int32_t api_launch_shared(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, uint64_t shared_bytes,
+                          void** params) {
+  CallState& s = state_of(ctx);
+  if (!s.module->allow_shared_bytes(kernel, shared_bytes)) return 1;
+  CUresult r = s.rt->d->cuLaunchKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1,
+                                       static_cast<unsigned>(shared_bytes), s.stream, params, nullptr);
+  if (r == 0) return 0;
+  record_error(ctx, PLAIT_RUNTIME_ERROR, "launching a CUDA kernel failed: " + error_text(r));
+  return -1;
 }
 
 uint32_t api_cooperative_grid(plait_context* ctx, int32_t kernel, uint32_t block) {
@@ -673,6 +686,21 @@ uint32_t CudaModule::cooperative_grid(int index, uint32_t block) const {
   return grid;
 }
 
+bool CudaModule::allow_shared_bytes(int index, uint64_t bytes) const {
+  constexpr uint64_t kWithoutOptin = 48 * 1024;  // dynamic shared memory any kernel may take
+  if (bytes <= kWithoutOptin) return true;
+  std::lock_guard<std::mutex> lock(cooperative_mutex_);
+  auto it = shared_bytes_allowed_.find(index);
+  if (it != shared_bytes_allowed_.end() && it->second >= bytes) return true;
+  Runtime& rt = require_runtime();
+  constexpr int kMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  if (!rt.d->cuFuncSetAttribute || bytes > static_cast<uint64_t>(rt.shared_bytes_optin) ||
+      rt.d->cuFuncSetAttribute(function(index), kMaxDynamicSharedBytes, static_cast<int>(bytes)) != 0)
+    return false;
+  shared_bytes_allowed_[index] = bytes;
+  return true;
+}
+
 DeviceBuild compile_device_code(const std::string& device_source, int arch, bool virtual_arch,
                                 const CompileOptions& options) {
   NvrtcOutput out = nvrtc_compile(device_source, "kernel.cu", arch, virtual_arch, nvrtc_options(options));
@@ -778,6 +806,7 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   api.zero = &api_zero;
   api.cooperative_grid = &api_cooperative_grid;
   api.launch_cooperative = &api_launch_cooperative;
+  api.launch_shared = &api_launch_shared;
   api.gemm = &api_gemm;
   api.gemmt = &api_gemmt;
   api.trmm = &api_trmm;

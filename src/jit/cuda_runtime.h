@@ -48,6 +48,10 @@ class CudaModule {
   // at once (a cooperative launch's largest grid); 0 when the GPU cannot
   // launch cooperative kernels. Computed once per kernel and block size.
   uint32_t cooperative_grid(int index, uint32_t block) const;
+  // Whether kernel `index` may be launched with `bytes` of dynamic shared
+  // memory: up to 48 KiB always, beyond that up to the device's opt-in
+  // limit once the kernel's attribute is raised (remembered per kernel).
+  bool allow_shared_bytes(int index, uint64_t bytes) const;
 
  private:
   friend std::shared_ptr<CudaModule> load_cuda_module(const std::string& cubin, const std::string& ptx,
@@ -57,6 +61,7 @@ class CudaModule {
   std::vector<void*> functions_;
   mutable std::mutex cooperative_mutex_;
   mutable std::map<std::pair<int, uint32_t>, uint32_t> cooperative_grids_;
+  mutable std::map<int, uint64_t> shared_bytes_allowed_;  // guarded by cooperative_mutex_
 };
 
 struct DeviceBuild {

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 8
+#define PLAIT_ABI_VERSION 9
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -92,6 +92,12 @@ typedef struct plait_cuda_api {
    * resident at once, so they can wait for each other (grid <= cooperative_grid). */
   int32_t (*launch_cooperative)(struct plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block,
                                 void** params);
+  /* Launches like `launch`, with `shared_bytes` of dynamic shared memory.
+   * Returns 0 when launched; 1 when the GPU or driver cannot give the kernel
+   * that much (the caller launches another way); -1 when the launch failed
+   * (error in ctx). */
+  int32_t (*launch_shared)(struct plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block,
+                           uint64_t shared_bytes, void** params);
   /* C = alpha * A @ B + beta * C with the GPU's BLAS library, in the call's
    * stream order. A is m x k, B k x n, C m x n, each given by its data and
    * its row and column strides in elements; dtype is PLAIT_FLOAT32 or

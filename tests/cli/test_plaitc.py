@@ -71,7 +71,7 @@ def contiguous_array(values):
 def call(library_path, arrays):
     library = ctypes.CDLL(str(library_path))
     library.plait_kernel_abi_version.restype = ctypes.c_int32
-    assert library.plait_kernel_abi_version() == 8
+    assert library.plait_kernel_abi_version() == 9
     entry = library.plait_kernel_entry
     entry.restype = ctypes.c_int32
     entry.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(PlaitResult), ctypes.POINTER(PlaitContext)]

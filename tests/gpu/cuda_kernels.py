@@ -462,6 +462,49 @@ def step_scalars(a, b, steps):
     return t
 
 
+def aliasing_steps(a, b, steps):
+    """Each iteration reads and writes only its own element, so `a` and `b`
+    may be one array: the on-chip copies of a persistent kernel must not split
+    it in two (the host checks that the arrays do not share memory)."""
+    for t in range(steps):
+        #pragma parallel for
+        for i in range(a.shape[0]):
+            b[i] = a[i] * 0.5 + t
+        #pragma parallel for
+        for i in range(a.shape[0]):
+            a[i] = b[i] - 1.0
+
+
+def mixed_dtype_steps(x, y, counts, flags, steps):
+    """Arrays of three element types, 2-D in either order, on chip together:
+    float rows read at a neighbour, int32 counters, bool flags."""
+    n = x.shape[0]
+    m = x.shape[1]
+    for t in range(steps):
+        #pragma parallel for
+        for i in range(n):
+            #pragma parallel for
+            for j in range(m):
+                y[i, j] = 0.5 * (x[i, j] + x[(i + 1) % n, j]) - 0.1
+        #pragma parallel for
+        for i in range(n):
+            #pragma parallel for
+            for j in range(m):
+                if y[i, j] > 0.0:
+                    counts[i, j] += 1
+                flags[i, j] = counts[i, j] % 2 == 1
+                x[i, j] = y[i, j]
+
+
+def shape_checked_steps(a, b, steps):
+    """Array statements whose shapes are checked in each step: with `b`
+    shorter than 3 elements the first step raises after updating `a`, which
+    must then hold that step's values (the on-chip copies go back first)."""
+    for t in range(steps):
+        a[1:] = a[1:] * 0.5 + t
+        b[:] = a[:3] + 1.0
+
+
 def host_counted_steps(a, steps):
     """Refused: `count` is assigned in the time loop and read after it."""
     count = 0
@@ -877,6 +920,10 @@ KERNELS = {
     "forward_substitution": ["f64[:, ::1], f64[::1], f64[::1]"],
     "step_scalars": ["f64[::1], f64[::1], int", "f32[::1], f32[::1], int"],
     "host_counted_steps": ["f64[::1], int"],
+    "aliasing_steps": ["f64[::1], f64[::1], int"],
+    "mixed_dtype_steps": ["f64[:, ::1], f64[:, ::1], i32[:, ::1], b1[:, ::1], int",
+                          "f32[::1, :], f32[::1, :], i32[::1, :], b1[:, :], int"],
+    "shape_checked_steps": ["f64[::1], f64[::1], int"],
     "element_scalar_steps": ["f64[::1], int"],
     "heat_3d_slices": ["int, f64[:, :, ::1], f64[:, :, ::1]", "int, f32[:, :, :], f32[:, :, :]"],
     "normalised_steps": ["f64[::1], int"],

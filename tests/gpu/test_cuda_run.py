@@ -317,6 +317,47 @@ def test_persistent_heat_3d_slices_float32(rng):
     check(K.heat_3d_slices, [4, floats(rng, (12, 9, 14), np.float32), floats(rng, (12, 9, 14), np.float32)], "numpy")
 
 
+# On chip (docs/cuda.md): in one block, with at least two steps, the arrays
+# of a persistent kernel are copied into shared memory when they fit and do
+# not share memory. (120, 110) float64 does not fit (277 KB) and runs on the
+# arrays in global memory; 1 step never copies.
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(1, 1), (5, 7), (33, 40), (120, 110)])
+@pytest.mark.parametrize("steps", [1, 2, 5])
+def test_persistent_on_chip_arrays_of_three_types(rng, kind, shape, steps):
+    kernel = check(K.mixed_dtype_steps, [floats(rng, shape), floats(rng, shape), ints(rng, shape, np.int32),
+                                         rng.random(shape) < 0.5, steps], kind)
+    assert "on copies of the arrays there" in kernel.explain()
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (37, 29)])
+def test_persistent_on_chip_fortran_order_and_strided_views(rng, shape):
+    x, y = np.asfortranarray(floats(rng, shape, np.float32)), np.asfortranarray(floats(rng, shape, np.float32))
+    counts = np.asfortranarray(ints(rng, shape, np.int32))
+    flags = (rng.random((shape[0], 2 * shape[1])) < 0.5)[:, ::2]
+    check(K.mixed_dtype_steps, [x, y, counts, flags, 4], "numpy")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [1, 1000])
+def test_persistent_on_chip_one_array_passed_twice(rng, kind, n):
+    x = floats(rng, n)
+    want = x.copy()
+    K.aliasing_steps(want, want, 3)
+    got = to_kind(x, kind)
+    plait.jit(K.aliasing_steps, target="cuda")(got, got, 3)
+    np.testing.assert_array_equal(to_numpy(got), want)
+
+
+def test_persistent_on_chip_step_that_raises(rng):
+    # The error is the user's; the arrays it leaves are unspecified on the GPU
+    # (docs/cuda.md, "How a kernel maps to the GPU": the device does not stop
+    # at an error).
+    with pytest.raises(ValueError):
+        plait.jit(K.shape_checked_steps, target="cuda")(floats(rng, 100), floats(rng, 2), 3)
+    check(K.shape_checked_steps, [floats(rng, 100), floats(rng, 3), 3], "numpy")
+
+
 def test_time_loop_that_needs_the_host_launches_each_step_and_says_why(rng):
     kernel = check(K.host_counted_steps, [floats(rng, 100), 4], "numpy")
     assert "`count` is assigned in the loop body and read after the loop" in kernel.explain()

@@ -720,6 +720,13 @@ __device__ __forceinline__ void grid_sync(unsigned int* barrier) {
   }
   __syncthreads();
 }
+
+// Bytes an array of `count` elements of `item_size` bytes takes in a
+// persistent kernel's shared memory: rounded up to 16, so that the next
+// array starts aligned for vector accesses. Mirrors plait_cuda::onchip_bytes.
+__device__ __forceinline__ uint64_t onchip_bytes(int64_t count, uint64_t item_size) {
+  return ((uint64_t)count * item_size + 15) / 16 * 16;
+}
 )DEVICE";
 
 constexpr const char* kHostRuntime = R"HOST(
@@ -771,6 +778,12 @@ inline uint32_t persistent_grid(plait_context* ctx, int32_t kernel, int64_t work
   if (workers < 0) return resident;
   const int64_t wanted = (workers + block - 1) / block;
   return wanted < int64_t(resident) ? static_cast<uint32_t>(wanted) : resident;
+}
+
+// Shared-memory bytes of one array copied on chip (plait::onchip_bytes on
+// the device, which places the arrays one after the other).
+inline uint64_t onchip_bytes(int64_t count, uint64_t item_size) {
+  return (static_cast<uint64_t>(count) * item_size + 15) / 16 * 16;
 }
 
 // Slot `k` (8 bytes) of the scratch buffer, after the device error record.
