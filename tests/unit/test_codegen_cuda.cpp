@@ -145,8 +145,10 @@ struct Recorder {
     uint32_t grid, block;
     std::vector<int64_t> words;  // the first parameters, read as 8-byte values
     bool cooperative = false;
+    uint64_t shared_bytes = 0;  // launch_shared's
   };
   uint32_t resident_blocks = 264;  // what cooperative_grid answers
+  bool shared_declines = false;    // launch_shared's answer: declined, or launched
   std::vector<Launch> launches;
   std::vector<double> copied_to_device;
   double accumulator_on_device = 0;
@@ -163,6 +165,13 @@ int32_t record_launch(plait_context*, int32_t kernel, uint32_t grid, uint32_t bl
 int32_t record_cooperative_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
   record_launch(ctx, kernel, grid, block, params);
   g_recorder->launches.back().cooperative = true;
+  return 0;
+}
+int32_t record_shared_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, uint64_t bytes,
+                             void** params) {
+  if (g_recorder->shared_declines) return 1;
+  record_launch(ctx, kernel, grid, block, params);
+  g_recorder->launches.back().shared_bytes = bytes;
   return 0;
 }
 uint32_t recorded_cooperative_grid(plait_context*, int32_t, uint32_t) { return g_recorder->resident_blocks; }
@@ -215,6 +224,7 @@ int32_t run_host(const HostPart& part, std::vector<void*> args, plait_result* re
   api.zero = &no_zero;
   api.cooperative_grid = &recorded_cooperative_grid;
   api.launch_cooperative = &record_cooperative_launch;
+  api.launch_shared = &record_shared_launch;
   api.scratch = scratch.data();
   plait_context ctx;
   std::memset(&ctx, 0, sizeof ctx);
@@ -393,8 +403,9 @@ bool has_remark(const codegen::CudaSources& out, const std::string& text) {
 
 TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
   codegen::CudaSources out = codegen::generate_cuda(time_loop(false), CompileOptions{});
-  // The persistent kernel, then the kernels of the launches per step.
-  ASSERT_EQ(out.kernel_names, (std::vector<std::string>{"plait_steps_k0", "plait_steps_k1", "plait_steps_k2"}));
+  // The persistent kernel, its on-chip version, then the kernels of the launches per step.
+  ASSERT_EQ(out.kernel_names,
+            (std::vector<std::string>{"plait_steps_k0", "plait_steps_k0_onchip", "plait_steps_k2", "plait_steps_k3"}));
   EXPECT_NE(out.device.find("__launch_bounds__(1024) plait_steps_k0("), std::string::npos) << out.device;
   const std::string persistent = out.device.substr(out.device.find("plait_steps_k0("));
   const size_t first = persistent.find("plait::grid_sync(p_barrier);");
@@ -403,27 +414,50 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
   EXPECT_NE(persistent.find("for (int64_t p_k = p_first; p_k < "), std::string::npos);
   EXPECT_TRUE(has_remark(out, "all steps in one persistent CUDA kernel plait_steps_k0"));
 
+  const std::string onchip = out.device.substr(out.device.find("plait_steps_k0_onchip("));
+  EXPECT_NE(onchip.find("extern __shared__ __align__(16) unsigned char p_onchip[];"), std::string::npos) << onchip;
+  EXPECT_NE(onchip.find("[&]() {"), std::string::npos);  // the steps, which an assertion's return leaves
+  EXPECT_TRUE(has_remark(out, "on copies of the arrays there"));
+
   HostPart host = build_host("steps", out.host);
+  // Only the host's overlap test looks at the data pointers (of one block's arrays).
+  std::vector<double> a_data(1000), b_data(1000);
   plait_array views[2] = {};
-  auto run = [&](int64_t steps, int64_t n, uint32_t resident) {
+  views[0].data = a_data.data();
+  views[1].data = b_data.data();
+  auto run = [&](int64_t steps, int64_t n, uint32_t resident, bool shared_declines = false) {
     for (plait_array& v : views) {
       v.shape[0] = n;
       v.strides[0] = 1;
     }
     Recorder recorder;
     recorder.resident_blocks = resident;
+    recorder.shared_declines = shared_declines;
     plait_result results[1];
     EXPECT_EQ(run_host(host, {&steps, &views[0], &views[1]}, results, recorder), PLAIT_OK);
     return recorder.launches;
   };
-  // At most 16 iterations per thread of one block: one block, a plain launch.
+  // At most 16 iterations per thread of one block: one block, on chip (two
+  // arrays of 1000 float64) when launch_shared takes it...
   std::vector<Recorder::Launch> small = run(5, 1000, 264);
   ASSERT_EQ(small.size(), 1u);
-  EXPECT_EQ(small[0].kernel, 0);
+  EXPECT_EQ(small[0].kernel, 1);
   EXPECT_EQ(small[0].grid, 1u);
   EXPECT_EQ(small[0].block, 1024u);
+  EXPECT_EQ(small[0].shared_bytes, 16000u);
   EXPECT_FALSE(small[0].cooperative);
   EXPECT_EQ(small[0].words, (std::vector<int64_t>{0, 1, 5}));  // the steps: begin, step, trip
+  // ... else, with one step, or with one array passed twice: a plain launch.
+  for (const std::vector<Recorder::Launch>& plain : {run(5, 1000, 264, true), run(1, 1000, 264)}) {
+    ASSERT_EQ(plain.size(), 1u);
+    EXPECT_EQ(plain[0].kernel, 0);
+    EXPECT_EQ(plain[0].shared_bytes, 0u);
+  }
+  views[1].data = a_data.data();
+  std::vector<Recorder::Launch> aliased = run(5, 1000, 264);
+  views[1].data = b_data.data();
+  ASSERT_EQ(aliased.size(), 1u);
+  EXPECT_EQ(aliased[0].kernel, 0);
   // More: a cooperative grid of the blocks the 100000 iterations need...
   std::vector<Recorder::Launch> medium = run(5, 100002, 264);
   ASSERT_EQ(medium.size(), 1u);
@@ -436,8 +470,8 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
   // Above 4 Mi iterations, or without cooperative launches: two launches per step.
   std::vector<Recorder::Launch> large = run(3, 5000002, 264);
   ASSERT_EQ(large.size(), 6u);
-  EXPECT_EQ(large[0].kernel, 1);
-  EXPECT_EQ(large[1].kernel, 2);
+  EXPECT_EQ(large[0].kernel, 2);
+  EXPECT_EQ(large[1].kernel, 3);
   EXPECT_FALSE(large[0].cooperative);
   EXPECT_EQ(run(3, 100002, 0).size(), 6u);
   // No steps: nothing.
