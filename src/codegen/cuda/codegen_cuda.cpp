@@ -1479,17 +1479,55 @@ class CudaEmitter {
     return params;
   }
 
+  // A kernel's version on copies of its arrays in shared memory (one
+  // block): its index, the host's condition for taking it, and the bytes it
+  // needs (emit_onchip_kernel).
+  struct OnChipLaunch {
+    int index;
+    std::string condition, bytes;
+  };
+
+  // The on-chip launch of kernel version `index` for `arrays`: taken where
+  // `condition` holds and the arrays do not share memory (a copy each would
+  // split one array's writes from another's reads).
+  OnChipLaunch onchip_launch(int index, const std::vector<ArrayVar>& arrays, const std::string& condition,
+                             SourceLoc loc) {
+    OnChipLaunch on{index, condition, "uint64_t(0)"};
+    for (size_t i = 0; i < arrays.size(); ++i)
+      for (size_t j = i + 1; j < arrays.size(); ++j)
+        on.condition += " && !" + expr(ArraysOverlap::make(arrays[i], arrays[j], false, loc));
+    for (const ArrayVar& a : arrays)
+      on.bytes += " + plait_cuda::onchip_bytes(" + element_count(a) + ", sizeof(" + ctype(a->type.dtype) + "))";
+    return on;
+  }
+
   // Host code that launches kernel `index`, staging `slots` (host scalars
-  // exchanged through the scratch buffer) around it.
+  // exchanged through the scratch buffer) around it; or its on-chip version
+  // in one block, where `onchip` has one, its condition holds and the
+  // runtime can give it the shared memory.
   void emit_launch(int index, const std::string& grid, const std::string& block, const std::vector<std::string>& args,
                    const std::vector<std::pair<std::string, std::string>>& slots_in,
                    const std::vector<std::pair<std::string, std::string>>& slots_out,
-                   const std::string& launcher = "ctx->cuda->launch") {
+                   const std::string& launcher = "ctx->cuda->launch", const OnChipLaunch* onchip = nullptr) {
     // slots_*: (host lvalue, C type), slot k at scratch_slot(ctx, k).
     stage_slots(slots_in, 0);
     const std::string params = emit_launch_params(args);
-    line("if (" + launcher + "(ctx, " + std::to_string(index) + ", " + grid + ", " + block + ", " + params +
-         ") != 0) return ctx->error_kind;");
+    const std::string launch = "if (" + launcher + "(ctx, " + std::to_string(index) + ", " + grid + ", " + block +
+                               ", " + params + ") != 0) return ctx->error_kind;";
+    if (!onchip) {
+      line(launch);
+    } else {
+      const std::string launched = temp("launched");
+      line("int32_t " + launched + " = 1;");
+      line("if (" + onchip->condition + ") {");
+      line("  " + launched + " = ctx->cuda->launch_shared(ctx, " + std::to_string(onchip->index) + ", 1u, " + block +
+           ", " + onchip->bytes + ", " + params + ");");
+      line("  if (" + launched + " < 0) return ctx->error_kind;");
+      line("}");
+      line("if (" + launched + " != 0) {");
+      line("  " + launch);
+      line("}");
+    }
     if (!slots_out.empty()) {
       const std::string staging = temp("stage");
       line("unsigned char " + staging + "[" + std::to_string(8 * slots_out.size()) + "] = {};");
@@ -3066,8 +3104,15 @@ class CudaEmitter {
       params.push_back(ctype(v->type) + " " + var_name(v));
       args.push_back(var_name(v));
     }
+    // A serial loop on the device (one team of the whole block) has a second
+    // version on copies of its arrays in shared memory, which takes the same
+    // arguments, its array pointers and strides under other names.
+    const bool onchip = whole_block_worker_ && !cap.arrays.empty() && temporaries.empty();
+    std::vector<std::string> onchip_params = params, unused_args;
     add_array_params(cap.arrays, &params, &args);
+    add_array_params(cap.arrays, &onchip_params, &unused_args, "p_global_");
     params.push_back("plait::device_error* p_err");
+    onchip_params.push_back(params.back());
     args.push_back("ctx->cuda->scratch");
     std::vector<std::string> accumulators;
     std::vector<std::pair<std::string, std::string>> slots;
@@ -3077,6 +3122,7 @@ class CudaEmitter {
       const Var& v = sc.reductions[r].var;
       const std::string acc = "p_acc" + std::to_string(r);
       params.push_back(ctype(v->type) + "* " + acc);
+      onchip_params.push_back(params.back());
       args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(first_slot + static_cast<int>(r)) + ")");
       accumulators.push_back(acc);
       slots.emplace_back(var_name(v), ctype(v->type));
@@ -3084,9 +3130,11 @@ class CudaEmitter {
     note_error_sites({innermost->body});
     device_errors_ = device_errors_ || !temporaries.empty();  // a negative extent
 
+
     // Device: the kernel.
     const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
     const std::string name = kernel_names_[static_cast<size_t>(index)];
+    const int onchip_index = onchip ? add_kernel(name + "_onchip") : -1;
     {
       ModeSwitch to_device(*this);
       shared_decls_.clear();
@@ -3278,6 +3326,8 @@ class CudaEmitter {
       device_.str(head + shared + body);
       device_.seekp(0, std::ios_base::end);
       device_ << "}\n";
+      if (onchip) emit_onchip_kernel("the serial loop's one team", onchip_index, block_size_, onchip_params, shared,
+                                     body, loop, cap.arrays);
     }
 
     // Host: the launch. Results that stay on the device start in their
@@ -3306,10 +3356,12 @@ class CudaEmitter {
                                                                           cap.local_arrays, temporaries, team)
                                                : "");
     }
+    const OnChipLaunch on = onchip_launch(onchip_index, cap.arrays, "true", loop->loc);
+    const OnChipLaunch* on_chip = onchip ? &on : nullptr;
     if (resident) {
-      emit_launch(index, grid, std::to_string(block_size_), args, {}, {});
+      emit_launch(index, grid, std::to_string(block_size_), args, {}, {}, "ctx->cuda->launch", on_chip);
     } else {
-      emit_launch(index, grid, std::to_string(block_size_), args, slots, slots);
+      emit_launch(index, grid, std::to_string(block_size_), args, slots, slots, "ctx->cuda->launch", on_chip);
     }
     --indent_;
     line("}");
@@ -3754,23 +3806,9 @@ class CudaEmitter {
       scopes_.pop_back();
       const std::string body = device_.str().substr(body_from);
       device_ << "}\n";
-      if (onchip) {
-        device_ << "\n// " << what << ": all steps in one block, on copies of its arrays in shared memory\n";
-        line_directive(loop->loc);
-        device_ << "extern \"C\" __global__ void __launch_bounds__(" << kPersistentBlockSize << ") "
-                << kernel_names_[static_cast<size_t>(onchip_index)] << "(" << join(onchip_params, ", ") << ") {\n";
-        indent_ = 1;
-        emit_onchip_copies(cap.arrays, nullptr);
-        // The steps in a lambda: a failed assertion's `return` leaves them,
-        // and the arrays still go back.
-        line("[&]() {");
-        device_ << body;
-        line("}();");
-        StoredArrays stored;
-        stored.visit(loop->body);
-        emit_onchip_copies(cap.arrays, &stored.arrays);
-        device_ << "}\n";
-      }
+      if (onchip)
+        emit_onchip_kernel(what + ": all steps in one block", onchip_index, kPersistentBlockSize, onchip_params, "",
+                           body, loop, cap.arrays);
     }
 
     // Host: the choice and the launch.
@@ -3788,36 +3826,13 @@ class CudaEmitter {
          ", " + block + ");");
     line("if (" + grid + " > 0) {");
     ++indent_;
-    const std::string params_array = emit_launch_params(args);
-    const std::string launched = temp("launched");
-    line("int32_t " + launched + " = 1;");
-    if (onchip) {
-      // One block, several steps, arrays that fit and do not share memory
-      // (a copy per array would split one array's writes from another's reads).
-      std::string disjoint = "true";
-      for (size_t i = 0; i < cap.arrays.size(); ++i)
-        for (size_t j = i + 1; j < cap.arrays.size(); ++j)
-          disjoint += " && !" + expr(ArraysOverlap::make(cap.arrays[i], cap.arrays[j], false, loop->loc));
-      std::string bytes = "uint64_t(0)";
-      for (const ArrayVar& a : cap.arrays)
-        bytes += " + plait_cuda::onchip_bytes(" + element_count(a) + ", sizeof(" + ctype(a->type.dtype) + "))";
-      line("if (" + grid + " == 1 && " + trip + " >= 2 && " + disjoint + ") {");
-      ++indent_;
-      line(launched + " = ctx->cuda->launch_shared(ctx, " + std::to_string(onchip_index) + ", 1u, " + block + ", " +
-           bytes + ", " + params_array + ");");
-      line("if (" + launched + " < 0) return ctx->error_kind;");
-      --indent_;
-      line("}");
-    }
-    line("if (" + launched + " != 0) {");
-    ++indent_;
     // The barrier's arrival count starts at zero (the generation may hold anything).
     line("if (" + grid + " > 1 && ctx->cuda->zero(ctx, plait_cuda::scratch_slot(ctx, " + std::to_string(kBarrierSlot) +
          "), 8) != 0) return ctx->error_kind;");
-    line("if ((" + grid + " == 1 ? ctx->cuda->launch : ctx->cuda->launch_cooperative)(ctx, " + std::to_string(index) +
-         ", " + grid + ", " + block + ", " + params_array + ") != 0) return ctx->error_kind;");
-    --indent_;
-    line("}");
+    // On chip: one block and several steps.
+    const OnChipLaunch on = onchip_launch(onchip_index, cap.arrays, grid + " == 1 && " + trip + " >= 2", loop->loc);
+    emit_launch(index, grid, block, args, {}, {},
+                "(" + grid + " == 1 ? ctx->cuda->launch : ctx->cuda->launch_cooperative)", onchip ? &on : nullptr);
     if (declared(t.get()))
       line(var_name(t) + " = static_cast<" + ctype(t->type) + ">(" + begin + " + (" + trip + " - 1) * " + step + ");");
     --indent_;
@@ -3850,6 +3865,30 @@ class CudaEmitter {
     std::string count = "int64_t(1)";
     for (int d = 0; d < a->type.ndim; ++d) count += " * " + extent(a, d);
     return count;
+  }
+
+  // The version `index` of a one-block kernel whose body is `body` (its
+  // text after the opening brace, at indent 1), on copies of `arrays` in
+  // shared memory: `params` name their pointers and strides `p_global_...`;
+  // `shared` declares the body's own shared arrays. The body runs in a
+  // lambda, so that its `return`s (a failed assertion's) still reach the
+  // copies back of the arrays `loop` writes.
+  void emit_onchip_kernel(const std::string& what, int index, int block, const std::vector<std::string>& params,
+                          const std::string& shared, const std::string& body, const For* loop,
+                          const std::vector<ArrayVar>& arrays) {
+    device_ << "\n// " << what << ", on copies of its arrays in shared memory\n";
+    line_directive(loop->loc);
+    device_ << "extern \"C\" __global__ void __launch_bounds__(" << block << ") "
+            << kernel_names_[static_cast<size_t>(index)] << "(" << join(params, ", ") << ") {\n" << shared;
+    indent_ = 1;
+    emit_onchip_copies(arrays, nullptr);
+    line("[&]() {");
+    device_ << body;
+    line("}();");
+    StoredArrays stored;
+    stored.visit(loop->body);
+    emit_onchip_copies(arrays, &stored.arrays);
+    device_ << "}\n";
   }
 
   // Device code of the on-chip persistent kernel: with `written` null, binds
@@ -4028,7 +4067,8 @@ class CudaEmitter {
                           (contents.parallel ? " and each has at most " + std::to_string(kDeviceLoopMaxElements) +
                                                    " elements"
                                              : std::string()) +
-                          ", else one launch per loop per step");
+                          " (on copies of the arrays in the block's shared memory when they fit there and do not "
+                          "share memory), else one launch per loop per step");
     return true;
   }
 
