@@ -3104,15 +3104,8 @@ class CudaEmitter {
       params.push_back(ctype(v->type) + " " + var_name(v));
       args.push_back(var_name(v));
     }
-    // A serial loop on the device (one team of the whole block) has a second
-    // version on copies of its arrays in shared memory, which takes the same
-    // arguments, its array pointers and strides under other names.
-    const bool onchip = whole_block_worker_ && !cap.arrays.empty() && temporaries.empty();
-    std::vector<std::string> onchip_params = params, unused_args;
     add_array_params(cap.arrays, &params, &args);
-    add_array_params(cap.arrays, &onchip_params, &unused_args, "p_global_");
     params.push_back("plait::device_error* p_err");
-    onchip_params.push_back(params.back());
     args.push_back("ctx->cuda->scratch");
     std::vector<std::string> accumulators;
     std::vector<std::pair<std::string, std::string>> slots;
@@ -3122,7 +3115,6 @@ class CudaEmitter {
       const Var& v = sc.reductions[r].var;
       const std::string acc = "p_acc" + std::to_string(r);
       params.push_back(ctype(v->type) + "* " + acc);
-      onchip_params.push_back(params.back());
       args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(first_slot + static_cast<int>(r)) + ")");
       accumulators.push_back(acc);
       slots.emplace_back(var_name(v), ctype(v->type));
@@ -3134,7 +3126,6 @@ class CudaEmitter {
     // Device: the kernel.
     const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
     const std::string name = kernel_names_[static_cast<size_t>(index)];
-    const int onchip_index = onchip ? add_kernel(name + "_onchip") : -1;
     {
       ModeSwitch to_device(*this);
       shared_decls_.clear();
@@ -3326,8 +3317,6 @@ class CudaEmitter {
       device_.str(head + shared + body);
       device_.seekp(0, std::ios_base::end);
       device_ << "}\n";
-      if (onchip) emit_onchip_kernel("the serial loop's one team", onchip_index, block_size_, onchip_params, shared,
-                                     body, loop, cap.arrays);
     }
 
     // Host: the launch. Results that stay on the device start in their
@@ -3356,12 +3345,10 @@ class CudaEmitter {
                                                                           cap.local_arrays, temporaries, team)
                                                : "");
     }
-    const OnChipLaunch on = onchip_launch(onchip_index, cap.arrays, "true", loop->loc);
-    const OnChipLaunch* on_chip = onchip ? &on : nullptr;
     if (resident) {
-      emit_launch(index, grid, std::to_string(block_size_), args, {}, {}, "ctx->cuda->launch", on_chip);
+      emit_launch(index, grid, std::to_string(block_size_), args, {}, {});
     } else {
-      emit_launch(index, grid, std::to_string(block_size_), args, slots, slots, "ctx->cuda->launch", on_chip);
+      emit_launch(index, grid, std::to_string(block_size_), args, slots, slots);
     }
     --indent_;
     line("}");
@@ -4067,8 +4054,7 @@ class CudaEmitter {
                           (contents.parallel ? " and each has at most " + std::to_string(kDeviceLoopMaxElements) +
                                                    " elements"
                                              : std::string()) +
-                          " (on copies of the arrays in the block's shared memory when they fit there and do not "
-                          "share memory), else one launch per loop per step");
+                          ", else one launch per loop per step");
     return true;
   }
 
