@@ -3678,17 +3678,21 @@ class CudaEmitter {
       }
       line("int64_t " + declared + ";");
       line("bool p_carry = false;");
-      line("if (p_first < " + total + ") {");  // every trip is positive
+      // Every trip is positive where the thread has an iteration; the
+      // stride's digits only matter to a thread with a second one.
+      auto split = [&](const std::string& from, const std::vector<std::string>& digits) {
+        line("int64_t p_rest = " + from + ";");
+        for (size_t d = n; d-- > 1;) line(digits[d] + " = plait::split_digit(p_rest, " + levels[d].trip + ");");
+        line(digits[0] + " = p_rest;");
+      };
+      line("if (p_first < " + total + ") {");
       ++indent_;
-      line("int64_t p_rest = 0;");
-      for (const auto& [from, digits] : {std::pair{"p_first", &index}, std::pair{"p_stride", &advance}}) {
-        line(std::string("p_rest = ") + from + ";");
-        for (size_t d = n; d-- > 1;) {
-          line((*digits)[d] + " = p_rest % " + levels[d].trip + ";");
-          line("p_rest /= " + levels[d].trip + ";");
-        }
-        line((*digits)[0] + " = p_rest;");
-      }
+      split("p_first", index);
+      line("if (p_stride < " + total + " - p_first) {");
+      ++indent_;
+      split("p_stride", advance);
+      --indent_;
+      line("}");
       --indent_;
       line("}");
       for (size_t d = n; d-- > 1;) {
