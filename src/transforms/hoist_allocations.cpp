@@ -227,29 +227,34 @@ class ExtentCheck : public ir::IRVisitor {
 
 class Hoister : public ir::IRMutator {
  public:
-  Hoister(const ArrayMentions& function_mentions, const NonNegative& non_negative)
-      : function_mentions_(function_mentions), non_negative_(non_negative) {}
+  Hoister(const Stmt& function_body, const NonNegative& non_negative)
+      : function_body_(function_body), non_negative_(non_negative) {}
   std::vector<ir::Remark> remarks;
 
  protected:
   using IRMutator::visit;
 
-  // Loops are rebuilt by their enclosing block, which receives the
-  // allocations they give up, before them.
+  Stmt visit(const ir::For* node, const Stmt& self) override {
+    return hoist_out_of(IRMutator::visit(node, self), node);
+  }
+  Stmt visit(const ir::While* node, const Stmt& self) override {
+    return hoist_out_of(IRMutator::visit(node, self), node);
+  }
+  // The blocks of hoisted allocations and their loop are spliced into the
+  // enclosing block, where the allocations are candidates for its loop.
   Stmt visit(const ir::Block* node, const Stmt& self) override {
     bool changed = false;
     std::vector<Stmt> stmts;
     for (const Stmt& s : node->stmts) {
       Stmt m = mutate(s);
-      if (!m) {
-        changed = true;
-        continue;
+      if (m != s) changed = true;
+      if (!m) continue;
+      if (spliced_.count(m.get())) {
+        const auto& inner = m->as<ir::Block>()->stmts;
+        stmts.insert(stmts.end(), inner.begin(), inner.end());
+      } else {
+        stmts.push_back(std::move(m));
       }
-      std::vector<Stmt> hoisted;
-      Stmt loop = hoist_out_of(m, &hoisted);
-      if (loop != s) changed = true;
-      stmts.insert(stmts.end(), hoisted.begin(), hoisted.end());
-      stmts.push_back(loop);
     }
     if (!changed) return self;
     return ir::Block::make(std::move(stmts), node->loc);
@@ -257,12 +262,12 @@ class Hoister : public ir::IRMutator {
 
  private:
   // `s` itself, or, when it is a serial loop some of whose allocations move
-  // out, the loop without them (appended to *hoisted).
-  Stmt hoist_out_of(const Stmt& s, std::vector<Stmt>* hoisted) {
+  // out, a block of those allocations and the loop without them. `original`
+  // is the loop in the function as it was, where liveness after it is asked.
+  Stmt hoist_out_of(const Stmt& s, const ir::StmtNode* original) {
     const ir::For* f = s->as<ir::For>();
     const ir::While* w = s->as<ir::While>();
     if (f && f->schedule.kind != ir::LoopKind::Serial) return s;
-    if (!f && !w) return s;
     const Stmt& body = f ? f->body : w->body;
     const ir::Block* block = body->as<ir::Block>();
     if (!block) return s;
@@ -270,50 +275,62 @@ class Hoister : public ir::IRMutator {
                              " (line " + std::to_string(s->loc.line) + ")";
     // Loop variables count as assigned by their loop.
     const std::set<const VarInfo*> assigned = analysis::uses_of(s).writes;
-    ArrayMentions in_body;
+    ArrayMentions in_body, in_header;
     in_body.visit(body);
-    std::vector<Stmt> kept;
+    // The bounds are evaluated, and a `while` condition first tested, before
+    // the first step's allocation.
+    for (const Expr& e : f ? std::vector<Expr>{f->begin, f->end, f->step} : std::vector<Expr>{w->cond})
+      in_header.visit(e);
+    std::vector<Stmt> hoisted, kept;
     for (const Stmt& st : block->stmts) {
       const ir::Allocate* al = st->as<ir::Allocate>();
       if (!al) {
         kept.push_back(st);
         continue;
       }
-      const std::string why = refusal(al, body, in_body, assigned);
-      auto noted = remark_of_.find(al);
+      const std::string why = refusal(al, original, body, in_body, in_header, assigned);
       if (why.empty()) {
-        hoisted->push_back(st);
+        hoisted.push_back(st);
         --in_body.binds[al->array.get()];
-        const std::string text = "temporary `" + al->array->name + "` allocated once before " + what + ", not in every step";
-        if (noted == remark_of_.end()) {
-          remark_of_[al] = remarks.size();
-          remarks.push_back({al->loc, "hoist_allocations", text});
-        } else {
-          remarks[noted->second].message = text;
-        }
-        continue;
+        note(al, true, "temporary `" + al->array->name + "` allocated once before " + what + ", not in every step");
+      } else {
+        note(al, false, "temporary `" + al->array->name + "` is allocated in every step of " + what + ": " + why);
+        kept.push_back(st);
       }
-      // An allocation already moved out of an inner loop keeps that remark.
-      if (noted == remark_of_.end())
-        remarks.push_back({al->loc, "hoist_allocations",
-                           "temporary `" + al->array->name + "` is allocated in every step of " + what + ": " + why});
-      kept.push_back(st);
     }
-    if (hoisted->empty()) return s;
+    if (hoisted.empty()) return s;
     Stmt new_body = ir::Block::make(std::move(kept), block->loc);
-    if (f) return ir::For::make(f->var, f->begin, f->end, f->step, new_body, f->schedule, f->loc);
-    return ir::While::make(w->cond, new_body, w->loc);
+    hoisted.push_back(f ? ir::For::make(f->var, f->begin, f->end, f->step, new_body, f->schedule, f->loc)
+                        : ir::While::make(w->cond, new_body, w->loc));
+    Stmt out = ir::Block::make(std::move(hoisted), s->loc);
+    spliced_.insert(out.get());
+    return out;
   }
 
-  std::string refusal(const ir::Allocate* al, const Stmt& body, const ArrayMentions& in_body,
+  // One remark per allocation (a statement may appear in several versions
+  // of a loop): the outermost loop it moved out of, else why it stays.
+  void note(const ir::Allocate* al, bool hoisted, std::string text) {
+    auto it = remark_of_.find(al);
+    if (it == remark_of_.end()) {
+      remark_of_[al] = {remarks.size(), hoisted};
+      remarks.push_back({al->loc, "hoist_allocations", std::move(text)});
+    } else if (hoisted || !it->second.second) {
+      remarks[it->second.first].message = std::move(text);
+      it->second.second = it->second.second || hoisted;
+    }
+  }
+
+  std::string refusal(const ir::Allocate* al, const ir::StmtNode* original, const Stmt& body,
+                      const ArrayMentions& in_body, const ArrayMentions& in_header,
                       const std::set<const VarInfo*>& assigned) const {
     const ArrayInfo* x = al->array.get();
     if (al->fill != ir::FillKind::Uninitialized) return "its fill (np.zeros, np.ones, np.full) belongs to every step";
-    if (count_of(function_mentions_.mentions, x) != count_of(in_body.mentions, x)) return "it is used outside the loop";
     if (count_of(in_body.binds, x) != 1) return "the loop binds it again";
     if (in_body.bound_to_other_names.count(x)) return "it is bound to another name";
     if (in_body.returned.count(x)) return "it is returned";
+    if (count_of(in_header.mentions, x) > 0) return "the loop's bounds or condition read it";
     if (analysis::may_read_before_write(body, x)) return "a step may read it before allocating it";
+    if (analysis::live_after(function_body_, original, x)) return "it is read after the loop";
     for (const Expr& e : al->shape) {
       ExtentCheck check(assigned, in_body.binds);
       check.visit(e);
@@ -324,19 +341,19 @@ class Hoister : public ir::IRMutator {
     return "";
   }
 
-  const ArrayMentions& function_mentions_;
+  const Stmt& function_body_;
   const NonNegative& non_negative_;
-  std::map<const ir::Allocate*, size_t> remark_of_;
+  std::map<const ir::Allocate*, std::pair<size_t, bool>> remark_of_;  // index, hoisted
+  std::set<const ir::StmtNode*> spliced_;
 };
 
 }  // namespace
 
 void hoist_allocations(ir::Function& function) {
-  ArrayMentions mentions;
-  mentions.visit(function.body);
-  NonNegative non_negative(function.body);
-  Hoister hoister(mentions, non_negative);
-  function.body = hoister.mutate(function.body);
+  const Stmt body = function.body;
+  NonNegative non_negative(body);
+  Hoister hoister(body, non_negative);
+  function.body = hoister.mutate(body);
   for (auto& r : hoister.remarks) function.remarks.push_back(std::move(r));
 }
 

@@ -109,6 +109,45 @@ TEST(HoistAllocations, OutOfEveryEnclosingSerialLoopWhileLegal) {
   EXPECT_FALSE(contains(remarks, "every step of the loop over `i`")) << remarks;
 }
 
+TEST(HoistAllocations, ANameWhoseEarlierValueIsDeadAtTheLoop) {
+  const char* src =
+      "def f(a, T):\n"
+      "    tmp = np.empty(a.shape[0])\n"
+      "    tmp[0] = 2.0\n"
+      "    a[0] = tmp[0]\n"
+      "    for t in range(T):\n"
+      "        tmp = np.empty(a.shape[0])\n"
+      "        tmp[0] = a[0] + t\n"
+      "        a[0] = tmp[0]\n";
+  ir::Function f = lower(src, "f", "f64[::1], int");
+  const std::string text = ir::to_string(f);
+  const size_t loop = text.find("for t in");
+  EXPECT_EQ(text.find("tmp = empty", loop), std::string::npos) << text;
+  EXPECT_TRUE(contains(hoist_remarks(f), "temporary `tmp` allocated once before the loop over `t` (line 5)"));
+}
+
+TEST(HoistAllocations, TheUsualVersionOfATimeLoopVersionedOnAnOverlapTest) {
+  // b and c may share memory: the loop is versioned on the test, made once
+  // before it. The usual version (the last) allocates its temporary before
+  // it; the other keeps it in the branch of its body that the test picks.
+  const char* src =
+      "def f(a, b, c, T):\n"
+      "    for t in range(T):\n"
+      "        tmp = np.empty(a.shape[0])\n"
+      "        for i in range(a.shape[0]):\n"
+      "            tmp[i] = a[i] * t\n"
+      "        b[:] = c + 1.0\n"
+      "        for i in range(a.shape[0]):\n"
+      "            a[i] = tmp[i]\n";
+  ir::Function f = lower(src, "f", "f64[::1], f64[::1], f64[::1], int");
+  const std::string text = ir::to_string(f);
+  const size_t usual = text.rfind("for t in");
+  ASSERT_NE(text.find("for t in"), usual) << text;
+  EXPECT_EQ(text.find("tmp = empty", usual), std::string::npos) << text;
+  EXPECT_NE(text.rfind("tmp = empty", usual), std::string::npos) << text;
+  EXPECT_TRUE(contains(hoist_remarks(f), "temporary `tmp` allocated once before the loop over `t` (line 2)"));
+}
+
 TEST(HoistAllocations, WhileLoop) {
   const char* src =
       "def f(a):\n"
@@ -221,7 +260,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "        tmp = np.empty(a.shape[0])\n"
                 "        tmp[0] = a[0] + t\n"
                 "    return tmp\n",
-                "f64[::1]", "it is used outside the loop"},
+                "f64[::1]", "it is read after the loop"},
         Refusal{"AllocatedTwiceInTheStep",
                 "def f(a):\n"
                 "    s = 0.0\n"
@@ -248,7 +287,15 @@ INSTANTIATE_TEST_SUITE_P(
                 "        a[0] += tmp[0]\n"
                 "        tmp = np.empty(a.shape[0])\n"
                 "        tmp[0] = 1.0\n",
-                "f64[::1]", "it is used outside the loop"},
+                "f64[::1]", "a step may read it before allocating it"},
+        Refusal{"ReadByTheLoopBounds",
+                "def f(a):\n"
+                "    tmp = np.empty(2)\n"
+                "    for t in range(tmp.shape[0]):\n"
+                "        tmp = np.empty(a.shape[0])\n"
+                "        tmp[0] = 1.0\n"
+                "        a[0] += tmp[0]\n",
+                "f64[::1]", "the loop's bounds or condition read it"},
         Refusal{"ReadInTheNextStep",
                 "def f(a):\n"
                 "    s = 0.0\n"
