@@ -13,10 +13,11 @@
 //
 // An allocation `X = empty(shape)` at the top level of a serial `for` or
 // `while` loop's body moves before the loop when
-// - X is mentioned nowhere outside the loop's body, is bound only by this
-//   allocation in it (no second allocation, no `v = X` nor `X = v`), is not
-//   returned, and is not read in a step before the allocation (no value
-//   flows from one step to the next);
+// - X is bound only by this allocation in the body (no second allocation,
+//   no `v = X` nor `X = v`), is not returned, is read neither by the loop's
+//   bounds or condition nor in a step before the allocation (no value flows
+//   into a step), and is not read after the loop (an earlier array of the
+//   same name is dead there);
 // - the extents read no scalar the loop assigns (its variable included), no
 //   array element, and the shape of no array the loop (re)binds, so they
 //   have the same values before the loop;
@@ -25,7 +26,9 @@
 //   such a value, and sums, products, quotients, min and max of those), so
 //   neither NumPy's ValueError for a negative extent nor any other error
 //   changes its place or order.
-// Hoisting is repeated loop by loop outwards as long as it stays legal.
+// Hoisting is repeated loop by loop outwards as long as it stays legal; a
+// loop that is not in a block (an `else` of its own) gets a block of its
+// allocations and itself.
 // Allocations that fill (`np.zeros`, `np.ones`, `np.full`) stay in the
 // loop: their fill is part of every step. Parallel loops keep their
 // allocations (each iteration needs its own; the back ends give each thread

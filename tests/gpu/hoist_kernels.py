@@ -30,8 +30,24 @@ def scaled_steps(a, T):
         a[:] = tmp + 1.0
 
 
+def row_steps(A, out):
+    # A worker's serial loop: its scratch row moves to the top of the worker's
+    # body, one slice of the temporaries' buffer per worker as before.
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        s = 0.0
+        for t in range(3):
+            tmp = np.empty(A.shape[1])
+            for j in range(A.shape[1]):
+                tmp[j] = A[i, j] * t
+            for j in range(A.shape[1]):
+                s += tmp[j]
+        out[i] = s
+
+
 KERNELS = {
     "floyd_warshall": ["i32[:, ::1]", "f64[:, ::1]", "i64[:, :]"],
     "smoothing_steps": ["f64[::1], int", "f32[:], int"],
     "scaled_steps": ["f64[::1], int", "f32[:], int"],
+    "row_steps": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[::1]"],
 }

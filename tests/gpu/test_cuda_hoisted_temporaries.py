@@ -1,6 +1,7 @@
-"""Time loops whose steps allocate scratch arrays (hoist_kernels.py): the
-allocations move before the loop (transforms/hoist_allocations), and the loop
-runs as one persistent kernel. Everywhere: the kernels compile with nvcc and
+"""Serial loops whose steps allocate scratch arrays (hoist_kernels.py): the
+allocations move before the loop (transforms/hoist_allocations), and a time
+loop runs as one persistent kernel; a worker's serial loop keeps one slice
+of the temporaries' buffer per worker. Everywhere: the kernels compile with nvcc and
 NVRTC for sm_90 and the host part with the system compiler, and plaitc's
 remarks say that each temporary is allocated once and that the loop is one
 persistent kernel; the host part allocates the temporaries before the loop.
@@ -32,20 +33,31 @@ on_gpu = pytest.mark.skipif(not plait.cuda_available(),
 (test_device_part_compiles_with_nvcc_without_warnings, test_device_part_compiles_with_nvrtc,
  test_host_part_compiles_with_warnings_as_errors) = compile_tests(KERNELS_FILE, CASES)
 
-TEMPORARIES = {"floyd_warshall": ["_tmp_array0", "_tmp_array2"], "smoothing_steps": ["tmp"], "scaled_steps": ["tmp"]}
-LOOP_VARIABLES = {"floyd_warshall": "k", "smoothing_steps": "t", "scaled_steps": "t"}
+TEMPORARIES = {"floyd_warshall": ["_tmp_array0", "_tmp_array2"], "smoothing_steps": ["tmp"], "scaled_steps": ["tmp"],
+               "row_steps": ["tmp"]}
+LOOP_VARIABLES = {"floyd_warshall": "k", "smoothing_steps": "t", "scaled_steps": "t", "row_steps": "t"}
+TIME_LOOPS = [case for case in CASES if case[0] != "row_steps"]
 
 
 @compiles
 @pytest.mark.parametrize("name,signature", CASES)
-def test_temporaries_are_allocated_once_and_the_loop_is_one_persistent_kernel(name, signature):
+def test_temporaries_are_allocated_once(name, signature):
+    result = plaitc("compile", f"{KERNELS_FILE}::{name}", "--signature", signature, "--target", "cuda",
+                    "--emit", "remarks")
+    assert result.returncode == 0, result.stderr
+    for temporary in TEMPORARIES[name]:
+        assert (f"temporary `{temporary}` allocated once before the loop over `{LOOP_VARIABLES[name]}`"
+                in result.stdout), result.stdout
+
+
+@compiles
+@pytest.mark.parametrize("name,signature", TIME_LOOPS)
+def test_time_loop_is_one_persistent_kernel(name, signature):
     result = plaitc("compile", f"{KERNELS_FILE}::{name}", "--signature", signature, "--target", "cuda",
                     "--emit", "remarks")
     assert result.returncode == 0, result.stderr
     remarks = result.stdout
     loop = f"loop over `{LOOP_VARIABLES[name]}`"
-    for temporary in TEMPORARIES[name]:
-        assert f"temporary `{temporary}` allocated once before the {loop}" in remarks, remarks
     assert f"serial {loop}" in remarks and "all steps in one persistent CUDA kernel" in remarks, remarks
     assert "does not run as one persistent kernel" not in remarks, remarks
 
@@ -89,6 +101,14 @@ def test_user_scratch_arrays(rng, kind, n, steps):
     check(H.smoothing_steps, [floats(rng, n), steps], kind, rtol=1e-12)
     check(H.scaled_steps, [floats(rng, n), steps], kind, rtol=1e-12)
     check(H.scaled_steps, [floats(rng, n, np.float32), steps], kind, rtol=1e-5)
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+@pytest.mark.parametrize("shape", [(0, 5), (1, 1), (7, 33), (300, 1000)])
+def test_scratch_row_of_a_worker(rng, kind, shape):
+    check(H.row_steps, [floats(rng, shape), np.empty(shape[0])], kind, poison=[1], rtol=1e-12)
+    check(H.row_steps, [floats(rng, shape, np.float32), np.empty(shape[0], np.float32)], kind, poison=[1], rtol=1e-4)
 
 
 @on_gpu

@@ -162,6 +162,28 @@ def test_versioned_time_loop_and_a_reused_name(n):
 
 
 @plait.jit
+def row_steps(A, out):
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        s = 0.0
+        for t in range(3):
+            tmp = np.empty(A.shape[1])
+            for j in range(A.shape[1]):
+                tmp[j] = A[i, j] * t
+            for j in range(A.shape[1]):
+                s += tmp[j]
+        out[i] = s
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (3, 0), (37, 21)])
+def test_serial_loop_in_a_parallel_loop(shape, layout):
+    rng = rng_for("rows", shape, layout)
+    check(row_steps, make(rng, np.float64, shape, layout), np.zeros(shape[0]), rtol=1e-12)
+    assert "temporary `tmp` allocated once before the loop over `t`" in row_steps.explain()
+
+
+@plait.jit
 def doubled(a):
     # A temporary whose extent is the bound of the loop that fuses its uses.
     tmp = np.empty(a.shape[0])
