@@ -160,7 +160,6 @@ class NonNegative {
           case ir::BinaryOp::Max:
           case ir::BinaryOp::PyMax:
           case ir::BinaryOp::BitAnd: return holds(b->a) || holds(b->b);
-          case ir::BinaryOp::Shr: return holds(b->a);
           default: return false;
         }
       }
