@@ -6,6 +6,7 @@
 
 #include "transforms/detect_reductions.h"
 #include "transforms/fuse_loop_nests.h"
+#include "transforms/hoist_allocations.h"
 #include "transforms/insert_bounds_checks.h"
 #include "transforms/interchange_reductions.h"
 #include "transforms/normalize_indices.h"
@@ -23,6 +24,9 @@ void run_pipeline(ir::Function& function, const CompileOptions& options, const P
   };
   // One loop for consecutive nests over the same extent; shrink temporaries.
   run("fuse_loop_nests", transforms::fuse_loop_nests);
+  // Scratch arrays of a serial loop's steps allocated once, before it (after
+  // fusion has shrunk them; before declarations, which follow the move).
+  run("hoist_allocations", transforms::hoist_allocations);
   // Where each local lives; privacy in parallel loops follows from it.
   run("place_declarations", transforms::place_declarations);
   // Scalars shared by parallel/simd iterations: reductions, or a race error.

@@ -988,6 +988,11 @@ class Fuser {
       if (!temp) continue;
       std::set<const ArrayInfo*> members;
       for (const auto& m : temp->first) members.insert(m.get());
+      // Bounds that read a member's extent (`range(tmp.shape[0])`) would
+      // lose it with the allocation.
+      for (const Expr& bound : {loop->begin, loop->end, loop->step})
+        for (const ArrayInfo* a : analysis::uses_of(bound).arrays) ok = ok && !members.count(a);
+      if (!ok) continue;
       auto at_own_element = [&](const std::vector<Expr>& idx) {
         bool own = !idx.empty() && is_var(idx[0], loop->var.get());
         for (size_t d = 1; d < idx.size(); ++d) {
