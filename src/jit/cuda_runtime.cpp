@@ -807,6 +807,7 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   api.cooperative_grid = &api_cooperative_grid;
   api.launch_cooperative = &api_launch_cooperative;
   api.launch_shared = &api_launch_shared;
+  api.shared_bytes_limit = rt.d->cuFuncSetAttribute ? static_cast<uint64_t>(rt.shared_bytes_optin) : 0;
   api.gemm = &api_gemm;
   api.gemmt = &api_gemmt;
   api.trmm = &api_trmm;

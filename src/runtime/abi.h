@@ -98,6 +98,9 @@ typedef struct plait_cuda_api {
    * (error in ctx). */
   int32_t (*launch_shared)(struct plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block,
                            uint64_t shared_bytes, void** params);
+  /* The most dynamic shared memory launch_shared can give a kernel without
+   * shared arrays of its own (the device's opt-in limit; 0: none). */
+  uint64_t shared_bytes_limit;
   /* C = alpha * A @ B + beta * C with the GPU's BLAS library, in the call's
    * stream order. A is m x k, B k x n, C m x n, each given by its data and
    * its row and column strides in elements; dtype is PLAIT_FLOAT32 or

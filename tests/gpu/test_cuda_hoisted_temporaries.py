@@ -6,7 +6,7 @@ NVRTC for sm_90 and the host part with the system compiler, and plaitc's
 remarks say that each temporary is allocated once and that the loop is one
 persistent kernel; the host part allocates the temporaries before the loop.
 On a GPU: each kernel runs against the undecorated function on fresh random
-inputs, at sizes 0, 1, odd and past one block's 16384 iterations (a
+inputs, at sizes 0, 1, odd and past one block's 4096 or 16384 iterations (a
 cooperative grid), with strided views, int32, int64, float32 and float64."""
 
 import pathlib

@@ -232,11 +232,12 @@ def test_time_loop_of_parallel_loops(rng, kind, n):
 
 
 # Persistent kernels (docs/cuda.md): a time loop of parallel loops runs as one
-# launch, in one block when a step has at most 16384 iterations per parallel
-# loop, else in a cooperative grid; above 4 Mi iterations, one launch per loop
-# per step. The sizes cover all three, odd shapes, and 0 and 1 steps.
+# launch, in one block when a step has at most 4096 iterations per parallel
+# loop (16384 with its arrays on chip), else in a cooperative grid; above 4 Mi
+# iterations, one launch per loop per step. The sizes cover all of them, odd
+# shapes, and 0 and 1 steps.
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("n", [1, 4, 1001, 16387, 40001])
+@pytest.mark.parametrize("n", [1, 4, 1001, 5003, 16387, 40001])
 @pytest.mark.parametrize("steps", [0, 1, 2, 7])
 def test_persistent_jacobi_1d(rng, kind, n, steps):
     kernel = check(K.jacobi_1d, [steps, floats(rng, n), floats(rng, n)], kind)

@@ -225,6 +225,7 @@ int32_t run_host(const HostPart& part, std::vector<void*> args, plait_result* re
   api.cooperative_grid = &recorded_cooperative_grid;
   api.launch_cooperative = &record_cooperative_launch;
   api.launch_shared = &record_shared_launch;
+  api.shared_bytes_limit = 227 * 1024;
   api.scratch = scratch.data();
   plait_context ctx;
   std::memset(&ctx, 0, sizeof ctx);
@@ -421,7 +422,7 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
 
   HostPart host = build_host("steps", out.host);
   // Only the host's overlap test looks at the data pointers (of one block's arrays).
-  std::vector<double> a_data(1000), b_data(1000);
+  std::vector<double> a_data(20000), b_data(20000);
   plait_array views[2] = {};
   views[0].data = a_data.data();
   views[1].data = b_data.data();
@@ -437,8 +438,8 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
     EXPECT_EQ(run_host(host, {&steps, &views[0], &views[1]}, results, recorder), PLAIT_OK);
     return recorder.launches;
   };
-  // At most 16 iterations per thread of one block: one block, on chip (two
-  // arrays of 1000 float64) when launch_shared takes it...
+  // At most 4 iterations per thread: one block, on chip (two arrays of 1000
+  // float64) when launch_shared takes it...
   std::vector<Recorder::Launch> small = run(5, 1000, 264);
   ASSERT_EQ(small.size(), 1u);
   EXPECT_EQ(small[0].kernel, 1);
@@ -455,9 +456,19 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
   }
   views[1].data = a_data.data();
   std::vector<Recorder::Launch> aliased = run(5, 1000, 264);
-  views[1].data = b_data.data();
   ASSERT_EQ(aliased.size(), 1u);
   EXPECT_EQ(aliased[0].kernel, 0);
+  // Up to 16 iterations per thread the block takes arrays on chip; without
+  // them, past 4 iterations per thread, a cooperative grid.
+  std::vector<Recorder::Launch> grid_of_blocks = run(5, 12002, 264);
+  views[1].data = b_data.data();
+  ASSERT_EQ(grid_of_blocks.size(), 1u);
+  EXPECT_TRUE(grid_of_blocks[0].cooperative);
+  EXPECT_EQ(grid_of_blocks[0].grid, 12u);
+  std::vector<Recorder::Launch> on_chip = run(5, 12002, 264);
+  ASSERT_EQ(on_chip.size(), 1u);
+  EXPECT_EQ(on_chip[0].kernel, 1);
+  EXPECT_EQ(on_chip[0].shared_bytes, 2u * 96016u);
   // More: a cooperative grid of the blocks the 100000 iterations need...
   std::vector<Recorder::Launch> medium = run(5, 100002, 264);
   ASSERT_EQ(medium.size(), 1u);

@@ -1487,17 +1487,22 @@ class CudaEmitter {
     std::string condition, bytes;
   };
 
-  // The on-chip launch of kernel version `index` for `arrays`: taken where
-  // `condition` holds and the arrays do not share memory (a copy each would
-  // split one array's writes from another's reads).
-  OnChipLaunch onchip_launch(int index, const std::vector<ArrayVar>& arrays, const std::string& condition,
-                             SourceLoc loc) {
-    OnChipLaunch on{index, condition, "uint64_t(0)"};
+  // Host code for the on-chip version `index` of a kernel over `arrays`:
+  // declares the bytes its copies take and whether they can be made (at
+  // least 2 steps of `trip`; arrays that fit in the shared memory a block can
+  // have and do not share memory, since a copy each would split one array's
+  // writes from another's reads).
+  OnChipLaunch emit_onchip_choice(int index, const std::vector<ArrayVar>& arrays, const std::string& trip,
+                                  SourceLoc loc) {
+    OnChipLaunch on{index, temp("onchip"), temp("onchip_bytes")};
+    std::string bytes = "uint64_t(0)", condition = trip + " >= 2 && " + on.bytes + " <= ctx->cuda->shared_bytes_limit";
+    for (const ArrayVar& a : arrays)
+      bytes += " + plait_cuda::onchip_bytes(" + element_count(a) + ", sizeof(" + ctype(a->type.dtype) + "))";
     for (size_t i = 0; i < arrays.size(); ++i)
       for (size_t j = i + 1; j < arrays.size(); ++j)
-        on.condition += " && !" + expr(ArraysOverlap::make(arrays[i], arrays[j], false, loc));
-    for (const ArrayVar& a : arrays)
-      on.bytes += " + plait_cuda::onchip_bytes(" + element_count(a) + ", sizeof(" + ctype(a->type.dtype) + "))";
+        condition += " && !" + expr(ArraysOverlap::make(arrays[i], arrays[j], false, loc));
+    line("const uint64_t " + on.bytes + " = " + bytes + ";");
+    line("const bool " + on.condition + " = " + condition + ";");
     return on;
   }
 
@@ -3842,15 +3847,16 @@ class CudaEmitter {
     ++indent_;
     emit_persistent_sizing(loop, begin, step, trip, workers);
     const std::string block = std::to_string(kPersistentBlockSize) + "u";
+    OnChipLaunch on{-1, "false", ""};
+    if (onchip) on = emit_onchip_choice(onchip_index, cap.arrays, trip, loop->loc);
     line("const uint32_t " + grid + " = plait_cuda::persistent_grid(ctx, " + std::to_string(index) + ", " + workers +
-         ", " + block + ");");
+         ", " + block + ", " + on.condition + ");");
     line("if (" + grid + " > 0) {");
     ++indent_;
     // The barrier's arrival count starts at zero (the generation may hold anything).
     line("if (" + grid + " > 1 && ctx->cuda->zero(ctx, plait_cuda::scratch_slot(ctx, " + std::to_string(kBarrierSlot) +
          "), 8) != 0) return ctx->error_kind;");
-    // On chip: one block and several steps.
-    const OnChipLaunch on = onchip_launch(onchip_index, cap.arrays, grid + " == 1 && " + trip + " >= 2", loop->loc);
+    on.condition = grid + " == 1 && " + on.condition;
     emit_launch(index, grid, block, args, {}, {},
                 "(" + grid + " == 1 ? ctx->cuda->launch : ctx->cuda->launch_cooperative)", onchip ? &on : nullptr);
     if (declared(t.get()))
@@ -3867,12 +3873,11 @@ class CudaEmitter {
     line("}");
     remark(loop->loc, what + ": all steps in one persistent CUDA kernel " + name + ", unless a step is large. The host "
                       "counts W, the most iterations of one of its parallel loops at the first and the last step, at "
-                      "each call: W <= 16384: one block of " + std::to_string(kPersistentBlockSize) + " threads, "
-                      "__syncthreads after each parallel loop" +
-                      (onchip ? std::string(" (with at least 2 steps, and arrays that fit in the block's shared "
-                                            "memory without sharing memory with each other: on copies of the arrays "
-                                            "there, copied in before the first step and the written ones back after "
-                                            "the last)")
+                      "each call: W <= 4096, or W <= 16384 with at least 2 steps and arrays that fit in a block's "
+                      "shared memory without sharing memory with each other: one block of " +
+                      std::to_string(kPersistentBlockSize) + " threads, __syncthreads after each parallel loop" +
+                      (onchip ? std::string(" (on copies of the arrays there in the second case, copied in before "
+                                            "the first step and the written ones back after the last)")
                               : std::string()) +
                       "; W <= 4194304: a cooperative launch of at most the resident blocks, a grid barrier after "
                       "each parallel loop; else (or without cooperative launches) one launch per parallel loop per "

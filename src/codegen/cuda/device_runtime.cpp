@@ -779,13 +779,14 @@ inline int32_t team_for(int64_t trip, int32_t cap, int32_t block) {
 // The blocks of `block` threads of a persistent kernel (`kernel`) for a time
 // loop whose steps have at most `workers` iterations in one parallel loop
 // (-1: not known before the launch), by the rule of docs/cuda.md: one block
-// (its barriers are __syncthreads) up to 16 iterations per thread; else as
-// many blocks as the workers need, at most as many as are resident at once,
-// in a cooperative launch (its barriers wait for the whole grid); 0 (one
-// launch per parallel loop per step) above 4 Mi workers, where a step's work
-// hides its launches, or when the GPU cannot launch cooperative kernels.
-inline uint32_t persistent_grid(plait_context* ctx, int32_t kernel, int64_t workers, uint32_t block) {
-  if (workers >= 0 && workers <= 16 * int64_t(block)) return 1;
+// (its barriers are __syncthreads) up to 4 iterations per thread, or 16 when
+// its arrays can be copied on chip (`onchip`); else as many blocks as the
+// workers need, at most as many as are resident at once, in a cooperative
+// launch (its barriers wait for the whole grid); 0 (one launch per parallel
+// loop per step) above 4 Mi workers, where a step's work hides its
+// launches, or when the GPU cannot launch cooperative kernels.
+inline uint32_t persistent_grid(plait_context* ctx, int32_t kernel, int64_t workers, uint32_t block, bool onchip) {
+  if (workers >= 0 && workers <= (onchip ? 16 : 4) * int64_t(block)) return 1;
   if (workers > (int64_t(1) << 22)) return 0;
   const uint32_t resident = ctx->cuda->cooperative_grid(ctx, kernel, block);
   if (resident < 2) return 0;
