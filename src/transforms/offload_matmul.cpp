@@ -1,6 +1,7 @@
 // Pass: matrix products for the target's BLAS library (see offload_matmul.h).
 #include "transforms/offload_matmul.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -373,11 +374,13 @@ struct Term {
 };
 
 // What the matchers of one loop nest share: the nest (its outer loop over
-// the rows i, and the variables it writes), and what they report: whether
-// they found their pattern, why it does not fit, the remark of one that does.
+// the rows i, the variables it writes, the conditions of the branches it is
+// in), and what they report: whether they found their pattern, why it does
+// not fit, the remark of one that does.
 class NestMatcher {
  public:
-  NestMatcher(const Function& fn, const For* fi, const Stmt& self) : fn_(fn), fi_(fi), self_(self) {
+  NestMatcher(const Function& fn, const For* fi, const Stmt& self, const std::vector<Expr>& holding)
+      : fn_(fn), fi_(fi), self_(self), holding_(holding) {
     for (const VarInfo* v : analysis::uses_of(self).writes) nest_vars_.insert(v);
   }
 
@@ -400,6 +403,19 @@ class NestMatcher {
   static Expr equals(const Expr& x, const Expr& y) { return Compare::make(CompareOp::EQ, extent(x), extent(y)); }
   Expr row() const { return VarRef::make(fi_->var); }
 
+  // Whether a path needs a branch condition false that holds where the nest
+  // runs: the version of a loop that copies overlapping arrays keeps the
+  // test it is the `then` branch of, so its plain path never runs.
+  bool never_runs(const std::vector<Expr>& conditions) const {
+    for (const Expr& c : conditions) {
+      const Unary* u = c->as<Unary>();
+      if (!u || u->op != UnaryOp::Not) continue;
+      for (const Expr& h : holding_)
+        if (same(u->a, h)) return true;
+    }
+    return false;
+  }
+
   // An unchecked load of the 2-D `array` at the indices that `store` writes.
   static bool element_at(const Expr& e, const ArrayVar& array, const Store* store) {
     const Load* l = e->as<Load>();
@@ -410,6 +426,7 @@ class NestMatcher {
   const Function& fn_;
   const For* fi_;
   const Stmt& self_;
+  const std::vector<Expr>& holding_;  // conditions of the enclosing `then` branches
   std::set<const VarInfo*> nest_vars_;
 };
 
@@ -1048,7 +1065,7 @@ class SymmetricMatcher : public NestMatcher {
   Stmt match() {
     if (!row_loop_is(false)) return nullptr;
     PlainPath row_path;
-    if (!plain_path(fi_->body, row_path)) return nullptr;
+    if (!plain_path(fi_->body, row_path) || never_runs(row_path.conditions)) return nullptr;
     const std::vector<const PathStep*> row_steps = effects(row_path);
     if (row_steps.size() != 2) return nullptr;
     const For* fj = row_steps[0]->stmt->as<For>();
@@ -1236,7 +1253,7 @@ class MatMulFinder : public IRMutator {
   using IRMutator::visit;
   Stmt visit(const For* fi, const Stmt& self) override {
     if (Stmt m = match(fi, self)) return m;
-    TriangleMatcher triangle(fn_, fi, self);
+    TriangleMatcher triangle(fn_, fi, self, holding_);
     if (Stmt m = triangle.match()) {
       remarks.push_back({fi->loc, "offload_matmul", triangle.remark});
       return m;
@@ -1244,7 +1261,7 @@ class MatMulFinder : public IRMutator {
     if (triangle.found)
       remarks.push_back({fi->loc, "offload_matmul",
                          "triangular update kept as loops, not handed to the BLAS library: " + triangle.why});
-    InPlaceMatcher in_place(fn_, fi, self);
+    InPlaceMatcher in_place(fn_, fi, self, holding_);
     if (Stmt m = in_place.match()) {
       remarks.push_back({fi->loc, "offload_matmul", in_place.remark});
       return m;
@@ -1252,7 +1269,7 @@ class MatMulFinder : public IRMutator {
     if (in_place.found)
       remarks.push_back({fi->loc, "offload_matmul",
                          "triangular product in place kept as loops, not handed to the BLAS library: " + in_place.why});
-    SymmetricMatcher symmetric(fn_, fi, self);
+    SymmetricMatcher symmetric(fn_, fi, self, holding_);
     if (Stmt m = symmetric.match()) {
       remarks.push_back({fi->loc, "offload_matmul", symmetric.remark});
       return m;
@@ -1261,6 +1278,20 @@ class MatMulFinder : public IRMutator {
       remarks.push_back({fi->loc, "offload_matmul",
                          "symmetric product kept as loops, not handed to the BLAS library: " + symmetric.why});
     return IRMutator::visit(fi, self);
+  }
+
+  // The `then` branch runs where the condition holds, as long as the branch
+  // does not assign what the condition reads.
+  Stmt visit(const If* n, const Stmt& self) override {
+    const std::set<const VarInfo*> read = analysis::uses_of(n->cond).reads;
+    const std::set<const VarInfo*> written = analysis::uses_of(n->then_case).writes;
+    const bool holds = std::none_of(read.begin(), read.end(), [&](const VarInfo* v) { return written.count(v); });
+    if (holds) holding_.push_back(n->cond);
+    const Stmt then_case = mutate(n->then_case);
+    if (holds) holding_.pop_back();
+    const Stmt else_case = mutate(n->else_case);
+    if (then_case == n->then_case && else_case == n->else_case) return self;
+    return If::make(n->cond, then_case, else_case, n->loc);
   }
 
  private:
@@ -1324,6 +1355,7 @@ class MatMulFinder : public IRMutator {
   }
 
   const Function& fn_;
+  std::vector<Expr> holding_;  // conditions of the `then` branches the visit is in
 };
 
 }  // namespace
