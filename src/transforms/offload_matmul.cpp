@@ -403,9 +403,10 @@ class NestMatcher {
   static Expr equals(const Expr& x, const Expr& y) { return Compare::make(CompareOp::EQ, extent(x), extent(y)); }
   Expr row() const { return VarRef::make(fi_->var); }
 
-  // Whether a path needs a branch condition false that holds where the nest
-  // runs: the version of a loop that copies overlapping arrays keeps the
-  // test it is the `then` branch of, so its plain path never runs.
+  // Whether a path needs false a condition that holds where the nest runs
+  // (that of an enclosing `then` branch): the lowering's copying version of
+  // a loop over overlapping arrays runs under its overlap test and tests it
+  // again inside, so its plain path never runs there.
   bool never_runs(const std::vector<Expr>& conditions) const {
     for (const Expr& c : conditions) {
       const Unary* u = c->as<Unary>();
