@@ -365,25 +365,65 @@ cublasHandle cublas_handle(plait_context* ctx, const CublasApi& blas, CallState&
   return slot;
 }
 
+// A matrix argument of a BLAS entry: its first element, extents and element
+// strides.
+struct BlasMatrix {
+  const void* data;
+  int64_t rows, cols, rs, cs;
+};
+
+// The library and the layouts a BLAS entry hands it: its output's
+// (row-major where it can be either) and those of its laid-out inputs, in
+// the output's orientation where they can be either.
+struct BlasOperands {
+  const CublasApi* blas = nullptr;
+  BlasLayout out;
+  std::vector<BlasLayout> in;
+};
+
+// The checks every BLAS entry makes before it calls the library; nullopt
+// (the entry declines) for an element type other than float32 and float64,
+// without the library, where an extent or a leading dimension exceeds an
+// int, where cuBLAS cannot take a layout, or where an input overlaps the
+// output. `laid_out` inputs get their layouts (in order); `apart` ones,
+// which the entry lays out itself, are only checked not to overlap it.
+std::optional<BlasOperands> blas_operands(int32_t dtype, const BlasMatrix& out, const std::vector<BlasMatrix>& laid_out,
+                                          const std::vector<BlasMatrix>& apart = {}) {
+  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return std::nullopt;
+  auto too_large = [](const BlasMatrix& x) { return x.rows > kMaxInt || x.cols > kMaxInt; };
+  if (too_large(out)) return std::nullopt;
+  for (const std::vector<BlasMatrix>* inputs : {&laid_out, &apart})
+    for (const BlasMatrix& x : *inputs)
+      if (too_large(x)) return std::nullopt;
+  BlasOperands operands;
+  operands.blas = cublas();
+  if (!operands.blas) return std::nullopt;
+  const std::optional<BlasLayout> out_layout = blas_layout(out.rows, out.cols, out.rs, out.cs, true);
+  if (!out_layout || out_layout->ld > kMaxInt) return std::nullopt;
+  operands.out = *out_layout;
+  for (const BlasMatrix& x : laid_out) {
+    const std::optional<BlasLayout> layout = blas_layout(x.rows, x.cols, x.rs, x.cs, out_layout->row_major);
+    if (!layout || layout->ld > kMaxInt) return std::nullopt;
+    operands.in.push_back(*layout);
+  }
+  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
+  const uint64_t out_bytes = span_bytes(out.rows, out.cols, out.rs, out.cs, element);
+  for (const std::vector<BlasMatrix>* inputs : {&laid_out, &apart})
+    for (const BlasMatrix& x : *inputs)
+      if (overlaps(out.data, out_bytes, x.data, span_bytes(x.rows, x.cols, x.rs, x.cs, element))) return std::nullopt;
+  return operands;
+}
+
 int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
                  int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta,
                  int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
   if (m <= 0 || n <= 0) return kDone;
-  if (k <= 0 || m > kMaxInt || n > kMaxInt || k > kMaxInt) return kDeclined;
-  if (!usable_alpha(alpha, dtype) || (beta_reads_c && beta == 0.0)) return kDeclined;
-  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
-  const CublasApi* blas = cublas();
-  if (!blas) return kDeclined;
-  const std::optional<BlasLayout> lc = blas_layout(m, n, c_rs, c_cs, true);
-  if (!lc) return kDeclined;
-  const std::optional<BlasLayout> la = blas_layout(m, k, a_rs, a_cs, lc->row_major);
-  const std::optional<BlasLayout> lb = blas_layout(k, n, b_rs, b_cs, lc->row_major);
-  if (!la || !lb || la->ld > kMaxInt || lb->ld > kMaxInt || lc->ld > kMaxInt) return kDeclined;
-  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
-  const uint64_t c_bytes = span_bytes(m, n, c_rs, c_cs, element);
-  if (overlaps(c, c_bytes, a, span_bytes(m, k, a_rs, a_cs, element)) ||
-      overlaps(c, c_bytes, b, span_bytes(k, n, b_rs, b_cs, element)))
-    return kDeclined;
+  if (k <= 0 || !usable_alpha(alpha, dtype) || (beta_reads_c && beta == 0.0)) return kDeclined;
+  const std::optional<BlasOperands> operands =
+      blas_operands(dtype, {c, m, n, c_rs, c_cs}, {{a, m, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}});
+  if (!operands) return kDeclined;
+  const CublasApi* blas = operands->blas;
+  const BlasLayout &lc = operands->out, &la = operands->in[0], &lb = operands->in[1];
 
   CallState& s = state_of(ctx);
   const cublasHandle handle = cublas_handle(ctx, *blas, s);
@@ -393,9 +433,9 @@ int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_
   // own transpose's column-major storage (op N) and a column-major one
   // needs op T; for a column-major C, the other way round.
   constexpr int kOpN = 0, kOpT = 1;
-  const bool swap = lc->row_major;
-  const BlasLayout& first = swap ? *lb : *la;
-  const BlasLayout& second = swap ? *la : *lb;
+  const bool swap = lc.row_major;
+  const BlasLayout& first = swap ? lb : la;
+  const BlasLayout& second = swap ? la : lb;
   const int op_first = first.row_major == swap ? kOpN : kOpT;
   const int op_second = second.row_major == swap ? kOpN : kOpT;
   const int rows = static_cast<int>(swap ? n : m), cols = static_cast<int>(swap ? m : n);
@@ -407,13 +447,13 @@ int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_
     status = blas->cublasDgemm_v2(handle, op_first, op_second, rows, cols, static_cast<int>(k), &alpha,
                                   static_cast<const double*>(x), static_cast<int>(first.ld),
                                   static_cast<const double*>(y), static_cast<int>(second.ld), &beta_used,
-                                  static_cast<double*>(c), static_cast<int>(lc->ld));
+                                  static_cast<double*>(c), static_cast<int>(lc.ld));
   } else if (status == 0) {
     const float alpha32 = static_cast<float>(alpha), beta32 = static_cast<float>(beta_used);
     status = blas->cublasSgemm_v2(handle, op_first, op_second, rows, cols, static_cast<int>(k), &alpha32,
                                   static_cast<const float*>(x), static_cast<int>(first.ld),
                                   static_cast<const float*>(y), static_cast<int>(second.ld), &beta32,
-                                  static_cast<float*>(c), static_cast<int>(lc->ld));
+                                  static_cast<float*>(c), static_cast<int>(lc.ld));
   }
   if (status == 0) return kDone;
   record_error(ctx, PLAIT_RUNTIME_ERROR, "a cuBLAS matrix product failed (status " + std::to_string(status) + ")");
@@ -461,28 +501,19 @@ int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, i
                   int64_t a2_rs, int64_t a2_cs, const void* b2, int64_t b2_rs, int64_t b2_cs, double beta,
                   int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
   if (n <= 0) return kDone;
-  if (k <= 0 || n > kMaxInt || k > kMaxInt) return kDeclined;
-  if (!usable_alpha(alpha, dtype) || (a2 && !usable_alpha(alpha2, dtype)) || (beta_reads_c && beta == 0.0))
+  if (k <= 0 || !usable_alpha(alpha, dtype) || (a2 && !usable_alpha(alpha2, dtype)) || (beta_reads_c && beta == 0.0))
     return kDeclined;
-  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
-  const CublasApi* blas = cublas();
-  if (!blas) return kDeclined;
-  const std::optional<BlasLayout> lc = blas_layout(n, n, c_rs, c_cs, true);
-  if (!lc || lc->ld > kMaxInt) return kDeclined;
-  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
-  const uint64_t c_bytes = span_bytes(n, n, c_rs, c_cs, element);
-  auto apart = [&](const void* x, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-    return !overlaps(c, c_bytes, x, span_bytes(rows, cols, rs, cs, element));
-  };
+  std::vector<BlasMatrix> factors{{a, n, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}};
+  if (a2) factors.insert(factors.end(), {{a2, n, k, a2_rs, a2_cs}, {b2, k, n, b2_rs, b2_cs}});
+  const std::optional<BlasOperands> operands = blas_operands(dtype, {c, n, n, c_rs, c_cs}, {}, factors);
+  if (!operands) return kDeclined;
+  const CublasApi* blas = operands->blas;
+  const BlasLayout& lc = operands->out;
   std::vector<TriangleProduct> products;
-  for (int p = 0; p < (a2 ? 2 : 1); ++p) {
-    const void* x = p == 0 ? a : a2;
-    const void* y = p == 0 ? b : b2;
-    const int64_t xrs = p == 0 ? a_rs : a2_rs, xcs = p == 0 ? a_cs : a2_cs;
-    const int64_t yrs = p == 0 ? b_rs : b2_rs, ycs = p == 0 ? b_cs : b2_cs;
-    if (!apart(x, n, k, xrs, xcs) || !apart(y, k, n, yrs, ycs)) return kDeclined;
+  for (size_t p = 0; p < factors.size(); p += 2) {
+    const BlasMatrix &x = factors[p], &y = factors[p + 1];
     const std::optional<TriangleProduct> product =
-        triangle_product(p == 0 ? alpha : alpha2, n, k, x, xrs, xcs, y, yrs, ycs, lc->row_major);
+        triangle_product(p == 0 ? alpha : alpha2, n, k, x.data, x.rs, x.cs, y.data, y.rs, y.cs, lc.row_major);
     if (!product) return kDeclined;
     products.push_back(*product);
   }
@@ -492,7 +523,7 @@ int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, i
   if (!handle) return kFailed;
   // The lower triangle of a row-major C is the upper one of its
   // column-major storage C^T.
-  const int uplo = (upper != 0) != lc->row_major ? 1 : 0;
+  const int uplo = (upper != 0) != lc.row_major ? 1 : 0;
   cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
   // The second product adds to what the first left in C.
   double beta_used = beta_reads_c ? beta : 0.0;
@@ -502,12 +533,12 @@ int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, i
     if (dtype == PLAIT_FLOAT64) {
       status = blas->cublasDsyrkx(handle, uplo, p.op, ni, ki, &p.alpha, static_cast<const double*>(p.x),
                                   static_cast<int>(p.ldx), static_cast<const double*>(p.y), static_cast<int>(p.ldy),
-                                  &beta_used, static_cast<double*>(c), static_cast<int>(lc->ld));
+                                  &beta_used, static_cast<double*>(c), static_cast<int>(lc.ld));
     } else {
       const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(beta_used);
       status = blas->cublasSsyrkx(handle, uplo, p.op, ni, ki, &alpha32, static_cast<const float*>(p.x),
                                   static_cast<int>(p.ldx), static_cast<const float*>(p.y), static_cast<int>(p.ldy),
-                                  &beta32, static_cast<float*>(c), static_cast<int>(lc->ld));
+                                  &beta32, static_cast<float*>(c), static_cast<int>(lc.ld));
     }
     beta_used = 1.0;
   }
@@ -524,15 +555,10 @@ int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, i
 int32_t api_trmm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const void* a, int64_t a_rs, int64_t a_cs,
                  void* b, int64_t b_rs, int64_t b_cs) {
   if (m <= 0 || n <= 0) return kDone;
-  if (m > kMaxInt || n > kMaxInt) return kDeclined;
-  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
-  const CublasApi* blas = cublas();
-  if (!blas) return kDeclined;
-  const std::optional<BlasLayout> lb = blas_layout(m, n, b_rs, b_cs, true);
-  const std::optional<BlasLayout> la = lb ? blas_layout(m, m, a_rs, a_cs, lb->row_major) : std::nullopt;
-  if (!lb || !la || la->ld > kMaxInt || lb->ld > kMaxInt) return kDeclined;
-  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
-  if (overlaps(b, span_bytes(m, n, b_rs, b_cs, element), a, span_bytes(m, m, a_rs, a_cs, element))) return kDeclined;
+  const std::optional<BlasOperands> operands = blas_operands(dtype, {b, m, n, b_rs, b_cs}, {{a, m, m, a_rs, a_cs}});
+  if (!operands) return kDeclined;
+  const CublasApi* blas = operands->blas;
+  const BlasLayout &lb = operands->out, &la = operands->in[0];
 
   CallState& s = state_of(ctx);
   const cublasHandle handle = cublas_handle(ctx, *blas, s);
@@ -542,21 +568,21 @@ int32_t api_trmm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const 
   // from the right by (I + strict_upper(A))^T, a column-major one from the
   // left by I + strict_upper(A).
   constexpr int kLeft = 0, kRight = 1, kLower = 0, kUpper = 1, kOpN = 0, kOpT = 1, kUnit = 1;
-  const int side = lb->row_major ? kRight : kLeft;
-  const int uplo = la->row_major ? kLower : kUpper;
-  const int trans = lb->row_major != la->row_major ? kOpT : kOpN;
-  const int rows = static_cast<int>(lb->row_major ? n : m), cols = static_cast<int>(lb->row_major ? m : n);
+  const int side = lb.row_major ? kRight : kLeft;
+  const int uplo = la.row_major ? kLower : kUpper;
+  const int trans = lb.row_major != la.row_major ? kOpT : kOpN;
+  const int rows = static_cast<int>(lb.row_major ? n : m), cols = static_cast<int>(lb.row_major ? m : n);
   cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
   if (status == 0 && dtype == PLAIT_FLOAT64) {
     const double one = 1.0;
     status = blas->cublasDtrmm_v2(handle, side, uplo, trans, kUnit, rows, cols, &one, static_cast<const double*>(a),
-                                  static_cast<int>(la->ld), static_cast<const double*>(b), static_cast<int>(lb->ld),
-                                  static_cast<double*>(b), static_cast<int>(lb->ld));
+                                  static_cast<int>(la.ld), static_cast<const double*>(b), static_cast<int>(lb.ld),
+                                  static_cast<double*>(b), static_cast<int>(lb.ld));
   } else if (status == 0) {
     const float one = 1.0f;
     status = blas->cublasStrmm_v2(handle, side, uplo, trans, kUnit, rows, cols, &one, static_cast<const float*>(a),
-                                  static_cast<int>(la->ld), static_cast<const float*>(b), static_cast<int>(lb->ld),
-                                  static_cast<float*>(b), static_cast<int>(lb->ld));
+                                  static_cast<int>(la.ld), static_cast<const float*>(b), static_cast<int>(lb.ld),
+                                  static_cast<float*>(b), static_cast<int>(lb.ld));
   }
   if (status == 0) return kDone;
   record_error(ctx, PLAIT_RUNTIME_ERROR,
@@ -573,40 +599,32 @@ int32_t api_symm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, double
                  int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta, int32_t beta_reads_c, void* c,
                  int64_t c_rs, int64_t c_cs) {
   if (m <= 0 || n <= 0) return kDone;
-  if (m > kMaxInt || n > kMaxInt) return kDeclined;
   if (!usable_alpha(alpha, dtype) || (beta_reads_c && beta == 0.0)) return kDeclined;
-  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return kDeclined;
-  const CublasApi* blas = cublas();
-  if (!blas) return kDeclined;
-  const std::optional<BlasLayout> lc = blas_layout(m, n, c_rs, c_cs, true);
-  const std::optional<BlasLayout> lb = lc ? blas_layout(m, n, b_rs, b_cs, lc->row_major) : std::nullopt;
-  const std::optional<BlasLayout> la = lc ? blas_layout(m, m, a_rs, a_cs, lc->row_major) : std::nullopt;
-  if (!lc || !lb || !la || lb->row_major != lc->row_major || la->ld > kMaxInt || lb->ld > kMaxInt || lc->ld > kMaxInt)
-    return kDeclined;
-  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
-  const uint64_t c_bytes = span_bytes(m, n, c_rs, c_cs, element);
-  if (overlaps(c, c_bytes, a, span_bytes(m, m, a_rs, a_cs, element)) ||
-      overlaps(c, c_bytes, b, span_bytes(m, n, b_rs, b_cs, element)))
-    return kDeclined;
+  const std::optional<BlasOperands> operands =
+      blas_operands(dtype, {c, m, n, c_rs, c_cs}, {{a, m, m, a_rs, a_cs}, {b, m, n, b_rs, b_cs}});
+  if (!operands) return kDeclined;
+  const CublasApi* blas = operands->blas;
+  const BlasLayout &lc = operands->out, &la = operands->in[0], &lb = operands->in[1];
+  if (lb.row_major != lc.row_major) return kDeclined;
 
   CallState& s = state_of(ctx);
   const cublasHandle handle = cublas_handle(ctx, *blas, s);
   if (!handle) return kFailed;
   constexpr int kLeft = 0, kRight = 1, kLower = 0, kUpper = 1;
-  const int side = lc->row_major ? kRight : kLeft;
-  const int uplo = la->row_major ? kUpper : kLower;
-  const int rows = static_cast<int>(lc->row_major ? n : m), cols = static_cast<int>(lc->row_major ? m : n);
+  const int side = lc.row_major ? kRight : kLeft;
+  const int uplo = la.row_major ? kUpper : kLower;
+  const int rows = static_cast<int>(lc.row_major ? n : m), cols = static_cast<int>(lc.row_major ? m : n);
   const double beta_used = beta_reads_c ? beta : 0.0;
   cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
   if (status == 0 && dtype == PLAIT_FLOAT64) {
     status = blas->cublasDsymm_v2(handle, side, uplo, rows, cols, &alpha, static_cast<const double*>(a),
-                                  static_cast<int>(la->ld), static_cast<const double*>(b), static_cast<int>(lb->ld),
-                                  &beta_used, static_cast<double*>(c), static_cast<int>(lc->ld));
+                                  static_cast<int>(la.ld), static_cast<const double*>(b), static_cast<int>(lb.ld),
+                                  &beta_used, static_cast<double*>(c), static_cast<int>(lc.ld));
   } else if (status == 0) {
     const float alpha32 = static_cast<float>(alpha), beta32 = static_cast<float>(beta_used);
     status = blas->cublasSsymm_v2(handle, side, uplo, rows, cols, &alpha32, static_cast<const float*>(a),
-                                  static_cast<int>(la->ld), static_cast<const float*>(b), static_cast<int>(lb->ld),
-                                  &beta32, static_cast<float*>(c), static_cast<int>(lc->ld));
+                                  static_cast<int>(la.ld), static_cast<const float*>(b), static_cast<int>(lb.ld),
+                                  &beta32, static_cast<float*>(c), static_cast<int>(lc.ld));
   }
   if (status == 0) return kDone;
   record_error(ctx, PLAIT_RUNTIME_ERROR,

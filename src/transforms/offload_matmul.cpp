@@ -1,6 +1,7 @@
 // Pass: matrix products for the target's BLAS library (see offload_matmul.h).
 #include "transforms/offload_matmul.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -372,6 +373,64 @@ struct Term {
   Expr coefficient;  // float64
 };
 
+// What the matchers of one loop nest share: the nest (its outer loop over
+// the rows i, the variables it writes, the conditions of the branches it is
+// in), and what they report: whether they found their pattern, why it does
+// not fit, the remark of one that does.
+class NestMatcher {
+ public:
+  NestMatcher(const Function& fn, const For* fi, const Stmt& self, const std::vector<Expr>& holding)
+      : fn_(fn), fi_(fi), self_(self), holding_(holding) {
+    for (const VarInfo* v : analysis::uses_of(self).writes) nest_vars_.insert(v);
+  }
+
+  std::string why, remark;
+  bool found = false;
+
+ protected:
+  // Whether the loop over the rows counts from zero without reductions and
+  // runs in parallel, or serially where `parallel` is false.
+  bool row_loop_is(bool parallel) const {
+    return is_parallel(fi_->schedule.kind) == parallel && counts_from_zero(fi_) && fi_->schedule.reductions.empty();
+  }
+
+  std::nullptr_t decline(const std::string& reason) {
+    why = reason;
+    return nullptr;
+  }
+
+  static Expr extent(const Expr& e) { return e->type.kind == ScalarKind::Int64 ? e : Cast::make(ScalarType::i64(), e); }
+  static Expr equals(const Expr& x, const Expr& y) { return Compare::make(CompareOp::EQ, extent(x), extent(y)); }
+  Expr row() const { return VarRef::make(fi_->var); }
+
+  // Whether a path needs false a condition that holds where the nest runs
+  // (that of an enclosing `then` branch): the lowering's copying version of
+  // a loop over overlapping arrays runs under its overlap test and tests it
+  // again inside, so its plain path never runs there.
+  bool never_runs(const std::vector<Expr>& conditions) const {
+    for (const Expr& c : conditions) {
+      const Unary* u = c->as<Unary>();
+      if (!u || u->op != UnaryOp::Not) continue;
+      for (const Expr& h : holding_)
+        if (same(u->a, h)) return true;
+    }
+    return false;
+  }
+
+  // An unchecked load of the 2-D `array` at the indices that `store` writes.
+  static bool element_at(const Expr& e, const ArrayVar& array, const Store* store) {
+    const Load* l = e->as<Load>();
+    return l && l->array == array && !l->checked && l->indices.size() == 2 && same(l->indices[0], store->indices[0]) &&
+           same(l->indices[1], store->indices[1]);
+  }
+
+  const Function& fn_;
+  const For* fi_;
+  const Stmt& self_;
+  const std::vector<Expr>& holding_;  // conditions of the enclosing `then` branches
+  std::set<const VarInfo*> nest_vars_;
+};
+
 // Matches the computation of a triangle of C in a parallel loop over its
 // rows i, recording why it does not fit. Forms (match_update and
 // match_dot_products say more):
@@ -389,17 +448,12 @@ struct Term {
 // (the plain one is matched; the row condition requires that it runs).
 // The triangle is lower when the column slice starts at 0 and ends at i + 1,
 // upper when it starts at i and ends at n.
-class TriangleMatcher {
+class TriangleMatcher : public NestMatcher {
  public:
-  TriangleMatcher(const Function& fn, const For* fi, const Stmt& self) : fn_(fn), fi_(fi), self_(self) {
-    for (const VarInfo* v : analysis::uses_of(self).writes) nest_vars_.insert(v);
-  }
-
-  std::string why;     // set when a triangular update was found but does not fit
-  bool found = false;  // a store into a triangle of C was found
+  using NestMatcher::NestMatcher;
 
   Stmt match() {
-    if (!is_parallel(fi_->schedule.kind) || !counts_from_zero(fi_) || !fi_->schedule.reductions.empty()) return nullptr;
+    if (!row_loop_is(true)) return nullptr;
     Version version;
     if (plain_version(fi_->body, version) && version.loop) {
       auto inner = statements(version.loop->body);
@@ -409,8 +463,6 @@ class TriangleMatcher {
     }
     return match_update();
   }
-
-  std::string remark;
 
  private:
   // parallel for i:
@@ -436,8 +488,8 @@ class TriangleMatcher {
     const bool subtracts = update && update->op == BinaryOp::Sub;
     if (!update || (update->op != BinaryOp::Add && !subtracts) || update->type.kind != dtype_)
       return decline("the update is not C[i, j] + (a sum of products)");
-    const bool c_first = element_of_c(update->a, store);
-    if (!c_first && (subtracts || !element_of_c(update->b, store)))
+    const bool c_first = element_at(update->a, c_, store);
+    if (!c_first && (subtracts || !element_at(update->b, c_, store)))
       return decline("the update is not C[i, j] + (a sum of products)");
     const Expr sum = Substitute(version.values).mutate(c_first ? update->b : update->a);
     std::vector<Term> terms;
@@ -651,19 +703,12 @@ class TriangleMatcher {
                         n, n, k, terms[0].coefficient, beta, fallback, fi_->loc, std::move(tri));
   }
 
-  std::nullptr_t decline(const std::string& reason) {
-    why = reason;
-    return nullptr;
-  }
   bool fail(const std::string& reason) {
     why = reason;
     return false;
   }
 
-  static Expr extent(const Expr& e) { return e->type.kind == ScalarKind::Int64 ? e : Cast::make(ScalarType::i64(), e); }
   static Expr at_most(const Expr& x, const Expr& y) { return Compare::make(CompareOp::LE, extent(x), extent(y)); }
-  Expr row() const { return VarRef::make(fi_->var); }
-  Expr equals(const Expr& x, const Expr& y) const { return Compare::make(CompareOp::EQ, extent(x), extent(y)); }
 
   // The row index of C or of an operand: i, or an expression of i that the
   // row condition checks is i.
@@ -715,12 +760,6 @@ class TriangleMatcher {
     return true;
   }
 
-  bool element_of_c(const Expr& e, const Store* store) const {
-    const Load* l = e->as<Load>();
-    return l && l->array == c_ && !l->checked && l->indices.size() == 2 && same(l->indices[0], store->indices[0]) &&
-           same(l->indices[1], store->indices[1]);
-  }
-
   // `C[i, :] *= beta` over the triangle's columns: beta (float64), or null.
   Expr scaling(const For* f1) {
     auto body = f1 && counts_from_zero(f1) ? statements(f1->body) : std::nullopt;
@@ -729,8 +768,8 @@ class TriangleMatcher {
     if (!st || st->array != c_ || st->checked || st->indices.size() != 2 || !b || b->op != BinaryOp::Mul ||
         b->type.kind != dtype_)
       return decline("the statement before the loop over k is not C[i, :] *= beta");
-    const bool c_first = element_of_c(b->a, st);
-    if (!c_first && !element_of_c(b->b, st))
+    const bool c_first = element_at(b->a, c_, st);
+    if (!c_first && !element_at(b->b, c_, st))
       return decline("the statement before the loop over k is not C[i, :] *= beta");
     const Expr& beta = c_first ? b->b : b->a;
     Invariant check(nest_vars_);
@@ -798,10 +837,6 @@ class TriangleMatcher {
     return true;
   }
 
-  const Function& fn_;
-  const For* fi_;
-  const Stmt& self_;
-  std::set<const VarInfo*> nest_vars_;
   ArrayVar c_;
   ScalarKind dtype_ = ScalarKind::Float64;
   Var k_;
@@ -822,17 +857,12 @@ class TriangleMatcher {
 // them as they were, so the loop is B = B + strict_upper(A') @ B with B's
 // old values, a triangular product in place (unit diagonal). Within a row
 // the columns j are independent (each writes B[i, j] and reads column j).
-class InPlaceMatcher {
+class InPlaceMatcher : public NestMatcher {
  public:
-  InPlaceMatcher(const Function& fn, const For* fi, const Stmt& self) : fn_(fn), fi_(fi), self_(self) {
-    for (const VarInfo* v : analysis::uses_of(self).writes) nest_vars_.insert(v);
-  }
-
-  std::string why, remark;
-  bool found = false;
+  using NestMatcher::NestMatcher;
 
   Stmt match() {
-    if (is_parallel(fi_->schedule.kind) || !counts_from_zero(fi_) || !fi_->schedule.reductions.empty()) return nullptr;
+    if (!row_loop_is(false)) return nullptr;
     auto outer = statements(fi_->body);
     const For* fj = outer && outer->size() == 1 ? (*outer)[0]->as<For>() : nullptr;
     if (!counts_from_zero(fj) || !fj->schedule.reductions.empty()) return nullptr;
@@ -868,12 +898,8 @@ class InPlaceMatcher {
     if (!is_var(unwrapped(store->indices[0]), i) || !is_var(unwrapped(store->indices[1]), j) || !update ||
         update->op != BinaryOp::Add || update->type.kind != dtype)
       return nullptr;
-    auto element_of_b = [&](const Expr& e) {
-      const Load* l = e->as<Load>();
-      return l && l->array == b && !l->checked && l->indices.size() == 2 && same(l->indices[0], store->indices[0]) &&
-             same(l->indices[1], store->indices[1]);
-    };
-    if (!((element_of_b(update->a) && is_var(update->b, t)) || (element_of_b(update->b) && is_var(update->a, t))))
+    if (!((element_at(update->a, b, store) && is_var(update->b, t)) ||
+          (element_at(update->b, b, store) && is_var(update->a, t))))
       return nullptr;
     // A[i + 1 + r, i] (or A[i, i + 1 + r]) and B[i + 1 + r, j], in either order.
     const Load* x = mul->a->as<Load>();
@@ -922,12 +948,6 @@ class InPlaceMatcher {
   }
 
  private:
-  std::nullptr_t decline(const std::string& reason) {
-    why = reason;
-    return nullptr;
-  }
-  static Expr extent(const Expr& e) { return e->type.kind == ScalarKind::Int64 ? e : Cast::make(ScalarType::i64(), e); }
-  static Expr equals(const Expr& x, const Expr& y) { return Compare::make(CompareOp::EQ, extent(x), extent(y)); }
   // `offset + r`: the offset, or null.
   static Expr offset_of(const Expr& e, const Var& r) {
     const Binary* b = e->as<Binary>();
@@ -941,11 +961,6 @@ class InPlaceMatcher {
     return b && b->op == BinaryOp::Add &&
            ((is_var(b->a, fi_->var) && is_int(b->b, 1)) || (is_var(b->b, fi_->var) && is_int(b->a, 1)));
   }
-
-  const Function& fn_;
-  const For* fi_;
-  const Stmt& self_;
-  std::set<const VarInfo*> nest_vars_;
 };
 
 // ---------------------------------------------------------------- symm
@@ -1044,19 +1059,14 @@ bool terms_of(const Expr& e, ScalarKind dtype, std::vector<Expr>& out) {
 // computes from A's lower triangle (the upper one is never read). temp2 is
 // a local array that nothing reads after the loop (each row writes all of
 // it before reading it), so its values need not be kept.
-class SymmetricMatcher {
+class SymmetricMatcher : public NestMatcher {
  public:
-  SymmetricMatcher(const Function& fn, const For* fi, const Stmt& self) : fn_(fn), fi_(fi), self_(self) {
-    for (const VarInfo* v : analysis::uses_of(self).writes) nest_vars_.insert(v);
-  }
-
-  std::string why, remark;
-  bool found = false;
+  using NestMatcher::NestMatcher;
 
   Stmt match() {
-    if (is_parallel(fi_->schedule.kind) || !counts_from_zero(fi_) || !fi_->schedule.reductions.empty()) return nullptr;
+    if (!row_loop_is(false)) return nullptr;
     PlainPath row_path;
-    if (!plain_path(fi_->body, row_path)) return nullptr;
+    if (!plain_path(fi_->body, row_path) || never_runs(row_path.conditions)) return nullptr;
     const std::vector<const PathStep*> row_steps = effects(row_path);
     if (row_steps.size() != 2) return nullptr;
     const For* fj = row_steps[0]->stmt->as<For>();
@@ -1092,9 +1102,9 @@ class SymmetricMatcher {
       std::vector<Expr> terms;
       const Expr value = Substitute(column_steps[0]->values).mutate(update_store->value);
       Factors product;
-      if (terms_of(value, dtype_, terms) && terms.size() == 2 && element_of_c(terms[1], update_store))
+      if (terms_of(value, dtype_, terms) && terms.size() == 2 && element_at(terms[1], c_, update_store))
         std::swap(terms[0], terms[1]);
-      if (terms.size() != 2 || !element_of_c(terms[0], update_store) || !factors_of(terms[1], dtype_, product) ||
+      if (terms.size() != 2 || !element_at(terms[0], c_, update_store) || !factors_of(terms[1], dtype_, product) ||
           !product.coefficient || product.loads.size() != 2 || !invariant(product.coefficient))
         return decline("the update of the rows above i is not C[:i, j] += alpha * B[i, j] * A[i, :i]");
       const Load* x = product.loads[0];
@@ -1143,7 +1153,7 @@ class SymmetricMatcher {
                 terms_of(Substitute(row_steps[1]->values).mutate(store->value), dtype_, terms) && terms.size() == 3;
       bool have_c = false, have_diagonal = false, have_temp = false;
       for (size_t n = 0; ok && n < terms.size(); ++n) {
-        if (!have_c && element_of_c(terms[n], store)) {
+        if (!have_c && element_at(terms[n], c_, store)) {
           have_c = true;
           continue;
         }
@@ -1199,13 +1209,6 @@ class SymmetricMatcher {
   }
 
  private:
-  std::nullptr_t decline(const std::string& reason) {
-    why = reason;
-    return nullptr;
-  }
-  static Expr extent(const Expr& e) { return e->type.kind == ScalarKind::Int64 ? e : Cast::make(ScalarType::i64(), e); }
-  static Expr equals(const Expr& x, const Expr& y) { return Compare::make(CompareOp::EQ, extent(x), extent(y)); }
-  Expr row() const { return VarRef::make(fi_->var); }
   static bool index_is(const Expr& e, const Var& v) { return is_var(unwrapped(e), v); }
   bool invariant(const Expr& e) const {
     Invariant check(nest_vars_);
@@ -1216,11 +1219,6 @@ class SymmetricMatcher {
   bool load_at(const Load* l, const Var& row, const Var& column) const {
     return !l->checked && l->indices.size() == 2 && l->array->type.dtype == dtype_ && index_is(l->indices[0], row) &&
            index_is(l->indices[1], column);
-  }
-  bool element_of_c(const Expr& e, const Store* store) const {
-    const Load* l = e->as<Load>();
-    return l && l->array == c_ && !l->checked && l->indices.size() == 2 && same(l->indices[0], store->indices[0]) &&
-           same(l->indices[1], store->indices[1]);
   }
   // `array` is no argument and has no other name (no binding takes it or
   // gives it), so that nothing sees its values after the loop unless a
@@ -1242,10 +1240,6 @@ class SymmetricMatcher {
     return !binds.found && !analysis::live_after(fn_.body, fi_, array.get());
   }
 
-  const Function& fn_;
-  const For* fi_;
-  const Stmt& self_;
-  std::set<const VarInfo*> nest_vars_;
   ArrayVar c_, a_, b_, temp_;
   ScalarKind dtype_ = ScalarKind::Float64;
   std::vector<Expr> conditions_;
@@ -1260,7 +1254,7 @@ class MatMulFinder : public IRMutator {
   using IRMutator::visit;
   Stmt visit(const For* fi, const Stmt& self) override {
     if (Stmt m = match(fi, self)) return m;
-    TriangleMatcher triangle(fn_, fi, self);
+    TriangleMatcher triangle(fn_, fi, self, holding_);
     if (Stmt m = triangle.match()) {
       remarks.push_back({fi->loc, "offload_matmul", triangle.remark});
       return m;
@@ -1268,7 +1262,7 @@ class MatMulFinder : public IRMutator {
     if (triangle.found)
       remarks.push_back({fi->loc, "offload_matmul",
                          "triangular update kept as loops, not handed to the BLAS library: " + triangle.why});
-    InPlaceMatcher in_place(fn_, fi, self);
+    InPlaceMatcher in_place(fn_, fi, self, holding_);
     if (Stmt m = in_place.match()) {
       remarks.push_back({fi->loc, "offload_matmul", in_place.remark});
       return m;
@@ -1276,7 +1270,7 @@ class MatMulFinder : public IRMutator {
     if (in_place.found)
       remarks.push_back({fi->loc, "offload_matmul",
                          "triangular product in place kept as loops, not handed to the BLAS library: " + in_place.why});
-    SymmetricMatcher symmetric(fn_, fi, self);
+    SymmetricMatcher symmetric(fn_, fi, self, holding_);
     if (Stmt m = symmetric.match()) {
       remarks.push_back({fi->loc, "offload_matmul", symmetric.remark});
       return m;
@@ -1285,6 +1279,20 @@ class MatMulFinder : public IRMutator {
       remarks.push_back({fi->loc, "offload_matmul",
                          "symmetric product kept as loops, not handed to the BLAS library: " + symmetric.why});
     return IRMutator::visit(fi, self);
+  }
+
+  // The `then` branch runs where the condition holds, as long as the branch
+  // does not assign what the condition reads.
+  Stmt visit(const If* n, const Stmt& self) override {
+    const std::set<const VarInfo*> read = analysis::uses_of(n->cond).reads;
+    const std::set<const VarInfo*> written = analysis::uses_of(n->then_case).writes;
+    const bool holds = std::none_of(read.begin(), read.end(), [&](const VarInfo* v) { return written.count(v); });
+    if (holds) holding_.push_back(n->cond);
+    const Stmt then_case = mutate(n->then_case);
+    if (holds) holding_.pop_back();
+    const Stmt else_case = mutate(n->else_case);
+    if (then_case == n->then_case && else_case == n->else_case) return self;
+    return If::make(n->cond, then_case, else_case, n->loc);
   }
 
  private:
@@ -1348,6 +1356,7 @@ class MatMulFinder : public IRMutator {
   }
 
   const Function& fn_;
+  std::vector<Expr> holding_;  // conditions of the `then` branches the visit is in
 };
 
 }  // namespace

@@ -14,7 +14,7 @@ import pytest
 
 import plait
 import triangle_kernels as T
-from test_cuda_codegen import PLAITC, compile_tests, emit_from
+from test_cuda_codegen import PLAITC, compile_tests, emit_from, plaitc
 from test_cuda_run import KINDS, check
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -51,6 +51,19 @@ def test_triangles_call_gemmt_and_other_nests_keep_their_loops(tmp_path, name, s
     if offloaded:
         # The loops stay as the fallback, after the row check.
         assert "if (p_gemm" in host and "p_ok" in host
+
+
+@compiles
+@pytest.mark.parametrize("name", ["symm", "symm_serial"])
+def test_symm_is_called_only_where_the_rows_can_take_the_plain_path(tmp_path, name):
+    # The version of the row loop that copies overlapping arrays keeps the
+    # overlap test that the rows' plain path needs false: it keeps its loops.
+    host = emit_from(KERNELS_FILE, tmp_path, name, T.KERNELS[name][0], "cpp").read_text()
+    assert host.count("ctx->cuda->symm(") == 1
+    remarks = plaitc("compile", f"{KERNELS_FILE}::{name}", "--signature", T.KERNELS[name][0], "--target", "cuda",
+                     "--emit", "remarks")
+    assert remarks.returncode == 0, remarks.stderr
+    assert remarks.stdout.count("handed to the BLAS library as one symm") == 1
 
 
 @compiles
