@@ -86,7 +86,7 @@ def test_version():
     result = run_plaitc("--version")
     assert result.returncode == 0
     assert result.stdout.startswith("plaitc ")
-    assert "+abi8" in result.stdout
+    assert "+abi9" in result.stdout
 
 
 def test_help():
