@@ -3832,8 +3832,7 @@ class CudaEmitter {
       const std::string body = device_.str().substr(body_from);
       device_ << "}\n";
       if (onchip)
-        emit_onchip_kernel(what + ": all steps in one block", onchip_index, kPersistentBlockSize, onchip_params, "",
-                           body, loop, cap.arrays);
+        emit_onchip_kernel(what + ": all steps in one block", onchip_index, onchip_params, body, loop, cap.arrays);
     }
 
     // Host: the choice and the launch.
@@ -3873,9 +3872,12 @@ class CudaEmitter {
     line("}");
     remark(loop->loc, what + ": all steps in one persistent CUDA kernel " + name + ", unless a step is large. The host "
                       "counts W, the most iterations of one of its parallel loops at the first and the last step, at "
-                      "each call: W <= 4096, or W <= 16384 with at least 2 steps and arrays that fit in a block's "
-                      "shared memory without sharing memory with each other: one block of " +
-                      std::to_string(kPersistentBlockSize) + " threads, __syncthreads after each parallel loop" +
+                      "each call: W <= 4096" +
+                      (onchip ? std::string(", or W <= 16384 with at least 2 steps and arrays that fit in a block's "
+                                            "shared memory without sharing memory with each other")
+                              : std::string()) +
+                      ": one block of " + std::to_string(kPersistentBlockSize) +
+                      " threads, __syncthreads after each parallel loop" +
                       (onchip ? std::string(" (on copies of the arrays there in the second case, copied in before "
                                             "the first step and the written ones back after the last)")
                               : std::string()) +
@@ -3892,19 +3894,17 @@ class CudaEmitter {
     return count;
   }
 
-  // The version `index` of a one-block kernel whose body is `body` (its
+  // The version `index` of a persistent kernel whose body is `body` (its
   // text after the opening brace, at indent 1), on copies of `arrays` in
-  // shared memory: `params` name their pointers and strides `p_global_...`;
-  // `shared` declares the body's own shared arrays. The body runs in a
-  // lambda, so that its `return`s (a failed assertion's) still reach the
-  // copies back of the arrays `loop` writes.
-  void emit_onchip_kernel(const std::string& what, int index, int block, const std::vector<std::string>& params,
-                          const std::string& shared, const std::string& body, const For* loop,
-                          const std::vector<ArrayVar>& arrays) {
+  // shared memory: `params` name their pointers and strides `p_global_...`.
+  // The body runs in a lambda, so that its `return`s (a failed assertion's)
+  // still reach the copies back of the arrays `loop` writes.
+  void emit_onchip_kernel(const std::string& what, int index, const std::vector<std::string>& params,
+                          const std::string& body, const For* loop, const std::vector<ArrayVar>& arrays) {
     device_ << "\n// " << what << ", on copies of its arrays in shared memory\n";
     line_directive(loop->loc);
-    device_ << "extern \"C\" __global__ void __launch_bounds__(" << block << ") "
-            << kernel_names_[static_cast<size_t>(index)] << "(" << join(params, ", ") << ") {\n" << shared;
+    device_ << "extern \"C\" __global__ void __launch_bounds__(" << kPersistentBlockSize << ") "
+            << kernel_names_[static_cast<size_t>(index)] << "(" << join(params, ", ") << ") {\n";
     indent_ = 1;
     emit_onchip_copies(arrays, nullptr);
     line("[&]() {");
