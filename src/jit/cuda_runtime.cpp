@@ -688,7 +688,7 @@ CudaModule::~CudaModule() {
 }
 
 uint32_t CudaModule::cooperative_grid(int index, uint32_t block) const {
-  std::lock_guard<std::mutex> lock(cooperative_mutex_);
+  std::lock_guard<std::mutex> lock(facts_mutex_);
   auto it = cooperative_grids_.find({index, block});
   if (it != cooperative_grids_.end()) return it->second;
   Runtime& rt = require_runtime();
@@ -707,7 +707,7 @@ uint32_t CudaModule::cooperative_grid(int index, uint32_t block) const {
 bool CudaModule::allow_shared_bytes(int index, uint64_t bytes) const {
   constexpr uint64_t kWithoutOptin = 48 * 1024;  // dynamic shared memory any kernel may take
   if (bytes <= kWithoutOptin) return true;
-  std::lock_guard<std::mutex> lock(cooperative_mutex_);
+  std::lock_guard<std::mutex> lock(facts_mutex_);
   auto it = shared_bytes_allowed_.find(index);
   if (it != shared_bytes_allowed_.end() && it->second >= bytes) return true;
   Runtime& rt = require_runtime();

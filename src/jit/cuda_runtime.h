@@ -59,9 +59,9 @@ class CudaModule {
   CudaModule() = default;
   void* module_ = nullptr;
   std::vector<void*> functions_;
-  mutable std::mutex cooperative_mutex_;
+  mutable std::mutex facts_mutex_;  // guards the two maps below, each filled once per kernel
   mutable std::map<std::pair<int, uint32_t>, uint32_t> cooperative_grids_;
-  mutable std::map<int, uint64_t> shared_bytes_allowed_;  // guarded by cooperative_mutex_
+  mutable std::map<int, uint64_t> shared_bytes_allowed_;
 };
 
 struct DeviceBuild {

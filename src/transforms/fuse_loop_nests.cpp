@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "analysis/array_mentions.h"
 #include "analysis/var_uses.h"
 #include "ir/ir_mutator.h"
 #include "ir/ir_printer.h"
@@ -161,45 +162,9 @@ ArrayFacts gather_facts(const std::vector<ir::Param>& function_params, const Stm
 // How often each array is mentioned (accessed, measured, returned, bound).
 template <typename Node>
 std::map<const ArrayInfo*, int> count_mentions(const Node& s) {
-  struct Mentions : ir::IRVisitor {
-    std::map<const ArrayInfo*, int> count;
-    using IRVisitor::visit;
-    void visit(const ir::Load* l) override {
-      ++count[l->array.get()];
-      IRVisitor::visit(l);
-    }
-    void visit(const ir::ArrayDim* d) override { ++count[d->array.get()]; }
-    void visit(const ir::ArraysOverlap* o) override {
-      ++count[o->a.get()];
-      ++count[o->b.get()];
-    }
-    void visit(const ir::Store* x) override {
-      ++count[x->array.get()];
-      IRVisitor::visit(x);
-    }
-    void visit(const ir::AtomicUpdate* x) override {
-      ++count[x->array.get()];
-      IRVisitor::visit(x);
-    }
-    void visit(const ir::Return* r) override {
-      for (const auto& v : r->values)
-        if (v.array) ++count[v.array.get()];
-      IRVisitor::visit(r);
-    }
-    void visit(const ir::Allocate* a) override {
-      ++count[a->array.get()];
-      IRVisitor::visit(a);
-    }
-    void visit(const ir::ArrayBind* b) override {
-      ++count[b->dst.get()];
-      ++count[b->src.get()];
-    }
-    void visit(const ir::Declare* d) override {
-      if (d->array) ++count[d->array.get()];
-    }
-  } m;
+  analysis::ArrayMentions m;
   m.visit(s);
-  return m.count;
+  return m.mentions;
 }
 
 struct Access {

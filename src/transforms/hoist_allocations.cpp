@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/array_mentions.h"
 #include "analysis/var_uses.h"
 #include "ir/ir_mutator.h"
 #include "ir/ir_printer.h"
@@ -16,68 +17,11 @@ namespace plait::transforms {
 
 namespace {
 
+using analysis::ArrayMentions;
 using ir::ArrayInfo;
 using ir::Expr;
 using ir::Stmt;
 using ir::VarInfo;
-
-// How a piece of IR mentions each array: every mention, the bindings
-// (allocations, and `dst` of `dst = src`), and the ways it can outlive a
-// step (the source of a binding, a returned value).
-class ArrayMentions : public ir::IRVisitor {
- public:
-  std::map<const ArrayInfo*, int> mentions;
-  std::map<const ArrayInfo*, int> binds;
-  std::set<const ArrayInfo*> bound_to_other_names;
-  std::set<const ArrayInfo*> returned;
-  using IRVisitor::visit;
-
- protected:
-  void visit(const ir::Load* n) override {
-    ++mentions[n->array.get()];
-    IRVisitor::visit(n);
-  }
-  void visit(const ir::ArrayDim* n) override { ++mentions[n->array.get()]; }
-  void visit(const ir::ArraysOverlap* n) override {
-    ++mentions[n->a.get()];
-    ++mentions[n->b.get()];
-  }
-  void visit(const ir::Store* n) override {
-    ++mentions[n->array.get()];
-    IRVisitor::visit(n);
-  }
-  void visit(const ir::AtomicUpdate* n) override {
-    ++mentions[n->array.get()];
-    IRVisitor::visit(n);
-  }
-  void visit(const ir::Declare* n) override {
-    if (n->array) ++mentions[n->array.get()];
-  }
-  void visit(const ir::Allocate* n) override {
-    ++mentions[n->array.get()];
-    ++binds[n->array.get()];
-    IRVisitor::visit(n);
-  }
-  void visit(const ir::ArrayBind* n) override {
-    ++mentions[n->dst.get()];
-    ++mentions[n->src.get()];
-    ++binds[n->dst.get()];
-    bound_to_other_names.insert(n->src.get());
-  }
-  void visit(const ir::Return* n) override {
-    for (const ir::ReturnValue& v : n->values)
-      if (v.array) {
-        ++mentions[v.array.get()];
-        returned.insert(v.array.get());
-      }
-    IRVisitor::visit(n);
-  }
-  void visit(const ir::MatMul* n) override {
-    for (const ir::ArrayVar& a : {n->c, n->a, n->b, n->triangle.a2, n->triangle.b2})
-      if (a) ++mentions[a.get()];
-    IRVisitor::visit(n);
-  }
-};
 
 int count_of(const std::map<const ArrayInfo*, int>& counts, const ArrayInfo* a) {
   auto it = counts.find(a);

@@ -1460,6 +1460,26 @@ class CudaEmitter {
     return out;
   }
 
+  // The lanes p_u of a group of `w` iterations, unrolled; in the partial
+  // group only the first `tail`. `lane` emits one lane's statements.
+  void emit_group_lanes(const std::string& w, bool partial, const std::string& tail,
+                        const std::function<void()>& lane) {
+    line("#pragma unroll");
+    line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
+    ++indent_;
+    if (partial) {
+      line("if (p_u < " + tail + ") {");
+      ++indent_;
+    }
+    lane();
+    if (partial) {
+      --indent_;
+      line("}");
+    }
+    --indent_;
+    line("}");
+  }
+
   // Host code that declares the parameter array cuLaunchKernel takes for
   // `args`; returns its name.
   std::string emit_launch_params(const std::vector<std::string>& args) {
@@ -1813,23 +1833,12 @@ class CudaEmitter {
         line(lanes_type(s->array->type.dtype) + " " + name + "{};");
         group_stores_[s] = name;
       }
-      line("#pragma unroll");
-      line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
-      ++indent_;
-      if (partial) {
-        line("if (p_u < " + tail + ") {");
-        ++indent_;
-      }
-      line("const int64_t " + k + " = " + k0 + " + p_u;");
-      group_lane_ = "p_u";
-      iteration();
-      group_lane_.clear();
-      if (partial) {
-        --indent_;
-        line("}");
-      }
-      --indent_;
-      line("}");
+      emit_group_lanes(w, partial, tail, [&] {
+        line("const int64_t " + k + " = " + k0 + " + p_u;");
+        group_lane_ = "p_u";
+        iteration();
+        group_lane_.clear();
+      });
       if (!stores.empty()) {
         at_iteration(k0, [&] {
           for (const auto& [s, name] : stores)
@@ -1921,16 +1930,11 @@ class CudaEmitter {
                      vector_access(row->load, partial) + ", " + n + ");");
               });
             }
-            line("#pragma unroll");
-            line("for (int p_u = 0; p_u < " + w + "; ++p_u) {");
-            ++indent_;
-            if (partial) {
-              line("if (p_u < " + tail + ") {");
-              ++indent_;
-            }
-            if (vector_load) {
-              line(name + "[p_c * " + w + " + p_u] = " + lanes + ".v[p_u];");
-            } else {
+            emit_group_lanes(w, partial, tail, [&] {
+              if (vector_load) {
+                line(name + "[p_c * " + w + " + p_u] = " + lanes + ".v[p_u];");
+                return;
+              }
               line("const int64_t " + k + " = " + k0 + " + p_u;");
               scopes_.emplace_back();
               line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) +
@@ -1938,13 +1942,7 @@ class CudaEmitter {
               scopes_.back().insert(v.get());
               line(name + "[p_c * " + w + " + p_u] = " + memory_load(row->load) + ";");
               scopes_.pop_back();
-            }
-            if (partial) {
-              --indent_;
-              line("}");
-            }
-            --indent_;
-            line("}");
+            });
           });
         }
         --indent_;
