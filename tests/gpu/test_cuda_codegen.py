@@ -336,8 +336,13 @@ def test_softmax_array_form_spreads_the_row_maximum_and_keeps_rows_in_registers(
 
 
 def test_softmax_loop_form_reads_x_once_into_registers(tmp_path):
-    device = emit(tmp_path, "row_softmax", "f32[:, ::1], f32[:, ::1]", "cu").read_text()
+    full = emit(tmp_path, "row_softmax", "f32[:, ::1], f32[:, ::1]", "cu").read_text()
+    # The kernel and its wide version for rows longer than 4096 (docs/cuda.md,
+    # "Wide blocks for long rows"): the same body, blocks of 512.
+    device, wide = full.split("__launch_bounds__(512) plait_row_softmax_k0_wide(")
+    assert "__launch_bounds__(256) plait_row_softmax_k0(" in device
     assert len(re.findall(r"p_row\d+\[p_c \* 4 \+ p_u\] = p_lanes\d+\.v\[p_u\];", device)) == 2
+    assert len(re.findall(r"p_row\d+\[p_c \* 4 \+ p_u\] = p_lanes\d+\.v\[p_u\];", wide)) == 2
     # exp(x - m) once per element in the registers' iterations: the last
     # loop reads the sum's values (docs/cuda.md, "Values kept in registers").
     # (Twice in the source: for a whole group and for the partial one.)

@@ -6,8 +6,9 @@ them) or infinities, for np.maximum, np.max and both argument orders of the
 builtin max/min; softmax in loop and array form, in place, and a kernel
 whose rows are re-read and rewritten between loops keep rows in registers
 and give the same results for rows of 0 to 8193 elements (teams of a warp to
-256 threads, rows longer than the registers hold), float32 and float64,
-contiguous and strided."""
+256 threads, rows longer than the registers hold, which from 2049 float64 or
+4097 float32 elements run in the kernels' wide versions with teams of 512
+threads), float32 and float64, contiguous and strided."""
 
 import numpy as np
 import pytest
@@ -156,6 +157,7 @@ def test_explain_names_rows_in_registers_and_the_ordered_rerun(rng):
     assert "in order" not in explain
     explain = check(K.row_softmax, [x, np.empty(x.shape, np.float32)], "numpy", poison=[1], rtol=1e-5).explain()
     assert "`x` is kept in registers between the loops" in explain
+    assert "the kernel's wide version plait_row_softmax_k0_wide runs instead" in explain
     explain = check(K.row_extremes_builtin_reversed, [x, np.empty(40, np.float32), np.empty(40, np.float32)],
                     "numpy", poison=[1, 2]).explain()
     assert "the team runs the loop again in order when it sees one" in explain

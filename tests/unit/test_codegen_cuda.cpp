@@ -107,6 +107,30 @@ Function row_sums() {
   return function("rowsum", {{nullptr, m}, {nullptr, out}}, {loop});
 }
 
+// parallel i: s = sum of m[i, :] (simd reduction); simd j: out[i, j] = m[i, j] * s
+// (`m` is kept in registers between the two spread loops).
+Function row_scaled_by_sum() {
+  ArrayVar m = std::make_shared<ArrayInfo>(ArrayInfo{"m", ArrayType{ScalarKind::Float32, 2, Layout::C}, {}, true});
+  ArrayVar out = std::make_shared<ArrayInfo>(ArrayInfo{"out", ArrayType{ScalarKind::Float32, 2, Layout::C}, {}, true});
+  Var i = var("i", ScalarType::i64()), j = var("j", ScalarType::i64()), k = var("k", ScalarType::i64()),
+      s = var("s", ScalarType::f32());
+  Stmt sum = For::make(j, i64(0), ArrayDim::make(m, 1), i64(1),
+                       Block::make({Assign::make(s, Binary::make(BinaryOp::Add, vref(s),
+                                                                 Load::make(m, {vref(i), vref(j)}), ScalarType::f32()),
+                                                 at(5))}),
+                       schedule(LoopKind::Vectorized, {{s, ReduceOp::Add}}), at(4));
+  Stmt scale = For::make(k, i64(0), ArrayDim::make(m, 1), i64(1),
+                         Block::make({Store::make(out, {vref(i), vref(k)},
+                                                  Binary::make(BinaryOp::Mul, Load::make(m, {vref(i), vref(k)}),
+                                                               vref(s), ScalarType::f32()),
+                                                  false, at(7))}),
+                         schedule(LoopKind::Vectorized), at(6));
+  Stmt loop = For::make(i, i64(0), ArrayDim::make(m, 0), i64(1),
+                        Block::make({Assign::make(s, FloatImm::make(0.0, ScalarType::f32()), at(3)), sum, scale}),
+                        schedule(LoopKind::Parallel), at(2));
+  return function("rowscale", {{nullptr, m}, {nullptr, out}}, {loop});
+}
+
 // for t in range(steps): parallel i in [1, n - 1): b[i] = a[i - 1] + a[i + 1];
 //                        parallel i in [1, n - 1): a[i] = b[i]
 // and, with `host_scalar`, `count = count + 1` in each step (count is
@@ -345,6 +369,53 @@ TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
   EXPECT_EQ(run_host(host, {&m, &o}, results, short_rows), PLAIT_OK);
   ASSERT_EQ(short_rows.launches.size(), 1u);
   EXPECT_EQ(short_rows.launches[0].grid, 125u);  // a warp per row: 8 rows per block
+
+  expect_nvrtc_compiles(out.device, out.kernel_names);
+}
+
+TEST(CodegenCuda, RowsLongerThanTheBlocksRegistersRunInTheWideVersion) {
+  codegen::CudaSources out = codegen::generate_cuda(row_scaled_by_sum(), CompileOptions{});
+  ASSERT_EQ(out.kernel_names.size(), 2u) << out.device;
+  EXPECT_EQ(out.kernel_names[1], out.kernel_names[0] + "_wide");
+  EXPECT_NE(out.device.find("__launch_bounds__(512) " + out.kernel_names[1] + "("), std::string::npos);
+  EXPECT_NE(out.device.find("p_part_f32[16];"), std::string::npos);  // a partial value per warp of 512 threads
+  bool explained = false;
+  for (const Remark& r : out.remarks) explained = explained || r.message.find("wide version") != std::string::npos;
+  EXPECT_TRUE(explained);
+
+  HostPart host = build_host("rowscale", out.host);
+  plait_array m{}, o{};
+  auto rows = [&](int64_t n, int64_t length) {
+    m.shape[0] = o.shape[0] = n;
+    m.shape[1] = o.shape[1] = length;
+    m.strides[0] = o.strides[0] = length;
+    m.strides[1] = o.strides[1] = 1;
+  };
+  plait_result results[1];
+  // 4096 float32 (16 per thread in registers): a team of the block's 256 threads.
+  rows(100, 4096);
+  Recorder fits;
+  EXPECT_EQ(run_host(host, {&m, &o}, results, fits), PLAIT_OK);
+  ASSERT_EQ(fits.launches.size(), 1u);
+  EXPECT_EQ(fits.launches[0].kernel, 0);
+  EXPECT_EQ(fits.launches[0].block, 256u);
+  EXPECT_EQ(fits.launches[0].grid, 100u);
+  // 4097 and more: the wide version, a team of 512 threads per row.
+  rows(100, 8192);
+  Recorder wide;
+  EXPECT_EQ(run_host(host, {&m, &o}, results, wide), PLAIT_OK);
+  ASSERT_EQ(wide.launches.size(), 1u);
+  EXPECT_EQ(wide.launches[0].kernel, 1);
+  EXPECT_EQ(wide.launches[0].block, 512u);
+  EXPECT_EQ(wide.launches[0].grid, 100u);
+
+  // A configured largest team, or blocks of 512 already: no wide version.
+  CompileOptions capped;
+  capped.cuda_launch.max_team = 128;
+  EXPECT_EQ(codegen::generate_cuda(row_scaled_by_sum(), capped).kernel_names.size(), 1u);
+  CompileOptions large;
+  large.cuda_launch.threads = 512;
+  EXPECT_EQ(codegen::generate_cuda(row_scaled_by_sum(), large).kernel_names.size(), 1u);
 
   expect_nvrtc_compiles(out.device, out.kernel_names);
 }

@@ -50,6 +50,10 @@ constexpr int64_t kMaxReductionBlocks = 2048;
 // (8192 warps fill 132 SMs' 2048 threads twice over): a worker whose loops
 // the cost rule keeps serial gets a team of threads instead.
 constexpr int64_t kFewWorkers = 8192;
+// The largest block of a kernel's wide version (emit_parallel_kernel): with
+// __launch_bounds__(1024) a thread has at most 64 registers, fewer than the
+// rows it would keep in them take.
+constexpr int kWideBlockLimit = 512;
 // emit_device_serial_loop: the largest dimension of the arrays a serial loop
 // touches for its steps to run on one team of the block's threads; and,
 // when its steps hold parallel loops of the user's (whose iterations a launch
@@ -3075,17 +3079,38 @@ class CudaEmitter {
     }
     std::string team;  // host: the team size, when the worker is a team
     const int width = plan.team ? cuda::group_width(plan) : 1;
+    // A team that keeps rows in registers and wants more threads than the
+    // block has (a row longer than the block's registers hold) runs in a
+    // second version of the kernel with blocks twice as large: the rest of
+    // the row is otherwise read from memory again (docs/cuda.md, "Wide
+    // blocks for long rows").
+    const bool wide_version = plan.team && !plan.teams_when_few && !whole_block_worker_ && temporaries.empty() &&
+                              privatised.empty() && launch_.max_team == 0 && 2 * block_size_ <= kWideBlockLimit &&
+                              keeps_rows_in_registers(plan, innermost->body);
+    std::string wide;  // host: whether the wide version runs
     if (plan.team) {
       team = temp("team");
       // With groups, a thread's share is counted in groups.
-      const std::string share =
+      std::string share =
           width > 1 ? "(" + trips + " + " + std::to_string(width - 1) + ") / " + std::to_string(width) : trips;
+      if (wide_version) {  // read twice
+        const std::string shared_trips = temp("share");
+        line("const int64_t " + shared_trips + " = " + share + ";");
+        share = shared_trips;
+      }
       // A whole-block worker's team is the block; other teams stop at the
       // configured largest team.
       const std::string team_for = "plait_cuda::team_for(" + share + ", " +
                                    std::to_string(whole_block_worker_ ? block_size_ : launch_.team_cap()) + ", " +
                                    std::to_string(block_size_) + ")";
-      if (plan.teams_when_few) {
+      if (wide_version) {
+        const std::string wide_team = temp("wide_team");
+        wide = temp("wide");
+        line("const int32_t " + wide_team + " = plait_cuda::team_for(" + share + ", " +
+             std::to_string(2 * block_size_) + ", " + std::to_string(2 * block_size_) + ");");
+        line("const bool " + wide + " = " + wide_team + " > " + std::to_string(block_size_) + ";");
+        line("const int32_t " + team + " = " + wide + " ? " + wide_team + " : " + team_for + ";");
+      } else if (plan.teams_when_few) {
         line("const int32_t " + team + " = " + total + " < " + std::to_string(kFewWorkers) + " ? " + team_for +
              " : 1;");
       } else {
@@ -3126,10 +3151,11 @@ class CudaEmitter {
     device_errors_ = device_errors_ || !temporaries.empty();  // a negative extent
 
 
-    // Device: the kernel.
+    // Device: the kernel, and its wide version.
     const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
     const std::string name = kernel_names_[static_cast<size_t>(index)];
-    {
+    const int wide_index = wide_version ? add_kernel(name + "_wide") : -1;
+    auto emit_device_kernel = [&](const std::string& name) {
       ModeSwitch to_device(*this);
       shared_decls_.clear();
       device_ << "\n// parallel loop over `" << loop->var->name << "` (line " << loop->loc.line << ")\n";
@@ -3320,6 +3346,15 @@ class CudaEmitter {
       device_.str(head + shared + body);
       device_.seekp(0, std::ios_base::end);
       device_ << "}\n";
+    };
+    emit_device_kernel(name);
+    if (wide_version) {
+      const bool muted = mute_remarks_;
+      mute_remarks_ = true;  // the same statements again
+      block_size_ *= 2;
+      emit_device_kernel(kernel_names_[static_cast<size_t>(wide_index)]);
+      block_size_ /= 2;
+      mute_remarks_ = muted;
     }
 
     // Host: the launch. Results that stay on the device start in their
@@ -3337,8 +3372,11 @@ class CudaEmitter {
                                 : batch > 1 ? "(" + total + " + " + std::to_string(batch - 1) + ") / " +
                                                   std::to_string(batch)
                                             : total;
-    std::string grid = "plait_cuda::grid_for(" + threads + ", " + std::to_string(block_size_) + ", " +
-                       std::to_string(cap_blocks) + ")";
+    auto grid_of = [&](int block) {
+      return "plait_cuda::grid_for(" + threads + ", " + std::to_string(block) + ", " + std::to_string(cap_blocks) +
+             ")";
+    };
+    std::string grid = grid_of(block_size_);
     if (!temporaries.empty()) {
       grid = emit_temporaries_buffer(temporary_plan, levels, total, grid,
                                      plan.team ? std::to_string(block_size_) + " / " + team
@@ -3348,10 +3386,25 @@ class CudaEmitter {
                                                                           cap.local_arrays, temporaries, team)
                                                : "");
     }
-    if (resident) {
-      emit_launch(index, grid, std::to_string(block_size_), args, {}, {});
+    auto launch = [&](int kernel, const std::string& grid, int block) {
+      if (resident) {
+        emit_launch(kernel, grid, std::to_string(block), args, {}, {});
+      } else {
+        emit_launch(kernel, grid, std::to_string(block), args, slots, slots);
+      }
+    };
+    if (wide_version) {
+      line("if (" + wide + ") {");
+      ++indent_;
+      launch(wide_index, grid_of(2 * block_size_), 2 * block_size_);
+      --indent_;
+      line("} else {");
+      ++indent_;
+      launch(index, grid, block_size_);
+      --indent_;
+      line("}");
     } else {
-      emit_launch(index, grid, std::to_string(block_size_), args, slots, slots);
+      launch(index, grid, block_size_);
     }
     --indent_;
     line("}");
@@ -3385,6 +3438,11 @@ class CudaEmitter {
                             std::to_string(block_size_) + " threads, grid-stride loop over iterations; the team "
                             "has 32 (a warp) to " + std::to_string(launch_.team_cap()) + " threads, chosen at launch from the inner trip count n as the "
                             "smallest power of two >= " + share);
+      if (wide_version)
+        remark(loop->loc, what + ": when that rule asks for a team of more than " + std::to_string(block_size_) +
+                              " threads (rows too long for the registers of one block), the kernel's wide version " +
+                              kernel_names_[static_cast<size_t>(wide_index)] + " runs instead, with blocks and teams "
+                              "of up to " + std::to_string(2 * block_size_) + " threads");
     } else if (batch > 1) {
       std::string text = what + ": CUDA kernel " + name + ", " + std::to_string(batch) + " iterations per thread, "
                          "blocks of " + std::to_string(block_size_) + " threads, each covering " +
@@ -3415,6 +3473,14 @@ class CudaEmitter {
                         "has at most " + std::to_string(kPrivateCopyBytes / element_bytes(a->type.dtype)) +
                         " elements, then one atomic per non-zero element per block");
     }
+  }
+
+  // Whether a team worker keeps rows in registers between its spread loops
+  // (worker_plan.h, plan_cached_rows).
+  static bool keeps_rows_in_registers(const WorkerPlan& plan, const Stmt& body) {
+    ScalarCollector written;
+    written.visit(body);
+    return !cuda::plan_cached_rows(plan, written.written).empty();
   }
 
   // ------------------------------------------------------------ persistent time loops
@@ -4324,7 +4390,8 @@ class CudaEmitter {
   // The launch configuration (CompileOptions::cuda_launch) and its threads
   // per block, the block of every kernel but the persistent ones.
   const CudaLaunchConfig launch_;
-  const int block_size_;
+  // launch_.threads, doubled while a kernel's wide version is emitted.
+  int block_size_;
   std::ostringstream host_, device_;
   Mode mode_ = Mode::Host;
   int indent_ = 0;
