@@ -22,7 +22,7 @@ from test_cuda_run import KINDS, check, cupy, floats, ints, torch
 HERE = pathlib.Path(__file__).resolve().parent
 KERNELS_FILE = HERE / "batched_kernels.py"
 CASES = [(name, signature) for name, signatures in B.KERNELS.items() for signature in signatures]
-# Around the batch (4 iterations per thread) and the block (256 threads, so
+# Around the batch (4 iterations per thread, 2 in collapsed nests) and the block (256 threads, so
 # 1024 iterations per block).
 SIZES = (0, 1, 3, 4, 5, 255, 1023, 1024, 1025, 3 * 1024 + 7, 20011)
 
@@ -121,9 +121,13 @@ def test_collapsed_nests_scatters_and_strided_arrays_are_batched(tmp_path, name,
         vector, _ = branches(device)
         assert len(re.findall(r"const plait::lanes<\w+, 4> p_lanes", vector)) == 2
         assert "a_out_data[p_at" in vector
+    elif name in ("stencil_2d", "fdtd_step"):
+        # Collapsed nests: 2 iterations per thread, 256 apart, no vectors;
+        # the second's indices advanced from the first's by the block's digits.
+        assert "p_vector" not in device and "p_k0 = (int64_t)blockIdx.x * blockDim.x * 2 + threadIdx.x;" in device
+        assert "p_in2" not in device and re.search(r"p_by\d+ = plait::split_digit\(p_rest, p_trip\d+\);", device)
     else:
-        # Collapsed nests, arrays of unknown layout, loops of step 2: 256
-        # apart, no vectors.
+        # Arrays of unknown layout, loops of step 2: 256 apart, no vectors.
         assert "p_vector" not in device and f"p_k0 = {STRIDED};" in device
 
 
@@ -155,6 +159,11 @@ namespace plait {
 struct device_error;
 template <typename T, int N> struct alignas(sizeof(T) * N > 16 ? 16 : sizeof(T) * N) lanes { T v[N]; };
 template <typename T, int N> bool lanes_aligned(const T* p) { return (uint64_t)p % alignof(lanes<T, N>) == 0; }
+inline int64_t split_digit(int64_t& rest, int64_t trip) {
+  const int64_t q = rest / trip, digit = rest - q * trip;
+  rest = q;
+  return digit;
+}
 }
 """
 
