@@ -379,6 +379,29 @@ def csr_matvec(rowptr, cols, vals, x, y):
         y[i] = acc
 
 
+def csr_row_max(rowptr, vals, out):
+    #pragma parallel for
+    for i in range(out.shape[0]):
+        m = -np.inf
+        #pragma simd reduction(max: m)
+        for k in range(rowptr[i], rowptr[i + 1]):
+            m = max(m, vals[k])
+        out[i] = m
+
+
+def csr_normalise_rows(rowptr, vals, sums, out):
+    #pragma parallel for
+    for i in range(sums.shape[0]):
+        s = 0.0
+        #pragma simd reduction(+: s)
+        for k in range(rowptr[i], rowptr[i + 1]):
+            s += vals[k]
+        sums[i] = s
+        #pragma simd
+        for k2 in range(rowptr[i], rowptr[i + 1]):
+            out[k2] = vals[k2] / s
+
+
 def float_histogram(x, bins):
     #pragma parallel for
     for i in range(x.shape[0]):

@@ -723,6 +723,26 @@ def test_csr_matrix_vector_product(rng, kind, rows, per_row):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("rows,per_row", [(1, 0), (5, 1), (33, 3), (1000, 10), (50, 700)])
+def test_csr_rows_run_in_teams_of_four(rng, kind, rows, per_row):
+    # Row lengths the host cannot know before the launch: a team of 4
+    # threads per row (docs/cuda.md, "Team size"), its partial values
+    # combined within the team's lanes of a warp; empty rows, rows shorter
+    # than the team and rows of hundreds; a maximum that skips NaN as the
+    # builtin max does, and a sum then a spread loop over the same row.
+    counts = rng.integers(0, 2 * per_row + 1, rows)
+    rowptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    nnz = int(rowptr[-1])
+    vals = floats(rng, nnz)
+    vals[::7] = np.nan
+    kernel = check(K.csr_row_max, [rowptr, vals, np.empty(rows)], kind, poison=[2])
+    if nnz:  # (an empty torch or CuPy array has no known layout: one thread per row)
+        assert "one team of 4 threads per iteration" in kernel.explain()
+    positive = rng.random(nnz) + 0.5
+    check(K.csr_normalise_rows, [rowptr, positive, np.empty(rows), np.empty(nnz)], kind, poison=[2, 3], rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("nbins", [1, 37, 1024, 5000])
 def test_histogram_privatised_in_shared_memory(rng, kind, n, nbins):

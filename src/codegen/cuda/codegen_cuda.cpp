@@ -54,6 +54,12 @@ constexpr int64_t kFewWorkers = 8192;
 // __launch_bounds__(1024) a thread has at most 64 registers, fewer than the
 // rows it would keep in them take.
 constexpr int kWideBlockLimit = 512;
+// The team of a worker whose inner loops' trip counts vary between workers
+// and are not known before the launch (CSR rows): short rows leave few of its
+// threads idle, and its threads read consecutive elements where one thread
+// per row reads a row apart from its neighbours' (spmv's 1e6 rows of 10
+// elements: L2-bound at 10% L1 hits under ncu, BENCHMARKS.md).
+constexpr int kSmallTeam = 4;
 // emit_device_serial_loop: the largest dimension of the arrays a serial loop
 // touches for its steps to run on one team of the block's threads; and,
 // when its steps hold parallel loops of the user's (whose iterations a launch
@@ -2257,7 +2263,8 @@ class CudaEmitter {
           scopes_.pop_back();
           std::vector<std::string> slots;
           for (const Var& v : broadcast) {
-            slots.push_back(shared_array("p_bcast_" + var_name(v).substr(2), ctype(v->type), block_size_ / 32));
+            slots.push_back(
+                shared_array("p_bcast_" + var_name(v).substr(2), ctype(v->type), block_size_ / kSmallTeam));
             line("if (p_team > 1) " + slots.back() + "[p_slot] = " + var_name(v) + ";");
           }
           --indent_;
@@ -3018,6 +3025,9 @@ class CudaEmitter {
     // rows, `C[i, :i + 1]`) are taken at the first and the last worker: a
     // team size is a cost choice, not a matter of correctness.
     std::string trips;
+    // Inner loops whose trip counts vary between workers and are not known
+    // before the launch (CSR rows): a team of kSmallTeam threads.
+    bool small_team = false;
     if (plan.team) {
       ScalarCollector worker_written;
       worker_written.visit(innermost->body);
@@ -3030,16 +3040,22 @@ class CudaEmitter {
       for (const For* f : cuda::spread_loops(plan)) {
         // A loop whose iterations run in pairs counts twice: at most two per thread.
         cuda::PairedLoop paired;
-        const std::string t = std::string(cuda::paired_loop(f, &paired) ? "2 * " : "") + "plait::trip_count(" +
-                              expr(f->begin) + ", " + expr(f->end) + ", " + expr(f->step) + ")";
+        // (Rendered only where the host evaluates it: a load in the bounds
+        // says in a remark that the host reads the element.)
+        auto trip = [&] {
+          return std::string(cuda::paired_loop(f, &paired) ? "2 * " : "") + "plait::trip_count(" + expr(f->begin) +
+                 ", " + expr(f->end) + ", " + expr(f->step) + ")";
+        };
         auto evaluable = [&](const std::set<const VarInfo*>& not_known) {
           return host_evaluable(f->begin, not_known, cap.local_arrays) &&
                  host_evaluable(f->end, not_known, cap.local_arrays) &&
                  host_evaluable(f->step, not_known, cap.local_arrays);
         };
         if (evaluable(worker)) {
+          const std::string t = trip();
           trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
         } else if (evaluable(body_written)) {
+          const std::string t = trip();
           by_worker = by_worker.empty() ? t : "std::max<int64_t>(" + by_worker + ", " + t + ")";
         }
       }
@@ -3062,10 +3078,18 @@ class CudaEmitter {
         trips = "int64_t(" + std::to_string(16 * block_size_) + ")";
         plan.teams_when_few = false;
       } else if (trips.empty()) {
-        plan.team = false;
-        plan.notes.clear();
-        plan.notes.push_back({loop->loc, "the parallel loop stays one thread per iteration: the trip counts of its "
-                                         "inner loops vary between iterations (not known before the launch)"});
+        // A small team unless the cost rule prefers one thread anyway, or
+        // the worker allocates arrays (not measured with small teams: it
+        // stays one thread, as before them).
+        AllocationSites allocations;
+        allocations.visit(innermost->body);
+        small_team = !plan.teams_when_few && allocations.sites.empty();
+        if (!small_team) {
+          plan.team = false;
+          plan.notes.clear();
+          plan.notes.push_back({loop->loc, "the parallel loop stays one thread per iteration: the trip counts of its "
+                                           "inner loops vary between iterations (not known before the launch)"});
+        }
       }
     }
     for (const auto& [loc, note] : plan.notes) remark(loc, note);
@@ -3131,15 +3155,17 @@ class CudaEmitter {
     // second version of the kernel with blocks twice as large: the rest of
     // the row is otherwise read from memory again (docs/cuda.md, "Wide
     // blocks for long rows").
-    const bool wide_version = plan.team && !plan.teams_when_few && !whole_block_worker_ && temporaries.empty() &&
+    const bool wide_version = plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_ &&
+                              temporaries.empty() &&
                               privatised.empty() && launch_.max_team == 0 && 2 * block_size_ <= kWideBlockLimit &&
                               keeps_rows_in_registers(plan, innermost->body);
     std::string wide;  // host: whether the wide version runs
     if (plan.team) {
       team = temp("team");
       // With groups, a thread's share is counted in groups.
-      std::string share =
-          width > 1 ? "(" + trips + " + " + std::to_string(width - 1) + ") / " + std::to_string(width) : trips;
+      std::string share = small_team ? std::string()
+                          : width > 1 ? "(" + trips + " + " + std::to_string(width - 1) + ") / " + std::to_string(width)
+                                      : trips;
       if (wide_version) {  // read twice
         const std::string shared_trips = temp("share");
         line("const int64_t " + shared_trips + " = " + share + ";");
@@ -3150,7 +3176,9 @@ class CudaEmitter {
       const std::string team_for = "plait_cuda::team_for(" + share + ", " +
                                    std::to_string(whole_block_worker_ ? block_size_ : launch_.team_cap()) + ", " +
                                    std::to_string(block_size_) + ")";
-      if (wide_version) {
+      if (small_team) {
+        line("const int32_t " + team + " = " + std::to_string(kSmallTeam) + ";");
+      } else if (wide_version) {
         const std::string wide_team = temp("wide_team");
         wide = temp("wide");
         line("const int32_t " + wide_team + " = plait_cuda::team_for(" + share + ", " +
@@ -3479,6 +3507,12 @@ class CudaEmitter {
                             std::to_string(launch_.team_cap()) + " threads, from the inner trip count n as the smallest power of two >= " + share +
                             "), blocks of " + std::to_string(block_size_) + " threads, grid-stride loop over "
                             "iterations");
+    } else if (small_team) {
+      remark(loop->loc, what + ": CUDA kernel " + name + ", one team of " + std::to_string(kSmallTeam) +
+                            " threads per iteration, blocks of " + std::to_string(block_size_) +
+                            " threads, grid-stride loop over iterations: the trip counts of its inner loops vary "
+                            "between iterations and are not known before the launch, so the team is small (short "
+                            "rows leave few threads idle; its threads read consecutive elements of a row)");
     } else if (plan.team) {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one team of threads per iteration, blocks of " +
                             std::to_string(block_size_) + " threads, grid-stride loop over iterations; the team "

@@ -609,12 +609,21 @@ template <typename T> __device__ __forceinline__ void reduce_max(T* acc, T v) {
 }
 
 // ---- teams: a worker of a team-mapped parallel loop is `team` consecutive
-// threads of a block (team 32 to the block's threads; a power of two; or 1,
-// one thread per worker, when the host launches a team kernel so).
+// threads of a block (team 32 to the block's threads, or 4 for inner loops
+// whose trip counts the host cannot know; a power of two; or 1, one thread
+// per worker, when the host launches a team kernel so).
+// The lanes of the caller's warp in its team, when the team is part of a
+// warp (the other teams of the warp may have left the loop over workers).
+__device__ __forceinline__ unsigned team_lanes(int team) {
+  return ((1u << team) - 1u) << (threadIdx.x & 31u & ~(unsigned)(team - 1));
+}
+
 // Barrier among the threads of the caller's team.
 __device__ __forceinline__ void team_sync(int team) {
   if (team == 1) return;
-  if (team == 32) {
+  if (team < 32) {
+    __syncwarp(team_lanes(team));
+  } else if (team == 32) {
     __syncwarp();
   } else if (team == (int)blockDim.x) {
     __syncthreads();
@@ -639,6 +648,16 @@ __device__ __forceinline__ T shuffle_from(T v, int lane) {
 template <typename T, typename Op>
 __device__ __forceinline__ T team_combine(T v, Op op, int team, T* partials) {
   if (team == 1) return v;
+  if (team < 32) {
+    // Within the team's lanes: down to its first lane, then from it.
+    const unsigned lanes = team_lanes(team);
+    for (int offset = team >> 1; offset > 0; offset >>= 1) {
+      if constexpr (sizeof(T) < 4) v = op(v, (T)__shfl_down_sync(lanes, (int)v, offset, team));
+      else v = op(v, __shfl_down_sync(lanes, v, offset, team));
+    }
+    if constexpr (sizeof(T) < 4) return (T)__shfl_sync(lanes, (int)v, 0, team);
+    else return __shfl_sync(lanes, v, 0, team);
+  }
   v = warp_combine(v, op);
   if (team == 32) return shuffle_from(v, 0);
   const int warp = (int)(threadIdx.x >> 5);
