@@ -724,8 +724,8 @@ def test_csr_matrix_vector_product(rng, kind, rows, per_row):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("rows,per_row", [(1, 0), (5, 1), (33, 3), (1000, 10), (50, 700)])
-def test_csr_rows_run_in_teams_of_four(rng, kind, rows, per_row):
-    # Row lengths the host cannot know before the launch: a team of 4
+def test_csr_rows_run_in_small_teams(rng, kind, rows, per_row):
+    # Row lengths the host cannot know before the launch: a team of 2
     # threads per row (docs/cuda.md, "Team size"), its partial values
     # combined within the team's lanes of a warp; empty rows, rows shorter
     # than the team and rows of hundreds; a maximum that skips NaN as the
@@ -737,7 +737,7 @@ def test_csr_rows_run_in_teams_of_four(rng, kind, rows, per_row):
     vals[::7] = np.nan
     kernel = check(K.csr_row_max, [rowptr, vals, np.empty(rows)], kind, poison=[2])
     if nnz:  # (an empty torch or CuPy array has no known layout: one thread per row)
-        assert "one team of 4 threads per iteration" in kernel.explain()
+        assert "one team of 2 threads per iteration" in kernel.explain()
     positive = rng.random(nnz) + 0.5
     check(K.csr_normalise_rows, [rowptr, positive, np.empty(rows), np.empty(nnz)], kind, poison=[2, 3], rtol=1e-12)
 

@@ -58,8 +58,9 @@ constexpr int kWideBlockLimit = 512;
 // and are not known before the launch (CSR rows): short rows leave few of its
 // threads idle, and its threads read consecutive elements where one thread
 // per row reads a row apart from its neighbours' (spmv's 1e6 rows of 10
-// elements: L2-bound at 10% L1 hits under ncu, BENCHMARKS.md).
-constexpr int kSmallTeam = 4;
+// elements: L2-bound at 10% L1 hits under ncu). Teams of 2 were faster than
+// 4 and 8 there and at NPBench's 2 per row (docs/cuda.md, "Team size").
+constexpr int kSmallTeam = 2;
 // emit_device_serial_loop: the largest dimension of the arrays a serial loop
 // touches for its steps to run on one team of the block's threads; and,
 // when its steps hold parallel loops of the user's (whose iterations a launch

@@ -609,7 +609,7 @@ template <typename T> __device__ __forceinline__ void reduce_max(T* acc, T v) {
 }
 
 // ---- teams: a worker of a team-mapped parallel loop is `team` consecutive
-// threads of a block (team 32 to the block's threads, or 4 for inner loops
+// threads of a block (team 32 to the block's threads, or 2 for inner loops
 // whose trip counts the host cannot know; a power of two; or 1, one thread
 // per worker, when the host launches a team kernel so).
 // The lanes of the caller's warp in its team, when the team is part of a
