@@ -384,30 +384,26 @@ TEST(CodegenCuda, RowsLongerThanTheBlocksRegistersRunInTheWideVersion) {
   EXPECT_TRUE(explained);
 
   HostPart host = build_host("rowscale", out.host);
-  plait_array m{}, o{};
-  auto rows = [&](int64_t n, int64_t length) {
-    m.shape[0] = o.shape[0] = n;
+  // One launch for 100 rows of `length` float32: the kernel, its block and one team per row.
+  auto expect_launch = [&](int64_t length, int32_t kernel, uint32_t block) {
+    plait_array m{}, o{};
+    m.shape[0] = o.shape[0] = 100;
     m.shape[1] = o.shape[1] = length;
     m.strides[0] = o.strides[0] = length;
     m.strides[1] = o.strides[1] = 1;
+    plait_result results[1];
+    Recorder recorder;
+    EXPECT_EQ(run_host(host, {&m, &o}, results, recorder), PLAIT_OK);
+    ASSERT_EQ(recorder.launches.size(), 1u);
+    EXPECT_EQ(recorder.launches[0].kernel, kernel) << length;
+    EXPECT_EQ(recorder.launches[0].block, block) << length;
+    EXPECT_EQ(recorder.launches[0].grid, 100u) << length;
   };
-  plait_result results[1];
-  // 4096 float32 (16 per thread in registers): a team of the block's 256 threads.
-  rows(100, 4096);
-  Recorder fits;
-  EXPECT_EQ(run_host(host, {&m, &o}, results, fits), PLAIT_OK);
-  ASSERT_EQ(fits.launches.size(), 1u);
-  EXPECT_EQ(fits.launches[0].kernel, 0);
-  EXPECT_EQ(fits.launches[0].block, 256u);
-  EXPECT_EQ(fits.launches[0].grid, 100u);
-  // 4097 and more: the wide version, a team of 512 threads per row.
-  rows(100, 8192);
-  Recorder wide;
-  EXPECT_EQ(run_host(host, {&m, &o}, results, wide), PLAIT_OK);
-  ASSERT_EQ(wide.launches.size(), 1u);
-  EXPECT_EQ(wide.launches[0].kernel, 1);
-  EXPECT_EQ(wide.launches[0].block, 512u);
-  EXPECT_EQ(wide.launches[0].grid, 100u);
+  // Up to 4096 (16 per thread in registers): a team of the block's 256 threads.
+  expect_launch(4096, 0, 256);
+  // More: the wide version, a team of 512 threads per row.
+  expect_launch(4097, 1, 512);
+  expect_launch(8192, 1, 512);
 
   // A configured largest team, or blocks of 512 already: no wide version.
   CompileOptions capped;
