@@ -3157,9 +3157,8 @@ class CudaEmitter {
     // the row is otherwise read from memory again (docs/cuda.md, "Wide
     // blocks for long rows").
     const bool wide_version = plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_ &&
-                              temporaries.empty() &&
-                              privatised.empty() && launch_.max_team == 0 && 2 * block_size_ <= kWideBlockLimit &&
-                              keeps_rows_in_registers(plan, innermost->body);
+                              temporaries.empty() && privatised.empty() && launch_.max_team == 0 &&
+                              2 * block_size_ <= kWideBlockLimit && keeps_rows_in_registers(plan, innermost->body);
     std::string wide;  // host: whether the wide version runs
     if (plan.team) {
       team = temp("team");
@@ -3231,12 +3230,12 @@ class CudaEmitter {
     const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
     const std::string name = kernel_names_[static_cast<size_t>(index)];
     const int wide_index = wide_version ? add_kernel(name + "_wide") : -1;
-    auto emit_device_kernel = [&](const std::string& name) {
+    auto emit_device_kernel = [&](const std::string& kernel_name) {
       ModeSwitch to_device(*this);
       shared_decls_.clear();
       device_ << "\n// parallel loop over `" << loop->var->name << "` (line " << loop->loc.line << ")\n";
       line_directive(loop->loc);
-      device_ << "extern \"C\" __global__ void __launch_bounds__(" << block_size_ << ") " << name << "("
+      device_ << "extern \"C\" __global__ void __launch_bounds__(" << block_size_ << ") " << kernel_name << "("
               << join(params, ", ") << ") {\n";
       // The body goes to its own stream so that the __shared__ arrays it
       // needs can be declared above it.
