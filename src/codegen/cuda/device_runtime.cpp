@@ -572,9 +572,9 @@ __device__ __forceinline__ void atomic_xor(T* p, T v) {
 // partial values with shuffles, then lane 0 folds the warp's value into the
 // accumulator with one atomic. Every thread of the block must call it.
 template <typename T>
-__device__ __forceinline__ T shuffle_down(T v, int offset) {
-  if constexpr (sizeof(T) < 4) return (T)__shfl_down_sync(0xffffffffu, (int)v, offset);
-  else return __shfl_down_sync(0xffffffffu, v, offset);
+__device__ __forceinline__ T shuffle_down(T v, int offset, unsigned lanes = 0xffffffffu, int width = 32) {
+  if constexpr (sizeof(T) < 4) return (T)__shfl_down_sync(lanes, (int)v, offset, width);
+  else return __shfl_down_sync(lanes, v, offset, width);
 }
 
 template <typename T, typename Op>
@@ -635,9 +635,9 @@ __device__ __forceinline__ void team_sync(int team) {
 }
 
 template <typename T>
-__device__ __forceinline__ T shuffle_from(T v, int lane) {
-  if constexpr (sizeof(T) < 4) return (T)__shfl_sync(0xffffffffu, (int)v, lane);
-  else return __shfl_sync(0xffffffffu, v, lane);
+__device__ __forceinline__ T shuffle_from(T v, int lane, unsigned lanes = 0xffffffffu, int width = 32) {
+  if constexpr (sizeof(T) < 4) return (T)__shfl_sync(lanes, (int)v, lane, width);
+  else return __shfl_sync(lanes, v, lane, width);
 }
 
 // Combines one value of each thread of the team and gives every thread the
@@ -651,12 +651,8 @@ __device__ __forceinline__ T team_combine(T v, Op op, int team, T* partials) {
   if (team < 32) {
     // Within the team's lanes: down to its first lane, then from it.
     const unsigned lanes = team_lanes(team);
-    for (int offset = team >> 1; offset > 0; offset >>= 1) {
-      if constexpr (sizeof(T) < 4) v = op(v, (T)__shfl_down_sync(lanes, (int)v, offset, team));
-      else v = op(v, __shfl_down_sync(lanes, v, offset, team));
-    }
-    if constexpr (sizeof(T) < 4) return (T)__shfl_sync(lanes, (int)v, 0, team);
-    else return __shfl_sync(lanes, v, 0, team);
+    for (int offset = team >> 1; offset > 0; offset >>= 1) v = op(v, shuffle_down(v, offset, lanes, team));
+    return shuffle_from(v, 0, lanes, team);
   }
   v = warp_combine(v, op);
   if (team == 32) return shuffle_from(v, 0);
