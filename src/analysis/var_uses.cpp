@@ -191,6 +191,12 @@ bool may_read_before_write(const ir::Stmt& s, const ir::VarInfo* var) {
   return exposed(s, Local{var, nullptr}, &w, &d);
 }
 
+bool always_writes_before_read(const ir::Stmt& s, const ir::VarInfo* var) {
+  bool w = false, d = false;
+  if (exposed(s, Local{var, nullptr}, &w, &d)) return false;
+  return w || d;
+}
+
 namespace {
 
 // The chain of statements from `root` down to `target`, outermost first.

@@ -26,6 +26,10 @@ bool reads_var(const ir::Expr& e, const ir::VarInfo* var);
 bool may_read_before_write(const ir::Stmt& s, const ir::VarInfo* var);
 bool may_read_before_write(const ir::Stmt& s, const ir::ArrayInfo* array);
 
+// Whether every path through `s` that falls through writes `var` before any
+// read of it: its value on entry to `s` is then dead, on every path.
+bool always_writes_before_read(const ir::Stmt& s, const ir::VarInfo* var);
+
 // Whether `var` may be read after `stmt` (a statement inside `root`)
 // finishes and before it is written again: by the statements that follow,
 // by later iterations of enclosing loops, or by a return.

@@ -787,6 +787,31 @@ def scaled_columns(A, R):
         R[k, k] = np.sqrt(np.dot(A[:, k], A[:, k])) + 1.0
         Q[:, k] = A[:, k] / R[k, k]
     return Q
+
+
+def scaled_where_positive(a, out):
+    # `s` stays on the GPU for the loop after the device region, which
+    # assigns it on one path only: the other keeps the host's 2.5.
+    s = 2.5
+    if a[0] > 0:
+        s = a[0] * 3.0
+    #pragma parallel for
+    for i in range(out.shape[0]):
+        out[i] = a[i] * s
+
+
+def first_or_default(a):
+    # Scalars the device region assigns and the host reads after it: `t`
+    # keeps its value from before on one path, `u` is assigned on every path
+    # before any read (its 4.0 never reaches the GPU).
+    t = 1.5
+    u = 4.0
+    if a[0] > 0:
+        t = a[0]
+    u = a[a.shape[0] - 1] * 2.0
+    return t + u
+
+
 # ---- NaN in team reductions of float maxima and minima, rows kept in
 # registers between spread loops (docs/cuda.md, "NaN in maxima and minima",
 # "Rows kept in registers")
@@ -971,6 +996,8 @@ KERNELS = {
     "row_reductions": ["f64[:, ::1], f64[::1]"],
     "column_means": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[:]"],
     "scaled_columns": ["f64[:, ::1], f64[:, ::1]"],
+    "scaled_where_positive": ["f64[::1], f64[::1]"],
+    "first_or_default": ["f64[::1]"],
     "row_max_builtin": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[:]"],
     "row_extremes_builtin_reversed": ["f64[:, ::1], f64[::1], f64[::1]", "f32[:, ::1], f32[::1], f32[::1]"],
     "row_maximum_numpy": ["f64[:, ::1], f64[::1]", "f32[:, ::1], f32[::1]"],

@@ -571,6 +571,18 @@ def test_scalar_of_a_device_region_stays_for_the_loops_after_it(rng, kind, shape
     assert "stays on the GPU for the parallel loops" in kernel.explain()
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [1, 7, 1000])
+@pytest.mark.parametrize("first", [-0.5, 0.5])
+def test_device_region_takes_the_host_value_of_a_scalar_it_may_keep(rng, kind, n, first):
+    # Only scalars that a path through the region may read or keep go to the
+    # device with its launch; `first` picks the path.
+    a = floats(rng, n)
+    a[0] = first
+    check(K.scaled_where_positive, [a, np.empty(n)], kind, poison=[1])
+    check(K.first_or_default, [a], kind)
+
+
 def solve_on_gpu(kind, lower, b):
     """K.row_solve on the GPU and in Python; their x. The GPU's dot products
     reassociate, so an x near 0 can differ in relative terms."""

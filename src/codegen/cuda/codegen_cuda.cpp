@@ -3221,6 +3221,10 @@ class CudaEmitter {
       args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(first_slot + static_cast<int>(r)) + ")");
       accumulators.push_back(acc);
       slots.emplace_back(var_name(v), ctype(v->type));
+      if (resident) {
+        params.push_back(ctype(v->type) + " p_start" + std::to_string(r));
+        args.push_back(var_name(v));
+      }
     }
     note_error_sites({innermost->body});
     device_errors_ = device_errors_ || !temporaries.empty();  // a negative extent
@@ -3246,6 +3250,17 @@ class CudaEmitter {
       for (const Var& v : cap.scalars)
         if (!nest_vars.count(v.get())) scopes_.back().insert(v.get());
       line("(void)p_err;");
+      if (resident && !sc.reductions.empty()) {
+        // One block starts the results that stay on the device itself; the
+        // host stages them for larger grids (below).
+        line("if (gridDim.x == 1) {");
+        line("  if (threadIdx.x == 0) {");
+        for (size_t r = 0; r < sc.reductions.size(); ++r)
+          line("    *" + accumulators[r] + " = p_start" + std::to_string(r) + ";");
+        line("  }");
+        line("  __syncthreads();");
+        line("}");
+      }
       for (const auto& [v, param] : stayed) line("const " + ctype(v->type) + " " + var_name(v) + " = *" + param + ";");
       for (const Reduction& r : sc.reductions)
         line(ctype(r.var->type) + " " + var_name(r.var) + " = " + reduction_identity(r.op, r.var->type.kind) + ";");
@@ -3432,9 +3447,20 @@ class CudaEmitter {
     }
 
     // Host: the launch. Results that stay on the device start in their
-    // slots whether or not the loop runs.
+    // slots whether or not the loop runs: staged here, a stream operation of
+    // its own, unless the launch is one block, which starts them itself
+    // (a loop that runs at each step of a serial loop, NPBench gramschmidt's
+    // column norms).
+    const std::string threads = plan.team  ? total + " * " + team
+                                : batch > 1 ? "(" + total + " + " + std::to_string(batch - 1) + ") / " +
+                                                  std::to_string(batch)
+                                            : total;
     if (resident) {
+      line("if (!(" + total + " > 0 && " + threads + " <= " + std::to_string(block_size_) + ")) {");
+      ++indent_;
       stage_slots(slots, kResidentSlot);
+      --indent_;
+      line("}");
       for (size_t r = 0; r < sc.reductions.size(); ++r)
         resident_slots_[sc.reductions[r].var.get()] = kResidentSlot + static_cast<int>(r);
       remark(loop->loc, "the results of the reductions stay on the GPU for the statements after the loop");
@@ -3442,10 +3468,6 @@ class CudaEmitter {
     line("if (" + total + " > 0) {");
     ++indent_;
     const int64_t cap_blocks = sc.reductions.empty() && privatised.empty() ? kMaxBlocks : kMaxReductionBlocks;
-    const std::string threads = plan.team  ? total + " * " + team
-                                : batch > 1 ? "(" + total + " + " + std::to_string(batch - 1) + ") / " +
-                                                  std::to_string(batch)
-                                            : total;
     auto grid_of = [&](int block) {
       return "plait_cuda::grid_for(" + threads + ", " + std::to_string(block) + ", " + std::to_string(cap_blocks) +
              ")";
@@ -4252,8 +4274,15 @@ class CudaEmitter {
 
   // Statements outside parallel loops that touch array elements: one
   // single-thread kernel.
+  //
+  // A scalar it assigns goes to the device with the launch unless the
+  // statements assign it on every path before reading it (its value on entry
+  // is dead): each copy is a stream operation of its own (NPBench
+  // gramschmidt launches the region at each of its steps).
   void emit_serial_region(const std::vector<Stmt>& stmts, const std::set<const VarInfo*>& stays = {}) {
     Captures cap = captures_of(stmts);
+    const Stmt region = Block::make(stmts, stmts.front()->loc);
+    auto read_on_entry = [&](const Var& v) { return !analysis::always_writes_before_read(region, v.get()); };
     std::vector<std::string> params, args;
     std::vector<std::pair<std::string, std::string>> slots;
     std::vector<Var> exchanged;
@@ -4284,12 +4313,17 @@ class CudaEmitter {
       throw CompileError(ErrorKind::Unsupported, "too many scalars assigned in one device region for the CUDA target",
                          fn_.source, stmts.front()->loc);
     }
+    // The scalars read on entry take the first slots, which the host stages.
+    std::stable_partition(exchanged.begin(), exchanged.end(), read_on_entry);
+    const size_t staged = static_cast<size_t>(std::count_if(exchanged.begin(), exchanged.end(), read_on_entry));
     for (size_t k = 0; k < exchanged.size(); ++k) {
       const Var& v = exchanged[k];
       params.push_back(ctype(v->type) + "* p_slot" + std::to_string(k));
       args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(k) + ")");
       slots.emplace_back(var_name(v), ctype(v->type));
     }
+    const std::vector<std::pair<std::string, std::string>> slots_in(slots.begin(),
+                                                                     slots.begin() + static_cast<ptrdiff_t>(staged));
     add_array_params(cap.arrays, &params, &args);
     params.push_back("plait::device_error* p_err");
     args.push_back("ctx->cuda->scratch");
@@ -4314,10 +4348,12 @@ class CudaEmitter {
              std::to_string(k) + ";");
       for (size_t k = 0; k < exchanged.size(); ++k) {
         const Var& v = exchanged[k];
-        line(ctype(v->type) + " " + var_name(v) + " = *p_slot" + std::to_string(k) + ";");
+        line(ctype(v->type) + " " + var_name(v) + (k < staged ? " = *p_slot" + std::to_string(k) : "{}") + ";");
       }
-      for (size_t k = 0; k < staying.size(); ++k)
-        line(ctype(staying[k].first->type) + " " + var_name(staying[k].first) + " = *p_stay" + std::to_string(k) + ";");
+      for (size_t k = 0; k < staying.size(); ++k) {
+        const Var& v = staying[k].first;
+        line(ctype(v->type) + " " + var_name(v) + (read_on_entry(v) ? " = *p_stay" + std::to_string(k) : "{}") + ";");
+      }
       for (const Stmt& s : stmts) emit(s);
       for (size_t k = 0; k < exchanged.size(); ++k)
         line("*p_slot" + std::to_string(k) + " = " + var_name(exchanged[k]) + ";");
@@ -4329,12 +4365,12 @@ class CudaEmitter {
     line("{");
     ++indent_;
     for (const auto& [v, slot] : staying) {
-      stage_slots({{var_name(v), ctype(v->type)}}, slot);
+      if (read_on_entry(v)) stage_slots({{var_name(v), ctype(v->type)}}, slot);
       region_slots_[v.get()] = slot;
       remark(stmts.front()->loc, "`" + v->name + "` stays on the GPU for the parallel loops after line " +
                                      std::to_string(stmts.back()->loc.end_line));
     }
-    emit_launch(index, "1", "1", args, slots, slots);
+    emit_launch(index, "1", "1", args, slots_in, slots);
     --indent_;
     line("}");
     remark(stmts.front()->loc, "lines " + std::to_string(first_line) + "-" + std::to_string(last_line) +
