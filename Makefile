@@ -12,7 +12,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 JOBS ?= 2
 DEBIAN_PACKAGES := g++ cmake ninja-build libgtest-dev
-BUILD_DEPS := scikit-build-core nanobind "numpy>=2" pytest scipy
+BUILD_DEPS := scikit-build-core nanobind "numpy>=2" pytest pytest-xdist scipy
 
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 
@@ -37,7 +37,7 @@ system-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-$(VENV)/.deps-installed: pyproject.toml | system-deps
+$(VENV)/.deps-installed: pyproject.toml Makefile | system-deps
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing Python build and test dependencies into $(VENV)"
 	@$(VPY) -m pip install -q --disable-pip-version-check --upgrade pip
@@ -63,9 +63,11 @@ test-cpp: build/cpp/build.ninja
 	@ninja -C build/cpp -j$(JOBS) > build/cpp/ninja.log 2>&1 || { cat build/cpp/ninja.log; exit 1; }
 	@ctest --test-dir build/cpp --output-on-failure -j$(JOBS) 2>&1 | grep -v -E '^ *([0-9]+/[0-9]+ Test +#[0-9]+: .* Passed|Start +[0-9]+: )'
 
-# tests/cli drives the plaitc that the wheel installed into .venv/bin.
+# tests/cli drives the plaitc that the wheel installed into .venv/bin. The
+# tests run in $(JOBS) processes (pytest-xdist): most of their time is the
+# system compiler building one kernel at a time.
 test-python: $(VENV)/.plait-installed
-	PLAIT_PLAITC=$(CURDIR)/$(VENV)/bin/plaitc $(VPY) -m pytest tests -q --tb=short -p no:cacheprovider
+	PLAIT_PLAITC=$(CURDIR)/$(VENV)/bin/plaitc $(VPY) -m pytest tests -q --tb=short -p no:cacheprovider -n $(JOBS)
 
 # pytest runs last so that its summary line closes the log.
 test: test-cpp test-python

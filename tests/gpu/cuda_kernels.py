@@ -812,6 +812,20 @@ def first_or_default(a):
     return t + u
 
 
+def row_relax(dist, start, through):
+    # A relaxation in place (Floyd-Warshall's step): a team per row, whose
+    # groups store only the elements of groups that changed.
+    #pragma parallel for
+    for i in range(dist.shape[0]):
+        dist[i, :] = np.minimum(dist[i, :], start[i] + through)
+
+
+def row_raise(level, floor):
+    #pragma parallel for
+    for i in range(level.shape[0]):
+        level[i, :] = np.maximum(level[i, :], floor)
+
+
 # ---- NaN in team reductions of float maxima and minima, rows kept in
 # registers between spread loops (docs/cuda.md, "NaN in maxima and minima",
 # "Rows kept in registers")
@@ -998,6 +1012,8 @@ KERNELS = {
     "scaled_columns": ["f64[:, ::1], f64[:, ::1]"],
     "scaled_where_positive": ["f64[::1], f64[::1]"],
     "first_or_default": ["f64[::1]"],
+    "row_relax": ["i32[:, ::1], i32[::1], i32[::1]", "f64[:, :], f64[::1], f64[:]"],
+    "row_raise": ["f32[:, ::1], f32[::1]"],
     "row_max_builtin": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[:]"],
     "row_extremes_builtin_reversed": ["f64[:, ::1], f64[::1], f64[::1]", "f32[:, ::1], f32[::1], f32[::1]"],
     "row_maximum_numpy": ["f64[:, ::1], f64[::1]", "f32[:, ::1], f32[::1]"],

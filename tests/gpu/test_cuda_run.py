@@ -583,6 +583,27 @@ def test_device_region_takes_the_host_value_of_a_scalar_it_may_keep(rng, kind, n
     check(K.first_or_default, [a], kind)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1000), (70, 33), (5, 4097)])
+def test_relaxations_store_only_the_groups_that_changed(rng, kind, shape):
+    m, n = shape
+    kernel = check(K.row_relax, [ints(rng, shape, np.int32, 0, 50), ints(rng, m, np.int32, 0, 20),
+                                 ints(rng, n, np.int32, 0, 40)], kind)
+    assert "stores its elements only when one of them changed" in kernel.explain()
+    # Floats through a strided view, with NaN and signed zeros, which a
+    # comparison of values would take for unchanged.
+    dist = floats(rng, (m, 2 * n))[:, ::2]
+    through = floats(rng, 2 * n)[::2]
+    dist[:, : n // 3] = -0.0
+    through[: n // 2] = 0.0
+    dist[0, -1] = np.nan
+    through[n // 4] = np.nan
+    check(K.row_relax, [dist, np.zeros(m), through], kind)
+    level = floats(rng, shape, np.float32)
+    level[:, n // 2 :] = np.nan
+    check(K.row_raise, [level, floats(rng, n, np.float32)], kind)
+
+
 def solve_on_gpu(kind, lower, b):
     """K.row_solve on the GPU and in Python; their x. The GPU's dot products
     reassociate, so an x near 0 can differ in relative terms."""

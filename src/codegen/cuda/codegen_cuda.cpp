@@ -1809,6 +1809,26 @@ class CudaEmitter {
       }
       remark(loop->loc, text);
     }
+    // The lanes a group loaded from the elements that store `s` (at address
+    // `at`) writes, when `s` stores a minimum or maximum of them and something
+    // else (`x = min(x, y)`) and is the group's only store (so memory still
+    // holds those lanes when the group stores): the group then stores only
+    // when an element changed (store_changed_lanes). Empty otherwise. Called
+    // in at_iteration, where the loads' addresses print as the store's does.
+    auto relaxed_lanes = [&](const Store* s, const std::string& at, const std::vector<const Load*>& loads) {
+      const Binary* b = s->value->as<Binary>();
+      if (group.stores.size() != 1 || !b ||
+          !(b->op == BinaryOp::Min || b->op == BinaryOp::Max || b->op == BinaryOp::PyMin || b->op == BinaryOp::PyMax))
+        return std::string();
+      for (const Expr& operand : {b->a, b->b}) {
+        const Load* l = operand->as<Load>();
+        if (!l || l->array.get() != s->array.get() || std::find(loads.begin(), loads.end(), l) == loads.end())
+          continue;
+        if (address(l->array, l->indices) != at) continue;
+        if (auto it = lane_loads_.find(l); it != lane_loads_.end()) return it->second;
+      }
+      return std::string();
+    };
     // One group of a thread, whose first iteration is `first_iteration`:
     // its loads, its iterations, then its stores. A whole group makes its
     // accesses as vectors where aligned and runs its iterations without
@@ -1857,9 +1877,16 @@ class CudaEmitter {
       });
       if (!stores.empty()) {
         at_iteration(k0, [&] {
-          for (const auto& [s, name] : stores)
-            line("plait::store_lanes<" + ctype(s->array->type.dtype) + ", " + w + ">(" + address(s->array, s->indices) +
-                 ", " + name + ", " + step + ", " + whole(s) + ", " + n + ");");
+          for (const auto& [s, name] : stores) {
+            const std::string at = address(s->array, s->indices);
+            const std::string before = relaxed_lanes(s, at, loads);
+            if (!before.empty())
+              remark(s->loc, "the update of `" + s->array->name + "` is a minimum or maximum with its old value: "
+                             "each group of " + w + " stores its elements only when one of them changed");
+            line("plait::store_" + std::string(before.empty() ? "" : "changed_") + "lanes<" +
+                 ctype(s->array->type.dtype) + ", " + w + ">(" + at + ", " + name + ", " +
+                 (before.empty() ? "" : before + ", ") + step + ", " + whole(s) + ", " + n + ");");
+          }
         });
       }
       lane_loads_.clear();

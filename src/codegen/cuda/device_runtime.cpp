@@ -701,6 +701,22 @@ __device__ __forceinline__ void store_lanes(T* p, const lanes<T, N>& value, int6
   for (int u = 0; u < N; ++u)
     if (u < count) p[u * apart] = value.v[u];
 }
+// store_lanes of an update x = min(x, y) (or max): the group stores only
+// when one of its elements' bits differs from `before`, the values the group
+// loaded from the same elements. A relaxation that keeps most elements
+// (Floyd-Warshall's later steps) then leaves their cache lines clean.
+template <typename T, int N>
+__device__ __forceinline__ void store_changed_lanes(T* p, const lanes<T, N>& value, const lanes<T, N>& before,
+                                                    int64_t apart, bool whole, int count) {
+  bool changed = false;
+#pragma unroll
+  for (int u = 0; u < N; ++u) {
+    const bool same = sizeof(T) == 8 ? to_word64(value.v[u]) == to_word64(before.v[u])
+                                     : to_word32(value.v[u]) == to_word32(before.v[u]);
+    changed = changed || (u < count && !same);
+  }
+  if (changed) store_lanes(p, value, apart, whole, count);
+}
 
 // ---- temporaries of parallel loops: whether `ndim` extents (negative
 // ones count as 0) fit in `capacity` elements.
