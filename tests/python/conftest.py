@@ -1,15 +1,11 @@
 """Shared fixtures of the Python tests.
 
-The disk cache goes to a fresh temporary directory for the whole session:
-PLAIT_CACHE_DIR is set here, before any test module imports plait.
+The disk cache is the run's fresh temporary directory (tests/conftest.py
+sets PLAIT_CACHE_DIR before any test module imports plait).
 """
 
 import os
-import shutil
-import tempfile
 
-_SESSION_CACHE = tempfile.mkdtemp(prefix="plait-test-cache-")
-os.environ["PLAIT_CACHE_DIR"] = _SESSION_CACHE
 # Every parallel loop starts its threads, however small the test's data, so
 # that the tests exercise the threaded code (reductions, atomics, privacy).
 os.environ["PLAIT_PARALLEL_THRESHOLD"] = "0"
@@ -26,13 +22,9 @@ NUMERIC_DTYPES = (np.int32, np.int64, np.float32, np.float64)
 SIZES = (0, 1, 2, 7, 33, 1000)
 
 
-def pytest_sessionfinish(session, exitstatus):
-    shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
-
-
 @pytest.fixture(scope="session")
 def session_cache_dir():
-    return _SESSION_CACHE
+    return os.environ["PLAIT_CACHE_DIR"]
 
 
 @pytest.fixture
