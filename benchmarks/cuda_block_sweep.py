@@ -14,6 +14,7 @@ import os
 import statistics
 import sys
 import tempfile
+import types
 
 import plait
 
@@ -23,33 +24,24 @@ except ImportError:  # the sweep runs on torch tensors
     torch = None
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gpu_kernels import plait_gesummv, plait_softmax  # noqa: E402
+from gpu_kernels import EventClock, plait_gesummv, plait_softmax  # noqa: E402
 
 SOFTMAX_SHAPES = "8192x8192,2048x2048,256x2048,4096x1024,1024x4096,512x16384,8192x512"
 SOFTMAX_CONFIGS = [(256, 4), (256, 8), (512, 2), (512, 4), (1024, 2), (128, 8)]
 GESUMMV_CONFIGS = [(256, 0), (256, 128), (256, 64), (256, 32), (512, 0), (512, 128), (128, 0), (128, 64)]
 
-_flush = None
+_clock = None
 
 
 def median_ms(run, repeat=30):
-    global _flush
-    if _flush is None:
-        _flush = torch.empty(64 << 20, dtype=torch.int32, device="cuda")  # 256 MB, beyond the L2
+    global _clock
+    if _clock is None:
+        _clock = EventClock(torch=torch)
     for _ in range(3):
         run()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        _flush.fill_(1)
-        torch.cuda._sleep(100_000)  # the host queues the run before the GPU reaches it
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    impl = types.SimpleNamespace(run=run, reset_each_run=False)
+    return statistics.median(_clock.time_ms(impl) for _ in range(repeat))
 
 
 def softmax(shapes):

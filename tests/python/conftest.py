@@ -22,11 +22,6 @@ NUMERIC_DTYPES = (np.int32, np.int64, np.float32, np.float64)
 SIZES = (0, 1, 2, 7, 33, 1000)
 
 
-@pytest.fixture(scope="session")
-def session_cache_dir():
-    return os.environ["PLAIT_CACHE_DIR"]
-
-
 @pytest.fixture
 def rng(request):
     """A generator seeded from the test's name: fresh, reproducible inputs."""

@@ -1815,17 +1815,15 @@ class CudaEmitter {
     // holds those lanes when the group stores): the group then stores only
     // when an element changed (store_changed_lanes). Empty otherwise. Called
     // in at_iteration, where the loads' addresses print as the store's does.
-    auto relaxed_lanes = [&](const Store* s, const std::string& at, const std::vector<const Load*>& loads) {
+    auto relaxed_lanes = [&](const Store* s, const std::string& at) {
       const Binary* b = s->value->as<Binary>();
       if (group.stores.size() != 1 || !b ||
           !(b->op == BinaryOp::Min || b->op == BinaryOp::Max || b->op == BinaryOp::PyMin || b->op == BinaryOp::PyMax))
         return std::string();
       for (const Expr& operand : {b->a, b->b}) {
         const Load* l = operand->as<Load>();
-        if (!l || l->array.get() != s->array.get() || std::find(loads.begin(), loads.end(), l) == loads.end())
-          continue;
-        if (address(l->array, l->indices) != at) continue;
-        if (auto it = lane_loads_.find(l); it != lane_loads_.end()) return it->second;
+        if (!l || l->array.get() != s->array.get() || address(l->array, l->indices) != at) continue;
+        if (auto it = lane_loads_.find(l); it != lane_loads_.end()) return it->second;  // the group loaded it
       }
       return std::string();
     };
@@ -1879,7 +1877,7 @@ class CudaEmitter {
         at_iteration(k0, [&] {
           for (const auto& [s, name] : stores) {
             const std::string at = address(s->array, s->indices);
-            const std::string before = relaxed_lanes(s, at, loads);
+            const std::string before = relaxed_lanes(s, at);
             if (!before.empty())
               remark(s->loc, "the update of `" + s->array->name + "` is a minimum or maximum with its old value: "
                              "each group of " + w + " stores its elements only when one of them changed");
@@ -3478,12 +3476,18 @@ class CudaEmitter {
     // its own, unless the launch is one block, which starts them itself
     // (a loop that runs at each step of a serial loop, NPBench gramschmidt's
     // column norms).
+    const int64_t cap_blocks = sc.reductions.empty() && privatised.empty() ? kMaxBlocks : kMaxReductionBlocks;
     const std::string threads = plan.team  ? total + " * " + team
                                 : batch > 1 ? "(" + total + " + " + std::to_string(batch - 1) + ") / " +
                                                   std::to_string(batch)
                                             : total;
+    auto grid_of = [&](int block) {
+      return "plait_cuda::grid_for(" + threads + ", " + std::to_string(block) + ", " + std::to_string(cap_blocks) +
+             ")";
+    };
     if (resident) {
-      line("if (!(" + total + " > 0 && " + threads + " <= " + std::to_string(block_size_) + ")) {");
+      // The wide version's grid and one for temporaries are never larger.
+      line("if (!(" + total + " > 0 && " + grid_of(block_size_) + " == 1u)) {");
       ++indent_;
       stage_slots(slots, kResidentSlot);
       --indent_;
@@ -3494,11 +3498,6 @@ class CudaEmitter {
     }
     line("if (" + total + " > 0) {");
     ++indent_;
-    const int64_t cap_blocks = sc.reductions.empty() && privatised.empty() ? kMaxBlocks : kMaxReductionBlocks;
-    auto grid_of = [&](int block) {
-      return "plait_cuda::grid_for(" + threads + ", " + std::to_string(block) + ", " + std::to_string(cap_blocks) +
-             ")";
-    };
     std::string grid = grid_of(block_size_);
     if (!temporaries.empty()) {
       grid = emit_temporaries_buffer(temporary_plan, levels, total, grid,
@@ -4309,7 +4308,11 @@ class CudaEmitter {
   void emit_serial_region(const std::vector<Stmt>& stmts, const std::set<const VarInfo*>& stays = {}) {
     Captures cap = captures_of(stmts);
     const Stmt region = Block::make(stmts, stmts.front()->loc);
-    auto read_on_entry = [&](const Var& v) { return !analysis::always_writes_before_read(region, v.get()); };
+    std::set<const VarInfo*> dead_on_entry;  // assigned on every path before any read
+    for (const Var& v : cap.scalars)
+      if ((stays.count(v.get()) || cap.written.count(v.get())) && analysis::always_writes_before_read(region, v.get()))
+        dead_on_entry.insert(v.get());
+    auto read_on_entry = [&](const Var& v) { return dead_on_entry.count(v.get()) == 0; };
     std::vector<std::string> params, args;
     std::vector<std::pair<std::string, std::string>> slots;
     std::vector<Var> exchanged;
@@ -4341,8 +4344,8 @@ class CudaEmitter {
                          fn_.source, stmts.front()->loc);
     }
     // The scalars read on entry take the first slots, which the host stages.
-    std::stable_partition(exchanged.begin(), exchanged.end(), read_on_entry);
-    const size_t staged = static_cast<size_t>(std::count_if(exchanged.begin(), exchanged.end(), read_on_entry));
+    const size_t staged =
+        static_cast<size_t>(std::stable_partition(exchanged.begin(), exchanged.end(), read_on_entry) - exchanged.begin());
     for (size_t k = 0; k < exchanged.size(); ++k) {
       const Var& v = exchanged[k];
       params.push_back(ctype(v->type) + "* p_slot" + std::to_string(k));
