@@ -44,24 +44,24 @@ $(VENV)/.deps-installed: pyproject.toml Makefile | system-deps
 	@$(VPY) -m pip install -q --disable-pip-version-check $(BUILD_DEPS)
 	@touch $@
 
-# A plain (non-editable) install; the CMake build directory build/<wheel tag>
-# persists, so rebuilds are incremental.
-$(VENV)/.plait-installed: $(VENV)/.deps-installed $(PLAIT_SOURCES)
+# A plain (non-editable) install. Its CMake build directory, build/python,
+# persists, so rebuilds are incremental, and also builds the C++ unit tests:
+# one build of the compiler core serves the package, plaitc and ctest.
+BUILD_DIR := build/python
+
+$(VENV)/.plait-installed: $(VENV)/.deps-installed $(PLAIT_SOURCES) $(wildcard tests/unit/*.cpp)
 	@echo "building and installing plait into $(VENV)"
-	@$(VPY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall .
+	@$(VPY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall \
+	  -Cbuild-dir=$(BUILD_DIR) -Ccmake.define.PLAIT_BUILD_TESTS=ON .
 	@touch $@
 
 demo: $(VENV)/.plait-installed
 	$(VPY) examples/demo.py
 
-build/cpp/build.ninja: CMakeLists.txt | system-deps
-	@cmake -S . -B build/cpp -G Ninja -DPLAIT_BUILD_TESTS=ON -DPLAIT_BUILD_PYTHON=OFF >/dev/null
-
-# The build log is shown only when the build fails; ctest prints one line per
-# test, of which only failures and the summary are kept.
-test-cpp: build/cpp/build.ninja
-	@ninja -C build/cpp -j$(JOBS) > build/cpp/ninja.log 2>&1 || { cat build/cpp/ninja.log; exit 1; }
-	@ctest --test-dir build/cpp --output-on-failure -j$(JOBS) 2>&1 | grep -v -E '^ *([0-9]+/[0-9]+ Test +#[0-9]+: .* Passed|Start +[0-9]+: )'
+# ctest prints one line per test, of which only failures and the summary are
+# kept.
+test-cpp: $(VENV)/.plait-installed
+	@ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS) 2>&1 | grep -v -E '^ *([0-9]+/[0-9]+ Test +#[0-9]+: .* Passed|Start +[0-9]+: )'
 
 # tests/cli drives the plaitc that the wheel installed into .venv/bin. The
 # tests run in $(JOBS) processes (pytest-xdist): most of their time is the

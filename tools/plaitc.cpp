@@ -334,7 +334,10 @@ int run(const Command& command) {
       int arch = command.arch;
       if (arch == 0) arch = plait::jit::cuda_unavailable_reason().empty() ? plait::jit::cuda_device().arch : 90;
       std::string device_source = plait::generate_source(lowered.function, command.options);
-      write_output(command, ".ptx", plait::jit::compile_device_code(device_source, arch, true, command.options).ptx);
+      const plait::jit::DeviceBuild build = plait::jit::compile_device_code(device_source, arch, true, command.options);
+      // NVRTC's warnings go to stderr (the tests require none).
+      if (!build.log.empty()) std::cerr << build.log << (build.log.back() == '\n' ? "" : "\n");
+      write_output(command, ".ptx", build.ptx);
       break;
     }
     case Emit::Remarks:

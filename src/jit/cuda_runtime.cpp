@@ -727,6 +727,7 @@ DeviceBuild compile_device_code(const std::string& device_source, int arch, bool
   build.cubin = std::move(out.cubin);
   build.arch = (virtual_arch ? "compute_" : "sm_") + std::to_string(arch);
   build.nvrtc_version = nvrtc_version();
+  build.log = std::move(out.log);
   return build;
 }
 

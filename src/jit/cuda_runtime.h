@@ -71,6 +71,7 @@ struct DeviceBuild {
   std::string nvrtc_version;
   std::string cache_entry;  // the disk cache entry, or "" (cache off)
   bool from_disk_cache = false;
+  std::string log;  // NVRTC's messages (its warnings) when compile_device_code compiled it
 };
 
 // Compiles device source with NVRTC for the current device (sm_90 on

@@ -5,14 +5,15 @@ import os
 import pathlib
 import stat
 import subprocess
+import sys
 
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parent.parent
 KERNELS = HERE / "kernels"
 VECTOR_OPS = KERNELS / "vector_ops.py"
-PLAITC = pathlib.Path(os.environ.get("PLAIT_PLAITC", REPO / "build" / "plaitc"))
+# The plaitc installed beside this Python (make test sets PLAIT_PLAITC to it).
+PLAITC = pathlib.Path(os.environ.get("PLAIT_PLAITC", pathlib.Path(sys.executable).with_name("plaitc")))
 
 pytestmark = pytest.mark.skipif(not PLAITC.exists(), reason=f"plaitc not built at {PLAITC}")
 

@@ -87,6 +87,34 @@ def fdtd_step(ex, ey, hz):
             hz[i3, j3] = hz[i3, j3] - 0.7 * (ex[i3, j3 + 1] - ex[i3, j3] + ey[i3 + 1, j3] - ey[i3, j3])
 
 
+def array_stencil(a, b):
+    # An array statement: a parallel loop over rows around a simd loop,
+    # which the CUDA target collapses into one nest.
+    b[1:-1, 1:-1] = 0.2 * (a[1:-1, 1:-1] + a[1:-1, :-2] + a[1:-1, 2:] + a[2:, 1:-1] + a[:-2, 1:-1])
+
+
+def strided_columns(x, out):
+    # A simd loop alone in a parallel loop's body, start 1 and step 2: one
+    # collapsed nest on CUDA.
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        #pragma simd
+        for j in range(1, x.shape[1], 2):
+            out[i, j] = x[i, j] * 3.0 + x[i, j - 1]
+
+
+def add_into_3d(a, out):
+    # Three collapsed levels, an update in place: an iteration run twice
+    # would add twice.
+    #pragma parallel for
+    for i in range(out.shape[0]):
+        #pragma parallel for
+        for j in range(out.shape[1]):
+            #pragma parallel for
+            for k in range(1, out.shape[2]):
+                out[i, j, k] += 0.5 * a[i, j, k - 1]
+
+
 def strided_step(x, out):
     # Every other iteration: the loop step is 2.
     #pragma parallel for
@@ -126,6 +154,9 @@ KERNELS = {
     "compare_into_flags": ["f64[::1], f64[::1], b1[::1]"],
     "stencil_2d": ["f64[:, ::1], f64[:, ::1]", "f32[:, :], f32[:, :]"],
     "fdtd_step": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
+    "add_into_3d": ["f64[:, :, ::1], f64[:, :, :]"],
+    "array_stencil": ["f64[:, ::1], f64[:, ::1]", "f32[:, :], f32[:, :]"],
+    "strided_columns": ["f32[:, ::1], f32[:, ::1]"],
     "strided_step": ["f32[::1], f32[::1]"],
     "offset_store": ["f64[::1], f64[::1], int"],
     "checked_sqrt": ["f64[::1], f64[::1]"],

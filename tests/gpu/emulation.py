@@ -6,20 +6,22 @@ runtime functions its kernels call), a main loads copies of the arrays'
 bases into static buffers, runs the module's launch (every thread in turn,
 or each block's threads as std::threads), and writes the buffers back."""
 
-import os
 import re
 import subprocess
 
 import numpy as np
 
+import precompiled
 
-def kernel_call(kernel, fn, loops, copies, views, scalars=(), team=None):
-    """The name of the first kernel in the device text `kernel` and the C++
+
+def kernel_call(kernel, fn, loops, copies, views, scalars=(), team=None, version=""):
+    """The name of the first kernel in the device text `kernel` (of the
+    first whose name ends in `version`, such as "_rows") and the C++
     arguments of its call: `loops` gives the (begin, step, trip) of its
     parallel loop's levels, `views` the (base index, slice) of each array
     argument of `fn` in order, over the buffers base0... holding `copies`,
     `scalars` the leading scalar arguments, `team` the team size."""
-    params = re.search(r"__launch_bounds__\(\d+\) (\w+)\((.*)\) \{", kernel)
+    params = re.search(r"__launch_bounds__\(\d+\) (\w+" + version + r")\((.*)\) \{", kernel)
     arrays = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])[len(scalars):]
     scalar_names = fn.__code__.co_varnames[:len(scalars)]
     args, level = [], 0
@@ -65,7 +67,15 @@ def threads_in_turn(blocks, name, args):
 CUDA_BUILTINS = "static inline int __ffs(int x) { return __builtin_ffs(x); }\n"
 
 
-def run(tmp_path, prelude, kernel, copies, launch, flags=()):
+# Every emulated program is built with these flags (-pthread: the modules
+# whose launch runs blocks as std::threads), with the standard headers that
+# the preludes include precompiled.
+FLAGS = ("-std=c++20", "-O1", "-fwrapv", "-w", "-pthread")
+STANDARD_HEADERS = ("algorithm", "barrier", "cmath", "cstdint", "cstdio", "cstdlib", "cstring", "limits", "memory",
+                    "thread", "vector")
+
+
+def run(tmp_path, prelude, kernel, copies, launch):
     """Builds prelude + kernel + a main that runs `launch` (C++ statements)
     over the buffers base0... holding `copies`; returns the buffers after it."""
     lines = []
@@ -78,9 +88,9 @@ def run(tmp_path, prelude, kernel, copies, launch, flags=()):
         "".join(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "wb"); fwrite(base{k}, 1, {b.nbytes}, f); '
                 f"fclose(f); }}\n" for k, b in enumerate(copies)) + "  return 0;\n}\n"
     (tmp_path / "emulated.cpp").write_text(source)
-    cxx = os.environ.get("PLAIT_CXX") or os.environ.get("CXX") or "c++"
-    build = subprocess.run([cxx, "-std=c++20", "-O1", "-fwrapv", "-w", *flags, "-o", str(tmp_path / "emulated"),
-                            str(tmp_path / "emulated.cpp")], capture_output=True, text=True)
+    headers = precompiled.header_dir("emulation_std.h", STANDARD_HEADERS, FLAGS)
+    build = subprocess.run([precompiled.compiler(), *FLAGS, "-I", headers, "-include", "emulation_std.h", "-o",
+                            str(tmp_path / "emulated"), str(tmp_path / "emulated.cpp")], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     ran = subprocess.run([str(tmp_path / "emulated")], capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr

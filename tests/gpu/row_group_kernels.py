@@ -114,12 +114,15 @@ def store_read_back(x, out, out2):
 
 
 def every_other_column(x, out):
-    # Steps of 2 and a start of 1: groups, element by element.
+    # Steps of 2 and a start of 1: groups, element by element. (The row's
+    # scale keeps the worker a team: a simd loop alone in the body of a
+    # parallel loop joins its nest instead, test_cuda_batched.py.)
     #pragma parallel for
     for i in range(x.shape[0]):
+        scale = 3.0 + 0.5 * i
         #pragma simd
         for j in range(1, x.shape[1], 2):
-            out[i, j] = x[i, j] * 3.0 + x[i, j - 1]
+            out[i, j] = x[i, j] * scale + x[i, j - 1]
 
 
 def small_int_row_sums(threshold, x, counts, sums):

@@ -45,6 +45,7 @@ def emit(tmp_path, name, signature, what, *extra):
 BATCHED_LOOP = re.compile(r"for \(int64_t p_k0 = [^;]*; p_k0 < p_total; p_k0 \+= p_stride\) \{")
 CONSECUTIVE = "((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 4"
 STRIDED = "(int64_t)blockIdx.x * blockDim.x * 4 + threadIdx.x"
+ROWS_LOOP = "for (int64_t p_row = p_row_first; p_row < p_rows; p_row += p_row_step) {"
 
 
 def branches(device):
@@ -64,7 +65,8 @@ def test_vector_add_runs_four_iterations_per_thread_loads_before_stores(tmp_path
     assert "const int64_t p_apart = p_vector ? 1 : 256;" in device
     for u in (1, 2, 3):
         assert f"const bool p_in{u} = (p_k0 + {u} * p_apart) < p_total;" in device
-        assert f"v_i_u{u} = static_cast<int64_t>(p_begin1 + (p_k0 + {u} * p_apart) * p_step2);" in device
+        # range(n): its constant start and step are folded by the compiler.
+        assert f"v_i_u{u} = static_cast<int64_t>(int64_t(0) + (p_k0 + {u} * p_apart) * int64_t(1));" in device
     vector, scalar = branches(device)
     assert re.search(r"const plait::lanes<float, 4> p_lanes\d+ = \*reinterpret_cast<const plait::lanes<float, 4>\*>"
                      r"\(a_a_data \+ \(v_i_u0\)\);", vector)
@@ -115,7 +117,9 @@ def test_each_statement_stores_after_its_own_loads_and_before_the_next_statement
                                             ("strided_step", "f32[::1], f32[::1]")])
 def test_collapsed_nests_scatters_and_strided_arrays_are_batched(tmp_path, name, signature):
     device = emit(tmp_path, name, signature, "cu")
-    assert len(BATCHED_LOOP.findall(device)) == device.count("__global__") - device.count("plait_fill_")
+    rows_versions = len(re.findall(r"__global__ void __launch_bounds__\(256\) \w+_rows\(", device))
+    assert len(BATCHED_LOOP.findall(device)) == device.count("__global__") - device.count("plait_fill_") - rows_versions
+    assert device.count(ROWS_LOOP) == rows_versions
     if name == "scatter":
         # idx and x are loaded as vectors, out stored one element at a time.
         vector, _ = branches(device)
@@ -126,9 +130,29 @@ def test_collapsed_nests_scatters_and_strided_arrays_are_batched(tmp_path, name,
         # the second's indices advanced from the first's by the block's digits.
         assert "p_vector" not in device and "p_k0 = (int64_t)blockIdx.x * blockDim.x * 2 + threadIdx.x;" in device
         assert "p_in2" not in device and re.search(r"p_by\d+ = plait::split_digit\(p_rest, p_trip\d+\);", device)
+        # Each has a rows version, which the host runs when the inner trip
+        # count fills tiles of 512 iterations.
+        assert rows_versions == device.count("__global__") // 2
+        host = emit(tmp_path, name, signature, "cpp")
+        choices = re.findall(r"if \(plait_cuda::rows_fit\(p_trip\d+, p_tiles\d+, 512, 65536\)\) \{", host)
+        assert len(choices) == rows_versions
     else:
+        assert rows_versions == 0
+    if name not in ("scatter", "stencil_2d", "fdtd_step"):
         # Arrays of unknown layout, loops of step 2: 256 apart, no vectors.
         assert "p_vector" not in device and f"p_k0 = {STRIDED};" in device
+
+
+@compiles
+@pytest.mark.parametrize("signature", B.KERNELS["array_stencil"])
+def test_array_statements_run_as_collapsed_nests(tmp_path, signature):
+    # Each of the statement's nests (its versions: plain indices, broadcast
+    # extents, through a temporary for overlapping arrays) is batched and
+    # has a rows version.
+    device = emit(tmp_path, "array_stencil", signature, "cu")
+    rows_versions = len(re.findall(r"__global__ void __launch_bounds__\(256\) \w+_rows\(", device))
+    assert rows_versions == 4 and device.count("__global__") == 2 * rows_versions
+    assert device.count(ROWS_LOOP) == rows_versions and len(BATCHED_LOOP.findall(device)) == rows_versions
 
 
 @compiles
@@ -168,23 +192,24 @@ inline int64_t split_digit(int64_t& rest, int64_t trip) {
 """
 
 
-def emulate(tmp_path, fn, signature, loops, bases, views, scalars=(), grid=None):
+def emulate(tmp_path, fn, signature, loops, bases, views, scalars=(), grid=None, version=""):
     """Runs the kernel of `fn` (one parallel loop, `loops`: its levels'
-    (begin, step, trip)) on the host over views of copies of `bases`
-    ((base index, slice) per array argument, in order); returns the bases."""
+    (begin, step, trip); `version`: the suffix of the kernel's version) on
+    the host over views of copies of `bases` ((base index, slice) per array
+    argument, in order); returns the bases."""
     device = emit(tmp_path, fn.__name__, signature, "cu")
     kernel = device[device.index("// ---- device part"):]
     copies = [b.copy() for b in bases]
-    name, args = emulation.kernel_call(kernel, fn, loops, copies, views, scalars)
+    name, args = emulation.kernel_call(kernel, fn, loops, copies, views, scalars, version=version)
     total = int(np.prod([trip for _, _, trip in loops]))
     launch = emulation.threads_in_turn(grid or max(1, -(-total // 1024)), name, args)
     return emulation.run(tmp_path, EMULATION_PRELUDE, kernel, copies, launch)
 
 
-def check_emulated(tmp_path, fn, signature, loops, bases, views, scalars=(), grid=None):
+def check_emulated(tmp_path, fn, signature, loops, bases, views, scalars=(), grid=None, version=""):
     expected = [b.copy() for b in bases]
     fn(*scalars, *[expected[k][sl] for k, sl in views])
-    got = emulate(tmp_path, fn, signature, loops, bases, views, scalars, grid)
+    got = emulate(tmp_path, fn, signature, loops, bases, views, scalars, grid, version)
     for g, e in zip(got, expected):
         np.testing.assert_array_equal(g, e)
 
@@ -227,6 +252,46 @@ def test_collapsed_nest_emulated_on_the_host(tmp_path, rng, shape):
     a, b = floats(rng, shape), floats(rng, shape)
     check_emulated(tmp_path, B.stencil_2d, "f64[:, ::1], f64[:, ::1]",
                    [(1, 1, shape[0] - 2), (1, 1, shape[1] - 2)], [a, b], [(0, ALL), (1, ALL)])
+
+
+@compiles
+@pytest.mark.parametrize("shape,rows_per_step", [((4, 514), None), ((9, 470), 2), ((6, 1030), 1)])
+@pytest.mark.parametrize("extra_block", [False, True])
+def test_rows_version_emulated_on_the_host(tmp_path, rng, shape, rows_per_step, extra_block):
+    # The rows version takes tiles of 512 iterations of the inner loop: a
+    # grid of whole rows of tiles (all rows at once, or a few per step of the
+    # grid-stride loop), and one block more than whole rows, which must stay
+    # idle (the host never launches such a grid).
+    a, b = floats(rng, shape), floats(rng, shape)
+    loops = [(1, 1, shape[0] - 2), (1, 1, shape[1] - 2)]
+    tiles = -(-loops[1][2] // 512)
+    grid = tiles * (rows_per_step or loops[0][2]) + extra_block
+    check_emulated(tmp_path, B.stencil_2d, "f64[:, ::1], f64[:, ::1]", loops, [a, b], [(0, ALL), (1, ALL)],
+                   grid=grid, version="_rows")
+
+
+@compiles
+@pytest.mark.parametrize("shape,rows_per_step", [((3, 7, 515), 3), ((2, 2, 1100), None), ((4, 3, 2), 5)])
+@pytest.mark.parametrize("extra_block", [False, True])
+def test_rows_version_of_three_levels_emulated_on_the_host(tmp_path, rng, shape, rows_per_step, extra_block):
+    # The outer two levels' digits advance by the row step with a carry.
+    a, out = floats(rng, shape), floats(rng, shape)
+    loops = [(0, 1, shape[0]), (0, 1, shape[1]), (1, 1, shape[2] - 1)]
+    tiles = -(-loops[2][2] // 512)
+    grid = tiles * (rows_per_step or shape[0] * shape[1]) + extra_block
+    check_emulated(tmp_path, B.add_into_3d, "f64[:, :, ::1], f64[:, :, :]", loops, [a, out],
+                   [(0, ALL), (1, (ALL, slice(None, None, -1)))], grid=grid, version="_rows")
+
+
+@compiles
+@pytest.mark.parametrize("version", ["", "_rows"])
+@pytest.mark.parametrize("m", [2, 9, 1025])
+def test_collapsed_simd_loop_of_step_two_emulated_on_the_host(tmp_path, rng, version, m):
+    x = floats(rng, (5, m), np.float32)
+    loops = [(0, 1, 5), (1, 2, m // 2)]
+    grid = None if not version else max(1, -(-(m // 2) // 512)) * 2
+    check_emulated(tmp_path, B.strided_columns, "f32[:, ::1], f32[:, ::1]", loops, [x, np.zeros_like(x)],
+                   [(0, ALL), (1, ALL)], grid=grid, version=version)
 
 
 # ---------------------------------------------------------------- on a GPU
@@ -352,11 +417,51 @@ def test_two_stores_scatter_and_flags(rng, kind, n):
 
 @on_gpu
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("shape", [(2, 2), (3, 3), (3, 1030), (33, 31), (130, 257)])
+@pytest.mark.parametrize("shape", [(2, 2), (3, 3), (3, 1030), (33, 31), (130, 257), (5, 514), (7, 1002), (4, 470)])
 def test_collapsed_stencils(rng, kind, shape):
+    # (5, 514), (7, 1002), (4, 470): inner trips that fill tiles of 512 with
+    # little left over run in the rows version (512, 1000, 468 iterations).
     check(B.stencil_2d, [floats(rng, shape), floats(rng, shape)], kind)
     check(B.stencil_2d, [floats(rng, shape, np.float32), floats(rng, shape, np.float32)], kind)
     check(B.fdtd_step, [floats(rng, shape), floats(rng, shape), floats(rng, shape)], kind)
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(3, 7, 513), (2, 3, 1100), (1, 1, 1), (3, 0, 600), (2, 40, 1025)])
+def test_three_collapsed_levels_in_place(rng, kind, shape):
+    # Rows version at (3, 7, 513) and (2, 40, 1025); the other version at (2, 3, 1100).
+    check(B.add_into_3d, [floats(rng, shape), floats(rng, shape)], kind)
+    if kind == "numpy":
+        check(B.add_into_3d, [floats(rng, shape), floats(rng, shape)[:, ::-1]], kind)
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(2, 2), (3, 3), (5, 514), (33, 31), (4, 470)])
+def test_array_statement_stencils(rng, kind, shape):
+    kernel = check(B.array_stencil, [floats(rng, shape), floats(rng, shape)], kind)
+    assert "(collapsed with `" in kernel.explain()
+    check(B.array_stencil, [floats(rng, shape, np.float32), floats(rng, shape, np.float32)], kind)
+
+
+@on_gpu
+@pytest.mark.parametrize("m", (0, 1, 2, 9, 1025, 2050))
+def test_collapsed_simd_loop_of_step_two(rng, m):
+    kernel = check(B.strided_columns, [floats(rng, (7, m), np.float32), np.zeros((7, m), np.float32)], "numpy")
+    assert "(collapsed with `j`)" in kernel.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("lib", LIBS)
+def test_array_statement_in_place_and_on_views(rng, lib):
+    # One array on both sides: the right side is evaluated whole first
+    # (through a temporary), as NumPy does; overlapping and strided views.
+    check_views(B.array_stencil, [floats(rng, (9, 600))], [(0, ALL), (0, ALL)], lib)
+    check_views(B.array_stencil, [floats(rng, (12, 600))], [(0, slice(0, 10)), (0, slice(2, 12))], lib)
+    a, b = floats(rng, (40, 70), np.float32), floats(rng, (40, 70), np.float32)
+    check(B.array_stencil, [a[::2, 1::3], b[1::2, 1::3]], "numpy")
+    check(B.array_stencil, [a.T, b.T], "numpy")
 
 
 @on_gpu

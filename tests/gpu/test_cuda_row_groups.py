@@ -211,7 +211,7 @@ def emulate(tmp_path, fn, signature, loops, team, bases, views, scalars=(), bloc
   }}
 """
     prelude = EMULATION_PRELUDE + "namespace plait {\n" + runtime_lanes() + "}\n"
-    return emulation.run(tmp_path, prelude, kernel, copies, launch, flags=("-pthread",))
+    return emulation.run(tmp_path, prelude, kernel, copies, launch)
 
 
 def check_emulated(tmp_path, fn, signature, loops, team, bases, views, scalars=(), rtol=0.0):

@@ -37,8 +37,8 @@ def positive(rng, shape, dtype=np.float64):
 # ---------------------------------------------------------------- everywhere
 
 
-test_device_part_compiles_with_nvcc_without_warnings, _, test_host_part_compiles_with_warnings_as_errors = \
-    compile_tests(KERNELS_FILE, CASES, boundscheck=False, nvrtc=False)
+(test_device_part_compiles_with_nvcc_without_warnings, test_device_part_compiles_with_nvrtc,
+ test_host_part_compiles_with_warnings_as_errors) = compile_tests(KERNELS_FILE, CASES, boundscheck=False)
 
 
 @compiles

@@ -29,7 +29,8 @@ KNOWN_COMPILER_ISSUES = {}
 # Kernels whose Plait version does not compile for the CUDA target, with the
 # entry in COMPILER_ISSUES.md; strict, so a fix shows up as XPASS.
 KNOWN_CUDA_COMPILER_ISSUES = {}
-PLAITC = Path(os.environ.get("PLAIT_PLAITC", KERNEL_DIR.parents[1] / "build" / "cpp" / "plaitc"))
+# The plaitc installed beside this Python (make test sets PLAIT_PLAITC to it).
+PLAITC = Path(os.environ.get("PLAIT_PLAITC", Path(sys.executable).with_name("plaitc")))
 
 
 def _references(module, inputs, preset="test"):

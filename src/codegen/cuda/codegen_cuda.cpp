@@ -1395,17 +1395,31 @@ class CudaEmitter {
   std::vector<const For*> collapse_nest(const For* outer) {
     std::vector<const For*> nest{outer};
     std::set<const VarInfo*> vars{outer->var.get()};
-    while (static_cast<int>(nest.size()) < outer->schedule.collapse) {
-      const For* inner = single_loop(nest.back()->body);
-      if (!inner) return nest;
+    auto bounds_use_nest = [&](const For* inner) {
       UsesVars uses(vars);
       uses.visit(inner->begin);
       uses.visit(inner->end);
       uses.visit(inner->step);
-      if (uses.found) return nest;
+      return uses.found;
+    };
+    while (static_cast<int>(nest.size()) < outer->schedule.collapse) {
+      const For* inner = single_loop(nest.back()->body);
+      if (!inner || bounds_use_nest(inner)) return nest;
       nest.push_back(inner);
       vars.insert(inner->var.get());
     }
+    // A vector loop alone in the innermost level's body, with no reductions
+    // and a straight-line body (an array statement's nest: parallel over
+    // rows, simd over columns) has independent iterations: it joins the
+    // iteration space as a parallel loop would, so that the nest runs in
+    // one-thread workers of several iterations, in tiles of rows
+    // (docs/cuda.md, "Array statements as collapsed nests").
+    const For* inner = single_loop(nest.back()->body);
+    std::string why;
+    if (inner && inner->schedule.kind == LoopKind::Vectorized && inner->schedule.reductions.empty() &&
+        inner->schedule.array_reductions.empty() && !bounds_use_nest(inner) &&
+        cuda::straight_line_worker(inner->body, &why))
+      nest.push_back(inner);
     return nest;
   }
 
@@ -2734,8 +2748,24 @@ class CudaEmitter {
   // between iterations is free since the iterations of a parallel loop are
   // independent; so in-place and aliased arguments stay correct with no
   // check at launch.
+  //
+  // A loop bound that is a constant is written as one in the indices (the
+  // compiler folds `1 + k * 1`), else it is the kernel parameter `param`.
+  std::string kernel_bound(const Expr& bound, const std::string& param) {
+    return bound->as<IntImm>() ? expr(bound) : param;
+  }
+
+  //
+  // `rows` (a collapsed nest, the kernel's rows version) maps the iterations
+  // differently: a block takes a tile of 256 * batch consecutive iterations
+  // of the innermost loop in one row (one iteration of the outer loops), and
+  // the blocks of a grid-stride step cover whole rows, which the host
+  // guarantees by launching a multiple of the row's tiles
+  // (plait_cuda::grid_for_rows). A thread's iterations then share their
+  // outer indices, which advance once per row, and no index is divided in
+  // the loop (docs/cuda.md, "Rows of tiles").
   void emit_batched_worker_loop(const std::vector<NestLevel>& levels, const Stmt& body, int batch,
-                                const cuda::ContiguousAccesses& lanes) {
+                                const cuda::ContiguousAccesses& lanes, bool rows) {
     const std::string width = std::to_string(batch);
     // The statements, nested blocks flattened (every copy of a scalar is
     // declared up front, so blocks need no scope of their own).
@@ -2801,50 +2831,100 @@ class CudaEmitter {
       line("const bool p_vector = " + aligned + ";");
       line("const int64_t p_apart = p_vector ? 1 : " + std::to_string(block_size_) + ";");
     }
-    line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x * " + width + ";");
-    const std::string strided_first = "(int64_t)blockIdx.x * blockDim.x * " + width + " + threadIdx.x";
-    const std::string first =
-        vector ? "p_vector ? ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * " + width + " : " + strided_first
-               : strided_first;
-    std::vector<std::string> apart_digits;
-    if (levels.size() > 1 && batch > 1) {
-      // The digits of the distance between a thread's iterations (the
-      // block), once; every trip is positive where there is an iteration.
-      std::string declared;
-      for (size_t d = 0; d < levels.size(); ++d) {
-        apart_digits.push_back(temp("by"));
-        declared += (d ? ", " : "") + apart_digits.back() + " = 0";
-      }
-      line("int64_t " + declared + ";");
-      line("if (p_total > 0) {");
+    const size_t n = levels.size();
+    std::vector<std::string> digits(n);
+    // Rows: the outer digits of the thread's row (mutable, advanced by the
+    // digits of the row step with a carry), and the innermost digit of its
+    // first iteration.
+    std::vector<std::string> row_digits, row_step_digits;
+    const std::string inner_trip = levels.back().trip;
+    if (rows) {
+      if (n < 2 || vector) PLAIT_INTERNAL_ERROR("the rows version of a batched loop needs a collapsed nest");
+      // 32-bit divisions, once per thread: a grid holds the row's tiles.
+      const std::string tile = std::to_string(batch * block_size_);
+      std::string outer_trips;
+      for (size_t d = 0; d + 1 < n; ++d) outer_trips += (d ? " * " : "") + levels[d].trip;
+      line("const int64_t p_tiles = (" + inner_trip + " + " + tile + " - 1) / " + tile + ";");
+      line("if (p_total > 0 && p_tiles <= (int64_t)gridDim.x) {");
       ++indent_;
-      line("int64_t p_rest = " + std::to_string(block_size_) + ";");
-      for (size_t d = levels.size(); d-- > 1;)
-        line(apart_digits[d] + " = plait::split_digit(p_rest, " + levels[d].trip + ");");
-      line(apart_digits[0] + " = p_rest;");
-      --indent_;
-      line("}");
+      line("const unsigned p_row_step = gridDim.x / (unsigned)p_tiles;");
+      line("const unsigned p_row_first = blockIdx.x / (unsigned)p_tiles;");
+      line("if (blockIdx.x < p_row_step * (unsigned)p_tiles) {");
+      ++indent_;
+      line("const int64_t p_rows = " + outer_trips + ";");
+      line("const int64_t p_column = (int64_t)(blockIdx.x - p_row_first * (unsigned)p_tiles) * " + tile +
+           " + threadIdx.x;");
+      line("if (p_column < " + inner_trip + ") {");
+      ++indent_;
+      if (n > 2) {
+        std::string declared;
+        for (size_t d = 0; d + 1 < n; ++d) {
+          row_digits.push_back(temp("at"));
+          row_step_digits.push_back(temp("by"));
+          declared += (d ? ", " : "") + row_digits.back() + " = 0, " + row_step_digits.back() + " = 0";
+        }
+        line("int64_t " + declared + ";");
+        for (const auto& [value, out] : {std::pair{"p_row_first", &row_digits}, {"p_row_step", &row_step_digits}}) {
+          line("{");
+          line("  int64_t p_rest = " + std::string(value) + ";");
+          for (size_t d = n - 1; d-- > 1;)
+            line("  " + (*out)[d] + " = plait::split_digit(p_rest, " + levels[d].trip + ");");
+          line("  " + (*out)[0] + " = p_rest;");
+          line("}");
+        }
+      }
+      line("for (int64_t p_row = p_row_first; p_row < p_rows; p_row += p_row_step) {");
+    } else {
+      line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x * " + width + ";");
+      const std::string strided_first = "(int64_t)blockIdx.x * blockDim.x * " + width + " + threadIdx.x";
+      const std::string first =
+          vector ? "p_vector ? ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * " + width + " : " + strided_first
+                 : strided_first;
+      std::vector<std::string> apart_digits;
+      if (n > 1 && batch > 1) {
+        // The digits of the distance between a thread's iterations (the
+        // block), once; every trip is positive where there is an iteration.
+        std::string declared;
+        for (size_t d = 0; d < n; ++d) {
+          apart_digits.push_back(temp("by"));
+          declared += (d ? ", " : "") + apart_digits.back() + " = 0";
+        }
+        line("int64_t " + declared + ";");
+        line("if (p_total > 0) {");
+        ++indent_;
+        line("int64_t p_rest = " + std::to_string(block_size_) + ";");
+        for (size_t d = n; d-- > 1;) line(apart_digits[d] + " = plait::split_digit(p_rest, " + levels[d].trip + ");");
+        line(apart_digits[0] + " = p_rest;");
+        --indent_;
+        line("}");
+      }
+      row_step_digits = apart_digits;
+      line("for (int64_t p_k0 = " + first + "; p_k0 < p_total; p_k0 += p_stride) {");
     }
-    line("for (int64_t p_k0 = " + first + "; p_k0 < p_total; p_k0 += p_stride) {");
     ++indent_;
     scopes_.emplace_back();
     loop_depth_ = 1;
     auto at = [&](int u) {
+      if (rows) return u == 0 ? std::string("p_column") : "(p_column + " + std::to_string(u * block_size_) + ")";
       if (u == 0) return std::string("p_k0");
       if (!vector) return "(p_k0 + " + std::to_string(u * block_size_) + ")";
       return "(p_k0 + " + std::to_string(u) + " * p_apart)";
     };
-    for (int u = 1; u < batch; ++u) line("const bool p_in" + std::to_string(u) + " = " + at(u) + " < p_total;");
+    const std::string last = rows ? inner_trip : "p_total";
+    for (int u = 1; u < batch; ++u) line("const bool p_in" + std::to_string(u) + " = " + at(u) + " < " + last + ";");
     // A collapsed nest's indices (one digit per loop, in the trips' mixed
     // base): iteration 0's divided out of p_k0, each later one's advanced
     // from the one before by the digits of the distance between them, with
     // a carry, instead of a 64-bit division and remainder per loop and
-    // iteration (which bounded the 2-D stencil's sweeps: docs/cuda.md).
-    std::vector<std::string> digits(levels.size());
+    // iteration (which bounded the 2-D stencil's sweeps: docs/cuda.md). In
+    // the rows version the outer digits are the row's and the innermost
+    // digit is the thread's column.
     for (int u = 0; u < batch; ++u) {
       in_iteration(u, [&] {
-        const size_t n = levels.size();
-        if (n == 1) {
+        if (rows) {
+          for (size_t d = 0; d + 1 < n; ++d) digits[d] = n > 2 ? row_digits[d] : "p_row";
+          digits[n - 1] = at(u);
+        } else if (n == 1) {
           digits[0] = at(u);
         } else if (u == 0) {
           const std::string rest = temp("rest");
@@ -2859,7 +2939,7 @@ class CudaEmitter {
           line("bool " + carry + " = false;");
           for (size_t d = n; d-- > 0;) {
             const std::string digit = temp("k");
-            const std::string sum = digits[d] + " + " + apart_digits[d] + (d + 1 < n ? " + " + carry : "");
+            const std::string sum = digits[d] + " + " + row_step_digits[d] + (d + 1 < n ? " + " + carry : "");
             if (d == 0) {
               line("const int64_t " + digit + " = " + sum + ";");
             } else {
@@ -2874,9 +2954,10 @@ class CudaEmitter {
           const NestLevel& lv = levels[d];
           const Var& v = lv.loop->var;
           line("[[maybe_unused]] const " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) +
-               ">(" + lv.begin + " + " + digits[d] + " * " + lv.step + ");");
+               ">(" + kernel_bound(lv.loop->begin, lv.begin) + " + " + digits[d] + " * " +
+               kernel_bound(lv.loop->step, lv.step) + ");");
         }
-        for (size_t o = levels.size(); o < own.size(); ++o)
+        for (size_t o = n; o < own.size(); ++o)
           line("[[maybe_unused]] " + ctype(own[o]->type) + " " + var_name(own[o]) + "{};");
       });
     }
@@ -2990,10 +3071,27 @@ class CudaEmitter {
     } else {
       emit_statements(false);
     }
+    if (rows && n > 2) {
+      // The next row's outer digits (the body has no `continue`).
+      const std::string carry = temp("carry");
+      line("bool " + carry + " = false;");
+      for (size_t d = n - 1; d-- > 0;) {
+        line(row_digits[d] + " += " + row_step_digits[d] + (d + 2 < n ? " + " + carry : "") + ";");
+        if (d == 0) continue;
+        line(carry + " = " + row_digits[d] + " >= " + levels[d].trip + ";");
+        line("if (" + carry + ") " + row_digits[d] + " -= " + levels[d].trip + ";");
+      }
+    }
     loop_depth_ = 0;
     scopes_.pop_back();
     --indent_;
     line("}");
+    if (rows) {
+      for (int close = 0; close < 3; ++close) {
+        --indent_;
+        line("}");
+      }
+    }
   }
 
   void emit_parallel_kernel(const For* loop) {
@@ -3255,11 +3353,17 @@ class CudaEmitter {
     device_errors_ = device_errors_ || !temporaries.empty();  // a negative extent
 
 
-    // Device: the kernel, and its wide version.
+    // A batched collapsed nest has a second version whose blocks take tiles
+    // of one row (emit_batched_worker_loop), which the host runs when the
+    // innermost loop's trip count leaves few of a tile's threads idle.
+    const bool rows_version = batch > 1 && levels.size() > 1;
+
+    // Device: the kernel, and its wide or rows version.
     const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
     const std::string name = kernel_names_[static_cast<size_t>(index)];
     const int wide_index = wide_version ? add_kernel(name + "_wide") : -1;
-    auto emit_device_kernel = [&](const std::string& kernel_name) {
+    const int rows_index = rows_version ? add_kernel(name + "_rows") : -1;
+    auto emit_device_kernel = [&](const std::string& kernel_name, bool rows) {
       ModeSwitch to_device(*this);
       shared_decls_.clear();
       device_ << "\n// parallel loop over `" << loop->var->name << "` (line " << loop->loc.line << ")\n";
@@ -3316,7 +3420,7 @@ class CudaEmitter {
       // per team.
       auto emit_worker_loop = [&] {
         if (batch > 1) {
-          emit_batched_worker_loop(levels, innermost->body, batch, lanes);
+          emit_batched_worker_loop(levels, innermost->body, batch, lanes, rows);
           return;
         }
         // The loop variables of worker p_k.
@@ -3461,13 +3565,17 @@ class CudaEmitter {
       device_.seekp(0, std::ios_base::end);
       device_ << "}\n";
     };
-    emit_device_kernel(name);
-    if (wide_version) {
+    emit_device_kernel(name, false);
+    if (wide_version || rows_version) {
       const bool muted = mute_remarks_;
       mute_remarks_ = true;  // the same statements again
-      block_size_ *= 2;
-      emit_device_kernel(kernel_names_[static_cast<size_t>(wide_index)]);
-      block_size_ /= 2;
+      if (wide_version) {
+        block_size_ *= 2;
+        emit_device_kernel(kernel_names_[static_cast<size_t>(wide_index)], false);
+        block_size_ /= 2;
+      } else {
+        emit_device_kernel(kernel_names_[static_cast<size_t>(rows_index)], true);
+      }
       mute_remarks_ = muted;
     }
 
@@ -3515,16 +3623,27 @@ class CudaEmitter {
         emit_launch(kernel, grid, std::to_string(block), args, slots, slots);
       }
     };
-    if (wide_version) {
-      line("if (" + wide + ") {");
+    // Another version of the kernel where `condition` holds at the launch.
+    auto launch_either = [&](const std::string& condition, int other, const std::string& other_grid, int other_block) {
+      line("if (" + condition + ") {");
       ++indent_;
-      launch(wide_index, grid_of(2 * block_size_), 2 * block_size_);
+      launch(other, other_grid, other_block);
       --indent_;
       line("} else {");
       ++indent_;
       launch(index, grid, block_size_);
       --indent_;
       line("}");
+    };
+    if (wide_version) {
+      launch_either(wide, wide_index, grid_of(2 * block_size_), 2 * block_size_);
+    } else if (rows_version) {
+      const std::string tile = std::to_string(batch * block_size_), tiles = temp("tiles");
+      const std::string inner = levels.back().trip, cap = std::to_string(cap_blocks);
+      line("const int64_t " + tiles + " = plait_cuda::row_tiles(" + inner + ", " + tile + ");");
+      launch_either("plait_cuda::rows_fit(" + inner + ", " + tiles + ", " + tile + ", " + cap + ")", rows_index,
+                    "plait_cuda::grid_for_rows(" + tiles + ", " + total + " / " + inner + ", " + cap + ")",
+                    block_size_);
     } else {
       launch(index, grid, block_size_);
     }
@@ -3585,6 +3704,13 @@ class CudaEmitter {
                 "fixed terms are aligned (checked at each launch), a thread takes " + std::to_string(batch) +
                 " consecutive iterations and makes each of those accesses as one vector load or store (16 bytes "
                 "for float32)";
+      }
+      if (rows_version) {
+        text += "; when the innermost loop's trip count n fills tiles of " + std::to_string(batch * block_size_) +
+                " iterations with at most n / 8 left over (checked at each launch), the kernel's rows version " +
+                kernel_names_[static_cast<size_t>(rows_index)] + " runs instead: a block takes a tile of the "
+                "innermost loop in one iteration of the outer loops, so a thread's iterations share their outer "
+                "indices and none is divided per iteration";
       }
       remark(loop->loc, text);
     } else {

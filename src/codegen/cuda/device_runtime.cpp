@@ -792,6 +792,22 @@ inline uint32_t grid_for(int64_t total, int64_t block, int64_t cap) {
   return static_cast<uint32_t>(blocks < cap ? blocks : cap);
 }
 
+// The rows version of a batched collapsed nest (docs/cuda.md, "Rows of
+// tiles"): a row of `inner` iterations of the innermost loop takes
+// row_tiles tiles of `tile` iterations; the version runs when at most an
+// eighth of a row's tiled iterations lie past its end and a grid holds a
+// row's tiles, with a grid of whole rows of tiles.
+inline int64_t row_tiles(int64_t inner, int64_t tile) { return (inner + tile - 1) / tile; }
+
+inline bool rows_fit(int64_t inner, int64_t tiles, int64_t tile, int64_t cap) {
+  return tiles <= cap && 8 * (tiles * tile - inner) <= inner;
+}
+
+inline uint32_t grid_for_rows(int64_t tiles, int64_t rows, int64_t cap) {
+  const int64_t per_grid = cap / tiles;
+  return static_cast<uint32_t>(tiles * (rows < per_grid ? rows : per_grid));
+}
+
 // Threads per worker of a team-mapped parallel loop in blocks of `block`
 // threads, from the largest trip count of its spread loops (docs/cuda.md):
 // the smallest power of two from 32 (a warp) to `cap` (the largest team of
