@@ -2730,6 +2730,12 @@ class CudaEmitter {
                     (team_worker_ ? "; the threads of a team share their slice" : ""));
   }
 
+  // A loop bound that is a constant, written as one in a kernel's indices
+  // (the compiler folds `1 + k * 1`); else the kernel parameter `param`.
+  std::string kernel_bound(const Expr& bound, const std::string& param) {
+    return bound->as<IntImm>() ? expr(bound) : param;
+  }
+
   // The worker loop of a straight-line one-thread worker
   // (cuda::straight_line_worker) that runs `batch` iterations per thread
   // (docs/cuda.md, "Several iterations per thread"). Iteration u of a thread
@@ -2748,13 +2754,6 @@ class CudaEmitter {
   // between iterations is free since the iterations of a parallel loop are
   // independent; so in-place and aliased arguments stay correct with no
   // check at launch.
-  //
-  // A loop bound that is a constant is written as one in the indices (the
-  // compiler folds `1 + k * 1`), else it is the kernel parameter `param`.
-  std::string kernel_bound(const Expr& bound, const std::string& param) {
-    return bound->as<IntImm>() ? expr(bound) : param;
-  }
-
   //
   // `rows` (a collapsed nest, the kernel's rows version) maps the iterations
   // differently: a block takes a tile of 256 * batch consecutive iterations
@@ -2833,10 +2832,10 @@ class CudaEmitter {
     }
     const size_t n = levels.size();
     std::vector<std::string> digits(n);
-    // Rows: the outer digits of the thread's row (mutable, advanced by the
-    // digits of the row step with a carry), and the innermost digit of its
-    // first iteration.
-    std::vector<std::string> row_digits, row_step_digits;
+    // The digits of the step between a thread's consecutive iterations (the
+    // block) or, in the rows version, rows; and there the digits of the
+    // thread's row (mutable, advanced by the step's with a carry).
+    std::vector<std::string> row_digits, step_digits;
     const std::string inner_trip = levels.back().trip;
     if (rows) {
       if (n < 2 || vector) PLAIT_INTERNAL_ERROR("the rows version of a batched loop needs a collapsed nest");
@@ -2860,11 +2859,11 @@ class CudaEmitter {
         std::string declared;
         for (size_t d = 0; d + 1 < n; ++d) {
           row_digits.push_back(temp("at"));
-          row_step_digits.push_back(temp("by"));
-          declared += (d ? ", " : "") + row_digits.back() + " = 0, " + row_step_digits.back() + " = 0";
+          step_digits.push_back(temp("by"));
+          declared += (d ? ", " : "") + row_digits.back() + " = 0, " + step_digits.back() + " = 0";
         }
         line("int64_t " + declared + ";");
-        for (const auto& [value, out] : {std::pair{"p_row_first", &row_digits}, {"p_row_step", &row_step_digits}}) {
+        for (const auto& [value, out] : {std::pair{"p_row_first", &row_digits}, {"p_row_step", &step_digits}}) {
           line("{");
           line("  int64_t p_rest = " + std::string(value) + ";");
           for (size_t d = n - 1; d-- > 1;)
@@ -2880,25 +2879,23 @@ class CudaEmitter {
       const std::string first =
           vector ? "p_vector ? ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * " + width + " : " + strided_first
                  : strided_first;
-      std::vector<std::string> apart_digits;
       if (n > 1 && batch > 1) {
-        // The digits of the distance between a thread's iterations (the
-        // block), once; every trip is positive where there is an iteration.
+        // The block's digits, once; every trip is positive where there is
+        // an iteration.
         std::string declared;
         for (size_t d = 0; d < n; ++d) {
-          apart_digits.push_back(temp("by"));
-          declared += (d ? ", " : "") + apart_digits.back() + " = 0";
+          step_digits.push_back(temp("by"));
+          declared += (d ? ", " : "") + step_digits.back() + " = 0";
         }
         line("int64_t " + declared + ";");
         line("if (p_total > 0) {");
         ++indent_;
         line("int64_t p_rest = " + std::to_string(block_size_) + ";");
-        for (size_t d = n; d-- > 1;) line(apart_digits[d] + " = plait::split_digit(p_rest, " + levels[d].trip + ");");
-        line(apart_digits[0] + " = p_rest;");
+        for (size_t d = n; d-- > 1;) line(step_digits[d] + " = plait::split_digit(p_rest, " + levels[d].trip + ");");
+        line(step_digits[0] + " = p_rest;");
         --indent_;
         line("}");
       }
-      row_step_digits = apart_digits;
       line("for (int64_t p_k0 = " + first + "; p_k0 < p_total; p_k0 += p_stride) {");
     }
     ++indent_;
@@ -2939,7 +2936,7 @@ class CudaEmitter {
           line("bool " + carry + " = false;");
           for (size_t d = n; d-- > 0;) {
             const std::string digit = temp("k");
-            const std::string sum = digits[d] + " + " + row_step_digits[d] + (d + 1 < n ? " + " + carry : "");
+            const std::string sum = digits[d] + " + " + step_digits[d] + (d + 1 < n ? " + " + carry : "");
             if (d == 0) {
               line("const int64_t " + digit + " = " + sum + ";");
             } else {
@@ -3076,7 +3073,7 @@ class CudaEmitter {
       const std::string carry = temp("carry");
       line("bool " + carry + " = false;");
       for (size_t d = n - 1; d-- > 0;) {
-        line(row_digits[d] + " += " + row_step_digits[d] + (d + 2 < n ? " + " + carry : "") + ";");
+        line(row_digits[d] + " += " + step_digits[d] + (d + 2 < n ? " + " + carry : "") + ";");
         if (d == 0) continue;
         line(carry + " = " + row_digits[d] + " >= " + levels[d].trip + ";");
         line("if (" + carry + ") " + row_digits[d] + " -= " + levels[d].trip + ";");
