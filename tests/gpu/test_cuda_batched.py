@@ -261,7 +261,9 @@ def test_rows_version_emulated_on_the_host(tmp_path, rng, shape, rows_per_step, 
     # The rows version takes tiles of 512 iterations of the inner loop: a
     # grid of whole rows of tiles (all rows at once, or a few per step of the
     # grid-stride loop), and one block more than whole rows, which must stay
-    # idle (the host never launches such a grid).
+    # idle (the host never launches such a grid; the stencil would not show
+    # a block that runs a row twice, the in-place test of three levels
+    # below would).
     a, b = floats(rng, shape), floats(rng, shape)
     loops = [(1, 1, shape[0] - 2), (1, 1, shape[1] - 2)]
     tiles = -(-loops[1][2] // 512)

@@ -127,7 +127,6 @@ def compile_tests(kernels_file, cases, boundscheck=True):
     nvcc for sm_90 without warnings for the first signature of each kernel
     (first_signatures); the host part with warnings as errors."""
     compiles = pytest.mark.skipif(not PLAITC.exists(), reason=f"plaitc not built at {PLAITC}")
-    checked_too = pytest.mark.parametrize("checked", [False, True] if boundscheck else [False])
 
     @compiles
     @pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_HOME, /usr/local/cuda)")
@@ -137,7 +136,7 @@ def compile_tests(kernels_file, cases, boundscheck=True):
 
     @compiles
     @pytest.mark.skipif(not NVRTC_OK, reason=f"NVRTC unavailable: {NVRTC_WHY}")
-    @checked_too
+    @pytest.mark.parametrize("checked", [False, True] if boundscheck else [False])
     @pytest.mark.parametrize("name,signature", cases)
     def with_nvrtc(tmp_path, name, signature, checked):
         flags = ["--boundscheck"] if checked else []

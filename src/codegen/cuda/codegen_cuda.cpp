@@ -2838,8 +2838,9 @@ class CudaEmitter {
     std::vector<std::string> row_digits, step_digits;
     const std::string inner_trip = levels.back().trip;
     if (rows) {
-      if (n < 2 || vector) PLAIT_INTERNAL_ERROR("the rows version of a batched loop needs a collapsed nest");
-      // 32-bit divisions, once per thread: a grid holds the row's tiles.
+      if (n < 2) PLAIT_INTERNAL_ERROR("the rows version of a batched loop needs a collapsed nest");
+      // The row's tiles as plait_cuda::row_tiles counts them on the host;
+      // then 32-bit divisions, once per thread: a grid holds the row's tiles.
       const std::string tile = std::to_string(batch * block_size_);
       std::string outer_trips;
       for (size_t d = 0; d + 1 < n; ++d) outer_trips += (d ? " * " : "") + levels[d].trip;
