@@ -30,7 +30,7 @@ def kernel_call(kernel, fn, loops, copies, views, scalars=(), team=None, version
         if pname.startswith(("p_begin", "p_step", "p_trip")):
             args.append(str(loops[level // 3][level % 3]))
             level += 1
-        elif pname == "p_team":
+        elif pname in ("p_team", "p_team_arg"):
             args.append(str(team))
         elif pname == "p_err":
             args.append("nullptr")

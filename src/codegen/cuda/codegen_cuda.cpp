@@ -61,6 +61,10 @@ constexpr int kWideBlockLimit = 512;
 // elements: L2-bound at 10% L1 hits under ncu). Teams of 2 were faster than
 // 4 and 8 there and at NPBench's 2 per row (docs/cuda.md, "Team size").
 constexpr int kSmallTeam = 2;
+// CSR rows staged per block (cuda::staged_rows_loop): the terms a block
+// computes for its rows at once, per reduction (16 KB of float64; at 2 rows
+// per team of 2 and blocks of 256 threads, rows of 16 elements on average).
+constexpr int kStagedElements = 2048;
 // emit_device_serial_loop: the largest dimension of the arrays a serial loop
 // touches for its steps to run on one team of the block's threads; and,
 // when its steps hold parallel loops of the user's (whose iterations a launch
@@ -1724,8 +1728,9 @@ class CudaEmitter {
     ++indent_;
     const std::string begin = temp("begin"), end = temp("end"), step = temp("step"), trip = temp("trip"),
                       k = temp("k");
-    line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
-    line("const int64_t " + end + " = " + expr(loop->end) + ";");
+    const bool staged = loop == staged_loop_;  // its bounds and terms are in shared memory
+    line("const int64_t " + begin + " = " + (staged ? "p_bounds[p_slot]" : expr(loop->begin)) + ";");
+    line("const int64_t " + end + " = " + (staged ? "p_bounds[p_slot + 1]" : expr(loop->end)) + ";");
     line("const int64_t " + step + " = " + expr(loop->step) + ";");
     line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
     std::vector<std::string> before;
@@ -2027,6 +2032,23 @@ class CudaEmitter {
       mute_remarks_ = true;
     }
     if (width == 1) {
+      if (staged) {
+        // The row's terms where the block staged them (its range inside the
+        // block's), else the row directly.
+        line("if (p_staged && p_lo <= " + begin + " && " + end + " <= p_hi) {");
+        ++indent_;
+        line("#pragma unroll 4");
+        line("for (int64_t " + k + " = " + first + "; " + k + " < " + trip + "; " + k + " += p_team) {");
+        for (size_t r = 0; r < loop->schedule.reductions.size(); ++r) {
+          const std::string acc = var_name(loop->schedule.reductions[r].var);
+          line("  " + acc + " = " + op_functor(ReduceOp::Add) + "(" + acc + ", " + staged_terms_[r] + "[" + begin +
+               " - p_lo + " + k + "]);");
+        }
+        line("}");
+        --indent_;
+        line("} else {");
+        ++indent_;
+      }
       // Unrolled: each thread has several independent loads in flight
       // (after the registers' iterations, unrolling costs more registers
       // than it gains).
@@ -2036,6 +2058,10 @@ class CudaEmitter {
       iteration();
       --indent_;
       line("}");
+      if (staged) {
+        --indent_;
+        line("}");
+      }
     } else {
       // A group already has several loads in flight (unrolling the groups
       // of gesummv's rows made it slower: BENCHMARKS.md). The thread's
@@ -2207,7 +2233,7 @@ class CudaEmitter {
     written.visit(body);
     // Groups of consecutive iterations when some spread loop has accesses
     // that a group makes at once.
-    group_width_ = cuda::group_width(plan);
+    group_width_ = staged_loop_ ? 1 : cuda::group_width(plan);
     // Rows and values kept in registers between the spread loops, by loop.
     const std::vector<cuda::CachedRow> rows = cuda::plan_cached_rows(plan, written.written);
     const int slot_count = cuda::row_cache_slots(group_width_, launch_.row_groups);
@@ -2736,6 +2762,100 @@ class CudaEmitter {
     return bound->as<IntImm>() ? expr(bound) : param;
   }
 
+  // The loop over workers of a team kernel whose row loop `staged` has
+  // consecutive ranges of rows (cuda::staged_rows_loop; docs/cuda.md, "CSR
+  // rows staged per block"). Each pass of the block takes its teams'
+  // consecutive workers: it loads their rows' bounds (one more than the
+  // workers, the last row's end) into shared memory, and when the rows'
+  // elements p_lo..p_hi fit, its threads compute the term of every element,
+  // consecutive threads on consecutive elements, into shared memory: the
+  // loop body with each reduction variable starting at 0 in its own
+  // register. Then each team runs its worker, whose row loop sums the staged
+  // terms when its range lies inside p_lo..p_hi and runs its body otherwise
+  // (a row of a P that is not increasing). Every element of p_lo..p_hi lies
+  // in some row, whatever P holds, so staging evaluates no term that the
+  // loop would not: the body's errors are the loop's. The passes are the
+  // same for all threads of the block, whose barriers they hold.
+  void emit_staged_rows_worker_loop(const WorkerPlan& plan, const NestLevel& level, const Stmt& body,
+                                    const For* staged, const std::function<void()>& emit_loop_variables) {
+    const Var& worker_var = level.loop->var;
+    const Var& v = staged->var;
+    const std::vector<Reduction>& reductions = staged->schedule.reductions;
+    shared_array("p_bounds", "int64_t", block_size_ / kSmallTeam + 1);  // the rows of a pass, and one end
+    staged_terms_.clear();
+    for (size_t r = 0; r < reductions.size(); ++r)
+      staged_terms_.push_back(
+          shared_array("p_terms" + std::to_string(r), ctype(reductions[r].var->type), kStagedElements));
+    line("const int p_rows = (int)(blockDim.x >> p_team_shift);");
+    line("for (int64_t p_base = (int64_t)blockIdx.x * p_rows; p_base < p_total; p_base += (int64_t)gridDim.x * "
+         "p_rows) {");
+    ++indent_;
+    line("const int p_count = (int)(p_total - p_base < p_rows ? p_total - p_base : p_rows);");
+    line("__syncthreads();  // the previous pass's teams are done with the bounds and terms");
+    line("for (int p_t = threadIdx.x; p_t <= p_count; p_t += blockDim.x) {");
+    ++indent_;
+    scopes_.emplace_back();
+    line("[[maybe_unused]] " + ctype(worker_var->type) + " " + var_name(worker_var) + " = static_cast<" +
+         ctype(worker_var->type) + ">(" + level.begin + " + (p_base + p_t) * " + level.step + ");");
+    scopes_.back().insert(worker_var.get());
+    line("p_bounds[p_t] = " + expr(staged->begin) + ";");
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    line("__syncthreads();");
+    line("const int64_t p_lo = p_bounds[0], p_hi = p_bounds[p_count];");
+    line("const bool p_staged = p_lo <= p_hi && p_hi - p_lo <= " + std::to_string(kStagedElements) + ";");
+    line("if (p_staged) {");
+    ++indent_;
+    // Element p_lo + p_e, in 32 bits where the count fits.
+    line("const int p_elements = (int)(p_hi - p_lo);");
+    line("for (int p_e = threadIdx.x; p_e < p_elements; p_e += blockDim.x) {");
+    ++indent_;
+    scopes_.emplace_back();
+    line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) +
+         ">(p_lo + p_e);");
+    scopes_.back().insert(v.get());
+    std::vector<std::string> saved;
+    for (const Reduction& r : reductions) {
+      saved.push_back(var_name(r.var));
+      const std::string term = temp("term");
+      var_names_[r.var.get()] = term;
+      line(ctype(r.var->type) + " " + term + " = " + reduction_identity(r.op, r.var->type.kind) + ";");
+      scopes_.back().insert(r.var.get());
+    }
+    const bool muted = mute_remarks_;
+    mute_remarks_ = true;  // the loop's body again
+    ++loop_depth_;
+    emit_body_statements(staged->body);
+    --loop_depth_;
+    mute_remarks_ = muted;
+    for (size_t r = 0; r < reductions.size(); ++r) {
+      line(staged_terms_[r] + "[p_e] = " + var_name(reductions[r].var) + ";");
+      var_names_[reductions[r].var.get()] = saved[r];
+    }
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    --indent_;
+    line("}");
+    line("__syncthreads();");
+    line("const int64_t p_k = p_base + p_slot;");
+    line("if (p_k < p_total) {");
+    ++indent_;
+    scopes_.emplace_back();
+    emit_loop_variables();
+    loop_depth_ = 1;  // the loop over passes
+    staged_loop_ = staged;
+    emit_team_body(plan, body);
+    staged_loop_ = nullptr;
+    loop_depth_ = 0;
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    --indent_;
+    line("}");
+  }
+
   // The worker loop of a straight-line one-thread worker
   // (cuda::straight_line_worker) that runs `batch` iterations per thread
   // (docs/cuda.md, "Several iterations per thread"). Iteration u of a thread
@@ -3224,6 +3344,19 @@ class CudaEmitter {
     const TemporaryPlan temporary_plan = plan_temporaries(innermost->body, cap, nest_vars);
     const std::vector<Temporary>& temporaries = temporary_plan.temporaries;
 
+    // CSR rows staged per block: a small team's row loop whose terms the
+    // block computes for all its rows at once (emit_staged_rows_worker_loop).
+    const For* staged = nullptr;
+    ArrayVar staged_elements;  // its extent: the rows' total length, for the host's choice
+    if (small_team && levels.size() == 1 && privatised.empty() && temporaries.empty()) {
+      std::string why;
+      staged = cuda::staged_rows_loop(plan, innermost->body, innermost->var.get(), innermost->step,
+                                      &staged_elements, &why);
+      if (!staged && !why.empty()) {
+        remark(loop->loc, "the rows of its inner loop are not staged per block: " + why);
+      }
+    }
+
     // Several iterations per thread for straight-line one-thread workers
     // (emit_batched_worker_loop).
     int batch = 1;
@@ -3361,13 +3494,21 @@ class CudaEmitter {
     const std::string name = kernel_names_[static_cast<size_t>(index)];
     const int wide_index = wide_version ? add_kernel(name + "_wide") : -1;
     const int rows_index = rows_version ? add_kernel(name + "_rows") : -1;
+    const int staged_index = staged ? add_kernel(name + "_staged") : -1;
+    // The version being emitted stages its rows (emit_staged_rows_worker_loop).
+    bool staging = false;
     auto emit_device_kernel = [&](const std::string& kernel_name, bool rows) {
       ModeSwitch to_device(*this);
       shared_decls_.clear();
       device_ << "\n// parallel loop over `" << loop->var->name << "` (line " << loop->loc.line << ")\n";
       line_directive(loop->loc);
+      // The staged version's team is a constant of the kernel: team_combine
+      // with a team known only at run time made its rows' sums 15% slower.
+      std::vector<std::string> kernel_params = params;
+      if (staging) std::replace(kernel_params.begin(), kernel_params.end(), std::string("int32_t p_team"),
+                                std::string("int32_t p_team_arg"));
       device_ << "extern \"C\" __global__ void __launch_bounds__(" << block_size_ << ") " << kernel_name << "("
-              << join(params, ", ") << ") {\n";
+              << join(kernel_params, ", ") << ") {\n";
       // The body goes to its own stream so that the __shared__ arrays it
       // needs can be declared above it.
       const std::string head = device_.str();
@@ -3401,6 +3542,10 @@ class CudaEmitter {
       if (plan.team) {
         // A team is p_team consecutive threads, a power of two (1 << p_team_shift);
         // p_slot is its index in the block.
+        if (staging) {
+          line("(void)p_team_arg;  // the host's small team");
+          line("constexpr int32_t p_team = " + std::to_string(kSmallTeam) + ";");
+        }
         line("const int p_team_shift = __ffs(p_team) - 1;");
         line("const int p_lane = (int)(threadIdx.x & (unsigned)(p_team - 1));");
         line("[[maybe_unused]] const int p_slot = (int)(threadIdx.x >> p_team_shift);");
@@ -3441,6 +3586,10 @@ class CudaEmitter {
             scopes_.back().insert(v.get());
           }
         };
+        if (staging) {
+          emit_staged_rows_worker_loop(plan, levels.front(), innermost->body, staged, emit_loop_variables);
+          return;
+        }
         if (plan.team) {
           line("const int64_t p_stride = ((int64_t)gridDim.x * blockDim.x) >> p_team_shift;");
           line("for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> p_team_shift; p_k < p_total; "
@@ -3564,6 +3713,11 @@ class CudaEmitter {
       device_ << "}\n";
     };
     emit_device_kernel(name, false);
+    if (staged) {
+      staging = true;
+      emit_device_kernel(kernel_names_[static_cast<size_t>(staged_index)], false);
+      staging = false;
+    }
     if (wide_version || rows_version) {
       const bool muted = mute_remarks_;
       mute_remarks_ = true;  // the same statements again
@@ -3642,6 +3796,9 @@ class CudaEmitter {
       launch_either("plait_cuda::rows_fit(" + inner + ", " + tiles + ", " + tile + ", " + cap + ")", rows_index,
                     "plait_cuda::grid_for_rows(" + tiles + ", " + total + " / " + inner + ", " + cap + ")",
                     block_size_);
+    } else if (staged) {
+      launch_either("plait_cuda::rows_staged(" + extent(staged_elements, 0) + ", " + total + ")", staged_index, grid,
+                    block_size_);
     } else {
       launch(index, grid, block_size_);
     }
@@ -3677,7 +3834,19 @@ class CudaEmitter {
                             " threads per iteration, blocks of " + std::to_string(block_size_) +
                             " threads, grid-stride loop over iterations: the trip counts of its inner loops vary "
                             "between iterations and are not known before the launch, so the team is small (short "
-                            "rows leave few threads idle; its threads read consecutive elements of a row)");
+                            "rows leave few threads idle; its threads read consecutive elements of a row)" +
+                            (staged ? "; when `" + staged_elements->name + "` holds at most 16 elements per iteration "
+                                      "(checked at each launch), its staged version " +
+                                          kernel_names_[static_cast<size_t>(staged_index)] +
+                                          " runs instead: the rows of the loop over `" + staged->var->name +
+                                          "` (line " + std::to_string(staged->loc.line) +
+                                          ") are consecutive ranges, so each block first computes the terms of "
+                                          "its workers' rows together, consecutive threads on consecutive "
+                                          "elements, into shared memory (up to " +
+                                          std::to_string(kStagedElements) +
+                                          " per block), then each team sums its row's; a block whose rows hold "
+                                          "more runs them directly"
+                                    : std::string()));
     } else if (plan.team) {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one team of threads per iteration, blocks of " +
                             std::to_string(block_size_) + " threads, grid-stride loop over iterations; the team "
@@ -4727,6 +4896,11 @@ class CudaEmitter {
   // being emitted (1: no groups); while a group's iterations are emitted,
   // the name of the lane index (p_u), and the stores made once per group,
   // by the name of their plait::lanes value (its loads are in lane_loads_).
+  // CSR rows staged per block (cuda::staged_rows_loop), while their
+  // kernel is emitted: the row loop, and the shared arrays of its terms by
+  // reduction (emit_staged_rows_worker_loop).
+  const For* staged_loop_ = nullptr;
+  std::vector<std::string> staged_terms_;
   int group_width_ = 1;
   std::string group_lane_;
   std::unordered_map<const Store*, std::string> group_stores_;

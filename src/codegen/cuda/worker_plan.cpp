@@ -11,6 +11,7 @@
 
 #include <map>
 
+#include "analysis/var_uses.h"
 #include "ir/ir_mutator.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
@@ -1481,6 +1482,183 @@ bool needs_barrier(const std::vector<ArrayAccess>& earlier, const std::vector<Ar
     }
   }
   return false;
+}
+
+namespace {
+
+// The arrays a subtree writes, allocates, binds or declares.
+class ArrayChanges : public IRVisitor {
+ public:
+  std::set<const ArrayInfo*> arrays;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Store* n) override {
+    arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const MatMul* n) override {
+    arrays.insert(n->c.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Allocate* n) override {
+    arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayBind* n) override {
+    arrays.insert(n->dst.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Declare* n) override {
+    if (n->array) arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+};
+
+// `e` without the integer-to-integer casts around it.
+const ExprNode* without_int_casts(const Expr& e) {
+  const ExprNode* node = e.get();
+  while (const Cast* c = node->as<Cast>()) {
+    if (!c->type.is_int() || !c->value->type.is_int()) break;
+    node = c->value.get();
+  }
+  return node;
+}
+
+// Whether `index` is `var + c` (`var`, `var + c`, `c + var` or `var - c` for
+// a constant c), setting `offset` to c.
+bool var_plus_constant(const Expr& index, const VarInfo* var, int64_t* offset) {
+  const ExprNode* e = without_int_casts(index);
+  auto is_var = [&](const Expr& x) {
+    const VarRef* r = without_int_casts(x)->as<VarRef>();
+    return r && r->var.get() == var;
+  };
+  if (const VarRef* r = e->as<VarRef>(); r && r->var.get() == var) {
+    *offset = 0;
+    return true;
+  }
+  const Binary* b = e->as<Binary>();
+  if (!b || (b->op != BinaryOp::Add && b->op != BinaryOp::Sub)) return false;
+  const IntImm* ca = b->a->as<IntImm>();
+  const IntImm* cb = b->b->as<IntImm>();
+  if (is_var(b->a) && cb) {
+    *offset = b->op == BinaryOp::Add ? cb->value : -cb->value;
+    return true;
+  }
+  if (b->op == BinaryOp::Add && ca && is_var(b->b)) {
+    *offset = ca->value;
+    return true;
+  }
+  return false;
+}
+
+// The load `P[var + c]` of a 1-D array that `bound` is (integer casts
+// aside), or null.
+const Load* row_bound(const Expr& bound, const VarInfo* var, int64_t* offset) {
+  const Load* l = without_int_casts(bound)->as<Load>();
+  if (!l || l->indices.size() != 1 || !var_plus_constant(l->indices[0], var, offset)) return nullptr;
+  return l;
+}
+
+}  // namespace
+
+// The first 1-D array a subtree loads at an index that steps with `var`.
+class ElementsOf : public IRVisitor {
+ public:
+  explicit ElementsOf(const VarInfo* var) : var_(var) {}
+  ArrayVar array;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    if (!array && n->array->type.ndim == 1 && steps_with(n->indices[0], var_, {}, true)) array = n->array;
+    IRVisitor::visit(n);
+  }
+
+ private:
+  const VarInfo* var_;
+};
+
+const For* staged_rows_loop(const WorkerPlan& plan, const Stmt& worker_body, const VarInfo* worker_var,
+                            const Expr& worker_step, ArrayVar* elements, std::string* why) {
+  if (!plan.team) return nullptr;
+  const std::vector<const For*> spread = spread_loops(plan);
+  if (spread.size() != 1) return nullptr;
+  const For* f = spread.front();
+  int64_t begin_offset = 0, end_offset = 0;
+  const Load* begin = row_bound(f->begin, worker_var, &begin_offset);
+  const Load* end = row_bound(f->end, worker_var, &end_offset);
+  if (!begin || !end || begin->array.get() != end->array.get() || end_offset != begin_offset + 1) return nullptr;
+  auto refuse = [&](const std::string& reason) -> const For* {
+    *why = reason;
+    return nullptr;
+  };
+  const IntImm* step = f->step->as<IntImm>();
+  const IntImm* outer_step = worker_step->as<IntImm>();
+  if (!step || step->value != 1 || !outer_step || outer_step->value != 1)
+    return refuse("the parallel loop's or the row loop's step is not 1");
+  if (std::none_of(plan.stmts.begin(), plan.stmts.end(), [&](const Stmt& s) { return s.get() == f; }))
+    return refuse("the row loop is inside another statement of the worker");
+  const std::vector<Reduction>& reductions = f->schedule.reductions;
+  if (reductions.empty() || reductions.size() > kStagedReductions)
+    return refuse("the row loop has " + std::to_string(reductions.size()) + " reductions (1 to " +
+                  std::to_string(kStagedReductions) + " are staged)");
+  VarSet reduced;
+  for (const Reduction& r : reductions) {
+    if (r.op != ReduceOp::Add || r.var->type.kind == ScalarKind::Bool)
+      return refuse("its reduction of `" + r.var->name + "` is not a sum of numbers");
+    reduced.insert(r.var.get());
+  }
+  // The body: scalar assignments only, reductions updated as `r = r + term`.
+  VarSet assigned;  // non-reduction scalars the body assigns
+  for (const Stmt& s : statements(f->body)) {
+    if (const Declare* d = s->as<Declare>(); d && !d->array) continue;
+    const Assign* a = s->as<Assign>();
+    if (!a) return refuse("its body has a statement other than scalar assignments (line " +
+                          std::to_string(s->loc.line) + ")");
+    const Expr* term = &a->value;
+    if (reduced.count(a->var.get())) {
+      const Binary* b = a->value->as<Binary>();
+      auto is_acc = [&](const Expr& x) {
+        const VarRef* r = x->as<VarRef>();
+        return r && r->var.get() == a->var.get();
+      };
+      if (!b || b->op != BinaryOp::Add || !(is_acc(b->a) || is_acc(b->b)))
+        return refuse("line " + std::to_string(s->loc.line) + " updates `" + a->var->name + "` other than by `" +
+                      a->var->name + " += term`");
+      term = is_acc(b->a) ? &b->b : &b->a;
+    } else {
+      assigned.insert(a->var.get());
+    }
+    if (uses_any(*term, reduced))
+      return refuse("line " + std::to_string(s->loc.line) + " reads a reduction variable in its term");
+  }
+  for (const VarInfo* v : assigned)
+    if (analysis::may_read_before_write(f->body, v) || read_outside(plan.stmts, v, f))
+      return refuse("`" + v->name + "` carries a value into or out of the row loop");
+  // What the terms read: nothing the worker computes.
+  const VarSet worker_written = scalar_writes(worker_body);
+  const analysis::VarUses uses = analysis::uses_of(f->body);
+  for (const VarInfo* v : uses.reads) {
+    if (v == f->var.get() || reduced.count(v) || assigned.count(v)) continue;
+    if (v == worker_var || worker_written.count(v))
+      return refuse("its terms read `" + v->name + "`, which the worker computes");
+  }
+  ArrayChanges changes;
+  changes.visit(worker_body);
+  for (const ArrayInfo* a : uses.arrays)
+    if (changes.arrays.count(a)) return refuse("its terms read `" + a->name + "`, which the worker writes or binds");
+  if (changes.arrays.count(begin->array.get()))
+    return refuse("the worker writes `" + begin->array->name + "`, which holds the rows' bounds");
+  ElementsOf first(f->var.get());
+  first.visit(f->body);
+  if (!first.array) return refuse("no array of its body is indexed by its variable");
+  *elements = first.array;
+  return f;
 }
 
 }  // namespace plait::codegen::cuda

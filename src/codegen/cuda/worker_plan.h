@@ -100,6 +100,28 @@ struct PairedLoop {
 // assigns, nor an array element. `out` is filled when it does.
 bool paired_loop(const ir::For* spread_loop, PairedLoop* out);
 
+// CSR rows staged per block (docs/cuda.md, "CSR rows staged per block"): the
+// one spread loop of a team worker, at the top level of its body, when it
+// runs over `range(P[i + c], P[i + c + 1])` (P a 1-D array, i the variable of
+// the parallel loop, whose step is 1) with step 1, and its body only sums
+// terms of its own iteration into its reductions (at most
+// kStagedReductions, all `+`): a sequence of scalar assignments, each either
+// `r = r + term` for a reduction variable r or one of a scalar that the loop
+// body assigns before reading it and nothing outside the loop reads; the
+// terms read no reduction variable, and besides those scalars only the loop
+// variable, scalars the worker does not assign, and arrays the worker does
+// not write, allocate or bind. Consecutive workers' rows are then
+// consecutive ranges of one index space (whatever P holds, every element
+// between the first row's start and the last row's end lies in some row's
+// range), so a block can compute the terms of all its workers' rows at
+// once, and each team sum its row's. Returns the loop, or null with `why`
+// set when the bounds have that form but something else does not;
+// `elements` is the first array the body indexes (one dimension) by the loop
+// variable, whose extent the host takes for the rows' total length.
+constexpr size_t kStagedReductions = 2;
+const ir::For* staged_rows_loop(const WorkerPlan& plan, const ir::Stmt& worker_body, const ir::VarInfo* worker_var,
+                                const ir::Expr& worker_step, ir::ArrayVar* elements, std::string* why);
+
 // Whether the iterations of a serial loop touch disjoint data, as for
 // spreading it over a team: no early exit, no atomics, no scalar carried
 // between iterations, each array it writes accessed at one index that moves
