@@ -65,6 +65,9 @@ constexpr int kSmallTeam = 2;
 // computes for its rows at once, per reduction (16 KB of float64; at 2 rows
 // per team of 2 and blocks of 256 threads, rows of 16 elements on average).
 constexpr int kStagedElements = 2048;
+// The host runs the staged version when the rows hold at most this many
+// elements on average (plait_cuda::rows_staged).
+constexpr int kStagedRowElements = 16;
 // emit_device_serial_loop: the largest dimension of the arrays a serial loop
 // touches for its steps to run on one team of the block's threads; and,
 // when its steps hold parallel loops of the user's (whose iterations a launch
@@ -2804,7 +2807,9 @@ class CudaEmitter {
     line("}");
     line("__syncthreads();");
     line("const int64_t p_lo = p_bounds[0], p_hi = p_bounds[p_count];");
-    line("const bool p_staged = p_lo <= p_hi && p_hi - p_lo <= " + std::to_string(kStagedElements) + ";");
+    // (The difference in 64 unsigned bits: exact when p_lo <= p_hi.)
+    line("const bool p_staged = p_lo <= p_hi && (uint64_t)p_hi - (uint64_t)p_lo <= " +
+         std::to_string(kStagedElements) + "u;");
     line("if (p_staged) {");
     ++indent_;
     // Element p_lo + p_e, in 32 bits where the count fits.
@@ -3797,8 +3802,9 @@ class CudaEmitter {
                     "plait_cuda::grid_for_rows(" + tiles + ", " + total + " / " + inner + ", " + cap + ")",
                     block_size_);
     } else if (staged) {
-      launch_either("plait_cuda::rows_staged(" + extent(staged_elements, 0) + ", " + total + ")", staged_index, grid,
-                    block_size_);
+      launch_either("plait_cuda::rows_staged(" + extent(staged_elements, 0) + ", " + total + ", " +
+                        std::to_string(kStagedRowElements) + ")",
+                    staged_index, grid, block_size_);
     } else {
       launch(index, grid, block_size_);
     }
@@ -3835,8 +3841,9 @@ class CudaEmitter {
                             " threads, grid-stride loop over iterations: the trip counts of its inner loops vary "
                             "between iterations and are not known before the launch, so the team is small (short "
                             "rows leave few threads idle; its threads read consecutive elements of a row)" +
-                            (staged ? "; when `" + staged_elements->name + "` holds at most 16 elements per iteration "
-                                      "(checked at each launch), its staged version " +
+                            (staged ? "; when `" + staged_elements->name + "` holds at most " +
+                                          std::to_string(kStagedRowElements) +
+                                          " elements per iteration (checked at each launch), its staged version " +
                                           kernel_names_[static_cast<size_t>(staged_index)] +
                                           " runs instead: the rows of the loop over `" + staged->var->name +
                                           "` (line " + std::to_string(staged->loc.line) +
@@ -4891,16 +4898,16 @@ class CudaEmitter {
   // The register of the current iteration in rows and values: p_c, or with
   // groups p_c * width + p_u.
   std::string row_slot_ = "p_c";
-  // Groups of a team's spread loops (docs/cuda.md, "Vector accesses in
-  // teams"): consecutive iterations a thread takes at a time in the worker
-  // being emitted (1: no groups); while a group's iterations are emitted,
-  // the name of the lane index (p_u), and the stores made once per group,
-  // by the name of their plait::lanes value (its loads are in lane_loads_).
   // CSR rows staged per block (cuda::staged_rows_loop), while their
   // kernel is emitted: the row loop, and the shared arrays of its terms by
   // reduction (emit_staged_rows_worker_loop).
   const For* staged_loop_ = nullptr;
   std::vector<std::string> staged_terms_;
+  // Groups of a team's spread loops (docs/cuda.md, "Vector accesses in
+  // teams"): consecutive iterations a thread takes at a time in the worker
+  // being emitted (1: no groups); while a group's iterations are emitted,
+  // the name of the lane index (p_u), and the stores made once per group,
+  // by the name of their plait::lanes value (its loads are in lane_loads_).
   int group_width_ = 1;
   std::string group_lane_;
   std::unordered_map<const Store*, std::string> group_stores_;

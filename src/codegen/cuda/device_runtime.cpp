@@ -793,11 +793,12 @@ inline uint32_t grid_for(int64_t total, int64_t block, int64_t cap) {
 }
 
 // CSR rows staged per block (docs/cuda.md): the staged version runs when
-// the row loop's arrays hold at most 16 elements per row on average. Staged
-// rows of 2 to 10 elements ran 1.15-1.4x faster than the teams, of 16 at the
-// same speed, of 24 1.3x slower (most blocks of 128 rows then hold more than
-// the 2048 staged terms and run their rows directly).
-inline bool rows_staged(int64_t elements, int64_t rows) { return elements <= 16 * rows; }
+// the row loop's arrays hold at most `per_row` elements per row on average
+// (kStagedRowElements, 16: staged rows of 2 to 10 elements ran 1.15-1.4x
+// faster than the teams, of 16 at the same speed, of 24 1.3x slower, as
+// most blocks of 128 rows then hold more than the 2048 staged terms and run
+// their rows directly).
+inline bool rows_staged(int64_t elements, int64_t rows, int64_t per_row) { return elements <= per_row * rows; }
 
 // The rows version of a batched collapsed nest (docs/cuda.md, "Rows of
 // tiles"): a row of `inner` iterations of the innermost loop takes
