@@ -176,6 +176,8 @@ template <typename T, typename Op> T team_combine(T v, Op op, int team, T*) {
   return r;
 }
 }  // namespace plait
+static std::unique_ptr<std::barrier<>> p_block;
+inline void __syncthreads() { p_block->arrive_and_wait(); }
 """
 
 
@@ -186,19 +188,21 @@ def runtime_lanes():
                   source.index("// ---- temporaries of parallel loops")]
 
 
-def emulate(tmp_path, fn, signature, loops, team, bases, views, scalars=(), blocks=2):
+def emulate(tmp_path, fn, signature, loops, team, bases, views, scalars=(), blocks=2, version=""):
     """Runs the kernel of `fn` (one parallel loop nest, `loops`: its levels'
-    (begin, step, trip)) with teams of `team` threads over views of copies
-    of `bases` ((base index, slice) per array argument, in order); returns
-    the bases."""
+    (begin, step, trip); the kernel's version whose name ends in `version`)
+    with teams of `team` threads over views of copies of `bases` ((base
+    index, slice) per array argument, in order); returns the bases."""
     device = device_source(tmp_path, fn.__name__, signature, pathlib.Path(fn.__code__.co_filename))
     kernel = device[device.index("// ---- device part"):]
     copies = [b.copy() for b in bases]
-    name, args = emulation.kernel_call(kernel, fn, loops, copies, views, scalars, team)
-    # Each block's 256 threads as std::threads, a team's barrier a std::barrier.
+    name, args = emulation.kernel_call(kernel, fn, loops, copies, views, scalars, team, version)
+    # Each block's 256 threads as std::threads, the block's and a team's
+    # barriers std::barriers.
     launch = f"""  gridDim.x = {blocks};
   for (unsigned b = 0; b < {blocks}; ++b) {{
     blockIdx.x = b;
+    p_block = std::make_unique<std::barrier<>>(256);
     plait::p_teams.clear();
     for (int t = 0; t < 256 / {team}; ++t) plait::p_teams.push_back(std::make_unique<std::barrier<>>({team}));
     std::vector<std::thread> threads;

@@ -14,11 +14,10 @@ import pathlib
 import numpy as np
 import pytest
 
-import emulation
 import plait
 import staged_rows_kernels as K
 from test_cuda_codegen import PLAITC, compile_tests, emit_from, plaitc
-from test_cuda_row_groups import EMULATION_PRELUDE, runtime_lanes
+import test_cuda_row_groups as row_groups
 from test_cuda_run import KINDS, check, floats
 
 KERNELS_FILE = pathlib.Path(__file__).resolve().parent / "staged_rows_kernels.py"
@@ -80,41 +79,15 @@ def test_explain_says_why_a_row_loop_is_not_staged(tmp_path, name, reason):
     assert "p_bounds" not in emit(tmp_path, name, "cu")
 
 
-# Each block's 256 threads as std::threads, its barrier a std::barrier.
-BLOCK_BARRIER = r"""
-static std::unique_ptr<std::barrier<>> p_block;
-inline void __syncthreads() { p_block->arrive_and_wait(); }
-"""
-
-
 def emulate(tmp_path, fn, arrays, blocks):
     """Runs the staged version of the kernel of `fn` (its parallel loop over
     the rows of its fifth argument) with `blocks` blocks over copies of
-    `arrays`; returns them. Its team is a constant of the kernel (2 threads)."""
-    team = 2
-    kernel = emit(tmp_path, fn.__name__, "cu")
-    kernel = kernel[kernel.index("// ---- device part"):]
-    copies = [a.copy() for a in arrays]
+    `arrays` (test_cuda_row_groups.py's emulation: each block's threads as
+    std::threads); returns them. Its team is a constant of the kernel (2
+    threads)."""
     views = [(k, (slice(None),)) for k in range(len(arrays))]
-    name, args = emulation.kernel_call(kernel, fn, [(0, 1, arrays[4].shape[0])], copies, views, team=team,
-                                       version="_staged")
-    launch = f"""  gridDim.x = {blocks};
-  for (unsigned b = 0; b < {blocks}; ++b) {{
-    blockIdx.x = b;
-    p_block = std::make_unique<std::barrier<>>(256);
-    plait::p_teams.clear();
-    for (int t = 0; t < 256 / {team}; ++t) plait::p_teams.push_back(std::make_unique<std::barrier<>>({team}));
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < 256; ++t)
-      threads.emplace_back([=] {{
-        threadIdx.x = t;
-        {name}({", ".join(args)});
-      }});
-    for (std::thread& t : threads) t.join();
-  }}
-"""
-    prelude = EMULATION_PRELUDE + "namespace plait {\n" + runtime_lanes() + "}\n" + BLOCK_BARRIER
-    return emulation.run(tmp_path, prelude, kernel, copies, launch)
+    return row_groups.emulate(tmp_path, fn, K.KERNELS[fn.__name__][0], [(0, 1, arrays[4].shape[0])], 2, arrays, views,
+                              blocks=blocks, version="_staged")
 
 
 def csr(rng, rows, per_row, form, extra=1):

@@ -62,8 +62,8 @@ constexpr int kWideBlockLimit = 512;
 // 4 and 8 there and at NPBench's 2 per row (docs/cuda.md, "Team size").
 constexpr int kSmallTeam = 2;
 // CSR rows staged per block (cuda::staged_rows_loop): the terms a block
-// computes for its rows at once, per reduction (16 KB of float64; at 2 rows
-// per team of 2 and blocks of 256 threads, rows of 16 elements on average).
+// computes for its rows at once, per reduction (16 KB of float64; the 128
+// rows of a block of 256 threads in teams of 2, at 16 elements on average).
 constexpr int kStagedElements = 2048;
 // The host runs the staged version when the rows hold at most this many
 // elements on average (plait_cuda::rows_staged).

@@ -1564,8 +1564,6 @@ const Load* row_bound(const Expr& bound, const VarInfo* var, int64_t* offset) {
   return l;
 }
 
-}  // namespace
-
 // The first 1-D array a subtree loads at an index that steps with `var`.
 class ElementsOf : public IRVisitor {
  public:
@@ -1582,6 +1580,8 @@ class ElementsOf : public IRVisitor {
  private:
   const VarInfo* var_;
 };
+
+}  // namespace
 
 const For* staged_rows_loop(const WorkerPlan& plan, const Stmt& worker_body, const VarInfo* worker_var,
                             const Expr& worker_step, ArrayVar* elements, std::string* why) {
