@@ -91,17 +91,40 @@ inline bool index_ok(plait_context* ctx, int line, int col, int64_t index, int a
 
 // ---------------------------------------------------------------- loops
 
-// The number of values of range(begin, end, step), step != 0. Computed in
-// unsigned arithmetic so that extreme bounds cannot overflow.
-inline int64_t trip_count(int64_t begin, int64_t end, int64_t step) {
+// The number of values of range(begin, end, step), step != 0, as an
+// unsigned count: extreme bounds cannot overflow it (at most 2**64 - 1).
+inline uint64_t range_length(int64_t begin, int64_t end, int64_t step) {
   if (step > 0) {
     if (end <= begin) return 0;
-    return static_cast<int64_t>((static_cast<uint64_t>(end) - static_cast<uint64_t>(begin) - 1) /
-                                    static_cast<uint64_t>(step) + 1);
+    return (static_cast<uint64_t>(end) - static_cast<uint64_t>(begin) - 1) / static_cast<uint64_t>(step) + 1;
   }
   if (begin <= end) return 0;
-  return static_cast<int64_t>((static_cast<uint64_t>(begin) - static_cast<uint64_t>(end) - 1) /
-                                  (0 - static_cast<uint64_t>(step)) + 1);
+  return (static_cast<uint64_t>(begin) - static_cast<uint64_t>(end) - 1) / (0 - static_cast<uint64_t>(step)) + 1;
+}
+
+// The trip count of range(begin, end, step) where the loop runs: a zero
+// step is Python's ValueError, and a range of more than 2**63 - 1 values
+// (which a 64-bit loop counter cannot count, and Python would take
+// centuries to run) an OverflowError; either is recorded in `ctx`, at the
+// loop's line, and the loop runs no iteration.
+inline int64_t checked_trip_count(plait_context* ctx, int line, int col, int64_t begin, int64_t end, int64_t step) {
+  if (__builtin_expect(step == 0, 0)) {
+    raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "range() arg 3 must not be zero");
+    return 0;
+  }
+  const uint64_t length = range_length(begin, end, step);
+  if (__builtin_expect(length > static_cast<uint64_t>(INT64_MAX), 0)) {
+    raise_error(ctx, PLAIT_OVERFLOW_ERROR, line, col,
+                "range() has more than 2**63 - 1 values, more than a 64-bit loop counter can count");
+    return 0;
+  }
+  return static_cast<int64_t>(length);
+}
+
+// The trip count of a range that the caller knows is valid: a nonzero step
+// and at most 2**63 - 1 values (checked_trip_count checks both).
+inline int64_t trip_count(int64_t begin, int64_t end, int64_t step) {
+  return static_cast<int64_t>(range_length(begin, end, step));
 }
 
 // ---------------------------------------------------------------- arithmetic

@@ -398,7 +398,9 @@ class Fuser {
     flags.visit(body);
     std::map<const ir::VarInfo*, Expr> never;
     for (const ir::Assign* a : flags.assigns) {
-      auto b = fold(canon.mutate(a->value))->as<ir::BoolImm>();
+      // (The folded value stays alive while its BoolImm is read.)
+      const Expr folded = fold(canon.mutate(a->value));
+      auto b = folded->as<ir::BoolImm>();
       if (b && !b->value) never[a->var.get()] = nullptr;
     }
     // Asserts compare extents; written canonically they stop mentioning the

@@ -263,3 +263,53 @@ def test_int_of_nan_and_inf():
         to_int(np.array([np.nan]))
     with pytest.raises(OverflowError):
         to_int(np.array([np.inf]))
+
+
+@plait.jit
+def stepped_sum(lo, hi, step):
+    total = 0
+    for k in range(lo, hi, step):
+        total += k
+    return total
+
+
+@plait.jit
+def rows_sum(rowptr, vals, out):
+    #pragma parallel for
+    for i in range(out.shape[0]):
+        acc = 0.0
+        #pragma simd reduction(+: acc)
+        for k in range(rowptr[i], rowptr[i + 1]):
+            acc += vals[k]
+        out[i] = acc
+
+
+def test_range_step_known_at_run_time():
+    for args in [(0, 10, 3), (10, 0, -3), (0, 10, -1), (-5, 5, 1), (-2**63, 2**63 - 1, 2**62),
+                 (2**63 - 1, -2**63, -(2**62) - 1)]:
+        check(stepped_sum, *args)
+
+
+def test_range_zero_step_raises_value_error():
+    # As Python: the step is checked whichever way the bounds go (a division
+    # by zero in the trip count before).
+    for lo, hi in [(0, 5), (5, 0), (3, 3)]:
+        with pytest.raises(ValueError, match="must not be zero") as excinfo:
+            stepped_sum(lo, hi, 0)
+        assert_located(excinfo, stepped_sum, "for k in range(lo, hi, step)")
+
+
+def test_range_too_long_for_a_loop_counter_raises_overflow_error():
+    # More than 2**63 - 1 values: Python would run for centuries; the kernel
+    # says so instead of running no iteration (a negative trip count before).
+    with pytest.raises(OverflowError, match="2\\*\\*63 - 1") as excinfo:
+        stepped_sum(-(2**62) - 5, 2**62 + 5, 1)
+    assert_located(excinfo, stepped_sum, "for k in range(lo, hi, step)")
+    with pytest.raises(OverflowError):
+        stepped_sum(2**63 - 1, -(2**63), -1)
+    # In the simd loop of a parallel loop's rows: the row at fault raises.
+    rowptr = np.array([0, 2, 2, -(2**62) - 5, 2**62 + 5], dtype=np.int64)
+    with pytest.raises(OverflowError) as excinfo:
+        rows_sum(rowptr, np.ones(3), np.zeros(4))
+    assert_located(excinfo, rows_sum, "for k in range(rowptr[i], rowptr[i + 1])")
+    check(rows_sum, np.array([0, 2, 2, 3], dtype=np.int64), np.arange(3.0) + 0.5, poisoned(3, np.float64))

@@ -568,6 +568,15 @@ class CppEmitter {
     return std::to_string(loc.valid() ? loc.line : 0) + ", " + std::to_string(loc.valid() ? loc.col : 0);
   }
 
+  // The trip count of loop `f` from its evaluated bounds: a zero step or a
+  // range of more than 2**63 - 1 values raises at the loop's line (Python's
+  // ValueError; a 64-bit counter cannot count the other) and runs no
+  // iteration, instead of dividing by zero or wrapping to a negative count.
+  static std::string checked_trip_count(const For* f, const std::string& begin, const std::string& end,
+                                        const std::string& step) {
+    return "plait::checked_trip_count(ctx, " + loc_args(f->loc) + ", " + begin + ", " + end + ", " + step + ")";
+  }
+
   bool declared(const VarInfo* v) const {
     for (const auto& s : scopes_)
       if (s.count(v)) return true;
@@ -1140,7 +1149,7 @@ class CppEmitter {
       line("const int64_t " + lv.begin + " = " + expr(f->begin) + ";");
       line("const int64_t " + end + " = " + expr(f->end) + ";");
       line("const int64_t " + lv.step + " = " + expr(f->step) + ";");
-      line("const int64_t " + lv.trip + " = plait::trip_count(" + lv.begin + ", " + end + ", " + lv.step + ");");
+      line("const int64_t " + lv.trip + " = " + checked_trip_count(f, lv.begin, end, lv.step) + ";");
       levels.push_back(lv);
     }
     const For* innermost = nest.back();
@@ -1654,7 +1663,7 @@ class CppEmitter {
     line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
     line("const int64_t " + end + " = " + expr(loop->end) + ";");
     line("const int64_t " + step + " = " + expr(loop->step) + ";");
-    line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
+    line("const int64_t " + trip + " = " + checked_trip_count(loop, begin, end, step) + ";");
     const bool is_root = root != nullptr;
     if (is_root) {
       region_ = std::move(root);
