@@ -2,7 +2,8 @@
 raises for the same mistake, with `(File "<path>", line N)` naming the line:
 ZeroDivisionError for Python int/float division by zero, IndexError with
 bounds checking (boundscheck=True or PLAIT_BOUNDSCHECK=1), ValueError from
-math domain errors."""
+math domain errors and from a range step of 0, OverflowError from a range of
+more than 2**63 - 1 values."""
 
 import inspect
 import math
