@@ -21,10 +21,11 @@ PYTHON=${PYTHON:-python3}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 mkdir -p "$OUT"
 export PATH="$CUDA_HOME/bin:$PATH"
-# The GPU image's default $CXX (/opt/gcc) builds an extension whose libstdc++
-# does not match the system's that Python loads: use the system compiler.
+# Kernels' host parts are built by the system compiler. (The GPU image's
+# default $CXX, /opt/gcc, links libstdc++ statically; the extension keeps
+# that copy to itself, python/CMakeLists.txt, so either compiler builds it.)
 if [ -x /usr/bin/g++ ]; then
-  export CXX=/usr/bin/g++ CC=/usr/bin/gcc PLAIT_CXX=/usr/bin/g++
+  export PLAIT_CXX=/usr/bin/g++
 fi
 # One cache for all steps: kernels built by step 2 are reused under the sanitizers.
 export PLAIT_CACHE_DIR

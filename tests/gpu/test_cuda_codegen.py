@@ -368,6 +368,14 @@ def test_softmax_loop_form_reads_x_once_into_registers(tmp_path):
     assert "__launch_bounds__(256) plait_row_softmax_k0(" in device
     assert len(re.findall(r"p_row\d+\[p_c \* 4 \+ p_u\] = p_lanes\d+\.v\[p_u\];", device)) == 2
     assert len(re.findall(r"p_row\d+\[p_c \* 4 \+ p_u\] = p_lanes\d+\.v\[p_u\];", wide)) == 2
+    # The wide version runs only with a team of its whole block, so the team
+    # is a constant of that kernel (team_combine and the lane arithmetic fold
+    # it), and a parameter of the other.
+    assert "constexpr int32_t p_team = 512;" in wide and "int32_t p_team_arg," in wide
+    assert "constexpr int32_t p_team" not in device and "int32_t p_team," in device
+    host = emit(tmp_path, "row_softmax", "f32[:, ::1], f32[:, ::1]", "cpp").read_text()
+    assert re.search(r"const int32_t (p_wide_team\d+) = plait_cuda::team_for\(\w+, 512, 512\);\n"
+                     r" *const bool p_wide\d+ = \1 == 512;", host)
     # exp(x - m) once per element in the registers' iterations: the last
     # loop reads the sum's values (docs/cuda.md, "Values kept in registers").
     # (Twice in the source: for a whole group and for the partial one.)

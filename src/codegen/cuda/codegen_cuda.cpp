@@ -3442,7 +3442,9 @@ class CudaEmitter {
         wide = temp("wide");
         line("const int32_t " + wide_team + " = plait_cuda::team_for(" + share + ", " +
              std::to_string(2 * block_size_) + ", " + std::to_string(2 * block_size_) + ");");
-        line("const bool " + wide + " = " + wide_team + " > " + std::to_string(block_size_) + ";");
+        // Teams are powers of two up to the doubled block: more than the
+        // block is the doubled block, the wide version's constant team.
+        line("const bool " + wide + " = " + wide_team + " == " + std::to_string(2 * block_size_) + ";");
         line("const int32_t " + team + " = " + wide + " ? " + wide_team + " : " + team_for + ";");
       } else if (plan.teams_when_few) {
         line("const int32_t " + team + " = " + total + " < " + std::to_string(kFewWorkers) + " ? " + team_for +
@@ -3502,16 +3504,22 @@ class CudaEmitter {
     const int staged_index = staged ? add_kernel(name + "_staged") : -1;
     // The version being emitted stages its rows (emit_staged_rows_worker_loop).
     bool staging = false;
+    // The team of the version being emitted when the host always launches it
+    // with the same one (0: known only at run time): the staged version's
+    // small team, the wide version's block. A constant team is a constant of
+    // the kernel: team_combine and the lane arithmetic with a team known only
+    // at run time made the staged version's row sums 15% slower, and the
+    // wide version's softmax of 8192 x 8192 7% slower (docs/cuda.md).
+    int constant_team = 0;
     auto emit_device_kernel = [&](const std::string& kernel_name, bool rows) {
       ModeSwitch to_device(*this);
       shared_decls_.clear();
       device_ << "\n// parallel loop over `" << loop->var->name << "` (line " << loop->loc.line << ")\n";
       line_directive(loop->loc);
-      // The staged version's team is a constant of the kernel: team_combine
-      // with a team known only at run time made its rows' sums 15% slower.
       std::vector<std::string> kernel_params = params;
-      if (staging) std::replace(kernel_params.begin(), kernel_params.end(), std::string("int32_t p_team"),
-                                std::string("int32_t p_team_arg"));
+      if (constant_team)
+        std::replace(kernel_params.begin(), kernel_params.end(), std::string("int32_t p_team"),
+                     std::string("int32_t p_team_arg"));
       device_ << "extern \"C\" __global__ void __launch_bounds__(" << block_size_ << ") " << kernel_name << "("
               << join(kernel_params, ", ") << ") {\n";
       // The body goes to its own stream so that the __shared__ arrays it
@@ -3547,9 +3555,9 @@ class CudaEmitter {
       if (plan.team) {
         // A team is p_team consecutive threads, a power of two (1 << p_team_shift);
         // p_slot is its index in the block.
-        if (staging) {
-          line("(void)p_team_arg;  // the host's small team");
-          line("constexpr int32_t p_team = " + std::to_string(kSmallTeam) + ";");
+        if (constant_team) {
+          line("(void)p_team_arg;  // the host's team, always this one");
+          line("constexpr int32_t p_team = " + std::to_string(constant_team) + ";");
         }
         line("const int p_team_shift = __ffs(p_team) - 1;");
         line("const int p_lane = (int)(threadIdx.x & (unsigned)(p_team - 1));");
@@ -3720,15 +3728,21 @@ class CudaEmitter {
     emit_device_kernel(name, false);
     if (staged) {
       staging = true;
+      constant_team = kSmallTeam;
       emit_device_kernel(kernel_names_[static_cast<size_t>(staged_index)], false);
       staging = false;
+      constant_team = 0;
     }
     if (wide_version || rows_version) {
       const bool muted = mute_remarks_;
       mute_remarks_ = true;  // the same statements again
       if (wide_version) {
+        // The host runs it when the team it computes exceeds the block, so
+        // the team is the doubled block (teams are powers of two).
         block_size_ *= 2;
+        constant_team = block_size_;
         emit_device_kernel(kernel_names_[static_cast<size_t>(wide_index)], false);
+        constant_team = 0;
         block_size_ /= 2;
       } else {
         emit_device_kernel(kernel_names_[static_cast<size_t>(rows_index)], true);
