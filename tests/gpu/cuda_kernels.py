@@ -253,6 +253,19 @@ def divide_python_scalars(x, n):
         x[i] = x[i] + 1 / n
 
 
+def doubled_stepped(x, lo, hi, step, out):
+    #pragma parallel for
+    for i in range(lo, hi, step):
+        out[i] = 2.0 * x[i]
+
+
+def offsets_by_steps(x, step, out):
+    for t in range(0, 5, step):
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            out[i] = out[i] + x[i] * t
+
+
 def gesummv(alpha, beta, a, b, x, y):
     #pragma parallel for
     for i in range(a.shape[0]):
@@ -960,6 +973,8 @@ KERNELS = {
     "fdtd_step": ["f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
     "while_converge": ["f64[::1], float"],
     "divide_python_scalars": ["f64[::1], int"],
+    "doubled_stepped": ["f64[::1], int, int, int, f64[::1]"],
+    "offsets_by_steps": ["f64[::1], int, f64[::1]"],
     "shifted_copy": ["f64[::1], f64[::1]"],
     "get_item": ["f64[::1], int"],
     "add_python_int": ["i32[::1], int", "i64[::1], int", "u8[::1], int", "u32[::1], int"],

@@ -360,6 +360,25 @@ def test_softmax_array_form_spreads_the_row_maximum_and_keeps_rows_in_registers(
                      r"int64_t\(16\) \* p_team\d+;", host)
 
 
+def test_host_checks_the_ranges_it_counts(tmp_path):
+    # A parallel loop's range and a serial loop's on the host: a zero step is
+    # ValueError and more than 2**63 - 1 values OverflowError, at the loop's
+    # line (plait::checked_trip_count, as on the CPU).
+    host = emit(tmp_path, "doubled_stepped", "f64[::1], int, int, int, f64[::1]", "cpp").read_text()
+    line = line_of("doubled_stepped", "for i in range(lo, hi, step)")
+    assert re.search(rf"= plait::checked_trip_count\(ctx, {line}, \d+, p_begin\d+, p_end\d+, p_step\d+\);", host)
+    host = emit(tmp_path, "offsets_by_steps", "f64[::1], int, f64[::1]", "cpp").read_text()
+    line = line_of("offsets_by_steps", "for t in range(0, 5, step)")
+    assert len(re.findall(rf"= plait::checked_trip_count\(ctx, {line}, \d+, ", host)) >= 1
+
+
+def line_of(kernel, text):
+    """The line of `text` inside `kernel` in cuda_kernels.py."""
+    lines = KERNELS_FILE.read_text().splitlines()
+    start = lines.index(next(l for l in lines if l.startswith(f"def {kernel}(")))
+    return start + 1 + next(k for k, l in enumerate(lines[start:]) if text in l)
+
+
 def test_softmax_loop_form_reads_x_once_into_registers(tmp_path):
     full = emit(tmp_path, "row_softmax", "f32[:, ::1], f32[:, ::1]", "cu").read_text()
     # The kernel and its wide version for rows longer than 4096 (docs/cuda.md,

@@ -454,6 +454,41 @@ def test_division_by_a_python_zero_is_a_zero_division_error(rng):
         kernel(floats(rng, 100), 0)
 
 
+@pytest.mark.parametrize("lo,hi,step", [(0, 100, 1), (3, 100, 7), (99, -1, -3), (50, 10, 1), (10, 50, -2)])
+def test_range_step_known_at_run_time(rng, lo, hi, step):
+    check(K.doubled_stepped, [floats(rng, 100), lo, hi, step, floats(rng, 100)], "numpy")
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, -1])
+def test_host_loop_step_known_at_run_time(rng, step):
+    check(K.offsets_by_steps, [floats(rng, 1000), step, floats(rng, 1000)], "numpy")
+
+
+def test_zero_range_step_is_a_value_error_and_runs_nothing(rng):
+    # The host checks the ranges it counts, as on the CPU: before, a zero
+    # step divided by zero in the host code (SIGFPE).
+    out = floats(rng, 100)
+    before = out.copy()
+    kernel = plait.jit(K.doubled_stepped, target="cuda")
+    for lo, hi in ((0, 100), (100, 0)):
+        with pytest.raises(ValueError, match="range\\(\\) arg 3 must not be zero") as raised:
+            kernel(floats(rng, 100), lo, hi, 0, out)
+        assert "cuda_kernels.py" in str(raised.value)
+        np.testing.assert_array_equal(out, before)
+    with pytest.raises(ValueError, match="range\\(\\) arg 3 must not be zero"):
+        plait.jit(K.offsets_by_steps, target="cuda")(floats(rng, 100), 0, out)
+    np.testing.assert_array_equal(out, before)
+
+
+def test_range_of_more_than_int64_values_is_an_overflow_error(rng):
+    out = floats(rng, 100)
+    before = out.copy()
+    kernel = plait.jit(K.doubled_stepped, target="cuda")
+    with pytest.raises(OverflowError, match="more than 2\\*\\*63 - 1 values"):
+        kernel(floats(rng, 100), -(2**62) - 5, 2**62 + 5, 1, out)
+    np.testing.assert_array_equal(out, before)
+
+
 def test_out_of_bounds_index_with_boundscheck_is_an_index_error(rng):
     kernel = plait.jit(K.shifted_copy, target="cuda", boundscheck=True)
     x = floats(rng, 100)

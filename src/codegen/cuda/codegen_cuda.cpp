@@ -612,6 +612,17 @@ class CudaEmitter {
     return std::to_string(loc.valid() ? loc.line : 0) + ", " + std::to_string(loc.valid() ? loc.col : 0);
   }
 
+  // The trip count of loop `f` from its evaluated bounds. The host checks
+  // the range as the CPU target does (plait::checked_trip_count: a zero step
+  // raises ValueError, more than 2**63 - 1 values OverflowError, and the
+  // loop runs no iteration) instead of dividing by zero; device code does
+  // not check (docs/cuda.md, "Not yet").
+  std::string trip_count(const For* f, const std::string& begin, const std::string& end,
+                         const std::string& step) const {
+    if (device()) return "plait::trip_count(" + begin + ", " + end + ", " + step + ")";
+    return "plait::checked_trip_count(ctx, " + loc_args(f->loc) + ", " + begin + ", " + end + ", " + step + ")";
+  }
+
   bool declared(const VarInfo* v) const {
     for (const auto& s : scopes_)
       if (s.count(v)) return true;
@@ -1330,7 +1341,7 @@ class CudaEmitter {
     line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
     line("const int64_t " + end + " = " + expr(loop->end) + ";");
     line("const int64_t " + step + " = " + expr(loop->step) + ";");
-    line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
+    line("const int64_t " + trip + " = " + trip_count(loop, begin, end, step) + ";");
     line("for (int64_t " + k + " = 0; " + k + " < " + trip + "; ++" + k + ") {");
     ++indent_;
     scopes_.emplace_back();
@@ -3243,7 +3254,7 @@ class CudaEmitter {
       line("const int64_t " + lv.begin + " = " + expr(f->begin) + ";");
       line("const int64_t " + end + " = " + expr(f->end) + ";");
       line("const int64_t " + lv.step + " = " + expr(f->step) + ";");
-      line("const int64_t " + lv.trip + " = plait::trip_count(" + lv.begin + ", " + end + ", " + lv.step + ");");
+      line("const int64_t " + lv.trip + " = " + trip_count(f, lv.begin, end, lv.step) + ";");
       total_expr += (total_expr.empty() ? "" : " * ") + lv.trip;
       levels.push_back(lv);
     }
@@ -4347,7 +4358,7 @@ class CudaEmitter {
     line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
     line("const int64_t " + end + " = " + expr(loop->end) + ";");
     line("const int64_t " + step + " = " + expr(loop->step) + ";");
-    line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
+    line("const int64_t " + trip + " = " + trip_count(loop, begin, end, step) + ";");
     line("if (" + trip + " > 0) {");
     ++indent_;
     emit_persistent_sizing(loop, begin, step, trip, workers);
