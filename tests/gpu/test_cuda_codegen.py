@@ -4,6 +4,7 @@ and the host part (C++); the device part compiles with NVRTC for sm_90 without
 warnings (and, for the first signature of each kernel, with nvcc too), the host
 part with the system compiler with warnings as errors."""
 
+import inspect
 import os
 import pathlib
 import re
@@ -13,6 +14,7 @@ import sys
 
 import pytest
 
+import cuda_kernels
 import precompiled
 from cuda_kernels import KERNELS
 
@@ -372,11 +374,10 @@ def test_host_checks_the_ranges_it_counts(tmp_path):
     assert len(re.findall(rf"= plait::checked_trip_count\(ctx, {line}, \d+, ", host)) >= 1
 
 
-def line_of(kernel, text):
-    """The line of `text` inside `kernel` in cuda_kernels.py."""
-    lines = KERNELS_FILE.read_text().splitlines()
-    start = lines.index(next(l for l in lines if l.startswith(f"def {kernel}(")))
-    return start + 1 + next(k for k, l in enumerate(lines[start:]) if text in l)
+def line_of(kernel, fragment):
+    """The line of cuda_kernels.py of `kernel`'s source line containing `fragment`."""
+    lines, first = inspect.getsourcelines(getattr(cuda_kernels, kernel))
+    return next(first + k for k, text in enumerate(lines) if fragment in text)
 
 
 def test_softmax_loop_form_reads_x_once_into_registers(tmp_path):

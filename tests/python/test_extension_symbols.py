@@ -27,13 +27,10 @@ def exported_symbols():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF symbol tables only")
-def test_the_module_exports_its_init_function():
-    assert "PyInit__core" in exported_symbols()
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF symbol tables only")
-def test_the_module_exports_no_compiler_code_and_no_stream_code():
+def test_the_module_exports_its_init_function_and_no_compiler_or_stream_code():
     symbols = exported_symbols()
+    # The listing is the module's (an empty one would hide any leak).
+    assert "PyInit__core" in symbols
     # _ZN5plait: namespace plait; _ZNSo / _ZNSi / _ZNSt6locale: std::ostream,
     # std::istream and std::locale members, defined in libstdc++ itself.
     leaked = [s for s in symbols if s.startswith(("_ZN5plait", "_ZNSo", "_ZNSi", "_ZNSt6locale"))]

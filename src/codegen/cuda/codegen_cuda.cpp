@@ -3748,8 +3748,8 @@ class CudaEmitter {
       const bool muted = mute_remarks_;
       mute_remarks_ = true;  // the same statements again
       if (wide_version) {
-        // The host runs it when the team it computes exceeds the block, so
-        // the team is the doubled block (teams are powers of two).
+        // The host runs it only with a team of the doubled block (its
+        // `wide` test above).
         block_size_ *= 2;
         constant_team = block_size_;
         emit_device_kernel(kernel_names_[static_cast<size_t>(wide_index)], false);
