@@ -7,14 +7,15 @@
 
 #include <cerrno>
 #include <cmath>
-#include <limits>
-#include <optional>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "codegen/cuda/device_runtime.h"
@@ -224,8 +225,24 @@ void record_error(plait_context* ctx, int32_t kind, const std::string& message) 
   std::snprintf(ctx->error_message, sizeof ctx->error_message, "%s", message.c_str());
 }
 
+// With PLAIT_CUDA_LOG_LAUNCHES set (not "0"), each launch is written to
+// standard error: which version of a kernel the host picked, and its shape.
+// Read at each launch (a getenv costs far less than the launch), so that a
+// process can turn it on and off.
+bool log_launches() {
+  const char* v = std::getenv("PLAIT_CUDA_LOG_LAUNCHES");
+  return v != nullptr && *v != '\0' && std::string(v) != "0";
+}
+
+void log_launch(const CallState& s, int32_t kernel, uint32_t grid, uint32_t block, uint64_t shared_bytes) {
+  if (!log_launches()) return;
+  std::fprintf(stderr, "plait: launch %s grid %u block %u shared %llu\n", s.module->name(kernel).c_str(), grid, block,
+               static_cast<unsigned long long>(shared_bytes));
+}
+
 int32_t api_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
   CallState& s = state_of(ctx);
+  log_launch(s, kernel, grid, block, 0);
   CUresult r = s.rt->d->cuLaunchKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1, 0, s.stream, params,
                                        nullptr);
   if (r == 0) return 0;
@@ -237,6 +254,7 @@ int32_t api_launch_shared(plait_context* ctx, int32_t kernel, uint32_t grid, uin
                           void** params) {
   CallState& s = state_of(ctx);
   if (!s.module->allow_shared_bytes(kernel, shared_bytes)) return 1;
+  log_launch(s, kernel, grid, block, shared_bytes);
   CUresult r = s.rt->d->cuLaunchKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1,
                                        static_cast<unsigned>(shared_bytes), s.stream, params, nullptr);
   if (r == 0) return 0;
@@ -250,6 +268,7 @@ uint32_t api_cooperative_grid(plait_context* ctx, int32_t kernel, uint32_t block
 
 int32_t api_launch_cooperative(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
   CallState& s = state_of(ctx);
+  log_launch(s, kernel, grid, block, 0);
   CUresult r = s.rt->d->cuLaunchCooperativeKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1, 0, s.stream,
                                                   params);
   if (r == 0) return 0;
@@ -804,6 +823,7 @@ std::shared_ptr<CudaModule> load_cuda_module(const std::string& cubin, const std
     CUfunction function = nullptr;
     check(rt.d->cuModuleGetFunction(&function, module->module_, name.c_str()), ("finding kernel " + name).c_str());
     module->functions_.push_back(function);
+    module->names_.push_back(name);
   }
   return module;
 }

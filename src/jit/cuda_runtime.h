@@ -43,6 +43,7 @@ class CudaModule {
   CudaModule(const CudaModule&) = delete;
   CudaModule& operator=(const CudaModule&) = delete;
   void* function(int index) const { return functions_.at(static_cast<size_t>(index)); }
+  const std::string& name(int index) const { return names_.at(static_cast<size_t>(index)); }
   size_t size() const { return functions_.size(); }
   // The most blocks of `block` threads of kernel `index` that fit on the GPU
   // at once (a cooperative launch's largest grid); 0 when the GPU cannot
@@ -59,6 +60,7 @@ class CudaModule {
   CudaModule() = default;
   void* module_ = nullptr;
   std::vector<void*> functions_;
+  std::vector<std::string> names_;
   mutable std::mutex facts_mutex_;  // guards the two maps below, each filled once per kernel
   mutable std::map<std::pair<int, uint32_t>, uint32_t> cooperative_grids_;
   mutable std::map<int, uint64_t> shared_bytes_allowed_;

@@ -998,6 +998,8 @@ KERNELS = {
     "step_scalars": ["f64[::1], f64[::1], int", "f32[::1], f32[::1], int"],
     "host_counted_steps": ["f64[::1], int"],
     "aliasing_steps": ["f64[::1], f64[::1], int"],
+    "register_stencil_steps": ["f64[::1], f32[::1], i32[::1], f64[::1], int", "f64[:], f32[:], i32[:], f64[:], int"],
+    "jacobi_1d_slices": ["int, f64[::1], f64[::1]"],
     "mixed_dtype_steps": ["f64[:, ::1], f64[:, ::1], i32[:, ::1], b1[:, ::1], int",
                           "f32[::1, :], f32[::1, :], i32[::1, :], b1[:, :], int"],
     "shape_checked_steps": ["f64[::1], f64[::1], int"],
@@ -1037,3 +1039,30 @@ KERNELS = {
     "row_centered_squares": ["f64[:, ::1], f64[:, ::1]"],
     "doubled_row_max_reversed": ["f64[:, ::1], f64[::1]", "f32[:, ::1], f32[::1]"],
 }
+
+
+def register_stencil_steps(a, b, c, w, steps):
+    """Arrays a one-block persistent kernel keeps in registers (docs/cuda.md,
+    "Arrays in registers"): float64 read two elements away on either side,
+    float32 read one away, an int32 counter updated at its own element in a
+    loop under an `if` (no elements cross threads there), and a weight array
+    the loop only reads, at any index."""
+    n = a.shape[0]
+    for t in range(steps):
+        #pragma parallel for
+        for i in range(2, n - 2):
+            b[i] = 0.25 * (a[i - 2] + a[i + 2]) + 0.5 * a[i] * w[n - 1 - i]
+        if t % 2 == 0:
+            #pragma parallel for
+            for i in range(n):
+                c[i] = c[i] + 1
+        #pragma parallel for
+        for i in range(1, n - 1):
+            a[i] = b[i - 1] - b[i + 1] + c[i] * 0.001
+
+
+def jacobi_1d_slices(tsteps, A, B):
+    """NPBench's jacobi_1d: array statements whose loops store at offset 1."""
+    for t in range(1, tsteps):
+        B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+        A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])

@@ -374,6 +374,25 @@ def test_host_checks_the_ranges_it_counts(tmp_path):
     assert len(re.findall(rf"= plait::checked_trip_count\(ctx, {line}, \d+, ", host)) >= 1
 
 
+def test_persistent_jacobi_1d_keeps_its_arrays_in_registers(tmp_path):
+    # Each thread holds 12 elements of `a` and `b` and stores them at their
+    # own slot; a[i - 1] at the first slot and a[i + 1] at the last come from
+    # the neighbours' halo rows, once per loop behind one barrier; no grid
+    # barrier. The host tries this version first, then the on-chip copies.
+    source = emit(tmp_path, "jacobi_1d", "int, f64[::1], f64[::1]", "cu").read_text()
+    kernel = source[source.index("plait_jacobi_1d_k0_registers("):]
+    kernel = kernel[:kernel.index("\n}\n")]
+    assert "double a_a_data_reg[12];" in kernel and "double a_b_data_reg[12];" in kernel
+    assert "a_b_data_reg[5] = (0.33333 * ((a_a_data_reg[4] + a_a_data_reg[5]) + a_a_data_reg[6]));" in kernel
+    assert re.search(r"a_b_data_reg\[0\] = \(0\.33333 \* \(\(\(a_a_data_halo \+ [^;]*threadIdx\.x\) \* 2\)\[1\] "
+                     r"\+ a_a_data_reg\[0\]\) \+ a_a_data_reg\[1\]\)\);", kernel)
+    assert kernel.count("__syncthreads();") == 2 and "grid_sync" not in kernel
+    host = emit(tmp_path, "jacobi_1d", "int, f64[::1], f64[::1]", "cpp").read_text()
+    assert re.search(r"const uint32_t p_registers_block\d+ = plait_cuda::register_block\(std::max<int64_t>\("
+                     r"std::max<int64_t>\(int64_t\(0\), a_[ab]_n0\), a_[ab]_n0\), 12\);", host)
+    assert host.index("launch_shared(ctx, 2,") < host.index("launch_shared(ctx, 1,")
+
+
 def line_of(kernel, fragment):
     """The line of cuda_kernels.py of `kernel`'s source line containing `fragment`."""
     lines, first = inspect.getsourcelines(getattr(cuda_kernels, kernel))

@@ -359,6 +359,74 @@ def test_persistent_on_chip_step_that_raises(rng):
     check(K.shape_checked_steps, [floats(rng, 100), floats(rng, 3), 3], "numpy")
 
 
+# Arrays in registers (docs/cuda.md): in one block, where the on-chip copies
+# could be made, 1-D arrays the steps write at their loops' variable plus a
+# constant live in registers, 12 float64 elements of each per thread for
+# jacobi_1d (12288 at most). The launch log says which version ran: 12289
+# elements fall back to the copies in shared memory, one step and arrays that
+# share memory to the arrays in global memory.
+def launched(capfd):
+    return [line.split()[2] for line in capfd.readouterr().err.splitlines() if line.startswith("plait: launch ")]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n,version", [(1, "_registers"), (2, "_registers"), (13, "_registers"),
+                                       (1001, "_registers"), (12288, "_registers"), (12289, "_onchip")])
+@pytest.mark.parametrize("steps", [2, 7])
+def test_persistent_registers_jacobi_1d(rng, capfd, monkeypatch, kind, n, version, steps):
+    monkeypatch.setenv("PLAIT_CUDA_LOG_LAUNCHES", "1")
+    kernel = check(K.jacobi_1d, [steps, floats(rng, n), floats(rng, n)], kind)
+    assert launched(capfd) == ["plait_jacobi_1d_k0" + version]
+    assert "those arrays live in registers instead (12 consecutive elements" in kernel.explain()
+
+
+@pytest.mark.parametrize("n", [3, 40, 12000])
+@pytest.mark.parametrize("steps", [2, 3])
+def test_persistent_registers_jacobi_1d_slices(rng, capfd, monkeypatch, n, steps):
+    monkeypatch.setenv("PLAIT_CUDA_LOG_LAUNCHES", "1")
+    check(K.jacobi_1d_slices, [steps + 1, floats(rng, n), floats(rng, n)], "numpy")
+    assert any(name.endswith("_registers") for name in launched(capfd))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [4, 5, 100, 3001, 12287])
+@pytest.mark.parametrize("steps", [2, 5])
+def test_persistent_registers_of_three_types_and_wide_halos(rng, capfd, monkeypatch, kind, n, steps):
+    monkeypatch.setenv("PLAIT_CUDA_LOG_LAUNCHES", "1")
+    check(K.register_stencil_steps, [floats(rng, n), floats(rng, n, np.float32), ints(rng, n, np.int32),
+                                     floats(rng, n), steps], kind)
+    assert launched(capfd) == ["plait_register_stencil_steps_k0_registers"]
+
+
+def test_persistent_registers_strided_views_and_one_step(rng, capfd, monkeypatch):
+    monkeypatch.setenv("PLAIT_CUDA_LOG_LAUNCHES", "1")
+    a, b = floats(rng, 2 * 3001), floats(rng, 3 * 3001)
+    want_a, want_b = a.copy(), b.copy()
+    K.jacobi_1d(4, want_a[::2], want_b[::3])
+    plait.jit(K.jacobi_1d, target="cuda")(4, a[::2], b[::3])
+    np.testing.assert_array_equal(a, want_a)
+    np.testing.assert_array_equal(b, want_b)
+    check(K.jacobi_1d, [1, floats(rng, 500), floats(rng, 500)], "numpy")
+    assert launched(capfd) == ["plait_jacobi_1d_k0_registers", "plait_jacobi_1d_k0"]
+
+
+def test_persistent_registers_not_for_arrays_that_share_memory(rng, capfd, monkeypatch):
+    monkeypatch.setenv("PLAIT_CUDA_LOG_LAUNCHES", "1")
+    x = floats(rng, 1000)
+    want = x.copy()
+    K.aliasing_steps(want, want, 3)
+    plait.jit(K.aliasing_steps, target="cuda")(x, x, 3)
+    np.testing.assert_array_equal(x, want)
+    check(K.aliasing_steps, [floats(rng, 1000), floats(rng, 1000), 3], "numpy")
+    assert launched(capfd) == ["plait_aliasing_steps_k0", "plait_aliasing_steps_k0_registers"]
+
+
+def test_persistent_registers_refused_say_why(rng):
+    kernel = check(K.mixed_dtype_steps, [floats(rng, (5, 7)), floats(rng, (5, 7)), ints(rng, (5, 7), np.int32),
+                                         rng.random((5, 7)) < 0.5, 3], "numpy")
+    assert "its arrays are not kept in registers in one block: the parallel loop at line" in kernel.explain()
+
+
 def test_time_loop_that_needs_the_host_launches_each_step_and_says_why(rng):
     kernel = check(K.host_counted_steps, [floats(rng, 100), 4], "numpy")
     assert "`count` is assigned in the loop body and read after the loop" in kernel.explain()

@@ -21,9 +21,10 @@
 #include <unordered_set>
 
 #include "analysis/var_uses.h"
-#include "codegen/overlap_test.h"
 #include "codegen/cuda/device_runtime.h"
+#include "codegen/cuda/register_arrays.h"
 #include "codegen/cuda/worker_plan.h"
+#include "codegen/overlap_test.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
@@ -38,6 +39,8 @@ namespace plait::codegen {
 using namespace ir;
 using cuda::ArrayAccess;
 using cuda::Placement;
+using cuda::RegisterLoop;
+using cuda::RegisterPlan;
 using cuda::WorkerPlan;
 
 namespace {
@@ -902,6 +905,8 @@ class CudaEmitter {
   }
 
   std::string load(const Load* l) {
+    if (const ArrayVar* a = register_array(l->array.get()); a && register_loop_)
+      return register_element(*a, l->indices[0]);
     if (auto it = prefetched_.find(l); it != prefetched_.end()) return it->second + "[p_u]";
     if (auto it = lane_loads_.find(l); it != lane_loads_.end() && lane_ >= 0)
       return it->second + ".v[" + std::to_string(lane_) + "]";
@@ -1101,6 +1106,7 @@ class CudaEmitter {
         if (!device() && f->schedule.kind == LoopKind::Serial && emit_persistent_time_loop(f)) return;
         if (!device() && f->schedule.kind == LoopKind::Serial && emit_device_serial_loop(s)) return;
         if (persistent_step_ && is_parallel(f->schedule.kind)) {
+          if (register_plan_) return emit_register_parallel_loop(f);
           emit_persistent_parallel_loop(f);
           line("plait::grid_sync(p_barrier);");
           return;
@@ -1246,6 +1252,10 @@ class CudaEmitter {
   void emit_store(const Store* st) {
     if (!device()) PLAIT_INTERNAL_ERROR("an array store in host code");
     std::string stored = expr(st->value);
+    if (const ArrayVar* a = register_array(st->array.get()); a && register_loop_) {
+      line(data(*a) + "_reg[" + std::to_string(register_slot_) + "] = " + stored + ";");
+      return;
+    }
     // A row kept in registers: the register first, then memory unless the
     // row is the worker's own temporary.
     if (auto it = cached_rows_.find(st->array.get()); it != cached_rows_.end()) {
@@ -1553,6 +1563,13 @@ class CudaEmitter {
   struct OnChipLaunch {
     int index;
     std::string condition, bytes;
+    // Whether the arrays do not share memory (the copies' condition and the
+    // registers' both need it).
+    std::string apart;
+    // The version with the arrays in registers (emit_register_choice), or -1;
+    // the host's condition for it, its block of threads and its shared memory.
+    int registers_index = -1;
+    std::string registers_condition, registers_block, registers_bytes;
   };
 
   // Host code for the on-chip version `index` of a kernel over `arrays`:
@@ -1562,15 +1579,17 @@ class CudaEmitter {
   // writes from another's reads).
   OnChipLaunch emit_onchip_choice(int index, const std::vector<ArrayVar>& arrays, const std::string& trip,
                                   SourceLoc loc) {
-    OnChipLaunch on{index, temp("onchip"), temp("onchip_bytes")};
-    std::string bytes = "uint64_t(0)", condition = trip + " >= 2 && " + on.bytes + " <= ctx->cuda->shared_bytes_limit";
+    OnChipLaunch on{index, temp("onchip"), temp("onchip_bytes"), temp("apart"), -1, "", "", ""};
+    std::string bytes = "uint64_t(0)", apart = "true";
     for (const ArrayVar& a : arrays)
       bytes += " + plait_cuda::onchip_bytes(" + element_count(a) + ", sizeof(" + ctype(a->type.dtype) + "))";
     for (size_t i = 0; i < arrays.size(); ++i)
       for (size_t j = i + 1; j < arrays.size(); ++j)
-        condition += " && !" + expr(ArraysOverlap::make(arrays[i], arrays[j], false, loc));
+        apart += " && !" + expr(ArraysOverlap::make(arrays[i], arrays[j], false, loc));
     line("const uint64_t " + on.bytes + " = " + bytes + ";");
-    line("const bool " + on.condition + " = " + condition + ";");
+    line("const bool " + on.apart + " = " + apart + ";");
+    line("const bool " + on.condition + " = " + trip + " >= 2 && " + on.bytes +
+         " <= ctx->cuda->shared_bytes_limit && " + on.apart + ";");
     return on;
   }
 
@@ -1592,7 +1611,15 @@ class CudaEmitter {
     } else {
       const std::string launched = temp("launched");
       line("int32_t " + launched + " = 1;");
-      line("if (" + onchip->condition + ") {");
+      // The arrays in registers first, else copied on chip, else in memory.
+      if (onchip->registers_index >= 0) {
+        line("if (" + onchip->registers_condition + ") {");
+        line("  " + launched + " = ctx->cuda->launch_shared(ctx, " + std::to_string(onchip->registers_index) +
+             ", 1u, " + onchip->registers_block + ", " + onchip->registers_bytes + ", " + params + ");");
+        line("  if (" + launched + " < 0) return ctx->error_kind;");
+        line("}");
+      }
+      line("if (" + launched + " != 0 && " + onchip->condition + ") {");
       line("  " + launched + " = ctx->cuda->launch_shared(ctx, " + std::to_string(onchip->index) + ", 1u, " + block +
            ", " + onchip->bytes + ", " + params + ");");
       line("  if (" + launched + " < 0) return ctx->error_kind;");
@@ -4308,48 +4335,58 @@ class CudaEmitter {
     note_error_sites({loop->body});
     // Arrays that the steps may read and write on chip (one block, on the host's checks).
     const bool onchip = !cap.arrays.empty();
+    // And in registers, where their accesses allow it.
+    RegisterPlan regs;
+    const std::string no_registers = onchip ? register_refusal(loop, stmts, cap.arrays, &regs) : "";
+    const bool in_registers = onchip && no_registers.empty();
 
-    // Device: the kernel, and the same steps on arrays in shared memory.
+    // Device: the kernel, and the same steps on arrays in shared memory and in registers.
     const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
     const std::string name = kernel_names_[static_cast<size_t>(index)];
     const int onchip_index = onchip ? add_kernel(name + "_onchip") : -1;
+    const int registers_index = in_registers ? add_kernel(name + "_registers") : -1;
     {
       ModeSwitch to_device(*this);
+      // The steps, at indent 1 of a kernel whose parameters are `params`.
+      auto emit_steps = [&]() {
+        scopes_.emplace_back();
+        for (const Var& v : cap.scalars)
+          if (v.get() != t.get() && !cap.written.count(v.get())) scopes_.back().insert(v.get());
+        line("for (int64_t p_step = 0; p_step < " + trip + "; ++p_step) {");
+        ++indent_;
+        scopes_.emplace_back();
+        line("[[maybe_unused]] " + ctype(t->type) + " " + var_name(t) + " = static_cast<" + ctype(t->type) + ">(" +
+             begin + " + p_step * " + step + ");");
+        scopes_.back().insert(t.get());
+        for (const Var& v : step_owned) {
+          line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
+          scopes_.back().insert(v.get());
+        }
+        // Every thread runs the step's scalar statements; assertions on them
+        // fail in all threads alike, which then leave the kernel together.
+        persistent_step_ = true;
+        for (const Stmt& st : stmts) emit(st);
+        persistent_step_ = false;
+        scopes_.pop_back();
+        --indent_;
+        line("}");
+        scopes_.pop_back();
+      };
       device_ << "\n// " << what << ": all steps in one persistent kernel\n";
       line_directive(loop->loc);
       device_ << "extern \"C\" __global__ void __launch_bounds__(" << kPersistentBlockSize << ") " << name << "("
               << join(params, ", ") << ") {\n";
       const size_t body_from = device_.str().size();
       indent_ = 1;
-      scopes_.emplace_back();
-      for (const Var& v : cap.scalars)
-        if (v.get() != t.get() && !cap.written.count(v.get())) scopes_.back().insert(v.get());
       line("(void)p_err;");
       line("const int64_t p_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;");
       line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
-      line("for (int64_t p_step = 0; p_step < " + trip + "; ++p_step) {");
-      ++indent_;
-      scopes_.emplace_back();
-      line("[[maybe_unused]] " + ctype(t->type) + " " + var_name(t) + " = static_cast<" + ctype(t->type) + ">(" + begin +
-           " + p_step * " + step + ");");
-      scopes_.back().insert(t.get());
-      for (const Var& v : step_owned) {
-        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
-        scopes_.back().insert(v.get());
-      }
-      // Every thread runs the step's scalar statements; assertions on them
-      // fail in all threads alike, which then leave the kernel together.
-      persistent_step_ = true;
-      for (const Stmt& st : stmts) emit(st);
-      persistent_step_ = false;
-      scopes_.pop_back();
-      --indent_;
-      line("}");
-      scopes_.pop_back();
+      emit_steps();
       const std::string body = device_.str().substr(body_from);
       device_ << "}\n";
       if (onchip)
         emit_onchip_kernel(what + ": all steps in one block", onchip_index, onchip_params, body, loop, cap.arrays);
+      if (in_registers) emit_register_kernel(what, registers_index, params, loop, regs, emit_steps);
     }
 
     // Host: the choice and the launch.
@@ -4363,16 +4400,18 @@ class CudaEmitter {
     ++indent_;
     emit_persistent_sizing(loop, begin, step, trip, workers);
     const std::string block = std::to_string(kPersistentBlockSize) + "u";
-    OnChipLaunch on{-1, "false", ""};
+    OnChipLaunch on{-1, "false", "", "", -1, "", "", ""};
     if (onchip) on = emit_onchip_choice(onchip_index, cap.arrays, trip, loop->loc);
+    if (in_registers) emit_register_choice(registers_index, regs, trip, &on);
     line("const uint32_t " + grid + " = plait_cuda::persistent_grid(ctx, " + std::to_string(index) + ", " + workers +
-         ", " + block + ", " + on.condition + ");");
+         ", " + block + ", " + on.condition + (in_registers ? " || " + on.registers_condition : std::string()) + ");");
     line("if (" + grid + " > 0) {");
     ++indent_;
     // The barrier's arrival count starts at zero (the generation may hold anything).
     line("if (" + grid + " > 1 && ctx->cuda->zero(ctx, plait_cuda::scratch_slot(ctx, " + std::to_string(kBarrierSlot) +
          "), 8) != 0) return ctx->error_kind;");
     on.condition = grid + " == 1 && " + on.condition;
+    if (in_registers) on.registers_condition = grid + " == 1 && " + on.registers_condition;
     emit_launch(index, grid, block, args, {}, {},
                 "(" + grid + " == 1 ? ctx->cuda->launch : ctx->cuda->launch_cooperative)", onchip ? &on : nullptr);
     if (declared(t.get()))
@@ -4387,20 +4426,25 @@ class CudaEmitter {
     line("}");
     --indent_;
     line("}");
-    remark(loop->loc, what + ": all steps in one persistent CUDA kernel " + name + ", unless a step is large. The host "
-                      "counts W, the most iterations of one of its parallel loops at the first and the last step, at "
-                      "each call: W <= 4096" +
-                      (onchip ? std::string(", or W <= 16384 with at least 2 steps and arrays that fit in a block's "
-                                            "shared memory without sharing memory with each other")
-                              : std::string()) +
-                      ": one block of " + std::to_string(kPersistentBlockSize) +
-                      " threads, __syncthreads after each parallel loop" +
-                      (onchip ? std::string(" (on copies of the arrays there in the second case, copied in before "
-                                            "the first step and the written ones back after the last)")
-                              : std::string()) +
-                      "; W <= 4194304: a cooperative launch of at most the resident blocks, a grid barrier after "
-                      "each parallel loop; else (or without cooperative launches) one launch per parallel loop per "
-                      "step");
+    remark(loop->loc,
+           what + ": all steps in one persistent CUDA kernel " + name +
+               ", unless a step is large. The host "
+               "counts W, the most iterations of one of its parallel loops at the first and the last step, at "
+               "each call: W <= 4096" +
+               (onchip ? std::string(", or W <= 16384 with at least 2 steps and arrays that fit in a block's "
+                                     "shared memory without sharing memory with each other")
+                       : std::string()) +
+               ": one block of " + std::to_string(kPersistentBlockSize) +
+               " threads, __syncthreads after each parallel loop" +
+               (onchip ? std::string(" (on copies of the arrays there in the second case, copied in before "
+                                     "the first step and the written ones back after the last)")
+                       : std::string()) +
+               (in_registers ? registers_remark(regs) : std::string()) +
+               "; W <= 4194304: a cooperative launch of at most the resident blocks, a grid barrier after "
+               "each parallel loop; else (or without cooperative launches) one launch per parallel loop per "
+               "step");
+    if (onchip && !in_registers)
+      remark(loop->loc, what + ": its arrays are not kept in registers in one block: " + no_registers);
     return true;
   }
 
@@ -4489,6 +4533,216 @@ class CudaEmitter {
       line("}");
     }
     if (!written) line("__syncthreads();");
+  }
+
+  // ------------------------------------------------ arrays in registers
+
+  // The parallel loops of a persistent kernel's steps (in `if`s too).
+  static void step_parallel_loops(const std::vector<Stmt>& stmts, std::vector<const For*>* loops) {
+    for (const Stmt& st : stmts) {
+      if (is_parallel_loop(st)) {
+        loops->push_back(st->as<For>());
+      } else if (const If* i = st->as<If>()) {
+        step_parallel_loops(body_statements(i->then_case), loops);
+        if (i->else_case) step_parallel_loops(body_statements(i->else_case), loops);
+      }
+    }
+  }
+
+  // Why the persistent kernel of `loop` (steps `stmts`, touching `arrays`)
+  // has no version with its arrays in registers, or "" with `plan` filled
+  // (register_arrays.h; docs/cuda.md, "Arrays in registers").
+  std::string register_refusal(const For* loop, const std::vector<Stmt>& stmts, const std::vector<ArrayVar>& arrays,
+                               RegisterPlan* plan) {
+    std::vector<const For*> loops;
+    step_parallel_loops(stmts, &loops);
+    for (const For* f : loops)
+      if (persistent_nest(f).size() != 1)
+        return "the parallel loop at line " + std::to_string(f->loc.line) + " is a nest of " +
+               std::to_string(persistent_nest(f).size()) + " loops";
+    StoredArrays stored;
+    stored.visit(loop->body);
+    std::vector<ArrayVar> written;
+    for (const ArrayVar& a : arrays)
+      if (stored.arrays.count(a.get())) written.push_back(a);
+    return cuda::plan_register_arrays(loops, written, plan);
+  }
+
+  // The array of the register plan being emitted that `a` is, or null.
+  const ArrayVar* register_array(const ArrayInfo* a) const {
+    if (!register_plan_) return nullptr;
+    for (const ArrayVar& r : register_plan_->arrays)
+      if (r.get() == a) return &r;
+    return nullptr;
+  }
+
+  // The row of `a`'s halo buffer of thread `row` - 1, in the current phase:
+  // rows -1 and blockDim.x exist, so that the block's first and last threads
+  // read inside the buffer.
+  std::string halo_row(const ArrayVar& a, const std::string& row) {
+    return "(" + data(a) + "_halo + ((int64_t)p_phase * (blockDim.x + 2) + " + row + ") * " +
+           std::to_string(register_plan_->halo_width.at(a.get())) + ")";
+  }
+
+  // The element `a[index]` read by the slot being emitted: its own
+  // register, or the one its neighbour passed in the halo buffer.
+  std::string register_element(const ArrayVar& a, const Expr& index) {
+    int64_t offset = 0;
+    if (!cuda::var_plus_constant(index, register_var_, &offset))
+      PLAIT_INTERNAL_ERROR("a register array's index is not its loop variable plus a constant");
+    const int slots = register_plan_->slots;
+    const int64_t slot = register_slot_ + offset - register_loop_->store_offset;
+    if (slot >= 0 && slot < slots) return data(a) + "_reg[" + std::to_string(slot) + "]";
+    const auto& [left, right] = register_loop_->halos.at(a.get());
+    if (slot < 0) return halo_row(a, "threadIdx.x") + "[" + std::to_string(right + left + slot) + "]";
+    return halo_row(a, "threadIdx.x + 2") + "[" + std::to_string(slot - slots) + "]";
+  }
+
+  // A parallel loop of a persistent kernel with its arrays in registers:
+  // each thread passes the elements its neighbours read to them (through the
+  // halo buffers of this loop's phase), then runs the iterations that store
+  // its slots, one copy of the body per slot, so that every register index
+  // is a constant. The buffers of the two phases alternate, so no barrier
+  // follows the loop: a thread writes a phase's buffer again only after the
+  // barrier of the next loop with halos, which every reader of the last one
+  // has passed.
+  void emit_register_parallel_loop(const For* loop) {
+    const RegisterLoop& rl = register_plan_->loops.at(loop);
+    const int slots = register_plan_->slots;
+    line_directive(loop->loc);
+    line("{");
+    ++indent_;
+    const std::string begin = temp("begin"), end = temp("end");
+    line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
+    line("const int64_t " + end + " = " + expr(loop->end) + ";");
+    for (const auto& [info, halo] : rl.halos) {
+      const ArrayVar& a = *register_array(info);
+      const std::string row = halo_row(a, "threadIdx.x + 1"), reg = data(a) + "_reg";
+      const auto& [left, right] = halo;
+      for (int k = 0; k < right; ++k)
+        line(row + "[" + std::to_string(k) + "] = " + reg + "[" + std::to_string(k) + "];");
+      for (int k = 0; k < left; ++k)
+        line(row + "[" + std::to_string(right + k) + "] = " + reg + "[" + std::to_string(slots - left + k) + "];");
+    }
+    if (!rl.halos.empty()) line("__syncthreads();");
+    const Var& v = loop->var;
+    const int outer_depth = loop_depth_;
+    loop_depth_ = 1;
+    persistent_step_ = false;
+    // The thread's slots whose iterations are in the loop's range, as 32-bit
+    // numbers (slot j runs iteration p_e0 + j - store_offset).
+    const std::string lo = temp("lo"), hi = temp("hi"), to_slot = " + " + std::to_string(rl.store_offset) + " - p_e0";
+    line("const int " + lo + " = plait::slot_bound(" + begin + to_slot + ", " + std::to_string(slots) + ");");
+    line("const int " + hi + " = plait::slot_bound(" + end + to_slot + ", " + std::to_string(slots) + ");");
+    for (int j = 0; j < slots; ++j) {
+      const std::string js = std::to_string(j);
+      line("if (" + lo + " <= " + js + " && " + js + " < " + hi + ") {");
+      ++indent_;
+      scopes_.emplace_back();
+      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(p_e0 + " +
+           std::to_string(j - rl.store_offset) + ");");
+      scopes_.back().insert(v.get());
+      register_loop_ = &rl;
+      register_var_ = v.get();
+      register_slot_ = j;
+      emit_body_statements(loop->body);
+      register_loop_ = nullptr;
+      register_var_ = nullptr;
+      register_slot_ = -1;
+      scopes_.pop_back();
+      --indent_;
+      line("}");
+    }
+    persistent_step_ = true;
+    loop_depth_ = outer_depth;
+    if (!rl.halos.empty()) line("p_phase ^= 1;");
+    // The step may read the loop variable after its loop, as on the host.
+    if (declared(v.get()))
+      line("if (" + end + " > " + begin + ") " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + end +
+           " - 1);");
+    --indent_;
+    line("}");
+  }
+
+  // The version `index` of a persistent kernel (`params` as the usual one's)
+  // with the arrays of `plan` in registers: each thread loads its slots,
+  // runs the steps (`emit_steps`, in a lambda so that an assertion's
+  // `return` still reaches the stores back) and stores the slots back.
+  void emit_register_kernel(const std::string& what, int index, const std::vector<std::string>& params, const For* loop,
+                            const RegisterPlan& plan, const std::function<void()>& emit_steps) {
+    std::string names;
+    for (const ArrayVar& a : plan.arrays) names += (names.empty() ? "`" : ", `") + a->name + "`";
+    device_ << "\n// " << what << ": all steps in one block, " << names << " in registers\n";
+    line_directive(loop->loc);
+    device_ << "extern \"C\" __global__ void __launch_bounds__(" << kPersistentBlockSize << ") "
+            << kernel_names_[static_cast<size_t>(index)] << "(" << join(params, ", ") << ") {\n";
+    indent_ = 1;
+    const std::string slots = std::to_string(plan.slots);
+    line("(void)p_err;");
+    line("(void)p_barrier;");
+    line("extern __shared__ __align__(16) unsigned char p_onchip[];");
+    line("[[maybe_unused]] uint64_t p_onchip_at = 0;");
+    line("[[maybe_unused]] int p_phase = 0;");
+    line("const int64_t p_e0 = (int64_t)threadIdx.x * " + slots + ";");
+    auto each_slot = [&](const ArrayVar& a, const std::string& action) {
+      line("#pragma unroll");
+      line("for (int p_j = 0; p_j < " + slots + "; ++p_j) " + action);
+    };
+    for (const ArrayVar& a : plan.arrays) {
+      const std::string t = ctype(a->type.dtype), reg = data(a) + "_reg";
+      line(t + " " + reg + "[" + slots + "];");
+      if (auto it = plan.halo_width.find(a.get()); it != plan.halo_width.end()) {
+        line(t + "* const " + data(a) + "_halo = reinterpret_cast<" + t + "*>(p_onchip + p_onchip_at);");
+        line("p_onchip_at += plait::onchip_bytes(int64_t(2) * (blockDim.x + 2) * " + std::to_string(it->second) +
+             ", sizeof(" + t + "));");
+      }
+      each_slot(a, reg + "[p_j] = p_e0 + p_j < " + extent(a, 0) + " ? " + data(a) + "[" + offset(a, {"(p_e0 + p_j)"}) +
+                       "] : " + t + "(0);");
+    }
+    register_plan_ = &plan;
+    line("[&]() {");
+    emit_steps();
+    line("}();");
+    register_plan_ = nullptr;
+    for (const ArrayVar& a : plan.arrays)
+      each_slot(a, "if (p_e0 + p_j < " + extent(a, 0) + ") " + data(a) + "[" + offset(a, {"(p_e0 + p_j)"}) +
+                       "] = " + data(a) + "_reg[p_j];");
+    device_ << "}\n";
+  }
+
+  // What explain() says of the version with the arrays of `plan` in registers.
+  static std::string registers_remark(const RegisterPlan& plan) {
+    std::string names;
+    for (const ArrayVar& a : plan.arrays) names += (names.empty() ? "`" : ", `") + a->name + "`";
+    const std::string slots = std::to_string(plan.slots);
+    return "; in the second case, where the longest of " + names + " has at most " +
+           std::to_string(plan.slots * kPersistentBlockSize) + " elements, those arrays live in registers instead (" +
+           slots + " consecutive elements of each per thread, the iterations that store them in their thread, the " +
+           "elements read across threads passed through shared memory)";
+  }
+
+  // Host code for the version `index` with the arrays of `plan` in
+  // registers, into `on`: its block (0 when one block of 1024 threads
+  // cannot hold the arrays), the bytes of its halo buffers, and whether to
+  // take it (at least 2 steps of `trip`, one step only loads and stores;
+  // arrays that do not share memory, as for the copies on chip).
+  void emit_register_choice(int index, const RegisterPlan& plan, const std::string& trip, OnChipLaunch* on) {
+    on->registers_index = index;
+    on->registers_condition = temp("in_registers");
+    on->registers_block = temp("registers_block");
+    on->registers_bytes = temp("registers_bytes");
+    std::string elements = "int64_t(0)", bytes = "uint64_t(0)";
+    for (const ArrayVar& a : plan.arrays) {
+      elements = "std::max<int64_t>(" + elements + ", " + extent(a, 0) + ")";
+      if (auto it = plan.halo_width.find(a.get()); it != plan.halo_width.end())
+        bytes += " + plait_cuda::onchip_bytes(int64_t(2) * (" + on->registers_block + " + 2) * " +
+                 std::to_string(it->second) + ", sizeof(" + ctype(a->type.dtype) + "))";
+    }
+    line("const uint32_t " + on->registers_block + " = plait_cuda::register_block(" + elements + ", " +
+         std::to_string(plan.slots) + ");");
+    line("const uint64_t " + on->registers_bytes + " = " + bytes + ";");
+    line("const bool " + on->registers_condition + " = " + trip + " >= 2 && " + on->apart + " && " +
+         on->registers_block + " > 0;");
   }
 
   // What a serial host loop holds, for emit_device_serial_loop.
@@ -4895,6 +5149,13 @@ class CudaEmitter {
   // its parallel loops' workers): parallel loops become grid-stride loops
   // followed by a barrier.
   bool persistent_step_ = false;
+  // The plan of the persistent kernel being emitted with its arrays in
+  // registers (emit_register_kernel), and where in it the emission is: the
+  // parallel loop and its variable, the slot whose iteration is emitted.
+  const RegisterPlan* register_plan_ = nullptr;
+  const RegisterLoop* register_loop_ = nullptr;
+  const VarInfo* register_var_ = nullptr;
+  int register_slot_ = -1;
   // The worker of emit_device_serial_loop's kernel: one team of the whole block.
   bool whole_block_worker_ = false;
   // The kernel being emitted: the offset parameter of each temporary, and

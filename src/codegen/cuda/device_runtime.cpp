@@ -766,6 +766,12 @@ __device__ __forceinline__ void grid_sync(unsigned int* barrier) {
   __syncthreads();
 }
 
+// A bound of a thread's slots in a kernel with its arrays in registers:
+// `bound` clamped to 0..slots (the loop's begin or end, as a slot number).
+__device__ __forceinline__ int slot_bound(int64_t bound, int slots) {
+  return bound < 0 ? 0 : bound > slots ? slots : static_cast<int>(bound);
+}
+
 // Bytes an array of `count` elements of `item_size` bytes takes in a
 // persistent kernel's shared memory: rounded up to 16, so that the next
 // array starts aligned for vector accesses. Mirrors plait_cuda::onchip_bytes.
@@ -848,6 +854,15 @@ inline uint32_t persistent_grid(plait_context* ctx, int32_t kernel, int64_t work
   if (workers < 0) return resident;
   const int64_t wanted = (workers + block - 1) / block;
   return wanted < int64_t(resident) ? static_cast<uint32_t>(wanted) : resident;
+}
+
+// The threads of a persistent kernel's version with its arrays in
+// registers, `slots` elements of each per thread: enough for the longest
+// array's `elements`, in whole warps; 0 when one block cannot hold them.
+inline uint32_t register_block(int64_t elements, int slots) {
+  const int64_t threads = (elements + slots - 1) / slots;
+  if (threads > 1024) return 0;
+  return static_cast<uint32_t>(threads <= 32 ? 32 : (threads + 31) / 32 * 32);
 }
 
 // Shared-memory bytes of one array copied on chip (plait::onchip_bytes on

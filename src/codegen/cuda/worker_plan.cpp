@@ -1529,8 +1529,8 @@ const ExprNode* without_int_casts(const Expr& e) {
   return node;
 }
 
-// Whether `index` is `var + c` (`var`, `var + c`, `c + var` or `var - c` for
-// a constant c), setting `offset` to c.
+}  // namespace
+
 bool var_plus_constant(const Expr& index, const VarInfo* var, int64_t* offset) {
   const ExprNode* e = without_int_casts(index);
   auto is_var = [&](const Expr& x) {
@@ -1555,6 +1555,8 @@ bool var_plus_constant(const Expr& index, const VarInfo* var, int64_t* offset) {
   }
   return false;
 }
+
+namespace {
 
 // The load `P[var + c]` of a 1-D array that `bound` is (integer casts
 // aside), or null.
