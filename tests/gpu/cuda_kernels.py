@@ -1000,6 +1000,8 @@ KERNELS = {
     "aliasing_steps": ["f64[::1], f64[::1], int"],
     "register_stencil_steps": ["f64[::1], f32[::1], i32[::1], f64[::1], int", "f64[:], f32[:], i32[:], f64[:], int"],
     "jacobi_1d_slices": ["int, f64[::1], f64[::1]"],
+    "fdtd_2d_loops": ["int, f64[:, ::1], f64[:, ::1], f64[:, ::1], f64[::1]"],
+    "row_zero_read_steps": ["int, f64[:, ::1], f64[:, ::1], f64[::1]"],
     "mixed_dtype_steps": ["f64[:, ::1], f64[:, ::1], i32[:, ::1], b1[:, ::1], int",
                           "f32[::1, :], f32[::1, :], i32[::1, :], b1[:, :], int"],
     "shape_checked_steps": ["f64[::1], f64[::1], int"],
@@ -1066,3 +1068,52 @@ def jacobi_1d_slices(tsteps, A, B):
     for t in range(1, tsteps):
         B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
         A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
+
+
+def fdtd_2d_loops(tmax, ex, ey, hz, fict):
+    """NPBench's fdtd_2d as loops: `ey[0, j] = fict[t]` and the `ey` update
+    over rows 1.. touch different rows, and the `ex` update shares no written
+    array with either, so a step of the persistent kernel has two barriers,
+    not four (docs/cuda.md, "Barriers between a step's loops")."""
+    nx = ex.shape[0]
+    ny = ex.shape[1]
+    for t in range(tmax):
+        #pragma parallel for
+        for j0 in range(ny):
+            ey[0, j0] = fict[t]
+        #pragma parallel for
+        for i1 in range(1, nx):
+            #pragma parallel for
+            for j1 in range(ny):
+                ey[i1, j1] = ey[i1, j1] - 0.5 * (hz[i1, j1] - hz[i1 - 1, j1])
+        #pragma parallel for
+        for i2 in range(nx):
+            #pragma parallel for
+            for j2 in range(1, ny):
+                ex[i2, j2] = ex[i2, j2] - 0.5 * (hz[i2, j2] - hz[i2, j2 - 1])
+        #pragma parallel for
+        for i3 in range(nx - 1):
+            #pragma parallel for
+            for j3 in range(ny - 1):
+                hz[i3, j3] = hz[i3, j3] - 0.7 * (ex[i3, j3 + 1] - ex[i3, j3] + ey[i3 + 1, j3] - ey[i3, j3])
+
+
+def row_zero_read_steps(tmax, a, b, fict):
+    """The second loop reads row 0 of `a`, which the first writes: the
+    barrier between them stays."""
+    n = a.shape[0]
+    m = a.shape[1]
+    for t in range(tmax):
+        #pragma parallel for
+        for j in range(m):
+            a[0, j] = fict[t]
+        #pragma parallel for
+        for i in range(1, n):
+            #pragma parallel for
+            for k in range(m):
+                b[i, k] = a[i - 1, k] * 0.5 + b[i, k]
+        #pragma parallel for
+        for i in range(1, n):
+            #pragma parallel for
+            for k in range(m):
+                a[i, k] = b[i, k] - a[i, k] * 0.25

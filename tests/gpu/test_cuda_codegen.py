@@ -393,6 +393,22 @@ def test_persistent_jacobi_1d_keeps_its_arrays_in_registers(tmp_path):
     assert host.index("launch_shared(ctx, 2,") < host.index("launch_shared(ctx, 1,")
 
 
+def test_persistent_steps_keep_only_the_barriers_they_need(tmp_path):
+    # fdtd_2d: the `ey` row 0 and the `ey` rows 1.. share no element, the `ex`
+    # update no written array with them: two barriers a step, after the `ex`
+    # update (the `hz` update reads both) and after the `hz` update (the next
+    # step). The second loop of row_zero_read_steps reads row 0: three.
+    def kernel_text(name, signature):
+        source = emit(tmp_path, name, signature, "cu").read_text()
+        kernel = source[source.index(f"plait_{name}_k0("):]
+        return kernel[:kernel.index("\n}\n")]
+    fdtd = kernel_text("fdtd_2d_loops", "int, f64[:, ::1], f64[:, ::1], f64[:, ::1], f64[::1]")
+    assert fdtd.count("plait::grid_sync(p_barrier);") == 2
+    assert fdtd.index("plait::grid_sync(p_barrier);") > fdtd.index("#line {}".format(line_of("fdtd_2d_loops", "for i2 in")))
+    kept = kernel_text("row_zero_read_steps", "int, f64[:, ::1], f64[:, ::1], f64[::1]")
+    assert kept.count("plait::grid_sync(p_barrier);") == 3
+
+
 def line_of(kernel, fragment):
     """The line of cuda_kernels.py of `kernel`'s source line containing `fragment`."""
     lines, first = inspect.getsourcelines(getattr(cuda_kernels, kernel))

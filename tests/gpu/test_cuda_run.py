@@ -427,6 +427,25 @@ def test_persistent_registers_refused_say_why(rng):
     assert "its arrays are not kept in registers in one block: the parallel loop at line" in kernel.explain()
 
 
+# Barriers between a step's loops (docs/cuda.md): a loop followed by one that
+# touches no element written since the last barrier, and writes none read,
+# needs no barrier. In one block, on chip and in a cooperative grid
+# ((400, 450): 179550 iterations per loop), the results match Python's.
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(2, 3), (5, 7), (64, 80), (400, 450)])
+@pytest.mark.parametrize("steps", [1, 4])
+def test_persistent_fdtd_2d_loops_with_fewer_barriers(rng, kind, shape, steps):
+    kernel = check(K.fdtd_2d_loops, [steps, floats(rng, shape), floats(rng, shape), floats(rng, shape),
+                                     floats(rng, steps)], kind)
+    assert kernel.explain().count("no barrier between the parallel loops") == 2
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (200, 300)])
+def test_persistent_barrier_kept_where_a_loop_reads_what_the_last_wrote(rng, shape):
+    kernel = check(K.row_zero_read_steps, [5, floats(rng, shape), floats(rng, shape), floats(rng, 5)], "numpy")
+    assert "no barrier between" not in kernel.explain()
+
+
 def test_time_loop_that_needs_the_host_launches_each_step_and_says_why(rng):
     kernel = check(K.host_counted_steps, [floats(rng, 100), 4], "numpy")
     assert "`count` is assigned in the loop body and read after the loop" in kernel.explain()

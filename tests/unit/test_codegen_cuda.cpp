@@ -471,9 +471,11 @@ bool has_remark(const codegen::CudaSources& out, const std::string& text) {
 
 TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
   codegen::CudaSources out = codegen::generate_cuda(time_loop(false), CompileOptions{});
-  // The persistent kernel, its on-chip version, then the kernels of the launches per step.
+  // The persistent kernel, its on-chip version, its version with the arrays
+  // in registers, then the kernels of the launches per step.
   ASSERT_EQ(out.kernel_names,
-            (std::vector<std::string>{"plait_steps_k0", "plait_steps_k0_onchip", "plait_steps_k2", "plait_steps_k3"}));
+            (std::vector<std::string>{"plait_steps_k0", "plait_steps_k0_onchip", "plait_steps_k0_registers",
+                                      "plait_steps_k3", "plait_steps_k4"}));
   EXPECT_NE(out.device.find("__launch_bounds__(1024) plait_steps_k0("), std::string::npos) << out.device;
   const std::string persistent = out.device.substr(out.device.find("plait_steps_k0("));
   const size_t first = persistent.find("plait::grid_sync(p_barrier);");
@@ -486,6 +488,7 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
   EXPECT_NE(onchip.find("extern __shared__ __align__(16) unsigned char p_onchip[];"), std::string::npos) << onchip;
   EXPECT_NE(onchip.find("[&]() {"), std::string::npos);  // the steps, which an assertion's return leaves
   EXPECT_TRUE(has_remark(out, "on copies of the arrays there"));
+  EXPECT_TRUE(has_remark(out, "those arrays live in registers instead (12 consecutive elements of each per thread"));
 
   HostPart host = build_host("steps", out.host);
   // Only the host's overlap test looks at the data pointers (of one block's arrays).
@@ -505,14 +508,16 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
     EXPECT_EQ(run_host(host, {&steps, &views[0], &views[1]}, results, recorder), PLAIT_OK);
     return recorder.launches;
   };
-  // At most 4 iterations per thread: one block, on chip (two arrays of 1000
-  // float64) when launch_shared takes it...
+  // At most 4 iterations per thread: one block, the arrays (two of 1000
+  // float64) in registers, 12 elements per thread in 84 threads (3 warps),
+  // when launch_shared takes it: its shared memory is `a`'s halo buffers, 2
+  // phases x (96 + 2) rows x 2 float64...
   std::vector<Recorder::Launch> small = run(5, 1000, 264);
   ASSERT_EQ(small.size(), 1u);
-  EXPECT_EQ(small[0].kernel, 1);
+  EXPECT_EQ(small[0].kernel, 2);
   EXPECT_EQ(small[0].grid, 1u);
-  EXPECT_EQ(small[0].block, 1024u);
-  EXPECT_EQ(small[0].shared_bytes, 16000u);
+  EXPECT_EQ(small[0].block, 96u);
+  EXPECT_EQ(small[0].shared_bytes, 2u * 98u * 2u * 8u);
   EXPECT_FALSE(small[0].cooperative);
   EXPECT_EQ(small[0].words, (std::vector<int64_t>{0, 1, 5}));  // the steps: begin, step, trip
   // ... else, with one step, or with one array passed twice: a plain launch.
@@ -525,17 +530,23 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
   std::vector<Recorder::Launch> aliased = run(5, 1000, 264);
   ASSERT_EQ(aliased.size(), 1u);
   EXPECT_EQ(aliased[0].kernel, 0);
-  // Up to 16 iterations per thread the block takes arrays on chip; without
-  // them, past 4 iterations per thread, a cooperative grid.
+  // Up to 12 x 1024 elements the arrays fit in registers, up to 16
+  // iterations per thread the block takes them on chip; without them, past
+  // 4 iterations per thread, a cooperative grid.
   std::vector<Recorder::Launch> grid_of_blocks = run(5, 12002, 264);
   views[1].data = b_data.data();
   ASSERT_EQ(grid_of_blocks.size(), 1u);
   EXPECT_TRUE(grid_of_blocks[0].cooperative);
   EXPECT_EQ(grid_of_blocks[0].grid, 12u);
-  std::vector<Recorder::Launch> on_chip = run(5, 12002, 264);
+  std::vector<Recorder::Launch> in_registers = run(5, 12288, 264);
+  ASSERT_EQ(in_registers.size(), 1u);
+  EXPECT_EQ(in_registers[0].kernel, 2);
+  EXPECT_EQ(in_registers[0].block, 1024u);
+  std::vector<Recorder::Launch> on_chip = run(5, 12289, 264);
   ASSERT_EQ(on_chip.size(), 1u);
   EXPECT_EQ(on_chip[0].kernel, 1);
-  EXPECT_EQ(on_chip[0].shared_bytes, 2u * 96016u);
+  EXPECT_EQ(on_chip[0].block, 1024u);
+  EXPECT_EQ(on_chip[0].shared_bytes, 2u * 98320u);
   // More: a cooperative grid of the blocks the 100000 iterations need...
   std::vector<Recorder::Launch> medium = run(5, 100002, 264);
   ASSERT_EQ(medium.size(), 1u);
@@ -548,8 +559,8 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
   // Above 4 Mi iterations, or without cooperative launches: two launches per step.
   std::vector<Recorder::Launch> large = run(3, 5000002, 264);
   ASSERT_EQ(large.size(), 6u);
-  EXPECT_EQ(large[0].kernel, 2);
-  EXPECT_EQ(large[1].kernel, 3);
+  EXPECT_EQ(large[0].kernel, 3);
+  EXPECT_EQ(large[1].kernel, 4);
   EXPECT_FALSE(large[0].cooperative);
   EXPECT_EQ(run(3, 100002, 0).size(), 6u);
   // No steps: nothing.

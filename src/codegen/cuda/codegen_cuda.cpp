@@ -23,6 +23,7 @@
 #include "analysis/var_uses.h"
 #include "codegen/cuda/device_runtime.h"
 #include "codegen/cuda/register_arrays.h"
+#include "codegen/cuda/step_barriers.h"
 #include "codegen/cuda/worker_plan.h"
 #include "codegen/overlap_test.h"
 #include "ir/ir_printer.h"
@@ -1108,7 +1109,7 @@ class CudaEmitter {
         if (persistent_step_ && is_parallel(f->schedule.kind)) {
           if (register_plan_) return emit_register_parallel_loop(f);
           emit_persistent_parallel_loop(f);
-          line("plait::grid_sync(p_barrier);");
+          if (!barrier_not_needed_.count(f)) line("plait::grid_sync(p_barrier);");
           return;
         }
         return emit_serial_for(f);
@@ -4340,6 +4341,11 @@ class CudaEmitter {
     const std::string no_registers = onchip ? register_refusal(loop, stmts, cap.arrays, &regs) : "";
     const bool in_registers = onchip && no_registers.empty();
 
+    // The barriers the steps' parallel loops can do without.
+    const cuda::StepBarriers barriers = cuda::plan_step_barriers(stmts);
+    barrier_not_needed_ = barriers.not_needed;
+    for (const auto& [f, note] : barriers.notes) remark(f->loc, what + ": " + note);
+    const std::string but_some = barriers.not_needed.empty() ? "" : " (but those said below)";
     // Device: the kernel, and the same steps on arrays in shared memory and in registers.
     const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
     const std::string name = kernel_names_[static_cast<size_t>(index)];
@@ -4435,14 +4441,14 @@ class CudaEmitter {
                                      "shared memory without sharing memory with each other")
                        : std::string()) +
                ": one block of " + std::to_string(kPersistentBlockSize) +
-               " threads, __syncthreads after each parallel loop" +
+               " threads, __syncthreads after each parallel loop" + but_some +
                (onchip ? std::string(" (on copies of the arrays there in the second case, copied in before "
                                      "the first step and the written ones back after the last)")
                        : std::string()) +
                (in_registers ? registers_remark(regs) : std::string()) +
                "; W <= 4194304: a cooperative launch of at most the resident blocks, a grid barrier after "
-               "each parallel loop; else (or without cooperative launches) one launch per parallel loop per "
-               "step");
+               "each parallel loop" +
+               but_some + "; else (or without cooperative launches) one launch per parallel loop per step");
     if (onchip && !in_registers)
       remark(loop->loc, what + ": its arrays are not kept in registers in one block: " + no_registers);
     return true;
@@ -5153,6 +5159,9 @@ class CudaEmitter {
   // registers (emit_register_kernel), and where in it the emission is: the
   // parallel loop and its variable, the slot whose iteration is emitted.
   const RegisterPlan* register_plan_ = nullptr;
+  // The parallel loops of the persistent kernel being emitted that need no
+  // barrier after them (step_barriers.h).
+  std::set<const For*> barrier_not_needed_;
   const RegisterLoop* register_loop_ = nullptr;
   const VarInfo* register_var_ = nullptr;
   int register_slot_ = -1;

@@ -1,0 +1,161 @@
+// Barriers between the parallel loops of a persistent kernel's step (see
+// step_barriers.h).
+#include "codegen/cuda/step_barriers.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "ir/ir_visitor.h"
+
+namespace plait::codegen::cuda {
+
+using namespace ir;
+
+namespace {
+
+// The values an index takes: lo..hi, each end known only when constant.
+struct Range {
+  std::optional<int64_t> lo, hi;
+};
+
+bool apart(const Range& a, const Range& b) {
+  return (a.hi && b.lo && *a.hi < *b.lo) || (b.hi && a.lo && *b.hi < *a.lo);
+}
+
+struct Access {
+  const ArrayInfo* array;
+  bool write;
+  std::vector<Range> ranges;  // by dimension
+};
+
+// The element accesses of one parallel loop, with the range of each index.
+class LoopAccesses : public IRVisitor {
+ public:
+  std::vector<Access> accesses;
+
+  explicit LoopAccesses(const For* loop) {
+    DefiningLoops defining;
+    defining.visit(loop);
+    for (const auto& [var, f] : defining.loops)
+      if (f) loops_[var] = f;
+    visit(loop);
+  }
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    note(n->array.get(), n->indices, false);
+    IRVisitor::visit(n);
+  }
+  void visit(const Store* n) override {
+    note(n->array.get(), n->indices, true);
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    note(n->array.get(), n->indices, true);
+    IRVisitor::visit(n);
+  }
+
+ private:
+  // The loop of each variable a loop of the subtree defines; null where two do.
+  struct DefiningLoops : IRVisitor {
+    std::map<const VarInfo*, const For*> loops;
+    using IRVisitor::visit;
+    void visit(const For* n) override {
+      auto [it, fresh] = loops.emplace(n->var.get(), n);
+      if (!fresh) it->second = nullptr;
+      IRVisitor::visit(n);
+    }
+  };
+
+  void note(const ArrayInfo* array, const std::vector<Expr>& indices, bool write) {
+    Access a{array, write, {}};
+    for (const Expr& index : indices) a.ranges.push_back(range_of(index));
+    accesses.push_back(std::move(a));
+  }
+
+  // `c`, `v`, `v + c` or `v - c` (v a loop variable of the subtree whose
+  // step is a positive constant): its range; else unknown.
+  Range range_of(const Expr& index) const {
+    const ExprNode* e = index.get();
+    while (const Cast* c = e->as<Cast>()) {
+      if (!c->type.is_int() || !c->value->type.is_int()) return {};
+      e = c->value.get();
+    }
+    if (const IntImm* c = e->as<IntImm>()) return {c->value, c->value};
+    int64_t offset = 0;
+    if (const Binary* b = e->as<Binary>()) {
+      const IntImm* c = b->b->as<IntImm>();
+      if (!c || (b->op != BinaryOp::Add && b->op != BinaryOp::Sub)) return {};
+      offset = b->op == BinaryOp::Add ? c->value : -c->value;
+      e = b->a.get();
+    }
+    const VarRef* r = e->as<VarRef>();
+    if (!r) return {};
+    auto it = loops_.find(r->var.get());
+    if (it == loops_.end()) return {};
+    const For* f = it->second;
+    const IntImm* step = f->step->as<IntImm>();
+    if (!step || step->value <= 0) return {};
+    Range range;
+    if (const IntImm* begin = f->begin->as<IntImm>()) range.lo = begin->value + offset;
+    if (const IntImm* end = f->end->as<IntImm>()) range.hi = end->value - 1 + offset;
+    return range;
+  }
+
+  std::map<const VarInfo*, const For*> loops_;
+};
+
+// Whether `a` and `b` may touch one element and one of them writes it.
+bool conflict(const Access& a, const Access& b) {
+  if (a.array != b.array || (!a.write && !b.write)) return false;
+  for (size_t d = 0; d < a.ranges.size() && d < b.ranges.size(); ++d)
+    if (apart(a.ranges[d], b.ranges[d])) return false;
+  return true;
+}
+
+std::string line_of(const For* f) {
+  return "line " + std::to_string(f->loc.line);
+}
+
+}  // namespace
+
+StepBarriers plan_step_barriers(const std::vector<Stmt>& step) {
+  StepBarriers plan;
+  std::vector<Access> pending;  // the accesses of the loops since the last barrier
+  auto is_parallel_loop = [](const Stmt& s) {
+    const For* f = s->as<For>();
+    return f && is_parallel(f->schedule.kind);
+  };
+  for (size_t k = 0; k < step.size(); ++k) {
+    if (!is_parallel_loop(step[k])) {
+      pending.clear();
+      continue;
+    }
+    const For* loop = step[k]->as<For>();
+    LoopAccesses own(loop);
+    pending.insert(pending.end(), own.accesses.begin(), own.accesses.end());
+    if (k + 1 == step.size() || !is_parallel_loop(step[k + 1])) {
+      pending.clear();
+      continue;
+    }
+    const For* next = step[k + 1]->as<For>();
+    LoopAccesses later(next);
+    bool needed = false;
+    for (const Access& a : pending)
+      for (const Access& b : later.accesses) needed = needed || conflict(a, b);
+    if (needed) {
+      pending.clear();
+      continue;
+    }
+    plan.not_needed.insert(loop);
+    plan.notes.emplace_back(loop, "no barrier between the parallel loops at " + line_of(loop) + " and " +
+                                      line_of(next) +
+                                      ": the second touches no element that a loop since the last "
+                                      "barrier writes, and writes none that one reads");
+  }
+  return plan;
+}
+
+}  // namespace plait::codegen::cuda
