@@ -2,6 +2,7 @@
 // step_barriers.h).
 #include "codegen/cuda/step_barriers.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -75,21 +76,32 @@ class LoopAccesses : public IRVisitor {
     accesses.push_back(std::move(a));
   }
 
-  // `c`, `v`, `v + c` or `v - c` (v a loop variable of the subtree whose
-  // step is a positive constant): its range; else unknown.
+  // The range of an integer index, by interval arithmetic over constants,
+  // loop variables of the subtree whose step is a positive constant (from
+  // their constant bounds), sums, differences and conditional expressions
+  // (an array statement's broadcast index, `0 if b else i`); else unknown.
   Range range_of(const Expr& index) const {
     const ExprNode* e = index.get();
-    while (const Cast* c = e->as<Cast>()) {
+    if (const Cast* c = e->as<Cast>()) {
       if (!c->type.is_int() || !c->value->type.is_int()) return {};
-      e = c->value.get();
+      return range_of(c->value);
     }
     if (const IntImm* c = e->as<IntImm>()) return {c->value, c->value};
-    int64_t offset = 0;
+    if (const Select* sel = e->as<Select>()) {
+      const Range a = range_of(sel->t), b = range_of(sel->f);
+      Range hull;
+      if (a.lo && b.lo) hull.lo = std::min(*a.lo, *b.lo);
+      if (a.hi && b.hi) hull.hi = std::max(*a.hi, *b.hi);
+      return hull;
+    }
     if (const Binary* b = e->as<Binary>()) {
-      const IntImm* c = b->b->as<IntImm>();
-      if (!c || (b->op != BinaryOp::Add && b->op != BinaryOp::Sub)) return {};
-      offset = b->op == BinaryOp::Add ? c->value : -c->value;
-      e = b->a.get();
+      if (b->op != BinaryOp::Add && b->op != BinaryOp::Sub) return {};
+      const Range x = range_of(b->a), y = range_of(b->b);
+      const bool add = b->op == BinaryOp::Add;
+      Range sum;
+      if (x.lo && (add ? y.lo : y.hi)) sum.lo = *x.lo + (add ? *y.lo : -*y.hi);
+      if (x.hi && (add ? y.hi : y.lo)) sum.hi = *x.hi + (add ? *y.hi : -*y.lo);
+      return sum;
     }
     const VarRef* r = e->as<VarRef>();
     if (!r) return {};
@@ -99,8 +111,8 @@ class LoopAccesses : public IRVisitor {
     const IntImm* step = f->step->as<IntImm>();
     if (!step || step->value <= 0) return {};
     Range range;
-    if (const IntImm* begin = f->begin->as<IntImm>()) range.lo = begin->value + offset;
-    if (const IntImm* end = f->end->as<IntImm>()) range.hi = end->value - 1 + offset;
+    if (const IntImm* begin = f->begin->as<IntImm>()) range.lo = begin->value;
+    if (const IntImm* end = f->end->as<IntImm>()) range.hi = end->value - 1;
     return range;
   }
 
@@ -119,28 +131,49 @@ std::string line_of(const For* f) {
   return "line " + std::to_string(f->loc.line);
 }
 
-}  // namespace
+std::vector<Stmt> statements_of(const Stmt& body) {
+  if (!body) return {};
+  if (const Block* b = body->as<Block>()) return b->stmts;
+  return {body};
+}
 
-StepBarriers plan_step_barriers(const std::vector<Stmt>& step) {
-  StepBarriers plan;
+bool is_parallel_loop(const Stmt& s) {
+  const For* f = s->as<For>();
+  return f && is_parallel(f->schedule.kind);
+}
+
+// A declaration, assignment or assertion of scalars.
+bool scalar_statement(const Stmt& s) {
+  const Declare* d = s->as<Declare>();
+  return (d && !d->array) || s->as<Assign>() || s->as<Assert>();
+}
+
+// Plans the barriers of one statement list into `plan`: the step, or a
+// branch of one of its `if`s (which every thread takes alike; the barrier
+// before the `if` and the one after the branch's last loop stay).
+void plan_statements(const std::vector<Stmt>& stmts, StepBarriers* plan) {
   std::vector<Access> pending;  // the accesses of the loops since the last barrier
-  auto is_parallel_loop = [](const Stmt& s) {
-    const For* f = s->as<For>();
-    return f && is_parallel(f->schedule.kind);
-  };
-  for (size_t k = 0; k < step.size(); ++k) {
-    if (!is_parallel_loop(step[k])) {
-      pending.clear();
+  for (size_t k = 0; k < stmts.size(); ++k) {
+    if (!is_parallel_loop(stmts[k])) {
+      if (const If* i = stmts[k]->as<If>()) {
+        plan_statements(statements_of(i->then_case), plan);
+        plan_statements(statements_of(i->else_case), plan);
+      }
+      if (!scalar_statement(stmts[k])) pending.clear();
       continue;
     }
-    const For* loop = step[k]->as<For>();
+    const For* loop = stmts[k]->as<For>();
     LoopAccesses own(loop);
     pending.insert(pending.end(), own.accesses.begin(), own.accesses.end());
-    if (k + 1 == step.size() || !is_parallel_loop(step[k + 1])) {
+    // The next parallel loop, past scalar statements: they read no element
+    // that the steps write (the persistent rule), so no barrier need precede them.
+    size_t n = k + 1;
+    while (n < stmts.size() && scalar_statement(stmts[n])) ++n;
+    if (n == stmts.size() || !is_parallel_loop(stmts[n])) {
       pending.clear();
       continue;
     }
-    const For* next = step[k + 1]->as<For>();
+    const For* next = stmts[n]->as<For>();
     LoopAccesses later(next);
     bool needed = false;
     for (const Access& a : pending)
@@ -149,12 +182,19 @@ StepBarriers plan_step_barriers(const std::vector<Stmt>& step) {
       pending.clear();
       continue;
     }
-    plan.not_needed.insert(loop);
-    plan.notes.emplace_back(loop, "no barrier between the parallel loops at " + line_of(loop) + " and " +
-                                      line_of(next) +
-                                      ": the second touches no element that a loop since the last "
-                                      "barrier writes, and writes none that one reads");
+    plan->not_needed.insert(loop);
+    plan->notes.emplace_back(loop, "no barrier between the parallel loops at " + line_of(loop) + " and " +
+                                       line_of(next) +
+                                       ": the second touches no element that a loop since the last barrier writes, "
+                                       "and writes none that one reads");
   }
+}
+
+}  // namespace
+
+StepBarriers plan_step_barriers(const std::vector<Stmt>& step) {
+  StepBarriers plan;
+  plan_statements(step, &plan);
   return plan;
 }
 
