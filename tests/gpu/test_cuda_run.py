@@ -442,6 +442,18 @@ def test_persistent_fdtd_2d_loops_with_fewer_barriers(rng, kind, shape, steps):
     assert kernel.explain().count("no barrier between the parallel loops") == 2
 
 
+@pytest.mark.parametrize("shape", [(5, 7), (400, 450)])
+def test_persistent_fdtd_2d_loops_on_one_array_passed_twice_keeps_its_barriers(rng, shape):
+    # `ex` and `ey` one array: the `ey` and `ex` updates then touch the same
+    # elements, and the host's overlap test turns the barriers back on.
+    x, hz, fict = floats(rng, shape), floats(rng, shape), floats(rng, 3)
+    want_x, want_hz = x.copy(), hz.copy()
+    K.fdtd_2d_loops(3, want_x, want_x, want_hz, fict)
+    plait.jit(K.fdtd_2d_loops, target="cuda")(3, x, x, hz, fict)
+    np.testing.assert_array_equal(x, want_x)
+    np.testing.assert_array_equal(hz, want_hz)
+
+
 @pytest.mark.parametrize("shape", [(3, 5), (200, 300)])
 def test_persistent_barrier_kept_where_a_loop_reads_what_the_last_wrote(rng, shape):
     kernel = check(K.row_zero_read_steps, [5, floats(rng, shape), floats(rng, shape), floats(rng, 5)], "numpy")

@@ -1109,7 +1109,9 @@ class CudaEmitter {
         if (persistent_step_ && is_parallel(f->schedule.kind)) {
           if (register_plan_) return emit_register_parallel_loop(f);
           emit_persistent_parallel_loop(f);
-          if (!barrier_not_needed_.count(f)) line("plait::grid_sync(p_barrier);");
+          // A barrier the step does without when its arrays do not share memory.
+          line(barrier_not_needed_.count(f) ? "if (!p_apart) plait::grid_sync(p_barrier);"
+                                            : "plait::grid_sync(p_barrier);");
           return;
         }
         return emit_serial_for(f);
@@ -1576,19 +1578,15 @@ class CudaEmitter {
   // Host code for the on-chip version `index` of a kernel over `arrays`:
   // declares the bytes its copies take and whether they can be made (at
   // least 2 steps of `trip`; arrays that fit in the shared memory a block can
-  // have and do not share memory, since a copy each would split one array's
-  // writes from another's reads).
+  // have and do not share memory, `apart`, since a copy each would split one
+  // array's writes from another's reads).
   OnChipLaunch emit_onchip_choice(int index, const std::vector<ArrayVar>& arrays, const std::string& trip,
-                                  SourceLoc loc) {
-    OnChipLaunch on{index, temp("onchip"), temp("onchip_bytes"), temp("apart"), -1, "", "", ""};
-    std::string bytes = "uint64_t(0)", apart = "true";
+                                  const std::string& apart) {
+    OnChipLaunch on{index, temp("onchip"), temp("onchip_bytes"), apart, -1, "", "", ""};
+    std::string bytes = "uint64_t(0)";
     for (const ArrayVar& a : arrays)
       bytes += " + plait_cuda::onchip_bytes(" + element_count(a) + ", sizeof(" + ctype(a->type.dtype) + "))";
-    for (size_t i = 0; i < arrays.size(); ++i)
-      for (size_t j = i + 1; j < arrays.size(); ++j)
-        apart += " && !" + expr(ArraysOverlap::make(arrays[i], arrays[j], false, loc));
     line("const uint64_t " + on.bytes + " = " + bytes + ";");
-    line("const bool " + on.apart + " = " + apart + ";");
     line("const bool " + on.condition + " = " + trip + " >= 2 && " + on.bytes +
          " <= ctx->cuda->shared_bytes_limit && " + on.apart + ";");
     return on;
@@ -4327,6 +4325,15 @@ class CudaEmitter {
     std::vector<std::string> onchip_params = params, unused_args;
     add_array_params(cap.arrays, &params, &args);
     add_array_params(cap.arrays, &onchip_params, &unused_args, "p_global_");
+    // The barriers the steps' parallel loops can do without, when the arrays
+    // do not share memory (the kernel's `p_apart`; tested at each call).
+    const cuda::StepBarriers barriers = cuda::plan_step_barriers(stmts);
+    const std::string apart = temp("apart");
+    if (!barriers.not_needed.empty()) {
+      params.push_back("bool p_apart");
+      onchip_params.push_back("bool p_apart");
+      args.push_back(apart);
+    }
     for (const std::string& p : {std::string("unsigned int* p_barrier"), std::string("plait::device_error* p_err")}) {
       params.push_back(p);
       onchip_params.push_back(p);
@@ -4341,8 +4348,6 @@ class CudaEmitter {
     const std::string no_registers = onchip ? register_refusal(loop, stmts, cap.arrays, &regs) : "";
     const bool in_registers = onchip && no_registers.empty();
 
-    // The barriers the steps' parallel loops can do without.
-    const cuda::StepBarriers barriers = cuda::plan_step_barriers(stmts);
     barrier_not_needed_ = barriers.not_needed;
     for (const auto& [f, note] : barriers.notes) remark(f->loc, what + ": " + note);
     const std::string but_some = barriers.not_needed.empty() ? "" : " (but those said below)";
@@ -4407,7 +4412,14 @@ class CudaEmitter {
     emit_persistent_sizing(loop, begin, step, trip, workers);
     const std::string block = std::to_string(kPersistentBlockSize) + "u";
     OnChipLaunch on{-1, "false", "", "", -1, "", "", ""};
-    if (onchip) on = emit_onchip_choice(onchip_index, cap.arrays, trip, loop->loc);
+    if (onchip || !barriers.not_needed.empty()) {
+      std::string test = "true";
+      for (size_t i = 0; i < cap.arrays.size(); ++i)
+        for (size_t j = i + 1; j < cap.arrays.size(); ++j)
+          test += " && !" + expr(ArraysOverlap::make(cap.arrays[i], cap.arrays[j], false, loop->loc));
+      line("const bool " + apart + " = " + test + ";");
+    }
+    if (onchip) on = emit_onchip_choice(onchip_index, cap.arrays, trip, apart);
     if (in_registers) emit_register_choice(registers_index, regs, trip, &on);
     line("const uint32_t " + grid + " = plait_cuda::persistent_grid(ctx, " + std::to_string(index) + ", " + workers +
          ", " + block + ", " + on.condition + (in_registers ? " || " + on.registers_condition : std::string()) + ");");
@@ -4686,6 +4698,7 @@ class CudaEmitter {
     const std::string slots = std::to_string(plan.slots);
     line("(void)p_err;");
     line("(void)p_barrier;");
+    if (std::find(params.begin(), params.end(), "bool p_apart") != params.end()) line("(void)p_apart;");
     line("extern __shared__ __align__(16) unsigned char p_onchip[];");
     line("[[maybe_unused]] uint64_t p_onchip_at = 0;");
     line("[[maybe_unused]] int p_phase = 0;");
