@@ -8,6 +8,16 @@ namespace plait::analysis {
 
 namespace {
 
+// `e` without the integer-to-integer casts around it.
+const ir::ExprNode* without_int_casts(const ir::Expr& e) {
+  const ir::ExprNode* node = e.get();
+  while (const ir::Cast* c = node->as<ir::Cast>()) {
+    if (!c->type.is_int() || !c->value->type.is_int()) break;
+    node = c->value.get();
+  }
+  return node;
+}
+
 class UseCollector : public ir::IRVisitor {
  public:
   VarUses uses;
@@ -185,6 +195,31 @@ VarUses uses_of(const ir::Expr& e) {
 }
 
 bool reads_var(const ir::Expr& e, const ir::VarInfo* var) { return uses_of(e).reads.count(var) > 0; }
+
+bool var_plus_constant(const ir::Expr& index, const ir::VarInfo* var, int64_t* offset) {
+  const ir::ExprNode* e = without_int_casts(index);
+  auto is_var = [&](const ir::Expr& x) {
+    const ir::VarRef* r = without_int_casts(x)->as<ir::VarRef>();
+    return r && r->var.get() == var;
+  };
+  if (const ir::VarRef* r = e->as<ir::VarRef>(); r && r->var.get() == var) {
+    *offset = 0;
+    return true;
+  }
+  const ir::Binary* b = e->as<ir::Binary>();
+  if (!b || (b->op != ir::BinaryOp::Add && b->op != ir::BinaryOp::Sub)) return false;
+  const ir::IntImm* ca = b->a->as<ir::IntImm>();
+  const ir::IntImm* cb = b->b->as<ir::IntImm>();
+  if (is_var(b->a) && cb) {
+    *offset = b->op == ir::BinaryOp::Add ? cb->value : -cb->value;
+    return true;
+  }
+  if (b->op == ir::BinaryOp::Add && ca && is_var(b->b)) {
+    *offset = ca->value;
+    return true;
+  }
+  return false;
+}
 
 bool may_read_before_write(const ir::Stmt& s, const ir::VarInfo* var) {
   bool w = false, d = false;

@@ -1,6 +1,7 @@
 // Which scalar variables and arrays a piece of IR reads and writes.
 #pragma once
 
+#include <cstdint>
 #include <set>
 
 #include "ir/ir.h"
@@ -19,6 +20,10 @@ VarUses uses_of(const ir::Expr& e);
 
 // True when `e` reads `var`.
 bool reads_var(const ir::Expr& e, const ir::VarInfo* var);
+
+// Whether `index` is `var + c` (`var`, `var + c`, `c + var` or `var - c` for
+// a constant c, integer-to-integer casts aside), setting `offset` to c.
+bool var_plus_constant(const ir::Expr& index, const ir::VarInfo* var, int64_t* offset);
 
 // Whether `var` may be read, on some path through `s`, before `s` writes it
 // (it is "upward exposed": its value on entry matters). A branch that ends in

@@ -1002,6 +1002,7 @@ KERNELS = {
     "jacobi_1d_slices": ["int, f64[::1], f64[::1]"],
     "fdtd_2d_loops": ["int, f64[:, ::1], f64[:, ::1], f64[:, ::1], f64[::1]"],
     "row_zero_read_steps": ["int, f64[:, ::1], f64[:, ::1], f64[::1]"],
+    "skipping_steps": ["f64[::1], f64[::1], int"],
     "mixed_dtype_steps": ["f64[:, ::1], f64[:, ::1], i32[:, ::1], b1[:, ::1], int",
                           "f32[::1, :], f32[::1, :], i32[::1, :], b1[:, :], int"],
     "shape_checked_steps": ["f64[::1], f64[::1], int"],
@@ -1054,7 +1055,7 @@ def register_stencil_steps(a, b, c, w, steps):
         #pragma parallel for
         for i in range(2, n - 2):
             b[i] = 0.25 * (a[i - 2] + a[i + 2]) + 0.5 * a[i] * w[n - 1 - i]
-        if t % 2 == 0:
+        if t >= 1:
             #pragma parallel for
             for i in range(n):
                 c[i] = c[i] + 1
@@ -1117,3 +1118,19 @@ def row_zero_read_steps(tmax, a, b, fict):
             #pragma parallel for
             for k in range(m):
                 a[i, k] = b[i, k] - a[i, k] * 0.25
+
+
+def skipping_steps(a, b, steps):
+    """Iterations that leave early with `continue`: in registers, each slot's
+    copy of the loop body is a block of its own that `continue` leaves."""
+    n = a.shape[0]
+    for t in range(steps):
+        #pragma parallel for
+        for i in range(1, n - 1):
+            if a[i] < 0.0:
+                b[i] = -1.0
+                continue
+            b[i] = a[i - 1] + a[i + 1]
+        #pragma parallel for
+        for i in range(1, n - 1):
+            a[i] = 0.5 * b[i] - 0.25

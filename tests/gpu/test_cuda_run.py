@@ -423,6 +423,13 @@ def test_persistent_registers_not_for_arrays_that_share_memory(rng, capfd, monke
     assert launched(capfd) == ["plait_aliasing_steps_k0", "plait_aliasing_steps_k0_registers"]
 
 
+@pytest.mark.parametrize("n", [3, 500, 12000])
+def test_persistent_registers_iterations_that_continue(rng, capfd, monkeypatch, n):
+    monkeypatch.setenv("PLAIT_CUDA_LOG_LAUNCHES", "1")
+    check(K.skipping_steps, [floats(rng, n), floats(rng, n), 4], "numpy")
+    assert launched(capfd) == ["plait_skipping_steps_k0_registers"]
+
+
 def test_persistent_registers_refused_say_why(rng):
     kernel = check(K.mixed_dtype_steps, [floats(rng, (5, 7)), floats(rng, (5, 7)), ints(rng, (5, 7), np.int32),
                                          rng.random((5, 7)) < 0.5, 3], "numpy")

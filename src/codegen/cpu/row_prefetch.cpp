@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "analysis/var_uses.h"
 #include "ir/ir_visitor.h"
 
 namespace plait::codegen {
@@ -110,27 +111,6 @@ bool is_var(const Expr& e, const Var& v) {
   return r && r->var == v;
 }
 
-// `v` or `v + constant`: the constant, through *offset.
-bool is_var_plus_constant(const Expr& e, const Var& v, int64_t* offset) {
-  if (is_var(e, v)) {
-    *offset = 0;
-    return true;
-  }
-  const Binary* b = e->as<Binary>();
-  if (!b || b->op != BinaryOp::Add) return false;
-  const IntImm* c = b->b->as<IntImm>();
-  if (c && is_var(b->a, v)) {
-    *offset = c->value;
-    return true;
-  }
-  c = b->a->as<IntImm>();
-  if (c && is_var(b->b, v)) {
-    *offset = c->value;
-    return true;
-  }
-  return false;
-}
-
 bool unit_stride(const ArrayType& t, int d) {
   return (t.layout == Layout::C && d == t.ndim - 1) || (t.layout == Layout::F && d == 0);
 }
@@ -151,7 +131,7 @@ bool match_access(const ArrayVar& array, const std::vector<Expr>& indices, const
     int64_t offset = 0;
     if (row_dim < 0 && is_var(index, row)) {
       row_dim = d;
-    } else if (column_dim < 0 && is_var_plus_constant(index, pass->var, &offset)) {
+    } else if (column_dim < 0 && analysis::var_plus_constant(index, pass->var.get(), &offset)) {
       column_dim = d;
       column_offset = offset;
     } else if (const VarRef* r = index->as<VarRef>()) {

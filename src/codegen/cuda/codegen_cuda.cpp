@@ -4398,6 +4398,7 @@ class CudaEmitter {
       if (onchip)
         emit_onchip_kernel(what + ": all steps in one block", onchip_index, onchip_params, body, loop, cap.arrays);
       if (in_registers) emit_register_kernel(what, registers_index, params, loop, regs, emit_steps);
+      barrier_not_needed_.clear();
     }
 
     // Host: the choice and the launch.
@@ -4606,7 +4607,7 @@ class CudaEmitter {
   // register, or the one its neighbour passed in the halo buffer.
   std::string register_element(const ArrayVar& a, const Expr& index) {
     int64_t offset = 0;
-    if (!cuda::var_plus_constant(index, register_var_, &offset))
+    if (!analysis::var_plus_constant(index, register_var_, &offset))
       PLAIT_INTERNAL_ERROR("a register array's index is not its loop variable plus a constant");
     const int slots = register_plan_->slots;
     const int64_t slot = register_slot_ + offset - register_loop_->store_offset;
@@ -4654,7 +4655,9 @@ class CudaEmitter {
     line("const int " + hi + " = plait::slot_bound(" + end + to_slot + ", " + std::to_string(slots) + ");");
     for (int j = 0; j < slots; ++j) {
       const std::string js = std::to_string(j);
-      line("if (" + lo + " <= " + js + " && " + js + " < " + hi + ") {");
+      // The slot's own block: a `continue` of the body (or of a failed
+      // assertion) leaves the slot, as it leaves an iteration.
+      line("if (" + lo + " <= " + js + " && " + js + " < " + hi + ") do {");
       ++indent_;
       scopes_.emplace_back();
       line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(p_e0 + " +
@@ -4669,7 +4672,7 @@ class CudaEmitter {
       register_slot_ = -1;
       scopes_.pop_back();
       --indent_;
-      line("}");
+      line("} while (false);");
     }
     persistent_step_ = true;
     loop_depth_ = outer_depth;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "codegen/cuda/worker_plan.h"
+#include "analysis/var_uses.h"
 #include "ir/ir_visitor.h"
 
 namespace plait::codegen::cuda {
@@ -86,7 +86,7 @@ std::string plan_register_arrays(const std::vector<const For*>& loops, const std
     for (const RegisterArrayAccesses::Access& a : found.accesses) {
       int64_t offset = 0;
       if (a.checked) return where + " checks the bounds of `" + a.array->name + "`";
-      if (!a.index || !var_plus_constant(*a.index, f->var.get(), &offset))
+      if (!a.index || !analysis::var_plus_constant(*a.index, f->var.get(), &offset))
         return "`" + a.array->name + "` at " + at_line(a.loc) + " is not indexed by `" + f->var->name +
                "` plus a constant";
       if (!a.store) {

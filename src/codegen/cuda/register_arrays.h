@@ -46,8 +46,9 @@ struct RegisterPlan {
 // Plans `written` (the arrays a persistent time loop's steps write) in
 // registers for the steps' parallel loops `loops` (each one level, not a
 // nest). Returns "" with `plan` filled, or why not: every array written must
-// be 1-D, accessed only in those loops, never atomically or with a bounds
-// check, at `i + c` (the loop's variable plus a constant); each loop has a
+// be 1-D, accessed in those loops (the persistent rule keeps the steps' other
+// statements from reading it) never atomically or with a bounds check, and
+// at `i + c` (the loop's variable plus a constant); each loop has a
 // step of 1 and stores at one offset, reads an array it writes only at that
 // offset, and others at most `slots` elements away.
 std::string plan_register_arrays(const std::vector<const ir::For*>& loops, const std::vector<ir::ArrayVar>& written,

@@ -1529,40 +1529,11 @@ const ExprNode* without_int_casts(const Expr& e) {
   return node;
 }
 
-}  // namespace
-
-bool var_plus_constant(const Expr& index, const VarInfo* var, int64_t* offset) {
-  const ExprNode* e = without_int_casts(index);
-  auto is_var = [&](const Expr& x) {
-    const VarRef* r = without_int_casts(x)->as<VarRef>();
-    return r && r->var.get() == var;
-  };
-  if (const VarRef* r = e->as<VarRef>(); r && r->var.get() == var) {
-    *offset = 0;
-    return true;
-  }
-  const Binary* b = e->as<Binary>();
-  if (!b || (b->op != BinaryOp::Add && b->op != BinaryOp::Sub)) return false;
-  const IntImm* ca = b->a->as<IntImm>();
-  const IntImm* cb = b->b->as<IntImm>();
-  if (is_var(b->a) && cb) {
-    *offset = b->op == BinaryOp::Add ? cb->value : -cb->value;
-    return true;
-  }
-  if (b->op == BinaryOp::Add && ca && is_var(b->b)) {
-    *offset = ca->value;
-    return true;
-  }
-  return false;
-}
-
-namespace {
-
 // The load `P[var + c]` of a 1-D array that `bound` is (integer casts
 // aside), or null.
 const Load* row_bound(const Expr& bound, const VarInfo* var, int64_t* offset) {
   const Load* l = without_int_casts(bound)->as<Load>();
-  if (!l || l->indices.size() != 1 || !var_plus_constant(l->indices[0], var, offset)) return nullptr;
+  if (!l || l->indices.size() != 1 || !analysis::var_plus_constant(l->indices[0], var, offset)) return nullptr;
   return l;
 }
 

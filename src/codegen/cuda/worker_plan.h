@@ -260,10 +260,6 @@ std::vector<ArrayAccess> array_accesses(const ir::Stmt& stmt, Placement placemen
 // The reads of an `if`'s condition or a loop's bounds, by every thread.
 std::vector<ArrayAccess> control_accesses(const ir::Stmt& stmt);
 
-// Whether `index` is `var + c` (`var`, `var + c`, `c + var` or `var - c` for
-// a constant c, integer casts aside), setting `offset` to c.
-bool var_plus_constant(const ir::Expr& index, const ir::VarInfo* var, int64_t* offset);
-
 // Whether `next` must wait for a barrier after `earlier`; `why` names the array.
 bool needs_barrier(const std::vector<ArrayAccess>& earlier, const std::vector<ArrayAccess>& next, std::string* why);
 
