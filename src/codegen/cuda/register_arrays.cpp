@@ -76,6 +76,8 @@ std::string plan_register_arrays(const std::vector<const For*>& loops, const std
     const std::string where = "the parallel loop at " + at_line(f->loc);
     const IntImm* step = f->step->as<IntImm>();
     if (!step || step->value != 1) return where + " has a step other than 1";
+    if (analysis::uses_of(f->body).writes.count(f->var.get()))
+      return where + " assigns its variable `" + f->var->name + "`";
     RegisterArrayAccesses found(arrays);
     found.visit(f->body);
     if (found.atomic) return where + " updates `" + found.atomic->array->name + "` atomically";

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "analysis/var_uses.h"
 #include "ir/ir_visitor.h"
 
 namespace plait::codegen::cuda {
@@ -35,16 +36,22 @@ class LoopAccesses : public IRVisitor {
  public:
   std::vector<Access> accesses;
 
-  explicit LoopAccesses(const For* loop) {
-    DefiningLoops defining;
-    defining.visit(loop);
-    for (const auto& [var, f] : defining.loops)
-      if (f) loops_[var] = f;
-    visit(loop);
-  }
+  explicit LoopAccesses(const For* loop) { visit(loop); }
   using IRVisitor::visit;
 
  protected:
+  // A loop's variable has its range in the loop's body only (after it, an
+  // empty loop leaves the variable's earlier value), and not where the body
+  // assigns it.
+  void visit(const For* n) override {
+    visit(n->begin);
+    visit(n->end);
+    visit(n->step);
+    const bool ranged = !analysis::uses_of(n->body).writes.count(n->var.get()) && !loops_.count(n->var.get());
+    if (ranged) loops_[n->var.get()] = n;
+    visit(n->body);
+    if (ranged) loops_.erase(n->var.get());
+  }
   void visit(const Load* n) override {
     note(n->array.get(), n->indices, false);
     IRVisitor::visit(n);
@@ -59,17 +66,6 @@ class LoopAccesses : public IRVisitor {
   }
 
  private:
-  // The loop of each variable a loop of the subtree defines; null where two do.
-  struct DefiningLoops : IRVisitor {
-    std::map<const VarInfo*, const For*> loops;
-    using IRVisitor::visit;
-    void visit(const For* n) override {
-      auto [it, fresh] = loops.emplace(n->var.get(), n);
-      if (!fresh) it->second = nullptr;
-      IRVisitor::visit(n);
-    }
-  };
-
   void note(const ArrayInfo* array, const std::vector<Expr>& indices, bool write) {
     Access a{array, write, {}};
     for (const Expr& index : indices) a.ranges.push_back(range_of(index));
@@ -98,10 +94,13 @@ class LoopAccesses : public IRVisitor {
       if (b->op != BinaryOp::Add && b->op != BinaryOp::Sub) return {};
       const Range x = range_of(b->a), y = range_of(b->b);
       const bool add = b->op == BinaryOp::Add;
-      Range sum;
-      if (x.lo && (add ? y.lo : y.hi)) sum.lo = *x.lo + (add ? *y.lo : -*y.hi);
-      if (x.hi && (add ? y.hi : y.lo)) sum.hi = *x.hi + (add ? *y.hi : -*y.lo);
-      return sum;
+      // An end that would overflow stays unknown.
+      auto combine = [add](std::optional<int64_t> a, std::optional<int64_t> b) -> std::optional<int64_t> {
+        int64_t r = 0;
+        if (!a || !b || (add ? __builtin_add_overflow(*a, *b, &r) : __builtin_sub_overflow(*a, *b, &r))) return {};
+        return r;
+      };
+      return {combine(x.lo, add ? y.lo : y.hi), combine(x.hi, add ? y.hi : y.lo)};
     }
     const VarRef* r = e->as<VarRef>();
     if (!r) return {};
@@ -112,7 +111,7 @@ class LoopAccesses : public IRVisitor {
     if (!step || step->value <= 0) return {};
     Range range;
     if (const IntImm* begin = f->begin->as<IntImm>()) range.lo = begin->value;
-    if (const IntImm* end = f->end->as<IntImm>()) range.hi = end->value - 1;
+    if (const IntImm* end = f->end->as<IntImm>(); end && end->value > INT64_MIN) range.hi = end->value - 1;
     return range;
   }
 
