@@ -268,6 +268,17 @@ Stmt Block::make(std::vector<Stmt> stmts, SourceLoc l) {
   return std::make_shared<Block>(std::move(stmts), l);
 }
 
+std::vector<Stmt> statements_of(const Stmt& body) {
+  if (!body) return {};
+  if (const Block* b = body->as<Block>()) return b->stmts;
+  return {body};
+}
+
+bool is_parallel_loop(const Stmt& s) {
+  const For* f = s->as<For>();
+  return f && is_parallel(f->schedule.kind);
+}
+
 Stmt Assert::make(Expr cond, int error_kind, std::string message, SourceLoc l) {
   PLAIT_ASSERT(cond != nullptr && cond->type.is_bool());
   return std::make_shared<Assert>(std::move(cond), error_kind, std::move(message), l);

@@ -246,6 +246,11 @@ struct Block : StmtNode {
   static Stmt make(std::vector<Stmt> stmts, SourceLoc l = {});
 };
 
+// The statements of a body: a Block's, or the one statement (none for null).
+std::vector<Stmt> statements_of(const Stmt& body);
+// Whether `s` is a loop whose iterations run in parallel.
+bool is_parallel_loop(const Stmt& s);
+
 // Declares a local (a scalar `var` or an `array`; exactly one is set) for
 // the rest of the enclosing Block. Placed by transforms/place_declarations: a
 // local declared inside a parallel loop's body is private to each iteration.

@@ -87,8 +87,9 @@ def emulate(tmp_path, name, signature, steps, arrays, scalars):
             k = names.index(m.group(1))
             args.append(f"reinterpret_cast<{ptype}>(base{k})" if m.group(2) == "data" else
                         str(copies[k].shape[0]) if m.group(2) == "n0" else "1")
-    longest = max(a.shape[0] for a in copies)
-    threads = max(32, -(-(-(-longest // slots)) // 32) * 32)  # plait_cuda::register_block
+    # plait_cuda::register_block: enough whole warps for the longest array.
+    warps = -(-max(a.shape[0] for a in copies) // (32 * slots))
+    threads = 32 * max(1, warps)
     launch = f"""  gridDim.x = 1;
   blockDim.x = {threads};
   p_block = std::make_unique<std::barrier<>>({threads});

@@ -2931,7 +2931,7 @@ class CudaEmitter {
     // The statements, nested blocks flattened (every copy of a scalar is
     // declared up front, so blocks need no scope of their own).
     std::vector<Stmt> stmts;
-    std::vector<Stmt> pending = body_statements(body);
+    std::vector<Stmt> pending = statements_of(body);
     for (size_t k = 0; k < pending.size(); ++k) {
       if (const Block* b = pending[k]->as<Block>()) {
         pending.insert(pending.begin() + static_cast<std::ptrdiff_t>(k) + 1, b->stmts.begin(), b->stmts.end());
@@ -3964,29 +3964,6 @@ class CudaEmitter {
 
   // ------------------------------------------------------------ persistent time loops
 
-  // The statements of a loop body.
-  static std::vector<Stmt> body_statements(const Stmt& body) {
-    const Block* b = body->as<Block>();
-    return b ? b->stmts : std::vector<Stmt>{body};
-  }
-
-  static bool is_parallel_loop(const Stmt& s) {
-    const For* f = s->as<For>();
-    return f && is_parallel(f->schedule.kind);
-  }
-
-  // Whether statements of a step hold a parallel loop (in `if`s too).
-  static bool step_has_parallel_loop(const std::vector<Stmt>& stmts) {
-    for (const Stmt& st : stmts) {
-      if (is_parallel_loop(st)) return true;
-      const If* i = st->as<If>();
-      if (i && (step_has_parallel_loop(body_statements(i->then_case)) ||
-                (i->else_case && step_has_parallel_loop(body_statements(i->else_case)))))
-        return true;
-    }
-    return false;
-  }
-
   // The loops of a persistent kernel's parallel loop whose iterations share
   // the grid: the collapsed nest, extended through perfectly nested loops
   // whose iterations are independent (simd and parallel loops without
@@ -4038,7 +4015,7 @@ class CudaEmitter {
   std::string persistent_refusal(const For* loop) {
     StoredArrays stored;
     stored.visit(loop->body);
-    std::string why = step_refusal(body_statements(loop->body), stored.arrays);
+    std::string why = step_refusal(statements_of(loop->body), stored.arrays);
     if (!why.empty()) return why;
     ArrayCollector arrays;
     arrays.visit(loop->body);
@@ -4087,8 +4064,8 @@ class CudaEmitter {
       }
       if (const If* i = st->as<If>()) {
         if (reads_elements(i->cond)) return where + " branches on elements of an array the loop writes";
-        std::string why = step_refusal(body_statements(i->then_case), stored);
-        if (why.empty() && i->else_case) why = step_refusal(body_statements(i->else_case), stored);
+        std::string why = step_refusal(statements_of(i->then_case), stored);
+        if (why.empty() && i->else_case) why = step_refusal(statements_of(i->else_case), stored);
         if (!why.empty()) return why;
         continue;
       }
@@ -4140,8 +4117,8 @@ class CudaEmitter {
           step_locals.erase(a->var.get());
         }
       } else if (const If* i = st->as<If>()) {
-        if (!plan_sizing(body_statements(i->then_case), true, step_locals, actions)) return false;
-        if (i->else_case && !plan_sizing(body_statements(i->else_case), true, step_locals, actions)) return false;
+        if (!plan_sizing(statements_of(i->then_case), true, step_locals, actions)) return false;
+        if (i->else_case && !plan_sizing(statements_of(i->else_case), true, step_locals, actions)) return false;
       } else if (st->as<Declare>() && !nested) {
         actions.push_back({st, nullptr});
       }
@@ -4156,7 +4133,7 @@ class CudaEmitter {
                               const std::string& trip, const std::string& workers) {
     std::set<const VarInfo*> step_locals{loop->var.get()};
     std::vector<SizingAction> actions;
-    if (!plan_sizing(body_statements(loop->body), false, step_locals, actions)) {
+    if (!plan_sizing(statements_of(loop->body), false, step_locals, actions)) {
       line("const int64_t " + workers + " = -1;");
       return;
     }
@@ -4291,8 +4268,8 @@ class CudaEmitter {
   // launches per step of emit_serial_for. Returns false, with a remark
   // saying why when the body has parallel loops, where the rule refuses.
   bool emit_persistent_time_loop(const For* loop) {
-    const std::vector<Stmt> stmts = body_statements(loop->body);
-    if (!step_has_parallel_loop(stmts)) return false;
+    const std::vector<Stmt> stmts = statements_of(loop->body);
+    if (step_parallel_loops(stmts).empty()) return false;
     const std::string what = "serial loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) + ")";
     const std::string why = persistent_refusal(loop);
     if (!why.empty()) {
@@ -4557,15 +4534,17 @@ class CudaEmitter {
   // ------------------------------------------------ arrays in registers
 
   // The parallel loops of a persistent kernel's steps (in `if`s too).
-  static void step_parallel_loops(const std::vector<Stmt>& stmts, std::vector<const For*>* loops) {
+  static std::vector<const For*> step_parallel_loops(const std::vector<Stmt>& stmts) {
+    std::vector<const For*> loops;
     for (const Stmt& st : stmts) {
       if (is_parallel_loop(st)) {
-        loops->push_back(st->as<For>());
+        loops.push_back(st->as<For>());
       } else if (const If* i = st->as<If>()) {
-        step_parallel_loops(body_statements(i->then_case), loops);
-        if (i->else_case) step_parallel_loops(body_statements(i->else_case), loops);
+        for (const Stmt* branch : {&i->then_case, &i->else_case})
+          for (const For* f : step_parallel_loops(statements_of(*branch))) loops.push_back(f);
       }
     }
+    return loops;
   }
 
   // Why the persistent kernel of `loop` (steps `stmts`, touching `arrays`)
@@ -4573,8 +4552,7 @@ class CudaEmitter {
   // (register_arrays.h; docs/cuda.md, "Arrays in registers").
   std::string register_refusal(const For* loop, const std::vector<Stmt>& stmts, const std::vector<ArrayVar>& arrays,
                                RegisterPlan* plan) {
-    std::vector<const For*> loops;
-    step_parallel_loops(stmts, &loops);
+    const std::vector<const For*> loops = step_parallel_loops(stmts);
     for (const For* f : loops)
       if (persistent_nest(f).size() != 1)
         return "the parallel loop at line " + std::to_string(f->loc.line) + " is a nest of " +
@@ -4607,7 +4585,7 @@ class CudaEmitter {
   // register, or the one its neighbour passed in the halo buffer.
   std::string register_element(const ArrayVar& a, const Expr& index) {
     int64_t offset = 0;
-    if (!analysis::var_plus_constant(index, register_var_, &offset))
+    if (!analysis::var_plus_constant(index, register_loop_->var, &offset))
       PLAIT_INTERNAL_ERROR("a register array's index is not its loop variable plus a constant");
     const int slots = register_plan_->slots;
     const int64_t slot = register_slot_ + offset - register_loop_->store_offset;
@@ -4664,11 +4642,9 @@ class CudaEmitter {
            std::to_string(j - rl.store_offset) + ");");
       scopes_.back().insert(v.get());
       register_loop_ = &rl;
-      register_var_ = v.get();
       register_slot_ = j;
       emit_body_statements(loop->body);
       register_loop_ = nullptr;
-      register_var_ = nullptr;
       register_slot_ = -1;
       scopes_.pop_back();
       --indent_;
@@ -4691,9 +4667,7 @@ class CudaEmitter {
   // `return` still reaches the stores back) and stores the slots back.
   void emit_register_kernel(const std::string& what, int index, const std::vector<std::string>& params, const For* loop,
                             const RegisterPlan& plan, const std::function<void()>& emit_steps) {
-    std::string names;
-    for (const ArrayVar& a : plan.arrays) names += (names.empty() ? "`" : ", `") + a->name + "`";
-    device_ << "\n// " << what << ": all steps in one block, " << names << " in registers\n";
+    device_ << "\n// " << what << ": all steps in one block, " << register_array_names(plan) << " in registers\n";
     line_directive(loop->loc);
     device_ << "extern \"C\" __global__ void __launch_bounds__(" << kPersistentBlockSize << ") "
             << kernel_names_[static_cast<size_t>(index)] << "(" << join(params, ", ") << ") {\n";
@@ -4732,12 +4706,17 @@ class CudaEmitter {
     device_ << "}\n";
   }
 
-  // What explain() says of the version with the arrays of `plan` in registers.
-  static std::string registers_remark(const RegisterPlan& plan) {
+  // "`a`, `b`": the arrays of `plan`.
+  static std::string register_array_names(const RegisterPlan& plan) {
     std::string names;
     for (const ArrayVar& a : plan.arrays) names += (names.empty() ? "`" : ", `") + a->name + "`";
+    return names;
+  }
+
+  // What explain() says of the version with the arrays of `plan` in registers.
+  static std::string registers_remark(const RegisterPlan& plan) {
     const std::string slots = std::to_string(plan.slots);
-    return "; in the second case, where the longest of " + names + " has at most " +
+    return "; in the second case, where the longest of " + register_array_names(plan) + " has at most " +
            std::to_string(plan.slots * kPersistentBlockSize) + " elements, those arrays live in registers instead (" +
            slots + " consecutive elements of each per thread, the iterations that store them in their thread, the " +
            "elements read across threads passed through shared memory)";
@@ -5171,15 +5150,14 @@ class CudaEmitter {
   // its parallel loops' workers): parallel loops become grid-stride loops
   // followed by a barrier.
   bool persistent_step_ = false;
-  // The plan of the persistent kernel being emitted with its arrays in
-  // registers (emit_register_kernel), and where in it the emission is: the
-  // parallel loop and its variable, the slot whose iteration is emitted.
-  const RegisterPlan* register_plan_ = nullptr;
   // The parallel loops of the persistent kernel being emitted that need no
   // barrier after them (step_barriers.h).
   std::set<const For*> barrier_not_needed_;
+  // The plan of the persistent kernel being emitted with its arrays in
+  // registers (emit_register_kernel), and where in it the emission is: the
+  // parallel loop, the slot whose iteration is emitted.
+  const RegisterPlan* register_plan_ = nullptr;
   const RegisterLoop* register_loop_ = nullptr;
-  const VarInfo* register_var_ = nullptr;
   int register_slot_ = -1;
   // The worker of emit_device_serial_loop's kernel: one team of the whole block.
   bool whole_block_worker_ = false;

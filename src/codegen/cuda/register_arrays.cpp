@@ -82,6 +82,7 @@ std::string plan_register_arrays(const std::vector<const For*>& loops, const std
     found.visit(f->body);
     if (found.atomic) return where + " updates `" + found.atomic->array->name + "` atomically";
     RegisterLoop rl;
+    rl.var = f->var.get();
     std::vector<std::pair<const ArrayInfo*, int64_t>> loads;
     std::set<const ArrayInfo*> stored;
     bool has_store = false;

@@ -27,6 +27,7 @@ constexpr int kRegisterArraySlots = 16;
 
 // What one parallel loop of the steps reads across threads.
 struct RegisterLoop {
+  const ir::VarInfo* var = nullptr;  // the loop's variable
   // Iteration i stores element i + store_offset of the arrays it writes.
   int64_t store_offset = 0;
   // By array: how many elements before a thread's first slot and after its

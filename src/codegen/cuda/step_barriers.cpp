@@ -130,17 +130,6 @@ std::string line_of(const For* f) {
   return "line " + std::to_string(f->loc.line);
 }
 
-std::vector<Stmt> statements_of(const Stmt& body) {
-  if (!body) return {};
-  if (const Block* b = body->as<Block>()) return b->stmts;
-  return {body};
-}
-
-bool is_parallel_loop(const Stmt& s) {
-  const For* f = s->as<For>();
-  return f && is_parallel(f->schedule.kind);
-}
-
 // A declaration, assignment or assertion of scalars.
 bool scalar_statement(const Stmt& s) {
   const Declare* d = s->as<Declare>();

@@ -24,12 +24,6 @@ namespace {
 
 using VarSet = std::set<const VarInfo*>;
 
-std::vector<Stmt> statements(const Stmt& body) {
-  if (!body) return {};
-  if (const Block* b = body->as<Block>()) return b->stmts;
-  return {body};
-}
-
 // The dimension of an array whose stride is 1, or -1 when the layout does
 // not say.
 int unit_dim(const ArrayType& t) {
@@ -245,8 +239,8 @@ bool defined_before_use(const std::vector<Stmt>& stmts, VarSet defined, const Va
       }
       case NodeKind::If: {
         const If* i = s->as<If>();
-        if (!ok(i->cond) || !defined_before_use(statements(i->then_case), defined, written) ||
-            !defined_before_use(statements(i->else_case), defined, written))
+        if (!ok(i->cond) || !defined_before_use(statements_of(i->then_case), defined, written) ||
+            !defined_before_use(statements_of(i->else_case), defined, written))
           return false;
         break;
       }
@@ -255,11 +249,11 @@ bool defined_before_use(const std::vector<Stmt>& stmts, VarSet defined, const Va
         if (!ok(f->begin) || !ok(f->end) || !ok(f->step)) return false;
         VarSet inner = defined;
         inner.insert(f->var.get());
-        if (!defined_before_use(statements(f->body), inner, written)) return false;
+        if (!defined_before_use(statements_of(f->body), inner, written)) return false;
         break;
       }
       case NodeKind::Block:
-        if (!defined_before_use(statements(s), defined, written)) return false;
+        if (!defined_before_use(statements_of(s), defined, written)) return false;
         break;
       default: return false;
     }
@@ -278,7 +272,7 @@ bool independent_iterations(const For* f, std::string* why) {
     return false;
   }
   VarSet written = scalar_writes(f->body);
-  if (!defined_before_use(statements(f->body), {}, written)) {
+  if (!defined_before_use(statements_of(f->body), {}, written)) {
     *why = "a scalar carries a value from one iteration to the next";
     return false;
   }
@@ -545,7 +539,7 @@ bool paired_loop(const For* f, PairedLoop* out) {
   const Constructs c = constructs_of(f->body);
   if (c.jumps || c.asserts_anywhere || c.atomics || c.binds || c.loops_while) return false;
   PairedLoop paired;
-  std::vector<Stmt> pending = statements(f->body);
+  std::vector<Stmt> pending = statements_of(f->body);
   for (size_t k = 0; k < pending.size(); ++k) {
     if (const Block* b = pending[k]->as<Block>()) {
       pending.insert(pending.begin() + static_cast<std::ptrdiff_t>(k) + 1, b->stmts.begin(), b->stmts.end());
@@ -579,7 +573,7 @@ bool paired_loop(const For* f, PairedLoop* out) {
 }
 
 bool straight_line_worker(const Stmt& body, std::string* why) {
-  std::vector<Stmt> pending = statements(body);
+  std::vector<Stmt> pending = statements_of(body);
   for (size_t k = 0; k < pending.size(); ++k) {
     const Stmt& s = pending[k];
     if (const Block* b = s->as<Block>()) {
@@ -593,7 +587,7 @@ bool straight_line_worker(const Stmt& body, std::string* why) {
       return false;
     }
   }
-  if (!defined_before_use(statements(body), {}, scalar_writes(body))) {
+  if (!defined_before_use(statements_of(body), {}, scalar_writes(body))) {
     *why = "a scalar may be read before the iteration assigns it";
     return false;
   }
@@ -712,22 +706,22 @@ bool read_outside(const std::vector<Stmt>& stmts, const VarInfo* v, const For* l
   for (const Stmt& s : stmts) {
     if (s.get() == loop || s->kind == NodeKind::Declare || !mentions(s, v)) continue;
     if (const If* i = s->as<If>(); i && contains(s, loop)) {
-      if (uses_any(i->cond, {v}) || read_outside(statements(i->then_case), v, loop) ||
-          read_outside(statements(i->else_case), v, loop))
+      if (uses_any(i->cond, {v}) || read_outside(statements_of(i->then_case), v, loop) ||
+          read_outside(statements_of(i->else_case), v, loop))
         return true;
       continue;
     }
     if (s->kind == NodeKind::Block && contains(s, loop)) {
-      if (read_outside(statements(s), v, loop)) return true;
+      if (read_outside(statements_of(s), v, loop)) return true;
       continue;
     }
     const For* f = s->as<For>();
     if (!f || uses_any(f->begin, {v}) || uses_any(f->end, {v}) || uses_any(f->step, {v})) return true;
     if (contains(s, loop)) {
-      if (read_outside(statements(f->body), v, loop)) return true;
+      if (read_outside(statements_of(f->body), v, loop)) return true;
       continue;
     }
-    if (f->var.get() != v && !defined_before_use(statements(f->body), {f->var.get()}, {v})) return true;
+    if (f->var.get() != v && !defined_before_use(statements_of(f->body), {f->var.get()}, {v})) return true;
   }
   return false;
 }
@@ -737,7 +731,7 @@ bool read_outside(const std::vector<Stmt>& stmts, const VarInfo* v, const For* l
 class TeamPlanner {
  public:
   TeamPlanner(const Stmt& body, const VarSet& worker_vars, const VarSet& outside)
-      : body_(statements(body)), worker_vars_(worker_vars), outside_(outside) {}
+      : body_(statements_of(body)), worker_vars_(worker_vars), outside_(outside) {}
 
   std::vector<std::pair<SourceLoc, std::string>> notes;  // loops that stay serial, and why
   std::vector<const For*> spread;                         // the loops spread over the team
@@ -823,10 +817,10 @@ class TeamPlanner {
     const int along_mark = along, across_mark = across;
     bool inner = false;
     if (f) {
-      subs->push_back(place(statements(f->body), &inner));
+      subs->push_back(place(statements_of(f->body), &inner));
     } else {
-      subs->push_back(place(statements(i->then_case), &inner));
-      subs->push_back(place(statements(i->else_case), &inner));
+      subs->push_back(place(statements_of(i->then_case), &inner));
+      subs->push_back(place(statements_of(i->else_case), &inner));
     }
     if (inner && !refused) return true;
     subs->clear();
@@ -923,11 +917,11 @@ std::string in_pairs(const For* f) {
 WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet& outside) {
   TeamPlanner planner(body, worker_vars, outside);
   bool has_spread = false;
-  WorkerPlan plan = planner.place(statements(body), &has_spread);
+  WorkerPlan plan = planner.place(statements_of(body), &has_spread);
   plan.notes = planner.notes;
   auto single = [&] {
     WorkerPlan one;
-    one.stmts = statements(body);
+    one.stmts = statements_of(body);
     one.notes = plan.notes;
     return one;
   };
@@ -1060,7 +1054,7 @@ std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const VarSet& wo
     const Constructs constructs = constructs_of(first->body);
     if (constructs.jumps || constructs.asserts) continue;
     bool fills = false;
-    std::vector<Stmt> body = statements(first->body);
+    std::vector<Stmt> body = statements_of(first->body);
     for (size_t j = 0; j < body.size(); ++j) {
       if (const Block* b = body[j]->as<Block>()) {
         body.insert(body.begin() + static_cast<std::ptrdiff_t>(j) + 1, b->stmts.begin(), b->stmts.end());
@@ -1362,7 +1356,7 @@ GroupAccesses group_accesses(const For* loop) {
   const VarSet varying = scalar_writes(loop->body);
   const VarInfo* var = loop->var.get();
   std::vector<Stmt> stmts;
-  std::vector<Stmt> pending = statements(loop->body);
+  std::vector<Stmt> pending = statements_of(loop->body);
   for (size_t k = 0; k < pending.size(); ++k) {
     if (const Block* b = pending[k]->as<Block>()) {
       pending.insert(pending.begin() + static_cast<std::ptrdiff_t>(k) + 1, b->stmts.begin(), b->stmts.end());
@@ -1588,7 +1582,7 @@ const For* staged_rows_loop(const WorkerPlan& plan, const Stmt& worker_body, con
   }
   // The body: scalar assignments only, reductions updated as `r = r + term`.
   VarSet assigned;  // non-reduction scalars the body assigns
-  for (const Stmt& s : statements(f->body)) {
+  for (const Stmt& s : statements_of(f->body)) {
     if (const Declare* d = s->as<Declare>(); d && !d->array) continue;
     const Assign* a = s->as<Assign>();
     if (!a) return refuse("its body has a statement other than scalar assignments (line " +
