@@ -1041,6 +1041,7 @@ KERNELS = {
     "softmax_in_place": ["f32[:, ::1]", "f64[:, :]"],
     "row_centered_squares": ["f64[:, ::1], f64[:, ::1]"],
     "doubled_row_max_reversed": ["f64[:, ::1], f64[::1]", "f32[:, ::1], f32[::1]"],
+    "lower_row_shift": ["f64[:, ::1], f64[:, ::1]"],
 }
 
 
@@ -1134,3 +1135,18 @@ def skipping_steps(a, b, steps):
         #pragma parallel for
         for i in range(1, n - 1):
             a[i] = 0.5 * b[i] - 0.25
+
+
+def lower_row_shift(x, out):
+    # Rows of the lower triangle kept in registers between two loops whose
+    # bounds depend on the row: the host cannot tell before the launch
+    # whether every row fits in the registers (no _fit version).
+    #pragma parallel for
+    for i in range(x.shape[0]):
+        m = x[i, 0]
+        #pragma simd reduction(max: m)
+        for j1 in range(i + 1):
+            m = max(m, x[i, j1])
+        #pragma simd
+        for j2 in range(i + 1):
+            out[i, j2] = x[i, j2] - m

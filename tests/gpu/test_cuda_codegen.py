@@ -341,8 +341,15 @@ def test_emit_so_is_refused_for_the_cuda_target(tmp_path):
     assert "--emit so is for the CPU target" in result.stderr
 
 
+def kernels_by_name(device_source):
+    """The kernels of a device source, by name: each kernel's text from its declaration to the next one."""
+    parts = device_source.split('extern "C" __global__ void ')[1:]
+    return {re.match(r"__launch_bounds__\([\d, ]+\) (\w+)\(", part).group(1): part for part in parts}
+
+
 def test_softmax_array_form_spreads_the_row_maximum_and_keeps_rows_in_registers(tmp_path):
-    device = emit(tmp_path, "softmax_last_axis", "f32[:, :, :, ::1]", "cu").read_text()
+    device = kernels_by_name(emit(tmp_path, "softmax_last_axis", "f32[:, :, :, ::1]", "cu").read_text())[
+        "plait_softmax_last_axis_k0"]
     # The row maximum: spread over the team, combined with NaN winning.
     assert re.search(r"plait::team_combine\(\w+, plait::op_maximum\(\)", device)
     # x is loaded once, into registers, by a loop of loads alone (groups of
@@ -417,11 +424,14 @@ def line_of(kernel, fragment):
 
 
 def test_softmax_loop_form_reads_x_once_into_registers(tmp_path):
-    full = emit(tmp_path, "row_softmax", "f32[:, ::1], f32[:, ::1]", "cu").read_text()
+    kernels = kernels_by_name(emit(tmp_path, "row_softmax", "f32[:, ::1], f32[:, ::1]", "cu").read_text())
     # The kernel and its wide version for rows longer than 4096 (docs/cuda.md,
-    # "Wide blocks for long rows"): the same body, blocks of 512.
-    device, wide = full.split("__launch_bounds__(512) plait_row_softmax_k0_wide(")
-    assert "__launch_bounds__(256) plait_row_softmax_k0(" in device
+    # "Wide blocks for long rows"): the same body, blocks of 512; each has a
+    # version for rows that fit in the registers (test_rows_that_fit_...).
+    assert sorted(kernels) == ["plait_row_softmax_k0", "plait_row_softmax_k0_fit", "plait_row_softmax_k0_wide",
+                               "plait_row_softmax_k0_wide_fit"]
+    device, wide = kernels["plait_row_softmax_k0"], kernels["plait_row_softmax_k0_wide"]
+    assert device.startswith("__launch_bounds__(256)") and wide.startswith("__launch_bounds__(512)")
     assert len(re.findall(r"p_row\d+\[p_c \* 4 \+ p_u\] = p_lanes\d+\.v\[p_u\];", device)) == 2
     assert len(re.findall(r"p_row\d+\[p_c \* 4 \+ p_u\] = p_lanes\d+\.v\[p_u\];", wide)) == 2
     # The wide version runs only with a team of its whole block, so the team
@@ -438,6 +448,31 @@ def test_softmax_loop_form_reads_x_once_into_registers(tmp_path):
     assert len(re.findall(r"plait::fm::exp\(\(p_row\d+\[p_c \* 4 \+ p_u\] - v_m\)\)", device)) == 2
     # The builtin max(m, x) keeps its NaN rule with py_max: no flag, no rerun.
     assert "plait::op_max()(" in device and "nan_seen" not in device
+
+
+def test_rows_that_fit_in_the_registers_have_versions_without_the_rest(tmp_path):
+    # docs/cuda.md, "Rows that fit in the registers": the versions _fit and
+    # _wide_fit keep the registers' whole groups only (no partial group, no
+    # loop over the iterations beyond the registers), and the host runs them
+    # when each row loop has at most 16 iterations per thread, a multiple of 4.
+    kernels = kernels_by_name(emit(tmp_path, "row_softmax", "f32[:, ::1], f32[:, ::1]", "cu").read_text())
+    for name in ("plait_row_softmax_k0", "plait_row_softmax_k0_wide"):
+        full, fit = kernels[name], kernels[name + "_fit"]
+        assert fit.split("(", 1)[0] == full.split("(", 1)[0].replace(name, name + "_fit")
+        assert len(re.findall(r"for \(int64_t p_g\d+ = p_lane \+ \(int64_t\)4 \* p_team;", full)) == 3
+        assert "p_g" not in fit and "p_tail" not in fit and "else if (p_c < p_mine" not in fit
+        assert len(re.findall(r"if \(p_c < p_whole_mine\d+\) \{", fit)) == 4  # the loads, then each loop
+    assert "constexpr int32_t p_team = 512;" in kernels["plait_row_softmax_k0_wide_fit"]
+    host = emit(tmp_path, "row_softmax", "f32[:, ::1], f32[:, ::1]", "cpp").read_text()
+    fits = re.findall(r"if \(plait::trip_count\(int64_t\(0\), a_x_n1, int64_t\(1\)\) <= int64_t\(16\) \* (p_team\d+) && "
+                      r"plait::trip_count\(int64_t\(0\), a_x_n1, int64_t\(1\)\) % 4 == 0\) \{", host)
+    assert len(fits) == 2 and len(set(fits)) == 1  # the wide kernel's test, then the other's
+    # The array form: the temporaries `e` and the result's rows in registers too.
+    kernels = kernels_by_name(emit(tmp_path, "softmax_last_axis", "f32[:, :, ::1]", "cu").read_text())
+    assert sorted(kernels) == ["plait_softmax_last_axis_k0", "plait_softmax_last_axis_k0_fit"]
+    # Rows whose bounds depend on the row (a triangle) have no such version.
+    assert sorted(kernels_by_name(emit(tmp_path, "lower_row_shift", "f64[:, ::1], f64[:, ::1]", "cu").read_text())) \
+        == ["plait_lower_row_shift_k0", "plait_lower_row_shift_k0_wide"]
 
 
 def test_reversed_builtin_max_runs_again_in_order_after_a_nan(tmp_path):

@@ -60,10 +60,13 @@ def test_device_part_compiles_with_nvcc_and_nvrtc(tmp_path, name, signature):
 def test_groups_and_values_in_the_source(tmp_path):
     # The kernels without their wide versions for rows longer than the
     # registers of a block hold (the same body in blocks of 512: docs/cuda.md,
-    # "Wide blocks for long rows").
+    # "Wide blocks for long rows") and the versions of both for rows that fit
+    # in the registers ("Rows that fit in the registers").
     def narrow(name, signature):
-        narrow, wide = device_source(tmp_path, name, signature).split("__launch_bounds__(512) ")
-        assert wide.count("plait::fm::") == narrow[narrow.index("// ---- device part"):].count("plait::fm::")
+        parts = device_source(tmp_path, name, signature).split('extern "C" __global__ void ')
+        narrow, wide = parts[0] + parts[1], parts[2]
+        assert wide.startswith(f"__launch_bounds__(512) plait_{name}_k0_wide(")
+        assert wide.count("plait::fm::") == parts[1].count("plait::fm::")
         return narrow
     softmax = narrow("loop_softmax", "f32[:, ::1], f32[:, ::1]")
     # The row's loads as groups of 4 (the registers' first loop and the
@@ -218,10 +221,10 @@ def emulate(tmp_path, fn, signature, loops, team, bases, views, scalars=(), bloc
     return emulation.run(tmp_path, prelude, kernel, copies, launch)
 
 
-def check_emulated(tmp_path, fn, signature, loops, team, bases, views, scalars=(), rtol=0.0):
+def check_emulated(tmp_path, fn, signature, loops, team, bases, views, scalars=(), rtol=0.0, version=""):
     expected = [b.copy() for b in bases]
     fn(*scalars, *[expected[k][sl] for k, sl in views])
-    got = emulate(tmp_path, fn, signature, loops, team, bases, views, scalars)
+    got = emulate(tmp_path, fn, signature, loops, team, bases, views, scalars, version=version)
     for g, e in zip(got, expected):
         np.testing.assert_allclose(g, e, rtol=rtol)
 
@@ -253,6 +256,24 @@ def test_emulated_softmax_and_values(tmp_path, rng, team, m):
                        [(0, ALL), (1, ALL)], rtol=rtol)
     check_emulated(tmp_path, K.log_reused_twice, "f32[:, ::1], f32[:, ::1], f32[:, ::1]", [(0, 1, 5)], team,
                    [x, np.zeros_like(x), np.zeros_like(x)], [(0, ALL), (1, ALL), (2, ALL)], rtol=1e-5)
+
+
+@emulated
+@pytest.mark.parametrize("team,m", [(1, 16), (32, 4), (32, 508), (64, 1024), (256, 4096)])
+def test_emulated_rows_that_fit_in_the_registers(tmp_path, rng, team, m):
+    # The _fit versions (docs/cuda.md, "Rows that fit in the registers"),
+    # which the host runs for rows of whole groups of 4 and at most 16
+    # elements per thread: aligned rows and rows one element in, in place,
+    # and rows rewritten between loops.
+    x = (rng.random((5, m + 1)) * 8 - 4).astype(np.float32)
+    for x_view in ((slice(None), slice(0, m)), (slice(None), slice(1, None))):
+        check_emulated(tmp_path, K.loop_softmax, "f32[:, ::1], f32[:, ::1]", [(0, 1, 5)], team,
+                       [x, np.zeros((5, m), np.float32)], [(0, x_view), (1, ALL)], rtol=1e-5, version="_fit")
+    x = x[:, :m].astype(np.float64)
+    check_emulated(tmp_path, K.loop_softmax, "f64[:, ::1], f64[:, ::1]", [(0, 1, 5)], team, [x], [(0, ALL), (0, ALL)],
+                   rtol=1e-12, version="_fit")
+    check_emulated(tmp_path, K.row_rewritten_between_loops, K.KERNELS["row_rewritten_between_loops"][0],
+                   [(0, 1, 5)], team, [x, np.zeros((5, m))], [(0, ALL), (1, ALL)], rtol=1e-12, version="_fit")
 
 
 @emulated

@@ -8,14 +8,17 @@ whose rows are re-read and rewritten between loops keep rows in registers
 and give the same results for rows of 0 to 8193 elements (teams of a warp to
 256 threads, rows longer than the registers hold, which from 2049 float64 or
 4097 float32 elements run in the kernels' wide versions with teams of 512
-threads), float32 and float64, contiguous and strided."""
+threads), float32 and float64, contiguous and strided; rows that fit in the
+registers in whole groups run the versions without the code for the rest
+(docs/cuda.md, "Rows that fit in the registers"), rows whose length
+depends on the row never do."""
 
 import numpy as np
 import pytest
 
 import cuda_kernels as K
 import plait
-from test_cuda_run import KINDS, check, floats
+from test_cuda_run import KINDS, check, floats, launched
 
 pytestmark = pytest.mark.skipif(not plait.cuda_available(),
                                 reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
@@ -161,3 +164,35 @@ def test_explain_names_rows_in_registers_and_the_ordered_rerun(rng):
     explain = check(K.row_extremes_builtin_reversed, [x, np.empty(40, np.float32), np.empty(40, np.float32)],
                     "numpy", poison=[1, 2]).explain()
     assert "the team runs the loop again in order when it sees one" in explain
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("m,version", [(4, "_fit"), (127, ""), (512, "_fit"), (4096, "_fit"), (4098, "_wide"),
+                                       (4100, "_wide_fit"), (8192, "_wide_fit"), (8196, "_wide")])
+def test_rows_that_fit_in_the_registers_run_their_version(rng, capfd, monkeypatch, kind, m, version):
+    # Teams of 32 to 256 threads hold 16 float32 per thread, the wide
+    # version's 512 threads 8192 per row; whole groups of 4.
+    monkeypatch.setenv("PLAIT_CUDA_LOG_LAUNCHES", "1")
+    x = floats(rng, (5, m), np.float32) * 10
+    x[2, m // 2] = np.nan
+    check(K.row_softmax, [x, np.empty(x.shape, np.float32)], kind, poison=[1], rtol=1e-5)
+    assert launched(capfd) == ["plait_row_softmax_k0" + version]
+
+
+@pytest.mark.parametrize("m,version", [(512, "_fit"), (513, "")])
+def test_array_softmax_and_strided_rows_that_fit(rng, capfd, monkeypatch, m, version):
+    monkeypatch.setenv("PLAIT_CUDA_LOG_LAUNCHES", "1")
+    check(K.softmax_last_axis, [floats(rng, (2, 3, m), np.float32)], "numpy", rtol=1e-5)
+    assert [name for name in launched(capfd) if name.startswith("plait_softmax_last_axis_k0")] == \
+        ["plait_softmax_last_axis_k0" + version]
+    # Rows with a stride: whole groups loaded element by element.
+    x = floats(rng, (7, m), np.float32)
+    check(K.row_softmax, [strided(x), strided(np.empty(x.shape, np.float32))], "numpy", poison=[1], rtol=1e-5)
+    assert launched(capfd) == ["plait_row_softmax_k0" + version]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [1, 5, 40, 300, 3000])
+def test_triangle_rows_kept_in_registers(rng, kind, n):
+    x = floats(rng, (n, n))
+    check(K.lower_row_shift, [x, np.empty((n, n))], kind, poison=[1])

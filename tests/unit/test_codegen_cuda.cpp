@@ -375,8 +375,11 @@ TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
 
 TEST(CodegenCuda, RowsLongerThanTheBlocksRegistersRunInTheWideVersion) {
   codegen::CudaSources out = codegen::generate_cuda(row_scaled_by_sum(), CompileOptions{});
-  ASSERT_EQ(out.kernel_names.size(), 2u) << out.device;
+  // Each with its version for rows that fit in the registers.
+  ASSERT_EQ(out.kernel_names.size(), 4u) << out.device;
   EXPECT_EQ(out.kernel_names[1], out.kernel_names[0] + "_wide");
+  EXPECT_EQ(out.kernel_names[2], out.kernel_names[0] + "_fit");
+  EXPECT_EQ(out.kernel_names[3], out.kernel_names[0] + "_wide_fit");
   EXPECT_NE(out.device.find("__launch_bounds__(512) " + out.kernel_names[1] + "("), std::string::npos);
   EXPECT_NE(out.device.find("p_part_f32[16];"), std::string::npos);  // a partial value per warp of 512 threads
   bool explained = false;
@@ -399,19 +402,23 @@ TEST(CodegenCuda, RowsLongerThanTheBlocksRegistersRunInTheWideVersion) {
     EXPECT_EQ(recorder.launches[0].block, block) << length;
     EXPECT_EQ(recorder.launches[0].grid, 100u) << length;
   };
-  // Up to 4096 (16 per thread in registers): a team of the block's 256 threads.
-  expect_launch(4096, 0, 256);
-  // More: the wide version, a team of 512 threads per row.
+  // Up to 4096 (16 per thread in registers): a team of the block's 256
+  // threads, in the version without the rest when the row is whole groups of 4.
+  expect_launch(4095, 0, 256);
+  expect_launch(4096, 2, 256);
+  // More: the wide version, a team of 512 threads per row (up to 8192 in
+  // its registers).
   expect_launch(4097, 1, 512);
-  expect_launch(8192, 1, 512);
+  expect_launch(8192, 3, 512);
+  expect_launch(8196, 1, 512);
 
   // A configured largest team, or blocks of 512 already: no wide version.
   CompileOptions capped;
   capped.cuda_launch.max_team = 128;
-  EXPECT_EQ(codegen::generate_cuda(row_scaled_by_sum(), capped).kernel_names.size(), 1u);
+  EXPECT_EQ(codegen::generate_cuda(row_scaled_by_sum(), capped).kernel_names.size(), 2u);
   CompileOptions large;
   large.cuda_launch.threads = 512;
-  EXPECT_EQ(codegen::generate_cuda(row_scaled_by_sum(), large).kernel_names.size(), 1u);
+  EXPECT_EQ(codegen::generate_cuda(row_scaled_by_sum(), large).kernel_names.size(), 2u);
 
   expect_nvrtc_compiles(out.device, out.kernel_names);
 }

@@ -1826,6 +1826,8 @@ class CudaEmitter {
     // (0: none), which thread `full mod team` takes (`tail_mine`).
     const std::string full = width > 1 ? temp("full") : trip, tail = width > 1 ? temp("tail") : "",
                       tail_mine = width > 1 ? temp("tail_mine") : "";
+    // Only whole groups, all of them in the registers (rows_fit_).
+    const bool fits = rows_fit_ && registers;
     std::map<const void*, std::string> aligned;  // access (Load or Store) -> its flag
     // Whether an access of a group is one vector access: never in the
     // partial group, else where its address is aligned.
@@ -1834,8 +1836,10 @@ class CudaEmitter {
     };
     if (width > 1) {
       line("const int64_t " + full + " = " + trip + " / " + w + ";");
-      line("const int " + tail + " = (int)(" + trip + " - " + full + " * " + w + ");");
-      line("const bool " + tail_mine + " = " + tail + " != 0 && (int)(" + full + " & (p_team - 1)) == p_lane;");
+      if (!fits) {
+        line("const int " + tail + " = (int)(" + trip + " - " + full + " * " + w + ");");
+        line("const bool " + tail_mine + " = " + tail + " != 0 && (int)(" + full + " & (p_team - 1)) == p_lane;");
+      }
       if (!group.empty()) {
         // The temporaries at_iteration declares have names of their own, so
         // the flags need no block around them.
@@ -1958,6 +1962,10 @@ class CudaEmitter {
       ++indent_;
       emit(false);
       --indent_;
+      if (fits) {
+        line("}");
+        return;
+      }
       line("} else if (" + partial_test + ") {");
       ++indent_;
       emit(true);
@@ -1990,6 +1998,8 @@ class CudaEmitter {
       const std::string mine = temp("mine"), whole_mine = width > 1 ? temp("whole_mine") : mine;
       if (width == 1) {
         line("const int " + mine + " = " + among_first(trip) + ";");
+      } else if (fits) {
+        line("const int " + whole_mine + " = " + among_first(full) + ";");
       } else {
         // The partial group, where the thread has it, is its group number
         // whole_mine (full = lane + whole_mine * team).
@@ -2071,7 +2081,9 @@ class CudaEmitter {
       first = "p_lane + (int64_t)" + slots + " * p_team";
       mute_remarks_ = true;
     }
-    if (width == 1) {
+    if (fits) {
+      // Every iteration ran in the registers' slots.
+    } else if (width == 1) {
       if (staged) {
         // The row's terms where the block staged them (its range inside the
         // block's), else the row directly.
@@ -2618,27 +2630,58 @@ class CudaEmitter {
                                        const std::vector<Temporary>& temporaries, const std::string& team) {
     ScalarCollector written;
     written.visit(body);
-    std::set<const VarInfo*> worker = nest_vars;
-    worker.insert(written.written.begin(), written.written.end());
     const std::vector<cuda::CachedRow> rows = cuda::plan_cached_rows(plan, written.written);
-    std::string cond;
-    std::set<std::string> tests;
+    std::vector<const cuda::CachedRow*> kept;
     for (const Temporary& t : temporaries) {
       const cuda::CachedRow* row = nullptr;
       for (const cuda::CachedRow& r : rows)
         if (r.registers_only && r.names.count(t.site.alloc->array.get())) row = &r;
       if (!row) return "";
+      kept.push_back(row);
+    }
+    return rows_in_registers_test(plan, kept, nest_vars, written.written, local, team, false);
+  }
+
+  // The host's test, before the launch, that every loop of `rows` runs at
+  // most the registers' iterations per thread of a team of `team` (and,
+  // with `whole_groups`, a multiple of the group width), or "" when a bound
+  // depends on the worker. `written`: the scalars the worker body assigns.
+  std::string rows_in_registers_test(const WorkerPlan& plan, const std::vector<const cuda::CachedRow*>& rows,
+                                     const std::set<const VarInfo*>& nest_vars, const std::set<const VarInfo*>& written,
+                                     const std::vector<ArrayVar>& local, const std::string& team, bool whole_groups) {
+    std::set<const VarInfo*> worker = nest_vars;
+    worker.insert(written.begin(), written.end());
+    const int width = cuda::group_width(plan);
+    std::string cond;
+    std::set<std::string> tests;
+    for (const cuda::CachedRow* row : rows) {
       for (const auto& bounds : row->bounds) {
         for (const Expr& e : bounds)
           if (!host_evaluable(e, worker, local)) return "";
-        const std::string test = "plait::trip_count(" + expr(bounds[0]) + ", " + expr(bounds[1]) + ", " +
-                                 expr(bounds[2]) + ") <= int64_t(" +
-                                 std::to_string(cuda::row_cache_slots(cuda::group_width(plan), launch_.row_groups)) + ") * " +
-                                 team;
-        if (tests.insert(test).second) cond += (cond.empty() ? "" : " && ") + test;
+        const std::string trip =
+            "plait::trip_count(" + expr(bounds[0]) + ", " + expr(bounds[1]) + ", " + expr(bounds[2]) + ")";
+        std::vector<std::string> row_tests = {
+            trip + " <= int64_t(" + std::to_string(cuda::row_cache_slots(width, launch_.row_groups)) + ") * " + team};
+        if (whole_groups && width > 1) row_tests.push_back(trip + " % " + std::to_string(width) + " == 0");
+        for (const std::string& test : row_tests)
+          if (tests.insert(test).second) cond += (cond.empty() ? "" : " && ") + test;
       }
     }
     return cond;
+  }
+
+  // The host's test for a team kernel's version whose rows fit in the
+  // registers (rows_fit_), or "" when it has none: its spread loops keep
+  // rows in registers and their bounds are known before the launch.
+  std::string rows_fit_test(const WorkerPlan& plan, const Stmt& body, const std::set<const VarInfo*>& nest_vars,
+                            const std::vector<ArrayVar>& local, const std::string& team) {
+    ScalarCollector written;
+    written.visit(body);
+    const std::vector<cuda::CachedRow> rows = cuda::plan_cached_rows(plan, written.written);
+    if (rows.empty()) return "";
+    std::vector<const cuda::CachedRow*> all;
+    for (const cuda::CachedRow& r : rows) all.push_back(&r);
+    return rows_in_registers_test(plan, all, nest_vars, written.written, local, team, true);
   }
 
   // Host code before the launch of a kernel with temporaries: the largest
@@ -3539,6 +3582,14 @@ class CudaEmitter {
     const int wide_index = wide_version ? add_kernel(name + "_wide") : -1;
     const int rows_index = rows_version ? add_kernel(name + "_rows") : -1;
     const int staged_index = staged ? add_kernel(name + "_staged") : -1;
+    // A team kernel that keeps rows in registers has a version for rows that
+    // fit in them (and so does its wide version), which the host runs when
+    // `fit_test` holds (rows_fit_).
+    const std::string fit_test = plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_
+                                     ? rows_fit_test(plan, innermost->body, nest_vars, cap.local_arrays, team)
+                                     : std::string();
+    const int fit_index = fit_test.empty() ? -1 : add_kernel(name + "_fit");
+    const int wide_fit_index = fit_index >= 0 && wide_version ? add_kernel(name + "_wide_fit") : -1;
     // The version being emitted stages its rows (emit_staged_rows_worker_loop).
     bool staging = false;
     // The team of the version being emitted when the host always launches it
@@ -3786,6 +3837,21 @@ class CudaEmitter {
       }
       mute_remarks_ = muted;
     }
+    if (fit_index >= 0) {
+      const bool muted = mute_remarks_;
+      mute_remarks_ = true;
+      rows_fit_ = true;
+      emit_device_kernel(kernel_names_[static_cast<size_t>(fit_index)], false);
+      if (wide_fit_index >= 0) {
+        block_size_ *= 2;
+        constant_team = block_size_;
+        emit_device_kernel(kernel_names_[static_cast<size_t>(wide_fit_index)], false);
+        constant_team = 0;
+        block_size_ /= 2;
+      }
+      rows_fit_ = false;
+      mute_remarks_ = muted;
+    }
 
     // Host: the launch. Results that stay on the device start in their
     // slots whether or not the loop runs: staged here, a stream operation of
@@ -3831,15 +3897,29 @@ class CudaEmitter {
         emit_launch(kernel, grid, std::to_string(block), args, slots, slots);
       }
     };
+    // `kernel`, or its version for rows that fit in the registers
+    // (`fitting`, -1: none) where they do.
+    auto launch_fitting = [&](int kernel, int fitting, const std::string& kernel_grid, int block) {
+      if (fitting < 0) return launch(kernel, kernel_grid, block);
+      line("if (" + fit_test + ") {");
+      ++indent_;
+      launch(fitting, kernel_grid, block);
+      --indent_;
+      line("} else {");
+      ++indent_;
+      launch(kernel, kernel_grid, block);
+      --indent_;
+      line("}");
+    };
     // Another version of the kernel where `condition` holds at the launch.
     auto launch_either = [&](const std::string& condition, int other, const std::string& other_grid, int other_block) {
       line("if (" + condition + ") {");
       ++indent_;
-      launch(other, other_grid, other_block);
+      launch_fitting(other, other == wide_index ? wide_fit_index : -1, other_grid, other_block);
       --indent_;
       line("} else {");
       ++indent_;
-      launch(index, grid, block_size_);
+      launch_fitting(index, fit_index, grid, block_size_);
       --indent_;
       line("}");
     };
@@ -3857,7 +3937,7 @@ class CudaEmitter {
                         std::to_string(kStagedRowElements) + ")",
                     staged_index, grid, block_size_);
     } else {
-      launch(index, grid, block_size_);
+      launch_fitting(index, fit_index, grid, block_size_);
     }
     --indent_;
     line("}");
@@ -3915,6 +3995,20 @@ class CudaEmitter {
                               " threads (rows too long for the registers of one block), the kernel's wide version " +
                               kernel_names_[static_cast<size_t>(wide_index)] + " runs instead, with blocks and teams "
                               "of up to " + std::to_string(2 * block_size_) + " threads");
+      if (fit_index >= 0)
+        remark(loop->loc, what +
+                              ": when every row kept in registers fits in them (each loop that keeps one runs at "
+                              "most " +
+                              std::to_string(cuda::row_cache_slots(width, launch_.row_groups)) +
+                              " iterations per thread of the team" +
+                              (width > 1 ? ", in whole groups of " + std::to_string(width) : std::string()) +
+                              ", checked at each launch), the kernel's version " +
+                              kernel_names_[static_cast<size_t>(fit_index)] +
+                              (wide_fit_index >= 0
+                                   ? " (or " + kernel_names_[static_cast<size_t>(wide_fit_index)] + " for the wide one)"
+                                   : std::string()) +
+                              " runs instead, without the code for iterations beyond the registers" +
+                              (width > 1 ? " or for a partial group" : std::string()));
     } else if (batch > 1) {
       std::string text = what + ": CUDA kernel " + name + ", " + std::to_string(batch) + " iterations per thread, "
                          "blocks of " + std::to_string(block_size_) + " threads, each covering " +
@@ -5180,6 +5274,12 @@ class CudaEmitter {
     bool registers_only = false;
   };
   std::unordered_map<const ArrayInfo*, RowRegisters> cached_rows_;
+  // While a kernel's version for rows that fit in the registers is emitted
+  // (docs/cuda.md, "Rows that fit in the registers"): the host runs it only
+  // when every spread loop that keeps rows in registers has at most the
+  // registers' iterations per thread, in whole groups, so those loops leave
+  // out the partial group and the iterations beyond the registers.
+  bool rows_fit_ = false;
   // Values kept in registers, by expression, while the same iterations are
   // emitted; those whose registers an earlier loop filled.
   std::unordered_map<const ExprNode*, RegisterValue> cached_values_;
