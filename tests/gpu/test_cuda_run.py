@@ -5,6 +5,7 @@ and every array argument must match. Arrays are passed as NumPy arrays (copied
 to the GPU and back), plait.DeviceArray, CuPy arrays and PyTorch tensors
 (each when installed). Skipped, with the reason, where CUDA is unavailable."""
 
+import ctypes
 import math
 
 import numpy as np
@@ -173,6 +174,35 @@ def test_bool_reduction(rng, n):
 @pytest.mark.parametrize("dtype", [np.int64, np.int32])
 def test_histogram_with_atomic_increments(rng, kind, n, dtype):
     check(K.histogram, [ints(rng, n, dtype, 0, 1000), np.zeros(17, dtype)], kind)
+
+
+def allocation_of(pointer):
+    """(base, bytes) of the GPU allocation holding `pointer` (cuMemGetAddressRange)."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    context = ctypes.c_void_p()
+    assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0) == 0
+    assert cuda.cuCtxPushCurrent_v2(context) == 0
+    try:
+        base, size = ctypes.c_uint64(), ctypes.c_size_t()
+        assert cuda.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(pointer)) == 0
+        return base.value, size.value
+    finally:
+        cuda.cuCtxPopCurrent_v2(ctypes.byref(ctypes.c_void_p()))
+        cuda.cuDevicePrimaryCtxRelease_v2(0)
+
+
+@pytest.mark.parametrize("n", [1, 17, 18, 19, 20])
+def test_small_int_arrays_are_allocated_in_whole_words(rng, n):
+    # An 8- or 16-bit element's atomic update is a compare-and-swap of the
+    # aligned 32-bit word holding it: the allocation holds that word for the
+    # last elements too (compute-sanitizer memcheck reported reads past a
+    # 17-byte uint8 histogram's allocation before).
+    for dtype in (np.uint8, np.int16):
+        device = plait.to_device(np.zeros(n, dtype))
+        pointer = device.__cuda_array_interface__["data"][0]
+        base, size = allocation_of(pointer)
+        assert base == pointer and size % 4 == 0 and size >= n * np.dtype(dtype).itemsize
+    check(K.histogram, [ints(rng, 1000, np.uint8, 0, 100), np.zeros(n, np.uint8)], "numpy")
 
 
 @pytest.mark.parametrize("n", SIZES)
