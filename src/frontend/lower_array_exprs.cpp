@@ -978,8 +978,9 @@ ir::LoopSchedule Lowerer::apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedu
         fail(ErrorKind::Pragma, "'" + dim.label + "' is reduced with " + reduce_name + " in this statement, not " + op,
              sp.loc);
     } else {
-      // simd; block(N), le(N) and single_block size the CUDA back end's
-      // strips: on the CPU a strip is a vector loop.
+      // simd; block(N), le(N) and single_block vectorise the dimension
+      // (docs/language.md): on CUDA a spread loop of a team, whose size
+      // comes from the trip count at launch (their N is not used yet).
       vec = true;
     }
   }

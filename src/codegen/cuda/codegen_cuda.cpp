@@ -3821,37 +3821,26 @@ class CudaEmitter {
       staging = false;
       constant_team = 0;
     }
-    if (wide_version || rows_version) {
-      const bool muted = mute_remarks_;
-      mute_remarks_ = true;  // the same statements again
-      if (wide_version) {
-        // The host runs it only with a team of the doubled block (its
-        // `wide` test above).
-        block_size_ *= 2;
-        constant_team = block_size_;
-        emit_device_kernel(kernel_names_[static_cast<size_t>(wide_index)], false);
-        constant_team = 0;
-        block_size_ /= 2;
-      } else {
-        emit_device_kernel(kernel_names_[static_cast<size_t>(rows_index)], true);
-      }
-      mute_remarks_ = muted;
-    }
+    // A wide version: blocks twice as large, whose team the host always
+    // takes as the whole block (its `wide` test above).
+    auto emit_wide_kernel = [&](int kernel) {
+      block_size_ *= 2;
+      constant_team = block_size_;
+      emit_device_kernel(kernel_names_[static_cast<size_t>(kernel)], false);
+      constant_team = 0;
+      block_size_ /= 2;
+    };
+    const bool muted = mute_remarks_;
+    mute_remarks_ = true;  // the versions emit the same statements again
+    if (wide_version) emit_wide_kernel(wide_index);
+    if (rows_version) emit_device_kernel(kernel_names_[static_cast<size_t>(rows_index)], true);
     if (fit_index >= 0) {
-      const bool muted = mute_remarks_;
-      mute_remarks_ = true;
       rows_fit_ = true;
       emit_device_kernel(kernel_names_[static_cast<size_t>(fit_index)], false);
-      if (wide_fit_index >= 0) {
-        block_size_ *= 2;
-        constant_team = block_size_;
-        emit_device_kernel(kernel_names_[static_cast<size_t>(wide_fit_index)], false);
-        constant_team = 0;
-        block_size_ /= 2;
-      }
+      if (wide_fit_index >= 0) emit_wide_kernel(wide_fit_index);
       rows_fit_ = false;
-      mute_remarks_ = muted;
     }
+    mute_remarks_ = muted;
 
     // Host: the launch. Results that stay on the device start in their
     // slots whether or not the loop runs: staged here, a stream operation of
