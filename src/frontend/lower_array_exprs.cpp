@@ -945,16 +945,40 @@ void Lowerer::parse_statement_pragmas(const ast::Stmt& stmt) {
         std::string prop = props.substr(q, comma - q);
         q = comma + 1;
         if (prop.empty()) fail(ErrorKind::Pragma, "empty property in '" + entry + "'", p.loc);
-        std::string word = prop.substr(0, prop.find('('));
+        const size_t open = prop.find('(');
+        std::string word = prop.substr(0, open);
         static const std::set<std::string> kKnown = {"parallel", "simd", "block", "reduce", "single_block", "le"};
         if (!kKnown.count(word))
           fail(ErrorKind::Pragma,
                "unknown property '" + word + "' (known: parallel, simd, block(N), reduce(op), single_block, le(N))", p.loc);
+        check_property_argument(
+            word, open == std::string::npos ? std::nullopt : std::optional<std::string>(prop.substr(open)), p.loc);
         sp.props.push_back(prop);
       }
       sliced_pragmas_[entry.substr(0, arrow)] = sp;
     }
   }
+}
+
+// A sliced-pragma property's argument, `(...)` after its name or none:
+// block(N) and le(N) take a positive integer literal below 10**9, reduce(op) an operator (checked
+// against the statement's reduction where it is used), the others nothing.
+void Lowerer::check_property_argument(const std::string& word, const std::optional<std::string>& argument,
+                                      SourceLoc loc) const {
+  const bool sized = word == "block" || word == "le";
+  if (!argument) {
+    if (sized) fail(ErrorKind::Pragma, "'" + word + "' takes a size: " + word + "(N), N a positive integer", loc);
+    return;
+  }
+  if (argument->size() < 2 || argument->back() != ')')
+    fail(ErrorKind::Pragma, "'" + word + *argument + "' is not closed by ')'", loc);
+  if (word == "reduce") return;
+  if (!sized) fail(ErrorKind::Pragma, "'" + word + "' takes no argument, got '" + word + *argument + "'", loc);
+  const std::string digits = argument->substr(1, argument->size() - 2);
+  const bool positive = !digits.empty() && digits.size() <= 9 &&
+                        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+                        std::stoll(digits) > 0;
+  if (!positive) fail(ErrorKind::Pragma, "'" + word + *argument + "': N must be a positive integer below 10**9", loc);
 }
 
 ir::LoopSchedule Lowerer::apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedule sched, const std::string& reduce_name) {

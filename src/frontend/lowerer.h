@@ -270,6 +270,8 @@ class Lowerer {
   std::map<ir::ArrayVar, std::vector<bool>> array_units_;
   void record_units(const std::string& name, const std::vector<bool>& units);
   void parse_statement_pragmas(const ast::Stmt& stmt);
+  void check_property_argument(const std::string& word, const std::optional<std::string>& argument,
+                               SourceLoc loc) const;
   ir::LoopSchedule apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedule sched, const std::string& reduce_name);
   void check_sliced_pragmas_used();
   Expr placeholder(ScalarType t);

@@ -96,6 +96,36 @@ def empty_property(A, y):
     y[:M] = np.sum(A[:M, :N], axis=1)
 
 
+def size_not_a_number(A, y):
+    M, N = A.shape
+    #pragma :M=>parallel :N=>le(N)
+    y[:M] = np.sum(A[:M, :N], axis=1)
+
+
+def size_missing(A, y):
+    M, N = A.shape
+    #pragma :M=>block :N=>reduce(sum)
+    y[:M] = np.sum(A[:M, :N], axis=1)
+
+
+def size_not_positive(A, y):
+    M, N = A.shape
+    #pragma :M=>block(0) :N=>reduce(sum)
+    y[:M] = np.sum(A[:M, :N], axis=1)
+
+
+def argument_to_a_plain_property(A, y):
+    M, N = A.shape
+    #pragma :M=>parallel :N=>single_block(2)
+    y[:M] = np.sum(A[:M, :N], axis=1)
+
+
+def property_not_closed(A, y):
+    M, N = A.shape
+    #pragma :M=>parallel :N=>reduce(sum
+    y[:M] = np.sum(A[:M, :N], axis=1)
+
+
 SCALAR_STATEMENT = "this pragma schedules the loops of an array statement, but the statement below is not one"
 # A pragma's location is its text after the '#'.
 PRAGMA_ERRORS = [
@@ -107,6 +137,11 @@ PRAGMA_ERRORS = [
     (sliced_pragma_above_a_scalar_local, "pragma :", SCALAR_STATEMENT),
     (malformed_entry, "pragma :", "each entry of a sliced-index pragma looks like ':N=>parallel', got 'simd'"),
     (empty_property, "pragma :", "empty property in ':M=>parallel,'"),
+    (size_not_a_number, "pragma :", "'le(N)': N must be a positive integer below 10**9"),
+    (size_missing, "pragma :", "'block' takes a size: block(N), N a positive integer"),
+    (size_not_positive, "pragma :", "'block(0)': N must be a positive integer below 10**9"),
+    (argument_to_a_plain_property, "pragma :", "'single_block' takes no argument, got 'single_block(2)'"),
+    (property_not_closed, "pragma :", "'reduce(sum' is not closed by ')'"),
 ]
 
 
