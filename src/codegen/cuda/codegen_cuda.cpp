@@ -2625,12 +2625,12 @@ class CudaEmitter {
   // stays in registers (a row kept only in registers whose loops all have
   // at most cuda::row_cache_slots iterations per thread), or "" when the host
   // cannot tell.
-  std::string temporaries_in_registers(const WorkerPlan& plan, const Stmt& body,
-                                       const std::set<const VarInfo*>& nest_vars, const std::vector<ArrayVar>& local,
+  // `rows`: the worker's rows kept in registers, `written`: the scalars its
+  // body assigns.
+  std::string temporaries_in_registers(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows,
+                                       const std::set<const VarInfo*>& nest_vars,
+                                       const std::set<const VarInfo*>& written, const std::vector<ArrayVar>& local,
                                        const std::vector<Temporary>& temporaries, const std::string& team) {
-    ScalarCollector written;
-    written.visit(body);
-    const std::vector<cuda::CachedRow> rows = cuda::plan_cached_rows(plan, written.written);
     std::vector<const cuda::CachedRow*> kept;
     for (const Temporary& t : temporaries) {
       const cuda::CachedRow* row = nullptr;
@@ -2639,7 +2639,7 @@ class CudaEmitter {
       if (!row) return "";
       kept.push_back(row);
     }
-    return rows_in_registers_test(plan, kept, nest_vars, written.written, local, team, false);
+    return rows_in_registers_test(plan, kept, nest_vars, written, local, team, false);
   }
 
   // The host's test, before the launch, that every loop of `rows` runs at
@@ -2672,16 +2672,15 @@ class CudaEmitter {
 
   // The host's test for a team kernel's version whose rows fit in the
   // registers (rows_fit_), or "" when it has none: its spread loops keep
-  // rows in registers and their bounds are known before the launch.
-  std::string rows_fit_test(const WorkerPlan& plan, const Stmt& body, const std::set<const VarInfo*>& nest_vars,
+  // rows in registers and their bounds are known before the launch
+  // (arguments as temporaries_in_registers's).
+  std::string rows_fit_test(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows,
+                            const std::set<const VarInfo*>& nest_vars, const std::set<const VarInfo*>& written,
                             const std::vector<ArrayVar>& local, const std::string& team) {
-    ScalarCollector written;
-    written.visit(body);
-    const std::vector<cuda::CachedRow> rows = cuda::plan_cached_rows(plan, written.written);
     if (rows.empty()) return "";
     std::vector<const cuda::CachedRow*> all;
     for (const cuda::CachedRow& r : rows) all.push_back(&r);
-    return rows_in_registers_test(plan, all, nest_vars, written.written, local, team, true);
+    return rows_in_registers_test(plan, all, nest_vars, written, local, team, true);
   }
 
   // Host code before the launch of a kernel with temporaries: the largest
@@ -3490,6 +3489,13 @@ class CudaEmitter {
     }
     std::string team;  // host: the team size, when the worker is a team
     const int width = plan.team ? cuda::group_width(plan) : 1;
+    // The rows a team's worker keeps in registers between its spread loops
+    // (worker_plan.h, plan_cached_rows), for its wide version, its version
+    // for rows that fit and its temporaries' test.
+    ScalarCollector worker_written;
+    worker_written.visit(innermost->body);
+    const std::vector<cuda::CachedRow> cached_rows =
+        plan.team ? cuda::plan_cached_rows(plan, worker_written.written) : std::vector<cuda::CachedRow>{};
     // A team that keeps rows in registers and wants more threads than the
     // block has (a row longer than the block's registers hold) runs in a
     // second version of the kernel with blocks twice as large: the rest of
@@ -3497,7 +3503,7 @@ class CudaEmitter {
     // blocks for long rows").
     const bool wide_version = plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_ &&
                               temporaries.empty() && privatised.empty() && launch_.max_team == 0 &&
-                              2 * block_size_ <= kWideBlockLimit && keeps_rows_in_registers(plan, innermost->body);
+                              2 * block_size_ <= kWideBlockLimit && !cached_rows.empty();
     std::string wide;  // host: whether the wide version runs
     if (plan.team) {
       team = temp("team");
@@ -3585,9 +3591,10 @@ class CudaEmitter {
     // A team kernel that keeps rows in registers has a version for rows that
     // fit in them (and so does its wide version), which the host runs when
     // `fit_test` holds (rows_fit_).
-    const std::string fit_test = plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_
-                                     ? rows_fit_test(plan, innermost->body, nest_vars, cap.local_arrays, team)
-                                     : std::string();
+    const std::string fit_test =
+        plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_
+            ? rows_fit_test(plan, cached_rows, nest_vars, worker_written.written, cap.local_arrays, team)
+            : std::string();
     const int fit_index = fit_test.empty() ? -1 : add_kernel(name + "_fit");
     const int wide_fit_index = fit_index >= 0 && wide_version ? add_kernel(name + "_wide_fit") : -1;
     // The version being emitted stages its rows (emit_staged_rows_worker_loop).
@@ -3871,13 +3878,13 @@ class CudaEmitter {
     ++indent_;
     std::string grid = grid_of(block_size_);
     if (!temporaries.empty()) {
-      grid = emit_temporaries_buffer(temporary_plan, levels, total, grid,
-                                     plan.team ? std::to_string(block_size_) + " / " + team
-                                               : std::to_string(block_size_),
-                                     temps_buffer, temps_stride,
-                                     plan.team ? temporaries_in_registers(plan, innermost->body, nest_vars,
-                                                                          cap.local_arrays, temporaries, team)
-                                               : "");
+      grid = emit_temporaries_buffer(
+          temporary_plan, levels, total, grid,
+          plan.team ? std::to_string(block_size_) + " / " + team : std::to_string(block_size_), temps_buffer,
+          temps_stride,
+          plan.team ? temporaries_in_registers(plan, cached_rows, nest_vars, worker_written.written, cap.local_arrays,
+                                               temporaries, team)
+                    : "");
     }
     auto launch = [&](int kernel, const std::string& grid, int block) {
       if (resident) {
@@ -4035,14 +4042,6 @@ class CudaEmitter {
                         "has at most " + std::to_string(kPrivateCopyBytes / element_bytes(a->type.dtype)) +
                         " elements, then one atomic per non-zero element per block");
     }
-  }
-
-  // Whether a team worker keeps rows in registers between its spread loops
-  // (worker_plan.h, plan_cached_rows).
-  static bool keeps_rows_in_registers(const WorkerPlan& plan, const Stmt& body) {
-    ScalarCollector written;
-    written.visit(body);
-    return !cuda::plan_cached_rows(plan, written.written).empty();
   }
 
   // ------------------------------------------------------------ persistent time loops
