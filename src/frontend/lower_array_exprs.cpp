@@ -1003,9 +1003,14 @@ ir::LoopSchedule Lowerer::apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedu
              sp.loc);
     } else {
       // simd; block(N), le(N) and single_block vectorise the dimension
-      // (docs/language.md): on CUDA a spread loop of a team, whose size
-      // comes from the trip count at launch (their N is not used yet).
+      // (docs/language.md); the CUDA back end sizes its teams and blocks
+      // from their N (docs/cuda.md, "Sizes from the pragmas").
       vec = true;
+      const size_t open = prop.find('(');
+      const int size = open == std::string::npos ? 0 : std::stoi(prop.substr(open + 1));
+      if (word == "block") sched.block_strip = size;
+      if (word == "le") sched.most_trips = size;
+      if (word == "single_block") sched.single_block = true;
     }
   }
   if (dim.reduction && !dim.vectorizable) vec = false;

@@ -342,6 +342,13 @@ struct LoopSchedule {
   int simd_width = 0;                  // simd(N); 0 = the back end's choice
   int num_threads = 0;                 // num_threads(N); 0 = the kernel's default
   int collapse = 1;                    // number of perfectly nested parallel loops run as one
+  // The sliced pragmas' sizes (docs/language.md), which only the CUDA back end
+  // reads (docs/cuda.md, "Sizes from the pragmas"): block(N), the strip of a
+  // thread block; le(N), a bound on the trip count; single_block, the whole
+  // dimension in one thread block.
+  int block_strip = 0;  // block(N); 0 = none
+  int most_trips = 0;   // le(N); 0 = none
+  bool single_block = false;
   std::vector<Reduction> reductions;   // scalars combined across iterations
   std::vector<ArrayReduction> array_reductions;  // arrays combined across iterations
   std::vector<Var> privates;           // private(...): the pragma's and those passes find

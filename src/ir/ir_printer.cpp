@@ -63,6 +63,9 @@ std::string schedule_text(const LoopSchedule& s) {
   if (s.num_threads > 0) out += " num_threads(" + std::to_string(s.num_threads) + ")";
   if (s.collapse > 1) out += " collapse(" + std::to_string(s.collapse) + ")";
   if (s.simd_width > 0) out += " simdlen(" + std::to_string(s.simd_width) + ")";
+  if (s.block_strip > 0) out += " block(" + std::to_string(s.block_strip) + ")";
+  if (s.most_trips > 0) out += " le(" + std::to_string(s.most_trips) + ")";
+  if (s.single_block) out += " single_block";
   for (const Reduction& r : s.reductions) out += std::string(" reduction(") + reduce_op_name(r.op) + ": " + r.var->name + ")";
   for (const ArrayReduction& r : s.array_reductions)
     out += std::string(" reduction(") + reduce_op_name(r.op) + ": " + r.array->name + "[:])";

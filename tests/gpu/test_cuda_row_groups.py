@@ -155,6 +155,7 @@ inline int64_t split_digit(int64_t& rest, int64_t trip) {
 }
 inline double inf_f64() { return std::numeric_limits<double>::infinity(); }
 template <typename T> T py_max(T a, T b) { return b > a ? b : a; }
+template <typename T> T py_min(T a, T b) { return b < a ? b : a; }
 struct op_add { template <typename T> T operator()(T a, T b) const { return a + b; } };
 struct op_max { template <typename T> T operator()(T a, T b) const { return py_max(a, b); } };
 template <typename T> T maximum(T a, T b) { return a != a ? a : b != b ? b : b > a ? b : a; }

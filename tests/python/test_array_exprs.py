@@ -979,6 +979,11 @@ def test_sliced_pragma_block_single_block_and_le(rng):
         check(blocked_pragma, arr(rng, np.float64, (m, n)), arr(rng, np.float64, n))
     for n in (0, 1, 17, 4096):
         check(strip_pragmas, arr(rng, np.float64, n), arr(rng, np.float64, n))
+    # The sizes stay on the loops' schedules (the CUDA back end reads them;
+    # docs/cuda.md, "Sizes from the pragmas").
+    ir = jitted(blocked_pragma).inspect_ir() + jitted(strip_pragmas).inspect_ir()
+    assert "block(2)" in ir and "block(2048)" in ir
+    assert "single_block" in ir and "le(4096)" in ir
 
 
 def test_sliced_pragma_reductions_max_and_named_sum(rng):

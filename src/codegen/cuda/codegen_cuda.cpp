@@ -304,6 +304,31 @@ class UsesVars : public IRVisitor {
 };
 
 // Whether a loop body leaves the loop early (break at its level, or return).
+// The loops of a statement whose schedule carries a sliced pragma's size
+// (block(N), le(N), single_block), for the remark when a worker does not use
+// them.
+class SizedLoops : public IRVisitor {
+ public:
+  std::vector<const For*> loops;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const For* n) override {
+    const LoopSchedule& s = n->schedule;
+    if (s.block_strip > 0 || s.most_trips > 0 || s.single_block) loops.push_back(n);
+    IRVisitor::visit(n);
+  }
+};
+
+// The sizes a loop's sliced pragma gives, as written: "single_block", "le(64)".
+std::string pragma_sizes(const LoopSchedule& s) {
+  std::string out;
+  if (s.single_block) out += "single_block";
+  if (s.block_strip > 0) out += std::string(out.empty() ? "" : ", ") + "block(" + std::to_string(s.block_strip) + ")";
+  if (s.most_trips > 0) out += std::string(out.empty() ? "" : ", ") + "le(" + std::to_string(s.most_trips) + ")";
+  return out;
+}
+
 class LeavesLoop : public IRVisitor {
  public:
   bool found = false;
@@ -3296,6 +3321,52 @@ class CudaEmitter {
     }
   }
 
+  // The team that the sliced pragmas of a team worker's spread loops ask for
+  // (docs/cuda.md, "Sizes from the pragmas"): the largest of single_block's
+  // whole block, block(N)'s N threads and le(N)'s team for N iterations (the
+  // host's rule for a trip count of N: at most 4 iterations, or groups, per
+  // thread). 0 when no spread loop has one. `cap`: the kernel's largest team.
+  struct PragmaTeam {
+    int team = 0;
+    bool whole_block = false;  // single_block: the wide version's team is its whole block too
+    std::string asked_by;      // "single_block at line 12", for explain()
+  };
+  PragmaTeam pragma_team(const WorkerPlan& plan, int cap) const {
+    PragmaTeam out;
+    const int width = cuda::group_width(plan);
+    for (const For* f : cuda::spread_loops(plan)) {
+      const LoopSchedule& s = f->schedule;
+      int team = 0;
+      if (s.single_block) {
+        team = block_size_;
+      } else if (s.block_strip > 0) {
+        team = s.block_strip;
+        if ((team & (team - 1)) != 0 || team > block_size_)
+          throw CompileError(ErrorKind::Pragma,
+                             "block(" + std::to_string(team) +
+                                 ") of a dimension spread over a team of threads sets "
+                                 "the team's threads on CUDA: a power of two up to the block's " +
+                                 std::to_string(block_size_),
+                             fn_.source, s.pragma_loc);
+      } else if (s.most_trips > 0) {
+        const int64_t share = (s.most_trips + width - 1) / width;
+        team = 32;
+        while (team < cap && int64_t(team) * 4 < share) team *= 2;
+      }
+      if (team == 0) continue;
+      // A block has 15 named barriers besides __syncthreads's, one per team
+      // of more than a warp and less than the block (plait_cuda::team_for).
+      if (team > 32 && team < block_size_ && block_size_ / team > 15) team *= 2;
+      if (team > out.team) {
+        out.team = team;
+        out.asked_by = pragma_sizes(s) + " at line " + std::to_string(s.pragma_loc.line);
+      }
+      out.whole_block = out.whole_block || s.single_block;
+    }
+    out.whole_block = out.whole_block && out.team == block_size_;
+    return out;
+  }
+
   void emit_parallel_kernel(const For* loop) {
     const LoopSchedule& sc = loop->schedule;
     LeavesLoop leaves;
@@ -3309,6 +3380,30 @@ class CudaEmitter {
       throw CompileError(ErrorKind::Unsupported, "too many reductions in one parallel loop for the CUDA target",
                          fn_.source, loop->loc);
     }
+    // block(N) on a parallel dimension: the kernel's blocks have N threads
+    // (docs/cuda.md, "Sizes from the pragmas"), the innermost such
+    // dimension's N when several have one; the configured size comes back
+    // when the kernel is emitted.
+    struct RestoreBlockSize {
+      int& size;
+      int value;
+      ~RestoreBlockSize() { size = value; }
+    } const restore_block_size{block_size_, block_size_};
+    const For* strip_level = nullptr;
+    for (const For* f : nest)
+      if (f->schedule.block_strip > 0) strip_level = f;
+    if (strip_level) {
+      const int n = strip_level->schedule.block_strip;
+      if (n < 32 || n > 1024 || (n & (n - 1)) != 0)
+        throw CompileError(ErrorKind::Pragma,
+                           "block(" + std::to_string(n) +
+                               ") of a parallel dimension sets the threads of its CUDA kernel's blocks: a power of "
+                               "two from 32 to 1024",
+                           fn_.source, strip_level->schedule.pragma_loc);
+      block_size_ = n;
+    }
+    // The largest team of this kernel: the configured one, at most its block.
+    const int team_cap = std::min(launch_.team_cap(), block_size_);
 
     // Host: the iteration space.
     line("{");
@@ -3342,6 +3437,36 @@ class CudaEmitter {
     for (const Var& v : cap.scalars)
       if (!nest_vars.count(v.get())) outside.insert(v.get());
     WorkerPlan plan = cuda::plan_worker(innermost->body, nest_vars, outside);
+    // A team size from the pragmas is the team whatever the number of
+    // workers and whether or not the host can count the rows.
+    const PragmaTeam asked = plan.team && !whole_block_worker_ ? pragma_team(plan, team_cap) : PragmaTeam{};
+    if (asked.team) plan.teams_when_few = false;
+    {
+      // What the pragmas' sizes do here, or why they do nothing.
+      if (strip_level)
+        remark(strip_level->schedule.pragma_loc, "block(" + std::to_string(block_size_) +
+                                                     ") of a parallel dimension: the CUDA kernel of the loop "
+                                                     "at line " +
+                                                     std::to_string(loop->loc.line) + " has blocks of " +
+                                                     std::to_string(block_size_) + " threads");
+      for (const For* f : nest)
+        if (f->schedule.single_block || f->schedule.most_trips > 0)
+          remark(f->schedule.pragma_loc,
+                 "the pragma's " + pragma_sizes(f->schedule) + " is not used on CUDA for a parallel dimension");
+      SizedLoops sized;
+      sized.visit(innermost->body);
+      const std::vector<const For*> spread = plan.team ? cuda::spread_loops(plan) : std::vector<const For*>{};
+      for (const For* f : sized.loops) {
+        if (std::find(spread.begin(), spread.end(), f) != spread.end()) continue;
+        remark(f->schedule.pragma_loc,
+               "the pragma's " + pragma_sizes(f->schedule) + " is not used on CUDA: " +
+                   (plan.team ? "its dimension's loop is not spread over the team of threads that runs each "
+                                "iteration of the parallel loop at line " +
+                                    std::to_string(loop->loc.line)
+                              : "the parallel loop at line " + std::to_string(loop->loc.line) +
+                                    " runs each iteration in one thread"));
+      }
+    }
     // The team size follows the largest trip count of the spread loops that
     // the host can compute before the launch. When none can be (the trip
     // count varies between workers, as for CSR rows) the worker stays one
@@ -3351,6 +3476,9 @@ class CudaEmitter {
     // rows, `C[i, :i + 1]`) are taken at the first and the last worker: a
     // team size is a cost choice, not a matter of correctness.
     std::string trips;
+    // The host's function of the worker's variables that `trips` calls, if
+    // any: emitted where the host computes the team from `trips`.
+    std::string trips_at_worker;
     // Inner loops whose trip counts vary between workers and are not known
     // before the launch (CSR rows): a team of kSmallTeam threads.
     bool small_team = false;
@@ -3394,7 +3522,7 @@ class CudaEmitter {
           first += (first.empty() ? "" : ", ") + lv.begin;
           last += (last.empty() ? "" : ", ") + lv.begin + " + (" + lv.trip + " - 1) * " + lv.step;
         }
-        line("auto " + at + " = [&](" + params_text + ") -> int64_t { return " + by_worker + "; };");
+        trips_at_worker = "auto " + at + " = [&](" + params_text + ") -> int64_t { return " + by_worker + "; };";
         const std::string t = "std::max<int64_t>(" + at + "(" + first + "), " + at + "(" + last + "))";
         trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
       }
@@ -3402,8 +3530,9 @@ class CudaEmitter {
         // One worker: the whole block, whatever the trip counts (team_for
         // gives the block's threads from 16 iterations per thread).
         trips = "int64_t(" + std::to_string(16 * block_size_) + ")";
+        trips_at_worker.clear();
         plan.teams_when_few = false;
-      } else if (trips.empty()) {
+      } else if (trips.empty() && !asked.team) {
         // A small team unless the cost rule prefers one thread anyway, or
         // the worker allocates arrays (not measured with small teams: it
         // stays one thread, as before them).
@@ -3503,10 +3632,12 @@ class CudaEmitter {
     // blocks for long rows").
     const bool wide_version = plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_ &&
                               temporaries.empty() && privatised.empty() && launch_.max_team == 0 &&
-                              2 * block_size_ <= kWideBlockLimit && !cached_rows.empty();
+                              2 * block_size_ <= kWideBlockLimit && !cached_rows.empty() &&
+                              (!asked.team || (asked.whole_block && !trips.empty()));
     std::string wide;  // host: whether the wide version runs
     if (plan.team) {
       team = temp("team");
+      if (!small_team && (!asked.team || wide_version) && !trips_at_worker.empty()) line(trips_at_worker);
       // With groups, a thread's share is counted in groups.
       std::string share = small_team ? std::string()
                           : width > 1 ? "(" + trips + " + " + std::to_string(width - 1) + ") / " + std::to_string(width)
@@ -3519,10 +3650,12 @@ class CudaEmitter {
       // A whole-block worker's team is the block; other teams stop at the
       // configured largest team.
       const std::string team_for = "plait_cuda::team_for(" + share + ", " +
-                                   std::to_string(whole_block_worker_ ? block_size_ : launch_.team_cap()) + ", " +
+                                   std::to_string(whole_block_worker_ ? block_size_ : team_cap) + ", " +
                                    std::to_string(block_size_) + ")";
       if (small_team) {
         line("const int32_t " + team + " = " + std::to_string(kSmallTeam) + ";");
+      } else if (asked.team && !wide_version) {
+        line("const int32_t " + team + " = " + std::to_string(asked.team) + ";");
       } else if (wide_version) {
         const std::string wide_team = temp("wide_team");
         wide = temp("wide");
@@ -3531,7 +3664,8 @@ class CudaEmitter {
         // Teams are powers of two up to the doubled block: more than the
         // block is the doubled block, the wide version's constant team.
         line("const bool " + wide + " = " + wide_team + " == " + std::to_string(2 * block_size_) + ";");
-        line("const int32_t " + team + " = " + wide + " ? " + wide_team + " : " + team_for + ";");
+        line("const int32_t " + team + " = " + wide + " ? " + wide_team + " : " +
+             (asked.team ? std::to_string(asked.team) : team_for) + ";");
       } else if (plan.teams_when_few) {
         line("const int32_t " + team + " = " + total + " < " + std::to_string(kFewWorkers) + " ? " + team_for +
              " : 1;");
@@ -3604,8 +3738,9 @@ class CudaEmitter {
     // small team, the wide version's block. A constant team is a constant of
     // the kernel: team_combine and the lane arithmetic with a team known only
     // at run time made the staged version's row sums 15% slower, and the
-    // wide version's softmax of 8192 x 8192 7% slower (docs/cuda.md).
-    int constant_team = 0;
+    // wide version's softmax of 8192 x 8192 7% slower (docs/cuda.md); and
+    // the team the pragmas ask for.
+    int constant_team = asked.team;
     auto emit_device_kernel = [&](const std::string& kernel_name, bool rows) {
       ModeSwitch to_device(*this);
       shared_decls_.clear();
@@ -3826,7 +3961,7 @@ class CudaEmitter {
       constant_team = kSmallTeam;
       emit_device_kernel(kernel_names_[static_cast<size_t>(staged_index)], false);
       staging = false;
-      constant_team = 0;
+      constant_team = asked.team;
     }
     // A wide version: blocks twice as large, whose team the host always
     // takes as the whole block (its `wide` test above).
@@ -3834,7 +3969,7 @@ class CudaEmitter {
       block_size_ *= 2;
       constant_team = block_size_;
       emit_device_kernel(kernel_names_[static_cast<size_t>(kernel)], false);
-      constant_team = 0;
+      constant_team = asked.team;
       block_size_ /= 2;
     };
     const bool muted = mute_remarks_;
@@ -3959,8 +4094,10 @@ class CudaEmitter {
     if (plan.team && plan.teams_when_few) {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one thread per iteration when there are at least " +
                             std::to_string(kFewWorkers) + ", else one team of threads per iteration (32 to " +
-                            std::to_string(launch_.team_cap()) + " threads, from the inner trip count n as the smallest power of two >= " + share +
-                            "), blocks of " + std::to_string(block_size_) + " threads, grid-stride loop over "
+                            std::to_string(team_cap) +
+                            " threads, from the inner trip count n as the smallest power of two >= " + share +
+                            "), blocks of " + std::to_string(block_size_) +
+                            " threads, grid-stride loop over "
                             "iterations");
     } else if (small_team) {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one team of " + std::to_string(kSmallTeam) +
@@ -3981,30 +4118,19 @@ class CudaEmitter {
                                           " per block), then each team sums its row's; a block whose rows hold "
                                           "more runs them directly"
                                     : std::string()));
+    } else if (plan.team && asked.team) {
+      remark(loop->loc, what + ": CUDA kernel " + name + ", one team of " + std::to_string(asked.team) +
+                            " threads per iteration (" + asked.asked_by + "), blocks of " +
+                            std::to_string(block_size_) + " threads, grid-stride loop over iterations");
     } else if (plan.team) {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one team of threads per iteration, blocks of " +
-                            std::to_string(block_size_) + " threads, grid-stride loop over iterations; the team "
-                            "has 32 (a warp) to " + std::to_string(launch_.team_cap()) + " threads, chosen at launch from the inner trip count n as the "
-                            "smallest power of two >= " + share);
-      if (wide_version)
-        remark(loop->loc, what + ": when that rule asks for a team of more than " + std::to_string(block_size_) +
-                              " threads (rows too long for the registers of one block), the kernel's wide version " +
-                              kernel_names_[static_cast<size_t>(wide_index)] + " runs instead, with blocks and teams "
-                              "of up to " + std::to_string(2 * block_size_) + " threads");
-      if (fit_index >= 0)
-        remark(loop->loc, what +
-                              ": when every row kept in registers fits in them (each loop that keeps one runs at "
-                              "most " +
-                              std::to_string(cuda::row_cache_slots(width, launch_.row_groups)) +
-                              " iterations per thread of the team" +
-                              (width > 1 ? ", in whole groups of " + std::to_string(width) : std::string()) +
-                              ", checked at each launch), the kernel's version " +
-                              kernel_names_[static_cast<size_t>(fit_index)] +
-                              (wide_fit_index >= 0
-                                   ? " (or " + kernel_names_[static_cast<size_t>(wide_fit_index)] + " for the wide one)"
-                                   : std::string()) +
-                              " runs instead, without the code for iterations beyond the registers" +
-                              (width > 1 ? " or for a partial group" : std::string()));
+                            std::to_string(block_size_) +
+                            " threads, grid-stride loop over iterations; the team "
+                            "has 32 (a warp) to " +
+                            std::to_string(team_cap) +
+                            " threads, chosen at launch from the inner trip count n as the "
+                            "smallest power of two >= " +
+                            share);
     } else if (batch > 1) {
       std::string text = what + ": CUDA kernel " + name + ", " + std::to_string(batch) + " iterations per thread, "
                          "blocks of " + std::to_string(block_size_) + " threads, each covering " +
@@ -4032,6 +4158,29 @@ class CudaEmitter {
       remark(loop->loc, what + ": CUDA kernel " + name + ", one thread per iteration, blocks of " +
                             std::to_string(block_size_) + " threads, grid-stride loop" +
                             (plan.team || unbatched.empty() ? "" : " (one iteration per thread: " + unbatched + ")"));
+    }
+    if (plan.team && !small_team && !plan.teams_when_few) {
+      if (wide_version)
+        remark(loop->loc, what + ": when that rule asks for a team of more than " + std::to_string(block_size_) +
+                              " threads (rows too long for the registers of one block), the kernel's wide version " +
+                              kernel_names_[static_cast<size_t>(wide_index)] +
+                              " runs instead, with blocks and teams "
+                              "of up to " +
+                              std::to_string(2 * block_size_) + " threads");
+      if (fit_index >= 0)
+        remark(loop->loc, what +
+                              ": when every row kept in registers fits in them (each loop that keeps one runs at "
+                              "most " +
+                              std::to_string(cuda::row_cache_slots(width, launch_.row_groups)) +
+                              " iterations per thread of the team" +
+                              (width > 1 ? ", in whole groups of " + std::to_string(width) : std::string()) +
+                              ", checked at each launch), the kernel's version " +
+                              kernel_names_[static_cast<size_t>(fit_index)] +
+                              (wide_fit_index >= 0
+                                   ? " (or " + kernel_names_[static_cast<size_t>(wide_fit_index)] + " for the wide one)"
+                                   : std::string()) +
+                              " runs instead, without the code for iterations beyond the registers" +
+                              (width > 1 ? " or for a partial group" : std::string()));
     }
     for (const Reduction& r : sc.reductions) {
       remark(loop->loc, std::string(reduce_op_name(r.op)) + "-reduction of `" + r.var->name +
