@@ -341,6 +341,14 @@ def test_emit_so_is_refused_for_the_cuda_target(tmp_path):
     assert "--emit so is for the CPU target" in result.stderr
 
 
+def without_warp_versions(device_source):
+    """The device source without the team kernels' versions for teams of a
+    warp (`<kernel>_warp`, the same text with the team a constant: docs/cuda.md,
+    "Teams of a warp"), for tests that count what the kernels contain."""
+    parts = re.split(r"(?=\n// parallel loop over )", device_source)
+    return "".join(part for part in parts if not re.search(r"__global__ void __launch_bounds__\(\d+\) \w+_warp\(", part))
+
+
 def kernels_by_name(device_source):
     """The kernels of a device source, by name: each kernel's text from its declaration to the next one."""
     parts = device_source.split('extern "C" __global__ void ')[1:]

@@ -19,7 +19,7 @@ import pytest
 import emulation
 import paired_kernels as P
 import plait
-from test_cuda_codegen import PLAITC, compile_tests, emit_from, plaitc
+from test_cuda_codegen import PLAITC, compile_tests, emit_from, plaitc, without_warp_versions
 from test_cuda_run import KINDS, check, floats, ints
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -47,7 +47,7 @@ def emit(tmp_path, name, signature, what, *extra):
 
 @compiles
 def test_row_product_runs_two_columns_per_pass_through_one_inner_loop(tmp_path):
-    device = emit(tmp_path, "row_products", P.KERNELS["row_products"][0], "cu")
+    device = without_warp_versions(emit(tmp_path, "row_products", P.KERNELS["row_products"][0], "cu"))
     loop = PAIRED_LOOP.search(device)
     assert loop, device
     second = loop.group(3)
@@ -72,7 +72,7 @@ def test_row_product_runs_two_columns_per_pass_through_one_inner_loop(tmp_path):
 
 @compiles
 def test_covariance_pairs_both_versions_of_its_product_and_no_other_loop(tmp_path):
-    device = emit(tmp_path, "covariance", P.KERNELS["covariance"][0], "cu")
+    device = without_warp_versions(emit(tmp_path, "covariance", P.KERNELS["covariance"][0], "cu"))
     rows = device[device.index("// parallel loop over `i`"):]
     assert len(PAIRED_LOOP.findall(rows)) == 2
     # The copies into and out of the mirror's temporary (in three versions)
@@ -95,7 +95,7 @@ def test_iterations_run_one_at_a_time_without_a_loop_for_both(tmp_path, name):
 
 @compiles
 def test_mixed_body_fuses_the_loops_with_fixed_bounds_only(tmp_path):
-    device = emit(tmp_path, "mixed_body", P.KERNELS["mixed_body"][0], "cu")
+    device = without_warp_versions(emit(tmp_path, "mixed_body", P.KERNELS["mixed_body"][0], "cu"))
     body = device[PAIRED_LOOP.search(device).end():]
     # The k and k2 loops run once for both; the q loop (j % 3 iterations)
     # once per iteration, the second under the flag.

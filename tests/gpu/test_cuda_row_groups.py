@@ -24,7 +24,7 @@ import pytest
 import emulation
 import plait
 import row_group_kernels as K
-from test_cuda_codegen import NVCC, PLAITC, assert_nvcc_compiles, emit_from, plaitc
+from test_cuda_codegen import NVCC, PLAITC, assert_nvcc_compiles, emit_from, plaitc, without_warp_versions
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -94,7 +94,8 @@ def test_groups_and_values_in_the_source(tmp_path):
     assert re.search(r"for \(int p_u = 0; p_u < 4; \+\+p_u\) \{\n\s*if \(p_u < p_tail\d+\) \{", softmax)
     assert "/ p_team" not in softmax and "const int p_team_shift = __ffs(p_team) - 1;" in softmax
     # gesummv: two matrices' rows and the vector in groups of 4 doubles.
-    dots = device_source(tmp_path, "two_row_dots", "float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]")
+    dots = without_warp_versions(
+        device_source(tmp_path, "two_row_dots", "float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]"))
     # a, b and x (one load for both x[j]), for the whole groups and the partial one
     assert dots.count("= plait::load_lanes<double, 4>(") == 6
     # Values that change, or that the first loop computes only sometimes,
@@ -298,6 +299,40 @@ def test_emulated_dots_stores_steps_and_integers(tmp_path, rng, team, m):
                    [(0, (slice(None), slice(1, None))), (1, slice(None)), (2, slice(None))], scalars=(100,))
 
 
+@pytest.mark.skipif(not PLAITC.exists(), reason=f"plaitc not built at {PLAITC}")
+def test_team_kernels_without_rows_in_registers_have_a_version_for_a_warp(tmp_path):
+    signature = "float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]"
+    device = device_source(tmp_path, "two_row_dots", signature)
+    warp = device[device.index("plait_two_row_dots_k0_warp("):]
+    assert "constexpr int32_t p_team = 32;" in warp
+    assert "constexpr int32_t p_team" not in device[:device.index("plait_two_row_dots_k0_warp(")]
+    host = emit_from(KERNELS_FILE, tmp_path, "two_row_dots", signature, "cpp").read_text()
+    assert re.search(r"if \(p_team\d+ == 32\) \{", host)
+    # Rows kept in registers: no such version (it ran 4% slower on the loop softmax).
+    assert "_warp(" not in device_source(tmp_path, "loop_softmax", "f32[:, ::1], f32[:, ::1]")
+
+
+@emulated
+@pytest.mark.parametrize("m", [1, 2, 67, 130, 600])
+def test_emulated_versions_for_teams_of_a_warp(tmp_path, rng, m):
+    # The _warp versions (docs/cuda.md, "Teams of a warp"), which the host
+    # runs when its rule gives a team of 32: misaligned rows, a step of 2,
+    # small integers; rows longer than the rule sends to a warp too.
+    a, b, x = rng.random((6, m + 1)), rng.random((6, m + 1)), rng.random(m + 1)
+    check_emulated(tmp_path, K.two_row_dots, "float, float, f64[:, ::1], f64[:, ::1], f64[::1], f64[::1]",
+                   [(0, 1, 6)], 32, [a, b, x, np.zeros(6)],
+                   [(0, (slice(None), slice(0, m))), (1, (slice(None), slice(1, None))), (2, slice(1, None)),
+                    (3, slice(None))], scalars=(1.5, 1.2), rtol=1e-12, version="_warp")
+    f = rng.random((6, m)).astype(np.float32)
+    check_emulated(tmp_path, K.every_other_column, "f32[:, ::1], f32[:, ::1]", [(0, 1, 6)], 32,
+                   [f, np.zeros_like(f)], [(0, ALL), (1, ALL)], rtol=1e-6, version="_warp")
+    ints = rng.integers(0, 256, (6, m + 1)).astype(np.uint8)
+    check_emulated(tmp_path, K.small_int_row_sums, "int, u8[:, ::1], i64[::1], i64[::1]", [(0, 1, 6)], 32,
+                   [ints, np.zeros(6, np.int64), np.zeros(6, np.int64)],
+                   [(0, (slice(None), slice(1, None))), (1, slice(None)), (2, slice(None))], scalars=(min(m, 100),),
+                   version="_warp")
+
+
 @emulated
 @pytest.mark.parametrize("team", [1, 32, 256])
 @pytest.mark.parametrize("m", [5, 2051])
@@ -451,6 +486,18 @@ def test_teams_of_one_and_teams(rng, shape):
     n, k, m = shape
     a, b = positive_rows(rng, k, np.float64, n), positive_rows(rng, m, np.float64, k)
     run(K.row_times_matrix, [a, b, np.empty((n, m))], 1e-12, poison=[2])
+
+
+@on_gpu
+@pytest.mark.parametrize("m,version", [(1, "_warp"), (64, "_warp"), (512, "_warp"), (513, ""), (4096, "")])
+def test_teams_of_a_warp_run_their_version(rng, capfd, monkeypatch, m, version):
+    # team_for gives a warp up to 128 groups of 4 (512 elements).
+    from test_cuda_run import launched
+    monkeypatch.setenv("PLAIT_CUDA_LOG_LAUNCHES", "1")
+    a, b = positive_rows(rng, m, np.float64, 9), positive_rows(rng, m, np.float64, 9)
+    x = positive_rows(rng, m, np.float64, 1)[0]
+    run(K.two_row_dots, [1.5, 1.2, a, b, x, np.empty(9)], 1e-12, poison=[5])
+    assert launched(capfd) == ["plait_two_row_dots_k0" + version]
 
 
 @on_gpu
