@@ -953,7 +953,7 @@ void Lowerer::parse_statement_pragmas(const ast::Stmt& stmt) {
                "unknown property '" + word + "' (known: parallel, simd, block(N), reduce(op), single_block, le(N))", p.loc);
         check_property_argument(
             word, open == std::string::npos ? std::nullopt : std::optional<std::string>(prop.substr(open)), p.loc);
-        sp.props.push_back(prop);
+        sp.props.push_back({word, open == std::string::npos ? "" : prop.substr(open + 1, prop.size() - open - 2)});
       }
       sliced_pragmas_[entry.substr(0, arrow)] = sp;
     }
@@ -989,15 +989,13 @@ ir::LoopSchedule Lowerer::apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedu
   sp.used = true;
   sched.pragma_loc = sp.loc;
   bool par = false, vec = false;
-  for (const std::string& prop : sp.props) {
-    std::string word = prop.substr(0, prop.find('('));
-    if (word == "parallel") {
+  for (const SlicedProperty& prop : sp.props) {
+    if (prop.word == "parallel") {
       par = true;
-    } else if (word == "reduce") {
+    } else if (prop.word == "reduce") {
       if (!dim.reduction)
         fail(ErrorKind::Pragma, "'" + dim.label + "' is not a reduced dimension of this statement", sp.loc);
-      size_t open = prop.find('(');
-      std::string op = open == std::string::npos ? "" : prop.substr(open + 1, prop.find_first_of(":)", open) - open - 1);
+      const std::string op = prop.argument.substr(0, prop.argument.find(':'));
       if (op != reduce_name && !(op == "sum" && (reduce_name == "mean" || reduce_name == "dot")))
         fail(ErrorKind::Pragma, "'" + dim.label + "' is reduced with " + reduce_name + " in this statement, not " + op,
              sp.loc);
@@ -1006,11 +1004,9 @@ ir::LoopSchedule Lowerer::apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedu
       // (docs/language.md); the CUDA back end sizes its teams and blocks
       // from their N (docs/cuda.md, "Sizes from the pragmas").
       vec = true;
-      const size_t open = prop.find('(');
-      const int size = open == std::string::npos ? 0 : std::stoi(prop.substr(open + 1));
-      if (word == "block") sched.block_strip = size;
-      if (word == "le") sched.most_trips = size;
-      if (word == "single_block") sched.single_block = true;
+      if (prop.word == "block") sched.block_strip = std::stoi(prop.argument);
+      if (prop.word == "le") sched.most_trips = std::stoi(prop.argument);
+      if (prop.word == "single_block") sched.single_block = true;
     }
   }
   if (dim.reduction && !dim.vectorizable) vec = false;

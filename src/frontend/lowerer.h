@@ -254,8 +254,14 @@ class Lowerer {
   std::vector<Stmt> build_nest(const std::vector<LoopDim>& dims, Sink& inner, std::vector<Stmt> innermost, Sink& outer);
   // Sliced-index pragmas of the statement being lowered: dimension label ->
   // properties (`#pragma :M=>parallel :N=>reduce(sum)`).
+  // One property of a sliced-pragma entry: its name and the text between
+  // its parentheses ("" without them), checked by check_property_argument.
+  struct SlicedProperty {
+    std::string word;
+    std::string argument;
+  };
   struct SlicedPragma {
-    std::vector<std::string> props;
+    std::vector<SlicedProperty> props;
     SourceLoc loc;
     bool used = false;
   };

@@ -303,7 +303,6 @@ class UsesVars : public IRVisitor {
   std::set<const VarInfo*> vars_;
 };
 
-// Whether a loop body leaves the loop early (break at its level, or return).
 // The loops of a statement whose schedule carries a sliced pragma's size
 // (block(N), le(N), single_block), for the remark when a worker does not use
 // them.
@@ -329,6 +328,7 @@ std::string pragma_sizes(const LoopSchedule& s) {
   return out;
 }
 
+// Whether a loop body leaves the loop early (break at its level, or return).
 class LeavesLoop : public IRVisitor {
  public:
   bool found = false;
