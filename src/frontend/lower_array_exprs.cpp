@@ -951,9 +951,10 @@ void Lowerer::parse_statement_pragmas(const ast::Stmt& stmt) {
         if (!kKnown.count(word))
           fail(ErrorKind::Pragma,
                "unknown property '" + word + "' (known: parallel, simd, block(N), reduce(op), single_block, le(N))", p.loc);
-        check_property_argument(
+        const int size = check_property_argument(
             word, open == std::string::npos ? std::nullopt : std::optional<std::string>(prop.substr(open)), p.loc);
-        sp.props.push_back({word, open == std::string::npos ? "" : prop.substr(open + 1, prop.size() - open - 2)});
+        sp.props.push_back(
+            {word, open == std::string::npos ? "" : prop.substr(open + 1, prop.size() - open - 2), size});
       }
       sliced_pragmas_[entry.substr(0, arrow)] = sp;
     }
@@ -961,24 +962,26 @@ void Lowerer::parse_statement_pragmas(const ast::Stmt& stmt) {
 }
 
 // A sliced-pragma property's argument, `(...)` after its name or none:
-// block(N) and le(N) take a positive integer literal below 10**9, reduce(op) an operator (checked
-// against the statement's reduction where it is used), the others nothing.
-void Lowerer::check_property_argument(const std::string& word, const std::optional<std::string>& argument,
-                                      SourceLoc loc) const {
+// block(N) and le(N) take a positive integer literal below 10**9 (returned),
+// reduce(op) an operator (checked against the statement's reduction where it
+// is used), the others nothing (0 returned for all of these).
+int Lowerer::check_property_argument(const std::string& word, const std::optional<std::string>& argument,
+                                     SourceLoc loc) const {
   const bool sized = word == "block" || word == "le";
   if (!argument) {
     if (sized) fail(ErrorKind::Pragma, "'" + word + "' takes a size: " + word + "(N), N a positive integer", loc);
-    return;
+    return 0;
   }
   if (argument->size() < 2 || argument->back() != ')')
     fail(ErrorKind::Pragma, "'" + word + *argument + "' is not closed by ')'", loc);
-  if (word == "reduce") return;
+  if (word == "reduce") return 0;
   if (!sized) fail(ErrorKind::Pragma, "'" + word + "' takes no argument, got '" + word + *argument + "'", loc);
   const std::string digits = argument->substr(1, argument->size() - 2);
-  const bool positive = !digits.empty() && digits.size() <= 9 &&
-                        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
-                        std::stoll(digits) > 0;
-  if (!positive) fail(ErrorKind::Pragma, "'" + word + *argument + "': N must be a positive integer below 10**9", loc);
+  const bool literal = !digits.empty() && digits.size() <= 9 &&
+                       std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const int size = literal ? std::stoi(digits) : 0;
+  if (size <= 0) fail(ErrorKind::Pragma, "'" + word + *argument + "': N must be a positive integer below 10**9", loc);
+  return size;
 }
 
 ir::LoopSchedule Lowerer::apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedule sched, const std::string& reduce_name) {
@@ -1004,8 +1007,8 @@ ir::LoopSchedule Lowerer::apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedu
       // (docs/language.md); the CUDA back end sizes its teams and blocks
       // from their N (docs/cuda.md, "Sizes from the pragmas").
       vec = true;
-      if (prop.word == "block") sched.block_strip = std::stoi(prop.argument);
-      if (prop.word == "le") sched.most_trips = std::stoi(prop.argument);
+      if (prop.word == "block") sched.block_strip = prop.size;
+      if (prop.word == "le") sched.most_trips = prop.size;
       if (prop.word == "single_block") sched.single_block = true;
     }
   }

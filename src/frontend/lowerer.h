@@ -254,11 +254,13 @@ class Lowerer {
   std::vector<Stmt> build_nest(const std::vector<LoopDim>& dims, Sink& inner, std::vector<Stmt> innermost, Sink& outer);
   // Sliced-index pragmas of the statement being lowered: dimension label ->
   // properties (`#pragma :M=>parallel :N=>reduce(sum)`).
-  // One property of a sliced-pragma entry: its name and the text between
-  // its parentheses ("" without them), checked by check_property_argument.
+  // One property of a sliced-pragma entry: its name, the text between its
+  // parentheses ("" without them) and, for block(N) and le(N), N (checked
+  // and parsed by check_property_argument).
   struct SlicedProperty {
     std::string word;
     std::string argument;
+    int size = 0;
   };
   struct SlicedPragma {
     std::vector<SlicedProperty> props;
@@ -276,8 +278,7 @@ class Lowerer {
   std::map<ir::ArrayVar, std::vector<bool>> array_units_;
   void record_units(const std::string& name, const std::vector<bool>& units);
   void parse_statement_pragmas(const ast::Stmt& stmt);
-  void check_property_argument(const std::string& word, const std::optional<std::string>& argument,
-                               SourceLoc loc) const;
+  int check_property_argument(const std::string& word, const std::optional<std::string>& argument, SourceLoc loc) const;
   ir::LoopSchedule apply_sliced_pragma(const LoopDim& dim, ir::LoopSchedule sched, const std::string& reduce_name);
   void check_sliced_pragmas_used();
   Expr placeholder(ScalarType t);

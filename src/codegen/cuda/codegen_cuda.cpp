@@ -3738,21 +3738,20 @@ class CudaEmitter {
     // 1.76x to 1.13x faster with the team a constant, while the loop softmax,
     // whose rows stay in registers, ran 4% slower (docs/cuda.md, "Teams of a
     // warp").
-    const int warp_index = plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_ && !asked.team &&
-                                   cached_rows.empty() && team_cap >= 32
-                               ? add_kernel(name + "_warp")
-                               : -1;
+    const int warp_index =
+        plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_ && !asked.team && cached_rows.empty()
+            ? add_kernel(name + "_warp")
+            : -1;
     // The version being emitted stages its rows (emit_staged_rows_worker_loop).
     bool staging = false;
-    // The team of the version being emitted when the host always launches it
-    // with the same one (0: known only at run time): the staged version's
-    // small team, the wide version's block. A constant team is a constant of
-    // the kernel: team_combine and the lane arithmetic with a team known only
-    // at run time made the staged version's row sums 15% slower, and the
-    // wide version's softmax of 8192 x 8192 7% slower (docs/cuda.md); and
-    // the team the pragmas ask for.
-    int constant_team = asked.team;
-    auto emit_device_kernel = [&](const std::string& kernel_name, bool rows) {
+    // `constant_team`: the team of the version being emitted when the host
+    // always launches it with the same one (0: known only at run time): the
+    // team the pragmas ask for, the staged version's small team, the wide
+    // version's block, the warp version's 32. A constant team is a constant
+    // of the kernel: team_combine and the lane arithmetic with a team known
+    // only at run time made the staged version's row sums 15% slower, and the
+    // wide version's softmax of 8192 x 8192 7% slower (docs/cuda.md).
+    auto emit_device_kernel = [&](const std::string& kernel_name, bool rows, int constant_team) {
       ModeSwitch to_device(*this);
       shared_decls_.clear();
       device_ << "\n// parallel loop over `" << loop->var->name << "` (line " << loop->loc.line << ")\n";
@@ -3966,35 +3965,27 @@ class CudaEmitter {
       device_.seekp(0, std::ios_base::end);
       device_ << "}\n";
     };
-    emit_device_kernel(name, false);
+    emit_device_kernel(name, false, asked.team);
     if (staged) {
       staging = true;
-      constant_team = kSmallTeam;
-      emit_device_kernel(kernel_names_[static_cast<size_t>(staged_index)], false);
+      emit_device_kernel(kernel_names_[static_cast<size_t>(staged_index)], false, kSmallTeam);
       staging = false;
-      constant_team = asked.team;
     }
     // A wide version: blocks twice as large, whose team the host always
     // takes as the whole block (its `wide` test above).
     auto emit_wide_kernel = [&](int kernel) {
       block_size_ *= 2;
-      constant_team = block_size_;
-      emit_device_kernel(kernel_names_[static_cast<size_t>(kernel)], false);
-      constant_team = asked.team;
+      emit_device_kernel(kernel_names_[static_cast<size_t>(kernel)], false, block_size_);
       block_size_ /= 2;
     };
     const bool muted = mute_remarks_;
     mute_remarks_ = true;  // the versions emit the same statements again
     if (wide_version) emit_wide_kernel(wide_index);
-    if (rows_version) emit_device_kernel(kernel_names_[static_cast<size_t>(rows_index)], true);
-    if (warp_index >= 0) {
-      constant_team = 32;
-      emit_device_kernel(kernel_names_[static_cast<size_t>(warp_index)], false);
-      constant_team = asked.team;
-    }
+    if (rows_version) emit_device_kernel(kernel_names_[static_cast<size_t>(rows_index)], true, asked.team);
+    if (warp_index >= 0) emit_device_kernel(kernel_names_[static_cast<size_t>(warp_index)], false, 32);
     if (fit_index >= 0) {
       rows_fit_ = true;
-      emit_device_kernel(kernel_names_[static_cast<size_t>(fit_index)], false);
+      emit_device_kernel(kernel_names_[static_cast<size_t>(fit_index)], false, asked.team);
       if (wide_fit_index >= 0) emit_wide_kernel(wide_fit_index);
       rows_fit_ = false;
     }
