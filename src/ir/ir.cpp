@@ -290,7 +290,10 @@ Stmt MatMul::make(ArrayVar c, ArrayVar a, bool a_transposed, ArrayVar b, bool b_
   PLAIT_ASSERT(!triangle.a2 || (triangle.b2 && triangle.alpha2 && triangle.alpha2->type.kind == ScalarKind::Float64 &&
                                 triangle.a2->type.dtype == c->type.dtype && triangle.b2->type.dtype == c->type.dtype));
   PLAIT_ASSERT(!triangle.row_condition || (triangle.row && triangle.row_condition->type.is_bool()));
-  PLAIT_ASSERT(c->type.ndim == 2 && a->type.ndim == 2 && b->type.ndim == 2);
+  PLAIT_ASSERT(!triangle.vector_row ||
+               (triangle.part == MatMulPart::LowerSolve && triangle.vector_row->type.kind == ScalarKind::Int64));
+  const int vector_ndim = triangle.part == MatMulPart::LowerSolve && !triangle.vector_row ? 1 : 2;
+  PLAIT_ASSERT(c->type.ndim == vector_ndim && a->type.ndim == 2 && b->type.ndim == vector_ndim);
   PLAIT_ASSERT(a->type.dtype == c->type.dtype && b->type.dtype == c->type.dtype);
   PLAIT_ASSERT((ScalarType{c->type.dtype, false}.is_float()));
   PLAIT_ASSERT(m->type.kind == ScalarKind::Int64 && n->type.kind == ScalarKind::Int64 && k->type.kind == ScalarKind::Int64);

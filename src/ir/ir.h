@@ -458,8 +458,13 @@ struct Assert : StmtNode {
 // is c, alpha 1, beta null, k m); or, for SymmetricLower, all of C (m x n)
 // as alpha * S @ B' + beta * C with S the m x m symmetric matrix whose lower
 // triangle (diagonal included) is A's (A's strict upper triangle is not
-// read; a not transposed, k m).
-enum class MatMulPart : uint8_t { Full, Lower, Upper, StrictUpperInPlace, SymmetricLower };
+// read; a not transposed, k m); or, for LowerSolve, not a product: the
+// vectors c and b (1-D, m elements, or the first m of row `vector_row` of
+// 2-D arrays) and x = solve(lower(A'), b) written to c, A' m x m lower
+// triangular with its diagonal (its strict upper triangle is not read), b
+// either c itself (in place) or an array that does not share c's memory (n
+// and k m, alpha 1, beta null).
+enum class MatMulPart : uint8_t { Full, Lower, Upper, StrictUpperInPlace, SymmetricLower, LowerSolve };
 
 // What a triangular MatMul adds to a plain one: the part of C, an optional
 // second product alpha2 * A2' @ B2' (same extents, summed into the first:
@@ -474,6 +479,7 @@ struct MatMulTriangle {
   Expr alpha2;         // float64, set with a2
   Var row;             // the variable of row_condition
   Expr row_condition;  // bool, or null
+  Expr vector_row;     // LowerSolve: c and b are this row (int64) of 2-D arrays; null: 1-D
 };
 
 // C[i, j] = alpha * sum(A'[i, r] * B'[r, j] for r < k) + beta * C[i, j] for

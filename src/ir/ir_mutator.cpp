@@ -181,10 +181,11 @@ Stmt IRMutator::visit(const MatMul* node, const Stmt& self) {
   MatMulTriangle triangle = node->triangle;
   triangle.alpha2 = mutate(node->triangle.alpha2);
   triangle.row_condition = mutate(node->triangle.row_condition);
+  triangle.vector_row = mutate(node->triangle.vector_row);
   Stmt loops = mutate(node->loops);
   if (m == node->m && n == node->n && k == node->k && alpha == node->alpha && beta == node->beta &&
       triangle.alpha2 == node->triangle.alpha2 && triangle.row_condition == node->triangle.row_condition &&
-      loops == node->loops)
+      triangle.vector_row == node->triangle.vector_row && loops == node->loops)
     return self;
   return MatMul::make(node->c, node->a, node->a_transposed, node->b, node->b_transposed, std::move(m), std::move(n),
                       std::move(k), std::move(alpha), std::move(beta), std::move(loops), node->loc,

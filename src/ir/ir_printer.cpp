@@ -193,37 +193,29 @@ class StmtPrinter : public IRVisitor {
   void visit(const ArrayBind* n) override { line(n->dst->name + " = " + n->src->name); }
   void visit(const MatMul* n) override {
     auto operand = [](const ArrayVar& x, bool transposed) { return x->name + (transposed ? ".T" : ""); };
-    if (n->triangle.part == MatMulPart::StrictUpperInPlace) {
-      std::string text = "matmul " + n->c->name + "[0:" + to_string(n->m) + ", 0:" + to_string(n->n) +
-                         "] += strict_upper(" + operand(n->a, n->a_transposed) + ") @ " + n->c->name + " in place";
-      if (n->triangle.row_condition)
-        text += " where all " + n->triangle.row->name + ": " + to_string(n->triangle.row_condition);
-      line(text + " else {");
-      nested(n->loops);
-      line("}");
-      return;
-    }
-    if (n->triangle.part == MatMulPart::SymmetricLower) {
-      std::string text = "matmul " + n->c->name + "[0:" + to_string(n->m) + ", 0:" + to_string(n->n) +
-                         "] = " + to_string(n->alpha) + " * (symmetric(lower(" + n->a->name + ")) @ " +
-                         operand(n->b, n->b_transposed) + ")";
-      if (n->beta) text += " + " + to_string(n->beta) + " * " + n->c->name;
-      if (n->triangle.row_condition)
-        text += " where all " + n->triangle.row->name + ": " + to_string(n->triangle.row_condition);
-      line(text + " else {");
-      nested(n->loops);
-      line("}");
-      return;
-    }
-    std::string text = "matmul " + n->c->name + "[0:" + to_string(n->m) + ", 0:" + to_string(n->n) + "] = " +
-                       to_string(n->alpha) + " * (" + operand(n->a, n->a_transposed) + " @ " +
-                       operand(n->b, n->b_transposed) + ")[k < " + to_string(n->k) + "]";
     const MatMulTriangle& tri = n->triangle;
-    if (tri.a2)
-      text += " + " + to_string(tri.alpha2) + " * (" + operand(tri.a2, tri.a2_transposed) + " @ " +
-              operand(tri.b2, tri.b2_transposed) + ")";
-    if (n->beta) text += " + " + to_string(n->beta) + " * " + n->c->name;
-    if (tri.part != MatMulPart::Full) text += tri.part == MatMulPart::Lower ? " lower" : " upper";
+    const std::string rows = n->c->name + "[0:" + to_string(n->m) + ", 0:" + to_string(n->n) + "]";
+    std::string text;
+    if (tri.part == MatMulPart::StrictUpperInPlace) {
+      text =
+          "matmul " + rows + " += strict_upper(" + operand(n->a, n->a_transposed) + ") @ " + n->c->name + " in place";
+    } else if (tri.part == MatMulPart::LowerSolve) {
+      const std::string row = tri.vector_row ? to_string(tri.vector_row) + ", " : "";
+      text = "matmul " + n->c->name + "[" + row + "0:" + to_string(n->m) + "] = solve(lower(" +
+             operand(n->a, n->a_transposed) + "), " + n->b->name + (row.empty() ? "" : "[" + row + ":]") + ")";
+    } else if (tri.part == MatMulPart::SymmetricLower) {
+      text = "matmul " + rows + " = " + to_string(n->alpha) + " * (symmetric(lower(" + n->a->name + ")) @ " +
+             operand(n->b, n->b_transposed) + ")";
+      if (n->beta) text += " + " + to_string(n->beta) + " * " + n->c->name;
+    } else {
+      text = "matmul " + rows + " = " + to_string(n->alpha) + " * (" + operand(n->a, n->a_transposed) + " @ " +
+             operand(n->b, n->b_transposed) + ")[k < " + to_string(n->k) + "]";
+      if (tri.a2)
+        text += " + " + to_string(tri.alpha2) + " * (" + operand(tri.a2, tri.a2_transposed) + " @ " +
+                operand(tri.b2, tri.b2_transposed) + ")";
+      if (n->beta) text += " + " + to_string(n->beta) + " * " + n->c->name;
+      if (tri.part != MatMulPart::Full) text += tri.part == MatMulPart::Lower ? " lower" : " upper";
+    }
     if (tri.row_condition) text += " where all " + tri.row->name + ": " + to_string(tri.row_condition);
     line(text + " else {");
     nested(n->loops);

@@ -109,6 +109,7 @@ void IRVisitor::visit(const MatMul* node) {
   visit(node->beta);
   visit(node->triangle.alpha2);
   visit(node->triangle.row_condition);
+  visit(node->triangle.vector_row);
   visit(node->loops);
 }
 

@@ -192,6 +192,10 @@ Loaded& load_cublas_once() {
     bind(handle, c.cublasDtrmm_v2, "cublasDtrmm_v2", &missing);
     bind(handle, c.cublasSsymm_v2, "cublasSsymm_v2", &missing);
     bind(handle, c.cublasDsymm_v2, "cublasDsymm_v2", &missing);
+    bind(handle, c.cublasStrsv_v2, "cublasStrsv_v2", &missing);
+    bind(handle, c.cublasDtrsv_v2, "cublasDtrsv_v2", &missing);
+    bind(handle, c.cublasScopy_v2, "cublasScopy_v2", &missing);
+    bind(handle, c.cublasDcopy_v2, "cublasDcopy_v2", &missing);
     if (!missing.empty()) {
       loaded.cublas_why = "the cuBLAS library lacks " + missing;
       return;

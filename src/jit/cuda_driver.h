@@ -122,6 +122,14 @@ struct CublasApi {
   cublasStatus (*cublasDsymm_v2)(cublasHandle handle, int side, int uplo, int m, int n, const double* alpha,
                                  const double* a, int lda, const double* b, int ldb, const double* beta, double* c,
                                  int ldc) = nullptr;
+  // x = op(T)^-1 x (T n x n, the `uplo` triangle of A, diagonal as in trmm).
+  cublasStatus (*cublasStrsv_v2)(cublasHandle handle, int uplo, int trans, int diag, int n, const float* a, int lda,
+                                 float* x, int incx) = nullptr;
+  cublasStatus (*cublasDtrsv_v2)(cublasHandle handle, int uplo, int trans, int diag, int n, const double* a, int lda,
+                                 double* x, int incx) = nullptr;
+  // y = x (n elements).
+  cublasStatus (*cublasScopy_v2)(cublasHandle handle, int n, const float* x, int incx, float* y, int incy) = nullptr;
+  cublasStatus (*cublasDcopy_v2)(cublasHandle handle, int n, const double* x, int incx, double* y, int incy) = nullptr;
 };
 
 // The loaded driver, or null; `why` then says what is missing. Loading is

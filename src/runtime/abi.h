@@ -139,6 +139,13 @@ typedef struct plait_cuda_api {
   int32_t (*symm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, double alpha, const void* a,
                   int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride, int64_t b_col_stride,
                   double beta, int32_t beta_reads_c, void* c, int64_t c_row_stride, int64_t c_col_stride);
+  /* x = solve(lower(A), b) (A n x n, its strict upper triangle not read; b
+   * and x n elements): x is b itself (same data and stride: in place) or
+   * does not share memory with it. Returns as gemm does, and declines when
+   * A shares memory with x or b with x (other than in place), and for
+   * strides cuBLAS cannot take (a vector's must be positive). */
+  int32_t (*trsv)(struct plait_context* ctx, int32_t dtype, int64_t n, const void* a, int64_t a_row_stride,
+                  int64_t a_col_stride, const void* b, int64_t b_stride, void* x, int64_t x_stride);
 } plait_cuda_api;
 
 #define PLAIT_CUDA_SCRATCH_BYTES 4096

@@ -38,6 +38,11 @@
 // (through a local temp2 that nothing reads after the loop) to row i
 // (symm) is C = alpha * S @ B + C with S the symmetric matrix of A's lower
 // triangle, as one MatMul.
+//
+// Solve: a serial loop over i whose step is x[i] = (b[i] - L[i, :i] @
+// x[:i]) / L[i, i] (trisolv; L[:i, i] too, b may be x, x may be a row of a
+// matrix updated in place: cholesky's rows) computes x = solve(lower(L), b)
+// by forward substitution, as one MatMul (LowerSolve).
 #pragma once
 
 #include "ir/ir.h"

@@ -8,18 +8,22 @@ import numpy as np
 
 
 def trisolv(L, x, b):
-    # Forward substitution: step i reads the x[:i] of earlier steps.
+    # Forward substitution: step i reads the x[:i] of earlier steps. By the
+    # reciprocal of the diagonal, so that the loop stays a loop (divided,
+    # it is a cuBLAS trsv: tests/gpu/test_cuda_triangles.py).
     for i in range(x.shape[0]):
-        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+        x[i] = (b[i] - L[i, :i] @ x[:i]) * (1.0 / L[i, i])
 
 
 def cholesky(A):
-    # In place, the lower triangle: every step reads the elements written before it.
+    # In place, the lower triangle: every step reads the elements written
+    # before it. By the reciprocal, as trisolv (divided, each row is a
+    # cuBLAS trsv).
     A[0, 0] = np.sqrt(A[0, 0])
     for i in range(1, A.shape[0]):
         for j in range(i):
             A[i, j] -= np.dot(A[i, :j], A[j, :j])
-            A[i, j] /= A[j, j]
+            A[i, j] *= 1.0 / A[j, j]
         A[i, i] -= np.dot(A[i, :i], A[i, :i])
         A[i, i] = np.sqrt(A[i, i])
 

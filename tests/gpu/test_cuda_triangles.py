@@ -1,5 +1,5 @@
-"""Triangular matrix products handed to cuBLAS (transforms/offload_matmul,
-docs/cuda.md "Matrix products"): the kernels of triangle_kernels.py compile
+"""Triangular matrix products and solves handed to cuBLAS
+(transforms/offload_matmul, docs/cuda.md "Matrix products"): the kernels of triangle_kernels.py compile
 with nvcc and the host compiler everywhere; on a GPU they run differentially
 against the undecorated functions: NPBench's syrk and syr2k, an upper
 triangle with transposed operands, float32 and float64, empty, 1-element and
@@ -15,6 +15,7 @@ import pytest
 import plait
 import triangle_kernels as T
 from test_cuda_codegen import PLAITC, compile_tests, emit_from, plaitc
+from test_cuda_matmul import on_gpu_as
 from test_cuda_run import KINDS, check
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -46,8 +47,9 @@ def positive(rng, shape, dtype=np.float64):
 def test_triangles_call_gemmt_and_other_nests_keep_their_loops(tmp_path, name, signature):
     host = emit_from(KERNELS_FILE, tmp_path, name, signature, "cpp").read_text()
     offloaded = name in ("syrk", "syr2k", "upper_accumulate", "covariance", "trmm", "trmm_rows_of_a", "symm",
-                         "symm_serial")
-    assert ("ctx->cuda->gemmt(" in host or "ctx->cuda->trmm(" in host or "ctx->cuda->symm(" in host) == offloaded
+                         "symm_serial", "trisolv", "trisolv_in_place", "trisolv_columns", "cholesky")
+    calls = ("ctx->cuda->gemmt(", "ctx->cuda->trmm(", "ctx->cuda->symm(", "ctx->cuda->trsv(")
+    assert any(call in host for call in calls) == offloaded
     if offloaded:
         # The loops stay as the fallback, after the row check.
         assert "if (p_gemm" in host and "p_ok" in host
@@ -371,3 +373,159 @@ def test_symm_forms_the_pass_leaves_as_loops(rng, m, n):
         explain = kernel.explain()
         assert "symmetric(lower(" not in explain
         assert "symmetric product kept as loops, not handed to the BLAS library: " + why in explain
+
+
+# ---------------------------------------------------------------- trisolv
+
+SOLVE_REMARK = "(forward substitution: each step reads the elements before it) handed to the BLAS library"
+SOLVE_SIZES = [0, 1, 2, 7, 33, 130, 1000]
+
+
+def lower_system(rng, n, dtype=np.float64, order="C"):
+    # A well-conditioned lower-triangular system: small positive entries
+    # below a diagonal in [1, 2), NPBench-like garbage above it (never read).
+    L = rng.random((n, n)) / max(n, 1)
+    L[np.diag_indices(n)] = 1 + rng.random(n)
+    L[np.triu_indices(n, 1)] = -999.0
+    return np.asarray(L.astype(dtype), order=order), positive(rng, n, dtype)
+
+
+@compiles
+def test_trisolv_calls_trsv_once_with_the_loop_as_fallback(tmp_path):
+    host = emit_from(KERNELS_FILE, tmp_path, "trisolv", T.KERNELS["trisolv"][0], "cpp").read_text()
+    assert host.count("ctx->cuda->trsv(") == 1
+    remarks = plaitc("compile", f"{KERNELS_FILE}::trisolv", "--signature", T.KERNELS["trisolv"][0], "--target",
+                     "cuda", "--emit", "remarks")
+    assert remarks.returncode == 0, remarks.stderr
+    assert "x = solve(lower(L), b) " + SOLVE_REMARK in remarks.stdout
+    checked = plaitc("compile", f"{KERNELS_FILE}::trisolv", "--signature", T.KERNELS["trisolv"][0], "--target",
+                     "cuda", "--emit", "remarks", "--boundscheck")
+    assert checked.returncode == 0, checked.stderr
+    assert "triangular solve kept as a loop, not handed to the BLAS library: its indices are checked" \
+        in checked.stdout
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", SOLVE_SIZES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_trisolv(rng, kind, n, dtype):
+    L, b = lower_system(rng, n, dtype)
+    kernel = check(T.trisolv, [L, np.empty(n, dtype), b], kind, poison=[1], rtol=RTOL[dtype] * 10)
+    assert "x = solve(lower(L), b) " + SOLVE_REMARK in kernel.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+@pytest.mark.parametrize("n", SOLVE_SIZES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_trisolv_in_place(rng, kind, n, dtype):
+    L, b = lower_system(rng, n, dtype)
+    kernel = check(T.trisolv_in_place, [L, b], kind, rtol=RTOL[dtype] * 10)
+    assert "x = solve(lower(L), x) " + SOLVE_REMARK in kernel.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("n", [1, 7, 130])
+def test_trisolv_over_columns(rng, order, n):
+    # The hand-written dot product over U's column i: the solve with U.T.
+    L, b = lower_system(rng, n)
+    U = np.asarray(L.T, order=order)
+    kernel = check(T.trisolv_columns, [U, np.empty(n), b], "numpy", poison=[1], rtol=1e-11)
+    assert "x = solve(lower(U.T), b) " + SOLVE_REMARK in kernel.explain()
+
+
+@on_gpu
+@pytest.mark.parametrize("layout", ["f", "sliced", "strided"])
+def test_trisolv_views(rng, layout):
+    # L in either order or column-sliced goes to the library with its
+    # leading dimension, strided vectors with their increments; a strided L
+    # runs the loop. The result is the same.
+    torch = pytest.importorskip("torch")
+    n = 45
+    L, b = lower_system(rng, n)
+    expected = np.full(n, np.nan)
+    T.trisolv(L, expected, b)
+    x = torch.full((2 * n,), float("nan"), dtype=torch.float64, device="cuda")[::2]
+    b_view = torch.zeros((3 * n,), dtype=torch.float64, device="cuda")[1::3]
+    b_view.copy_(torch.from_numpy(b).cuda())
+    plait.jit(T.trisolv, target="cuda")(on_gpu_as(torch, L, layout), x, b_view)
+    np.testing.assert_allclose(x.cpu().numpy(), expected, rtol=1e-11)
+
+
+@on_gpu
+@pytest.mark.parametrize("share", ["b overlaps x", "x is a column of L"])
+def test_trisolv_sharing_memory_gives_numpys_answer(rng, share):
+    # Overlapping operands other than b is x run the loop, which reads and
+    # writes them in the order Python does.
+    torch = pytest.importorskip("torch")
+    n = 20
+    L, b = lower_system(rng, n)
+    if share == "b overlaps x":
+        base = positive(rng, n + 1)
+        expected = base.copy()
+        T.trisolv(L, expected[:-1], expected[1:])
+        got = torch.from_numpy(base.copy()).cuda()
+        plait.jit(T.trisolv, target="cuda")(torch.from_numpy(L).cuda(), got[:-1], got[1:])
+    else:
+        expected = L.copy()
+        T.trisolv(expected, expected[:, n - 1], b)
+        got = torch.from_numpy(L.copy()).cuda()
+        plait.jit(T.trisolv, target="cuda")(got, got[:, n - 1], torch.from_numpy(b).cuda())
+    np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-11)
+
+
+@on_gpu
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_trisolv_with_a_zero_on_the_diagonal_gives_numpys_infinities(rng, dtype):
+    L, b = lower_system(rng, 40, dtype)
+    L[3, 3] = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        check(T.trisolv, [L, np.empty(40, dtype), b], "numpy", poison=[1], rtol=RTOL[dtype] * 10)
+
+
+@on_gpu
+@pytest.mark.parametrize("n", [1, 6, 40])
+def test_trisolv_forms_the_pass_leaves_as_loops(rng, n):
+    L, b = lower_system(rng, n)
+    kernel = check(T.trisolv_with_diagonal, [L, positive(rng, n), b], "numpy", rtol=1e-11)
+    explain = kernel.explain()
+    assert "solve(lower(" not in explain
+    assert "triangular solve kept as a loop, not handed to the BLAS library: the dot product does not run over " \
+           "the elements before i" in explain
+    kernel = check(T.trisolv_scaled, [L, np.empty(n), b], "numpy", poison=[1], rtol=1e-11)
+    assert "solve(lower(" not in kernel.explain()
+    kernel = check(T.trisolv, [L, np.empty(n), b], "numpy", poison=[1], rtol=1e-11, boundscheck=True)
+    assert "triangular solve kept as a loop, not handed to the BLAS library: its indices are checked" \
+        in kernel.explain()
+
+
+@compiles
+def test_cholesky_solves_each_row_with_the_rows_above_it(tmp_path):
+    host = emit_from(KERNELS_FILE, tmp_path, "cholesky", T.KERNELS["cholesky"][0], "cpp").read_text()
+    # Row i of A, its first element and step, on both sides.
+    assert host.count("a_A_data + (v_i) * a_A_s0, 1") == 2
+    remarks = plaitc("compile", f"{KERNELS_FILE}::cholesky", "--signature", T.KERNELS["cholesky"][0], "--target",
+                     "cuda", "--emit", "remarks")
+    assert remarks.returncode == 0, remarks.stderr
+    assert "A[i, :] = solve(lower(A), A[i, :]) " + SOLVE_REMARK in remarks.stdout
+
+
+# float32 up to 33 rows: past that the factor's later entries differ by more
+# than 1e-3 relative between summation orders (the loop's own reductions
+# against NumPy's too).
+CHOLESKY_CASES = [(n, np.float64) for n in (1, 2, 7, 33, 130)] + [(n, np.float32) for n in (1, 2, 7, 33)]
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+@pytest.mark.parametrize("n,dtype", CHOLESKY_CASES)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_cholesky(rng, kind, n, dtype, order):
+    # A symmetric positive definite matrix; a column-major A's rows overlap
+    # the span of the rows above them, and the loop runs.
+    m = rng.random((n, n))
+    a = np.asarray((m @ m.T + n * np.eye(n)).astype(dtype), order=order)
+    kernel = check(T.cholesky, [a], kind, rtol=RTOL[dtype] * 10)
+    assert "A[i, :] = solve(lower(A), A[i, :]) " + SOLVE_REMARK in kernel.explain()

@@ -1,5 +1,5 @@
-"""Kernels of the tests of triangular matrix products handed to cuBLAS
-(transforms/offload_matmul, docs/cuda.md "Matrix products"):
+"""Kernels of the tests of triangular matrix products and solves handed to
+cuBLAS (transforms/offload_matmul, docs/cuda.md "Matrix products"):
 tests/gpu/test_cuda_triangles.py compiles them with nvcc and the host
 compiler everywhere and runs them on the GPU against the undecorated
 functions. KERNELS lists them with the signatures the compile tests use."""
@@ -154,6 +154,53 @@ def symm_other_coefficient(alpha, C, A, B):
         C[i, :] += 2.0 * B[i, :] * A[i, i] + alpha * temp2
 
 
+
+def trisolv(L, x, b):
+    # NPBench's trisolv: forward substitution, x = solve(lower(L), b).
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+def trisolv_in_place(L, x):
+    # The right-hand side is x itself: each step reads x[i] before it
+    # writes it.
+    for i in range(x.shape[0]):
+        x[i] = (x[i] - np.dot(L[i, :i], x[:i])) / L[i, i]
+
+
+def trisolv_columns(U, x, b):
+    # The dot product by hand, over U's column i: x = solve(lower(U.T), b).
+    for i in range(x.shape[0]):
+        t = 0.0
+        for r in range(i):
+            t += x[r] * U[r, i]
+        x[i] = (b[i] - t) / U[i, i]
+
+
+def trisolv_with_diagonal(L, x, b):
+    # The dot product takes x[i] too (b's value, or what the caller left):
+    # not a solve.
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i + 1] @ x[:i + 1]) / L[i, i]
+
+
+def trisolv_scaled(L, x, b):
+    # A factor on the step: not a solve the library does.
+    for i in range(x.shape[0]):
+        x[i] = 0.5 * (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+def cholesky(A):
+    # NPBench's cholesky: row i left of the diagonal is a forward
+    # substitution with the rows above it, in place.
+    A[0, 0] = np.sqrt(A[0, 0])
+    for i in range(1, A.shape[0]):
+        for j in range(i):
+            A[i, j] -= np.dot(A[i, :j], A[j, :j])
+            A[i, j] /= A[j, j]
+        A[i, i] -= np.dot(A[i, :i], A[i, :i])
+        A[i, i] = np.sqrt(A[i, i])
+
 KERNELS = {
     "syrk": ["float, float, f64[:, ::1], f64[:, ::1]", "float, float, f32[:, ::1], f32[:, ::1]",
              "float, float, f64[:, :], f64[:, :]"],
@@ -173,4 +220,10 @@ KERNELS = {
     "symm_returns_temp2": ["float, f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
     "symm_reads_upper": ["float, f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
     "symm_other_coefficient": ["float, f64[:, ::1], f64[:, ::1], f64[:, ::1]"],
+    "trisolv": ["f64[:, ::1], f64[::1], f64[::1]", "f32[:, ::1], f32[::1], f32[::1]", "f64[:, :], f64[:], f64[:]"],
+    "trisolv_in_place": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[:]"],
+    "trisolv_columns": ["f64[:, ::1], f64[::1], f64[::1]", "f64[::1, :], f64[:], f64[:]"],
+    "trisolv_with_diagonal": ["f64[:, ::1], f64[::1], f64[::1]"],
+    "trisolv_scaled": ["f64[:, ::1], f64[::1], f64[::1]"],
+    "cholesky": ["f64[:, ::1]", "f32[:, :]"],
 }

@@ -241,9 +241,14 @@ class StmtFacts : public IRVisitor {
   bool has_return = false;
   bool binds_arrays = false;       // Allocate or ArrayBind
   bool leaves = false;             // break/continue out of the statement
+  bool calls_library = false;      // a MatMul, which the host hands to cuBLAS
   using IRVisitor::visit;
 
  protected:
+  void visit(const MatMul* n) override {
+    calls_library = true;
+    IRVisitor::visit(n);
+  }
   void visit(const Load* n) override {
     touches_elements = true;
     IRVisitor::visit(n);
@@ -1081,7 +1086,7 @@ class CudaEmitter {
     StmtFacts facts;
     facts.visit(s);
     return facts.touches_elements && !facts.has_parallel_loop && !facts.has_return && !facts.binds_arrays &&
-           !facts.leaves;
+           !facts.leaves && !facts.calls_library;
   }
 
   void emit(const Stmt& s) {
@@ -1170,7 +1175,7 @@ class CudaEmitter {
   // The product through the runtime's BLAS entry (cuBLAS), or its loops
   // when the library declines these operands (abi.h says when). A triangle
   // goes to `gemmt` (`trmm` for a product in place, `symm` for a symmetric
-  // one) once its row condition holds for every row.
+  // one, `trsv` for a solve) once its row condition holds for every row.
   void emit_matmul(const MatMul* mm) {
     auto operand = [&](const ArrayVar& x, bool transposed) {
       const std::string rows = stride(x, transposed ? 1 : 0), cols = stride(x, transposed ? 0 : 1);
@@ -1209,6 +1214,14 @@ class CudaEmitter {
       if (tri.part == MatMulPart::StrictUpperInPlace) {
         call = "ctx->cuda->trmm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " + expr(mm->n) + ", " +
                operand(mm->a, mm->a_transposed) + ", " + operand(mm->c, false) + ")";
+      } else if (tri.part == MatMulPart::LowerSolve) {
+        // A vector, or the row of a matrix: its first element and step.
+        auto vector = [&](const ArrayVar& x) {
+          if (!tri.vector_row) return data(x) + ", " + stride(x, 0);
+          return data(x) + " + (" + expr(tri.vector_row) + ") * " + stride(x, 0) + ", " + stride(x, 1);
+        };
+        call = "ctx->cuda->trsv(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " +
+               operand(mm->a, mm->a_transposed) + ", " + vector(mm->b) + ", " + vector(mm->c) + ")";
       } else if (tri.part == MatMulPart::SymmetricLower) {
         call = "ctx->cuda->symm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " + expr(mm->n) + ", " +
                expr(mm->alpha) + ", " + operand(mm->a, false) + ", " + operand(mm->b, mm->b_transposed) + ", " + beta +
@@ -4313,7 +4326,7 @@ class CudaEmitter {
         if (!why.empty()) return why;
         continue;
       }
-      if (st->as<MatMul>()) return where + " hands a matrix product to cuBLAS, which the host calls";
+      if (st->as<MatMul>()) return where + " hands a matrix product or solve to cuBLAS, which the host calls";
       return where + " is not a parallel loop, a scalar assignment, an assertion or an `if`";
     }
     return "";
