@@ -14,10 +14,10 @@ namespace plait::analysis {
 // Visit any number of statements and expressions; the counts add up.
 class ArrayMentions : public ir::IRVisitor {
  public:
-  std::map<const ir::ArrayInfo*, int> mentions;
-  std::map<const ir::ArrayInfo*, int> binds;            // allocations, and `dst` of `dst = src`
-  std::set<const ir::ArrayInfo*> bound_to_other_names;  // `src` of `dst = src`
-  std::set<const ir::ArrayInfo*> returned;
+  ir::ArrayMap<int> mentions;
+  ir::ArrayMap<int> binds;            // allocations, and `dst` of `dst = src`
+  ir::ArraySet bound_to_other_names;  // `src` of `dst = src`
+  ir::ArraySet returned;
   using IRVisitor::visit;
 
  protected:

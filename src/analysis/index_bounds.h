@@ -10,7 +10,7 @@
 namespace plait::analysis {
 
 // Known lower bounds of variables at a program point.
-using LowerBounds = std::map<const ir::VarInfo*, int64_t>;
+using LowerBounds = ir::VarMap<int64_t>;
 
 // A value that `e` is never below, when one can be shown from constants,
 // array extents (never negative), and the bounds in `known`.

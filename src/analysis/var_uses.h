@@ -9,10 +9,10 @@
 namespace plait::analysis {
 
 struct VarUses {
-  std::set<const ir::VarInfo*> reads;
-  std::set<const ir::VarInfo*> writes;        // Assign targets and loop variables
-  std::set<const ir::ArrayInfo*> arrays;      // every array mentioned
-  std::set<const ir::ArrayInfo*> array_binds; // arrays (re)bound: Allocate, ArrayBind dst
+  ir::VarSet reads;
+  ir::VarSet writes;         // Assign targets and loop variables
+  ir::ArraySet arrays;       // every array mentioned
+  ir::ArraySet array_binds;  // arrays (re)bound: Allocate, ArrayBind dst
 };
 
 VarUses uses_of(const ir::Stmt& s);

@@ -656,7 +656,7 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
     // term (`np.sum(alpha * A[i, :] * x)` is `alpha * np.sum(A[i, :] * x)`).
     std::vector<Expr> outside_factors;
     if ((name == "sum" || name == "mean" || name == "dot") && acc_type.is_float() && e->type == acc_type) {
-      std::set<const ir::VarInfo*> reduced_vars;
+      ir::VarSet reduced_vars;
       for (const auto& d : dims) reduced_vars.insert(d.var.get());
       std::vector<Expr> inside;
       std::function<void(const Expr&)> split = [&](const Expr& x) {
@@ -866,7 +866,7 @@ std::vector<Stmt> Lowerer::build_nest(const std::vector<LoopDim>& dims, Sink& in
   // The level of a group: 1 + the deepest loop whose index it reads, and no
   // less than any earlier group whose results it reads.
   std::vector<size_t> level(inner.groups.size(), 0);
-  std::vector<std::set<const ir::VarInfo*>> writes(inner.groups.size());
+  std::vector<ir::VarSet> writes(inner.groups.size());
   for (size_t g = 0; g < inner.groups.size(); ++g) {
     analysis::VarUses u;
     for (const auto& s : inner.groups[g]) {

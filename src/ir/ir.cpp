@@ -2,9 +2,15 @@
 // rules ir.h documents) and the names of the IR's enumerations.
 #include "ir/ir.h"
 
+#include <atomic>
 #include <utility>
 
 namespace plait::ir {
+
+uint64_t next_info_id() {
+  static std::atomic<uint64_t> made{0};
+  return ++made;
+}
 
 namespace {
 

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,25 +22,58 @@ namespace plait::ir {
 
 // ---------------------------------------------------------------- variables
 
+// A number for each VarInfo and ArrayInfo made, in the order they are made
+// (a copy is a new one); InfoOrder orders sets and maps of them by it.
+uint64_t next_info_id();
+
 // A scalar local or scalar parameter. Identity is the pointer: two VarInfo
 // with the same name are different variables (the lowering gives each Python
 // name one VarInfo per function).
 struct VarInfo {
+  VarInfo() = default;
+  VarInfo(std::string n, ScalarType t, SourceLoc l, bool param)
+      : name(std::move(n)), type(t), loc(l), is_param(param) {}
+  VarInfo(const VarInfo& other) : name(other.name), type(other.type), loc(other.loc), is_param(other.is_param) {}
+  VarInfo& operator=(const VarInfo&) = delete;
   std::string name;
   ScalarType type;
   SourceLoc loc;  // first definition
   bool is_param = false;
+  const uint64_t id = next_info_id();
 };
 using Var = std::shared_ptr<VarInfo>;
 
 // An array: a parameter, an allocation, or a local bound to another array.
 struct ArrayInfo {
+  ArrayInfo() = default;
+  ArrayInfo(std::string n, ArrayType t, SourceLoc l, bool param)
+      : name(std::move(n)), type(t), loc(l), is_param(param) {}
+  ArrayInfo(const ArrayInfo& other) : name(other.name), type(other.type), loc(other.loc), is_param(other.is_param) {}
+  ArrayInfo& operator=(const ArrayInfo&) = delete;
   std::string name;
   ArrayType type;
   SourceLoc loc;
   bool is_param = false;
+  const uint64_t id = next_info_id();
 };
 using ArrayVar = std::shared_ptr<ArrayInfo>;
+
+// Variables and arrays in the order they were made, for the sets and maps
+// whose order decides what the compiler emits: their pointers' order would
+// make the generated text, and with it the disk cache's key, depend on
+// where the heap put them.
+struct InfoOrder {
+  template <typename Info>
+  bool operator()(const Info* a, const Info* b) const {
+    return (a ? a->id : 0) < (b ? b->id : 0);
+  }
+};
+using VarSet = std::set<const VarInfo*, InfoOrder>;
+using ArraySet = std::set<const ArrayInfo*, InfoOrder>;
+template <typename Value>
+using VarMap = std::map<const VarInfo*, Value, InfoOrder>;
+template <typename Value>
+using ArrayMap = std::map<const ArrayInfo*, Value, InfoOrder>;
 
 // ---------------------------------------------------------------- node kinds
 

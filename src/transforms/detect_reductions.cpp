@@ -16,7 +16,7 @@ namespace {
 
 // Locals declared by a Declare anywhere under a statement.
 struct DeclaredVars : ir::IRVisitor {
-  std::set<const ir::VarInfo*> vars;
+  ir::VarSet vars;
   using IRVisitor::visit;
   void visit(const ir::Declare* d) override {
     if (d->var) vars.insert(d->var.get());
@@ -25,7 +25,7 @@ struct DeclaredVars : ir::IRVisitor {
 
 // Loop variables of loops under a statement.
 struct LoopVars : ir::IRVisitor {
-  std::set<const ir::VarInfo*> vars;
+  ir::VarSet vars;
   using IRVisitor::visit;
   void visit(const ir::For* f) override {
     vars.insert(f->var.get());
@@ -127,9 +127,9 @@ class ReductionFinder : public ir::IRMutator {
     analysis::VarUses body_uses = analysis::uses_of(loop->body);
 
     ir::LoopSchedule sched = loop->schedule;
-    std::map<const ir::VarInfo*, ir::ReduceOp> asked;
+    ir::VarMap<ir::ReduceOp> asked;
     for (const auto& r : sched.reductions) asked[r.var.get()] = r.op;
-    std::set<const ir::VarInfo*> asked_private;
+    ir::VarSet asked_private;
     for (const auto& p : sched.privates) asked_private.insert(p.get());
     sched.reductions.clear();
     sched.privates.clear();
@@ -240,7 +240,7 @@ class ReductionFinder : public ir::IRMutator {
   }
 
   const ir::Function& function_;
-  std::set<const ir::VarInfo*> declared_;
+  ir::VarSet declared_;
 };
 
 }  // namespace

@@ -18,6 +18,8 @@ namespace plait::transforms {
 namespace {
 
 using ir::ArrayInfo;
+using ir::ArrayMap;
+using ir::ArraySet;
 using ir::Expr;
 using ir::Stmt;
 
@@ -54,10 +56,10 @@ bool is_var(const Expr& e, const ir::VarInfo* v) {
 
 // Facts about the function's arrays that the fusion tests need.
 struct ArrayFacts {
-  std::map<const ArrayInfo*, const ArrayInfo*> parent;  // alias classes (union-find)
-  std::map<const ArrayInfo*, int> binds;                // Allocate/ArrayBind count per array
-  std::map<const ArrayInfo*, std::vector<Expr>> shape;  // extents of arrays bound once, as stable expressions
-  std::set<const ArrayInfo*> params;
+  ArrayMap<const ArrayInfo*> parent;  // alias classes (union-find)
+  ArrayMap<int> binds;                // Allocate/ArrayBind count per array
+  ArrayMap<std::vector<Expr>> shape;  // extents of arrays bound once, as stable expressions
+  ArraySet params;
 
   const ArrayInfo* find(const ArrayInfo* a) {
     auto it = parent.find(a);
@@ -161,7 +163,7 @@ ArrayFacts gather_facts(const std::vector<ir::Param>& function_params, const Stm
 
 // How often each array is mentioned (accessed, measured, returned, bound).
 template <typename Node>
-std::map<const ArrayInfo*, int> count_mentions(const Node& s) {
+ArrayMap<int> count_mentions(const Node& s) {
   analysis::ArrayMentions m;
   m.visit(s);
   return m.mentions;
@@ -175,7 +177,7 @@ struct Access {
 
 struct BodyInfo {
   std::vector<Access> accesses;
-  std::set<const ArrayInfo*> bound;  // arrays (re)bound inside
+  ArraySet bound;                    // arrays (re)bound inside
   bool exits = false;                // break/continue/return inside
   bool has_loop = false;
 };
@@ -270,7 +272,7 @@ Expr fold(const Expr& e) {
 
 // Rewrites IR as if the given bool flags were false.
 struct AllFalse : ir::IRMutator {
-  std::map<const ir::VarInfo*, Expr>* flags;
+  ir::VarMap<Expr>* flags;
   Expr visit(const ir::Select* s, const Expr& self) override {
     auto c = s->cond->as<ir::VarRef>();
     if (c && flags->count(c->var.get())) return mutate(s->f);
@@ -333,7 +335,7 @@ class Fuser {
           }
           analysis::VarUses changed = analysis::uses_of(loop->body);
           changed.writes.insert(loop->var.get());
-          std::set<const ArrayInfo*> hoisted;
+          ArraySet hoisted;
           std::vector<Stmt> kept;
           for (const auto& st : body->stmts) {
             bool move = false;
@@ -396,7 +398,7 @@ class Fuser {
       }
     } flags;
     flags.visit(body);
-    std::map<const ir::VarInfo*, Expr> never;
+    ir::VarMap<Expr> never;
     for (const ir::Assign* a : flags.assigns) {
       // (The folded value stays alive while its BoolImm is read.)
       const Expr folded = fold(canon.mutate(a->value));
@@ -469,7 +471,7 @@ class Fuser {
     }
     struct Reads : ir::IRVisitor {
       bool loads = false;
-      std::set<const ArrayInfo*> arrays;
+      ArraySet arrays;
       using IRVisitor::visit;
       void visit(const ir::Load*) override { loads = true; }
       void visit(const ir::ArrayDim* d) override { arrays.insert(d->array.get()); }
@@ -495,8 +497,8 @@ class Fuser {
   // the other keeps the selects.
   void version_broadcasts(std::vector<Stmt>& stmts) {
     CanonicalExtents canon(facts_);
-    std::map<const ir::VarInfo*, Expr> flags;   // flag -> its value at the start of the region
-    std::map<const ir::VarInfo*, size_t> where;  // flag -> the statement that computes it
+    ir::VarMap<Expr> flags;    // flag -> its value at the start of the region
+    ir::VarMap<size_t> where;  // flag -> the statement that computes it
     std::optional<size_t> start;
     for (size_t p = 0; p < stmts.size(); ++p) {
       auto a = stmts[p]->as<ir::Assign>();
@@ -567,15 +569,14 @@ class Fuser {
     // region and mentioned nowhere else count only its mentions; the others
     // count both versions'.
     auto mentions_in = [](const std::vector<Stmt>& list) {
-      std::map<const ArrayInfo*, int> count;
+      ArrayMap<int> count;
       for (const auto& st : list)
         for (const auto& [a, n] : count_mentions(st)) count[a] += n;
       return count;
     };
-    std::map<const ArrayInfo*, int> in_region =
-        mentions_in(std::vector<Stmt>(stmts.begin() + static_cast<long>(*start), stmts.begin() + static_cast<long>(end)));
-    std::map<const ArrayInfo*, int> in_general = mentions_in(general), in_usual = mentions_in(usual),
-                                    in_prologue = mentions_in(prologue);
+    ArrayMap<int> in_region = mentions_in(
+        std::vector<Stmt>(stmts.begin() + static_cast<long>(*start), stmts.begin() + static_cast<long>(end)));
+    ArrayMap<int> in_general = mentions_in(general), in_usual = mentions_in(usual), in_prologue = mentions_in(prologue);
     for (const auto& [a, n] : in_region) {
       bool local = n == total_mentions_[a] && !facts_.params.count(a);
       total_mentions_[a] = local ? in_usual[a] : total_mentions_[a] - n + in_general[a] + in_usual[a] + in_prologue[a];
@@ -619,7 +620,7 @@ class Fuser {
       analysis::VarUses changed = analysis::uses_of(loop->body);
       changed.writes.insert(loop->var.get());
       struct Assigns : ir::IRVisitor {
-        std::map<const ir::VarInfo*, int> count;
+        ir::VarMap<int> count;
         using IRVisitor::visit;
         void visit(const ir::Assign* a) override {
           ++count[a->var.get()];
@@ -627,7 +628,7 @@ class Fuser {
         }
       } assigns;
       assigns.visit(loop->body);
-      std::map<const ir::VarInfo*, Expr> flags;
+      ir::VarMap<Expr> flags;
       std::vector<Stmt> prologue;
       for (const auto& st : body->stmts) {
         auto a = st->as<ir::Assign>();
@@ -687,7 +688,7 @@ class Fuser {
       // indices, accumulators), so that each is declared inside one loop:
       // shared by both, it would be declared before them, and a parallel
       // region around the loop would write it in one thread (`omp single`).
-      std::set<const ir::VarInfo*> elsewhere;
+      ir::VarSet elsewhere;
       for (size_t q = 0; q < stmts.size(); ++q)
         if (q != p) {
           analysis::VarUses u = analysis::uses_of(stmts[q]);
@@ -695,7 +696,7 @@ class Fuser {
           elsewhere.insert(u.writes.begin(), u.writes.end());
         }
       struct FreshScalars : ir::IRMutator {
-        std::map<const ir::VarInfo*, ir::Var> fresh;
+        ir::VarMap<ir::Var> fresh;
         ir::Var renamed(const ir::Var& v) {
           auto it = fresh.find(v.get());
           return it == fresh.end() ? v : it->second;
@@ -780,14 +781,14 @@ class Fuser {
       if (au.reads.count(v) && analysis::may_read_before_write(a->body, v)) return false;
     if (au.reads.count(b->var.get()) || bu.reads.count(a->var.get())) return false;
     // Arrays: dependences only within one iteration.
-    std::set<const ArrayInfo*> aw, ar, bw, br;
+    ArraySet aw, ar, bw, br;
     for (const Access& x : ai.accesses) (x.write ? aw : ar).insert(facts_.find(x.array));
     for (const Access& x : bi.accesses) (x.write ? bw : br).insert(facts_.find(x.array));
     for (const ArrayInfo* bound : ai.bound)
       if (bw.count(facts_.find(bound)) || br.count(facts_.find(bound))) return false;
     for (const ArrayInfo* bound : bi.bound)
       if (aw.count(facts_.find(bound)) || ar.count(facts_.find(bound))) return false;
-    std::set<const ArrayInfo*> shared;
+    ArraySet shared;
     for (const ArrayInfo* c : aw)
       if (br.count(c) || bw.count(c)) shared.insert(c);
     for (const ArrayInfo* c : bw)
@@ -801,7 +802,7 @@ class Fuser {
   bool movable(const Stmt& s, const ir::For* first) {
     BodyInfo info = inspect(first->body);
     analysis::VarUses fu = analysis::uses_of(first->body);
-    std::set<const ArrayInfo*> touched;
+    ArraySet touched;
     for (const Access& x : info.accesses) touched.insert(facts_.find(x.array));
     for (const ArrayInfo* bnd : info.bound) touched.insert(facts_.find(bnd));
     analysis::VarUses su = analysis::uses_of(s);
@@ -909,7 +910,7 @@ class Fuser {
     }
     // Every mention of the class is the allocation, the binds or inside
     // the loop: it does not escape.
-    std::map<const ArrayInfo*, int> here = count_mentions(stmts[at]);
+    ArrayMap<int> here = count_mentions(stmts[at]);
     for (const auto& [a, n] : count_mentions(stmts[k])) here[a] += n;
     for (size_t m : binds)
       for (const auto& [a, n] : count_mentions(stmts[m])) here[a] += n;
@@ -953,7 +954,7 @@ class Fuser {
       }
       auto temp = ok ? local_temporary(stmts, k, at, inspect(loop->body)) : std::nullopt;
       if (!temp) continue;
-      std::set<const ArrayInfo*> members;
+      ArraySet members;
       for (const auto& m : temp->first) members.insert(m.get());
       // Bounds that read a member's extent (`range(tmp.shape[0])`) would
       // lose it with the allocation.
@@ -987,7 +988,7 @@ class Fuser {
       elem->type = ScalarType{alloc->array->type.dtype, false};
       elem->loc = alloc->loc;
       struct ToScalar : ir::IRMutator {
-        std::set<const ArrayInfo*>* members;
+        ArraySet* members;
         ir::Var elem;
         Expr extent;
         Expr visit(const ir::Load* l, const Expr& self) override {
@@ -1039,7 +1040,7 @@ class Fuser {
       if (!ok) continue;
       // Rebuild each member one dimension smaller (a 1-D temporary keeps one
       // element) and rewrite the loop body.
-      std::map<const ArrayInfo*, ir::ArrayVar> smaller;
+      ArrayMap<ir::ArrayVar> smaller;
       for (const auto& m : members) {
         auto s = std::make_shared<ArrayInfo>(*m);
         s->type.ndim = std::max(1, m->type.ndim - 1);
@@ -1048,7 +1049,7 @@ class Fuser {
       }
       const int old_ndim = alloc->array->type.ndim;
       struct Shrink : ir::IRMutator {
-        std::map<const ArrayInfo*, ir::ArrayVar>* smaller;
+        ArrayMap<ir::ArrayVar>* smaller;
         Expr loop_extent;
         int old_ndim;
         std::vector<Expr> drop_first(const std::vector<Expr>& idx) {
@@ -1101,7 +1102,7 @@ class Fuser {
       // The smaller arrays are bound once, in the loop's body, where the
       // nests may fuse again (fuse_inside): record their extents and
       // mentions as gather_facts does for the function's arrays.
-      std::map<const ArrayInfo*, int> mentions = count_mentions(new_loop);
+      ArrayMap<int> mentions = count_mentions(new_loop);
       bool stable_shape = true;
       for (const auto& e : shape) stable_shape = stable_shape && stable(e, facts_);
       for (const auto& [old, small] : smaller) {
@@ -1118,9 +1119,9 @@ class Fuser {
   }
 
   std::vector<ir::Param> params_;
-  std::set<const ArrayInfo*> per_iteration_;  // temporaries shrunk to one slice per iteration
+  ArraySet per_iteration_;  // temporaries shrunk to one slice per iteration
   ArrayFacts facts_;
-  std::map<const ArrayInfo*, int> total_mentions_;
+  ArrayMap<int> total_mentions_;
 };
 
 }  // namespace

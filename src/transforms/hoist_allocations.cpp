@@ -19,11 +19,14 @@ namespace {
 
 using analysis::ArrayMentions;
 using ir::ArrayInfo;
+using ir::ArrayMap;
 using ir::Expr;
 using ir::Stmt;
 using ir::VarInfo;
+using ir::VarMap;
+using ir::VarSet;
 
-int count_of(const std::map<const ArrayInfo*, int>& counts, const ArrayInfo* a) {
+int count_of(const ArrayMap<int>& counts, const ArrayInfo* a) {
   auto it = counts.find(a);
   return it == counts.end() ? 0 : it->second;
 }
@@ -32,8 +35,8 @@ int count_of(const std::map<const ArrayInfo*, int>& counts, const ArrayInfo* a) 
 // that have it as their variable.
 class ScalarDefinitions : public ir::IRVisitor {
  public:
-  std::map<const VarInfo*, std::vector<Expr>> values;
-  std::map<const VarInfo*, std::vector<const ir::For*>> loops;
+  VarMap<std::vector<Expr>> values;
+  VarMap<std::vector<const ir::For*>> loops;
   using IRVisitor::visit;
 
  protected:
@@ -119,15 +122,14 @@ class NonNegative {
   void note(const VarInfo* v) {
     if (!v->is_param && v->type.kind == ScalarKind::Int64) vars_.insert(v);
   }
-  std::set<const VarInfo*> vars_;
+  VarSet vars_;
 };
 
 // Why an extent would not have the same value before the loop, or raises;
 // "" when it has and does not.
 class ExtentCheck : public ir::IRVisitor {
  public:
-  ExtentCheck(const std::set<const VarInfo*>& assigned, const std::map<const ArrayInfo*, int>& bound)
-      : assigned_(assigned), bound_(bound) {}
+  ExtentCheck(const VarSet& assigned, const ArrayMap<int>& bound) : assigned_(assigned), bound_(bound) {}
   std::string why;
   using IRVisitor::visit;
 
@@ -164,8 +166,8 @@ class ExtentCheck : public ir::IRVisitor {
   void refuse(const std::string& reason) {
     if (why.empty()) why = reason;
   }
-  const std::set<const VarInfo*>& assigned_;
-  const std::map<const ArrayInfo*, int>& bound_;
+  const VarSet& assigned_;
+  const ArrayMap<int>& bound_;
 };
 
 class Hoister : public ir::IRMutator {
@@ -217,7 +219,7 @@ class Hoister : public ir::IRMutator {
     const std::string what = (f ? "the loop over `" + f->var->name + "`" : std::string("the `while` loop")) +
                              " (line " + std::to_string(s->loc.line) + ")";
     // Loop variables count as assigned by their loop.
-    const std::set<const VarInfo*> assigned = analysis::uses_of(s).writes;
+    const VarSet assigned = analysis::uses_of(s).writes;
     ArrayMentions in_body, in_header;
     in_body.visit(body);
     // The bounds are evaluated, and a `while` condition first tested, before
@@ -264,8 +266,7 @@ class Hoister : public ir::IRMutator {
   }
 
   std::string refusal(const ir::Allocate* al, const ir::StmtNode* original, const Stmt& body,
-                      const ArrayMentions& in_body, const ArrayMentions& in_header,
-                      const std::set<const VarInfo*>& assigned) const {
+                      const ArrayMentions& in_body, const ArrayMentions& in_header, const VarSet& assigned) const {
     const ArrayInfo* x = al->array.get();
     if (al->fill != ir::FillKind::Uninitialized) return "its fill (np.zeros, np.ones, np.full) belongs to every step";
     if (count_of(in_body.binds, x) != 1) return "the loop binds it again";

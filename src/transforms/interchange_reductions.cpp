@@ -29,8 +29,8 @@ constexpr int64_t kBlockedChunkBytes = 2048;
 // Arrays that a statement stores to or updates atomically, and arrays it
 // (re)binds.
 struct WrittenArrays : ir::IRVisitor {
-  std::set<const ir::ArrayInfo*> stored;
-  std::set<const ir::ArrayInfo*> rebound;
+  ir::ArraySet stored;
+  ir::ArraySet rebound;
   using IRVisitor::visit;
   void visit(const ir::Store* s) override {
     stored.insert(s->array.get());
@@ -107,7 +107,7 @@ class ReplaceVar : public ir::IRMutator {
   ir::Expr by_;
 };
 
-bool reads_any(const ir::Expr& e, const std::set<const ir::VarInfo*>& vars) {
+bool reads_any(const ir::Expr& e, const ir::VarSet& vars) {
   for (const ir::VarInfo* v : analysis::uses_of(e).reads)
     if (vars.count(v)) return true;
   return false;
@@ -305,7 +305,7 @@ ir::LoopSchedule lanes_of(const ir::LoopSchedule& s) {
 
 // Locals declared anywhere under a statement.
 struct DeclaredInside : ir::IRVisitor {
-  std::set<const ir::VarInfo*> vars;
+  ir::VarSet vars;
   using IRVisitor::visit;
   void visit(const ir::Declare* d) override {
     if (d->var) vars.insert(d->var.get());
@@ -376,13 +376,13 @@ class Interchanger : public ir::IRMutator {
     for (const ir::Expr& bound : {j->begin, j->end})
       if (reads_any(bound, body.writes) || reads_any(bound, written) || may_raise(bound))
         return "the bounds of the loop over '" + j->var->name + "' depend on its body";
-    std::set<const ir::VarInfo*> j_and_body = body.writes;
+    ir::VarSet j_and_body = body.writes;
     j_and_body.insert(j->var.get());
     for (const ir::Expr& bound : {k->begin, k->end, k->step})
       if (reads_any(bound, j_and_body) || reads_any(bound, written))
         return "the bounds of the loop over '" + k->var->name + "' depend on '" + j->var->name + "'";
 
-    std::set<const ir::VarInfo*> other_writes = body.writes;
+    ir::VarSet other_writes = body.writes;
     if (reads_any(c.init, other_writes) || reads_any(c.init, written))
       return "the initial value depends on the loop body";
     other_writes.erase(c.acc.get());

@@ -15,8 +15,8 @@ namespace {
 // How often each variable is assigned, and its value when assigned once:
 // such a variable has the bound of that value everywhere after it.
 struct SingleAssignments : ir::IRVisitor {
-  std::map<const ir::VarInfo*, int> count;
-  std::map<const ir::VarInfo*, ir::Expr> value;
+  ir::VarMap<int> count;
+  ir::VarMap<ir::Expr> value;
   using IRVisitor::visit;
   void visit(const ir::Assign* a) override {
     ++count[a->var.get()];

@@ -61,7 +61,7 @@ std::optional<std::vector<Stmt>> statements(const Stmt& body) {
 // extents, + - * and float casts (no loads, no division, no calls).
 class Invariant : public IRVisitor {
  public:
-  explicit Invariant(const std::set<const VarInfo*>& nest_vars) : nest_vars_(nest_vars) {}
+  explicit Invariant(const VarSet& nest_vars) : nest_vars_(nest_vars) {}
   bool ok = true;
   using IRVisitor::visit;
   void visit(const VarRef* n) override { ok = ok && !nest_vars_.count(n->var.get()); }
@@ -84,7 +84,7 @@ class Invariant : public IRVisitor {
   void visit(const Load*) override { ok = false; }
 
  private:
-  const std::set<const VarInfo*>& nest_vars_;
+  const VarSet& nest_vars_;
 };
 
 Expr as_f64(const Expr& e) {
@@ -122,8 +122,7 @@ Expr scale(const Expr& x, const Expr& by) {
 
 class Decomposer {
  public:
-  Decomposer(const Var& t, const Store* store, const std::set<const VarInfo*>& nest_vars)
-      : t_(t), store_(store), nest_vars_(nest_vars) {}
+  Decomposer(const Var& t, const Store* store, const VarSet& nest_vars) : t_(t), store_(store), nest_vars_(nest_vars) {}
 
   std::optional<Linear> linear(const Expr& e) const {
     // Every operation on the way to t or C[i, j] is in C's element type, so
@@ -182,7 +181,7 @@ class Decomposer {
 
   const Var& t_;
   const Store* store_;
-  const std::set<const VarInfo*>& nest_vars_;
+  const VarSet& nest_vars_;
 };
 
 // One operand load of the product, indexed by (outer, r), or by (r, outer)
@@ -200,7 +199,7 @@ std::optional<Operand> operand(const Expr& e, const Var& outer, const Var& r) {
   return std::nullopt;
 }
 
-bool reads_any(const Expr& e, const std::set<const VarInfo*>& vars) {
+bool reads_any(const Expr& e, const VarSet& vars) {
   for (const VarInfo* v : analysis::uses_of(e).reads)
     if (vars.count(v)) return true;
   return false;
@@ -211,7 +210,7 @@ bool reads_any(const Expr& e, const std::set<const VarInfo*>& vars) {
 // The scalars assigned in the nest replaced by the values last assigned.
 class Substitute : public IRMutator {
  public:
-  explicit Substitute(const std::map<const VarInfo*, Expr>& values) : values_(values) {}
+  explicit Substitute(const VarMap<Expr>& values) : values_(values) {}
   using IRMutator::visit;
   Expr visit(const VarRef* n, const Expr& self) override {
     auto it = values_.find(n->var.get());
@@ -219,7 +218,7 @@ class Substitute : public IRMutator {
   }
 
  private:
-  const std::map<const VarInfo*, Expr>& values_;
+  const VarMap<Expr>& values_;
 };
 
 // An expression without effects that cannot raise: no math.* calls, checked
@@ -257,7 +256,7 @@ bool cannot_fail(const Expr& e) {
 // loads, nothing that can fail).
 class RowCheckable : public IRVisitor {
  public:
-  RowCheckable(const std::set<const VarInfo*>& nest_vars, const VarInfo* row) : nest_vars_(nest_vars), row_(row) {}
+  RowCheckable(const VarSet& nest_vars, const VarInfo* row) : nest_vars_(nest_vars), row_(row) {}
   bool ok = true;
   using IRVisitor::visit;
   void visit(const VarRef* n) override { ok = ok && (n->var.get() == row_ || !nest_vars_.count(n->var.get())); }
@@ -275,15 +274,14 @@ class RowCheckable : public IRVisitor {
   void visit(const Load*) override { ok = false; }
 
  private:
-  const std::set<const VarInfo*>& nest_vars_;
+  const VarSet& nest_vars_;
   const VarInfo* row_;
 };
 
 // The conjunction of `conditions`, a row condition of `row`, without those
 // that hold trivially (`x <= x`, `x == x`, on which the host compiler
 // warns): null when none is left, nullopt when one is not row-checkable.
-std::optional<Expr> row_condition(const std::vector<Expr>& conditions, const std::set<const VarInfo*>& nest_vars,
-                                  const VarInfo* row) {
+std::optional<Expr> row_condition(const std::vector<Expr>& conditions, const VarSet& nest_vars, const VarInfo* row) {
   Expr all;
   for (const Expr& c : conditions) {
     if (const Compare* cmp = c->as<Compare>();
@@ -333,7 +331,7 @@ Expr unclamped(const Expr& e) {
 // Records the scalars assigned on the way and the conditions under which
 // the loops take this path.
 struct Version {
-  std::map<const VarInfo*, Expr> values;
+  VarMap<Expr> values;
   std::vector<Expr> conditions;
   const For* loop = nullptr;  // the first loop on the path
   bool rest_follows = false;  // statements follow the loop
@@ -428,7 +426,7 @@ class NestMatcher {
   const For* fi_;
   const Stmt& self_;
   const std::vector<Expr>& holding_;  // conditions of the enclosing `then` branches
-  std::set<const VarInfo*> nest_vars_;
+  VarSet nest_vars_;
 };
 
 // Matches the computation of a triangle of C in a parallel loop over its
@@ -1126,11 +1124,11 @@ class SolveMatcher : public NestMatcher {
 // statements.
 struct PathStep {
   Stmt stmt;
-  std::map<const VarInfo*, Expr> values;  // before the step
+  VarMap<Expr> values;  // before the step
 };
 
 struct PlainPath {
-  std::map<const VarInfo*, Expr> values;
+  VarMap<Expr> values;
   std::vector<Expr> conditions;
   std::vector<PathStep> steps;
 };
@@ -1445,8 +1443,8 @@ class MatMulFinder : public IRMutator {
   // The `then` branch runs where the condition holds, as long as the branch
   // does not assign what the condition reads.
   Stmt visit(const If* n, const Stmt& self) override {
-    const std::set<const VarInfo*> read = analysis::uses_of(n->cond).reads;
-    const std::set<const VarInfo*> written = analysis::uses_of(n->then_case).writes;
+    const VarSet read = analysis::uses_of(n->cond).reads;
+    const VarSet written = analysis::uses_of(n->then_case).writes;
     const bool holds = std::none_of(read.begin(), read.end(), [&](const VarInfo* v) { return written.count(v); });
     if (holds) holding_.push_back(n->cond);
     const Stmt then_case = mutate(n->then_case);
@@ -1498,7 +1496,7 @@ class MatMulFinder : public IRMutator {
     // C[i, j] = alpha * t + beta * C[i, j]
     if (store->checked || store->indices.size() != 2 || !is_var(store->indices[0], i) || !is_var(store->indices[1], j))
       return nullptr;
-    const std::set<const VarInfo*> nest_vars{i.get(), j.get(), r.get(), t.get()};
+    const VarSet nest_vars{i.get(), j.get(), r.get(), t.get()};
     if (reads_any(fi->end, nest_vars) || reads_any(fj->end, nest_vars) || reads_any(fr->end, nest_vars)) return nullptr;
     auto coefficients = Decomposer(t, store, nest_vars).linear(store->value);
     if (!coefficients || !coefficients->t) return nullptr;

@@ -37,8 +37,8 @@ struct ArrayUse {
 };
 
 struct UseScan : ir::IRVisitor {
-  std::map<const ir::ArrayInfo*, ArrayUse> uses;
-  std::map<const ir::ArrayInfo*, ir::ArrayVar> vars;
+  ir::ArrayMap<ArrayUse> uses;
+  ir::ArrayMap<ir::ArrayVar> vars;
   using IRVisitor::visit;
   void other(const ir::ArrayVar& a) {
     uses[a.get()].only_atomics = false;
@@ -84,7 +84,7 @@ struct UseScan : ir::IRVisitor {
 // Turns the chosen arrays' atomic updates into plain read-modify-writes.
 class PlainUpdates : public ir::IRMutator {
  public:
-  explicit PlainUpdates(std::set<const ir::ArrayInfo*> arrays) : arrays_(std::move(arrays)) {}
+  explicit PlainUpdates(ir::ArraySet arrays) : arrays_(std::move(arrays)) {}
 
  protected:
   ir::Stmt visit(const ir::AtomicUpdate* u, const ir::Stmt& self) override {
@@ -105,7 +105,7 @@ class PlainUpdates : public ir::IRMutator {
   }
 
  private:
-  std::set<const ir::ArrayInfo*> arrays_;
+  ir::ArraySet arrays_;
 };
 
 class Privatizer : public ir::IRMutator {
@@ -117,7 +117,7 @@ class Privatizer : public ir::IRMutator {
     if (!ir::is_parallel(f->schedule.kind)) return IRMutator::visit(f, self);
     UseScan scan;
     scan.visit(f->body);
-    std::set<const ir::ArrayInfo*> chosen;
+    ir::ArraySet chosen;
     ir::LoopSchedule sched = f->schedule;
     ir::Expr small;
     for (const auto& [array, use] : scan.uses) {

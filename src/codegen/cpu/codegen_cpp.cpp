@@ -12,6 +12,7 @@
 // (the first one wins); the entry point returns ctx->error_kind.
 #include "codegen/cpu/codegen_cpp.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -134,8 +135,8 @@ class CostCounter : public IRVisitor {
 class ArrayCollector : public IRVisitor {
  public:
   std::vector<ArrayVar> used;        // in first-use order
-  std::set<const ArrayInfo*> bound;     // targets of Allocate / ArrayBind
-  std::set<const ArrayInfo*> declared;  // arrays with a Declare
+  ArraySet bound;                    // targets of Allocate / ArrayBind
+  ArraySet declared;                 // arrays with a Declare
   using IRVisitor::visit;
 
  protected:
@@ -182,7 +183,7 @@ class ArrayCollector : public IRVisitor {
   }
 
  private:
-  std::set<const ArrayInfo*> seen_;
+  ArraySet seen_;
 };
 
 // The scalars a parallel loop's body assigns that outlive one iteration:
@@ -192,7 +193,7 @@ class ArrayCollector : public IRVisitor {
 class AssignedScalars : public IRVisitor {
  public:
   std::vector<const VarInfo*> assigned;  // in first-assignment order
-  std::set<const VarInfo*> declared;
+  VarSet declared;
   using IRVisitor::visit;
 
  protected:
@@ -212,13 +213,13 @@ class AssignedScalars : public IRVisitor {
   }
 
  private:
-  std::set<const VarInfo*> seen_;
+  VarSet seen_;
 };
 
 // Whether an expression reads any of the given variables.
 class UsesVars : public IRVisitor {
  public:
-  explicit UsesVars(std::set<const VarInfo*> vars) : vars_(std::move(vars)) {}
+  explicit UsesVars(VarSet vars) : vars_(std::move(vars)) {}
   bool found = false;
   using IRVisitor::visit;
 
@@ -228,7 +229,7 @@ class UsesVars : public IRVisitor {
   }
 
  private:
-  std::set<const VarInfo*> vars_;
+  VarSet vars_;
 };
 
 // How the float max/min reductions of a loop are updated. The builtin in
@@ -245,8 +246,8 @@ class ExtremumUpdates : public IRVisitor {
       if (r.var->type.is_float() && (r.op == ReduceOp::Max || r.op == ReduceOp::Min)) forms_.push_back({r.var.get()});
   }
   // Variables updated only in the reversed form.
-  std::set<const VarInfo*> only_reversed() const {
-    std::set<const VarInfo*> vars;
+  VarSet only_reversed() const {
+    VarSet vars;
     for (const Forms& f : forms_)
       if (f.reversed && !f.builtin && !f.propagating) vars.insert(f.var);
     return vars;
@@ -329,11 +330,11 @@ class LeavesLoop : public IRVisitor {
 // run-time error, allocate, leave a loop).
 class AccessScan : public IRVisitor {
  public:
-  std::set<const ArrayInfo*> loaded;   // elements read
-  std::set<const ArrayInfo*> dims;     // extents or data pointer read
-  std::set<const ArrayInfo*> written;  // elements stored
-  std::set<const ArrayInfo*> bound;    // targets of Allocate / ArrayBind
-  std::set<const VarInfo*> read, assigned;
+  ArraySet loaded;   // elements read
+  ArraySet dims;     // extents or data pointer read
+  ArraySet written;  // elements stored
+  ArraySet bound;    // targets of Allocate / ArrayBind
+  VarSet read, assigned;
   bool may_raise = false;  // an expression or a checked store can record an error
   bool allocates = false;
   bool returns = false;
@@ -443,7 +444,7 @@ AccessScan scan(const Node& node) {
 }
 
 template <typename T>
-bool intersects(const std::set<T>& a, const std::set<T>& b) {
+bool intersects(const std::set<T, InfoOrder>& a, const std::set<T, InfoOrder>& b) {
   for (const T& x : a)
     if (b.count(x)) return true;
   return false;
@@ -1038,7 +1039,7 @@ class CppEmitter {
   // inner loop whose bounds read an outer loop variable stops the nest).
   std::vector<const For*> collapse_nest(const For* outer) {
     std::vector<const For*> nest{outer};
-    std::set<const VarInfo*> vars{outer->var.get()};
+    VarSet vars{outer->var.get()};
     while (static_cast<int>(nest.size()) < outer->schedule.collapse) {
       const For* inner = single_loop(nest.back()->body);
       if (!inner) return nest;
@@ -1096,8 +1097,7 @@ class CppEmitter {
                               "' runs in order: its float max/min reduction of '" + order_var->name +
                               "' is written max(x, " + order_var->name + "), whose result depends on where NaNs are" +
                               (parallel ? ", and updated in another form too" : "")});
-    const std::set<const VarInfo*> thread_order =
-        parallel && !in_order ? extrema.only_reversed() : std::set<const VarInfo*>{};
+    const VarSet thread_order = parallel && !in_order ? extrema.only_reversed() : VarSet{};
     if (!thread_order.empty()) {
       std::string names;
       for (const Reduction& r : sc.reductions)
@@ -1118,7 +1118,7 @@ class CppEmitter {
     // variable (barriers), and np.maximum's partial results can be NaN:
     // those use plait_max/plait_min (emit_reduction_declarations), whose
     // combination keeps a NaN from either side, one lane at a time.
-    std::set<const VarInfo*> nan_kept;
+    VarSet nan_kept;
     std::vector<std::pair<const Reduction*, std::string>> before;
     for (const Reduction& r : sc.reductions) {
       if (in_order || !r.var->type.is_float() || (r.op != ReduceOp::Max && r.op != ReduceOp::Min) ||
@@ -1441,19 +1441,19 @@ class CppEmitter {
   // Reads made by every thread since the last barrier: a construct that
   // writes any of them waits for the team first.
   struct PendingReads {
-    std::set<const VarInfo*> vars;
-    std::set<const ArrayInfo*> loaded, dims;
+    VarSet vars;
+    ArraySet loaded, dims;
     bool empty() const { return vars.empty() && loaded.empty() && dims.empty(); }
   };
 
   struct Region {
     std::vector<Var> hoisted_var_list;  // reduction accumulators declared inside: made shared
-    std::set<const VarInfo*> hoisted_vars;
+    VarSet hoisted_vars;
     std::vector<ArrayVar> hoisted_array_list;  // arrays declared inside: made shared
-    std::set<const ArrayInfo*> hoisted_arrays;
-    std::set<const VarInfo*> assigned;      // anywhere in the loop, its variable included
-    std::set<const ArrayInfo*> written;     // elements stored anywhere in the loop
-    std::set<const ArrayInfo*> bound;       // allocated or rebound anywhere in the loop
+    ArraySet hoisted_arrays;
+    VarSet assigned;   // anywhere in the loop, its variable included
+    ArraySet written;  // elements stored anywhere in the loop
+    ArraySet bound;    // allocated or rebound anywhere in the loop
     int parallel_loops = 0;
     int num_threads = 0;  // of its parallel loops' pragmas; 0 = the kernel's default
     // Per allocation: a shared pair of failure flags and each thread's count
@@ -1699,7 +1699,11 @@ class CppEmitter {
            " * static_cast<double>(ctx->parallel_work_threshold))");
       line("{");
       ++indent_;
-      for (const auto& [site, names] : region_->failure_flags) line("int64_t " + names.second + " = 0;");
+      // In the counters' names' order: the map's is where the heap put its keys.
+      std::vector<std::string> passes;
+      for (const auto& [site, names] : region_->failure_flags) passes.push_back(names.second);
+      std::sort(passes.begin(), passes.end());
+      for (const std::string& count : passes) line("int64_t " + count + " = 0;");
       region_->outer_scopes = scopes_.size();
       region_level_ = true;
     } else {
@@ -1909,12 +1913,12 @@ class CppEmitter {
     const Block* body = innermost->body->as<Block>();
     if (!body) return {};
     const analysis::VarUses in_body = analysis::uses_of(innermost->body);
-    std::set<const VarInfo*> loop_vars;
+    VarSet loop_vars;
     for (const For* f : nest) loop_vars.insert(f->var.get());
     // How often each array is bound (Allocate, ArrayBind) in the body, its
     // ArrayBinds, and whether an expression reads array elements.
     struct Binds : IRVisitor {
-      std::map<const ArrayInfo*, int> count;
+      ArrayMap<int> count;
       std::vector<const ArrayBind*> binds;
       bool loads = false;
       using IRVisitor::visit;
@@ -1934,7 +1938,7 @@ class CppEmitter {
                                         body->stmts[run]->kind == NodeKind::Allocate ||
                                         body->stmts[run]->kind == NodeKind::ArrayBind))
       ++run;
-    std::set<const ArrayInfo*> declared, chosen;
+    ArraySet declared, chosen;
     for (size_t k = 0; k < run; ++k)
       if (const Declare* d = body->stmts[k]->as<Declare>(); d && d->array) declared.insert(d->array.get());
     for (size_t k = 0; k < run; ++k) {
@@ -1951,7 +1955,7 @@ class CppEmitter {
       }
       // The temporary and the names bound to it in the run: each declared in
       // the body, bound once, and bound to no name that outlives the body.
-      std::set<const ArrayInfo*> group = {a->array.get()};
+      ArraySet group = {a->array.get()};
       for (size_t j = k + 1; j < run; ++j)
         if (const ArrayBind* b = body->stmts[j]->as<ArrayBind>(); b && group.count(b->src.get()))
           group.insert(b->dst.get());
@@ -1976,7 +1980,7 @@ class CppEmitter {
   // run the thread's iterations in order; those in `nan_kept` use
   // plait_max/plait_min.
   std::string pragma(const For* loop, size_t depth, const For* innermost, bool work_shared, const std::string& work,
-                     const std::set<const VarInfo*>& thread_order, const std::set<const VarInfo*>& nan_kept) {
+                     const VarSet& thread_order, const VarSet& nan_kept) {
     const LoopSchedule& sc = loop->schedule;
     std::string p;
     const LoopKind kind =
@@ -2150,11 +2154,11 @@ class CppEmitter {
   std::string alloc_failed_;        // a region's flag for the allocation being emitted
   std::vector<Remark> remarks_;
   std::unordered_map<const For*, PrefetchSite> prefetch_;  // compute-bound passes that run in chunks
-  std::unordered_map<const VarInfo*, std::string> var_names_;
-  std::unordered_map<const VarInfo*, std::string> reset_flags_;  // of the thread partials being updated
-  std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
+  VarMap<std::string> var_names_;
+  VarMap<std::string> reset_flags_;  // of the thread partials being updated
+  ArrayMap<ArrayLocal> arrays_;
   std::unordered_set<std::string> used_names_;
-  std::vector<std::unordered_set<const VarInfo*>> scopes_;
+  std::vector<VarSet> scopes_;
 };
 
 }  // namespace

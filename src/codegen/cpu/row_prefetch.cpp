@@ -50,8 +50,8 @@ class CallsVectorMath : public IRVisitor {
 // them, and the arrays it declares or (re)binds.
 class BodyScan : public IRVisitor {
  public:
-  std::set<const VarInfo*> changed;
-  std::set<const ArrayInfo*> local_arrays;
+  VarSet changed;
+  ArraySet local_arrays;
   using IRVisitor::visit;
 
  protected:

@@ -149,8 +149,8 @@ bool promoted_by_cpp(ScalarType t) { return t.is_int() && t.bits() < 32; }
 class ArrayCollector : public IRVisitor {
  public:
   std::vector<ArrayVar> used;  // in first-use order
-  std::set<const ArrayInfo*> bound;
-  std::set<const ArrayInfo*> declared;
+  ArraySet bound;
+  ArraySet declared;
   const Allocate* first_allocate = nullptr;
   using IRVisitor::visit;
 
@@ -199,7 +199,7 @@ class ArrayCollector : public IRVisitor {
   }
 
  private:
-  std::set<const ArrayInfo*> seen_;
+  ArraySet seen_;
 };
 
 // The scalars a subtree mentions (read or assigned, loop variables included)
@@ -207,7 +207,7 @@ class ArrayCollector : public IRVisitor {
 class ScalarCollector : public IRVisitor {
  public:
   std::vector<Var> used;
-  std::set<const VarInfo*> written;
+  VarSet written;
   using IRVisitor::visit;
 
  protected:
@@ -230,7 +230,7 @@ class ScalarCollector : public IRVisitor {
   }
 
  private:
-  std::set<const VarInfo*> seen_;
+  VarSet seen_;
 };
 
 // What decides where a statement outside parallel loops runs.
@@ -295,7 +295,7 @@ class StmtFacts : public IRVisitor {
 // Whether an expression reads any of the given variables.
 class UsesVars : public IRVisitor {
  public:
-  explicit UsesVars(std::set<const VarInfo*> vars) : vars_(std::move(vars)) {}
+  explicit UsesVars(VarSet vars) : vars_(std::move(vars)) {}
   bool found = false;
   using IRVisitor::visit;
 
@@ -305,7 +305,7 @@ class UsesVars : public IRVisitor {
   }
 
  private:
-  std::set<const VarInfo*> vars_;
+  VarSet vars_;
 };
 
 // The loops of a statement whose schedule carries a sliced pragma's size
@@ -400,8 +400,8 @@ class HasErrorSites : public IRVisitor {
 // The arrays a subtree writes (stores and atomic updates), and those it reads.
 class StoredArrays : public IRVisitor {
  public:
-  std::set<const ArrayInfo*> arrays;
-  std::set<const ArrayInfo*> loaded;
+  ArraySet arrays;
+  ArraySet loaded;
   using IRVisitor::visit;
 
  protected:
@@ -431,7 +431,7 @@ class PrefetchableLoads : public IRVisitor {
  public:
   std::vector<const Load*> loads;
 
-  PrefetchableLoads(const Stmt& body, const std::set<const VarInfo*>& nest_vars) : nest_vars_(nest_vars) {
+  PrefetchableLoads(const Stmt& body, const VarSet& nest_vars) : nest_vars_(nest_vars) {
     StoredArrays stored;
     stored.visit(body);
     stored_ = stored.arrays;
@@ -465,9 +465,9 @@ class PrefetchableLoads : public IRVisitor {
   void visit(const Logical* n) override { visit(n->a); }
 
  private:
-  const std::set<const VarInfo*>& nest_vars_;
-  std::set<const ArrayInfo*> stored_;
-  std::set<const VarInfo*> assigned_;
+  const VarSet& nest_vars_;
+  ArraySet stored_;
+  VarSet assigned_;
 };
 
 // Whether an expression computes with integers and bools only (no float
@@ -498,7 +498,7 @@ struct AllocationSite {
 class AllocationSites : public IRVisitor {
  public:
   std::vector<AllocationSite> sites;
-  std::set<const ArrayInfo*> bound_from;  // sources of ArrayBind
+  ArraySet bound_from;  // sources of ArrayBind
   using IRVisitor::visit;
 
  protected:
@@ -1014,9 +1014,8 @@ class CudaEmitter {
   // bounds, not assigned there, no arrays allocated in them, whose sizes
   // the host computes) — gramschmidt's `R[k, k]`, read back per column
   // before.
-  std::set<const VarInfo*> stays_on_device(const std::vector<Stmt>& run, const std::vector<Stmt>& stmts,
-                                           size_t next) {
-    std::set<const VarInfo*> out;
+  VarSet stays_on_device(const std::vector<Stmt>& run, const std::vector<Stmt>& stmts, size_t next) {
+    VarSet out;
     if (device() || persistent_step_) return out;
     Captures cap = captures_of(run);
     for (const Var& v : cap.scalars) {
@@ -1463,7 +1462,7 @@ class CudaEmitter {
 
   std::vector<const For*> collapse_nest(const For* outer) {
     std::vector<const For*> nest{outer};
-    std::set<const VarInfo*> vars{outer->var.get()};
+    VarSet vars{outer->var.get()};
     auto bounds_use_nest = [&](const For* inner) {
       UsesVars uses(vars);
       uses.visit(inner->begin);
@@ -1496,7 +1495,7 @@ class CudaEmitter {
   // arrays it uses, as "type name" (device) and "name" (host) pairs.
   struct Captures {
     std::vector<Var> scalars;  // host scalars used (read or written)
-    std::set<const VarInfo*> written;
+    VarSet written;
     std::vector<ArrayVar> arrays;  // bound outside the body
     std::vector<ArrayVar> local_arrays;
   };
@@ -1751,7 +1750,7 @@ class CudaEmitter {
     }
 
    private:
-    std::set<const ArrayInfo*> seen_, excluded_;
+    ArraySet seen_, excluded_;
   };
 
   static constexpr int kPrivateCopyBytes = 8192;  // shared memory per privatised array and block
@@ -2242,12 +2241,12 @@ class CudaEmitter {
     line("const int64_t " + end + " = " + expr(loop->end) + ";");
     line("const int64_t " + step + " = " + expr(loop->step) + ";");
     line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
-    std::array<std::unordered_map<const VarInfo*, std::string>, 2> copies;
+    std::array<VarMap<std::string>, 2> copies;
     for (size_t u = 0; u < 2; ++u)
       for (const Var& v : paired.copies) copies[u][v.get()] = unique(var_name(v) + "_u" + std::to_string(u));
     // Emits `fn` with the names of iteration u's copies in place.
     auto in_iteration = [&](size_t u, const std::function<void()>& fn) {
-      std::unordered_map<const VarInfo*, std::string> saved;
+      VarMap<std::string> saved;
       for (const Var& v : paired.copies) {
         saved[v.get()] = var_name(v);
         var_names_[v.get()] = copies[u][v.get()];
@@ -2373,8 +2372,8 @@ class CudaEmitter {
   // `rows_of_loop`: the rows and values kept in registers, by statement of
   // the worker body (the top level only).
   using RowsOfLoop = std::map<size_t, LoopRegisters>;
-  void emit_team_statements(const WorkerPlan& plan, const std::set<const VarInfo*>& written,
-                            std::vector<ArrayAccess>& pending, const RowsOfLoop* rows_of_loop = nullptr) {
+  void emit_team_statements(const WorkerPlan& plan, const VarSet& written, std::vector<ArrayAccess>& pending,
+                            const RowsOfLoop* rows_of_loop = nullptr) {
     for (size_t k = 0; k < plan.stmts.size(); ++k) {
       const Stmt& s = plan.stmts[k];
       const Placement placement = plan.placement[k];
@@ -2455,8 +2454,7 @@ class CudaEmitter {
   }
 
   // The array accesses of a placed statement list (see emit_team_body).
-  static std::vector<ArrayAccess> team_accesses(const WorkerPlan& plan, const std::set<const VarInfo*>& written,
-                                                const std::set<const VarInfo*>* changing) {
+  static std::vector<ArrayAccess> team_accesses(const WorkerPlan& plan, const VarSet& written, const VarSet* changing) {
     std::vector<ArrayAccess> out;
     for (size_t k = 0; k < plan.stmts.size(); ++k) {
       std::vector<ArrayAccess> more;
@@ -2476,7 +2474,7 @@ class CudaEmitter {
 
   // An `if` or a loop that every thread of the team runs in step, its
   // statements placed by their own plans.
-  void emit_team_nested(const Stmt& s, const std::vector<WorkerPlan>& subs, const std::set<const VarInfo*>& written,
+  void emit_team_nested(const Stmt& s, const std::vector<WorkerPlan>& subs, const VarSet& written,
                         std::vector<ArrayAccess>& pending) {
     team_barrier_before(s, cuda::control_accesses(s), pending);
     line_directive(s->loc);
@@ -2512,7 +2510,7 @@ class CudaEmitter {
   // Whether the host can evaluate an inner loop bound before the launch:
   // host scalars and extents of arrays bound outside the worker (not its
   // `local` ones), nothing that can fail.
-  bool host_evaluable(const Expr& e, const std::set<const VarInfo*>& worker, const std::vector<ArrayVar>& local) {
+  bool host_evaluable(const Expr& e, const VarSet& worker, const std::vector<ArrayVar>& local) {
     ScalarCollector vars;
     vars.visit(e);
     for (const Var& v : vars.used)
@@ -2550,7 +2548,7 @@ class CudaEmitter {
   struct TemporaryPlan {
     std::vector<Temporary> temporaries;
     std::vector<const Assign*> definitions;
-    std::set<const VarInfo*> varying;  // the loop variables and the definitions that depend on them
+    VarSet varying;                    // the loop variables and the definitions that depend on them
     bool varies = false;               // a size or a guard depends on them
   };
 
@@ -2560,14 +2558,14 @@ class CudaEmitter {
   // bound to another name (the next allocation reuses its memory). Branch
   // conditions the host cannot evaluate, or only with floating point (which
   // may round differently on the GPU), count as taken.
-  TemporaryPlan plan_temporaries(const Stmt& body, const Captures& cap, const std::set<const VarInfo*>& nest_vars) {
+  TemporaryPlan plan_temporaries(const Stmt& body, const Captures& cap, const VarSet& nest_vars) {
     TemporaryPlan plan;
     AllocationSites allocations;
     allocations.visit(body);
     if (allocations.sites.empty()) return plan;
     ScalarCollector written;
     written.visit(body);
-    std::set<const VarInfo*> defined, varying = nest_vars;
+    VarSet defined, varying = nest_vars;
     auto evaluable = [&](const Expr& e) {
       ScalarCollector vars;
       vars.visit(e);
@@ -2596,12 +2594,12 @@ class CudaEmitter {
       return uses.found;
     };
     // Definitions: count each scalar's assignments in the body first.
-    std::map<const VarInfo*, int> assignments;
+    VarMap<int> assignments;
     {
       class Assignments : public IRVisitor {
        public:
-        explicit Assignments(std::map<const VarInfo*, int>& c) : counts(c) {}
-        std::map<const VarInfo*, int>& counts;
+        explicit Assignments(VarMap<int>& c) : counts(c) {}
+        VarMap<int>& counts;
         using IRVisitor::visit;
 
        protected:
@@ -2666,9 +2664,9 @@ class CudaEmitter {
   // `rows`: the worker's rows kept in registers, `written`: the scalars its
   // body assigns.
   std::string temporaries_in_registers(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows,
-                                       const std::set<const VarInfo*>& nest_vars,
-                                       const std::set<const VarInfo*>& written, const std::vector<ArrayVar>& local,
-                                       const std::vector<Temporary>& temporaries, const std::string& team) {
+                                       const VarSet& nest_vars, const VarSet& written,
+                                       const std::vector<ArrayVar>& local, const std::vector<Temporary>& temporaries,
+                                       const std::string& team) {
     std::vector<const cuda::CachedRow*> kept;
     for (const Temporary& t : temporaries) {
       const cuda::CachedRow* row = nullptr;
@@ -2685,9 +2683,9 @@ class CudaEmitter {
   // with `whole_groups`, a multiple of the group width), or "" when a bound
   // depends on the worker. `written`: the scalars the worker body assigns.
   std::string rows_in_registers_test(const WorkerPlan& plan, const std::vector<const cuda::CachedRow*>& rows,
-                                     const std::set<const VarInfo*>& nest_vars, const std::set<const VarInfo*>& written,
-                                     const std::vector<ArrayVar>& local, const std::string& team, bool whole_groups) {
-    std::set<const VarInfo*> worker = nest_vars;
+                                     const VarSet& nest_vars, const VarSet& written, const std::vector<ArrayVar>& local,
+                                     const std::string& team, bool whole_groups) {
+    VarSet worker = nest_vars;
     worker.insert(written.begin(), written.end());
     const int width = cuda::group_width(plan);
     std::string cond;
@@ -2712,9 +2710,8 @@ class CudaEmitter {
   // registers (rows_fit_), or "" when it has none: its spread loops keep
   // rows in registers and their bounds are known before the launch
   // (arguments as temporaries_in_registers's).
-  std::string rows_fit_test(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows,
-                            const std::set<const VarInfo*>& nest_vars, const std::set<const VarInfo*>& written,
-                            const std::vector<ArrayVar>& local, const std::string& team) {
+  std::string rows_fit_test(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows, const VarSet& nest_vars,
+                            const VarSet& written, const std::vector<ArrayVar>& local, const std::string& team) {
     if (rows.empty()) return "";
     std::vector<const cuda::CachedRow*> all;
     for (const cuda::CachedRow& r : rows) all.push_back(&r);
@@ -3029,12 +3026,12 @@ class CudaEmitter {
       if (const Assign* a = st->as<Assign>()) v = a->var;
       if (v && std::find(own.begin(), own.end(), v) == own.end()) own.push_back(v);
     }
-    std::vector<std::unordered_map<const VarInfo*, std::string>> copies(static_cast<size_t>(batch));
+    std::vector<VarMap<std::string>> copies(static_cast<size_t>(batch));
     for (int u = 0; u < batch; ++u)
       for (const Var& v : own) copies[static_cast<size_t>(u)][v.get()] = unique(var_name(v) + "_u" + std::to_string(u));
     // Emits `fn` with the names of iteration u's copies in place.
     auto in_iteration = [&](int u, const std::function<void()>& fn) {
-      std::unordered_map<const VarInfo*, std::string> saved;
+      VarMap<std::string> saved;
       for (const Var& v : own) {
         saved[v.get()] = var_name(v);
         var_names_[v.get()] = copies[static_cast<size_t>(u)][v.get()];
@@ -3438,14 +3435,14 @@ class CudaEmitter {
     line("const int64_t " + total + " = " + total_expr + ";");
 
     // What the kernel receives.
-    std::set<const VarInfo*> nest_vars, reduction_vars, private_vars;
+    VarSet nest_vars, reduction_vars, private_vars;
     for (const For* f : nest) nest_vars.insert(f->var.get());
     for (const Reduction& r : sc.reductions) reduction_vars.insert(r.var.get());
     for (const Var& v : sc.privates) private_vars.insert(v.get());
     Captures cap = captures_of({innermost->body});
 
     // How workers map to threads.
-    std::set<const VarInfo*> outside = reduction_vars;
+    VarSet outside = reduction_vars;
     outside.insert(private_vars.begin(), private_vars.end());
     for (const Var& v : cap.scalars)
       if (!nest_vars.count(v.get())) outside.insert(v.get());
@@ -3498,9 +3495,9 @@ class CudaEmitter {
     if (plan.team) {
       ScalarCollector worker_written;
       worker_written.visit(innermost->body);
-      std::set<const VarInfo*> worker = nest_vars;
+      VarSet worker = nest_vars;
       worker.insert(worker_written.written.begin(), worker_written.written.end());
-      std::set<const VarInfo*> body_written = worker_written.written;
+      VarSet body_written = worker_written.written;
       for (const VarInfo* v : nest_vars) body_written.erase(v);
       std::string by_worker;  // trip counts of the spread loops whose bounds read the worker's variables
       scopes_.emplace_back(nest_vars.begin(), nest_vars.end());
@@ -3513,7 +3510,7 @@ class CudaEmitter {
           return std::string(cuda::paired_loop(f, &paired) ? "2 * " : "") + "plait::trip_count(" + expr(f->begin) +
                  ", " + expr(f->end) + ", " + expr(f->step) + ")";
         };
-        auto evaluable = [&](const std::set<const VarInfo*>& not_known) {
+        auto evaluable = [&](const VarSet& not_known) {
           return host_evaluable(f->begin, not_known, cap.local_arrays) &&
                  host_evaluable(f->end, not_known, cap.local_arrays) &&
                  host_evaluable(f->step, not_known, cap.local_arrays);
@@ -4229,7 +4226,7 @@ class CudaEmitter {
   // the nest, and consecutive threads take consecutive innermost iterations.
   std::vector<const For*> persistent_nest(const For* loop) {
     std::vector<const For*> nest = collapse_nest(loop);
-    std::set<const VarInfo*> vars;
+    VarSet vars;
     for (const For* f : nest) vars.insert(f->var.get());
     while (const For* inner = single_loop(nest.back()->body)) {
       if (!inner->schedule.reductions.empty() || !inner->schedule.array_reductions.empty()) break;
@@ -4249,7 +4246,7 @@ class CudaEmitter {
   // (whose size the host picks at each launch).
   bool worker_is_team(const For* loop) {
     const std::vector<const For*> nest = persistent_nest(loop);
-    std::set<const VarInfo*> nest_vars, outside;
+    VarSet nest_vars, outside;
     for (const For* f : nest) nest_vars.insert(f->var.get());
     for (const Var& v : loop->schedule.privates) outside.insert(v.get());
     for (const Var& v : captures_of({nest.back()->body}).scalars)
@@ -4290,7 +4287,7 @@ class CudaEmitter {
 
   // `stored`: the arrays the loop body writes. The step's scalar statements
   // may read elements of the others: no thread writes them during the kernel.
-  std::string step_refusal(const std::vector<Stmt>& stmts, const std::set<const ArrayInfo*>& stored) {
+  std::string step_refusal(const std::vector<Stmt>& stmts, const ArraySet& stored) {
     auto reads_elements = [&stored](const Expr& e) {
       StoredArrays reads;
       reads.visit(e);
@@ -4335,7 +4332,7 @@ class CudaEmitter {
   // Whether the host can compute an expression of a step before the launch:
   // from host scalars, `step_locals` (the loop variable and the scalars the
   // step assigns) and array extents, with nothing that can fail.
-  bool step_evaluable(const Expr& e, const std::set<const VarInfo*>& step_locals) {
+  bool step_evaluable(const Expr& e, const VarSet& step_locals) {
     ScalarCollector vars;
     vars.visit(e);
     for (const Var& v : vars.used)
@@ -4358,7 +4355,7 @@ class CudaEmitter {
   // top-level assignments the host can evaluate are replayed; scalars
   // assigned otherwise become unknown; each parallel loop, in either branch of
   // an `if`, is counted. Returns false when a loop's bounds are unknown.
-  bool plan_sizing(const std::vector<Stmt>& stmts, bool nested, std::set<const VarInfo*>& step_locals,
+  bool plan_sizing(const std::vector<Stmt>& stmts, bool nested, VarSet& step_locals,
                    std::vector<SizingAction>& actions) {
     for (const Stmt& st : stmts) {
       if (is_parallel_loop(st)) {
@@ -4388,7 +4385,7 @@ class CudaEmitter {
   // and last step, or to -1 when a bound is not known before the launch.
   void emit_persistent_sizing(const For* loop, const std::string& begin, const std::string& step,
                               const std::string& trip, const std::string& workers) {
-    std::set<const VarInfo*> step_locals{loop->var.get()};
+    VarSet step_locals{loop->var.get()};
     std::vector<SizingAction> actions;
     if (!plan_sizing(statements_of(loop->body), false, step_locals, actions)) {
       line("const int64_t " + workers + " = -1;");
@@ -4736,7 +4733,7 @@ class CudaEmitter {
   // arrays one after the other) and copies the elements in, then waits for
   // the block; else waits for the block and copies the `written` arrays
   // back to global memory (`p_global_` names).
-  void emit_onchip_copies(const std::vector<ArrayVar>& arrays, const std::set<const ArrayInfo*>* written) {
+  void emit_onchip_copies(const std::vector<ArrayVar>& arrays, const ArraySet* written) {
     if (!written) {
       line("extern __shared__ __align__(16) unsigned char p_onchip[];");
       line("uint64_t p_onchip_at = 0;");
@@ -5068,7 +5065,7 @@ class CudaEmitter {
     schedule.kind = LoopKind::Parallel;
     Stmt wrapper = For::make(worker, IntImm::make(0), IntImm::make(1), IntImm::make(1), Block::make({s}, loop->loc),
                              schedule, loop->loc);
-    std::set<const VarInfo*> outside;
+    VarSet outside;
     for (const Var& v : captures_of({wrapper->as<For>()->body}).scalars) outside.insert(v.get());
     if (!cuda::plan_worker(wrapper->as<For>()->body, {worker.get()}, outside).team) {
       *why = "its steps cannot run on the threads of one team";
@@ -5142,10 +5139,10 @@ class CudaEmitter {
   // statements assign it on every path before reading it (its value on entry
   // is dead): each copy is a stream operation of its own (NPBench
   // gramschmidt launches the region at each of its steps).
-  void emit_serial_region(const std::vector<Stmt>& stmts, const std::set<const VarInfo*>& stays = {}) {
+  void emit_serial_region(const std::vector<Stmt>& stmts, const VarSet& stays = {}) {
     Captures cap = captures_of(stmts);
     const Stmt region = Block::make(stmts, stmts.front()->loc);
-    std::set<const VarInfo*> dead_on_entry;  // assigned on every path before any read
+    VarSet dead_on_entry;  // assigned on every path before any read
     for (const Var& v : cap.scalars)
       if ((stays.count(v.get()) || cap.written.count(v.get())) && analysis::always_writes_before_read(region, v.get()))
         dead_on_entry.insert(v.get());
@@ -5266,7 +5263,7 @@ class CudaEmitter {
     Mode mode;
     int indent;
     int loop_depth;
-    std::vector<std::unordered_set<const VarInfo*>> scopes;
+    std::vector<VarSet> scopes;
   };
 
   void emit_fill_kernel(ScalarKind kind, int index) {
@@ -5383,12 +5380,12 @@ class CudaEmitter {
   // The parallel loop being emitted whose reduction results stay on the
   // device, and where they are (scratch slots) until the region after it.
   const For* resident_loop_ = nullptr;
-  std::map<const VarInfo*, int> resident_slots_;
+  VarMap<int> resident_slots_;
   // Scalars assigned by a device region that stay on the device for the
   // parallel loops after it in the same block, and their slots.
-  std::map<const VarInfo*, int> region_slots_;
+  VarMap<int> region_slots_;
   int region_slots_used_ = 0;
-  std::unordered_map<const VarInfo*, std::string> var_names_;
+  VarMap<std::string> var_names_;
   // Batched workers: loads made as one vector access for the batch, by the
   // name of the plait::lanes value; lane_ is the iteration being emitted.
   std::unordered_map<const Load*, std::string> lane_loads_;
@@ -5396,9 +5393,9 @@ class CudaEmitter {
   // register array of the values (emit_parallel_kernel).
   std::unordered_map<const Load*, std::string> prefetched_;
   int lane_ = -1;
-  std::unordered_map<const ArrayInfo*, ArrayLocal> arrays_;
+  ArrayMap<ArrayLocal> arrays_;
   std::unordered_set<std::string> used_names_;
-  std::vector<std::unordered_set<const VarInfo*>> scopes_;
+  std::vector<VarSet> scopes_;
   std::vector<std::string> kernel_names_;
   std::map<int, int> fill_kernels_;  // ScalarKind -> kernel index
   bool device_errors_ = false;
@@ -5425,10 +5422,10 @@ class CudaEmitter {
   bool uses_temporaries_ = false;  // the host part declares p_temporaries
   // Arrays whose atomic updates go to a private copy in shared memory (by
   // the copy's name), while the current kernel's privatised loop is emitted.
-  std::unordered_map<const ArrayInfo*, std::string> private_copies_;
+  ArrayMap<std::string> private_copies_;
   // Reductions `m = max(x, m)` of the spread loop being emitted, by the
   // name of the flag that notes a NaN x (emit_spread_loop).
-  std::unordered_map<const VarInfo*, std::string> nan_checked_;
+  VarMap<std::string> nan_checked_;
   // Rows kept in registers, by each of their names, while the iterations
   // of a spread loop that use the registers are emitted (slot `p_c`).
   struct RowRegisters {
@@ -5436,7 +5433,7 @@ class CudaEmitter {
     bool filling = false;   // the first loop that accesses the row: loads fill the registers
     bool registers_only = false;
   };
-  std::unordered_map<const ArrayInfo*, RowRegisters> cached_rows_;
+  ArrayMap<RowRegisters> cached_rows_;
   // While a kernel's version for rows that fit in the registers is emitted
   // (docs/cuda.md, "Rows that fit in the registers"): the host runs it only
   // when every spread loop that keeps rows in registers has at most the

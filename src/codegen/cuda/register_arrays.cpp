@@ -27,7 +27,7 @@ class RegisterArrayAccesses : public IRVisitor {
   std::vector<Access> accesses;
   const AtomicUpdate* atomic = nullptr;  // the first atomic update of one of them
 
-  explicit RegisterArrayAccesses(const std::set<const ArrayInfo*>& arrays) : arrays_(arrays) {}
+  explicit RegisterArrayAccesses(const ArraySet& arrays) : arrays_(arrays) {}
   using IRVisitor::visit;
 
  protected:
@@ -47,7 +47,7 @@ class RegisterArrayAccesses : public IRVisitor {
   }
 
  private:
-  const std::set<const ArrayInfo*>& arrays_;
+  const ArraySet& arrays_;
 };
 
 std::string at_line(const SourceLoc& loc) {
@@ -60,7 +60,7 @@ std::string plan_register_arrays(const std::vector<const For*>& loops, const std
                                  RegisterPlan* plan) {
   *plan = RegisterPlan{};
   if (written.empty()) return "the loop writes no array";
-  std::set<const ArrayInfo*> arrays;
+  ArraySet arrays;
   int words = 0;
   for (const ArrayVar& a : written) {
     if (a->type.ndim != 1) return "`" + a->name + "` has " + std::to_string(a->type.ndim) + " dimensions, not 1";
@@ -84,7 +84,7 @@ std::string plan_register_arrays(const std::vector<const For*>& loops, const std
     RegisterLoop rl;
     rl.var = f->var.get();
     std::vector<std::pair<const ArrayInfo*, int64_t>> loads;
-    std::set<const ArrayInfo*> stored;
+    ArraySet stored;
     bool has_store = false;
     for (const RegisterArrayAccesses::Access& a : found.accesses) {
       int64_t offset = 0;

@@ -32,7 +32,7 @@ struct RegisterLoop {
   int64_t store_offset = 0;
   // By array: how many elements before a thread's first slot and after its
   // last the loop reads (at most `slots`).
-  std::map<const ir::ArrayInfo*, std::pair<int, int>> halos;
+  ir::ArrayMap<std::pair<int, int>> halos;
 };
 
 struct RegisterPlan {
@@ -40,7 +40,7 @@ struct RegisterPlan {
   std::vector<ir::ArrayVar> arrays;  // the arrays the steps write, in `written`'s order
   // By array: the most elements one thread passes to its neighbours in one
   // loop (its halo buffer's row width).
-  std::map<const ir::ArrayInfo*, int> halo_width;
+  ir::ArrayMap<int> halo_width;
   std::map<const ir::For*, RegisterLoop> loops;
 };
 

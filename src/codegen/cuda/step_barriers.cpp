@@ -115,7 +115,7 @@ class LoopAccesses : public IRVisitor {
     return range;
   }
 
-  std::map<const VarInfo*, const For*> loops_;
+  VarMap<const For*> loops_;
 };
 
 // Whether `a` and `b` may touch one element and one of them writes it.

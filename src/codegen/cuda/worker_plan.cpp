@@ -22,7 +22,7 @@ using namespace ir;
 
 namespace {
 
-using VarSet = std::set<const VarInfo*>;
+using VarSet = VarSet;
 
 // The dimension of an array whose stride is 1, or -1 when the layout does
 // not say.
@@ -362,7 +362,7 @@ class UnconditionalAccesses : public AccessCollector {
 // The first load of each array in a subtree.
 class FirstLoads : public IRVisitor {
  public:
-  std::map<const ArrayInfo*, const Load*> first;
+  ArrayMap<const Load*> first;
   using IRVisitor::visit;
 
  protected:
@@ -375,7 +375,7 @@ class FirstLoads : public IRVisitor {
 // The arrays a subtree reads or writes with a bounds check.
 class CheckedAccesses : public IRVisitor {
  public:
-  std::set<const ArrayInfo*> arrays;
+  ArraySet arrays;
   using IRVisitor::visit;
 
  protected:
@@ -394,10 +394,10 @@ class CheckedAccesses : public IRVisitor {
 // loop bounds `e.shape[0]` and `x.shape[1]` are the same when `e` is bound to
 // a temporary allocated with shape (x.shape[1],).
 struct BodyArrays {
-  std::map<const ArrayInfo*, ArrayVar> root;  // name bound in the body -> the array it names
-  std::map<const ArrayInfo*, const Allocate*> allocation;  // root -> its top-level allocation
-  std::set<const ArrayInfo*> declared;  // names declared or allocated in the body
-  std::set<const ArrayInfo*> unsafe;    // rebound, or bound or allocated below the top level (roots)
+  ArrayMap<ArrayVar> root;               // name bound in the body -> the array it names
+  ArrayMap<const Allocate*> allocation;  // root -> its top-level allocation
+  ArraySet declared;                     // names declared or allocated in the body
+  ArraySet unsafe;                       // rebound, or bound or allocated below the top level (roots)
 
   const ArrayInfo* of(const ArrayInfo* a) const {
     auto it = root.find(a);
@@ -510,7 +510,7 @@ namespace {
 class AssignedScalars : public IRVisitor {
  public:
   std::vector<Var> vars;
-  std::map<const VarInfo*, int> sites;
+  VarMap<int> sites;
   using IRVisitor::visit;
 
  protected:
@@ -964,7 +964,7 @@ std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const VarSet& wo
     bool writes = false, checked = false, refused = false;
     bool outside = false;  // accessed outside the spread loops (allowed for reads when nothing writes it)
   };
-  std::map<const ArrayInfo*, Candidate> found;  // by array
+  ArrayMap<Candidate> found;  // by array
   std::vector<const ArrayInfo*> order;
   for (size_t k = 0; k < plan.stmts.size(); ++k) {
     const Stmt& s = plan.stmts[k];
@@ -1195,8 +1195,7 @@ bool calls_math(const ExprNode* e) {
 
 // The scalars an expression reads, and whether all its loads are
 // unchecked loads of arrays outside `written`.
-bool reads_of(const ExprNode* e, const BodyArrays& arrays, const std::set<const ArrayInfo*>& written,
-              VarSet* vars) {
+bool reads_of(const ExprNode* e, const BodyArrays& arrays, const ArraySet& written, VarSet* vars) {
   if (const VarRef* r = e->as<VarRef>()) vars->insert(r->var.get());
   if (const Load* l = e->as<Load>(); l && (l->checked || written.count(arrays.of(l->array.get())))) return false;
   for (const ExprNode* o : operands(e))
@@ -1272,7 +1271,7 @@ std::vector<CachedValue> plan_cached_values(const WorkerPlan& plan, const std::v
       space_of[row.loops[k]] = text;
     }
   }
-  std::set<const ArrayInfo*> written;
+  ArraySet written;
   for (const Stmt& s : plan.stmts) {
     for (const RawAccess& a : accesses_in(s))
       if (a.write) written.insert(arrays.of(a.array->get()));
@@ -1483,7 +1482,7 @@ namespace {
 // The arrays a subtree writes, allocates, binds or declares.
 class ArrayChanges : public IRVisitor {
  public:
-  std::set<const ArrayInfo*> arrays;
+  ArraySet arrays;
   using IRVisitor::visit;
 
  protected:

@@ -73,8 +73,7 @@ ReductionForm reduction_form(const ir::Stmt& body, const ir::Reduction& r);
 // `worker_vars`: the variables of the (collapsed) parallel loop nest;
 // `outside`: scalars that live outside the worker body (host scalars, the
 // parallel loop's reductions and privates).
-WorkerPlan plan_worker(const ir::Stmt& body, const std::set<const ir::VarInfo*>& worker_vars,
-                       const std::set<const ir::VarInfo*>& outside);
+WorkerPlan plan_worker(const ir::Stmt& body, const ir::VarSet& worker_vars, const ir::VarSet& outside);
 
 // A spread loop whose threads run their iterations two at a time
 // (docs/cuda.md, "Two iterations per thread"): iterations k and k + team of
@@ -142,7 +141,7 @@ constexpr int kRowCacheSlots = 8;
 
 struct CachedRow {
   const ir::ArrayInfo* array = nullptr;    // as first named in the body
-  std::set<const ir::ArrayInfo*> names;    // the array and the names bound to it in the body
+  ir::ArraySet names;                      // the array and the names bound to it in the body
   std::vector<size_t> loops;               // the spread loops (statement indices) that access it, in order
   // A temporary of the worker (allocated in the body, uninitialised, no
   // name outside it) whose first access in the first loop is a store: the
@@ -159,7 +158,7 @@ struct CachedRow {
 };
 
 // `worker_written`: the scalars the worker body assigns.
-std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const std::set<const ir::VarInfo*>& worker_written);
+std::vector<CachedRow> plan_cached_rows(const WorkerPlan& plan, const ir::VarSet& worker_written);
 
 // Values kept in registers (docs/cuda.md, "Values kept in registers"): a
 // later loop of the rows' loops computes again, for the same iteration, the
@@ -181,7 +180,7 @@ struct CachedValue {
 
 // `slots`: the registers per thread of each row or value (row_cache_slots).
 std::vector<CachedValue> plan_cached_values(const WorkerPlan& plan, const std::vector<CachedRow>& rows,
-                                            const std::set<const ir::VarInfo*>& worker_written, int slots);
+                                            const ir::VarSet& worker_written, int slots);
 
 // Vector accesses in teams (docs/cuda.md): with groups, a thread of a team
 // takes `width` consecutive iterations of a spread loop at a time. The
@@ -253,9 +252,8 @@ struct ArrayAccess {
 // With `changing`, the accesses as a later iteration of a loop that assigns
 // those scalars sees them: a spread loop whose bounds or indices read one of
 // them maps elements to other threads then.
-std::vector<ArrayAccess> array_accesses(const ir::Stmt& stmt, Placement placement,
-                                        const std::set<const ir::VarInfo*>& worker_written,
-                                        const std::set<const ir::VarInfo*>* changing = nullptr);
+std::vector<ArrayAccess> array_accesses(const ir::Stmt& stmt, Placement placement, const ir::VarSet& worker_written,
+                                        const ir::VarSet* changing = nullptr);
 
 // The reads of an `if`'s condition or a loop's bounds, by every thread.
 std::vector<ArrayAccess> control_accesses(const ir::Stmt& stmt);
