@@ -62,6 +62,7 @@ def csr_sums_le(rowptr, vals, y):
         #pragma rowptr[i]:rowptr[i+1]=>le(64),reduce(sum)
         y[i] = np.sum(vals[rowptr[i]:rowptr[i + 1]])
 
+
 def softmax_simd(x, out):
     M, N = x.shape
     #pragma parallel for

@@ -199,6 +199,22 @@ std::optional<Operand> operand(const Expr& e, const Var& outer, const Var& r) {
   return std::nullopt;
 }
 
+// The product x * y (a Mul Binary) that the loop `f` sums into `t`: its body
+// is `t = t + x * y` (or `t = x * y + t`) and its reductions are
+// +-reductions of t only; null otherwise. The product's type is the caller's
+// to check.
+Expr summed_product(const For* f, const Var& t) {
+  for (const Reduction& red : f->schedule.reductions)
+    if (red.var != t || red.op != ReduceOp::Add) return nullptr;
+  auto body = statements(f->body);
+  const Assign* acc = body && body->size() == 1 ? (*body)[0]->as<Assign>() : nullptr;
+  const Binary* sum = acc && acc->var == t ? acc->value->as<Binary>() : nullptr;
+  if (!sum || sum->op != BinaryOp::Add) return nullptr;
+  const Expr& product = is_var(sum->a, t) ? sum->b : is_var(sum->b, t) ? sum->a : nullptr;
+  const Binary* mul = product ? product->as<Binary>() : nullptr;
+  return mul && mul->op == BinaryOp::Mul ? product : nullptr;
+}
+
 bool reads_any(const Expr& e, const VarSet& vars) {
   for (const VarInfo* v : analysis::uses_of(e).reads)
     if (vars.count(v)) return true;
@@ -514,15 +530,8 @@ class TriangleMatcher : public NestMatcher {
     if (!init || !fr || !store || !counts_from_zero(fr) || !set_c(store)) return nullptr;
     const Var& t = init->var;
     if (t->type.kind != dtype_ || !is_zero(init->value)) return nullptr;
-    for (const Reduction& red : fr->schedule.reductions)
-      if (red.var != t || red.op != ReduceOp::Add) return nullptr;
-    auto body = statements(fr->body);
-    const Assign* acc = body && body->size() == 1 ? (*body)[0]->as<Assign>() : nullptr;
-    const Binary* sum = acc && acc->var == t ? acc->value->as<Binary>() : nullptr;
-    if (!sum || sum->op != BinaryOp::Add) return nullptr;
-    const Expr& product = is_var(sum->a, t) ? sum->b : is_var(sum->b, t) ? sum->a : nullptr;
-    const Binary* mul = product ? product->as<Binary>() : nullptr;
-    if (!mul || mul->op != BinaryOp::Mul) return nullptr;
+    const Expr product = summed_product(fr, t);
+    if (!product) return nullptr;
     k_ = fr->var;
     conditions_ = version.conditions;
     if (store->checked) return decline("its indices are checked (boundscheck)");
@@ -881,15 +890,9 @@ class InPlaceMatcher : public NestMatcher {
     if ((dtype != ScalarKind::Float32 && dtype != ScalarKind::Float64) || t->type.kind != dtype ||
         !is_zero(init->value))
       return nullptr;
-    for (const Reduction& red : fr->schedule.reductions)
-      if (red.var != t || red.op != ReduceOp::Add) return nullptr;
-    auto body = statements(fr->body);
-    const Assign* acc = body && body->size() == 1 ? (*body)[0]->as<Assign>() : nullptr;
-    const Binary* sum = acc && acc->var == t ? acc->value->as<Binary>() : nullptr;
-    if (!sum || sum->op != BinaryOp::Add) return nullptr;
-    const Expr& product = is_var(sum->a, t) ? sum->b : is_var(sum->b, t) ? sum->a : nullptr;
+    const Expr product = summed_product(fr, t);
     const Binary* mul = product ? product->as<Binary>() : nullptr;
-    if (!mul || mul->op != BinaryOp::Mul || mul->type.kind != dtype) return nullptr;
+    if (!mul || mul->type.kind != dtype) return nullptr;
     // B[i, j] = B[i, j] + t
     const Var &i = fi_->var, &j = fj->var, &r = fr->var;
     const Binary* update = store->value->as<Binary>();
@@ -1009,16 +1012,10 @@ class SolveMatcher : public NestMatcher {
         store->indices.size() > 2)
       return nullptr;
     if (store->indices.size() == 2) vector_row_ = unwrapped(store->indices[0]);
-    for (const Reduction& red : fr->schedule.reductions)
-      if (red.var != t || red.op != ReduceOp::Add) return nullptr;
     // t = t + L[i, r] * x[r]
-    auto dot = statements(fr->body);
-    const Assign* acc = dot && dot->size() == 1 ? (*dot)[0]->as<Assign>() : nullptr;
-    const Binary* sum = acc && acc->var == t ? acc->value->as<Binary>() : nullptr;
-    if (!sum || sum->op != BinaryOp::Add) return nullptr;
-    const Expr& product = is_var(sum->a, t) ? sum->b : is_var(sum->b, t) ? sum->a : nullptr;
+    const Expr product = summed_product(fr, t);
     const Binary* mul = product ? product->as<Binary>() : nullptr;
-    if (!mul || mul->op != BinaryOp::Mul || mul->type.kind != dtype_) return nullptr;
+    if (!mul || mul->type.kind != dtype_) return nullptr;
     const Load* matrix = mul->a->as<Load>();
     const Load* vector = mul->b->as<Load>();
     if (!is_vector(vector)) std::swap(matrix, vector);
@@ -1471,17 +1468,10 @@ class MatMulFinder : public IRMutator {
     const ScalarKind dtype = store->array->type.dtype;
     if ((dtype != ScalarKind::Float32 && dtype != ScalarKind::Float64) || t->type.kind != dtype) return nullptr;
     if (!is_zero(init->value)) return nullptr;
-    for (const Reduction& red : fr->schedule.reductions)
-      if (red.var != t || red.op != ReduceOp::Add) return nullptr;
     // t = t + A[i, r] * B[r, j]
-    auto body = statements(fr->body);
-    if (!body || body->size() != 1) return nullptr;
-    const Assign* acc = (*body)[0]->as<Assign>();
-    const Binary* sum = acc && acc->var == t ? acc->value->as<Binary>() : nullptr;
-    if (!sum || sum->op != BinaryOp::Add) return nullptr;
-    const Expr& product_expr = is_var(sum->a, t) ? sum->b : is_var(sum->b, t) ? sum->a : nullptr;
+    const Expr product_expr = summed_product(fr, t);
     const Binary* product = product_expr ? product_expr->as<Binary>() : nullptr;
-    if (!product || product->op != BinaryOp::Mul || product->type.kind != dtype) return nullptr;
+    if (!product || product->type.kind != dtype) return nullptr;
     const Var &i = fi->var, &j = fj->var, &r = fr->var;
     std::optional<Operand> a = operand(product->a, i, r), b = operand(product->b, j, r);
     if (!a || !b) {
