@@ -45,6 +45,7 @@ struct Runtime {
   CudaDeviceInfo device;
   bool cooperative_launch = false;  // CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH
   int shared_bytes_optin = 0;       // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+  int l2_bytes = 0;                 // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
   // Stream-ordered allocation from the device's default pool, which keeps
   // freed memory for later allocations instead of returning it to the driver.
   bool ordered_allocation = false;
@@ -86,10 +87,11 @@ Runtime* runtime(std::string* why) {
     rt.device.ordinal = device;
     int major = 0, minor = 0;
     constexpr int kComputeCapabilityMajor = 75, kComputeCapabilityMinor = 76, kMultiprocessorCount = 16,
-                  kCooperativeLaunch = 95, kSharedBytesOptin = 97;
+                  kCooperativeLaunch = 95, kSharedBytesOptin = 97, kL2CacheSize = 38;
     int cooperative = 0;
     if (d.cuDeviceGetAttribute(&cooperative, kCooperativeLaunch, device) == 0) rt.cooperative_launch = cooperative != 0;
     if (d.cuDeviceGetAttribute(&rt.shared_bytes_optin, kSharedBytesOptin, device) != 0) rt.shared_bytes_optin = 0;
+    if (d.cuDeviceGetAttribute(&rt.l2_bytes, kL2CacheSize, device) != 0) rt.l2_bytes = 0;
     d.cuDeviceGetAttribute(&major, kComputeCapabilityMajor, device);
     d.cuDeviceGetAttribute(&minor, kComputeCapabilityMinor, device);
     d.cuDeviceGetAttribute(&rt.device.multiprocessors, kMultiprocessorCount, device);
@@ -264,6 +266,10 @@ int32_t api_launch_shared(plait_context* ctx, int32_t kernel, uint32_t grid, uin
 
 uint32_t api_cooperative_grid(plait_context* ctx, int32_t kernel, uint32_t block) {
   return state_of(ctx).module->cooperative_grid(kernel, block);
+}
+
+uint32_t api_resident_grid(plait_context* ctx, int32_t kernel, uint32_t block) {
+  return state_of(ctx).module->resident_grid(kernel, block);
 }
 
 int32_t api_launch_cooperative(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
@@ -760,19 +766,22 @@ CudaModule::~CudaModule() {
 }
 
 uint32_t CudaModule::cooperative_grid(int index, uint32_t block) const {
+  return require_runtime().cooperative_launch ? resident_grid(index, block) : 0;
+}
+
+uint32_t CudaModule::resident_grid(int index, uint32_t block) const {
   std::lock_guard<std::mutex> lock(facts_mutex_);
-  auto it = cooperative_grids_.find({index, block});
-  if (it != cooperative_grids_.end()) return it->second;
+  auto it = resident_grids_.find({index, block});
+  if (it != resident_grids_.end()) return it->second;
   Runtime& rt = require_runtime();
   uint32_t grid = 0;
   int per_multiprocessor = 0;
-  if (rt.cooperative_launch &&
-      rt.d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, function(index), static_cast<int>(block),
+  if (rt.d->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, function(index), static_cast<int>(block),
                                                         0) == 0 &&
       per_multiprocessor > 0) {
     grid = static_cast<uint32_t>(per_multiprocessor) * static_cast<uint32_t>(rt.device.multiprocessors);
   }
-  cooperative_grids_[{index, block}] = grid;
+  resident_grids_[{index, block}] = grid;
   return grid;
 }
 
@@ -905,6 +914,8 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   api.trmm = &api_trmm;
   api.symm = &api_symm;
   api.trsv = &api_trsv;
+  api.resident_grid = &api_resident_grid;
+  api.l2_bytes = static_cast<uint64_t>(rt.l2_bytes);
   api.scratch = reinterpret_cast<void*>(static_cast<uintptr_t>(scratch.pointer()));
   ctx->cuda = &api;
   struct Detach {

@@ -49,6 +49,8 @@ class CudaModule {
   // at once (a cooperative launch's largest grid); 0 when the GPU cannot
   // launch cooperative kernels. Computed once per kernel and block size.
   uint32_t cooperative_grid(int index, uint32_t block) const;
+  // The most blocks of `block` threads of kernel `index` resident at once (0: not known).
+  uint32_t resident_grid(int index, uint32_t block) const;
   // Whether kernel `index` may be launched with `bytes` of dynamic shared
   // memory: up to 48 KiB always, beyond that up to the device's opt-in
   // limit once the kernel's attribute is raised (remembered per kernel).
@@ -62,7 +64,7 @@ class CudaModule {
   std::vector<void*> functions_;
   std::vector<std::string> names_;
   mutable std::mutex facts_mutex_;  // guards the two maps below, each filled once per kernel
-  mutable std::map<std::pair<int, uint32_t>, uint32_t> cooperative_grids_;
+  mutable std::map<std::pair<int, uint32_t>, uint32_t> resident_grids_;
   mutable std::map<int, uint64_t> shared_bytes_allowed_;
 };
 

@@ -146,6 +146,10 @@ typedef struct plait_cuda_api {
    * strides cuBLAS cannot take (a vector's must be positive). */
   int32_t (*trsv)(struct plait_context* ctx, int32_t dtype, int64_t n, const void* a, int64_t a_row_stride,
                   int64_t a_col_stride, const void* b, int64_t b_stride, void* x, int64_t x_stride);
+  /* The most blocks of `block` threads of kernel `kernel` that can be
+   * resident on the GPU at once (0: not known). */
+  uint32_t (*resident_grid)(struct plait_context* ctx, int32_t kernel, uint32_t block);
+  uint64_t l2_bytes; /* the GPU's L2 cache (0: not known) */
 } plait_cuda_api;
 
 #define PLAIT_CUDA_SCRATCH_BYTES 4096

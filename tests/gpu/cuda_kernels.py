@@ -840,6 +840,16 @@ def row_raise(level, floor):
         level[i, :] = np.maximum(level[i, :], floor)
 
 
+def grid_relax(dist, start, through):
+    # The relaxation as one array statement: a collapsed nest, whose
+    # iterations store only the elements that changed.
+    dist[:] = np.minimum(dist, start[:, None] + through[None, :])
+
+
+def grid_raise(level, floor):
+    level[:] = np.maximum(level, floor[None, :])
+
+
 # ---- NaN in team reductions of float maxima and minima, rows kept in
 # registers between spread loops (docs/cuda.md, "NaN in maxima and minima",
 # "Rows kept in registers")
@@ -1035,6 +1045,8 @@ KERNELS = {
     "first_or_default": ["f64[::1]"],
     "row_relax": ["i32[:, ::1], i32[::1], i32[::1]", "f64[:, :], f64[::1], f64[:]"],
     "row_raise": ["f32[:, ::1], f32[::1]"],
+    "grid_relax": ["i32[:, ::1], i32[::1], i32[::1]", "f64[:, :], f64[::1], f64[:]"],
+    "grid_raise": ["f32[:, ::1], f32[::1]"],
     "row_max_builtin": ["f64[:, ::1], f64[::1]", "f32[:, :], f32[:]"],
     "row_extremes_builtin_reversed": ["f64[:, ::1], f64[::1], f64[::1]", "f32[:, ::1], f32[::1], f32[::1]"],
     "row_maximum_numpy": ["f64[:, ::1], f64[::1]", "f32[:, ::1], f32[::1]"],

@@ -756,25 +756,41 @@ def test_device_region_takes_the_host_value_of_a_scalar_it_may_keep(rng, kind, n
     check(K.first_or_default, [a], kind)
 
 
+# A relaxation's two forms: a team per row whose groups store only when one
+# of their elements changed, and an array statement (a collapsed nest) whose
+# iterations store only the elements that changed; each with the remark
+# that explain() gives.
+RELAXATIONS = {
+    "team groups": (K.row_relax, K.row_raise, "stores its elements only when one of them changed"),
+    "collapsed nest": (K.grid_relax, K.grid_raise, "a thread stores an element only when it changed"),
+}
+
+
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("shape", [(1, 1), (3, 1000), (70, 33), (5, 4097)])
-def test_relaxations_store_only_the_groups_that_changed(rng, kind, shape):
+@pytest.mark.parametrize("shape", [(0, 5), (1, 1), (3, 1000), (70, 33), (5, 4097), (3000, 1000)])
+@pytest.mark.parametrize("form", sorted(RELAXATIONS))
+def test_relaxations_store_only_what_changed(rng, kind, shape, form):
+    # The collapsed nest runs its rows version at (3, 1000) and (3000,
+    # 1000) (in L2: one wave of blocks, each taking many rows), the other
+    # version at (70, 33) and (5, 4097).
+    relax, raise_, remark = RELAXATIONS[form]
     m, n = shape
-    kernel = check(K.row_relax, [ints(rng, shape, np.int32, 0, 50), ints(rng, m, np.int32, 0, 20),
-                                 ints(rng, n, np.int32, 0, 40)], kind)
-    assert "stores its elements only when one of them changed" in kernel.explain()
+    kernel = check(relax, [ints(rng, shape, np.int32, 0, 50), ints(rng, m, np.int32, 0, 20),
+                           ints(rng, n, np.int32, 0, 40)], kind)
+    assert remark in kernel.explain()
     # Floats through a strided view, with NaN and signed zeros, which a
     # comparison of values would take for unchanged.
     dist = floats(rng, (m, 2 * n))[:, ::2]
     through = floats(rng, 2 * n)[::2]
     dist[:, : n // 3] = -0.0
     through[: n // 2] = 0.0
-    dist[0, -1] = np.nan
-    through[n // 4] = np.nan
-    check(K.row_relax, [dist, np.zeros(m), through], kind)
+    if m and n:
+        dist[0, -1] = np.nan
+        through[n // 4] = np.nan
+    check(relax, [dist, np.zeros(m), through], kind)
     level = floats(rng, shape, np.float32)
     level[:, n // 2 :] = np.nan
-    check(K.row_raise, [level, floats(rng, n, np.float32)], kind)
+    check(raise_, [level, floats(rng, n, np.float32)], kind)
 
 
 def solve_on_gpu(kind, lower, b):

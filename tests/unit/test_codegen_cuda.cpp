@@ -162,6 +162,22 @@ Function time_loop(bool host_scalar) {
                   {ValueType::of(ScalarType::i64())});
 }
 
+// parallel i: simd j: out[i, j] = min(out[i, j], m[i, j]) (a relaxation,
+// run as a collapsed nest).
+Function relaxed_rows() {
+  ArrayVar m = std::make_shared<ArrayInfo>("m", ArrayType{ScalarKind::Float32, 2, Layout::C}, SourceLoc{}, true);
+  ArrayVar out = std::make_shared<ArrayInfo>("out", ArrayType{ScalarKind::Float32, 2, Layout::C}, SourceLoc{}, true);
+  Var i = var("i", ScalarType::i64()), j = var("j", ScalarType::i64());
+  Expr relaxed = Binary::make(BinaryOp::Min, Load::make(out, {vref(i), vref(j)}), Load::make(m, {vref(i), vref(j)}),
+                              ScalarType::f32());
+  Stmt inner = For::make(j, i64(0), ArrayDim::make(m, 1), i64(1),
+                         Block::make({Store::make(out, {vref(i), vref(j)}, relaxed, false, at(4))}),
+                         schedule(LoopKind::Vectorized), at(3));
+  Stmt loop =
+      For::make(i, i64(0), ArrayDim::make(m, 0), i64(1), Block::make({inner}), schedule(LoopKind::Parallel), at(2));
+  return function("relaxed", {{nullptr, m}, {nullptr, out}}, {loop});
+}
+
 // What the recording API saw.
 struct Recorder {
   struct Launch {
@@ -171,7 +187,8 @@ struct Recorder {
     bool cooperative = false;
     uint64_t shared_bytes = 0;  // launch_shared's
   };
-  uint32_t resident_blocks = 264;  // what cooperative_grid answers
+  uint32_t resident_blocks = 264;  // what cooperative_grid and resident_grid answer
+  uint64_t l2_bytes = 0;           // the API's l2_bytes
   bool shared_declines = false;    // launch_shared's answer: declined, or launched
   std::vector<Launch> launches;
   std::vector<double> copied_to_device;
@@ -250,6 +267,8 @@ int32_t run_host(const HostPart& part, std::vector<void*> args, plait_result* re
   api.launch_cooperative = &record_cooperative_launch;
   api.launch_shared = &record_shared_launch;
   api.shared_bytes_limit = 227 * 1024;
+  api.resident_grid = &recorded_cooperative_grid;
+  api.l2_bytes = recorder.l2_bytes;
   api.scratch = scratch.data();
   plait_context ctx;
   std::memset(&ctx, 0, sizeof ctx);
@@ -369,6 +388,42 @@ TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
   EXPECT_EQ(run_host(host, {&m, &o}, results, short_rows), PLAIT_OK);
   ASSERT_EQ(short_rows.launches.size(), 1u);
   EXPECT_EQ(short_rows.launches[0].grid, 125u);  // a warp per row: 8 rows per block
+
+  expect_nvrtc_compiles(out.device, out.kernel_names);
+}
+
+TEST(CodegenCuda, RelaxationsStoreOnlyChangedElementsAndRowsInL2RunInOneWave) {
+  codegen::CudaSources out = codegen::generate_cuda(relaxed_rows(), CompileOptions{});
+  ASSERT_EQ(out.kernel_names.size(), 2u) << out.device;
+  EXPECT_EQ(out.kernel_names[1], out.kernel_names[0] + "_rows");
+  // Each iteration compares the element it loaded with its new value.
+  EXPECT_NE(out.device.find("if (plait::bits_differ("), std::string::npos) << out.device;
+  EXPECT_NE(out.device.find("if (p_in1 && plait::bits_differ("), std::string::npos) << out.device;
+  bool explained = false;
+  for (const Remark& r : out.remarks)
+    explained = explained || r.message.find("a thread stores an element only when it changed") != std::string::npos;
+  EXPECT_TRUE(explained);
+
+  HostPart host = build_host("relaxed", out.host);
+  // 1000 rows of 1000 float32 each (two tiles of 512 a row): 8 MB in all.
+  auto grid = [&](uint64_t l2_bytes) -> uint32_t {
+    plait_array m{}, o{};
+    m.shape[0] = o.shape[0] = 1000;
+    m.shape[1] = o.shape[1] = 1000;
+    m.strides[0] = o.strides[0] = 1000;
+    m.strides[1] = o.strides[1] = 1;
+    plait_result results[1];
+    Recorder recorder;
+    recorder.l2_bytes = l2_bytes;
+    EXPECT_EQ(run_host(host, {&m, &o}, results, recorder), PLAIT_OK);
+    EXPECT_EQ(recorder.launches.size(), 1u);
+    if (recorder.launches.size() != 1u) return 0;
+    EXPECT_EQ(recorder.launches[0].kernel, 1);  // the rows version
+    return recorder.launches[0].grid;
+  };
+  EXPECT_EQ(grid(50u << 20), 264u);  // in L2: one wave of the 264 resident blocks, whole rows of tiles
+  EXPECT_EQ(grid(4u << 20), 2000u);  // past L2: a block per tile
+  EXPECT_EQ(grid(0), 2000u);         // L2 not known
 
   expect_nvrtc_compiles(out.device, out.kernel_names);
 }

@@ -935,7 +935,26 @@ class CudaEmitter {
     return "plait_cuda::read(ctx, " + data(a) + " + (" + off + "))";
   }
 
+  // The load of the element that `s` stores when `s` is a relaxation, an
+  // update `a[e] = min(a[e], y)` or `max(a[e], y)` (`same_element(l)`: l
+  // reads the element that `s` writes); nullptr otherwise. A relaxation that
+  // leaves an element as it was need not store it: memory still holds the
+  // loaded bits when nothing else writes the element in between, which the
+  // caller ensures.
+  static const Load* relaxation_load(const Store* s, const std::function<bool(const Load*)>& same_element) {
+    const Binary* b = s->value->as<Binary>();
+    if (!b ||
+        !(b->op == BinaryOp::Min || b->op == BinaryOp::Max || b->op == BinaryOp::PyMin || b->op == BinaryOp::PyMax))
+      return nullptr;
+    for (const Expr& operand : {b->a, b->b}) {
+      const Load* l = operand->as<Load>();
+      if (l && l->array.get() == s->array.get() && same_element(l)) return l;
+    }
+    return nullptr;
+  }
+
   std::string load(const Load* l) {
+    if (auto it = relaxed_loads_.find(l); it != relaxed_loads_.end()) return it->second;
     if (const ArrayVar* a = register_array(l->array.get()); a && register_loop_)
       return register_element(*a, l->indices[0]);
     if (auto it = prefetched_.find(l); it != prefetched_.end()) return it->second + "[p_u]";
@@ -1916,15 +1935,9 @@ class CudaEmitter {
     // when an element changed (store_changed_lanes). Empty otherwise. Called
     // in at_iteration, where the loads' addresses print as the store's does.
     auto relaxed_lanes = [&](const Store* s, const std::string& at) {
-      const Binary* b = s->value->as<Binary>();
-      if (group.stores.size() != 1 || !b ||
-          !(b->op == BinaryOp::Min || b->op == BinaryOp::Max || b->op == BinaryOp::PyMin || b->op == BinaryOp::PyMax))
-        return std::string();
-      for (const Expr& operand : {b->a, b->b}) {
-        const Load* l = operand->as<Load>();
-        if (!l || l->array.get() != s->array.get() || address(l->array, l->indices) != at) continue;
-        if (auto it = lane_loads_.find(l); it != lane_loads_.end()) return it->second;  // the group loaded it
-      }
+      if (group.stores.size() != 1) return std::string();
+      const Load* l = relaxation_load(s, [&](const Load* l) { return address(l->array, l->indices) == at; });
+      if (auto it = lane_loads_.find(l); l && it != lane_loads_.end()) return it->second;  // the group loaded it
       return std::string();
     };
     // One group of a thread, whose first iteration is `first_iteration`:
@@ -3246,11 +3259,34 @@ class CudaEmitter {
         if (!store) PLAIT_INTERNAL_ERROR("a batched worker body holds more than scalar assignments and stores");
         const bool vector_store = whole && lanes.has(store);
         const std::string t = ctype(store->array->type.dtype);
-        std::vector<std::string> values, offsets, stored;
+        // A relaxation stores an element only when its bits change: the
+        // thread's other iterations write other elements (the iterations of a
+        // parallel loop are independent), so memory still holds what the
+        // iteration loaded when it would store.
+        const Load* relaxed = nullptr;
+        if (!store->checked) {
+          in_iteration(0, [&] {
+            const std::string at = offset(store->array, indices_of(store->indices));
+            relaxed = relaxation_load(
+                store, [&](const Load* l) { return !l->checked && offset(l->array, indices_of(l->indices)) == at; });
+          });
+        }
+        const bool relaxed_lanes = relaxed && lane_loads_.count(relaxed);
+        if (relaxed)
+          remark(store->loc, "the update of `" + store->array->name +
+                                 "` is a minimum or maximum with its old value: a thread stores an element only when "
+                                 "it changed");
+        std::vector<std::string> values, offsets, stored, olds;
         for (int u = 0; u < batch; ++u) {
           values.push_back(temp("value"));
           offsets.push_back(temp("at"));
           line(t + " " + values.back() + "{};");
+          if (relaxed_lanes) {
+            olds.push_back(lane_loads_.at(relaxed) + ".v[" + std::to_string(u) + "]");
+          } else if (relaxed) {
+            olds.push_back(temp("old"));
+            line(t + " " + olds.back() + "{};");
+          }
           if (!vector_store || u == 0) line("int64_t " + offsets.back() + " = 0;");
           if (store->checked) {
             stored.push_back(temp("ok"));
@@ -3266,7 +3302,12 @@ class CudaEmitter {
             line(guard(u) + "{");
             ++indent_;
             // The value first, then the indices, as in `a[i] = value`.
+            if (relaxed && !relaxed_lanes) {
+              line(olds[x] + " = " + load(relaxed) + ";");
+              relaxed_loads_[relaxed] = olds[x];
+            }
             line(values[x] + " = " + expr(store->value) + ";");
+            relaxed_loads_.clear();
             if (store->checked) {
               std::vector<std::string> names;
               std::string decls;
@@ -3282,14 +3323,21 @@ class CudaEmitter {
           });
         }
         lane_ = -1;
+        auto changed = [&](size_t x) { return "plait::bits_differ(" + values[x] + ", " + olds[x] + ")"; };
         if (vector_store) {
-          line("*reinterpret_cast<" + lanes_type(store->array->type.dtype) + "*>(" + data(store->array) + " + " +
-               offsets[0] + ") = " + lanes_type(store->array->type.dtype) + "{{" + join(values, ", ") + "}};");
+          std::vector<std::string> any;
+          for (size_t x = 0; relaxed && x < values.size(); ++x) any.push_back(changed(x));
+          line((any.empty() ? "" : "if (" + join(any, " || ") + ") ") + "*reinterpret_cast<" +
+               lanes_type(store->array->type.dtype) + "*>(" + data(store->array) + " + " + offsets[0] +
+               ") = " + lanes_type(store->array->type.dtype) + "{{" + join(values, ", ") + "}};");
           continue;
         }
         for (int u = 0; u < batch; ++u) {
           const size_t x = static_cast<size_t>(u);
-          const std::string when = stored[x].empty() ? "" : "if (" + stored[x] + ") ";
+          std::vector<std::string> conditions;
+          if (!stored[x].empty()) conditions.push_back(stored[x]);
+          if (relaxed) conditions.push_back(changed(x));
+          const std::string when = conditions.empty() ? "" : "if (" + join(conditions, " && ") + ") ";
           line(when + data(store->array) + "[" + offsets[x] + "] = " + values[x] + ";");
         }
       }
@@ -4074,11 +4122,16 @@ class CudaEmitter {
     if (wide_version) {
       launch_either(wide, wide_index, grid_of(2 * block_size_), 2 * block_size_);
     } else if (rows_version) {
-      const std::string tile = std::to_string(batch * block_size_), tiles = temp("tiles");
+      const std::string tile = std::to_string(batch * block_size_), tiles = temp("tiles"), most = temp("most");
+      std::string bytes = "uint64_t(0)";
+      for (const ArrayVar& a : cap.arrays)
+        bytes += " + uint64_t(" + element_count(a) + ") * sizeof(" + ctype(a->type.dtype) + ")";
       const std::string inner = levels.back().trip, cap = std::to_string(cap_blocks);
       line("const int64_t " + tiles + " = plait_cuda::row_tiles(" + inner + ", " + tile + ");");
+      line("const int64_t " + most + " = plait_cuda::rows_cap(ctx, " + std::to_string(rows_index) + ", " +
+           std::to_string(block_size_) + ", " + bytes + ", " + tiles + ", " + cap + ");");
       launch_either("plait_cuda::rows_fit(" + inner + ", " + tiles + ", " + tile + ", " + cap + ")", rows_index,
-                    "plait_cuda::grid_for_rows(" + tiles + ", " + total + " / " + inner + ", " + cap + ")",
+                    "plait_cuda::grid_for_rows(" + tiles + ", " + total + " / " + inner + ", " + most + ")",
                     block_size_);
     } else if (staged) {
       launch_either("plait_cuda::rows_staged(" + extent(staged_elements, 0) + ", " + total + ", " +
@@ -5392,6 +5445,9 @@ class CudaEmitter {
   // Loads of a one-thread worker made before its iterations run: the
   // register array of the values (emit_parallel_kernel).
   std::unordered_map<const Load*, std::string> prefetched_;
+  // Batched workers: the element a relaxation loaded, by the name of the
+  // iteration's copy (emit_batched_worker_loop compares it with the new value).
+  std::unordered_map<const Load*, std::string> relaxed_loads_;
   int lane_ = -1;
   ArrayMap<ArrayLocal> arrays_;
   std::unordered_set<std::string> used_names_;

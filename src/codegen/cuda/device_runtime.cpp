@@ -430,6 +430,11 @@ template <typename T> __device__ __forceinline__ uint32_t to_word32(T v) {
 template <typename T> __device__ __forceinline__ uint64_t to_word64(T v) {
   if constexpr (traits<T>::is_float) return (uint64_t)__double_as_longlong(v); else return (uint64_t)v;
 }
+// Whether two values differ in their bits (a relaxation that keeps an
+// element, NaN payloads and signed zeros included, does not store it).
+template <typename T> __device__ __forceinline__ bool bits_differ(T x, T y) {
+  if constexpr (sizeof(T) == 8) return to_word64(x) != to_word64(y); else return to_word32(x) != to_word32(y);
+}
 template <typename T> __device__ __forceinline__ T from_word32(uint32_t w) {
   if constexpr (traits<T>::is_float) return __uint_as_float(w); else return (T)w;
 }
@@ -710,11 +715,7 @@ __device__ __forceinline__ void store_changed_lanes(T* p, const lanes<T, N>& val
                                                     int64_t apart, bool whole, int count) {
   bool changed = false;
 #pragma unroll
-  for (int u = 0; u < N; ++u) {
-    const bool same = sizeof(T) == 8 ? to_word64(value.v[u]) == to_word64(before.v[u])
-                                     : to_word32(value.v[u]) == to_word32(before.v[u]);
-    changed = changed || (u < count && !same);
-  }
+  for (int u = 0; u < N; ++u) changed = changed || (u < count && bits_differ(value.v[u], before.v[u]));
   if (changed) store_lanes(p, value, apart, whole, count);
 }
 
@@ -810,7 +811,7 @@ inline bool rows_staged(int64_t elements, int64_t rows, int64_t per_row) { retur
 // tiles"): a row of `inner` iterations of the innermost loop takes
 // row_tiles tiles of `tile` iterations; the version runs when at most an
 // eighth of a row's tiled iterations lie past its end and a grid holds a
-// row's tiles, with a grid of whole rows of tiles.
+// row's tiles, with a grid of whole rows of tiles, at most `cap` blocks.
 inline int64_t row_tiles(int64_t inner, int64_t tile) { return (inner + tile - 1) / tile; }
 
 inline bool rows_fit(int64_t inner, int64_t tiles, int64_t tile, int64_t cap) {
@@ -820,6 +821,22 @@ inline bool rows_fit(int64_t inner, int64_t tiles, int64_t tile, int64_t cap) {
 inline uint32_t grid_for_rows(int64_t tiles, int64_t rows, int64_t cap) {
   const int64_t per_grid = cap / tiles;
   return static_cast<uint32_t>(tiles * (rows < per_grid ? rows : per_grid));
+}
+
+// The most blocks of a rows version's grid: `cap` (a block per tile of a
+// row, up to `cap`), or the blocks of kernel `kernel` resident at once (one
+// wave, each block taking many rows) when the `bytes` of the arrays the
+// kernel touches fit in the L2 cache and a wave holds a row's `tiles`. From
+// L2 a block's row takes so little time that starting and retiring blocks
+// bounds the kernel: NPBench floyd_warshall's update at preset paper (31 MB
+// of int32) ran 70 ms in blocks of one row and 42 ms in one wave, 48 ms in
+// two and four waves; a 4096 x 4096 float64 stencil (268 MB) ran 9.9 ms in
+// blocks of one row and 10.4-10.8 ms in two or four waves.
+inline int64_t rows_cap(plait_context* ctx, int32_t kernel, uint32_t block, uint64_t bytes, int64_t tiles,
+                        int64_t cap) {
+  if (bytes > ctx->cuda->l2_bytes) return cap;
+  const int64_t resident = ctx->cuda->resident_grid(ctx, kernel, block);
+  return resident >= tiles && resident < cap ? resident : cap;
 }
 
 // Threads per worker of a team-mapped parallel loop in blocks of `block`
