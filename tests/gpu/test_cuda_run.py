@@ -777,7 +777,9 @@ def test_relaxations_store_only_what_changed(rng, kind, shape, form):
     m, n = shape
     kernel = check(relax, [ints(rng, shape, np.int32, 0, 50), ints(rng, m, np.int32, 0, 20),
                            ints(rng, n, np.int32, 0, 40)], kind)
-    assert remark in kernel.explain()
+    # (An empty CuPy or PyTorch array may carry strides that make its
+    # signature strided, where a team's groups are element by element.)
+    assert remark in kernel.explain() or m * n == 0
     # Floats through a strided view, with NaN and signed zeros, which a
     # comparison of values would take for unchanged.
     dist = floats(rng, (m, 2 * n))[:, ::2]
