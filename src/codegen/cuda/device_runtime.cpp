@@ -828,10 +828,11 @@ inline uint32_t grid_for_rows(int64_t tiles, int64_t rows, int64_t cap) {
 // wave, each block taking many rows) when the `bytes` of the arrays the
 // kernel touches fit in the L2 cache and a wave holds a row's `tiles`. From
 // L2 a block's row takes so little time that starting and retiring blocks
-// bounds the kernel: NPBench floyd_warshall's update at preset paper (31 MB
-// of int32) ran 70 ms in blocks of one row and 42 ms in one wave, 48 ms in
-// two and four waves; a 4096 x 4096 float64 stencil (268 MB) ran 9.9 ms in
-// blocks of one row and 10.4-10.8 ms in two or four waves.
+// bounds the kernel: NPBench floyd_warshall at preset paper (31 MB of int32;
+// its update, a rows version, at each of 2800 steps) ran 70 ms with a block
+// per tile and 42 ms in one wave, 47-49 ms in 1.5, two and four waves; a
+// 4096 x 4096 float64 stencil (268 MB, past L2) ran 9.9 ms with a block per
+// tile and 10.4-10.8 ms in four or two waves.
 inline int64_t rows_cap(plait_context* ctx, int32_t kernel, uint32_t block, uint64_t bytes, int64_t tiles,
                         int64_t cap) {
   if (bytes > ctx->cuda->l2_bytes) return cap;
