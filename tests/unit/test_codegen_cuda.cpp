@@ -215,7 +215,9 @@ int32_t record_shared_launch(plait_context* ctx, int32_t kernel, uint32_t grid, 
   g_recorder->launches.back().shared_bytes = bytes;
   return 0;
 }
-uint32_t recorded_cooperative_grid(plait_context*, int32_t, uint32_t) { return g_recorder->resident_blocks; }
+uint32_t recorded_resident_grid(plait_context*, int32_t, uint32_t) {
+  return g_recorder->resident_blocks;
+}
 void* no_alloc(plait_context*, uint64_t) { return nullptr; }
 void no_free(void*) {}
 int32_t record_copy_to_device(plait_context*, void*, const void* src, uint64_t bytes) {
@@ -263,11 +265,11 @@ int32_t run_host(const HostPart& part, std::vector<void*> args, plait_result* re
   api.copy_to_device = &record_copy_to_device;
   api.copy_to_host = &fake_copy_to_host;
   api.zero = &no_zero;
-  api.cooperative_grid = &recorded_cooperative_grid;
+  api.cooperative_grid = &recorded_resident_grid;
   api.launch_cooperative = &record_cooperative_launch;
   api.launch_shared = &record_shared_launch;
   api.shared_bytes_limit = 227 * 1024;
-  api.resident_grid = &recorded_cooperative_grid;
+  api.resident_grid = &recorded_resident_grid;
   api.l2_bytes = recorder.l2_bytes;
   api.scratch = scratch.data();
   plait_context ctx;

@@ -3271,7 +3271,7 @@ class CudaEmitter {
                 store, [&](const Load* l) { return !l->checked && offset(l->array, indices_of(l->indices)) == at; });
           });
         }
-        const bool relaxed_lanes = relaxed && lane_loads_.count(relaxed);
+        const bool old_in_lanes = relaxed && lane_loads_.count(relaxed);
         if (relaxed)
           remark(store->loc, "the update of `" + store->array->name +
                                  "` is a minimum or maximum with its old value: a thread stores an element only when "
@@ -3281,7 +3281,7 @@ class CudaEmitter {
           values.push_back(temp("value"));
           offsets.push_back(temp("at"));
           line(t + " " + values.back() + "{};");
-          if (relaxed_lanes) {
+          if (old_in_lanes) {
             olds.push_back(lane_loads_.at(relaxed) + ".v[" + std::to_string(u) + "]");
           } else if (relaxed) {
             olds.push_back(temp("old"));
@@ -3302,7 +3302,7 @@ class CudaEmitter {
             line(guard(u) + "{");
             ++indent_;
             // The value first, then the indices, as in `a[i] = value`.
-            if (relaxed && !relaxed_lanes) {
+            if (relaxed && !old_in_lanes) {
               line(olds[x] + " = " + load(relaxed) + ";");
               relaxed_loads_[relaxed] = olds[x];
             }
@@ -4122,14 +4122,15 @@ class CudaEmitter {
     if (wide_version) {
       launch_either(wide, wide_index, grid_of(2 * block_size_), 2 * block_size_);
     } else if (rows_version) {
-      const std::string tile = std::to_string(batch * block_size_), tiles = temp("tiles"), most = temp("most");
+      const std::string tile = std::to_string(batch * block_size_), tiles = temp("tiles");
       std::string bytes = "uint64_t(0)";
       for (const ArrayVar& a : cap.arrays)
         bytes += " + uint64_t(" + element_count(a) + ") * sizeof(" + ctype(a->type.dtype) + ")";
       const std::string inner = levels.back().trip, cap = std::to_string(cap_blocks);
       line("const int64_t " + tiles + " = plait_cuda::row_tiles(" + inner + ", " + tile + ");");
-      line("const int64_t " + most + " = plait_cuda::rows_cap(ctx, " + std::to_string(rows_index) + ", " +
-           std::to_string(block_size_) + ", " + bytes + ", " + tiles + ", " + cap + ");");
+      // The most blocks (rows_cap) only where the rows version runs.
+      const std::string most = "plait_cuda::rows_cap(ctx, " + std::to_string(rows_index) + ", " +
+                               std::to_string(block_size_) + ", " + bytes + ", " + tiles + ", " + cap + ")";
       launch_either("plait_cuda::rows_fit(" + inner + ", " + tiles + ", " + tile + ", " + cap + ")", rows_index,
                     "plait_cuda::grid_for_rows(" + tiles + ", " + total + " / " + inner + ", " + most + ")",
                     block_size_);
