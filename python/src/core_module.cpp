@@ -11,6 +11,7 @@
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -613,15 +614,75 @@ void release_results(plait_result* results, size_t count) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// Ctrl-C during a call. A kernel runs without giving the interpreter back its
+// thread, so Python's SIGINT handler, which only notes the signal for the
+// interpreter, cannot stop it. At import a handler of ours goes in front of
+// Python's: it sets the flag that the kernels' loops read
+// (plait_context::interrupt) and passes the signal on. When a kernel stops
+// for it, the interpreter runs Python's handler (PyErr_CheckSignals), which
+// raises KeyboardInterrupt or does what the program set. A handler that a
+// program installs later with signal.signal replaces ours: kernels then run
+// to the end, as before.
+
+volatile int32_t g_interrupt = 0;
+struct sigaction g_previous_sigint;
+
+void on_sigint(int signal, siginfo_t* info, void* context) {
+  g_interrupt = 1;
+  if (g_previous_sigint.sa_flags & SA_SIGINFO) {
+    g_previous_sigint.sa_sigaction(signal, info, context);
+  } else if (g_previous_sigint.sa_handler != SIG_DFL && g_previous_sigint.sa_handler != SIG_IGN) {
+    g_previous_sigint.sa_handler(signal);
+  }
+}
+
+// Only in front of a handler: the default action ends the process anyway,
+// and an ignored signal stays ignored.
+void install_sigint_handler() {
+  struct sigaction current;
+  if (sigaction(SIGINT, nullptr, &current) != 0) return;
+  if (!(current.sa_flags & SA_SIGINFO) && (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) return;
+  g_previous_sigint = current;
+  struct sigaction mine;
+  std::memset(&mine, 0, sizeof mine);
+  mine.sa_sigaction = on_sigint;
+  mine.sa_flags = SA_SIGINFO | (current.sa_flags & SA_RESTART);
+  sigemptyset(&mine.sa_mask);
+  sigaction(SIGINT, &mine, nullptr);
+}
+
 PyObject* runtime_error_class(int32_t kind) {
   switch (kind) {
-    case PLAIT_INDEX_ERROR: return PyExc_IndexError;
-    case PLAIT_ZERO_DIVISION_ERROR: return PyExc_ZeroDivisionError;
-    case PLAIT_VALUE_ERROR: return PyExc_ValueError;
-    case PLAIT_OVERFLOW_ERROR: return PyExc_OverflowError;
-    case PLAIT_MEMORY_ERROR: return PyExc_MemoryError;
-    default: return PyExc_RuntimeError;
+    case PLAIT_INDEX_ERROR:
+      return PyExc_IndexError;
+    case PLAIT_ZERO_DIVISION_ERROR:
+      return PyExc_ZeroDivisionError;
+    case PLAIT_VALUE_ERROR:
+      return PyExc_ValueError;
+    case PLAIT_OVERFLOW_ERROR:
+      return PyExc_OverflowError;
+    case PLAIT_MEMORY_ERROR:
+      return PyExc_MemoryError;
+    case PLAIT_KEYBOARD_INTERRUPT:
+      return PyExc_KeyboardInterrupt;
+    default:
+      return PyExc_RuntimeError;
   }
+}
+
+// Sets the Python exception of a call that ended with error `status`: the
+// kernel's message with the user's file and line, or, for an interrupt,
+// whatever Python's SIGINT handler raises.
+void set_kernel_error(int32_t status, plait_context& ctx, const std::string& path) {
+  if (status == PLAIT_KEYBOARD_INTERRUPT) {
+    if (PyErr_CheckSignals() == 0) PyErr_SetNone(PyExc_KeyboardInterrupt);
+    return;
+  }
+  ctx.error_message[sizeof(ctx.error_message) - 1] = '\0';
+  std::string message = ctx.error_message;
+  if (ctx.error_line > 0) message += " (File \"" + path + "\", line " + std::to_string(ctx.error_line) + ")";
+  PyErr_SetString(runtime_error_class(status), message.c_str());
 }
 
 // Builds the Python results of one call; releases every owned result that
@@ -726,6 +787,8 @@ PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
   ctx.error_message[0] = '\0';
   ctx.cuda = nullptr;
   ctx.memory = plait::jit::host_memory_pool();
+  ctx.interrupt = &g_interrupt;
+  g_interrupt = 0;  // a SIGINT before the call was Python's to handle
 
   int32_t status;
   {
@@ -735,10 +798,7 @@ PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
   }
   if (status != PLAIT_OK) {
     release_results(results, nresults);
-    ctx.error_message[sizeof(ctx.error_message) - 1] = '\0';
-    std::string message = ctx.error_message;
-    message += " (File \"" + d.path + "\", line " + std::to_string(ctx.error_line) + ")";
-    PyErr_SetString(runtime_error_class(status), message.c_str());
+    set_kernel_error(status, ctx, d.path);
     return nullptr;
   }
   const CallState call{args, slots, reinterpret_cast<const uint8_t*>(key.data()), nargs};
@@ -924,6 +984,8 @@ nb::object call_cuda(const Kernel& kernel, nb::list args, uintptr_t stream, cons
   std::memset(&ctx, 0, sizeof ctx);
   ctx.num_threads = 1;
   ctx.parallel_work_threshold = parallel_work_threshold();
+  ctx.interrupt = &g_interrupt;
+  g_interrupt = 0;
   int32_t status = PLAIT_OK;
   try {
     nb::gil_scoped_release release;
@@ -934,10 +996,7 @@ nb::object call_cuda(const Kernel& kernel, nb::list args, uintptr_t stream, cons
   }
   if (status != PLAIT_OK) {
     release_results(results.data(), nresults);
-    ctx.error_message[sizeof(ctx.error_message) - 1] = '\0';
-    std::string message = ctx.error_message;
-    if (ctx.error_line > 0) message += " (File \"" + path + "\", line " + std::to_string(ctx.error_line) + ")";
-    PyErr_SetString(runtime_error_class(status), message.c_str());
+    set_kernel_error(status, ctx, path);
     throw nb::python_error();
   }
   nb::list out;
@@ -1003,6 +1062,7 @@ int import_numpy() {
 
 NB_MODULE(_core, m) {
   if (import_numpy() < 0) throw nb::python_error();
+  install_sigint_handler();
   m.doc() = "The Plait compiler core and the kernel call path";
 
   m.def("_set_error_classes", &set_error_classes, "by_kind"_a, "internal"_a,
@@ -1049,7 +1109,8 @@ NB_MODULE(_core, m) {
       .def_prop_ro("device_arch", [](const Kernel& k) { return k.compiled->device_arch; })
       .def("call_cuda", &call_cuda, "args"_a, "stream"_a, "path"_a,
            "Runs a CUDA kernel. args: per parameter, (device pointer, shape, strides in elements) for arrays, "
-           "else the scalar; returns the results with arrays as (pointer, shape, strides, dtype code, DeviceBuffer or None).");
+           "else the scalar; returns the results with arrays as (pointer, shape, strides, dtype code, DeviceBuffer or "
+           "None).");
 
   nb::class_<Dispatcher>(m, "Dispatcher", nb::type_slots(dispatcher_slots))
       .def(nb::init<>())

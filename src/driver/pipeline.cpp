@@ -4,6 +4,7 @@
 // transforms/<name>.{h,cpp} and add one line here.
 #include "driver/pipeline.h"
 
+#include "transforms/cpu/scalarize_raising_loops.h"
 #include "transforms/detect_reductions.h"
 #include "transforms/fuse_loop_nests.h"
 #include "transforms/hoist_allocations.h"
@@ -45,6 +46,10 @@ void run_pipeline(ir::Function& function, const CompileOptions& options, const P
   // Reductions that read down a column run outside chunks of their loop (CPU:
   // a CUDA thread per element already reads a row across its warp).
   if (options.target == Target::CPU) run("interchange_reductions", transforms::interchange_reductions);
+  // Vector loops whose body may raise run without simd, so that an error
+  // stops them at its iteration (CPU: a CUDA thread leaves its iteration
+  // alone).
+  if (options.target == Target::CPU) run("scalarize_raising_loops", transforms::cpu::scalarize_raising_loops);
 }
 
 }  // namespace plait

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 9
+#define PLAIT_ABI_VERSION 10
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -60,6 +60,7 @@ enum plait_error_kind {
   PLAIT_OVERFLOW_ERROR = 4,      /* OverflowError */
   PLAIT_MEMORY_ERROR = 5,        /* MemoryError */
   PLAIT_RUNTIME_ERROR = 6,       /* RuntimeError (a CUDA call failed) */
+  PLAIT_KEYBOARD_INTERRUPT = 8,  /* KeyboardInterrupt (SIGINT during the call) */
 };
 
 struct plait_context;
@@ -171,8 +172,10 @@ typedef struct plait_host_memory {
  * set) and are aligned to 2 MiB with huge pages advised, as NumPy does. */
 #define PLAIT_HOST_MEMORY_LARGE_BYTES (4u << 20)
 
-/* Per-call context. The first error wins; kernels keep running to the end
- * of the current parallel region after an error (results are discarded). */
+/* Per-call context. The first error wins and stops the kernel as Python
+ * would: the statements after it do not run. Threads of a parallel loop stop
+ * at their next iteration, so other iterations of that loop may have run;
+ * the caller discards the results. */
 typedef struct plait_context {
   int32_t num_threads;       /* threads for parallel loops; >= 1 */
   volatile int32_t error_kind;/* plait_error_kind */
@@ -186,6 +189,10 @@ typedef struct plait_context {
   int64_t parallel_work_threshold;
   /* Large arrays' memory; null: aligned_alloc and free. */
   const plait_host_memory* memory;
+  /* Set nonzero (by the caller's SIGINT handler) to ask the kernel to stop;
+   * long-running loops read it and stop with PLAIT_KEYBOARD_INTERRUPT. Null:
+   * the kernel is not interruptible. */
+  const volatile int32_t* interrupt;
 } plait_context;
 
 /* The default for parallel_work_threshold (PLAIT_PARALLEL_THRESHOLD overrides). */

@@ -28,9 +28,13 @@
 // The declarations bind new names to the C library's symbols (asm labels),
 // so that math.* calls keep the scalar functions that Python's math module
 // uses. Elsewhere the names forward to <cmath>.
-#define PLAIT_SCALAR_MATH_1(name)                                             \
-  inline double plait_vm_##name(double x) noexcept { return std::name(x); } \
-  inline float plait_vm_##name##f(float x) noexcept { return std::name(x); }
+#define PLAIT_SCALAR_MATH_1(name)                     \
+  inline double plait_vm_##name(double x) noexcept {  \
+    return std::name(x);                              \
+  }                                                   \
+  inline float plait_vm_##name##f(float x) noexcept { \
+    return std::name(x);                              \
+  }
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__) && defined(_OPENMP)
 #define PLAIT_SIMD_MATH_1(name)                                                                          \
   _Pragma("omp declare simd notinbranch") extern "C" double plait_vm_##name(double) noexcept __asm__(#name); \
@@ -67,8 +71,10 @@ namespace plait {
 // ---------------------------------------------------------------- errors
 
 // Records a run-time error in `ctx`. Only the first error of a call is kept
-// (several threads may race to report one); the caller then goes on with a
-// harmless value and the entry point returns ctx->error_kind at the end.
+// (several threads may race to report one). The helper that raised returns a
+// harmless value; the generated code tests ctx->error_kind before the
+// statement's effect and stops (returns ctx->error_kind, or leaves a parallel
+// loop's iteration).
 inline void raise_error(plait_context* ctx, int32_t kind, int line, int col, const char* message) {
   int32_t expected = PLAIT_OK;
   int32_t* slot = const_cast<int32_t*>(&ctx->error_kind);
@@ -77,6 +83,14 @@ inline void raise_error(plait_context* ctx, int32_t kind, int line, int col, con
     ctx->error_col = col;
     std::snprintf(ctx->error_message, sizeof ctx->error_message, "%s", message);
   }
+}
+
+// Whether the caller asked the kernel to stop (SIGINT): records a
+// KeyboardInterrupt and returns true, so that the loop testing it stops.
+inline bool interrupted(plait_context* ctx) {
+  if (__builtin_expect(ctx->interrupt == nullptr || *ctx->interrupt == 0, 1)) return false;
+  raise_error(ctx, PLAIT_KEYBOARD_INTERRUPT, 0, 0, "");
+  return true;
 }
 
 // True when 0 <= index < extent; otherwise reports NumPy's IndexError.

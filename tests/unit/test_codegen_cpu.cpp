@@ -122,7 +122,7 @@ TEST(CodegenCpu, VectorAdd) {
     y[j] = 0.5 * static_cast<double>(j);
   }
   plait_array ax = view1(x), ay = view1(y), az = view1(z);
-  plait_context ctx;
+  plait_context ctx{};
   ASSERT_EQ(k.run({&ax, &ay, &az}, nullptr, &ctx), PLAIT_OK);
   for (size_t j = 0; j < n; j += 997) EXPECT_DOUBLE_EQ(z[j], 1.5 * static_cast<double>(j));
   EXPECT_DOUBLE_EQ(z[n - 1], 1.5 * static_cast<double>(n - 1));
@@ -149,7 +149,7 @@ TEST(CodegenCpu, ParallelReductionAndLoopVariable) {
   plait_array ax = view1(x);
   for (int64_t count : {int64_t(1 << 20), int64_t(10), int64_t(0)}) {
     plait_result r[2];
-    plait_context ctx;
+    plait_context ctx{};
     ASSERT_EQ(k.run({&ax, &count}, r, &ctx, 4), PLAIT_OK);
     EXPECT_EQ(r[0].dtype, PLAIT_FLOAT64);
     EXPECT_EQ(r[0].is_array, 0);
@@ -178,7 +178,7 @@ TEST(CodegenCpu, SimdDot) {
   for (size_t j = 0; j < y.size(); ++j) y[j] = static_cast<float>(j % 7);
   plait_array ax = view1(x), ay = view1(y);
   plait_result r[1];
-  plait_context ctx;
+  plait_context ctx{};
   ASSERT_EQ(k.run({&ax, &ay}, r, &ctx), PLAIT_OK);
   double expected = 0;
   for (size_t j = 0; j < y.size(); ++j) expected += 0.5 * y[j];
@@ -207,7 +207,7 @@ TEST(CodegenCpu, AtomicHistogramAndMax) {
   }
   std::vector<double> out{-1.0, 0.0};
   plait_array av = view1(values), ah = view1(counts), aw = view1(weights), at_ = view1(out);
-  plait_context ctx;
+  plait_context ctx{};
   ASSERT_EQ(k.run({&av, &ah, &aw, &at_}, nullptr, &ctx, 4), PLAIT_OK);
   for (int64_t c : counts) EXPECT_EQ(c, 20000);
   EXPECT_EQ(out[0], 1000.0);
@@ -247,7 +247,7 @@ TEST(CodegenCpu, StridedAnyLayout) {
   ao.shape[1] = 6;
   ao.strides[0] = 6;
   ao.strides[1] = 1;
-  plait_context ctx;
+  plait_context ctx{};
   ASSERT_EQ(k.run({&av, &ao}, nullptr, &ctx), PLAIT_OK);
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 6; ++c) EXPECT_EQ(res[static_cast<size_t>(r * 6 + c)], 10.0 * (c * 8 + r * 2)) << r << "," << c;
@@ -273,7 +273,7 @@ TEST(CodegenCpu, FloorDivAndModOfNegatives) {
   std::vector<int64_t> x{7, -7, 7, -7, 5, INT64_MIN}, y{2, 2, -2, -2, 0, -1}, xq(6), xr(6);
   std::vector<double> fx{7.5, -7.5, 7.5, -7.5, 1.0, -0.0}, fy{2.0, 2.0, -2.0, -2.0, 0.0, 3.0}, yq(6), yr(6);
   plait_array v[8] = {view1(x), view1(y), view1(xq), view1(xr), view1(fx), view1(fy), view1(yq), view1(yr)};
-  plait_context ctx;
+  plait_context ctx{};
   ASSERT_EQ(k.run({&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]}, nullptr, &ctx), PLAIT_OK);
   EXPECT_EQ(xq, (std::vector<int64_t>{3, -4, -4, 3, 0, INT64_MIN}));
   EXPECT_EQ(xr, (std::vector<int64_t>{1, 1, -1, -1, 0, 0}));
@@ -305,7 +305,7 @@ TEST(CodegenCpu, AllocationIsReturned) {
                             {ValueType::of(ArrayType{ScalarKind::Float64, 1, Layout::C})}));
   int64_t count = 1000;
   plait_result r[1];
-  plait_context ctx;
+  plait_context ctx{};
   ASSERT_EQ(k.run({&count}, r, &ctx), PLAIT_OK);
   ASSERT_EQ(r[0].is_array, 1);
   EXPECT_EQ(r[0].ndim, 1);
@@ -340,7 +340,7 @@ TEST(CodegenCpu, CheckedLoadRaisesIndexError) {
   std::vector<int32_t> v{10, 11, 12, 13, 14};
   plait_array av = view1(v);
   plait_result r[1];
-  plait_context ctx;
+  plait_context ctx{};
   int64_t index = 3;
   ASSERT_EQ(kern.run({&av, &index}, r, &ctx), PLAIT_OK);
   EXPECT_EQ(r[0].i64, 13);
@@ -370,7 +370,7 @@ TEST(CodegenCpu, ScalarErrors) {
                             {ValueType::of(ScalarType::py_float()), ValueType::of(ScalarType::py_int()),
                              ValueType::of(ScalarType::py_float()), ValueType::of(ScalarType::py_int())}));
   plait_result r[4];
-  plait_context ctx;
+  plait_context ctx{};
   double fx = 7.9, fy = 2.0;
   int64_t im = 3;
   ASSERT_EQ(k.run({&fx, &fy, &im}, r, &ctx), PLAIT_OK);
@@ -422,7 +422,7 @@ TEST(CodegenCpu, ScalarSemantics) {
   }
   Kernel k = build(function("scalars", {{x, nullptr}, {y, nullptr}, {s, nullptr}}, {Return::make(rv)}, types));
   plait_result r[8];
-  plait_context ctx;
+  plait_context ctx{};
   double fx = std::nan(""), fy = 2.5;
   int64_t shift = 4;
   ASSERT_EQ(k.run({&fx, &fy, &shift}, r, &ctx), PLAIT_OK);
@@ -457,7 +457,7 @@ TEST(CodegenCpu, WhileBreakContinue) {
                                 While::make(BoolImm::make(true), body), Return::make({{vref(k), nullptr}, {vref(c), nullptr}})},
                                {ValueType::of(ScalarType::i64()), ValueType::of(ScalarType::i64())}));
   plait_result r[2];
-  plait_context ctx;
+  plait_context ctx{};
   ASSERT_EQ(kern.run({}, r, &ctx), PLAIT_OK);
   EXPECT_EQ(r[0].i64, 11);
   EXPECT_EQ(r[1].i64, 25);
@@ -472,7 +472,7 @@ TEST(CodegenCpu, MathRangeError) {
   Kernel k = build(function("mathrange", {{x, nullptr}}, {Return::make({{e, nullptr}, {p, nullptr}})},
                             {ValueType::of(ScalarType::py_float()), ValueType::of(ScalarType::py_float())}));
   plait_result r[2];
-  plait_context ctx;
+  plait_context ctx{};
   double v = 2.0;
   ASSERT_EQ(k.run({&v}, r, &ctx), PLAIT_OK);
   EXPECT_DOUBLE_EQ(r[0].f64, std::exp(2.0));

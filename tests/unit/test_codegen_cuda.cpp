@@ -272,7 +272,7 @@ int32_t run_host(const HostPart& part, std::vector<void*> args, plait_result* re
   api.resident_grid = &recorded_resident_grid;
   api.l2_bytes = recorder.l2_bytes;
   api.scratch = scratch.data();
-  plait_context ctx;
+  plait_context ctx{};
   std::memset(&ctx, 0, sizeof ctx);
   ctx.num_threads = 1;
   ctx.cuda = &api;

@@ -9,7 +9,10 @@
 // `for (int64_t k = 0; k < trip; ++k) { var = begin + k * step; ... }` with
 // begin/end/step evaluated once before the loop, which is what OpenMP's
 // `parallel for`/`simd` need. Run-time errors go through plait::raise_error
-// (the first one wins); the entry point returns ctx->error_kind.
+// (the first one wins) and stop the kernel as Python would: the code tests
+// ctx->error_kind after a statement that may raise, before its effect, and
+// returns (or leaves a parallel loop's iteration, whose other threads stop at
+// their next one); the entry point returns ctx->error_kind.
 #include "codegen/cpu/codegen_cpp.h"
 
 #include <algorithm>
@@ -21,7 +24,9 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
+#include "analysis/raises.h"
 #include "analysis/var_uses.h"
 #include "codegen/cpu/row_prefetch.h"
 #include "codegen/overlap_test.h"
@@ -328,72 +333,48 @@ class LeavesLoop : public IRVisitor {
 // What a piece of IR touches, for placing it inside a parallel region: the
 // arrays and variables it reads and writes, and what else it does (record a
 // run-time error, allocate, leave a loop).
-class AccessScan : public IRVisitor {
+class AccessScan : public analysis::RaiseScan {
  public:
   ArraySet loaded;   // elements read
   ArraySet dims;     // extents or data pointer read
   ArraySet written;  // elements stored
   ArraySet bound;    // targets of Allocate / ArrayBind
   VarSet read, assigned;
-  bool may_raise = false;  // an expression or a checked store can record an error
-  bool allocates = false;
+  // facts (analysis::RaiseScan): what may record a run-time error
   bool returns = false;
-  bool asserts = false;
   bool escapes = false;  // a Break, Continue or Assert outside every loop of the scanned code
   bool has_loop = false;
   bool has_parallel = false;  // a parallel loop (anywhere inside)
-  using IRVisitor::visit;
+  using RaiseScan::visit;
   // Public: a loop is scanned through its node (scan(const For*)).
   void visit(const VarRef* n) override { read.insert(n->var.get()); }
   void visit(const Load* n) override {
     loaded.insert(n->array.get());
     dims.insert(n->array.get());
-    if (n->checked) may_raise = true;
-    IRVisitor::visit(n);
+    RaiseScan::visit(n);
   }
   void visit(const ArrayDim* n) override { dims.insert(n->array.get()); }
   void visit(const ArraysOverlap* n) override {
     dims.insert(n->a.get());
     dims.insert(n->b.get());
   }
-  void visit(const Binary* n) override {
-    // The runtime helpers that take ctx: checked division and powers, and
-    // integer powers (negative exponents). A division by a nonzero constant
-    // cannot fail.
-    const bool constant_divisor = n->op != BinaryOp::Pow && ((n->b->as<IntImm>() && n->b->as<IntImm>()->value != 0) ||
-                                                             (n->b->as<FloatImm>() && n->b->as<FloatImm>()->value != 0));
-    if ((n->zero_check && !constant_divisor) || (n->op == BinaryOp::Pow && !n->type.is_float() && !n->type.is_bool()))
-      may_raise = true;
-    IRVisitor::visit(n);
-  }
-  void visit(const Cast* n) override {
-    if (n->checked) may_raise = true;
-    IRVisitor::visit(n);
-  }
-  void visit(const Call* n) override {
-    if (n->python_math) may_raise = true;
-    IRVisitor::visit(n);
-  }
   void visit(const Store* n) override {
     written.insert(n->array.get());
     dims.insert(n->array.get());
-    if (n->checked) may_raise = true;
-    IRVisitor::visit(n);
+    RaiseScan::visit(n);
   }
   void visit(const AtomicUpdate* n) override {
     written.insert(n->array.get());
     dims.insert(n->array.get());
-    if (n->checked) may_raise = true;
-    IRVisitor::visit(n);
+    RaiseScan::visit(n);
   }
   void visit(const Assign* n) override {
     assigned.insert(n->var.get());
     IRVisitor::visit(n);
   }
   void visit(const Allocate* n) override {
-    allocates = true;
     bound.insert(n->array.get());
-    IRVisitor::visit(n);
+    RaiseScan::visit(n);
   }
   void visit(const ArrayBind* n) override {
     bound.insert(n->dst.get());
@@ -423,9 +404,8 @@ class AccessScan : public IRVisitor {
     if (depth_ == 0) escapes = true;
   }
   void visit(const Assert* n) override {
-    asserts = true;
     if (depth_ == 0) escapes = true;
-    IRVisitor::visit(n);
+    RaiseScan::visit(n);
   }
   void visit(const Return* n) override {
     returns = true;
@@ -442,6 +422,10 @@ AccessScan scan(const Node& node) {
   s.visit(node);
   return s;
 }
+
+// Whether code with these facts may record a run-time error (raise, fail an
+// allocation or a check), after which the code following it must not run.
+bool may_stop(const AccessScan& s) { return s.facts.any(); }
 
 template <typename T>
 bool intersects(const std::set<T, InfoOrder>& a, const std::set<T, InfoOrder>& b) {
@@ -896,24 +880,22 @@ class CppEmitter {
       }
       case NodeKind::Assign: {
         const Assign* a = s->as<Assign>();
-        if (declared(a->var.get())) {
-          line(var_name(a->var) + " = " + expr(a->value) + ";");
-          // A thread's partial result is NaN after an update exactly when
-          // the element was NaN (emit_thread_order).
-          if (auto flag = reset_flags_.find(a->var.get()); flag != reset_flags_.end())
-            line(flag->second + " = " + flag->second + " || " + var_name(a->var) + " != " + var_name(a->var) + ";");
-        } else {
-          // Not declared by the lowering: it lives for the rest of this block.
-          line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + " = " + expr(a->value) + ";");
-          scopes_.back().insert(a->var.get());
-        }
+        emit_assign(a);
+        if (scan(a->value).facts.expressions) stop_on_error();
         return;
       }
       case NodeKind::Store: return emit_store(s->as<Store>());
       case NodeKind::AtomicUpdate: return emit_atomic(s->as<AtomicUpdate>());
       case NodeKind::If: {
         const If* i = s->as<If>();
-        line("if (" + expr(i->cond) + ") {");
+        std::string cond = expr(i->cond);
+        if (!stop_.empty() && scan(i->cond).facts.expressions) {
+          const std::string c = temp("cond");
+          line("const bool " + c + " = " + cond + ";");
+          stop_on_error();
+          cond = c;
+        }
+        line("if (" + cond + ") {");
         nested(i->then_case);
         if (i->else_case) {
           line("} else {");
@@ -922,24 +904,22 @@ class CppEmitter {
         line("}");
         return;
       }
-      case NodeKind::For: return emit_for(s->as<For>());
-      case NodeKind::While: {
-        const While* w = s->as<While>();
-        line("while (" + expr(w->cond) + ") {");
-        ++loop_depth_;
-        nested(w->body);
-        --loop_depth_;
-        line("}");
+      case NodeKind::For:
+        return emit_for(s->as<For>());
+      case NodeKind::While:
+        return emit_while(s->as<While>());
+      case NodeKind::Break:
+        line("break;");
         return;
-      }
-      case NodeKind::Break: line("break;"); return;
       case NodeKind::Assert: {
         const Assert* a = s->as<Assert>();
         line("if (!(" + expr(a->cond) + ")) {");
         ++indent_;
         line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + std::to_string(a->loc.line) + ", " +
              std::to_string(a->loc.col) + ", \"" + escape_path(a->message) + "\");");
-        line(loop_depth_ > 0 ? "continue;" : "return ctx->error_kind;");
+        PLAIT_ASSERT(!stop_.empty());  // no check in a vector loop (scalarize_raising_loops)
+        line(stop_);
+        ++stop_uses_;
         --indent_;
         line("}");
         return;
@@ -952,6 +932,41 @@ class CppEmitter {
     }
   }
 
+  void emit_assign(const Assign* a) {
+    if (declared(a->var.get())) {
+      line(var_name(a->var) + " = " + expr(a->value) + ";");
+      // A thread's partial result is NaN after an update exactly when
+      // the element was NaN (emit_thread_order).
+      if (auto flag = reset_flags_.find(a->var.get()); flag != reset_flags_.end())
+        line(flag->second + " = " + flag->second + " || " + var_name(a->var) + " != " + var_name(a->var) + ";");
+    } else {
+      // Not declared by the lowering: it lives for the rest of this block.
+      line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + " = " + expr(a->value) + ";");
+      scopes_.back().insert(a->var.get());
+    }
+  }
+
+  // A while loop. A condition that may raise is tested at the top of the
+  // body, so that an error stops the loop before its next iteration. Outside
+  // parallel code each iteration also answers the caller's interrupt.
+  void emit_while(const While* w) {
+    const bool raising_cond = !stop_.empty() && scan(w->cond).facts.expressions;
+    line(raising_cond ? "while (true) {" : "while (" + expr(w->cond) + ") {");
+    ++loop_depth_;
+    ++indent_;
+    emit_interrupt_check();
+    if (raising_cond) {
+      const std::string c = temp("cond");
+      line("const bool " + c + " = " + expr(w->cond) + ";");
+      stop_on_error();
+      line("if (!" + c + ") break;");
+    }
+    --indent_;
+    nested(w->body);
+    --loop_depth_;
+    line("}");
+  }
+
   void nested(const Stmt& s) {
     ++indent_;
     emit_contents(s);
@@ -959,22 +974,51 @@ class CppEmitter {
   }
 
   void emit_store(const Store* st) {
-    if (!st->checked) {
+    emit_element_update(
+        st->array, st->indices, st->value, st->checked, st->loc,
+        [&](const std::string& element, const std::string& value) { return element + " = " + value + ";"; });
+  }
+
+  // A statement that writes one element, `update(element, value)`. Python
+  // evaluates the value, then the subscript: when either may raise, the
+  // value goes into a temporary and the element is written only when no
+  // error was recorded (the stand-in value of a failed step is never stored).
+  template <typename Update>
+  void emit_element_update(const ArrayVar& a, const std::vector<Expr>& indices, const Expr& value_expr, bool checked,
+                           const SourceLoc& loc, Update&& update) {
+    bool raises = false;
+    if (!stop_.empty()) {
+      raises = scan(value_expr).facts.expressions;
+      for (const Expr& i : indices) raises = raises || scan(i).facts.expressions;
+    }
+    if (!checked && !raises) {
       std::vector<std::string> idx;
-      for (const Expr& i : st->indices) idx.push_back(index_value(i));
-      line(data(st->array) + "[" + offset(st->array, idx) + "] = " + expr(st->value) + ";");
+      for (const Expr& i : indices) idx.push_back(index_value(i));
+      line(update(data(a) + "[" + offset(a, idx) + "]", expr(value_expr)));
       return;
     }
-    // Python evaluates the value before the subscript.
     const std::string value = temp("value");
     line("{");
     ++indent_;
-    line("const " + ctype(st->array->type.dtype) + " " + value + " = " + expr(st->value) + ";");
-    std::vector<std::string> names;
-    std::string decls;
-    const std::string cond = bound_checks(st->array, st->indices, st->loc, &names, &decls);
-    line(decls);
-    line("if (" + cond + ") " + data(st->array) + "[" + offset(st->array, names) + "] = " + value + ";");
+    line("const " + ctype(a->type.dtype) + " " + value + " = " + expr(value_expr) + ";");
+    if (!checked) {
+      std::vector<std::string> idx;
+      for (const Expr& i : indices) {
+        const std::string name = temp("i");
+        line("const int64_t " + name + " = " + index_value(i) + ";");
+        idx.push_back(name);
+      }
+      stop_on_error();
+      line(update(data(a) + "[" + offset(a, idx) + "]", value));
+    } else {
+      if (scan(value_expr).facts.expressions) stop_on_error();
+      std::vector<std::string> names;
+      std::string decls;
+      const std::string cond = bound_checks(a, indices, loc, &names, &decls);
+      line(decls);
+      line("if (" + cond + ") " + update(data(a) + "[" + offset(a, names) + "]", value));
+      stop_on_error();
+    }
     --indent_;
     line("}");
   }
@@ -992,25 +1036,11 @@ class CppEmitter {
       case AtomicOp::BitOr: fn = "atomic_or"; break;
       case AtomicOp::BitXor: fn = "atomic_xor"; break;
     }
-    const std::string t = ctype(u->array->type.dtype);
-    fn = "plait::" + fn + "<" + t + ">";
-    if (!u->checked) {
-      std::vector<std::string> idx;
-      for (const Expr& i : u->indices) idx.push_back(index_value(i));
-      line(fn + "(&" + data(u->array) + "[" + offset(u->array, idx) + "], " + expr(u->value) + ");");
-      return;
-    }
-    const std::string value = temp("value");
-    line("{");
-    ++indent_;
-    line("const " + t + " " + value + " = " + expr(u->value) + ";");
-    std::vector<std::string> names;
-    std::string decls;
-    const std::string cond = bound_checks(u->array, u->indices, u->loc, &names, &decls);
-    line(decls);
-    line("if (" + cond + ") " + fn + "(&" + data(u->array) + "[" + offset(u->array, names) + "], " + value + ");");
-    --indent_;
-    line("}");
+    fn = "plait::" + fn + "<" + ctype(u->array->type.dtype) + ">";
+    emit_element_update(u->array, u->indices, u->value, u->checked, u->loc,
+                        [&](const std::string& element, const std::string& value) {
+                          return fn + "(&" + element + ", " + value + ");";
+                        });
   }
 
   // The one For that `body` consists of (besides a Declare of that loop's
@@ -1152,6 +1182,7 @@ class CppEmitter {
       line("const int64_t " + lv.trip + " = " + checked_trip_count(f, lv.begin, end, lv.step) + ";");
       levels.push_back(lv);
     }
+    if (bounds_may_raise(nest)) stop_on_error();
     const For* innermost = nest.back();
     if (work_shared) {
       // Every thread has read the bounds; the loop may write what they read.
@@ -1183,6 +1214,7 @@ class CppEmitter {
     }
     if (!per_thread.empty()) {
       ++omp_depth_;  // a failed allocation cannot leave the region: it is reported when the call ends
+      const std::string outer_stop = std::exchange(stop_, "");
       std::string any;
       for (const Level& lv : levels) any += (any.empty() ? "" : " && ") + lv.trip + " > 0";
       for (const Stmt& st : per_thread) {
@@ -1196,6 +1228,7 @@ class CppEmitter {
         if (st->kind != NodeKind::Declare) emit(st);
       --indent_;
       line("}");
+      stop_ = outer_stop;
       --omp_depth_;
       remarks_.push_back({loop->loc, "codegen_cpp",
                           "parallel loop over '" + loop->var->name + "': its temporaries are allocated once per thread, "
@@ -1261,11 +1294,30 @@ class CppEmitter {
     }
     if (sc.kind != LoopKind::Serial) ++omp_depth_;
     ++loop_depth_;
-    if (const Block* b = innermost->body->as<Block>()) {
-      for (const Stmt& st : b->stmts)
-        if (!hoisted.count(st.get())) emit(st);
+    auto emit_body = [&] {
+      if (const Block* b = innermost->body->as<Block>()) {
+        for (const Stmt& st : b->stmts)
+          if (!hoisted.count(st.get())) emit(st);
+      } else {
+        emit(innermost->body);
+      }
+    };
+    // After an error a thread of a parallel loop skips its remaining
+    // iterations, and an error in an iteration leaves it. A vector loop
+    // raises nothing (scalarize_raising_loops).
+    const bool body_stops = may_stop(scan(innermost->body));
+    PLAIT_ASSERT(!(body_stops && is_vectorized(sc.kind)));
+    if (parallel && body_stops) {
+      line("if (__builtin_expect(ctx->error_kind != 0, 0)) continue;");
+      // In a region the thread that fails notes it for all (check_failed).
+      with_stop_label(emit_body, work_shared ? failed_flag() + " = true;" : "");
+    } else if (is_vectorized(sc.kind)) {
+      const std::string outer_stop = std::exchange(stop_, "");
+      emit_body();
+      stop_ = outer_stop;
     } else {
-      emit(innermost->body);
+      if (scan(innermost->body).has_loop) emit_interrupt_check();
+      emit_body();
     }
     --loop_depth_;
     if (sc.kind != LoopKind::Serial) --omp_depth_;
@@ -1295,7 +1347,10 @@ class CppEmitter {
       --indent_;
       line("}");
     }
-    if (work_shared) region_->pending = {};  // the barrier ending the `omp for`
+    if (work_shared) {
+      region_->pending = {};  // the barrier ending the `omp for`
+      if (body_stops) check_failed();
+    }
     for (const Level* lv : copy_back) {
       const Var& v = lv->loop->var;
       const std::string assign = "if (" + lv->trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) +
@@ -1310,9 +1365,20 @@ class CppEmitter {
     for (const auto& [r, b] : before)
       line(var_name(r->var) + " = plait::" + (r->op == ReduceOp::Max ? "py_max" : "py_min") + "<" +
            ctype(r->var->type) + ">(" + b + ", " + var_name(r->var) + ");");
+    if (parallel && body_stops) stop_on_error();
     --indent_;
     line("}");
     region_level_ = work_shared;
+  }
+
+  // Whether evaluating the bounds of `nest` may record an error: an
+  // expression that raises, or a step that may be zero.
+  static bool bounds_may_raise(const std::vector<const For*>& nest) {
+    for (const For* f : nest) {
+      const IntImm* step = f->step->as<IntImm>();
+      if (!step || step->value == 0 || scan(f->begin).facts.expressions || scan(f->end).facts.expressions) return true;
+    }
+    return false;
   }
 
   // A thread's partial result of a reduction updated as `m = max(x, m)`: the
@@ -1455,15 +1521,17 @@ class CppEmitter {
     ArraySet written;  // elements stored anywhere in the loop
     ArraySet bound;    // allocated or rebound anywhere in the loop
     int parallel_loops = 0;
-    int num_threads = 0;  // of its parallel loops' pragmas; 0 = the kernel's default
-    // Per allocation: a shared pair of failure flags and each thread's count
-    // of its passes (see emit_single).
-    std::vector<const StmtNode*> allocations;
-    std::map<const StmtNode*, std::pair<std::string, std::string>> failure_flags;
+    int num_threads = 0;      // of its parallel loops' pragmas; 0 = the kernel's default
     size_t outer_scopes = 0;  // scopes_ below this index are outside the region
     PendingReads pending;
-    std::string stop;  // shared: an allocation failed, the call ends after the region
-    std::string exit;  // the label after the serial loop
+    // Whether something in the loop may record an error (raise, fail an
+    // allocation or a check). Then every thread leaves the region after the
+    // construct that recorded it (an `omp for`, a single: see check_failed),
+    // and the call stops after the region.
+    bool may_stop = false;
+    std::string failed;  // shared bool[2]: a construct of the pass with this parity recorded an error
+    std::string passes;  // each thread's count of the constructs it checked
+    std::string exit;    // the label after the serial loop
   };
 
   // Why `loop` cannot run as one parallel region ("" when it can); fills in
@@ -1476,6 +1544,7 @@ class CppEmitter {
     if (all.assigned.count(loop->var.get())) return "the body assigns the loop variable";
     r->assigned = all.assigned;
     r->assigned.insert(loop->var.get());
+    r->may_stop = may_stop(all);
     r->written = all.written;
     r->bound = all.bound;
     return check_region_stmt(loop->body, r);
@@ -1490,13 +1559,13 @@ class CppEmitter {
     const AccessScan sc = scan(s);
     if (!sc.has_parallel) return check_region_plain(s, sc, r);
     if (const If* i = s->as<If>()) {
-      if (scan(i->cond).may_raise) return "the condition of an `if` around a parallel loop can raise an error";
+      if (scan(i->cond).facts.expressions) return "the condition of an `if` around a parallel loop can raise an error";
       if (std::string why = check_region_stmt(i->then_case, r); !why.empty()) return why;
       return i->else_case ? check_region_stmt(i->else_case, r) : "";
     }
     const For* f = s->as<For>();
     if (!f) return "a while loop holds a parallel loop";
-    if (scan(f->begin).may_raise || scan(f->end).may_raise || scan(f->step).may_raise)
+    if (scan(f->begin).facts.expressions || scan(f->end).facts.expressions || scan(f->step).facts.expressions)
       return "the bounds of the loop over '" + f->var->name + "' can raise an error";
     if (is_parallel(f->schedule.kind)) {
       if (r->parallel_loops++ == 0) {
@@ -1524,12 +1593,9 @@ class CppEmitter {
     }
     if (sc.returns) return "a return inside the loop";
     if (const Assert* a = s->as<Assert>())
-      return scan(a->cond).may_raise ? "a run-time check whose condition can itself raise an error" : "";
+      return scan(a->cond).facts.expressions ? "a run-time check whose condition can itself raise an error" : "";
     if (sc.escapes) return "a break, continue or run-time check inside an `if` at the loop's level";
-    if (sc.allocates) {
-      if (s->kind != NodeKind::Allocate) return "an array is allocated inside a nested statement";
-      r->allocations.push_back(s.get());
-    }
+    if (sc.facts.allocations && s->kind != NodeKind::Allocate) return "an array is allocated inside a nested statement";
     return "";
   }
 
@@ -1540,7 +1606,7 @@ class CppEmitter {
       return region_->hoisted_vars.count(d->var.get()) ? Placement::Single : Placement::Redundant;
     }
     if (s->kind == NodeKind::Assert) return Placement::Check;
-    if (sc.may_raise || sc.allocates || sc.returns || sc.asserts || sc.has_loop || sc.escapes || !sc.written.empty() ||
+    if (sc.facts.expressions || sc.facts.allocations || sc.returns || sc.facts.checks || sc.has_loop || sc.escapes || !sc.written.empty() ||
         !sc.bound.empty())
       return Placement::Single;
     for (const VarInfo* v : sc.assigned)
@@ -1580,7 +1646,7 @@ class CppEmitter {
   std::string trips_estimate(const For* f) {
     auto invariant = [&](const Expr& e) {
       const AccessScan sc = scan(e);
-      if (sc.may_raise || !sc.loaded.empty() || intersects(sc.dims, region_->bound)) return false;
+      if (sc.facts.expressions || !sc.loaded.empty() || intersects(sc.dims, region_->bound)) return false;
       for (const VarInfo* v : sc.read)
         if (!declared(v) || region_->assigned.count(v)) return false;
       return true;
@@ -1631,7 +1697,7 @@ class CppEmitter {
         if (const Declare* d = st->as<Declare>()) {
           single = d->array || region_->hoisted_vars.count(d->var.get());
         } else if (st->kind != NodeKind::Assert) {
-          single = sc.may_raise || sc.allocates || sc.has_loop || !sc.written.empty() || !sc.bound.empty();
+          single = sc.facts.expressions || sc.facts.allocations || sc.has_loop || !sc.written.empty() || !sc.bound.empty();
           for (const VarInfo* v : sc.assigned) single = single || declared(v);
         }
         if (single && !in_group) ++groups;
@@ -1665,6 +1731,7 @@ class CppEmitter {
     line("const int64_t " + step + " = " + expr(loop->step) + ";");
     line("const int64_t " + trip + " = " + checked_trip_count(loop, begin, end, step) + ";");
     const bool is_root = root != nullptr;
+    std::string outer_stop;
     if (is_root) {
       region_ = std::move(root);
       for (const ArrayVar& a : region_->hoisted_array_list) declare_array(a);
@@ -1672,15 +1739,11 @@ class CppEmitter {
         line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
         scopes_.back().insert(v.get());
       }
-      if (!region_->allocations.empty()) {
-        region_->stop = temp("stop");
+      if (region_->may_stop) {
+        region_->failed = temp("failed");
+        region_->passes = temp("passes");
         region_->exit = temp("exit");
-        line("bool " + region_->stop + " = false;");
-        for (const StmtNode* a : region_->allocations) {
-          const std::string flags = temp("alloc_failed");
-          line("bool " + flags + "[2] = {false, false};");
-          region_->failure_flags[a] = {flags, temp("passes")};
-        }
+        line("bool " + region_->failed + "[2] = {false, false};");
       }
       const std::string threads =
           region_->num_threads > 0 ? std::to_string(region_->num_threads) : std::string("ctx->num_threads");
@@ -1699,13 +1762,10 @@ class CppEmitter {
            " * static_cast<double>(ctx->parallel_work_threshold))");
       line("{");
       ++indent_;
-      // In the counters' names' order: the map's is where the heap put its keys.
-      std::vector<std::string> passes;
-      for (const auto& [site, names] : region_->failure_flags) passes.push_back(names.second);
-      std::sort(passes.begin(), passes.end());
-      for (const std::string& count : passes) line("int64_t " + count + " = 0;");
+      if (region_->may_stop) line("int64_t " + region_->passes + " = 0;");
       region_->outer_scopes = scopes_.size();
       region_level_ = true;
+      outer_stop = std::exchange(stop_, "");
     } else {
       note_reads(scan(loop->begin));
       note_reads(scan(loop->end));
@@ -1732,18 +1792,19 @@ class CppEmitter {
     const std::string copy_back = "if (" + trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
                                   begin + " + (" + trip + " - 1) * " + step + ");";
     if (is_root) {
-      if (!region_->allocations.empty()) line(region_->exit + ":;");
+      if (region_->may_stop) line(region_->exit + ":;");
       --indent_;
       line("}");
       region_level_ = false;
-      const std::string stop = !region_->allocations.empty() ? region_->stop : "";
+      stop_ = outer_stop;
+      const bool stops = region_->may_stop;
       const int loops = region_->parallel_loops;
       region_.reset();
       remarks_.push_back({loop->loc, "codegen_cpp",
                           "loop over '" + v->name + "' runs as one parallel region: its " + std::to_string(loops) +
                               " parallel loop(s) share one thread team (`omp for`), started once per call"});
       if (declared(v.get())) line(copy_back);
-      if (!stop.empty()) line("if (" + stop + ") return ctx->error_kind;");
+      if (stops) stop_on_error();
     } else if (declared(v.get())) {
       if (shared_in_region(v.get())) {
         AccessScan writes;
@@ -1790,13 +1851,23 @@ class CppEmitter {
     switch (p) {
       case Placement::Single: return;
       case Placement::Redundant:
-      case Placement::Check:
         region_level_ = false;
         emit(s);
         region_level_ = true;
         note_reads(scan(s));
         return;
-      case Placement::Structure: break;
+      case Placement::Check: {
+        // Every thread checks the same condition: all leave together.
+        const std::string outer = std::exchange(stop_, "goto " + region_->exit + ";");
+        region_level_ = false;
+        emit(s);
+        region_level_ = true;
+        stop_ = outer;
+        note_reads(scan(s));
+        return;
+      }
+      case Placement::Structure:
+        break;
     }
     if (const If* i = s->as<If>()) {
       line_directive(s->loc);
@@ -1851,16 +1922,7 @@ class CppEmitter {
         scopes_.back().insert(a->var.get());
       }
     }
-    // A failed allocation makes every thread leave the region. The one
-    // thread allocating sets a shared flag, which all read after the
-    // barrier; each pass through the allocation uses the other flag of a
-    // pair, so a fast thread failing at the next pass cannot change the
-    // flag that a slow thread has yet to read from this one.
-    std::string failed;
-    if (group.back()->kind == NodeKind::Allocate) {
-      const auto& [flags, passes] = region_->failure_flags.at(group.back().get());
-      failed = flags + "[" + passes + " & 1]";
-    }
+    const bool stops = may_stop(writes);
     std::set<std::string> copied;
     for (const VarInfo* v : writes.assigned)
       if (declared(v) && !shared_in_region(v)) copied.insert(var_names_.at(v));
@@ -1871,20 +1933,37 @@ class CppEmitter {
     ++indent_;
     scopes_.emplace_back();
     region_level_ = false;
-    for (const Stmt& s : group) {
-      if (s->kind == NodeKind::Allocate) alloc_failed_ = failed;
-      emit(s);
-      alloc_failed_.clear();
+    auto emit_group = [&] {
+      for (const Stmt& s : group) emit(s);
+    };
+    if (stops) {
+      // An error skips the rest of the group; the one thread notes it for
+      // all (check_failed).
+      with_stop_label(emit_group);
+      line("if (ctx->error_kind != 0) " + failed_flag() + " = true;");
+    } else {
+      emit_group();
     }
     region_level_ = true;
     scopes_.pop_back();
     --indent_;
     line("}");
     region_->pending = {};
-    if (!failed.empty()) {
-      line("if (" + failed + ") goto " + region_->exit + ";");
-      line("++" + region_->failure_flags.at(group.back().get()).second + ";");
-    }
+    if (stops) check_failed();
+  }
+
+  // The flag of this pass of the region's constructs that may record an
+  // error. Each checked construct uses the other flag of the pair, so a fast
+  // thread failing in the next one cannot change the flag that a slow thread
+  // has yet to read from this one (a barrier lies between: that thread
+  // cannot get two constructs ahead).
+  std::string failed_flag() const { return region_->failed + "[" + region_->passes + " & 1]"; }
+
+  // After the barrier ending a construct that may record an error: every
+  // thread reads the same flag and leaves the region together.
+  void check_failed() {
+    line("if (" + failed_flag() + ") goto " + region_->exit + ";");
+    line("++" + region_->passes + ";");
   }
 
   static std::string num_threads_clause(const LoopSchedule& sc) {
@@ -2109,15 +2188,12 @@ class CppEmitter {
     line("plait::allocation<" + t + "> " + result + " = plait::allocate_array<" + t + ">(ctx, " + loc_args(al->loc) +
          ", " + std::to_string(a->type.ndim) + ", " + shape + ", " + (a->type.layout == Layout::F ? "true" : "false") +
          ", plait::fill_kind::" + fill + ", " + value + ");");
-    // Outside OpenMP loops a failed allocation ends the call at once; inside
-    // one (which cannot be left early) the array stays empty and the error is
-    // reported when the call ends.
-    // In a parallel region (where no thread can return) the one thread
-    // allocating notes the failure; every thread then leaves the region.
-    if (!alloc_failed_.empty()) {
-      line("if (!" + result + ".ok) { " + alloc_failed_ + " = true; " + region_->stop + " = true; }");
-    } else if (omp_depth_ == 0) {
-      line("if (!" + result + ".ok) return ctx->error_kind;");
+    // A failed allocation stops the code like any error; where nothing can
+    // leave (a vector loop, a thread's temporaries) the array stays empty and
+    // the construct around it stops.
+    if (!stop_.empty()) {
+      line("if (!" + result + ".ok) " + stop_);
+      ++stop_uses_;
     }
     line(data(a) + " = " + result + ".data;");
     for (int d = 0; d < a->type.ndim; ++d) {
@@ -2142,6 +2218,45 @@ class CppEmitter {
     }
   }
 
+  // ------------------------------------------------------------ errors
+
+  // After code that may have recorded an error: the code after it must not
+  // run.
+  void stop_on_error() {
+    if (stop_.empty()) return;
+    line("if (__builtin_expect(ctx->error_kind != 0, 0)) " + stop_);
+    ++stop_uses_;
+  }
+
+  // Emits `body()` in a block of its own from which an error jumps to a label
+  // after the block (the block keeps the jump from crossing declarations).
+  // `first` runs before the jump.
+  template <typename Emit>
+  void with_stop_label(Emit&& body, const std::string& first = "") {
+    const std::string label = temp("stop");
+    const std::string jump = "goto " + label + ";";
+    const std::string outer = std::exchange(stop_, first.empty() ? jump : "{ " + first + " " + jump + " }");
+    const int outer_uses = std::exchange(stop_uses_, 0);
+    line("{");
+    ++indent_;
+    scopes_.emplace_back();
+    body();
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    if (stop_uses_ > 0) line(label + ":;");
+    stop_ = outer;
+    stop_uses_ = outer_uses;
+  }
+
+  // At the top of a serial loop's iteration outside parallel code: a SIGINT
+  // the caller noted stops the kernel with KeyboardInterrupt.
+  void emit_interrupt_check() {
+    if (stop_.empty() || region_ || omp_depth_ > 0) return;
+    line("if (__builtin_expect(plait::interrupted(ctx), 0)) " + stop_);
+    ++stop_uses_;
+  }
+
   const Function& fn_;
   std::string path_;
   std::ostringstream out_;
@@ -2151,7 +2266,13 @@ class CppEmitter {
   int omp_depth_ = 0;  // enclosing parallel/simd loops
   std::unique_ptr<Region> region_;  // the parallel region being emitted
   bool region_level_ = false;       // emitting a region's statements outside its `omp for` loops
-  std::string alloc_failed_;        // a region's flag for the allocation being emitted
+  // What stops the code being emitted after a run-time error: a statement
+  // (return, or a goto to the end of a parallel loop's iteration or of a
+  // region's single), or empty where nothing may leave (a vector loop's
+  // body, a region's statements outside its constructs); the construct
+  // around such code then stops after it.
+  std::string stop_ = "return ctx->error_kind;";
+  int stop_uses_ = 0;  // of stop_ since it was set
   std::vector<Remark> remarks_;
   std::unordered_map<const For*, PrefetchSite> prefetch_;  // compute-bound passes that run in chunks
   VarMap<std::string> var_names_;

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/raises.h"
 #include "analysis/var_uses.h"
 #include "codegen/cuda/device_runtime.h"
 #include "codegen/cuda/register_arrays.h"
@@ -1134,6 +1135,9 @@ class CudaEmitter {
           line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + " = " + expr(a->value) + ";");
           scopes_.back().insert(a->var.get());
         }
+        // An error in host code ends the call, as in Python.
+        if (!device() && analysis::raises(a->value).expressions)
+          line("if (__builtin_expect(ctx->error_kind != 0, 0)) return ctx->error_kind;");
         return;
       }
       case NodeKind::Store: return emit_store(s->as<Store>());
@@ -1282,8 +1286,9 @@ class CudaEmitter {
     line("}");
   }
 
-  // A failed assertion records its error, then leaves the loop iteration
-  // (or the kernel, or the device region's thread, outside loops).
+  // A failed assertion records its error, then stops the host code (the
+  // call ends), or leaves the device thread's loop iteration (its thread,
+  // outside loops).
   void emit_assert(const Assert* a) {
     line("if (!(" + expr(a->cond) + ")) {");
     ++indent_;
@@ -1296,7 +1301,7 @@ class CudaEmitter {
     } else {
       line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) + ", \"" +
            escape_path(a->message) + "\");");
-      line(loop_depth_ > 0 ? "continue;" : "return ctx->error_kind;");
+      line("return ctx->error_kind;");
     }
     --indent_;
     line("}");
