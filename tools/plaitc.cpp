@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "driver/compiler.h"
 #include "frontend/parser.h"
 #include "jit/cuda_runtime.h"
+#include "support/compiler_stack.h"
 
 namespace {
 namespace fs = std::filesystem;
@@ -67,8 +69,15 @@ constexpr const char* kUsage =
     "  --cuda-max-team N  the largest team of threads per iteration: a power of two\n"
     "                     from 32 to --cuda-threads (default: --cuda-threads)\n"
     "\n"
-    "exit status: 0 success, 1 error in the kernel, 2 internal error,\n"
-    "64 bad command line, 66 unreadable input file\n";
+    "exit status:\n"
+    "  0   success (also --help and --version)\n"
+    "  1   an error in the kernel: its file, line and caret, then the Python\n"
+    "      exception's name and the message, on standard error\n"
+    "  2   an internal error: a compiler bug, an unexpected exception, the system\n"
+    "      C++ compiler or NVRTC failing, an unusable cache directory, or an\n"
+    "      output that cannot be written\n"
+    "  64  a bad command line (the message, then this text)\n"
+    "  66  an input file that cannot be read\n";
 
 // A command-line mistake: reported with the usage text, exit status 64.
 struct UsageError : std::runtime_error {
@@ -248,6 +257,8 @@ void write_output(const Command& command, const std::string& extension, const st
   if (command.output_dir.empty()) {
     std::cout << text;
     if (!text.empty() && text.back() != '\n') std::cout << '\n';
+    std::cout.flush();
+    if (!std::cout) throw std::runtime_error("cannot write to standard output");
     return;
   }
   fs::create_directories(command.output_dir);
@@ -292,6 +303,11 @@ void emit_shared_object(const Command& command, const plait::SourceFile& source,
 }
 
 int run(const Command& command) {
+  std::error_code is_directory_error;
+  if (fs::is_directory(command.file, is_directory_error)) {
+    std::cerr << "plaitc: cannot read '" << command.file << "': " << std::strerror(EISDIR) << "\n";
+    return kExitNoInput;
+  }
   std::ifstream in(command.file, std::ios::binary);
   if (!in) {
     std::cerr << "plaitc: cannot read '" << command.file << "': " << std::strerror(errno) << "\n";
@@ -300,6 +316,14 @@ int run(const Command& command) {
   plait::SourceFile source;
   source.path = command.file;
   source.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    std::cerr << "plaitc: cannot read '" << command.file << "'\n";
+    return kExitNoInput;
+  }
+  // Python skips a UTF-8 byte order mark at the start of a file; so does
+  // plaitc, so that the first line's code and columns are as Python reads them.
+  constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+  if (source.text.starts_with(kUtf8Bom)) source.text.erase(0, kUtf8Bom.size());
   source.first_line = 1;
 
   plait::Signature signature;
@@ -366,7 +390,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    return run(parse_command_line(args));
+    // The compiler's own thread, whose stack the nesting limits are set for
+    // (support/compiler_stack.h), rather than whatever `ulimit -s` gives main.
+    int status = 0;
+    plait::run_on_compiler_stack([&] { status = run(parse_command_line(args)); });
+    return status;
   } catch (const UsageError& e) {
     std::cerr << "plaitc: " << e.what() << "\n\n" << kUsage;
     return kExitUsage;
@@ -378,6 +406,9 @@ int main(int argc, char** argv) {
     return kExitInternalError;
   } catch (const std::exception& e) {
     std::cerr << "plaitc: " << e.what() << "\n";
+    return kExitInternalError;
+  } catch (...) {
+    std::cerr << "plaitc: internal error: an exception of unknown type\n";
     return kExitInternalError;
   }
 }

@@ -27,6 +27,7 @@
 #include "jit/disk_cache.h"
 #include "jit/host_memory.h"
 #include "runtime/abi.h"
+#include "support/compiler_stack.h"
 #include "support/diagnostics.h"
 
 namespace nb = nanobind;
@@ -165,7 +166,10 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
   {
     nb::gil_scoped_release release;
     try {
-      compiled = plait::compile_kernel(source, name, signature, globals, options);
+      // On the compiler's own thread, so that the caller's stack (a Python
+      // thread's may be small) does not bound how deep a kernel may nest.
+      plait::run_on_compiler_stack(
+          [&] { compiled = plait::compile_kernel(source, name, signature, globals, options); });
     } catch (const plait::CompileError& e) {
       compile_error = std::make_unique<plait::CompileError>(e);
     } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 // the tree is lowered to the IR (frontend/lower_to_ir.h).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,17 +53,34 @@ enum class CmpOpKind { Eq, NotEq, Lt, LtE, Gt, GtE, Is, IsNot, In, NotIn };
 const char* binop_symbol(BinOpKind op);
 const char* cmpop_symbol(CmpOpKind op);
 
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
 struct Expr {
   explicit Expr(ExprKind k, SourceLoc l) : kind(k), loc(l) {}
   virtual ~Expr() = default;
   ExprKind kind;
   SourceLoc loc;
+  // How deep the IR of this subtree may nest: 1 for a leaf, else one more
+  // than its deepest child, plus one per further operand of a node that the
+  // lowering turns into a chain (`a and b and c`, `a < b < c`, `max(a, b, c)`).
+  // The parser refuses trees higher than kMaxExpressionDepth
+  // (support/compiler_stack.h), since every later stage recurses over them.
+  int height = 1;
 
   template <typename T> const T* as() const {
     return kind == T::kKind ? static_cast<const T*>(this) : nullptr;
   }
+
+ protected:
+  // Raises `height` to stand `extra` levels above `child` (which may be null).
+  void above(const ExprPtr& child, int extra = 1) {
+    if (child && child->height + extra > height) height = child->height + extra;
+  }
+  void above(const std::vector<ExprPtr>& children, int extra = 1) {
+    for (const ExprPtr& child : children) above(child, extra);
+  }
 };
-using ExprPtr = std::unique_ptr<Expr>;
 
 struct Name : Expr {
   static constexpr ExprKind kKind = ExprKind::Name;
@@ -83,14 +101,17 @@ struct Constant : Expr {
 struct BinOp : Expr {
   static constexpr ExprKind kKind = ExprKind::BinOp;
   BinOp(SourceLoc l, BinOpKind o, ExprPtr a, ExprPtr b)
-      : Expr(kKind, l), op(o), left(std::move(a)), right(std::move(b)) {}
+      : Expr(kKind, l), op(o), left(std::move(a)), right(std::move(b)) {
+    above(left);
+    above(right);
+  }
   BinOpKind op;
   ExprPtr left, right;
 };
 
 struct UnaryOp : Expr {
   static constexpr ExprKind kKind = ExprKind::UnaryOp;
-  UnaryOp(SourceLoc l, UnaryOpKind o, ExprPtr e) : Expr(kKind, l), op(o), operand(std::move(e)) {}
+  UnaryOp(SourceLoc l, UnaryOpKind o, ExprPtr e) : Expr(kKind, l), op(o), operand(std::move(e)) { above(operand); }
   UnaryOpKind op;
   ExprPtr operand;
 };
@@ -98,7 +119,9 @@ struct UnaryOp : Expr {
 // `a and b and c` is one BoolOp with three values, as in Python's ast.
 struct BoolOp : Expr {
   static constexpr ExprKind kKind = ExprKind::BoolOp;
-  BoolOp(SourceLoc l, BoolOpKind o, std::vector<ExprPtr> v) : Expr(kKind, l), op(o), values(std::move(v)) {}
+  BoolOp(SourceLoc l, BoolOpKind o, std::vector<ExprPtr> v) : Expr(kKind, l), op(o), values(std::move(v)) {
+    above(values, static_cast<int>(values.size()));
+  }
   BoolOpKind op;
   std::vector<ExprPtr> values;
 };
@@ -107,7 +130,10 @@ struct BoolOp : Expr {
 struct Compare : Expr {
   static constexpr ExprKind kKind = ExprKind::Compare;
   Compare(SourceLoc l, ExprPtr a, std::vector<CmpOpKind> o, std::vector<ExprPtr> c)
-      : Expr(kKind, l), left(std::move(a)), ops(std::move(o)), comparators(std::move(c)) {}
+      : Expr(kKind, l), left(std::move(a)), ops(std::move(o)), comparators(std::move(c)) {
+    above(left, static_cast<int>(comparators.size()));
+    above(comparators, static_cast<int>(comparators.size()));
+  }
   ExprPtr left;
   std::vector<CmpOpKind> ops;
   std::vector<ExprPtr> comparators;
@@ -122,7 +148,11 @@ struct Keyword {
 struct Call : Expr {
   static constexpr ExprKind kKind = ExprKind::Call;
   Call(SourceLoc l, ExprPtr f, std::vector<ExprPtr> a, std::vector<Keyword> k)
-      : Expr(kKind, l), func(std::move(f)), args(std::move(a)), keywords(std::move(k)) {}
+      : Expr(kKind, l), func(std::move(f)), args(std::move(a)), keywords(std::move(k)) {
+    above(func);
+    above(args, std::max(1, static_cast<int>(args.size())));
+    for (const Keyword& keyword : keywords) above(keyword.value);
+  }
   ExprPtr func;
   std::vector<ExprPtr> args;
   std::vector<Keyword> keywords;
@@ -130,7 +160,9 @@ struct Call : Expr {
 
 struct Attribute : Expr {
   static constexpr ExprKind kKind = ExprKind::Attribute;
-  Attribute(SourceLoc l, ExprPtr v, std::string a) : Expr(kKind, l), value(std::move(v)), attr(std::move(a)) {}
+  Attribute(SourceLoc l, ExprPtr v, std::string a) : Expr(kKind, l), value(std::move(v)), attr(std::move(a)) {
+    above(value);
+  }
   ExprPtr value;
   std::string attr;
 };
@@ -139,7 +171,10 @@ struct Attribute : Expr {
 // Slice nodes inside the index.
 struct Subscript : Expr {
   static constexpr ExprKind kKind = ExprKind::Subscript;
-  Subscript(SourceLoc l, ExprPtr v, ExprPtr i) : Expr(kKind, l), value(std::move(v)), index(std::move(i)) {}
+  Subscript(SourceLoc l, ExprPtr v, ExprPtr i) : Expr(kKind, l), value(std::move(v)), index(std::move(i)) {
+    above(value);
+    above(index);
+  }
   ExprPtr value;
   ExprPtr index;
 };
@@ -148,19 +183,23 @@ struct Subscript : Expr {
 struct Slice : Expr {
   static constexpr ExprKind kKind = ExprKind::Slice;
   Slice(SourceLoc l, ExprPtr lo, ExprPtr hi, ExprPtr st)
-      : Expr(kKind, l), lower(std::move(lo)), upper(std::move(hi)), step(std::move(st)) {}
+      : Expr(kKind, l), lower(std::move(lo)), upper(std::move(hi)), step(std::move(st)) {
+    above(lower);
+    above(upper);
+    above(step);
+  }
   ExprPtr lower, upper, step;
 };
 
 struct Tuple : Expr {
   static constexpr ExprKind kKind = ExprKind::Tuple;
-  Tuple(SourceLoc l, std::vector<ExprPtr> e) : Expr(kKind, l), elts(std::move(e)) {}
+  Tuple(SourceLoc l, std::vector<ExprPtr> e) : Expr(kKind, l), elts(std::move(e)) { above(elts); }
   std::vector<ExprPtr> elts;
 };
 
 struct List : Expr {
   static constexpr ExprKind kKind = ExprKind::List;
-  List(SourceLoc l, std::vector<ExprPtr> e) : Expr(kKind, l), elts(std::move(e)) {}
+  List(SourceLoc l, std::vector<ExprPtr> e) : Expr(kKind, l), elts(std::move(e)) { above(elts); }
   std::vector<ExprPtr> elts;
 };
 
@@ -168,7 +207,11 @@ struct List : Expr {
 struct IfExp : Expr {
   static constexpr ExprKind kKind = ExprKind::IfExp;
   IfExp(SourceLoc l, ExprPtr t, ExprPtr b, ExprPtr o)
-      : Expr(kKind, l), test(std::move(t)), body(std::move(b)), orelse(std::move(o)) {}
+      : Expr(kKind, l), test(std::move(t)), body(std::move(b)), orelse(std::move(o)) {
+    above(test);
+    above(body);
+    above(orelse);
+  }
   ExprPtr test, body, orelse;
 };
 

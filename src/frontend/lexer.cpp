@@ -18,6 +18,9 @@ constexpr std::string_view kKeywords[] = {
     "or",    "pass",   "raise",   "return",   "try",    "while",  "with",   "yield",
 };
 
+// The most indentation levels a file may open (Python's tokenizer's limit).
+constexpr size_t kMaxIndentLevels = 100;
+
 constexpr std::string_view kThreeCharOps[] = {"**=", "//=", ">>=", "<<=", "..."};
 constexpr std::string_view kTwoCharOps[] = {"**", "//", "<<", ">>", "<=", ">=", "==", "!=", "->", ":=",
                                             "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@="};
@@ -189,6 +192,9 @@ class Lexer {
       if (level.alt_width != indents_.back().alt_width) inconsistent_tabs(ci);
     } else if (level.width > indents_.back().width) {
       if (level.alt_width <= indents_.back().alt_width) inconsistent_tabs(ci);
+      // Python's limit, which also bounds the recursion of every later stage
+      // over nested statements.
+      if (indents_.size() > kMaxIndentLevels) fail("too many levels of indentation", here);
       indents_.push_back(level);
       emit(TokenKind::Indent, "", here);
     } else {

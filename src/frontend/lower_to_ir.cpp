@@ -562,8 +562,18 @@ Value Lowerer::lower(const ast::Expr& e) {
     case ast::ExprKind::IfExp: {
       const auto& x = *e.as<ast::IfExp>();
       Expr test = truthy(scalar(*x.test, "a conditional expression"), e.loc);
-      Expr t = scalar(*x.body, "a conditional expression");
-      Expr f = scalar(*x.orelse, "a conditional expression");
+      Value body = lower(*x.body);
+      Value orelse = lower(*x.orelse);
+      // An array-valued choice would need a view bound at run time to one of
+      // two arrays; the statement form binds a name in each branch.
+      if (is_array_like(body) || is_array_like(orelse)) {
+        unsupported(
+            "a conditional expression choosing between arrays ('a if c else b') is not supported in Plait "
+            "kernels; use an if statement that assigns the array in each branch",
+            e.loc);
+      }
+      Expr t = as_scalar(body, "a conditional expression", x.body->loc);
+      Expr f = as_scalar(orelse, "a conditional expression", x.orelse->loc);
       ScalarType ty = promote(t->type, f->type);
       return Value::of(ir::Select::make(test, cast(t, ty), cast(f, ty), e.loc));
     }

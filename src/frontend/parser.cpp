@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "frontend/lexer.h"
+#include "support/compiler_stack.h"
 
 namespace plait {
 
@@ -151,6 +152,36 @@ class Parser {
   [[noreturn]] void unsupported(const std::string& what, SourceLoc loc) const {
     fail(ErrorKind::Unsupported, what + " not supported in Plait kernels", loc);
   }
+  // An expression nested deeper than the later stages' recursion can take
+  // (support/compiler_stack.h); `loc` is the token that crossed the limit.
+  [[noreturn]] void too_deep(SourceLoc loc) const {
+    syntax_error("expression nested too deeply (more than " + std::to_string(kMaxExpressionDepth) +
+                     " levels of operators, calls, subscripts and parentheses); split it into several statements",
+                 loc);
+  }
+  // Refuses `expr` when its tree is higher than the limit; `loc` is the
+  // operator or trailer that made it so.
+  void check_height(const ast::Expr& expr, SourceLoc loc) const {
+    if (expr.height > kMaxExpressionDepth) too_deep(loc);
+  }
+
+  // One level of the parser's own recursion into a nested expression:
+  // parentheses, which leave no node, nest the parser without raising the
+  // tree, so the parser counts its recursion as well as the tree's height.
+  class Nesting {
+   public:
+    explicit Nesting(Parser& parser) : parser_(parser) {
+      if (parser_.nesting_ >= kMaxExpressionDepth) parser_.too_deep(parser_.peek().loc);
+      ++parser_.nesting_;
+    }
+    ~Nesting() { --parser_.nesting_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    Parser& parser_;
+  };
+
   [[noreturn]] void unexpected(const Token& token) const {
     switch (token.kind) {
       case TokenKind::Newline: syntax_error("unexpected end of line", token.loc);
@@ -608,9 +639,14 @@ class Parser {
       advance();
       ExprPtr test = parse_or();
       if (!peek().is_keyword("else")) syntax_error("expected 'else' after 'if' expression", peek().loc);
-      advance();
-      ExprPtr orelse = parse_test();
+      const Token& else_keyword = advance();
+      ExprPtr orelse;
+      {
+        Nesting nesting(*this);
+        orelse = parse_test();
+      }
       body = std::make_unique<ast::IfExp>(since(start), std::move(test), std::move(body), std::move(orelse));
+      check_height(*body, else_keyword.loc);
     }
     if (peek().is_op(":=")) {
       advance();
@@ -626,10 +662,13 @@ class Parser {
     std::vector<ExprPtr> values;
     values.push_back(std::move(first));
     while (peek().is_keyword(keyword)) {
-      advance();
+      const Token& op_token = advance();
       values.push_back((this->*parse_operand)());
+      if (static_cast<int>(values.size()) > kMaxExpressionDepth) too_deep(op_token.loc);
     }
-    return std::make_unique<ast::BoolOp>(since(start), op, std::move(values));
+    ExprPtr result = std::make_unique<ast::BoolOp>(since(start), op, std::move(values));
+    check_height(*result, tokens_[start].loc);
+    return result;
   }
 
   ExprPtr parse_or() { return parse_bool_op("or", ast::BoolOpKind::Or, &Parser::parse_and); }
@@ -638,9 +677,12 @@ class Parser {
   ExprPtr parse_not() {
     if (!peek().is_keyword("not")) return parse_comparison();
     const size_t start = pos_;
+    Nesting nesting(*this);
     advance();
     ExprPtr operand = parse_not();
-    return std::make_unique<ast::UnaryOp>(since(start), ast::UnaryOpKind::Not, std::move(operand));
+    ExprPtr result = std::make_unique<ast::UnaryOp>(since(start), ast::UnaryOpKind::Not, std::move(operand));
+    check_height(*result, tokens_[start].loc);
+    return result;
   }
 
   // Consumes a comparison operator, if one is next.
@@ -685,12 +727,19 @@ class Parser {
     ExprPtr left = parse_bitor();
     std::vector<ast::CmpOpKind> ops;
     std::vector<ExprPtr> comparators;
-    while (const std::optional<ast::CmpOpKind> op = comparison_op()) {
+    while (true) {
+      const SourceLoc op_loc = peek().loc;
+      const std::optional<ast::CmpOpKind> op = comparison_op();
+      if (!op) break;
       ops.push_back(*op);
       comparators.push_back(parse_bitor());
+      if (static_cast<int>(comparators.size()) > kMaxExpressionDepth) too_deep(op_loc);
     }
     if (ops.empty()) return left;
-    return std::make_unique<ast::Compare>(since(start), std::move(left), std::move(ops), std::move(comparators));
+    ExprPtr result =
+        std::make_unique<ast::Compare>(since(start), std::move(left), std::move(ops), std::move(comparators));
+    check_height(*result, tokens_[start].loc);
+    return result;
   }
 
   ExprPtr parse_bitor() { return parse_binary(0); }
@@ -704,14 +753,16 @@ class Parser {
       const auto& ops = levels[level];
       const auto found = std::find_if(ops.begin(), ops.end(), [&](const auto& op) { return op.first == peek().text; });
       if (found == ops.end()) break;
-      advance();
+      const Token& op_token = advance();
       ExprPtr right = parse_binary(level + 1);
       left = std::make_unique<ast::BinOp>(since(start), found->second, std::move(left), std::move(right));
+      check_height(*left, op_token.loc);
     }
     return left;
   }
 
   ExprPtr parse_factor() {
+    Nesting nesting(*this);
     const Token& token = peek();
     std::optional<ast::UnaryOpKind> op;
     if (token.is_op("-")) op = ast::UnaryOpKind::USub;
@@ -726,7 +777,9 @@ class Parser {
       return std::make_unique<ast::Constant>(since(start), std::numeric_limits<int64_t>::min());
     }
     ExprPtr operand = parse_factor();
-    return std::make_unique<ast::UnaryOp>(since(start), *op, std::move(operand));
+    ExprPtr result = std::make_unique<ast::UnaryOp>(since(start), *op, std::move(operand));
+    check_height(*result, token.loc);
+    return result;
   }
 
   // The literal 2**63, which fits in int64 only when negated.
@@ -741,15 +794,19 @@ class Parser {
     const size_t start = pos_;
     ExprPtr base = parse_primary();
     if (!peek().is_op("**")) return base;
-    advance();
+    const Token& op_token = advance();
     ExprPtr exponent = parse_factor();
-    return std::make_unique<ast::BinOp>(since(start), ast::BinOpKind::Pow, std::move(base), std::move(exponent));
+    ExprPtr result =
+        std::make_unique<ast::BinOp>(since(start), ast::BinOpKind::Pow, std::move(base), std::move(exponent));
+    check_height(*result, op_token.loc);
+    return result;
   }
 
   ExprPtr parse_primary() {
     const size_t start = pos_;
     ExprPtr expr = parse_atom();
     while (true) {
+      const SourceLoc trailer = peek().loc;
       if (peek().is_op(".")) {
         advance();
         const Token& attribute = peek();
@@ -763,6 +820,7 @@ class Parser {
       } else {
         return expr;
       }
+      check_height(*expr, trailer);
     }
   }
 
@@ -1049,6 +1107,7 @@ class Parser {
   }
 
   const SourceFile& file_;
+  int nesting_ = 0;  // the Nesting levels open now
   LexedSource lexed_;
   const std::vector<Token>& tokens_;
   size_t pos_ = 0;

@@ -37,25 +37,61 @@ const char* error_kind_name(ErrorKind kind) {
 
 namespace {
 
+// The character (code point) column of byte column `byte_col` of `line`, as
+// Python counts columns; a column past the end of the line counts one per
+// byte beyond it (a marker just after the last character).
+int character_column(const std::string& line, int byte_col) {
+  if (byte_col <= 0) return byte_col;
+  const size_t end = std::min(line.size(), static_cast<size_t>(byte_col));
+  int characters = 0;
+  for (size_t i = 0; i < end; ++i) {
+    // Every byte but a UTF-8 continuation byte (10xxxxxx) starts a character.
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80) ++characters;
+  }
+  return characters + (byte_col - static_cast<int>(end));
+}
+
+// `loc`, whose columns count bytes, with columns that count characters.
+SourceLoc character_columns(const SourceFile& file, SourceLoc loc) {
+  if (!loc.valid()) return loc;
+  loc.col = character_column(file.line_text(loc.line), loc.col);
+  loc.end_col = character_column(file.line_text(loc.end_line), loc.end_col);
+  return loc;
+}
+
+// The characters of `source` (UTF-8), each with its bytes.
+std::vector<std::string_view> characters_of(const std::string& source) {
+  std::vector<std::string_view> characters;
+  size_t start = 0;
+  for (size_t i = 1; i <= source.size(); ++i) {
+    if (i == source.size() || (static_cast<unsigned char>(source[i]) & 0xC0) != 0x80) {
+      characters.emplace_back(source.data() + start, i - start);
+      start = i;
+    }
+  }
+  return characters;
+}
+
 // The marker line under `source`: blanks up to the span (tabs copied so the
 // marker stays aligned), then `^~~~` over a one-line span or `^` otherwise.
+// `loc`'s columns count characters: one blank per character, whatever its
+// length in UTF-8.
 std::string caret_line(const std::string& source, const SourceLoc& loc) {
+  const std::vector<std::string_view> characters = characters_of(source);
   std::string out;
   const size_t col = loc.col < 0 ? 0 : static_cast<size_t>(loc.col);
-  for (size_t i = 0; i < col; ++i) out += (i < source.size() && source[i] == '\t') ? '\t' : ' ';
+  for (size_t i = 0; i < col; ++i) out += (i < characters.size() && characters[i] == "\t") ? '\t' : ' ';
   out += '^';
   if (loc.end_line == loc.line && loc.end_col > loc.col + 1) {
     // A span never runs past the end of its line (plus one column for a
     // marker placed just after the last character).
-    const size_t end = std::min(static_cast<size_t>(loc.end_col), std::max(source.size(), col + 1));
+    const size_t end = std::min(static_cast<size_t>(loc.end_col), std::max(characters.size(), col + 1));
     if (end > col + 1) out.append(end - col - 1, '~');
   }
   return out;
 }
 
-}  // namespace
-
-std::string format_diagnostic(const SourceFile& file, SourceLoc loc, const std::string& message) {
+std::string format_located(const SourceFile& file, SourceLoc loc, const std::string& message) {
   std::string out = "File \"" + file.path + "\"";
   if (loc.valid()) {
     out += ", line " + std::to_string(loc.line) + ", col " + std::to_string(loc.col + 1);
@@ -68,12 +104,18 @@ std::string format_diagnostic(const SourceFile& file, SourceLoc loc, const std::
   return out;
 }
 
+}  // namespace
+
+std::string format_diagnostic(const SourceFile& file, SourceLoc loc, const std::string& message) {
+  return format_located(file, character_columns(file, loc), message);
+}
+
 CompileError::CompileError(ErrorKind kind, std::string message, const SourceFile& file, SourceLoc loc)
     : std::runtime_error(format_diagnostic(file, loc, std::string(error_kind_name(kind)) + ": " + message)),
       kind_(kind),
       message_(std::move(message)),
       path_(file.path),
-      loc_(loc) {}
+      loc_(character_columns(file, loc)) {}
 
 namespace {
 

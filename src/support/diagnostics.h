@@ -14,8 +14,9 @@
 namespace plait {
 
 // A span in the user's file. Lines are 1-based file lines (already offset by
-// the function's first line), columns are 0-based. end_col is exclusive and
-// refers to end_line.
+// the function's first line), columns are 0-based byte offsets into the UTF-8
+// line (CompileError::loc() converts them to characters). end_col is
+// exclusive and refers to end_line.
 struct SourceLoc {
   int line = 0;
   int col = 0;
@@ -56,6 +57,8 @@ const char* error_kind_name(ErrorKind kind);
 
 // A user error: bad input to the compiler. what() is the full, formatted
 // message: `File "k.py", line 7, col 5` then the source line and a caret.
+// loc() counts columns in characters (code points), as Python's SyntaxError
+// offsets do, and the caret stands under that character.
 class CompileError : public std::runtime_error {
  public:
   CompileError(ErrorKind kind, std::string message, const SourceFile& file, SourceLoc loc);
@@ -72,7 +75,8 @@ class CompileError : public std::runtime_error {
   SourceLoc loc_;
 };
 
-// Formats `File "path", line L` + source line + caret line + message.
+// Formats `File "path", line L` + source line + caret line + message; `loc`
+// counts bytes, the text shows characters.
 std::string format_diagnostic(const SourceFile& file, SourceLoc loc, const std::string& message);
 
 // A compiler bug or an environment failure (C++ compiler failed, dlopen

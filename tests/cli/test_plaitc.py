@@ -325,3 +325,125 @@ def test_generated_text_does_not_depend_on_heap_addresses(name, signature, targe
                for extra in ({}, {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"})]
     assert outputs[0].returncode == 0, outputs[0].stderr
     assert outputs[0].stdout == outputs[1].stdout
+
+
+# Deep input: the compiler refuses expressions nested more than 200 levels
+# (support/compiler_stack.h) with exit status 1, at the construct that crosses
+# the limit, and runs on a thread of its own, so the stack of plaitc's main
+# thread (ulimit -s) does not matter.
+DEEP_PREFIX = "    return "
+DEEP_EXPRESSIONS = {
+    # kind: (expression of depth n, 0-based column of the token that crosses the limit)
+    "parentheses": (lambda n: "(" * n + "x[0]" + ")" * n, len(DEEP_PREFIX) + 200),
+    "subscripts": (lambda n: "x[" * n + "0" + "]" * n, len(DEEP_PREFIX) + 2 * 200),
+    "calls": (lambda n: "abs(" * n + "x[0]" + ")" * n, len(DEEP_PREFIX) + 4 * 200),
+    "chain": (lambda n: " + ".join(["x[0]"] * n), len(DEEP_PREFIX) + len(" + ".join(["x[0]"] * 199)) + 1),
+}
+
+
+def deep_kernel_file(tmp_path, expression):
+    path = tmp_path / "deep.py"
+    path.write_text(f"import numpy as np\n\ndef deep(x):\n{DEEP_PREFIX}{expression}\n")
+    return path
+
+
+def limit_stack(size):
+    """A preexec_fn that sets the child's stack limit (ulimit -s) to `size` bytes."""
+    def apply():
+        import resource
+        resource.setrlimit(resource.RLIMIT_STACK, (size, size))
+    return apply
+
+
+@pytest.mark.parametrize("kind, depth", [("parentheses", 5000), ("subscripts", 5000), ("calls", 5000),
+                                         ("chain", 12000)])
+def test_deep_expression_exits_1_at_the_limit(tmp_path, kind, depth):
+    expression, column = DEEP_EXPRESSIONS[kind]
+    path = deep_kernel_file(tmp_path, expression(depth))
+    result = run_plaitc("compile", f"{path}::deep", "--signature", "f64[::1]", "--emit", "ir")
+    assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
+    assert f"line 4, col {column + 1}" in result.stderr, result.stderr[:300]
+    assert "SyntaxError: expression nested too deeply" in result.stderr
+
+
+# Nested subscripts are left out: a subscript's index is repeated by the
+# negative-index wrapping, so the compile time grows exponentially with their
+# depth (about 3.3 times per level).
+@pytest.mark.parametrize("kind", ["calls", "chain", "parentheses"])
+def test_expression_at_the_limit_compiles_with_a_small_main_stack(tmp_path, cache_dir, kind):
+    # Depth 198 keeps each kind within the limit; the main thread's 256 KiB
+    # would not hold the compiler's recursion at this depth. --emit cpp: the
+    # system C++ compiler, a child process, would inherit the small stack.
+    expression, _ = DEEP_EXPRESSIONS[kind]
+    path = deep_kernel_file(tmp_path, expression(198))
+    env = dict(os.environ, PLAIT_CACHE_DIR=str(cache_dir))
+    env.pop("PLAIT_DUMP_DIR", None)
+    result = subprocess.run([str(PLAITC), "compile", f"{path}::deep", "--signature", "i64[::1]", "--emit", "cpp"],
+                            capture_output=True, text=True, env=env, timeout=300,
+                            preexec_fn=limit_stack(256 * 1024))
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    assert "deep" in result.stdout
+
+
+def test_too_many_indentation_levels_exit_1(tmp_path):
+    lines = ["def deep(x):"]
+    for level in range(1, 120):
+        lines.append("    " * level + "if x[0] > 0:")
+    lines.append("    " * 120 + "x[0] = 1.0")
+    path = tmp_path / "indented.py"
+    path.write_text("\n".join(lines) + "\n")
+    result = run_plaitc("compile", f"{path}::deep", "--signature", "f64[::1]", "--emit", "ir")
+    assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
+    assert "SyntaxError: too many levels of indentation" in result.stderr
+    assert "line 102," in result.stderr  # the 101st level
+
+
+def test_utf8_byte_order_mark_is_skipped(tmp_path):
+    path = tmp_path / "bom.py"
+    path.write_bytes("\ufeffimport numpy as np\n\ndef first(x):\n    return x[0]\n".encode("utf-8"))
+    result = run_plaitc("compile", f"{path}::first", "--signature", "f64[::1]", "--emit", "ir")
+    assert result.returncode == 0, result.stderr
+    assert "first" in result.stdout
+
+
+def test_utf8_byte_order_mark_keeps_first_line_columns(tmp_path):
+    path = tmp_path / "bom_error.py"
+    path.write_bytes("\ufeffdef broken(x): return x[0] + nowhere\n".encode("utf-8"))
+    result = run_plaitc("compile", f"{path}::broken", "--signature", "f64[::1]", "--emit", "ir")
+    assert result.returncode == 1, result.stderr
+    column = "def broken(x): return x[0] + nowhere".index("nowhere")
+    assert f"line 1, col {column + 1}" in result.stderr, result.stderr
+    assert "\n" + " " * column + "^" in result.stderr, result.stderr
+
+
+def test_caret_after_non_ascii_characters(tmp_path):
+    path = tmp_path / "accents.py"
+    source_line = '    é = 1.0; "€😀"; return x[0] + é + nowhere'
+    path.write_text(f"def broken(x):\n{source_line}\n", encoding="utf-8")
+    result = run_plaitc("compile", f"{path}::broken", "--signature", "f64[::1]", "--emit", "ir")
+    assert result.returncode == 1, result.stderr
+    column = source_line.index("nowhere")
+    assert f"line 2, col {column + 1}" in result.stderr, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[lines.index(source_line) + 1] == " " * column + "^~~~~~~", result.stderr
+
+
+def test_help_lists_every_exit_status():
+    result = run_plaitc("--help")
+    assert result.returncode == 0
+    for status in ("0 ", "1 ", "2 ", "64 ", "66 "):
+        assert f"\n  {status}" in result.stdout, result.stdout
+
+
+def test_directory_as_input_exits_66(tmp_path):
+    result = run_plaitc("compile", f"{tmp_path}::f", "--signature", "f64", "--emit", "ir")
+    assert result.returncode == 66, result.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_unwritable_standard_output_exits_2():
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([str(PLAITC), "compile", f"{VECTOR_OPS}::total", "--signature", "f64[::1]",
+                                 "--emit", "ir"], stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert "cannot write to standard output" in result.stderr

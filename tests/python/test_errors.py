@@ -517,6 +517,69 @@ def test_value_errors():
     expect_compile_error(zero_step, (5,), KernelValueError, [("range(0, n, 0)", "0)")], "zero")
 
 
+# ------------------------------------------ columns after non-ASCII text
+
+
+@plait.jit
+def error_after_accented_name(x):
+    é = 2.0
+    return x[0] * é + nowhere_after_accent  # noqa: F821
+
+
+@plait.jit
+def error_after_non_ascii_string(x):
+    "€😀 ünïcode"; return x[0] + nowhere_after_string  # noqa: E702, F821
+
+
+@plait.jit
+def error_at_non_ascii_name(x):
+    ß = 1.0
+    return ß + x[0] + ñame_undefined  # noqa: F821
+
+
+@pytest.mark.parametrize("kernel, where", [
+    (error_after_accented_name, ("nowhere_after_accent", "nowhere_after_accent")),
+    (error_after_non_ascii_string, ("nowhere_after_string", "nowhere_after_string")),
+    (error_at_non_ascii_name, ("ñame_undefined", "ñame_undefined")),
+], ids=lambda v: v.__name__ if callable(v) else None)
+def test_caret_counts_characters(kernel, where):
+    # Columns count characters, as Python's SyntaxError offsets do: the caret
+    # stands under the name, not as many bytes further right.
+    error = expect_compile_error(kernel, (X,), KernelNameError, [where], "is not defined")
+    lines = str(error).splitlines()
+    source = next(line for line in lines if where[0] in line)
+    assert lines[lines.index(source) + 1] == " " * error.col + "^" + "~" * (len(where[1]) - 1)
+
+
+# ------------------------------------------------ conditional expressions
+
+
+@plait.jit
+def chooses_between_arrays(x, y, flag):
+    z = x if flag else y
+    return z[0]
+
+
+@plait.jit
+def chooses_array_with_if(x, y, flag):
+    if flag:
+        z = x
+    else:
+        z = y
+    return z[0] + z[-1]
+
+
+def test_conditional_expression_of_arrays_suggests_an_if_statement():
+    expect_compile_error(chooses_between_arrays, (X, X + 1, True), UnsupportedError,
+                         [("z = x if flag", "x if flag")], "use an if statement")
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_if_statement_choosing_an_array(flag):
+    y = np.arange(4.0) + 10
+    assert chooses_array_with_if(X, y, flag) == chooses_array_with_if.py_func(X, y, flag)
+
+
 # ------------------------------------------------ the formatted message
 
 
