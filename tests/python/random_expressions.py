@@ -59,9 +59,7 @@ class Array:
 @dataclass
 class Loop:
     var: str
-    extent: int  # the loop variable takes values in [0, extent)
-    array: Array = None  # the loop runs over this array's axis...
-    axis: int = 0  # ...so the variable indexes it directly
+    extent: int  # the loop variable takes values in [0, extent): it indexes axes at least as long
     parallel: bool = False
 
 
@@ -93,8 +91,13 @@ class KernelCase:
         return args
 
     def __repr__(self):
-        # What Hypothesis prints for a failing case: the kernel as written.
-        return f"KernelCase(boundscheck={self.boundscheck}, seed={self.seed}):\n{self.source}{self.describe_arguments()}"
+        return (f"KernelCase(boundscheck={self.boundscheck}, seed={self.seed}):\n"
+                f"{self.source}{self.describe_arguments()}")
+
+    def _repr_pretty_(self, printer, cycle):
+        # What Hypothesis prints for a failing case: the kernel as written,
+        # not its fields.
+        printer.text(repr(self))
 
     def describe_arguments(self):
         lines = []
@@ -342,10 +345,12 @@ class Expressions:
         x, bx = self.expr(t, depth)
         power = self.draw(st.integers(0, 3))
         if self.chance(0.2):
+            # A Python float's negative base to a fractional power is a
+            # complex number (not in the language): the base is abs().
             y, _ = self.expr(t, depth)
-            return f"({x} ** {y})", math.inf
-        exponent = str(power) if self.chance(0.5) else f"{power}.0" if t == "float" else str(power)
-        return f"({x} ** {exponent})", bx**power
+            return (f"(abs({x}) ** {y})" if t == "float" else f"({x} ** {y})"), math.inf
+        exponent = f"{power}.0" if self.chance(0.5) else str(power)
+        return f"({x} ** {exponent})", (bx**power if bx < 1e50 else math.inf)
 
     def e_minmax(self, t, depth):
         (x, bx), (y, by) = self.expr(t, depth), self.expr(t, depth)

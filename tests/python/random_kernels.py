@@ -31,7 +31,8 @@ import math
 import hypothesis.strategies as st
 import numpy as np
 
-from random_expressions import DTYPE, MODULUS, STRONG, STRONG_OF, TYPE_MAX, WEAK, Array, Expressions, KernelCase, Loop, Var, kind
+from random_expressions import (DTYPE, MODULUS, STRONG, STRONG_OF, TYPE_MAX, WEAK, Array, Expressions, KernelCase, Loop,
+                                Var, kind)
 
 
 class Generator(Expressions):
@@ -150,23 +151,22 @@ class Generator(Expressions):
             self.indent -= 1
 
     def range_header(self):
-        """(range text, extent, array, axis): the loop variable stays in
-        [0, extent) and indexes `array`'s `axis` directly."""
+        """(range text, extent): the loop variable stays in [0, extent)."""
         ints = [s for s in self.scalars if s[1] == "int"]
         if ints and self.chance(0.15):
             name, _, value = self.choice(ints)
-            return f"range({name})", max(value, 0), None, 0
+            return f"range({name})", max(value, 0)
         array = self.choice(self.arrays)
         axis = self.draw(st.integers(0, len(array.shape) - 1))
         extent = f"{array.name}.shape[{axis}]"
         form = self.choice([f"range({extent})"] * 3 + [f"range(1, {extent})", f"range({extent} - 1, -1, -1)",
                                                        f"range(0, {extent}, 2)"])
-        return form, array.shape[axis], array, axis
+        return form, array.shape[axis]
 
     def s_for(self, depth):
-        header, extent, array, axis = self.range_header()
+        header, extent = self.range_header()
         var = self.fresh("i")
-        loop = Loop(var, extent, array, axis)
+        loop = Loop(var, extent)
         outer_parallel = self.in_parallel()
         pragma = None
         if not outer_parallel and self.chance(0.4):
@@ -205,6 +205,32 @@ class Generator(Expressions):
             if len(self.scopes) == 1:  # defined on every path to the return
                 self.results.append(var_)
 
+    def s_collapsed(self):
+        """Two perfectly nested parallel loops (one collapsed iteration
+        space): each (i, j) writes only out[i, j]."""
+        targets = [a for a in self.arrays if a.output and len(a.shape) == 2]
+        if not targets:
+            return
+        target = self.choice(targets)
+        saved = (self.writing, self.owner, self.private_from)
+        outer, inner = Loop(self.fresh("i"), target.shape[0], parallel=True), Loop(self.fresh("j"), target.shape[1])
+        self.writing, self.owner = {target.name}, outer
+        for axis, loop in enumerate((outer, inner)):
+            self.emit(f"#pragma {self.choice(['parallel for', 'parallel'])}")
+            self.emit(f"for {loop.var} in range({target.name}.shape[{axis}]):")
+            self.indent += 1
+            self.loops.append(loop)
+        self.scopes.append([])
+        self.private_from = len(self.scopes) - 1
+        for _ in range(self.draw(st.integers(0, 2))):
+            self.s_declare(2)
+        value, _ = self.expr(self.stored_type(target))
+        self.emit(f"{target.name}[{outer.var}, {inner.var}] = {value}")
+        self.scopes.pop()
+        self.loops[-2:] = []
+        self.indent -= 2
+        self.writing, self.owner, self.private_from = saved
+
     def declare_reductions(self):
         found = []
         for _ in range(self.draw(st.integers(0, 2))):
@@ -225,7 +251,7 @@ class Generator(Expressions):
         counter = self.fresh("k")
         if self.chance(0.5) or not self.arrays:
             limit = self.draw(st.integers(0, 4))
-            limit_text, array, axis = str(limit), None, 0
+            limit_text = str(limit)
         else:
             array = self.choice(self.arrays)
             axis = self.draw(st.integers(0, len(array.shape) - 1))
@@ -234,7 +260,7 @@ class Generator(Expressions):
         self.emit(f"while {counter} < {limit_text}:")
         self.indent += 1
         self.emit(f"{counter} += 1")
-        self.loops.append(Loop(f"({counter} - 1)", limit, array, axis))
+        self.loops.append(Loop(f"({counter} - 1)", limit))
         self.block(depth + 1, self.leaf_only)
         self.loops.pop()
         self.indent -= 1
@@ -280,7 +306,7 @@ class Generator(Expressions):
             return
         if any(f"np.{fn}(" in rhs for fn in ("exp", "sin")):
             self.approx = True  # NumPy's SIMD ufuncs differ by ulps (docs/language.md)
-        lhs = self.choice(["[:]", "[...]"] if len(target.shape) == 1 else ["[:, :]", "[:]"])
+        lhs = "[:]" if len(target.shape) == 1 else self.choice(["[:, :]", "[:]"])
         self.emit(f"{target.name}{lhs} = {rhs}")
 
     def s_matmul(self):
@@ -332,7 +358,7 @@ class Generator(Expressions):
     def kernel(self):
         self.make_params()
         for _ in range(self.draw(st.integers(1, 4))):
-            form = self.choice(["statement"] * 6 + ["array", "matmul"])
+            form = self.choice(["statement"] * 6 + ["array", "matmul", "collapsed"])
             if form == "statement":
                 self.statement(0)
             else:
