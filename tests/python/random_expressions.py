@@ -260,12 +260,12 @@ class Expressions:
         array = self.choice(self.inputs(t))
         return f"np.{self.choice(['max', 'min'])}({array.name})", array.bound
 
-    def index_of(self, array):
-        """An index tuple for `array`, in range (or one past the end under
-        boundscheck), or None when an extent is 0 and no loop proves the
-        element exists."""
+    def index_of(self, array, first_axis=0):
+        """An index tuple for `array`'s axes from `first_axis` on, in range (or
+        one past the end under boundscheck), or None when an extent is 0 and
+        no loop proves the element exists."""
         parts = []
-        for axis, extent in enumerate(array.shape):
+        for axis, extent in enumerate(array.shape[first_axis:], first_axis):
             direct = [lp for lp in self.loops if lp.extent <= extent]
             options = []
             if direct:
@@ -318,7 +318,7 @@ class Expressions:
     def divisor(self, t, depth):
         """A divisor that is zero only sometimes."""
         text, bound = self.expr(t, depth)
-        if self.chance(0.7):
+        if self.chance(0.5):
             one = "1" if kind(t) == "i" else "0.5"
             return f"(abs({text}) + {one})", bound + 1, 1 if kind(t) == "i" else 0.5
         return text, bound, 0

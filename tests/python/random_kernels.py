@@ -104,8 +104,7 @@ class Generator(Expressions):
         array = self.choice(owned)
         index = self.index_of(array)
         if self.in_parallel():
-            rest = Array(array.name, array.type, array.shape[1:], array.layout)
-            tail = self.index_of(rest) if rest.shape else ""
+            tail = self.index_of(array, 1) if len(array.shape) > 1 else ""
             if tail is None:
                 return
             index = ", ".join([self.owner.var] + ([tail] if tail else []))
