@@ -12,7 +12,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 JOBS ?= 2
 DEBIAN_PACKAGES := g++ cmake ninja-build libgtest-dev
-BUILD_DEPS := scikit-build-core nanobind "numpy>=2" pytest pytest-xdist scipy
+BUILD_DEPS := scikit-build-core nanobind "numpy>=2" pytest pytest-xdist scipy hypothesis
 
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
 

@@ -1,0 +1,21 @@
+"""The random kernels of tests/python/test_random_kernels.py on the CUDA
+target: the same grammar and oracle, without bounds checks (a CPU option)."""
+
+import os
+import sys
+
+import pytest
+from hypothesis import given
+
+import plait
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from random_kernel_oracle import check_case, hypothesis_settings  # noqa: E402
+from random_kernels import kernel_cases  # noqa: E402
+
+
+@pytest.mark.skipif(not plait.cuda_available(), reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
+@hypothesis_settings
+@given(kernel_cases(boundscheck=False))
+def test_random_kernel_cuda(case):
+    check_case(case, "cuda")
