@@ -34,6 +34,10 @@ class KernelNameError(CompileError, NameError):
     """An unknown name."""
 
 
+class KernelUnboundLocalError(KernelNameError, UnboundLocalError):
+    """A local read where no assignment to it comes first on any path."""
+
+
 class KernelValueError(CompileError, ValueError):
     """A value the compiler cannot accept."""
 
@@ -63,4 +67,5 @@ ERROR_CLASSES = {
     "Unsupported": UnsupportedError,
     "Pragma": PragmaError,
     "Race": RaceError,
+    "UnboundLocal": KernelUnboundLocalError,
 }

@@ -40,7 +40,7 @@ namespace {
 // long as the process (module state is not torn down before exit).
 
 struct ErrorClasses {
-  PyObject* by_kind[7] = {};  // indexed by plait::ErrorKind
+  PyObject* by_kind[8] = {};  // indexed by plait::ErrorKind
   PyObject* internal = nullptr;
 };
 ErrorClasses g_errors;
@@ -50,7 +50,7 @@ void set_error_classes(nb::dict by_kind, nb::handle internal) {
       {"Syntax", plait::ErrorKind::Syntax}, {"Type", plait::ErrorKind::Type},
       {"Name", plait::ErrorKind::Name},     {"Value", plait::ErrorKind::Value},
       {"Unsupported", plait::ErrorKind::Unsupported}, {"Pragma", plait::ErrorKind::Pragma},
-      {"Race", plait::ErrorKind::Race}};
+      {"Race", plait::ErrorKind::Race}, {"UnboundLocal", plait::ErrorKind::UnboundLocal}};
   for (const auto& [name, kind] : names) {
     nb::object cls = by_kind[name];
     g_errors.by_kind[static_cast<int>(kind)] = cls.release().ptr();
@@ -658,20 +658,14 @@ void install_sigint_handler() {
 
 PyObject* runtime_error_class(int32_t kind) {
   switch (kind) {
-    case PLAIT_INDEX_ERROR:
-      return PyExc_IndexError;
-    case PLAIT_ZERO_DIVISION_ERROR:
-      return PyExc_ZeroDivisionError;
-    case PLAIT_VALUE_ERROR:
-      return PyExc_ValueError;
-    case PLAIT_OVERFLOW_ERROR:
-      return PyExc_OverflowError;
-    case PLAIT_MEMORY_ERROR:
-      return PyExc_MemoryError;
-    case PLAIT_KEYBOARD_INTERRUPT:
-      return PyExc_KeyboardInterrupt;
-    default:
-      return PyExc_RuntimeError;
+    case PLAIT_INDEX_ERROR: return PyExc_IndexError;
+    case PLAIT_ZERO_DIVISION_ERROR: return PyExc_ZeroDivisionError;
+    case PLAIT_VALUE_ERROR: return PyExc_ValueError;
+    case PLAIT_OVERFLOW_ERROR: return PyExc_OverflowError;
+    case PLAIT_MEMORY_ERROR: return PyExc_MemoryError;
+    case PLAIT_UNBOUND_LOCAL_ERROR: return PyExc_UnboundLocalError;
+    case PLAIT_KEYBOARD_INTERRUPT: return PyExc_KeyboardInterrupt;
+    default: return PyExc_RuntimeError;
   }
 }
 

@@ -21,6 +21,7 @@
 
 #include "frontend/ast.h"
 #include "ir/ir.h"
+#include "runtime/abi.h"
 
 namespace plait {
 namespace lowering {
@@ -217,7 +218,8 @@ Value Lowerer::global_value(const std::string& id, SourceLoc loc) {
       case GlobalValue::Kind::Bool: return Value::of(ir::BoolImm::make(g.bool_value, loc));
     }
   }
-  static const std::set<std::string> kBuiltins = {"range", "len", "int", "float", "bool", "abs", "min", "max", "round"};
+  static const std::set<std::string> kBuiltins = {"range", "len", "int", "float", "bool",
+                                                  "abs",   "min", "max", "round", "pow"};
   if (kBuiltins.count(id)) return Value::function("builtins." + id, loc);
   fail(ErrorKind::Name, "name '" + id + "' is not defined (kernels see their parameters, their locals, the modules "
                         "numpy, math and plait, and global int/float/bool constants)",
@@ -245,10 +247,45 @@ Value Lowerer::lookup_name(const ast::Name& name) {
     auto it = locals_.find(id);
     if (it == locals_.end())
       fail(ErrorKind::Name, "local variable '" + id + "' is used but never assigned a value", name.loc);
+    check_bound(name);
     if (it->second.array) return Value::of_array(it->second.array, name.loc);
     return Value::of(ir::VarRef::make(it->second.var, name.loc));
   }
   return global_value(id, name.loc);
+}
+
+namespace {
+
+// Python's message for a read of a local that holds no value.
+std::string unbound_message(const std::string& id) {
+  return "cannot access local variable '" + id + "' where it is not associated with a value";
+}
+
+}  // namespace
+
+void Lowerer::check_bound(const ast::Name& name) {
+  if (bindings_.of(name) != Binding::MaybeUnbound || !checked_reads_.insert(&name).second) return;
+  Expr ok = ir::VarRef::make(bound_flags_.at(name.id), name.loc);
+  if (!guards_.empty()) {
+    Expr reached = guards_[0];
+    for (size_t i = 1; i < guards_.size(); ++i)
+      reached = ir::Logical::make(ir::LogicalOp::And, reached, guards_[i], name.loc);
+    ok = ir::Logical::make(ir::LogicalOp::Or, ok, ir::Unary::make(ir::UnaryOp::Not, reached, name.loc), name.loc);
+  }
+  pending_.push_back(ir::Assert::make(ok, PLAIT_UNBOUND_LOCAL_ERROR, unbound_message(name.id), name.loc));
+}
+
+void Lowerer::mark_bound(const std::string& name, std::vector<Stmt>& out, SourceLoc loc) {
+  auto it = bound_flags_.find(name);
+  if (it != bound_flags_.end()) out.push_back(ir::Assign::make(it->second, ir::BoolImm::make(true, loc), loc));
+}
+
+bool Lowerer::pending_beyond_checks() const {
+  for (const Stmt& p : pending_) {
+    const auto* a = p->as<ir::Assert>();
+    if (!a || a->error_kind != PLAIT_UNBOUND_LOCAL_ERROR) return true;
+  }
+  return false;
 }
 
 // ================================================================ scalars
@@ -346,8 +383,14 @@ Expr Lowerer::binary(ast::BinOpKind op, Expr a, Expr b, SourceLoc loc) {
       return ir::Binary::make(ir::BinaryOp::FloorDiv, cast(a, t), cast(b, t), t, both_weak, loc);
     case K::Mod:
       return ir::Binary::make(ir::BinaryOp::Mod, cast(a, t), cast(b, t), t, both_weak, loc);
-    case K::Pow:
+    case K::Pow: {
+      // A Python int to a negative int power is a float in Python; with a
+      // constant exponent the kernel can type it so. NumPy integers raise
+      // ValueError instead, as NumPy does.
+      if (both_weak && t.is_int())
+        if (auto e = b->as<ir::IntImm>(); e && e->value < 0) t = ScalarType::py_float();
       return ir::Binary::make(ir::BinaryOp::Pow, cast(a, t), cast(b, t), t, both_weak, loc);
+    }
     case K::BitAnd:
     case K::BitOr:
     case K::BitXor:
@@ -512,7 +555,17 @@ Value Lowerer::lower(const ast::Expr& e) {
     case ast::ExprKind::BoolOp: {
       const auto& b = *e.as<ast::BoolOp>();
       std::vector<Expr> vals;
-      for (const auto& v : b.values) vals.push_back(scalar(*v, "'and'/'or'"));
+      const size_t outer_guards = guards_.size();
+      for (const auto& v : b.values) {
+        vals.push_back(scalar(*v, "'and'/'or'"));
+        // Python evaluates the next operand only when this one does not
+        // decide the result.
+        if (!inferring_) {
+          Expr t = truthy(vals.back(), v->loc);
+          guards_.push_back(b.op == ast::BoolOpKind::And ? t : ir::Unary::make(ir::UnaryOp::Not, t, v->loc));
+        }
+      }
+      guards_.resize(outer_guards);
       bool all_bool = true;
       ScalarType t = vals[0]->type;
       for (const auto& v : vals) {
@@ -551,19 +604,26 @@ Value Lowerer::lower(const ast::Expr& e) {
       }
       Expr left = scalar(*c.left, "a comparison");
       Expr result;
+      const size_t outer_guards = guards_.size();
       for (size_t i = 0; i < c.ops.size(); ++i) {
         Expr right = scalar(*c.comparators[i], "a comparison");
         Expr one = compare(c.ops[i], left, right, e.loc);
         result = result ? ir::Logical::make(ir::LogicalOp::And, result, one, e.loc) : one;
         left = right;
+        // `a < b < c` evaluates c only when a < b.
+        if (!inferring_) guards_.push_back(one);
       }
+      guards_.resize(outer_guards);
       return Value::of(result);
     }
     case ast::ExprKind::IfExp: {
       const auto& x = *e.as<ast::IfExp>();
       Expr test = truthy(scalar(*x.test, "a conditional expression"), e.loc);
+      if (!inferring_) guards_.push_back(test);
       Value body = lower(*x.body);
+      if (!inferring_) guards_.back() = ir::Unary::make(ir::UnaryOp::Not, test, e.loc);
       Value orelse = lower(*x.orelse);
+      if (!inferring_) guards_.pop_back();
       // An array-valued choice would need a view bound at run time to one of
       // two arrays; the statement form binds a name in each branch.
       if (is_array_like(body) || is_array_like(orelse)) {
@@ -865,6 +925,15 @@ Value Lowerer::call_builtin(const std::string& fn, const ast::Call& c, const std
     }
     return Value::of(ir::FloatImm::make(v, ScalarType::py_float(), c.loc));
   }
+  if (fn == "pow") {
+    // pow(a, b) is a ** b.
+    if (args.size() == 3) unsupported("pow() with a modulus is not supported; write (a ** b) % m", c.loc);
+    want(2, 2);
+    if (is_array_like(args[0]) || is_array_like(args[1]))
+      return tensor_binary(ast::BinOpKind::Pow, args[0], args[1], c.loc);
+    return Value::of(binary(ast::BinOpKind::Pow, as_scalar(args[0], "pow()", c.args[0]->loc),
+                            as_scalar(args[1], "pow()", c.args[1]->loc), c.loc));
+  }
   std::vector<Expr> xs;
   for (size_t i = 0; i < args.size(); ++i) xs.push_back(as_scalar(args[i], (fn + "()").c_str(), c.args[i]->loc));
   // int(), float(), bool() and round() give Python numbers.
@@ -1007,6 +1076,11 @@ Value Lowerer::call_numpy(const std::string& fn, const ast::Call& c, const std::
   }
   if (fn == "power") {
     want(2);
+    // NumPy takes Python ints as int64, whose negative powers raise (where
+    // the operator ** of Python ints gives a float).
+    if (xs[0]->type.weak && xs[1]->type.weak && !xs[0]->type.is_float() && !xs[1]->type.is_float())
+      return Value::of(ir::Binary::make(ir::BinaryOp::Pow, cast(xs[0], ScalarType::i64()),
+                                        cast(xs[1], ScalarType::i64()), ScalarType::i64(), false, c.loc));
     Expr p = binary(ast::BinOpKind::Pow, xs[0], xs[1], c.loc);
     auto b = p->as<ir::Binary>();
     return Value::of(ir::Binary::make(b->op, cast(b->a, strong(b->type)), cast(b->b, strong(b->type)), strong(b->type), false, c.loc));
@@ -1284,12 +1358,47 @@ void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
       } catch (const TypeNotKnownYet&) {
         if (!inferring_) throw;
       }
-      if (!pending_.empty()) unsupported("allocating an array in a while condition is not supported", w.test->loc);
+      if (pending_beyond_checks())
+        unsupported("allocating an array in a while condition is not supported", w.test->loc);
+      // A local the condition may read unassigned: a read that runs at every
+      // test runs at the first, and a local it finds assigned stays so, so
+      // its check runs once before the loop (from pending_). A read behind
+      // `and`/`or`/`if else` may first run at a later test: its check runs
+      // before every test, ending the loop when it fails, and raises after it.
+      std::vector<Stmt> late_checks, kept;
+      for (Stmt& p : pending_) {
+        const auto* a = p->as<ir::Assert>();
+        (a && !a->cond->as<ir::VarRef>() ? late_checks : kept).push_back(std::move(p));
+      }
+      pending_.clear();
       std::vector<Stmt> body;
       ++loop_depth_;
       lower_block(w.body, body);
       --loop_depth_;
-      if (!inferring_) here.push_back(ir::While::make(cond, ir::Block::make(body, s.loc), s.loc));
+      pending_ = std::move(kept);
+      if (inferring_) break;
+      if (late_checks.empty()) {
+        here.push_back(ir::While::make(cond, ir::Block::make(body, s.loc), s.loc));
+        break;
+      }
+      std::vector<Stmt> loop, after;
+      for (const Stmt& check : late_checks) {
+        const auto* a = check->as<ir::Assert>();
+        ir::Var failed = temp_var(ScalarType::py_bool(), a->loc);
+        here.push_back(ir::Assign::make(failed, ir::BoolImm::make(false, a->loc), a->loc));
+        loop.push_back(ir::If::make(
+            ir::Unary::make(ir::UnaryOp::Not, a->cond, a->loc),
+            ir::Block::make(
+                {ir::Assign::make(failed, ir::BoolImm::make(true, a->loc), a->loc), ir::Break::make(a->loc)}, a->loc),
+            nullptr, a->loc));
+        after.push_back(ir::Assert::make(ir::Unary::make(ir::UnaryOp::Not, ir::VarRef::make(failed, a->loc), a->loc),
+                                         a->error_kind, a->message, a->loc));
+      }
+      loop.push_back(ir::If::make(ir::Unary::make(ir::UnaryOp::Not, cond, w.test->loc),
+                                  ir::Block::make({ir::Break::make(w.test->loc)}, w.test->loc), nullptr, w.test->loc));
+      loop.insert(loop.end(), body.begin(), body.end());
+      here.push_back(ir::While::make(ir::BoolImm::make(true, s.loc), ir::Block::make(loop, s.loc), s.loc));
+      here.insert(here.end(), after.begin(), after.end());
       break;
     }
     case ast::StmtKind::Break:
@@ -1334,6 +1443,7 @@ void Lowerer::assign_scalar(const std::string& name, Expr value, std::vector<Stm
   const Local& l = locals_.at(name);
   if (!l.var) PLAIT_INTERNAL_ERROR("scalar assignment to array local " + name);
   out.push_back(ir::Assign::make(l.var, cast(value, l.var->type, true), loc));
+  mark_bound(name, out, loc);
 }
 
 void Lowerer::assign_array(const std::string& name, const Value& value, std::vector<Stmt>& out, SourceLoc loc) {
@@ -1348,6 +1458,7 @@ void Lowerer::assign_array(const std::string& name, const Value& value, std::vec
   const Local& l = locals_.at(name);
   if (!l.array) PLAIT_INTERNAL_ERROR("array assignment to scalar local " + name);
   if (value.array != l.array) out.push_back(ir::ArrayBind::make(l.array, value.array, loc));
+  mark_bound(name, out, loc);
 }
 
 bool Lowerer::may_alias_argument(const ir::ArrayInfo* a) const {
@@ -1459,6 +1570,10 @@ void Lowerer::lower_assign(const ast::Assign& a, std::vector<Stmt>& out) {
 }
 
 void Lowerer::lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out) {
+  // Python reads the target's name before the value.
+  const ast::Expr* base = a.target.get();
+  while (auto s = base->as<ast::Subscript>()) base = s->value.get();
+  if (auto n = base->as<ast::Name>(); n && !inferring_) check_bound(*n);
   Value rhs = lower(*a.value);
   // In-place operators on arrays (`A += B`, `A[1:-1] *= 2`) update the
   // array's own elements, as NumPy does.
@@ -1587,14 +1702,16 @@ void Lowerer::lower_for(const ast::For& f, std::vector<Stmt>& out) {
   } catch (const TypeNotKnownYet&) {
     if (!inferring_) throw;
   }
-  if (!pending_.empty()) unsupported("allocating an array in range() is not supported", call->loc);
+  if (pending_beyond_checks()) unsupported("allocating an array in range() is not supported", call->loc);
   // The loop variable is a Python int whatever the bounds' types are.
   if (inferring_) record_scalar(target->id, ScalarType::py_int(), f.target->loc);
   std::vector<Stmt> body;
   ++loop_depth_;
   const bool parallel = ir::is_parallel(sched.kind) || ir::is_vectorized(sched.kind);
   parallel_depth_ += parallel;
+  auto checks = std::move(pending_);  // of the bounds, before the loop
   lower_block(f.body, body);
+  pending_ = std::move(checks);
   parallel_depth_ -= parallel;
   --loop_depth_;
   if (inferring_) return;
@@ -1607,6 +1724,22 @@ void Lowerer::lower_for(const ast::For& f, std::vector<Stmt>& out) {
   Expr end = bounds.size() == 1 ? bounds[0] : bounds[1];
   Expr step = bounds.size() == 3 ? bounds[2] : ir::IntImm::make(1, ScalarType::py_int(), call->loc);
   if (auto s = step->as<ir::IntImm>(); s && s->value == 0) fail(ErrorKind::Value, "range() arg 3 must not be zero", call->args[2]->loc);
+  if (bound_flags_.count(target->id)) {
+    // Python assigns the loop variable only when the range is not empty.
+    auto runs = [&](bool up) {
+      return ir::Compare::make(up ? ir::CompareOp::LT : ir::CompareOp::GT, begin, end, f.loc);
+    };
+    Expr nonempty;
+    if (auto s = step->as<ir::IntImm>())
+      nonempty = runs(s->value > 0);
+    else
+      nonempty =
+          ir::Select::make(ir::Compare::make(ir::CompareOp::GT, step, ir::IntImm::make(0, step->type, f.loc), f.loc),
+                           runs(true), runs(false), f.loc);
+    std::vector<Stmt> mark;
+    mark_bound(target->id, mark, f.loc);
+    out.push_back(ir::If::make(nonempty, ir::Block::make(mark, f.loc), nullptr, f.loc));
+  }
   out.push_back(ir::For::make(l.var, begin, end, step, ir::Block::make(body, f.loc), sched, f.loc));
 }
 
@@ -1698,6 +1831,13 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   collect_assigned_names(fn.body, assigned_names_);
   collect_written_arrays(fn.body, written_arrays_);
   for (const auto& p : fn.params) assigned_names_.erase(p.name);
+  bindings_ = definite_assignment(fn.body, assigned_names_);
+  if (!bindings_.unbound.empty()) {
+    const ast::Name& read = *bindings_.unbound.front();
+    fail(ErrorKind::UnboundLocal,
+         unbound_message(read.id) + " (no assignment to '" + read.id + "' comes before this read on any path)",
+         read.loc);
+  }
 
   // Phase 1: infer until no local's type changes. Types only widen, and the
   // lattice is small (5 kinds x weak/strong), so this ends in a few rounds.
@@ -1740,6 +1880,11 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
     out.params.push_back(param);
   }
   std::vector<Stmt> body;
+  for (const std::string& name : bindings_.maybe_unbound) {
+    auto flag = std::make_shared<ir::VarInfo>("_bound_" + name, ScalarType::py_bool(), fn.loc, false);
+    bound_flags_[name] = flag;
+    body.push_back(ir::Assign::make(flag, ir::BoolImm::make(false, fn.loc), fn.loc));
+  }
   lower_block(fn.body, body);
   if (results_ && !results_->empty() && !always_returns(fn.body))
     unsupported("'" + fn.name + "' returns a value on some paths but can reach its end and return None; end it with "

@@ -13,6 +13,7 @@
 
 #include "driver/compiler.h"
 #include "frontend/ast.h"
+#include "frontend/definite_assignment.h"
 #include "ir/ir.h"
 
 namespace plait::lowering {
@@ -189,6 +190,16 @@ class Lowerer {
   void record_scalar(const std::string& name, ScalarType t, SourceLoc loc);
   void record_array(const std::string& name, const ArrayType& t, SourceLoc loc);
   Value lookup_name(const ast::Name& name);
+  // Python's UnboundLocalError for locals assigned on some paths only (see
+  // frontend/definite_assignment.h): each such local has a bool flag, set by
+  // every assignment, and a read that may find it unassigned is preceded by
+  // an Assert on the flag (pending_), which holds as well when the read is
+  // not reached (guards_).
+  void check_bound(const ast::Name& name);
+  void mark_bound(const std::string& name, std::vector<Stmt>& out, SourceLoc loc);
+  // Whether pending_ holds statements other than those checks (allocations,
+  // broadcast checks), which loop headers cannot take.
+  bool pending_beyond_checks() const;
   Value global_value(const std::string& id, SourceLoc loc);
 
   // ------------------------------------------------------------ statements
@@ -334,8 +345,16 @@ class Lowerer {
   int parallel_depth_ = 0;
   int temp_counter_ = 0;
   // Statements an expression needs before the statement that contains it
-  // (array allocations), flushed by lower_stmt.
+  // (array allocations, checks of possibly unassigned locals), flushed by
+  // lower_stmt.
   std::vector<Stmt> pending_;
+  Bindings bindings_;
+  std::map<std::string, ir::Var> bound_flags_;
+  std::set<const ast::Name*> checked_reads_;
+  // The conditions under which the operand being lowered is evaluated: the
+  // operands before it in `and`/`or` and comparison chains, the test of a
+  // conditional expression.
+  std::vector<Expr> guards_;
   std::vector<ir::Param> params_;
 };
 

@@ -175,7 +175,9 @@ struct Binary : ExprNode {
   BinaryOp op;
   Expr a, b;
   // Div/FloorDiv/Mod/Pow on Python scalars: a zero divisor (or 0 ** negative)
-  // raises ZeroDivisionError as Python does, instead of NumPy's inf/0.
+  // raises ZeroDivisionError as Python does, instead of NumPy's inf/0. On an
+  // int Pow it marks a power of Python ints, whose negative exponent raises
+  // a ValueError that says how to get Python's float result.
   bool zero_check;
   static Expr make(BinaryOp op, Expr a, Expr b, ScalarType t, bool zero_check = false, SourceLoc l = {});
 };

@@ -60,6 +60,7 @@ enum plait_error_kind {
   PLAIT_OVERFLOW_ERROR = 4,      /* OverflowError */
   PLAIT_MEMORY_ERROR = 5,        /* MemoryError */
   PLAIT_RUNTIME_ERROR = 6,       /* RuntimeError (a CUDA call failed) */
+  PLAIT_UNBOUND_LOCAL_ERROR = 7, /* UnboundLocalError (a local read before any assignment) */
   PLAIT_KEYBOARD_INTERRUPT = 8,  /* KeyboardInterrupt (SIGINT during the call) */
 };
 

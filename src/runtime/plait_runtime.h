@@ -246,6 +246,21 @@ inline T pow_int(T base, T exponent, plait_context* ctx, int line, int col) {
 }
 
 // Float power; `checked` adds Python's ZeroDivisionError for 0.0 ** negative.
+// A power of two Python ints whose exponent is known only at run time. The
+// kernel types it int (a static type cannot follow Python, whose result is a
+// float exactly when the exponent is negative), so a negative exponent raises
+// instead of giving a wrong int.
+template <typename T>
+inline T pow_python_int(T base, T exponent, plait_context* ctx, int line, int col) {
+  if (exponent < T(0)) {
+    raise_error(ctx, PLAIT_VALUE_ERROR, line, col,
+                "a negative exponent in a power of Python ints: Python gives a float, but the kernel typed this power "
+                "as int (its exponent is not a constant); write 2.0 ** n or float(b) ** n for a float");
+    return 0;
+  }
+  return pow_int(base, exponent, ctx, line, col);
+}
+
 template <typename T, typename E>
 inline T pow_float(T base, E exponent) {
   return static_cast<T>(std::pow(base, static_cast<T>(exponent)));

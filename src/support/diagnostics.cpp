@@ -31,6 +31,7 @@ const char* error_kind_name(ErrorKind kind) {
     case ErrorKind::Unsupported: return "NotImplementedError";
     case ErrorKind::Pragma: return "SyntaxError";
     case ErrorKind::Race: return "RaceError";
+    case ErrorKind::UnboundLocal: return "UnboundLocalError";
   }
   return "Error";
 }

@@ -51,6 +51,7 @@ enum class ErrorKind {
   Unsupported,     // NotImplementedError: valid Python outside the subset
   Pragma,          // SyntaxError subclass: a misplaced or malformed pragma
   Race,            // a parallel loop that would race
+  UnboundLocal,    // UnboundLocalError (a NameError): a local read where no assignment reaches it
 };
 
 const char* error_kind_name(ErrorKind kind);

@@ -89,6 +89,68 @@ def test_float_power(a, b):
     check(powers, a, b)
 
 
+NEGATIVE = -2
+
+
+@plait.jit
+def negative_constant_powers(a, b):
+    x = a
+    x **= -1
+    return a ** -1, 2 ** -2, pow(a, -3), a ** NEGATIVE, (-a) ** -1, b ** -1, x, a ** 3, pow(a, 2)
+
+
+@pytest.mark.parametrize("a", [1, 2, -3, 7, 123456])
+def test_python_int_to_a_negative_constant_power_is_a_float(a):
+    check(negative_constant_powers, a, True)
+
+
+def test_zero_to_a_negative_constant_power():
+    with pytest.raises(ZeroDivisionError, match="0.0 cannot be raised to a negative power"):
+        negative_constant_powers.py_func(0, True)
+    with pytest.raises(ZeroDivisionError, match="0.0 cannot be raised to a negative power"):
+        negative_constant_powers(0, True)
+
+
+@plait.jit
+def run_time_powers(a, b):
+    x = a
+    x **= b
+    return a ** b, pow(a, b), x
+
+
+@plait.jit
+def numpy_int_powers(a, b):
+    return a ** b, a ** -1
+
+
+@plait.jit
+def numpy_power_of_python_ints(a, b):
+    return np.power(a, b)
+
+
+def test_a_run_time_exponent_keeps_the_power_an_int():
+    for a, b in [(2, 5), (-3, 3), (7, 0), (0, 0), (0, 4)]:
+        check(run_time_powers, a, b)
+        check(numpy_power_of_python_ints, a, b)
+    # Python gives 0.5; the kernel's power of ints cannot, so it says so.
+    assert run_time_powers.py_func(2, -1) == (0.5, 0.5, 0.5)
+    with pytest.raises(ValueError, match=r"typed this power as int .*write 2\.0 \*\* n or float\(b\) \*\* n") as excinfo:
+        run_time_powers(2, -1)
+    path = run_time_powers.py_func.__code__.co_filename
+    line = run_time_powers.py_func.__code__.co_firstlineno + 3
+    assert f'(File "{path}", line {line})' in str(excinfo.value), str(excinfo.value)
+
+
+def test_numpy_integers_to_negative_powers_raise_as_numpy():
+    numpy_message = "Integers to negative integer powers are not allowed."
+    for kernel, args in [(numpy_int_powers, (np.int64(2), 3)), (numpy_int_powers, (np.int32(2), -1)),
+                         (numpy_power_of_python_ints, (2, -1))]:
+        with pytest.raises(ValueError, match=numpy_message):
+            kernel.py_func(*args)
+        with pytest.raises(ValueError, match=numpy_message):
+            kernel(*args)
+
+
 @plait.jit
 def element_power(x, out):
     for i in range(x.shape[0]):

@@ -836,7 +836,7 @@ class CudaEmitter {
         if (b->type.is_float())
           return b->zero_check ? helper("pow_float_checked") + checked_args : helper("pow_float") + ")";
         if (is_bool) return std::string("(") + x + " || !" + y + ")";
-        return helper("pow_int") + checked_args;
+        return helper(b->zero_check ? "pow_python_int" : "pow_int") + checked_args;
       case BinaryOp::BitAnd: return "static_cast<" + t + ">(" + x + " & " + y + ")";
       case BinaryOp::BitOr: return "static_cast<" + t + ">(" + x + " | " + y + ")";
       case BinaryOp::BitXor: return "static_cast<" + t + ">(" + x + " ^ " + y + ")";

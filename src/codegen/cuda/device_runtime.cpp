@@ -47,6 +47,9 @@ constexpr MessageInfo kMessages[] = {
     {DeviceMessage::TemporaryLargerThanSized, "msg_temporary_larger_than_sized",
      "an array allocated inside a parallel loop came out larger on the GPU than the host computed before the launch"},
     {DeviceMessage::AssertFailed, "msg_assert_failed", ""},
+    {DeviceMessage::NegativePythonIntPower, "msg_negative_python_int_power",
+     "a negative exponent in a power of Python ints: Python gives a float, but the kernel typed this power as int (its "
+     "exponent is not a constant); write 2.0 ** n or float(b) ** n for a float"},
 };
 static_assert(sizeof(kMessages) / sizeof(kMessages[0]) == static_cast<size_t>(DeviceMessage::Count));
 static_assert(sizeof(DeviceErrorRecord) <= PLAIT_CUDA_ERROR_BYTES);
@@ -282,6 +285,15 @@ __device__ __forceinline__ T pow_int(T base, T exponent, device_error* err, int 
     factor = (U)(factor * factor);
   }
   return (T)result;
+}
+
+template <typename T>
+__device__ __forceinline__ T pow_python_int(T base, T exponent, device_error* err, int line, int col) {
+  if (exponent < 0) {
+    raise_error(err, kind_value_error, line, col, msg_negative_python_int_power);
+    return 0;
+  }
+  return pow_int(base, exponent, err, line, col);
 }
 
 template <typename T, typename E>

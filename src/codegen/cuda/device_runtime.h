@@ -48,6 +48,7 @@ enum class DeviceMessage : int32_t {
   NegativeDimensions,
   TemporaryLargerThanSized,
   AssertFailed,  // values[0]: the index of the kernel's assertion message
+  NegativePythonIntPower,
   Count,
 };
 
