@@ -341,6 +341,7 @@ class _CallPlan:
         self.cupy = False
         self.device_arrays = False
         self.stream = 0
+        self.guarded = False  # a NumPy argument is read-only or has a zero stride: check_writes checks it
         arrays = {id(v): v for v in args if isinstance(v, np.ndarray) and v.ndim > 0 and v.size}
         if len(arrays) > 1:
             for group in _overlapping_groups(list(arrays.values())):
@@ -401,9 +402,14 @@ class _CallPlan:
         self.borrowed.append((obj, view.pointer, view.shape))
 
     def _classify(self, dispatcher, index, value):
+        if isinstance(value, np.ma.MaskedArray):
+            self._argument_error(dispatcher, index, "is a masked array (numpy.ma.MaskedArray); plait kernels would "
+                                 "ignore its mask: pass its .data, or .filled(value)")
         if isinstance(value, np.ndarray) and value.ndim > 0:
             if value.dtype not in _DTYPE_CODES:
                 self._dtype_error(dispatcher, index, value.dtype)
+            if not value.flags.writeable or 0 in value.strides:
+                self.guarded = True
             view = self.staged.get(id(value))
             if view is None:
                 buffer, strides = _host_array_to_device(value, 0)
@@ -530,6 +536,25 @@ class _CallPlan:
         restore()
         return values, restore  # restore holds the copies' buffers
 
+    def check_writes(self, dispatcher, kernel, args):
+        """Refuses, as the CPU call path does, NumPy arguments the kernel
+        writes that are read-only (their copy on the GPU would be written
+        and not copied back) or repeat elements through a zero stride (the
+        copy back would keep one of several written values)."""
+        for index, written in enumerate(kernel.writes_param):
+            value = args[index]
+            if not written or not isinstance(value, np.ndarray) or value.ndim == 0:
+                continue
+            name = dispatcher._param_names[index]
+            what = f"plait kernel {dispatcher.py_func.__name__}: argument '{name}' (parameter {index + 1}) "
+            if not value.flags.writeable:
+                raise ValueError(f"assignment destination is read-only: {what}is read-only, and the kernel writes "
+                                 f"it (pass a writable copy, e.g. {name}.copy())")
+            for k, (extent, stride) in enumerate(zip(value.shape, value.strides)):
+                if stride == 0 and extent > 1:
+                    raise ValueError(f"{what}has a zero stride in dimension {k}, so several of its elements share "
+                                     f"memory, and the kernel writes it (pass a copy, e.g. {name}.copy())")
+
     def finish(self):
         """Copies NumPy arguments back from the GPU."""
         for array, pointer, strides in self.copy_back:
@@ -627,6 +652,8 @@ class CudaDispatcher(Dispatcher):
             if kernel is None:
                 kernel = self._compile(signature)
                 self._by_call_signature[signature] = kernel
+        if plan.guarded:
+            plan.check_writes(self, kernel, args)
         try:
             results = kernel.call_cuda(plan.values, plan.stream, self.py_func.__code__.co_filename)
         except BaseException:
@@ -639,9 +666,11 @@ class CudaDispatcher(Dispatcher):
             raise
         plan.finish()
         values = [plan.wrap_result(r) if isinstance(r, tuple) else r for r in results]
-        if not values:
-            return None
-        return tuple(values) if kernel.returns_tuple else values[0]
+        if kernel.returns_list:
+            return values
+        if kernel.returns_tuple:
+            return tuple(values)
+        return values[0] if values else None
 
     def _compile(self, signature):
         _require_cuda()

@@ -13,6 +13,7 @@ import sys
 import types
 
 from . import _core
+from .source import capture_source
 from .tuning import tuning_space
 
 _TRUE_WORDS = ("1", "true", "yes", "on")
@@ -133,9 +134,12 @@ class Dispatcher(_core.Dispatcher):
 
     _target = "cpu"  # CudaDispatcher (plait/cuda.py): "cuda"
 
-    def __init__(self, py_func, *, cache=True, boundscheck=False, fastmath=False, num_threads=None,
+    def __init__(self, py_func, *, scope=None, cache=True, boundscheck=False, fastmath=False, num_threads=None,
                  auto_simd=False):
         super().__init__()
+        # Read now, as Python compiled it: a file edited after the import
+        # must not change what the kernel computes (plait/source.py).
+        self._source = capture_source(py_func, scope)
         functools.update_wrapper(self, py_func)
         self.py_func = py_func
         self._signature = inspect.signature(py_func)
@@ -144,7 +148,6 @@ class Dispatcher(_core.Dispatcher):
         self._fastmath = fastmath
         self._auto_simd = auto_simd
         self._kernels = {}  # signature text -> _core.Kernel, in compile order
-        self._source = None
         threads = _default_num_threads() if num_threads is None else num_threads
         self._setup(py_func.__name__, py_func.__code__.co_filename, _kernel_parameters(py_func), threads)
 
@@ -163,12 +166,7 @@ class Dispatcher(_core.Dispatcher):
         return tuple(bound.args)
 
     def _source_text(self):
-        if self._source is None:
-            try:
-                self._source = inspect.getsource(self.py_func)
-            except (OSError, TypeError) as e:
-                raise OSError(f"plait cannot read the source of {self.py_func.__qualname__}: {e}") from None
-        return self._source
+        return self._source.text
 
     def _compile(self, signature):
         """Compiles the kernel for `signature` (called by the C++ base class
@@ -184,7 +182,6 @@ class Dispatcher(_core.Dispatcher):
         frozen over the globals of the same names and `launch` (the
         cuda_* launch knobs of _core.compile) when given: a candidate of a
         tuned kernel (plait/tuning.py)."""
-        code = self.py_func.__code__
         modules, frozen = collect_globals(self.py_func)
         if constants:
             for name in constants:
@@ -192,9 +189,9 @@ class Dispatcher(_core.Dispatcher):
             frozen.update(constants)
         boundscheck = _env_flag("PLAIT_BOUNDSCHECK")
         return _core.compile(
-            path=code.co_filename,
-            text=self._source_text(),
-            first_line=code.co_firstlineno,
+            path=self._source.path,
+            text=self._source.text,
+            first_line=self._source.first_line,
             name=self.py_func.__name__,
             signature=signature,
             modules=modules,
@@ -303,7 +300,13 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False,
         space = tuning_space(func, tune, autotune, target)
         if _env_flag("PLAIT_DISABLE_JIT"):
             return PythonDispatcher(func)
-        options = dict(cache=cache, boundscheck=bool(boundscheck), fastmath=bool(fastmath), num_threads=num_threads,
+        # The scope the decorator expressions were evaluated in: where
+        # plait.jit(fn) was called, or where plait.jit(...) returned this.
+        caller = sys._getframe(1)
+        if caller.f_code is jit.__code__:
+            caller = caller.f_back
+        scope = (dict(caller.f_locals), caller.f_globals) if caller is not None else None
+        options = dict(scope=scope, cache=cache, boundscheck=bool(boundscheck), fastmath=bool(fastmath), num_threads=num_threads,
                        auto_simd=bool(auto_simd))
         if target == "cuda":
             from .cuda import CudaDispatcher

@@ -45,13 +45,17 @@ struct ErrorClasses {
 };
 ErrorClasses g_errors;
 
+// The ErrorKind names plait/errors.py uses.
+constexpr std::pair<const char*, plait::ErrorKind> kErrorKindNames[] = {{"Syntax", plait::ErrorKind::Syntax},
+                                                                        {"Type", plait::ErrorKind::Type},
+                                                                        {"Name", plait::ErrorKind::Name},
+                                                                        {"Value", plait::ErrorKind::Value},
+                                                                        {"Unsupported", plait::ErrorKind::Unsupported},
+                                                                        {"Pragma", plait::ErrorKind::Pragma},
+                                                                        {"Race", plait::ErrorKind::Race}};
+
 void set_error_classes(nb::dict by_kind, nb::handle internal) {
-  static const std::pair<const char*, plait::ErrorKind> names[] = {
-      {"Syntax", plait::ErrorKind::Syntax}, {"Type", plait::ErrorKind::Type},
-      {"Name", plait::ErrorKind::Name},     {"Value", plait::ErrorKind::Value},
-      {"Unsupported", plait::ErrorKind::Unsupported}, {"Pragma", plait::ErrorKind::Pragma},
-      {"Race", plait::ErrorKind::Race}, {"UnboundLocal", plait::ErrorKind::UnboundLocal}};
-  for (const auto& [name, kind] : names) {
+  for (const auto& [name, kind] : kErrorKindNames) {
     nb::object cls = by_kind[name];
     g_errors.by_kind[static_cast<int>(kind)] = cls.release().ptr();
   }
@@ -67,6 +71,18 @@ void set_error_classes(nb::dict by_kind, nb::handle internal) {
                                    "kind"_a = plait::error_kind_name(e.kind()));
   PyErr_SetObject(cls, exc.ptr());
   throw nb::python_error();
+}
+
+// A compile error the Python layer finds (plait/source.py: decorators below
+// plait.jit), formatted and raised as the compiler's own are.
+[[noreturn]] void raise_python_compile_error(const std::string& kind_name, const std::string& message,
+                                             const std::string& path, const std::string& text, int first_line, int line,
+                                             int col, int end_col) {
+  const plait::SourceLoc loc{line, col, line, end_col};
+  for (const auto& [name, kind] : kErrorKindNames) {
+    if (kind_name == name) raise_compile_error(plait::CompileError(kind, message, {path, text, first_line}, loc));
+  }
+  throw nb::value_error(("unknown error kind '" + kind_name + "'").c_str());
 }
 
 [[noreturn]] void raise_internal_error(const char* what) {
@@ -317,8 +333,10 @@ struct Dispatcher {
   std::unordered_map<std::string, KernelPtr> table;
 
   // Classifies argument `index`; returns its type code and fills `slot`.
-  // Sets a Python exception and returns 0xff on failure.
-  uint8_t classify(size_t index, PyObject* obj, ArgSlot& slot) const;
+  // Sets `guarded` when the argument is an array that a write must not reach
+  // (read-only, or a zero stride over more than one element), so that the
+  // call checks it against what the kernel writes (check_writes).
+  uint8_t classify(size_t index, PyObject* obj, ArgSlot& slot, bool& guarded) const;
 };
 
 [[noreturn]] void raise_argument_error(const Dispatcher& d, size_t index, PyObject* obj, const char* why) {
@@ -338,8 +356,35 @@ struct Dispatcher {
 
 constexpr uint8_t kBadCode = 0xff;
 
-uint8_t Dispatcher::classify(size_t index, PyObject* obj, ArgSlot& slot) const {
+// np.ma.MaskedArray, imported on the first argument that is a subclass of
+// ndarray (plain arrays never pay for it). Held for the process's lifetime.
+PyObject* g_masked_array_type = nullptr;
+
+bool is_masked_array(PyObject* obj) {
+  if (g_masked_array_type == nullptr) {
+    PyObject* module = PyImport_ImportModule("numpy.ma");
+    if (module == nullptr) throw nb::python_error();
+    PyObject* type = PyObject_GetAttrString(module, "MaskedArray");
+    Py_DECREF(module);
+    if (type == nullptr) throw nb::python_error();
+    if (g_masked_array_type == nullptr) {
+      g_masked_array_type = type;
+    } else {
+      Py_DECREF(type);  // another thread imported it while the import released the GIL
+    }
+  }
+  const int found = PyObject_IsInstance(obj, g_masked_array_type);
+  if (found < 0) throw nb::python_error();
+  return found == 1;
+}
+
+uint8_t Dispatcher::classify(size_t index, PyObject* obj, ArgSlot& slot, bool& guarded) const {
   if (PyArray_Check(obj)) {
+    if (Py_TYPE(obj) != &PyArray_Type && is_masked_array(obj)) {
+      raise_argument_error(*this, index, obj,
+                           "is a masked array (numpy.ma.MaskedArray); plait kernels would ignore its mask: pass "
+                           "its .data, or .filled(value)");
+    }
     PyArrayObject* array = reinterpret_cast<PyArrayObject*>(obj);
     const int dtype = dtype_code(PyArray_DESCR(array));
     if (dtype < 0) {
@@ -362,6 +407,7 @@ uint8_t Dispatcher::classify(size_t index, PyObject* obj, ArgSlot& slot) const {
     }
     const int flags = PyArray_FLAGS(array);
     if (!(flags & NPY_ARRAY_ALIGNED)) raise_argument_error(*this, index, obj, "is not aligned to its item size");
+    if (!(flags & NPY_ARRAY_WRITEABLE)) guarded = true;
     const npy_intp* shape = PyArray_DIMS(array);
     plait_array& out = slot.array;
     out.data = PyArray_DATA(array);
@@ -396,6 +442,8 @@ uint8_t Dispatcher::classify(size_t index, PyObject* obj, ArgSlot& slot) const {
                                    .c_str());
         }
         out.strides[k] = strides[k] / itemsize;
+        // Contiguous arrays cannot repeat an element; broadcast views can.
+        if (strides[k] == 0 && shape[k] > 1) guarded = true;
       }
     }
     return array_code(dtype, ndim, layout);
@@ -687,7 +735,11 @@ void set_kernel_error(int32_t status, plait_context& ctx, const std::string& pat
 // does not end up in a Python object.
 PyObject* build_results(plait_result* results, const KernelPtr& kernel, const CallState& call) {
   const size_t count = kernel->results.size();
-  if (count == 0) Py_RETURN_NONE;
+  if (count == 0) {
+    if (kernel->returns_list) return PyList_New(0);
+    if (kernel->returns_tuple) return PyTuple_New(0);
+    Py_RETURN_NONE;
+  }
   PyObject* values[16];
   std::vector<PyObject*> many;
   PyObject** out = values;
@@ -722,17 +774,56 @@ PyObject* build_results(plait_result* results, const KernelPtr& kernel, const Ca
     out[i] = value;
   }
   if (!kernel->returns_tuple) return out[0];
-  PyObject* tuple = PyTuple_New(static_cast<Py_ssize_t>(count));
-  if (tuple == nullptr) {
+  const bool list = kernel->returns_list;
+  PyObject* sequence = list ? PyList_New(static_cast<Py_ssize_t>(count)) : PyTuple_New(static_cast<Py_ssize_t>(count));
+  if (sequence == nullptr) {
     for (size_t i = 0; i < count; ++i) Py_DECREF(out[i]);
     return nullptr;
   }
-  for (size_t i = 0; i < count; ++i) PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), out[i]);
-  return tuple;
+  for (size_t i = 0; i < count; ++i) {
+    if (list) {
+      PyList_SET_ITEM(sequence, static_cast<Py_ssize_t>(i), out[i]);
+    } else {
+      PyTuple_SET_ITEM(sequence, static_cast<Py_ssize_t>(i), out[i]);
+    }
+  }
+  return sequence;
 }
 
 // ---------------------------------------------------------------------------
 // The call path: Dispatcher.__call__ as a tp_call slot.
+
+// Raises ValueError for an argument the kernel writes that is read-only or
+// repeats elements (a zero stride over an extent above 1: one store would
+// change several elements, as NumPy refuses for broadcast views). Runs only
+// when classify flagged such an argument.
+void check_writes(const Dispatcher& d, const plait::CompiledKernel& kernel, PyObject* const* args,
+                  const std::string& key) {
+  for (size_t i = 0; i < key.size() && i < kernel.writes_param.size(); ++i) {
+    if (!kernel.writes_param[i] || !is_array_code(static_cast<uint8_t>(key[i]))) continue;
+    PyArrayObject* array = reinterpret_cast<PyArrayObject*>(args[i]);
+    const std::string param = i < d.params.size() ? d.params[i] : std::to_string(i);
+    const std::string what =
+        "plait kernel " + d.name + ": argument '" + param + "' (parameter " + std::to_string(i + 1) + ") ";
+    if (!(PyArray_FLAGS(array) & NPY_ARRAY_WRITEABLE)) {
+      const std::string message = "assignment destination is read-only: " + what +
+                                  "is read-only, and the kernel writes it (pass a writable copy, e.g. " + param +
+                                  ".copy())";
+      PyErr_SetString(PyExc_ValueError, message.c_str());
+      throw nb::python_error();
+    }
+    for (int k = 0; k < PyArray_NDIM(array); ++k) {
+      if (PyArray_STRIDES(array)[k] == 0 && PyArray_DIMS(array)[k] > 1) {
+        const std::string message = what + "has a zero stride in dimension " + std::to_string(k) +
+                                    ", so several of its elements share memory, and the kernel writes it (pass a "
+                                    "copy, e.g. " +
+                                    param + ".copy())";
+        PyErr_SetString(PyExc_ValueError, message.c_str());
+        throw nb::python_error();
+      }
+    }
+  }
+}
 
 constexpr size_t kInlineArgs = 16;
 
@@ -753,8 +844,9 @@ PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
     pointers = heap_pointers.data();
   }
   std::string key(nargs, '\0');
+  bool guarded = false;
   for (size_t i = 0; i < nargs; ++i) {
-    key[i] = static_cast<char>(d.classify(i, args[i], slots[i]));
+    key[i] = static_cast<char>(d.classify(i, args[i], slots[i], guarded));
     pointers[i] = &slots[i];
   }
 
@@ -765,6 +857,7 @@ PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
     found = d.table.emplace(key, nb::cast<Kernel&>(kernel).compiled).first;
   }
   const KernelPtr& kernel = found->second;
+  if (guarded) check_writes(d, *kernel, args, key);
 
   const size_t nresults = kernel->results.size();
   plait_result inline_results[4];
@@ -836,7 +929,8 @@ PyType_Slot dispatcher_slots[] = {{Py_tp_call, reinterpret_cast<void*>(dispatche
 std::string signature_for(Dispatcher& d, nb::args args) {
   std::string key(args.size(), '\0');
   std::vector<ArgSlot> slots(args.size());
-  for (size_t i = 0; i < args.size(); ++i) key[i] = static_cast<char>(d.classify(i, args[i].ptr(), slots[i]));
+  bool guarded = false;
+  for (size_t i = 0; i < args.size(); ++i) key[i] = static_cast<char>(d.classify(i, args[i].ptr(), slots[i], guarded));
   return signature_of(key);
 }
 
@@ -1066,6 +1160,10 @@ NB_MODULE(_core, m) {
   m.def("_set_error_classes", &set_error_classes, "by_kind"_a, "internal"_a,
         "Registers the Python classes raised for compile errors (plait/errors.py).");
   m.def("compiler_version", &plait::compiler_version);
+  m.def("_raise_compile_error", &raise_python_compile_error, "kind"_a, "message"_a, "path"_a, "text"_a, "first_line"_a,
+        "line"_a, "col"_a, "end_col"_a,
+        "Raises the CompileError class of `kind` (an ErrorKind name) at line, columns [col, end_col) (0-based) "
+        "of the source text.");
   m.def(
       "host_memory_stats",
       []() {
@@ -1097,6 +1195,10 @@ NB_MODULE(_core, m) {
                      return names;
                    })
       .def_prop_ro("returns_tuple", [](const Kernel& k) { return k.compiled->returns_tuple; })
+      .def_prop_ro("returns_list", [](const Kernel& k) { return k.compiled->returns_list; })
+      .def_prop_ro(
+          "writes_param", [](const Kernel& k) { return k.compiled->writes_param; },
+          "Per parameter: whether the kernel may write its elements.")
       .def_prop_ro("ir_text", [](const Kernel& k) { return k.compiled->ir_text; })
       .def_prop_ro("source", [](const Kernel& k) { return k.compiled->source; })
       .def_prop_ro("explain", [](const Kernel& k) { return k.compiled->explain; })

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "analysis/written_params.h"
 #include "codegen/cpu/codegen_cpp.h"
 #include "codegen/cuda/codegen_cuda.h"
 #include "driver/pipeline.h"
@@ -56,13 +57,14 @@ std::string two_digits(int n) {
   return digits;
 }
 
-std::string results_text(const std::vector<ValueType>& results, bool returns_tuple) {
-  if (results.empty()) return "None";
+std::string results_text(const std::vector<ValueType>& results, bool returns_tuple, bool returns_list) {
+  if (results.empty()) return returns_list ? "[]" : returns_tuple ? "()" : "None";
   std::string text;
   for (const ValueType& result : results) {
     if (!text.empty()) text += ", ";
     text += to_string(result);
   }
+  if (returns_list) return "[" + text + "]";
   if (returns_tuple) return "(" + text + (results.size() == 1 ? ",)" : ")");
   return text;
 }
@@ -90,7 +92,7 @@ std::string remark_lines(const ir::Function& function) {
 std::string explain_report(const ir::Function& function, const Signature& signature, const CompiledKernel& kernel) {
   std::ostringstream out;
   out << "kernel " << function.name << "(" << signature.to_string() << ") -> "
-      << results_text(function.results, function.returns_tuple) << "\n";
+      << results_text(function.results, function.returns_tuple, function.returns_list) << "\n";
   if (kernel.from_disk_cache) {
     out << "library: " << kernel.library_path << " (from the disk cache)\n";
   } else if (!kernel.library_path.empty()) {
@@ -197,6 +199,8 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
   kernel->signature = signature;
   kernel->results = lowered.function.results;
   kernel->returns_tuple = lowered.function.returns_tuple;
+  kernel->returns_list = lowered.function.returns_list;
+  kernel->writes_param = analysis::written_parameters(lowered.function);
   kernel->ir_text = lowered.ir_text;
   if (options.target == Target::CUDA) {
     // ---- CUDA target (begin): host C++ + device CUDA C++

@@ -95,6 +95,10 @@ struct CompiledKernel {
   Signature signature;
   std::vector<ValueType> results;
   bool returns_tuple = false;
+  bool returns_list = false;  // `return [a, b]`: the results make a Python list
+  // Per parameter: whether the kernel may write its elements
+  // (analysis/written_params); the caller refuses read-only arrays there.
+  std::vector<bool> writes_param;
   std::string ir_text;
   std::string source;        // generated C++
   std::string library_path;  // the shared object in the cache

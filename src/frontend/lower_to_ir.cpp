@@ -1747,11 +1747,13 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
   std::vector<ir::ReturnValue> values;
   std::vector<ValueType> types;
   bool tuple = false;
+  bool list = false;  // `return [a, b]`: a tuple of values, given to Python as a list
   if (r.value) {
     Value v;
     if (auto c = r.value->as<ast::Call>()) v = lower_call(*c);
     else v = lower(*r.value);
     std::vector<Value> items;
+    list = r.value->kind == ast::ExprKind::List;
     if (v.kind == Value::Kind::Tuple) {
       tuple = true;
       items = v.elems;
@@ -1776,6 +1778,7 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
     if (!results_) {
       results_ = types;
       returns_tuple_ = tuple;
+      returns_list_ = list;
       first_return_loc_ = r.loc;
       changed_ = true;
       return;
@@ -1783,6 +1786,10 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
     if (results_->size() != types.size() || returns_tuple_ != tuple)
       type_error("this return gives a different number of values than the return at line " +
                      std::to_string(first_return_loc_.line),
+                 r.loc);
+    if (returns_list_ != list)
+      type_error(std::string("this return gives a ") + (list ? "list" : "tuple") + " where the return at line " +
+                     std::to_string(first_return_loc_.line) + " gives a " + (list ? "tuple" : "list"),
                  r.loc);
     for (size_t i = 0; i < types.size(); ++i) {
       ValueType& have = (*results_)[i];
@@ -1894,6 +1901,7 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   out.remarks = function_remarks_;
   if (results_) out.results = *results_;
   out.returns_tuple = returns_tuple_;
+  out.returns_list = returns_list_;
   return out;
 }
 

@@ -337,6 +337,7 @@ class Lowerer {
   std::map<std::string, Local> locals_;     // emission phase
   std::optional<std::vector<ValueType>> results_;
   bool returns_tuple_ = false;
+  bool returns_list_ = false;
   SourceLoc first_return_loc_;
   int loop_depth_ = 0;
   // Loops around the statement marked parallel or simd: their iterations

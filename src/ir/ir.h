@@ -568,7 +568,8 @@ struct Function {
   std::vector<Param> params;
   Stmt body;
   std::vector<ValueType> results;  // empty: returns None
-  bool returns_tuple = false;      // `return a, b` (or a 1-tuple)
+  bool returns_tuple = false;      // `return a, b` (or a 1-tuple), or `return [a, b]`
+  bool returns_list = false;       // `return [a, b]`: the caller makes a list (returns_tuple is set too)
   std::vector<Remark> remarks;
 };
 

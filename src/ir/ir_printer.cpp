@@ -252,6 +252,10 @@ std::string to_string(const Function& f) {
   out += ") -> ";
   if (f.results.empty()) {
     out += "None";
+  } else if (f.returns_list) {
+    out += "[";
+    for (size_t i = 0; i < f.results.size(); ++i) out += (i ? ", " : "") + plait::to_string(f.results[i]);
+    out += "]";
   } else if (f.returns_tuple || f.results.size() > 1) {
     out += "(";
     for (size_t i = 0; i < f.results.size(); ++i) out += (i ? ", " : "") + plait::to_string(f.results[i]);

@@ -62,11 +62,19 @@ void write_file(const std::string& path, const std::string& contents) {
   if (!out) PLAIT_INTERNAL_ERROR("cannot write '" + path + "'");
 }
 
+// The contents of a regular file; "" when it is missing, unreadable or
+// something else (a directory under the file's name reads as an error that
+// libstdc++ throws from the stream buffer).
 std::string read_small_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  std::string text(std::istreambuf_iterator<char>(in), {});
-  return text;
+  std::error_code error;
+  if (!fs::is_regular_file(path, error)) return {};
+  try {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return {};
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 // A new, empty, mode-0700 directory under `parent` named <prefix>XXXXXX.
@@ -78,9 +86,36 @@ std::string make_temporary_directory(const std::string& parent, const std::strin
   return path;
 }
 
+// Removes a file or a tree. A directory without write or search
+// permission for its owner (a damaged entry) is made removable first.
 void remove_quietly(const std::string& path) {
+  std::error_code error;
+  fs::remove_all(path, error);
+  if (!error) return;
+  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, error);
+       !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+    std::error_code ignored;
+    if (it->is_directory(ignored)) fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ignored);
+  }
   std::error_code ignored;
+  fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ignored);
   fs::remove_all(path, ignored);
+  // A directory the loop could not enter is now searchable: one more pass.
+  fs::remove_all(path, ignored);
+}
+
+// Makes `path` a directory this user can use: creates it (mode 0700), or
+// replaces whatever else stands under its name (a file, a link), and gives
+// its owner back read, write and search permission.
+void ensure_usable_directory(const std::string& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0 && !S_ISDIR(info.st_mode)) remove_quietly(path);
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    PLAIT_INTERNAL_ERROR("cannot create '" + path + "': " + std::strerror(errno));
+  }
+  if (::lstat(path.c_str(), &info) == 0 && (info.st_mode & S_IRWXU) != S_IRWXU) {
+    ::chmod(path.c_str(), (info.st_mode & 07777) | S_IRWXU);
+  }
 }
 
 // Whether the entry directory holds a kernel.so matching its checksum.
@@ -93,7 +128,7 @@ bool entry_is_intact(const std::string& entry) {
   if (!fs::is_regular_file(library, error)) return false;
   try {
     return sha256_file_hex(library) == recorded;
-  } catch (const InternalError&) {
+  } catch (const std::exception&) {
     return false;
   }
 }
@@ -181,37 +216,46 @@ std::string DiskCache::entry_path(const std::string& key) const {
 
 std::optional<std::string> DiskCache::lookup(const std::string& key) const {
   std::string entry = entry_path(key);
-  std::error_code error;
-  if (!fs::exists(entry, error)) return std::nullopt;
-  if (entry_is_intact(entry)) return entry + "/" + kLibraryName;
+  struct stat info {};
+  // Nothing there, or a shard directory that is not one (store() repairs it).
+  if (::lstat(entry.c_str(), &info) != 0) return std::nullopt;
+  if (S_ISDIR(info.st_mode) && entry_is_intact(entry)) return entry + "/" + kLibraryName;
   // Move the damaged entry aside before deleting it, so that a concurrent
   // store() never sees a half-deleted directory under the entry's name
   // (rename replaces the empty directory made for it).
+  if (!S_ISDIR(info.st_mode)) {
+    // A file or link under the entry's name: rename() cannot put it over a
+    // directory, and removing it is one step anyway.
+    ::unlink(entry.c_str());
+    return std::nullopt;
+  }
   std::string trash = make_temporary_directory(directory_, "trash-");
-  // When the rename fails, another process removed or replaced it first.
-  ::rename(entry.c_str(), trash.c_str());
+  if (::rename(entry.c_str(), trash.c_str()) != 0 && errno == EACCES) {
+    // Moving a directory rewrites its '..', which needs write permission on it.
+    ::chmod(entry.c_str(), (info.st_mode & 07777) | S_IRWXU);
+    ::rename(entry.c_str(), trash.c_str());
+  }
+  // When the rename fails otherwise, another process removed or replaced it first.
   remove_quietly(trash);
   return std::nullopt;
 }
 
 std::string DiskCache::store(const std::string& key, const std::string& source, const Toolchain& toolchain) const {
   std::string entry = entry_path(key);
-  std::string shard = directory_ + "/" + key.substr(0, 2);
-  if (::mkdir(shard.c_str(), 0700) != 0 && errno != EEXIST) {
-    PLAIT_INTERNAL_ERROR("cannot create '" + shard + "': " + std::strerror(errno));
-  }
+  ensure_usable_directory(directory_ + "/" + key.substr(0, 2));
   std::string staging = make_temporary_directory(directory_, "build-" + key.substr(0, 12) + "-");
   std::string staged_library = build_in_directory(staging, source, toolchain);
   write_file(staging + "/" + kChecksumName, sha256_file_hex(staged_library) + "\n");
 
   // rename() of a directory fails with EEXIST or ENOTEMPTY when the target
-  // exists: another process published the key first. Use its entry if it
-  // is intact; otherwise lookup() removes it and we try again.
+  // exists: another process published the key first (ENOTDIR: a file took
+  // the entry's name). Use its entry if it is intact; otherwise lookup()
+  // removes it and we try again.
   constexpr int kAttempts = 3;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     if (::rename(staging.c_str(), entry.c_str()) == 0) return entry + "/" + kLibraryName;
     int error = errno;
-    if (error != EEXIST && error != ENOTEMPTY) {
+    if (error != EEXIST && error != ENOTEMPTY && error != ENOTDIR) {
       remove_quietly(staging);
       PLAIT_INTERNAL_ERROR("cannot publish '" + entry + "': " + std::strerror(error));
     }
@@ -237,9 +281,9 @@ bool is_record_key(const std::string& key) {
 std::optional<std::string> DiskCache::lookup_record(const std::string& key) const {
   if (!is_record_key(key)) PLAIT_INTERNAL_ERROR("a record key must be 64 lowercase hex digits, not '" + key + "'");
   const std::string path = directory_ + "/" + kRecordDirectory + "/" + key;
-  std::error_code error;
-  if (!fs::exists(path, error)) return std::nullopt;
-  const std::string contents = read_small_file(path);
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return std::nullopt;
+  const std::string contents = S_ISREG(info.st_mode) ? read_small_file(path) : std::string();
   const std::string header = kRecordHeader;
   // header, 64 hex digits and a newline, then the text
   const size_t text_at = header.size() + 65;
@@ -256,9 +300,7 @@ std::optional<std::string> DiskCache::lookup_record(const std::string& key) cons
 void DiskCache::store_record(const std::string& key, const std::string& text) const {
   if (!is_record_key(key)) PLAIT_INTERNAL_ERROR("a record key must be 64 lowercase hex digits, not '" + key + "'");
   const std::string records = directory_ + "/" + kRecordDirectory;
-  if (::mkdir(records.c_str(), 0700) != 0 && errno != EEXIST) {
-    PLAIT_INTERNAL_ERROR("cannot create '" + records + "': " + std::strerror(errno));
-  }
+  ensure_usable_directory(records);
   std::string staging = records + "/.new-" + key.substr(0, 12) + "-XXXXXX";
   const int fd = ::mkstemp(staging.data());
   if (fd < 0) PLAIT_INTERNAL_ERROR("cannot create a file in '" + records + "': " + std::strerror(errno));
@@ -270,6 +312,9 @@ void DiskCache::store_record(const std::string& key, const std::string& text) co
     throw;
   }
   const std::string path = records + "/" + key;
+  // rename() cannot replace a directory with a file.
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) remove_quietly(path);
   if (::rename(staging.c_str(), path.c_str()) != 0) {
     const int error = errno;
     remove_quietly(staging);

@@ -93,9 +93,9 @@ def layout_2d(request):
 
 def _assert_same_result(got, expected, rtol=None):
     """The kernel's result equals the Python function's: same Python/NumPy
-    types (tuples element by element), same dtype and values."""
-    if isinstance(expected, tuple):
-        assert isinstance(got, tuple) and len(got) == len(expected), (got, expected)
+    types (tuples and lists element by element), same dtype and values."""
+    if isinstance(expected, (tuple, list)):
+        assert type(got) is type(expected) and len(got) == len(expected), (got, expected)
         for g, e in zip(got, expected):
             _assert_same_result(g, e, rtol)
         return

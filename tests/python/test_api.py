@@ -439,6 +439,49 @@ def test_tuples_are_python_tuples_with_python_result_types(rng, assert_same):
         assert_same(got, sum_and_count(x), rtol=1e-5)
 
 
+def sum_and_scaled_list(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i]
+    return [total, x * 2.0, x.shape[0]]
+
+
+def one_element_list(x):
+    return [x + 1]
+
+
+def empty_list(x):
+    return []
+
+
+def list_or_tuple(x):
+    if x.shape[0] > 1:
+        return [x, x]
+    return (x, x)
+
+
+def test_returned_lists_are_python_lists(rng, assert_same):
+    kernel = fresh(sum_and_scaled_list)
+    for x in (rng.random(9), np.arange(4, dtype=np.int32)):
+        got = kernel(x)
+        assert isinstance(got, list) and len(got) == 3
+        assert_same(got, sum_and_scaled_list(x), rtol=1e-12)
+    x = rng.random(3)
+    got = fresh(one_element_list)(x)
+    assert isinstance(got, list) and len(got) == 1
+    assert_same(got, one_element_list(x))
+    kernel = fresh(one_element_list)
+    kernel(x)
+    assert "-> [f64[::1]]" in kernel.inspect_ir()
+    got = fresh(empty_list)(x)
+    assert got == [] and isinstance(got, list)
+
+
+def test_a_list_and_a_tuple_returned_by_one_kernel_is_a_type_error():
+    with pytest.raises(plait.KernelTypeError, match="this return gives a tuple where the return at line"):
+        fresh(list_or_tuple)(np.zeros(2))
+
+
 def test_one_array_returned_twice_is_one_object():
     first, second = fresh(same_array_twice)(4)
     assert first is second

@@ -1,8 +1,11 @@
 """The disk cache seen from Python: hits in a new process, processes racing
-on a cold cache, and a corrupted library being rebuilt."""
+on a cold cache, and damaged entries (corrupted, truncated, unreadable, a
+file where a directory belongs or the other way round) being rebuilt."""
 
 import json
 import os
+import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -95,3 +98,45 @@ def test_a_corrupted_library_is_rebuilt(workspace):
         assert f.read(4) == b"\x7fELF" and os.path.getsize(rebuilt["library_path"]) > 1000
     again = run(workspace)
     assert again["ok"] and again["from_disk_cache"]
+
+
+def _make_unreadable_directory(path):
+    path.mkdir()
+    (path / "inner").write_text("x")
+    path.chmod(0)
+
+
+DAMAGE = {
+    # each takes the entry directory (<cache>/<key[:2]>/<key>) and damages it
+    "library replaced by a directory": lambda entry: (os.remove(entry / "kernel.so"),
+                                                      (entry / "kernel.so").mkdir()),
+    "checksum replaced by a directory": lambda entry: (os.remove(entry / "kernel.sha256"),
+                                                       (entry / "kernel.sha256").mkdir()),
+    "library replaced by an unreadable directory": lambda entry: (os.remove(entry / "kernel.so"),
+                                                                  _make_unreadable_directory(entry / "kernel.so")),
+    "truncated library": lambda entry: os.truncate(entry / "kernel.so", 100),
+    "wrong checksum": lambda entry: (entry / "kernel.sha256").write_text("0" * 64 + "\n"),
+    "unreadable library": lambda entry: (entry / "kernel.so").chmod(0),
+    "unreadable entry": lambda entry: entry.chmod(0),
+    "entry replaced by a file": lambda entry: (shutil.rmtree(entry), entry.write_text("not an entry")),
+    "shard replaced by a file": lambda entry: (shutil.rmtree(entry.parent), entry.parent.write_text("x")),
+    "unreadable shard": lambda entry: entry.parent.chmod(0),
+}
+
+
+NEEDS_PERMISSIONS = {name for name in DAMAGE if "unreadable" in name}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_entry_is_a_miss_that_is_rebuilt(workspace, damage):
+    if damage in NEEDS_PERMISSIONS and os.geteuid() == 0:
+        pytest.skip("root reads files whatever their permissions")
+    first = run(workspace)
+    entry = pathlib.Path(first["library_path"]).parent
+    DAMAGE[damage](entry)
+    rebuilt = run(workspace)
+    assert rebuilt["ok"] and not rebuilt["from_disk_cache"]
+    assert rebuilt["library_path"] == first["library_path"]
+    again = run(workspace)
+    assert again["ok"] and again["from_disk_cache"]
+    assert not [name for name in os.listdir(workspace[1]) if name.startswith(("trash-", "build-"))]
