@@ -41,6 +41,16 @@ class Planner : public ir::IRMutator {
  protected:
   ir::Stmt visit(const ir::For* f, const ir::Stmt& self) override {
     bool parallel = ir::is_parallel(f->schedule.kind);
+    if (vector_depth_ > 0 && f->schedule.kind != ir::LoopKind::Serial) {
+      // OpenMP allows no loop construct inside a simd loop (a reduction of a
+      // whole array in a vector loop's body): each lane runs this loop in order.
+      ir::LoopSchedule sched;
+      sched.pragma_loc = f->schedule.pragma_loc;
+      remarks.push_back({f->loc, "plan_parallel_loops",
+                         std::string(parallel ? "parallel" : "vector") + " loop over '" + f->var->name +
+                             "' runs serially: it is inside a vector loop"});
+      return ir::For::make(f->var, f->begin, f->end, f->step, mutate(f->body), sched, f->loc);
+    }
     if (parallel && parallel_depth_ > 0) {
       // Nested inside another parallel loop and not collapsed into it.
       ir::LoopSchedule sched = f->schedule;
@@ -48,13 +58,18 @@ class Planner : public ir::IRMutator {
       remarks.push_back({f->loc, "plan_parallel_loops",
                          "parallel loop over '" + f->var->name +
                              "' runs serially: it is inside another parallel loop and not perfectly nested in it"});
+      if (ir::is_vectorized(sched.kind)) ++vector_depth_;
       ir::Stmt body = mutate(f->body);
+      if (ir::is_vectorized(sched.kind)) --vector_depth_;
       ir::Stmt loop = ir::For::make(f->var, f->begin, f->end, f->step, body, sched, f->loc);
       if (ir::is_vectorized(sched.kind)) remarks.push_back({f->loc, "plan_parallel_loops", describe_schedule(loop->as<ir::For>())});
       return loop;
     }
     if (!parallel) {
+      const bool vector = ir::is_vectorized(f->schedule.kind);
+      if (vector) ++vector_depth_;
       ir::Stmt rebuilt = IRMutator::visit(f, self);
+      if (vector) --vector_depth_;
       if (ir::is_vectorized(f->schedule.kind))
         remarks.push_back({f->loc, "plan_parallel_loops", describe_schedule(rebuilt->as<ir::For>())});
       return rebuilt;
@@ -72,8 +87,12 @@ class Planner : public ir::IRMutator {
       if (depends) break;
       chain.push_back(inner);
     }
+    bool vector = false;
+    for (const ir::For* l : chain) vector = vector || ir::is_vectorized(l->schedule.kind);
     ++parallel_depth_;
+    if (vector) ++vector_depth_;
     ir::Stmt innermost_body = mutate(chain.back()->body);
+    if (vector) --vector_depth_;
     --parallel_depth_;
     // Rebuild the chain from the inside out; inner loops become plain loops
     // run by the collapsed parallel loop, and their reductions move to it.
@@ -99,6 +118,7 @@ class Planner : public ir::IRMutator {
 
  private:
   int parallel_depth_ = 0;
+  int vector_depth_ = 0;  // enclosing vector loops
 };
 
 }  // namespace

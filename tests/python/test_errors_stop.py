@@ -111,6 +111,15 @@ def test_matrix_product_shape_mismatch_in_loop():
     check_stops(matmul_shape_in_loop, seeded(9, lambda r: [r.random((2, 3)), r.random((4, 2)), r.random(3)]))
 
 
+@plait.jit(boundscheck=True)
+def store_at_a_raising_index(a, out):
+    out[a[4] % out.shape[0]] = 7
+
+
+def test_a_store_whose_index_raises_writes_nothing():
+    check_stops(store_at_a_raising_index, lambda: [np.arange(4), np.zeros(4, dtype=np.int64)])
+
+
 @plait.jit
 def while_on_a_failed_value(x, d):
     n = 0

@@ -781,3 +781,19 @@ def test_parallel_loop_ranges(n):
     check(parallel_negative_step, x, poisoned(n, np.int64))
     for start, stop, step in [(0, n, 1), (1, n, 3), (n - 1, -1, -1), (n - 1, 0, -4), (n, 0, 1), (0, n, 1000)]:
         check(parallel_dynamic_range, x, poisoned(n, np.int64), start, stop, step)
+
+
+@plait.jit
+def simd_loop_over_a_whole_array_maximum(a, out):
+    #pragma simd
+    for i in range(out.shape[0]):
+        out[i] = np.max(a) + i
+
+
+def test_whole_array_reduction_inside_a_simd_loop_runs_serially():
+    # OpenMP allows no loop construct inside a simd loop: the reduction's own
+    # vector loop runs in order in each lane.
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 7):
+        check(simd_loop_over_a_whole_array_maximum, rng.random(9), poisoned(n, np.float64))
+    assert "runs serially: it is inside a vector loop" in simd_loop_over_a_whole_array_maximum.explain()

@@ -1016,6 +1016,9 @@ class CppEmitter {
       std::string decls;
       const std::string cond = bound_checks(a, indices, loc, &names, &decls);
       line(decls);
+      bool raising_index = false;
+      for (const Expr& i : indices) raising_index = raising_index || scan(i).facts.expressions;
+      if (raising_index) stop_on_error();
       line("if (" + cond + ") " + update(data(a) + "[" + offset(a, names) + "]", value));
       stop_on_error();
     }
