@@ -121,7 +121,10 @@ def check_case(case, target="cpu"):
             assert type(jit_error) is type(py_error), (
                 f"Python raised {py_error!r}; the compiled kernel "
                 + (f"raised {jit_error!r}" if jit_error else f"returned {got!r}"))
-            if not COMPARE_AFTER_ERROR:
+            # After an error in a parallel loop the other threads stop at
+            # their next iteration: which other iterations ran is not fixed
+            # (docs/language.md, "Errors at run time").
+            if not COMPARE_AFTER_ERROR or "#pragma parallel" in case.source:
                 return
         else:
             assert jit_error is None, f"the compiled kernel raised {jit_error!r}; Python returned {expected!r}"
