@@ -551,7 +551,8 @@ class _CallPlan:
                 raise ValueError(f"assignment destination is read-only: {what}is read-only, and the kernel writes "
                                  f"it (pass a writable copy, e.g. {name}.copy())")
             for k, (extent, stride) in enumerate(zip(value.shape, value.strides)):
-                if stride == 0 and extent > 1:
+                # An empty array repeats nothing (NumPy gives it zero strides).
+                if stride == 0 and extent > 1 and value.size > 0:
                     raise ValueError(f"{what}has a zero stride in dimension {k}, so several of its elements share "
                                      f"memory, and the kernel writes it (pass a copy, e.g. {name}.copy())")
 

@@ -812,7 +812,8 @@ void check_writes(const Dispatcher& d, const plait::CompiledKernel& kernel, PyOb
       PyErr_SetString(PyExc_ValueError, message.c_str());
       throw nb::python_error();
     }
-    for (int k = 0; k < PyArray_NDIM(array); ++k) {
+    // An empty array repeats nothing (NumPy gives it zero strides).
+    for (int k = 0; k < PyArray_NDIM(array) && PyArray_SIZE(array) > 0; ++k) {
       if (PyArray_STRIDES(array)[k] == 0 && PyArray_DIMS(array)[k] > 1) {
         const std::string message = what + "has a zero stride in dimension " + std::to_string(k) +
                                     ", so several of its elements share memory, and the kernel writes it (pass a "
