@@ -34,7 +34,8 @@ class PlaitResult(ctypes.Structure):
 class PlaitContext(ctypes.Structure):
     _fields_ = [("num_threads", ctypes.c_int32), ("error_kind", ctypes.c_int32), ("error_line", ctypes.c_int32),
                 ("error_col", ctypes.c_int32), ("error_message", ctypes.c_char * 240), ("cuda", ctypes.c_void_p),
-                ("parallel_work_threshold", ctypes.c_int64), ("memory", ctypes.c_void_p)]
+                ("parallel_work_threshold", ctypes.c_int64), ("memory", ctypes.c_void_p),
+                ("interrupt", ctypes.c_void_p)]
 
 
 def run_plaitc(*args, env_extra=None, cwd=None):
@@ -72,7 +73,7 @@ def contiguous_array(values):
 def call(library_path, arrays):
     library = ctypes.CDLL(str(library_path))
     library.plait_kernel_abi_version.restype = ctypes.c_int32
-    assert library.plait_kernel_abi_version() == 9
+    assert library.plait_kernel_abi_version() == 10
     entry = library.plait_kernel_entry
     entry.restype = ctypes.c_int32
     entry.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(PlaitResult), ctypes.POINTER(PlaitContext)]
@@ -87,7 +88,7 @@ def test_version():
     result = run_plaitc("--version")
     assert result.returncode == 0
     assert result.stdout.startswith("plaitc ")
-    assert "+abi9" in result.stdout
+    assert "+abi10" in result.stdout
 
 
 def test_help():
