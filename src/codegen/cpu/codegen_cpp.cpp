@@ -496,14 +496,17 @@ class CppEmitter {
   // side of a combination is its result. Only a NaN the variable held before
   // the loop (the builtin max(m, x) keeps it) or one np.maximum took can be
   // there, and Python keeps both.
+  // The comparisons are written with `>` only: clang 14 rejects a combiner
+  // that contains `omp_in < omp_out`.
   void emit_reduction_declarations() {
     out_ << "#include <omp.h>\n";
     struct Extremum {
       const char *name, *beats, *identity;
     };
-    for (const Extremum& e : {Extremum{"max", ">", "-__builtin_inff()"}, Extremum{"min", "<", "__builtin_inff()"}})
+    for (const Extremum& e : {Extremum{"max", "omp_in > omp_out", "-__builtin_inff()"},
+                              Extremum{"min", "omp_out > omp_in", "__builtin_inff()"}})
       out_ << "#pragma omp declare reduction(plait_" << e.name << " : float, double : omp_out = omp_in != omp_in || "
-           << "omp_in " << e.beats << " omp_out ? omp_in : omp_out) initializer(omp_priv = " << e.identity << ")\n";
+           << e.beats << " ? omp_in : omp_out) initializer(omp_priv = " << e.identity << ")\n";
     out_ << "\n";
   }
 
