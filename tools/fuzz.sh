@@ -29,9 +29,6 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 ninja -C "$build" --quiet plait_fuzz_compiler
 
 mkdir -p "$build/corpus" "$build/artifacts"
-# detect_leaks=0: the compiler's IR holds cycles of shared pointers by
-# design for the process's life; the fuzzer looks for crashes, not leaks.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 # -timeout: one input compiling for longer is a hang, a finding.
 exec "$build/plait_fuzz_compiler" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
