@@ -85,7 +85,7 @@ test-clang: $(VENV)/.plait-installed
 # Kernels built with -fsanitize=address,undefined (PLAIT_SANITIZE=1) and run
 # in a Python with g++'s ASan runtime preloaded (docs/testing.md, "Kernels
 # under AddressSanitizer and UBSan").
-SANITIZE_TESTS := tests/python/test_loops_parallel.py tests/python/test_array_overlap.py \
+SANITIZE_TESTS := tests/python/test_loops_statements.py tests/python/test_array_overlap.py \
                   tests/python/test_loops_runtime_errors.py
 test-sanitize: $(VENV)/.plait-installed
 	LD_PRELOAD=$$(g++ -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 PLAIT_SANITIZE=1 \
