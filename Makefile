@@ -1,5 +1,6 @@
 # make demo  -- builds plait into .venv and runs examples/demo.py
-# make test  -- C++ unit tests (ctest), then the Python tests (pytest)
+# make test  -- C++ unit tests (ctest), kernels built by clang, kernels under
+#              the sanitizers, the fuzzer, then the Python tests (pytest)
 #
 # Works on a fresh Debian machine: missing Debian packages are installed when
 # running as root, Python packages come from PyPI into .venv.
@@ -11,7 +12,10 @@ PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 JOBS ?= 2
-DEBIAN_PACKAGES := g++ cmake ninja-build libgtest-dev
+# clang with its OpenMP runtime (libomp) and sanitizer/libFuzzer runtimes
+# (libclang-rt): the second system compiler and the fuzzer's compiler.
+DEBIAN_PACKAGES := g++ cmake ninja-build libgtest-dev clang libomp-dev libclang-rt-dev
+CLANGXX ?= clang++
 BUILD_DEPS := scikit-build-core nanobind "numpy>=2" pytest pytest-xdist scipy hypothesis
 
 export CMAKE_BUILD_PARALLEL_LEVEL := $(JOBS)
@@ -20,7 +24,7 @@ PLAIT_SOURCES := $(shell find src python tools cmake -type f \( -name '*.cpp' -o
                    -o -name '*.py' -o -name '*.txt' -o -name '*.cmake' \) 2>/dev/null) CMakeLists.txt pyproject.toml
 
 .NOTPARALLEL:
-.PHONY: all demo test test-cpp test-python bench clean system-deps
+.PHONY: all demo test test-cpp test-python test-clang test-sanitize fuzz bench clean system-deps
 
 all: $(VENV)/.plait-installed
 
@@ -69,8 +73,31 @@ test-cpp: $(VENV)/.plait-installed
 test-python: $(VENV)/.plait-installed
 	PLAIT_PLAITC=$(CURDIR)/$(VENV)/bin/plaitc $(VPY) -m pytest tests -q --tb=short -p no:cacheprovider -n $(JOBS)
 
+# Kernels built by clang instead of g++: the code generator's unit tests
+# (warnings as errors) and the differential tests of loops, parallel loops
+# and array expressions (docs/testing.md, "A second system compiler").
+CLANG_TESTS := tests/python/test_loops_parallel.py tests/python/test_loops_statements.py \
+               tests/python/test_array_exprs.py
+test-clang: $(VENV)/.plait-installed
+	@PLAIT_CXX=$(CLANGXX) $(BUILD_DIR)/plait_unit_tests --gtest_brief=1 --gtest_filter='CodegenCpu.*:CodegenCuda.*'
+	PLAIT_CXX=$(CLANGXX) $(VPY) -m pytest $(CLANG_TESTS) -q --tb=short -p no:cacheprovider -n $(JOBS)
+
+# Kernels built with -fsanitize=address,undefined (PLAIT_SANITIZE=1) and run
+# in a Python with g++'s ASan runtime preloaded (docs/testing.md, "Kernels
+# under AddressSanitizer and UBSan").
+SANITIZE_TESTS := tests/python/test_loops_statements.py tests/python/test_array_overlap.py \
+                  tests/python/test_loops_runtime_errors.py
+test-sanitize: $(VENV)/.plait-installed
+	LD_PRELOAD=$$(g++ -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 PLAIT_SANITIZE=1 \
+	  $(VPY) -m pytest $(SANITIZE_TESTS) -q --tb=short -p no:cacheprovider -n $(JOBS)
+
+# The fuzzer (tools/fuzz/README.md) for FUZZ_SECONDS, inputs up to 4 KiB.
+FUZZ_SECONDS ?= 90
+fuzz: system-deps
+	CLANGXX=$(CLANGXX) tools/fuzz.sh $(FUZZ_SECONDS) -max_len=4096
+
 # pytest runs last so that its summary line closes the log.
-test: test-cpp test-python
+test: test-cpp test-clang test-sanitize fuzz test-python
 
 bench: $(VENV)/.plait-installed
 	$(VPY) benchmarks/call_overhead.py

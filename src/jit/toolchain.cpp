@@ -138,7 +138,20 @@ Toolchain host_toolchain(const CompileOptions& options) {
   // (plait_runtime.h); --as-needed drops the library when none is called.
   toolchain.libraries = {"-Wl,--as-needed", "-lmvec"};
 #endif
+  // PLAIT_SANITIZE builds kernels under the sanitizers (docs/testing.md):
+  // "1" means address,undefined, any other value is -fsanitize's list. A
+  // report stops the process, so a test that provokes one fails.
+  std::string sanitize = env_or_empty("PLAIT_SANITIZE");
+  if (!sanitize.empty() && sanitize != "0") {
+    if (sanitize == "1") sanitize = "address,undefined";
+    toolchain.flags.insert(toolchain.flags.end(), {"-fsanitize=" + sanitize, "-fno-sanitize-recover=all",
+                                                   "-fno-omit-frame-pointer", "-g"});
+  }
   toolchain.version = compiler_version_line(toolchain.cxx);
+  // clang warns when it cannot vectorise an `omp simd` loop (g++ keeps the
+  // loop scalar silently); the pragma is a request, so a build with
+  // warnings as errors must not fail on it.
+  if (toolchain.version.find("clang") != std::string::npos) toolchain.flags.push_back("-Wno-pass-failed");
   return toolchain;
 }
 

@@ -18,7 +18,9 @@ struct Toolchain {
 // The compiler ($PLAIT_CXX, else $CXX, else "c++", unless options.cxx is set)
 // and the flags for a kernel build: -O3 with the host's native ISA, OpenMP,
 // position-independent shared object; -ffast-math when options.fastmath;
-// glibc's vector math library where plait_runtime.h declares its functions.
+// glibc's vector math library where plait_runtime.h declares its functions;
+// -fsanitize=... when $PLAIT_SANITIZE is set ("1": address,undefined); for
+// clang (its `--version` line says so), -Wno-pass-failed.
 Toolchain host_toolchain(const CompileOptions& options);
 
 // Compiles the C++ file `source_path` into the shared object `output_path`,

@@ -1046,6 +1046,7 @@ class Fuser {
         s->type.ndim = std::max(1, m->type.ndim - 1);
         smaller[m.get()] = s;
         per_iteration_.insert(s.get());
+        per_iteration_owners_.push_back(s);
       }
       const int old_ndim = alloc->array->type.ndim;
       struct Shrink : ir::IRMutator {
@@ -1120,6 +1121,10 @@ class Fuser {
 
   std::vector<ir::Param> params_;
   ArraySet per_iteration_;  // temporaries shrunk to one slice per iteration
+  // The set orders its members by their ids, read through the pointers, and
+  // a later fusion may drop the statements that held a shrunk temporary:
+  // these references keep every member alive for the pass.
+  std::vector<ir::ArrayVar> per_iteration_owners_;
   ArrayFacts facts_;
   ArrayMap<int> total_mentions_;
 };

@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,6 +108,60 @@ TEST(Toolchain, CompilerFromEnvironment) {
   } else {
     ::unsetenv("PLAIT_CXX");
   }
+}
+
+// Restores an environment variable when the test ends.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* saved = std::getenv(name);
+    if (saved) saved_ = saved;
+    value ? ::setenv(name, value, 1) : ::unsetenv(name);
+  }
+  ~ScopedEnv() { saved_ ? ::setenv(name_, saved_->c_str(), 1) : ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
+
+TEST(Toolchain, SanitizersFromEnvironment) {
+  CompileOptions options;
+  options.cxx = "g++";
+  Toolchain plain;
+  {
+    ScopedEnv env("PLAIT_SANITIZE", nullptr);
+    plain = host_toolchain(options);
+  }
+  auto has = [](const Toolchain& t, const std::string& flag) {
+    return std::find(t.flags.begin(), t.flags.end(), flag) != t.flags.end();
+  };
+  {
+    ScopedEnv env("PLAIT_SANITIZE", "0");
+    EXPECT_EQ(host_toolchain(options).flags, plain.flags);
+  }
+  {
+    ScopedEnv env("PLAIT_SANITIZE", "1");
+    Toolchain both = host_toolchain(options);
+    EXPECT_TRUE(has(both, "-fsanitize=address,undefined"));
+    EXPECT_TRUE(has(both, "-fno-sanitize-recover=all"));
+    EXPECT_NE(cache_key("0.1.0", "src", Target::CPU, both), cache_key("0.1.0", "src", Target::CPU, plain));
+  }
+  {
+    ScopedEnv env("PLAIT_SANITIZE", "undefined");
+    EXPECT_TRUE(has(host_toolchain(options), "-fsanitize=undefined"));
+  }
+}
+
+TEST(Toolchain, ClangBuildsWithoutSimdWarnings) {
+  CompileOptions options;
+  options.cxx = "clang++";
+  Toolchain clang = host_toolchain(options);
+  EXPECT_NE(clang.version.find("clang"), std::string::npos) << clang.version;
+  EXPECT_EQ(clang.flags.back(), "-Wno-pass-failed");
+  options.cxx = "g++";
+  Toolchain gcc = host_toolchain(options);
+  EXPECT_EQ(std::find(gcc.flags.begin(), gcc.flags.end(), "-Wno-pass-failed"), gcc.flags.end());
 }
 
 TEST(Toolchain, MissingCompilerIsAnInternalError) {

@@ -480,15 +480,38 @@ class CppEmitter {
   // side of a combination is its result. Only a NaN the variable held before
   // the loop (the builtin max(m, x) keeps it) or one np.maximum took can be
   // there, and Python keeps both.
+  // The comparisons are written with `>` only: clang 14 rejects a combiner
+  // that contains `omp_in < omp_out`.
   void emit_reduction_declarations() {
     out_ << "#include <omp.h>\n";
     struct Extremum {
       const char *name, *beats, *identity;
     };
-    for (const Extremum& e : {Extremum{"max", ">", "-__builtin_inff()"}, Extremum{"min", "<", "__builtin_inff()"}})
+    for (const Extremum& e : {Extremum{"max", "omp_in > omp_out", "-__builtin_inff()"},
+                              Extremum{"min", "omp_out > omp_in", "__builtin_inff()"}})
       out_ << "#pragma omp declare reduction(plait_" << e.name << " : float, double : omp_out = omp_in != omp_in || "
-           << "omp_in " << e.beats << " omp_out ? omp_in : omp_out) initializer(omp_priv = " << e.identity << ")\n";
+           << e.beats << " ? omp_in : omp_out) initializer(omp_priv = " << e.identity << ")\n";
+    // OpenMP starts a float max (min) from the least (greatest) value of the
+    // type: g++ takes -inf (+inf), clang -FLT_MAX (+FLT_MAX), which would
+    // turn a maximum of -inf values into -FLT_MAX. Under clang the float
+    // extrema (PLAIT_FLOAT_MAX, PLAIT_FLOAT_MIN) are declared with infinite
+    // identities and the combination of OpenMP's max and min.
+    out_ << "#if defined(__clang__)\n";
+    for (const Extremum& e : {Extremum{"max", "omp_in > omp_out", "-__builtin_inff()"},
+                              Extremum{"min", "omp_out > omp_in", "__builtin_inff()"}})
+      out_ << "#pragma omp declare reduction(plait_float_" << e.name << " : float, double : omp_out = " << e.beats
+           << " ? omp_in : omp_out) initializer(omp_priv = " << e.identity << ")\n";
+    out_ << "#define PLAIT_FLOAT_MAX plait_float_max\n#define PLAIT_FLOAT_MIN plait_float_min\n#else\n"
+         << "#define PLAIT_FLOAT_MAX max\n#define PLAIT_FLOAT_MIN min\n#endif\n";
     out_ << "\n";
+  }
+
+  // The OpenMP reduction identifier of `op`; float extrema go through the
+  // macros of emit_reduction_declarations.
+  static std::string reduction_identifier(ReduceOp op, bool is_float) {
+    if (is_float && op == ReduceOp::Max) return "PLAIT_FLOAT_MAX";
+    if (is_float && op == ReduceOp::Min) return "PLAIT_FLOAT_MIN";
+    return reduce_op_name(op);
   }
 
   static bool ends_with_return(const Stmt& body) {
@@ -2099,13 +2122,14 @@ class CppEmitter {
     for (const Reduction& r : sc.reductions) {
       if (thread_order.count(r.var.get())) continue;
       const std::string op = nan_kept.count(r.var.get()) ? std::string("plait_") + reduce_op_name(r.op)
-                                                           : std::string(reduce_op_name(r.op));
+                                                           : reduction_identifier(r.op, r.var->type.is_float());
       p += " reduction(" + op + ": " + var_name(r.var) + ")";
     }
     for (const ArrayReduction& r : sc.array_reductions) {
       std::string size;
       for (int d = 0; d < r.array->type.ndim; ++d) size += (d ? " * " : "") + extent(r.array, d);
-      p += std::string(" reduction(") + reduce_op_name(r.op) + ": " + data(r.array) + "[0:" + size + "])";
+      p += " reduction(" + reduction_identifier(r.op, r.array->type.dtype == ScalarKind::Float32 ||
+                                                           r.array->type.dtype == ScalarKind::Float64) + ": " + data(r.array) + "[0:" + size + "])";
     }
     std::string privates;
     for (const Var& v : sc.privates)

@@ -2063,7 +2063,11 @@ class CudaEmitter {
              slots + " ? 1 : 0);");
       }
       // Rows that nothing writes: all registers loaded at once first.
-      for (const auto& [row, name] : registers->rows) {
+      // Plain references, not structured bindings: the lambdas below capture
+      // them, which clang before 16 rejects for bindings.
+      for (const auto& row_and_name : registers->rows) {
+        const cuda::CachedRow* row = row_and_name.first;
+        const std::string& name = row_and_name.second;
         if (!row->load || row->loops.front() != index) continue;
         line("#pragma unroll");
         line("for (int p_c = 0; p_c < " + slots + "; ++p_c) {");
