@@ -52,7 +52,8 @@ constexpr std::pair<const char*, plait::ErrorKind> kErrorKindNames[] = {{"Syntax
                                                                         {"Value", plait::ErrorKind::Value},
                                                                         {"Unsupported", plait::ErrorKind::Unsupported},
                                                                         {"Pragma", plait::ErrorKind::Pragma},
-                                                                        {"Race", plait::ErrorKind::Race}};
+                                                                        {"Race", plait::ErrorKind::Race},
+                                                                        {"UnboundLocal", plait::ErrorKind::UnboundLocal}};
 
 void set_error_classes(nb::dict by_kind, nb::handle internal) {
   for (const auto& [name, kind] : kErrorKindNames) {
