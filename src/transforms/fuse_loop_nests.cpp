@@ -115,8 +115,14 @@ class CanonicalExtents : public ir::IRMutator {
 
 ArrayFacts gather_facts(const std::vector<ir::Param>& function_params, const Stmt& body) {
   ArrayFacts facts;
+  // A parameter is bound on entry: one the body rebinds (`a = a - a[0]`)
+  // has extents that differ across the function, and an extent of it must
+  // not stand for itself through the rebinding.
   for (const auto& p : function_params)
-    if (p.array) facts.params.insert(p.array.get());
+    if (p.array) {
+      facts.params.insert(p.array.get());
+      ++facts.binds[p.array.get()];
+    }
   struct Binds : ir::IRVisitor {
     ArrayFacts* facts;
     std::vector<const ir::Allocate*> allocs;

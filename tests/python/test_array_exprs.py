@@ -1204,3 +1204,24 @@ def test_row_normalisation(rng, layout):
     for shape in ((1, 1), (4, 9), (300, 129)):
         check(row_normalise, arr(rng, np.float64, shape, layout, positive=True), rtol=1e-13)
     check(row_normalise, arr(rng, np.float32, (30, 1000), positive=True), rtol=1e-5)
+
+
+def rebind_shifted(a):
+    a = a - a[0]
+    return a
+
+
+def rebind_shortened(a):
+    a = a[1:] * 2.0
+    b = a + 1.0
+    return b * a
+
+
+def test_a_rebound_parameter_keeps_its_new_extents(rng):
+    """An array parameter rebound to a value computed from it (of the same
+    extent, or one shorter) compiles, and the statements after the
+    rebinding use the new extents."""
+    for n in (1, 2, 7, 100):
+        a = arr(rng, np.float64, (n,))
+        check(rebind_shifted, a)
+        check(rebind_shortened, a)

@@ -47,7 +47,7 @@ TEST(RowPrefetch, SoftmaxRunsItsExpPassInChunksThatPrefetchTheOtherPasses) {
   const std::string cpp = cpp_of(kSoftmax, "softmax", "f32[:, ::1]");
   // One chunk loop, around the exp pass: after the maximum, before the division.
   ASSERT_EQ(count_of(cpp, "for (int64_t p_chunk"), 1) << cpp;
-  const size_t max_pass = cpp.find("#pragma omp simd reduction(max: ");
+  const size_t max_pass = cpp.find("#pragma omp simd reduction(PLAIT_FLOAT_MAX: ");
   const size_t chunks = cpp.find("for (int64_t p_chunk");
   const size_t exp_pass = cpp.find("#pragma omp simd reduction(+: ");
   const size_t division = cpp.find("#pragma omp simd\n");
