@@ -857,8 +857,17 @@ class Parser {
   }
 
   ExprPtr parse_subscript(size_t start, ExprPtr value) {
+    const SourceLoc open = peek().loc;
     advance();  // [
     if (peek().is_op("]")) syntax_error("expected an index", peek().loc);
+    // Wrapping a negative index (i < 0 ? i + n : i) reads it three times, so
+    // an index nested in indices costs the compiler three times as much per
+    // level: deep nests would compile for ever.
+    if (index_nesting_ >= kMaxIndexNesting)
+      unsupported("subscripts nested more than " + std::to_string(kMaxIndexNesting) +
+                      " deep inside indices (assign an inner index to a local first) are",
+                  open);
+    ++index_nesting_;
     const size_t index_start = pos_;
     ExprPtr index = parse_slice_item();
     if (peek().is_op(",")) {
@@ -872,6 +881,7 @@ class Parser {
       index = std::make_unique<ast::Tuple>(since(index_start), std::move(elements));
     }
     expect_op("]", "expected ',' or ']'");
+    --index_nesting_;
     return std::make_unique<ast::Subscript>(since(start), std::move(value), std::move(index));
   }
 
@@ -1108,6 +1118,8 @@ class Parser {
 
   const SourceFile& file_;
   int nesting_ = 0;  // the Nesting levels open now
+  static constexpr int kMaxIndexNesting = 8;
+  int index_nesting_ = 0;  // subscripts whose index is being parsed
   LexedSource lexed_;
   const std::vector<Token>& tokens_;
   size_t pos_ = 0;

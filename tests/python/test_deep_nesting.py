@@ -115,3 +115,21 @@ def test_too_deep_from_a_thread_with_a_small_stack(tmp_path):
     kernel = load_kernel(tmp_path, chain(2000))
     with pytest.raises(KernelSyntaxError, match="nested too deeply"):
         run_in_small_thread(lambda: kernel(X))
+
+
+def nested_index(n):
+    return "x[" * n + "0" + "]" * n
+
+
+def test_indices_nested_in_indices_are_limited(tmp_path):
+    # A subscript with eight levels of subscripts inside its index compiles
+    # (quickly: each level triples the compiler's work); the ninth level is
+    # refused at its bracket.
+    ints = np.arange(6)
+    kernel = load_kernel(tmp_path, nested_index(8))
+    assert kernel(ints) == kernel.py_func(ints)
+    kernel = load_kernel(tmp_path, nested_index(9), name="deeper")
+    with pytest.raises(plait.UnsupportedError) as excinfo:
+        kernel(ints)
+    assert "subscripts nested more than 8 deep inside indices" in excinfo.value.message
+    assert (excinfo.value.line, excinfo.value.col) == (5, PREFIX + len("x[" * 8) + 1)
