@@ -53,7 +53,9 @@ constexpr const char* kUsage =
     "  -o DIR             write FUNCTION.ir, .cpp, .so, .cu, .ptx or .remarks into\n"
     "                     DIR (default: so to the current directory, the others to\n"
     "                     standard output)\n"
-    "  --boundscheck      check every array index (IndexError)\n"
+    "  --no-boundscheck   do not check array indices (by default an index the\n"
+    "                     compiler cannot prove in range raises IndexError);\n"
+    "                     --boundscheck restores the default\n"
     "  --fastmath         let the C++ compiler reassociate floating-point math\n"
     "  --no-cache         build afresh, neither using nor filling the disk cache\n"
     "  --cache-dir DIR    the disk cache directory (default: $PLAIT_CACHE_DIR,\n"
@@ -172,9 +174,9 @@ Command parse_command_line(const std::vector<std::string>& args) {
       }
     } else if (arg == "-o" || arg == "--output") {
       command.output_dir = value();
-    } else if (arg == "--boundscheck") {
+    } else if (arg == "--boundscheck" || arg == "--no-boundscheck") {
       no_value();
-      command.options.boundscheck = true;
+      command.options.boundscheck = arg == "--boundscheck";
     } else if (arg == "--fastmath") {
       no_value();
       command.options.fastmath = true;

@@ -54,7 +54,7 @@ struct CompileOptions {
   Target target = Target::CPU;
   // Target::CUDA only.
   CudaLaunchConfig cuda_launch;
-  bool boundscheck = false;
+  bool boundscheck = true;
   bool fastmath = false;
   // Adds `simd` to the innermost dimension of array statements whose
   // sliced-index pragma does not mention it (plait.jit(auto_simd=True)).

@@ -1,33 +1,233 @@
 // Pass: bounds checking (see insert_bounds_checks.h).
 #include "transforms/insert_bounds_checks.h"
 
+#include <map>
+#include <set>
+
+#include "analysis/index_ranges.h"
 #include "ir/ir_mutator.h"
+#include "ir/ir_printer.h"
+#include "ir/ir_visitor.h"
 
 namespace plait::transforms {
 
 namespace {
 
+// Where an access is checked: nowhere (its indices are proven in range), at
+// each access, or once before the loop at `level` of the enclosing loops.
+struct Decision {
+  static constexpr int kProven = -2;
+  static constexpr int kEachAccess = -1;
+  int level = kProven;
+  ir::Expr cond;  // for a level: the indices are in range when it holds
+};
+
+class Decider {
+ public:
+  explicit Decider(const ir::Function& f) : facts(f.body) {}
+  analysis::IndexFacts facts;
+
+  Decision decide(const ir::ArrayVar& a, const std::vector<ir::Expr>& indices) {
+    std::vector<int> open;
+    for (size_t d = 0; d < indices.size(); ++d)
+      if (!facts.proves_in_range(indices[d], a, static_cast<int>(d))) open.push_back(static_cast<int>(d));
+    if (open.empty()) return {};
+    Decision best{Decision::kEachAccess, nullptr};
+    for (size_t level = facts.depth(); level-- > 0;) {
+      if (inside_collapsed_nest(level)) continue;
+      ir::Expr cond;
+      for (int d : open) {
+        ir::Expr c = facts.in_range_condition(indices[static_cast<size_t>(d)], a, d, level);
+        if (!c) return best;
+        cond = cond ? ir::Logical::make(ir::LogicalOp::And, cond, c) : c;
+      }
+      best = {static_cast<int>(level), cond};
+    }
+    return best;
+  }
+
+ private:
+  // A loop of a collapsed nest other than its first: no statement may come
+  // between the loops of the nest.
+  bool inside_collapsed_nest(size_t level) const {
+    for (size_t outer = 0; outer < level; ++outer)
+      if (facts.loop(outer)->schedule.collapse > static_cast<int>(level - outer)) return true;
+    return false;
+  }
+};
+
+// The conditions of the accesses a loop's body checks once before it.
+class Collector : public ir::IRVisitor {
+ public:
+  Collector(Decider& decider, size_t level) : decider_(decider), level_(static_cast<int>(level)) {}
+  std::vector<ir::Expr> conds;
+  std::set<std::string> arrays;
+
+  using IRVisitor::visit;
+  void visit(const ir::For* f) override {
+    visit(f->begin);
+    visit(f->end);
+    visit(f->step);
+    decider_.facts.push_loop(f);
+    visit(f->body);
+    decider_.facts.pop_loop();
+  }
+  void visit(const ir::If* s) override {
+    visit(s->cond);
+    decider_.facts.push_condition(s->cond, true);
+    visit(s->then_case);
+    decider_.facts.pop_condition();
+    if (s->else_case) {
+      decider_.facts.push_condition(s->cond, false);
+      visit(s->else_case);
+      decider_.facts.pop_condition();
+    }
+  }
+  void visit(const ir::Block* b) override {
+    size_t pushed = 0;
+    for (const ir::Stmt& st : b->stmts) {
+      visit(st);
+      if (auto a = st->as<ir::Assert>()) {
+        decider_.facts.push_condition(a->cond, true);
+        ++pushed;
+      }
+    }
+    for (; pushed > 0; --pushed) decider_.facts.pop_condition();
+  }
+  void visit(const ir::Load* l) override {
+    IRVisitor::visit(l);
+    add(l->array, l->indices);
+  }
+  void visit(const ir::Store* s) override {
+    IRVisitor::visit(s);
+    add(s->array, s->indices);
+  }
+  void visit(const ir::AtomicUpdate* s) override {
+    IRVisitor::visit(s);
+    add(s->array, s->indices);
+  }
+
+ private:
+  void add(const ir::ArrayVar& a, const std::vector<ir::Expr>& indices) {
+    Decision d = decider_.decide(a, indices);
+    if (d.level != level_) return;
+    if (seen_.insert(ir::to_string(d.cond)).second) conds.push_back(d.cond);
+    arrays.insert(a->name);
+  }
+  Decider& decider_;
+  int level_;
+  std::set<std::string> seen_;
+};
+
 class BoundsChecker : public ir::IRMutator {
+ public:
+  explicit BoundsChecker(const ir::Function& f) : decider_(f) {}
+  std::vector<ir::Remark> remarks;
+
  protected:
+  ir::Stmt visit(const ir::For* f, const ir::Stmt&) override {
+    ir::Expr begin = mutate(f->begin), end = mutate(f->end), step = mutate(f->step);
+    decider_.facts.push_loop(f);
+    // Inside a checked copy no loop is copied again: the copies would
+    // multiply with the depth of the nest.
+    Collector collector(decider_, decider_.facts.depth() - 1);
+    if (checked_copies_ == 0) collector.visit(f->body);
+    fast_.push_back(!collector.conds.empty());
+    ir::Stmt body = mutate(f->body);
+    ir::Stmt loop = ir::For::make(f->var, begin, end, step, body, f->schedule, f->loc);
+    if (collector.conds.empty()) {
+      fast_.pop_back();
+      decider_.facts.pop_loop();
+      return loop;
+    }
+    fast_.back() = false;
+    ++checked_copies_;
+    ir::Stmt checked_body = mutate(f->body);
+    --checked_copies_;
+    fast_.pop_back();
+    decider_.facts.pop_loop();
+    ir::Expr cond;
+    for (const ir::Expr& c : collector.conds) cond = cond ? ir::Logical::make(ir::LogicalOp::And, cond, c) : c;
+    // The condition reads the loop's bounds where the loop would: their
+    // loads are checked as the loop's own are.
+    cond = mutate(cond);
+    std::string names;
+    for (const std::string& n : collector.arrays) names += (names.empty() ? "'" : ", '") + n + "'";
+    note(f->loc, "loop over '" + f->var->name + "': the indices of " + names +
+                     " are checked once before the loop; the loop runs unchecked when they stay in range, "
+                     "else it checks each access");
+    return ir::If::make(cond, loop, ir::For::make(f->var, begin, end, step, checked_body, f->schedule, f->loc), f->loc);
+  }
+  // A check that fails stops the block, so its condition holds after it.
+  ir::Stmt visit(const ir::Block* b, const ir::Stmt&) override {
+    std::vector<ir::Stmt> stmts;
+    size_t pushed = 0;
+    for (const ir::Stmt& st : b->stmts) {
+      stmts.push_back(mutate(st));
+      if (auto a = st->as<ir::Assert>()) {
+        decider_.facts.push_condition(a->cond, true);
+        ++pushed;
+      }
+    }
+    for (; pushed > 0; --pushed) decider_.facts.pop_condition();
+    return ir::Block::make(std::move(stmts), b->loc);
+  }
+  ir::Stmt visit(const ir::If* s, const ir::Stmt&) override {
+    ir::Expr cond = mutate(s->cond);
+    decider_.facts.push_condition(s->cond, true);
+    ir::Stmt then_case = mutate(s->then_case);
+    decider_.facts.pop_condition();
+    ir::Stmt else_case;
+    if (s->else_case) {
+      decider_.facts.push_condition(s->cond, false);
+      else_case = mutate(s->else_case);
+      decider_.facts.pop_condition();
+    }
+    return ir::If::make(cond, then_case, else_case, s->loc);
+  }
   ir::Expr visit(const ir::Load* l, const ir::Expr&) override {
     bool changed = false;
-    return ir::Load::make(l->array, mutate_exprs(l->indices, &changed), true, l->loc);
+    std::vector<ir::Expr> indices = mutate_exprs(l->indices, &changed);
+    return ir::Load::make(l->array, indices, checked(l->array, l->indices, l->loc), l->loc);
   }
   ir::Stmt visit(const ir::Store* s, const ir::Stmt&) override {
     bool changed = false;
-    return ir::Store::make(s->array, mutate_exprs(s->indices, &changed), mutate(s->value), true, s->loc);
+    std::vector<ir::Expr> indices = mutate_exprs(s->indices, &changed);
+    return ir::Store::make(s->array, indices, mutate(s->value), checked(s->array, s->indices, s->loc), s->loc);
   }
   ir::Stmt visit(const ir::AtomicUpdate* s, const ir::Stmt&) override {
     bool changed = false;
-    return ir::AtomicUpdate::make(s->array, mutate_exprs(s->indices, &changed), s->op, mutate(s->value), true, s->loc);
+    std::vector<ir::Expr> indices = mutate_exprs(s->indices, &changed);
+    return ir::AtomicUpdate::make(s->array, indices, s->op, mutate(s->value), checked(s->array, s->indices, s->loc),
+                                  s->loc);
   }
+
+ private:
+  bool checked(const ir::ArrayVar& a, const std::vector<ir::Expr>& indices, SourceLoc loc) {
+    Decision d = decider_.decide(a, indices);
+    if (d.level == Decision::kProven) return false;
+    if (d.level >= 0) return !fast_.at(static_cast<size_t>(d.level));
+    note(loc, "the index of '" + a->name +
+                  "' is checked at each access: its range is not fixed before the loops around it "
+                  "(it is loaded, or not affine in their variables, or a bound changes inside them)");
+    return true;
+  }
+  void note(SourceLoc loc, std::string message) {
+    if (noted_.insert(std::to_string(loc.line) + ":" + std::to_string(loc.col) + message).second)
+      remarks.push_back({loc, "insert_bounds_checks", std::move(message)});
+  }
+  Decider decider_;
+  std::vector<bool> fast_;  // per enclosing loop: writing its unchecked version
+  int checked_copies_ = 0;  // the checked copies being written around this point
+  std::set<std::string> noted_;
 };
 
 }  // namespace
 
 void insert_bounds_checks(ir::Function& function) {
-  BoundsChecker checker;
+  BoundsChecker checker(function);
   function.body = checker.mutate(function.body);
+  for (auto& r : checker.remarks) function.remarks.push_back(std::move(r));
 }
 
 }  // namespace plait::transforms

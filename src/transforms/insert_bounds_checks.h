@@ -1,9 +1,20 @@
-// Pass: bounds checking (boundscheck=True or PLAIT_BOUNDSCHECK=1).
+// Pass: bounds checking (on by default; boundscheck=False or
+// PLAIT_BOUNDSCHECK=0 turns it off).
 //
-// Marks every array access as checked, so the back end tests each index
-// against its extent and raises IndexError naming the user's line instead of
-// reading or writing outside the array. Off by default: the checks cost time
-// in hot loops and block some vectorisation.
+// Every array access whose indices the compiler cannot prove in range raises
+// IndexError naming the user's line instead of reading or writing outside
+// the array. Proofs come from analysis/index_ranges. An access it cannot
+// prove but whose indices are affine in the loop variables is checked once,
+// before the loop nest: the nest runs in two versions, one without the checks
+// (taken when the least and greatest index of every such access are in
+// range) and one that checks each access, so that an index that does go out
+// of range raises at the iteration Python would. The versions are made at
+// the outermost loop whose bounds fix the indices' range (not inside a
+// collapsed nest), so that the test runs once and the unchecked copy keeps
+// the shape later passes look for (a row loop that is one matrix product,
+// say); inside the checked copy no loop is copied again. Other accesses (an
+// index loaded from an array, say) are checked where they happen. explain()
+// lists the loops checked once and the accesses checked each time.
 #pragma once
 
 #include "ir/ir.h"

@@ -166,15 +166,60 @@ TEST(Passes, NegativeIndicesWrap) {
   const char* src = "def f(a, i):\n    return a[i] + a[-1]\n";
   std::string text = ir_text(src, "f", "f64[::1], int");
   EXPECT_TRUE(contains(text, "(i < 0:int)")) << text;
-  EXPECT_TRUE(contains(text, "a[(a.shape[0] + -1:int)]")) << text;
+  EXPECT_TRUE(contains(text, "a[(a.shape[0] + -1:int); checked]")) << text;
 }
 
-TEST(Passes, BoundsChecksMarkAccesses) {
-  CompileOptions checked;
-  checked.boundscheck = true;
-  std::string text = ir_text("def f(a):\n    a[0] = a[1]\n", "f", "f64[::1]", checked);
-  EXPECT_TRUE(contains(text, "checked")) << text;
-  EXPECT_FALSE(contains(ir_text("def f(a):\n    a[0] = a[1]\n", "f", "f64[::1]"), "checked"));
+CompileOptions unchecked() {
+  CompileOptions options;
+  options.boundscheck = false;
+  return options;
+}
+
+// An index the analysis cannot prove in range is checked by default.
+TEST(BoundsChecks, UnprovenAccessesAreCheckedByDefault) {
+  std::string text = ir_text("def f(a):\n    a[0] = a[1]\n", "f", "f64[::1]");
+  EXPECT_TRUE(contains(text, "a[0:int; checked] = a[1:int; checked]")) << text;
+  EXPECT_FALSE(contains(ir_text("def f(a):\n    a[0] = a[1]\n", "f", "f64[::1]", unchecked()), "checked"));
+}
+
+// Indices from range over the array's own extents, plus and minus constants
+// within the halo, are proven: no check and no second version.
+TEST(BoundsChecks, IndicesOfRangeOverTheExtentNeedNoCheck) {
+  const char* src =
+      "def f(a, b):\n"
+      "    for i in range(1, a.shape[0] - 1):\n"
+      "        for j in range(a.shape[1]):\n"
+      "            a[i, j] = a[i - 1, j] + a[i + 1, a.shape[1] - 1 - j]\n"
+      "    b[1:-1] = b[2:] + b[:-2]\n";
+  std::string text = ir_text(src, "f", "f64[:, ::1], f64[::1]");
+  EXPECT_FALSE(contains(text, "checked")) << text;
+  EXPECT_FALSE(contains(text, "1099511627776")) << text;
+}
+
+// A bound the analysis cannot relate to the extent is tested once, before
+// the loop; the loop runs in an unchecked and a checked version.
+TEST(BoundsChecks, AffineIndexIsCheckedOnceBeforeTheLoop) {
+  const char* src =
+      "def f(a, n):\n"
+      "    for i in range(n):\n"
+      "        a[2 * i + 1] = 0.0\n";
+  std::string text = ir_text(src, "f", "f64[::1], int");
+  // The lower side is proven; n is trusted within 2^40, so that the bound's
+  // arithmetic cannot overflow.
+  EXPECT_TRUE(contains(text, "if (((((((n - 1:int) * 2:int) + 1:int) < a.shape[0]) and (n <= 1099511627776:int)) and "
+                             "(n >= -1099511627776:int))")) << text;
+  EXPECT_TRUE(contains(text, "a[((2:int * i) + 1:int)] = 0.0:float\n")) << text;
+  EXPECT_TRUE(contains(text, "a[((2:int * i) + 1:int); checked] = 0.0:float\n")) << text;
+}
+
+// An index loaded from an array is checked where it is used.
+TEST(BoundsChecks, GatheredIndexIsCheckedAtEachAccess) {
+  const char* src =
+      "def f(x, idx, out):\n"
+      "    for i in range(idx.shape[0]):\n"
+      "        out[i] = x[idx[i]]\n";
+  std::string text = ir_text(src, "f", "f64[::1], i64[::1], f64[::1]");
+  EXPECT_TRUE(contains(text, "out[i] = x[((idx[i] + x.shape[0]) if (idx[i] < 0:i64) else idx[i]); checked]")) << text;
 }
 
 TEST(Errors, UnknownNameHasACaret) {
@@ -461,7 +506,7 @@ TEST(Fusion, LocalMaskBecomesAScalarOfOnePassWithBothSums) {
       "        in_bin = (i <= radius) & (radius < i + 1)\n"
       "        res[i] = np.sum(np.where(in_bin, data, 0.0)) / np.sum(np.where(in_bin, 1.0, 0.0))\n"
       "    return res\n";
-  std::string text = ir_text(src, "f", "f64[::1], f64[::1], int");
+  std::string text = ir_text(src, "f", "f64[::1], f64[::1], int", unchecked());
   // In the usual version (data and radius of one extent), no allocation in
   // the bin loop; one vector loop computes the mask and both sums.
   text = text.substr(text.find("} else {"));
@@ -578,7 +623,7 @@ TEST(ArrayExprs, FloydWarshallSnapshotsTheRowAndTheColumnOnly) {
 
 TEST(ArrayExprs, ElementOperandOfTheTargetIsReadBeforeTheNest) {
   std::string text = ir_text("def f(a):\n    a[:] = a - a[0]\n", "f", "f64[::1]");
-  EXPECT_TRUE(contains(text, "_tmp0 = a[0:int]\n  parallel simd for")) << text;
+  EXPECT_TRUE(contains(text, "_tmp0 = a[0:int; checked]\n  parallel simd for")) << text;
   EXPECT_TRUE(contains(text, "a[_i1] = (a[_i1] - _tmp0)")) << text;
 }
 

@@ -1,0 +1,737 @@
+// Analysis: where array indices lie (see index_ranges.h).
+//
+// Proofs work on affine forms: an integer expression as a constant plus a sum
+// of integer multiples of atoms (loop variables, extents, other opaque
+// values). A form is shown non-negative by eliminating its atoms one at a
+// time, replacing each by a bound on the side that keeps the inequality: a
+// loop variable by its loop's first or last value (innermost loop first, so
+// that its bounds bring in only outer variables), min/max/select by their
+// operands, an extent by zero or by an extent equal to it. The search has a
+// fixed budget, so a proof that is not found quickly is not found.
+#include "analysis/index_ranges.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "analysis/index_bounds.h"
+#include "analysis/var_uses.h"
+#include "ir/ir_printer.h"
+#include "ir/ir_visitor.h"
+
+namespace plait::analysis {
+
+using ir::BinaryOp;
+using ir::Expr;
+
+namespace {
+
+constexpr int64_t kLimit = int64_t{1} << 48;  // constants beyond are "unknown"
+// Run-time values a condition trusts: with them and coefficients below
+// kLimit, no sum of a few terms can overflow int64.
+constexpr int64_t kGuard = int64_t{1} << 40;
+constexpr int kProofBudget = 400;
+constexpr int kDepthLimit = 24;
+
+// Assignments and bindings of the whole function.
+struct Bindings : ir::IRVisitor {
+  ir::VarMap<int> assigns;
+  ir::VarMap<Expr> value;
+  ir::ArrayMap<int> binds;
+  ir::ArrayMap<const ir::Allocate*> allocation;
+  ir::ArrayMap<ir::ArrayVar> bound_to;
+  using IRVisitor::visit;
+  void visit(const ir::Assign* a) override {
+    ++assigns[a->var.get()];
+    value[a->var.get()] = a->value;
+    IRVisitor::visit(a);
+  }
+  void visit(const ir::For* f) override {
+    assigns[f->var.get()] += 2;  // a loop variable takes many values
+    IRVisitor::visit(f);
+  }
+  void visit(const ir::Allocate* a) override {
+    ++binds[a->array.get()];
+    allocation[a->array.get()] = a;
+    IRVisitor::visit(a);
+  }
+  void visit(const ir::ArrayBind* b) override {
+    ++binds[b->dst.get()];
+    bound_to[b->dst.get()] = b->src;
+    IRVisitor::visit(b);
+  }
+};
+
+struct Term {
+  Expr atom;
+  std::string key;
+  int64_t k;
+};
+
+struct Affine {
+  int64_t c = 0;
+  std::vector<Term> terms;
+};
+
+// a + k * b, when it stays within +-kLimit.
+std::optional<int64_t> mul_add(int64_t a, int64_t k, int64_t b) {
+  int64_t product = 0, sum = 0;
+  if (__builtin_mul_overflow(k, b, &product) || __builtin_add_overflow(a, product, &sum)) return std::nullopt;
+  if (sum > kLimit || sum < -kLimit) return std::nullopt;
+  return sum;
+}
+std::optional<int64_t> bounded(int64_t v) { return mul_add(v, 0, 0); }
+
+// a + k * b, or nothing when a coefficient leaves the trusted range.
+std::optional<Affine> combine(Affine a, const Affine& b, int64_t k) {
+  auto c = mul_add(a.c, k, b.c);
+  if (!c) return std::nullopt;
+  a.c = *c;
+  for (const Term& t : b.terms) {
+    auto add = mul_add(0, k, t.k);
+    if (!add) return std::nullopt;
+    bool merged = false;
+    for (size_t i = 0; i < a.terms.size() && !merged; ++i) {
+      if (a.terms[i].key != t.key) continue;
+      auto sum = mul_add(a.terms[i].k, 1, *add);
+      if (!sum) return std::nullopt;
+      a.terms[i].k = *sum;
+      if (*sum == 0) a.terms.erase(a.terms.begin() + static_cast<std::ptrdiff_t>(i));
+      merged = true;
+    }
+    if (!merged && *add != 0) a.terms.push_back({t.atom, t.key, *add});
+  }
+  return a;
+}
+
+Affine constant(int64_t c) { return Affine{c, {}}; }
+
+// Text that identifies an expression's value: its printed form and the
+// identities of what it reads (two variables may share a name).
+std::string key_of(const Expr& e) {
+  std::string k = ir::to_string(e);
+  const VarUses u = uses_of(e);
+  for (const ir::VarInfo* v : u.reads) k.append(1, '#').append(std::to_string(v->id));
+  for (const ir::ArrayInfo* a : u.arrays) k.append(1, '@').append(std::to_string(a->id));
+  return k;
+}
+
+// Integer-to-integer conversions that keep every value.
+bool keeps_value(const ir::Cast* c) {
+  const ScalarType from = c->value->type, to = c->type;
+  if (!from.is_int() || !to.is_int()) return false;
+  if (from.is_unsigned() == to.is_unsigned()) return to.bits() >= from.bits();
+  return from.is_unsigned() && to.bits() > from.bits();
+}
+
+const ir::Binary* binary(const Expr& e, std::initializer_list<BinaryOp> ops) {
+  auto b = e->as<ir::Binary>();
+  if (!b) return nullptr;
+  for (BinaryOp op : ops)
+    if (b->op == op) return b;
+  return nullptr;
+}
+
+Expr int64(const Expr& e) {
+  if (e->type == ScalarType::py_int()) return e;
+  return ir::Cast::make(ScalarType::py_int(), e, false, e->loc);
+}
+Expr imm(int64_t v) { return ir::IntImm::make(v, ScalarType::py_int()); }
+Expr op(BinaryOp o, const Expr& a, const Expr& b) { return ir::Binary::make(o, a, b, ScalarType::py_int()); }
+Expr all_of(const Expr& a, const Expr& b) { return a ? ir::Logical::make(ir::LogicalOp::And, a, b) : b; }
+
+struct Frame {
+  const ir::For* loop;
+  int64_t step = 0;  // 0: the variable has no known bounds in the body
+  VarUses body;
+};
+
+struct Interval {
+  Expr lo, hi;
+};
+
+}  // namespace
+
+struct IndexFacts::State {
+  Bindings bindings;
+  std::vector<Frame> loops;
+  std::vector<std::vector<std::pair<Expr, Expr>>> equalities;  // per pushed condition
+  mutable int budget = 0;
+  // key_of() of each expression seen, holding the expression so that its
+  // address is not reused while the entry lives.
+  mutable std::map<const ir::ExprNode*, std::pair<Expr, std::string>> keys;
+  mutable bool classes_dirty = true;
+  mutable std::map<std::string, Expr> representative;
+  mutable std::map<std::string, std::vector<Expr>> members;
+  mutable ir::VarMap<bool> stable_vars;
+  mutable ir::ArrayMap<bool> stable_arrays;
+
+  const std::string& key(const Expr& e) const {
+    auto it = keys.find(e.get());
+    if (it == keys.end()) it = keys.emplace(e.get(), std::pair{e, key_of(e)}).first;
+    return it->second.second;
+  }
+
+  // ------------------------------------------------------------ stability
+  // A stable value is the same wherever it is read: constants, parameters
+  // never assigned, scalars assigned once from stable values, extents of
+  // arrays never rebound (or bound once to a stable shape).
+  bool stable_var(const ir::VarInfo* v) const {
+    auto memo = stable_vars.find(v);
+    if (memo != stable_vars.end()) return memo->second;
+    stable_vars[v] = false;  // a cycle is not stable
+    auto n = bindings.assigns.find(v);
+    bool s = n == bindings.assigns.end() ? v->is_param : n->second == 1 && stable(bindings.value.at(v));
+    return stable_vars[v] = s;
+  }
+  bool stable_array(const ir::ArrayInfo* a) const {
+    auto memo = stable_arrays.find(a);
+    if (memo != stable_arrays.end()) return memo->second;
+    stable_arrays[a] = false;
+    auto n = bindings.binds.find(a);
+    bool s = true;
+    if (n != bindings.binds.end()) {
+      s = n->second == 1;
+      if (s && bindings.allocation.count(a))
+        for (const Expr& e : bindings.allocation.at(a)->shape) s = s && stable(e);
+      if (s && bindings.bound_to.count(a)) s = stable_array(bindings.bound_to.at(a).get());
+    }
+    return stable_arrays[a] = s;
+  }
+  bool stable(const Expr& e) const {
+    switch (e->kind) {
+      case ir::NodeKind::IntImm:
+      case ir::NodeKind::BoolImm: return true;
+      case ir::NodeKind::VarRef: return stable_var(e->as<ir::VarRef>()->var.get());
+      case ir::NodeKind::ArrayDim: return stable_array(e->as<ir::ArrayDim>()->array.get());
+      case ir::NodeKind::Cast: return !e->as<ir::Cast>()->checked && stable(e->as<ir::Cast>()->value);
+      case ir::NodeKind::Unary: return stable(e->as<ir::Unary>()->a);
+      case ir::NodeKind::Binary: {
+        auto b = e->as<ir::Binary>();
+        return !b->zero_check && b->op != BinaryOp::Div && b->op != BinaryOp::Pow && stable(b->a) && stable(b->b);
+      }
+      case ir::NodeKind::Compare: return stable(e->as<ir::Compare>()->a) && stable(e->as<ir::Compare>()->b);
+      case ir::NodeKind::Logical: return stable(e->as<ir::Logical>()->a) && stable(e->as<ir::Logical>()->b);
+      case ir::NodeKind::Select: {
+        auto s = e->as<ir::Select>();
+        return stable(s->cond) && stable(s->t) && stable(s->f);
+      }
+      default: return false;
+    }
+  }
+  // The expression an extent of a stable local array stands for, if any.
+  Expr extent_source(const ir::ArrayDim* d) const {
+    const ir::ArrayInfo* a = d->array.get();
+    if (!bindings.binds.count(a) || !stable_array(a)) return nullptr;
+    if (bindings.allocation.count(a)) return bindings.allocation.at(a)->shape.at(static_cast<size_t>(d->dim));
+    return ir::ArrayDim::make(bindings.bound_to.at(a), d->dim, d->loc);
+  }
+  Expr single_value(const ir::VarInfo* v) const {
+    auto n = bindings.assigns.find(v);
+    if (n == bindings.assigns.end() || n->second != 1 || !stable_var(v)) return nullptr;
+    return bindings.value.at(v);
+  }
+
+  // ------------------------------------------------------------ loops
+  int frame_of(const ir::VarInfo* v, size_t from = 0) const {
+    for (size_t i = loops.size(); i-- > from;)
+      if (loops[i].loop->var.get() == v) return loops[i].step ? static_cast<int>(i) : -1;
+    return -1;
+  }
+
+  void push(const ir::For* f) {
+    Frame fr{f, 0, uses_of(f->body)};
+    auto step = f->step->as<ir::IntImm>();
+    bool ok = step && step->value != 0 && !fr.body.writes.count(f->var.get());
+    // The bounds are evaluated when the loop starts: they must still hold
+    // their values inside the body.
+    struct Loaded : ir::IRVisitor {
+      ir::ArraySet arrays;
+      using IRVisitor::visit;
+      void visit(const ir::Load* l) override {
+        arrays.insert(l->array.get());
+        IRVisitor::visit(l);
+      }
+    };
+    for (const Expr& e : {f->begin, f->end}) {
+      if (!ok) break;
+      const VarUses u = uses_of(e);
+      for (const ir::VarInfo* v : u.reads) ok = ok && !fr.body.writes.count(v);
+      for (const ir::ArrayInfo* a : u.arrays) ok = ok && !fr.body.array_binds.count(a);
+      // An element the bounds load may be stored to by the body.
+      Loaded loaded;
+      loaded.visit(e);
+      for (const ir::ArrayInfo* a : loaded.arrays) ok = ok && !fr.body.arrays.count(a);
+    }
+    if (ok) fr.step = step->value;
+    loops.push_back(std::move(fr));
+  }
+
+  // ------------------------------------------------------------ affine forms
+  std::optional<Affine> linear(const Expr& e, int depth = 0) const {
+    if (!e->type.is_int() || depth > kDepthLimit) return std::nullopt;
+    auto plain = [&](const Expr& a) { return std::optional<Affine>(Affine{0, {{a, key(a), 1}}}); };
+    // An atom known equal to others stands for its class.
+    auto atom = [&](const Expr& a) {
+      const Expr* rep = representative_of(key(a));
+      if (!rep || key(*rep) == key(a)) return plain(a);
+      switch ((*rep)->kind) {
+        case ir::NodeKind::IntImm:
+        case ir::NodeKind::Binary:
+        case ir::NodeKind::Unary: return linear(*rep, depth + 1);
+        default: return plain(*rep);
+      }
+    };
+    switch (e->kind) {
+      case ir::NodeKind::IntImm: {
+        auto v = bounded(e->as<ir::IntImm>()->value);
+        if (!v) return std::nullopt;
+        return constant(*v);
+      }
+      case ir::NodeKind::Unary: {
+        auto u = e->as<ir::Unary>();
+        if (u->op != ir::UnaryOp::Neg) return atom(e);
+        auto a = linear(u->a, depth + 1);
+        if (!a) return std::nullopt;
+        return combine(constant(0), *a, -1);
+      }
+      case ir::NodeKind::Binary: {
+        auto b = e->as<ir::Binary>();
+        if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) {
+          auto x = linear(b->a, depth + 1), y = linear(b->b, depth + 1);
+          if (!x || !y) return std::nullopt;
+          return combine(*x, *y, b->op == BinaryOp::Add ? 1 : -1);
+        }
+        if (b->op == BinaryOp::Mul) {
+          auto ka = b->a->as<ir::IntImm>(), kb = b->b->as<ir::IntImm>();
+          if (ka || kb) {
+            auto x = linear(kb ? b->a : b->b, depth + 1);
+            if (!x) return std::nullopt;
+            return combine(constant(0), *x, kb ? kb->value : ka->value);
+          }
+        }
+        return atom(e);
+      }
+      case ir::NodeKind::Cast:
+        if (keeps_value(e->as<ir::Cast>())) return linear(e->as<ir::Cast>()->value, depth + 1);
+        return atom(e);
+      case ir::NodeKind::VarRef: {
+        const ir::VarInfo* v = e->as<ir::VarRef>()->var.get();
+        if (frame_of(v) >= 0) return plain(e);
+        if (Expr value = single_value(v)) return linear(value, depth + 1);
+        return atom(e);
+      }
+      case ir::NodeKind::ArrayDim:
+        if (Expr source = extent_source(e->as<ir::ArrayDim>())) return linear(source, depth + 1);
+        return atom(e);
+      case ir::NodeKind::Select: {
+        auto s = e->as<ir::Select>();
+        if (auto known = decide(s->cond)) return linear(*known ? s->t : s->f, depth + 1);
+        return atom(e);
+      }
+      default: return atom(e);
+    }
+  }
+
+  // Whether a < b (op LT) and so on is known true or known false.
+  std::optional<bool> decide(const Expr& cond) const {
+    if (auto b = cond->as<ir::BoolImm>()) return b->value;
+    auto c = cond->as<ir::Compare>();
+    if (!c || !c->a->type.is_int() || !c->b->type.is_int()) return std::nullopt;
+    auto a = linear(c->a, kDepthLimit / 2), b = linear(c->b, kDepthLimit / 2);
+    if (!a || !b) return std::nullopt;
+    auto diff = combine(*b, *a, -1);  // b - a
+    auto neg = combine(*a, *b, -1);   // a - b
+    if (!diff || !neg) return std::nullopt;
+    auto minus_one = [](Affine x) { return combine(x, constant(1), -1); };
+    auto holds = [&](const std::optional<Affine>& x) { return x && nonneg(*x); };
+    switch (c->op) {
+      case ir::CompareOp::LT:
+        if (holds(minus_one(*diff))) return true;
+        if (holds(neg)) return false;
+        return std::nullopt;
+      case ir::CompareOp::LE:
+        if (holds(diff)) return true;
+        if (holds(minus_one(*neg))) return false;
+        return std::nullopt;
+      case ir::CompareOp::GT:
+        if (holds(minus_one(*neg))) return true;
+        if (holds(diff)) return false;
+        return std::nullopt;
+      case ir::CompareOp::GE:
+        if (holds(neg)) return true;
+        if (holds(minus_one(*diff))) return false;
+        return std::nullopt;
+      default: return std::nullopt;
+    }
+  }
+
+  // The classes of equal values that the known conditions make, each named
+  // by its member of smallest key (union-find over keys), rebuilt when the
+  // conditions change.
+  void build_classes() const {
+    if (!classes_dirty) return;
+    classes_dirty = false;
+    std::map<std::string, std::string> parent;
+    std::map<std::string, Expr> expr_of;
+    std::function<std::string(const std::string&)> find = [&](const std::string& k) {
+      auto it = parent.find(k);
+      if (it == parent.end() || it->second == k) return k;
+      return it->second = find(it->second);
+    };
+    for (const auto& level : equalities)
+      for (const auto& [a, b] : level) {
+        const std::string ka = key(a), kb = key(b);
+        expr_of.emplace(ka, a);
+        expr_of.emplace(kb, b);
+        parent.emplace(ka, ka);
+        parent.emplace(kb, kb);
+        std::string ra = find(ka), rb = find(kb);
+        if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
+      }
+    representative.clear();
+    members.clear();
+    for (const auto& [k, e] : expr_of) {
+      const std::string root = find(k);
+      representative[k] = expr_of.at(root);
+      members[root].push_back(e);
+    }
+  }
+  const Expr* representative_of(const std::string& k) const {
+    build_classes();
+    auto it = representative.find(k);
+    return it == representative.end() ? nullptr : &it->second;
+  }
+  // The other members of the class of `k`.
+  std::vector<Expr> equal_to(const std::string& k) const {
+    build_classes();
+    auto it = representative.find(k);
+    if (it == representative.end()) return {};
+    std::vector<Expr> out;
+    for (const Expr& e : members.at(key(it->second)))
+      if (key(e) != k) out.push_back(e);
+    return out;
+  }
+
+  // Bounds of a loop variable as forms: its first value and (for the upper
+  // side) the forms its end may be rewritten to. range(b, max(x, c)) with
+  // b >= c runs only when x > c, so its variable stays below x.
+  std::vector<Affine> loop_bounds(const Frame& fr, bool upper) const {
+    std::vector<Affine> out;
+    const ir::For* f = fr.loop;
+    auto push = [&](const Expr& e, int64_t shift) {
+      if (auto a = linear(e))
+        if (auto s = combine(*a, constant(shift), 1)) out.push_back(*s);
+    };
+    if (upper == (fr.step > 0)) {  // the side the loop's end bounds
+      std::vector<Expr> ends{f->end};
+      for (const Expr& e : equal_to(key(f->end))) ends.push_back(e);
+      int64_t shift = fr.step > 0 ? -1 : 1;
+      for (const Expr& e : ends) {
+        if (fr.step < 0) {
+          push(e, shift);
+          continue;
+        }
+        if (auto m = binary(e, {BinaryOp::Max, BinaryOp::PyMax})) {
+          for (auto [x, c] : {std::pair{m->a, m->b}, std::pair{m->b, m->a}}) {
+            auto ci = c->as<ir::IntImm>();
+            auto b = linear(f->begin);
+            if (!ci || !b) continue;
+            if (auto d = combine(*b, constant(ci->value), -1); d && nonneg(*d)) push(x, -1);
+          }
+        }
+      }
+      // The ends as they are, after the sharper forms above.
+      if (fr.step > 0)
+        for (const Expr& e : ends) push(e, shift);
+    } else {
+      push(f->begin, 0);
+    }
+    return out;
+  }
+
+  bool nonneg(const Affine& d) const {
+    if (--budget < 0) return false;
+    if (d.terms.empty()) return d.c >= 0;
+    // The innermost loop variable first.
+    int deepest = -1;
+    size_t at = 0;
+    for (size_t i = 0; i < d.terms.size(); ++i)
+      if (auto v = d.terms[i].atom->as<ir::VarRef>()) {
+        int f = frame_of(v->var.get());
+        if (f > deepest) deepest = f, at = i;
+      }
+    Term t = d.terms[at];
+    Affine rest = d;
+    rest.terms.erase(rest.terms.begin() + static_cast<std::ptrdiff_t>(at));
+    auto with = [&](const Affine& value) {
+      auto n = combine(rest, value, t.k);
+      return n && nonneg(*n);
+    };
+    auto with_expr = [&](const Expr& e) {
+      auto a = linear(e);
+      return a && with(*a);
+    };
+    if (deepest >= 0) {
+      for (const Affine& b : loop_bounds(loops[static_cast<size_t>(deepest)], t.k < 0))
+        if (with(b)) return true;
+      return false;
+    }
+    if (t.k > 0)
+      if (auto lb = lower_bound(t.atom, {}); lb && with(constant(*lb))) return true;
+    if (auto m = binary(t.atom, {BinaryOp::Max, BinaryOp::PyMax, BinaryOp::Min, BinaryOp::PyMin})) {
+      bool is_max = m->op == BinaryOp::Max || m->op == BinaryOp::PyMax;
+      if (is_max == (t.k > 0)) {
+        if (with_expr(m->a) || with_expr(m->b)) return true;
+      } else if (with_expr(m->a) && with_expr(m->b)) {
+        return true;
+      }
+    }
+    if (auto s = t.atom->as<ir::Select>())
+      if (with_expr(s->t) && with_expr(s->f)) return true;
+    return false;
+  }
+
+  // ------------------------------------------------------------ run-time ranges
+  // Whether `e` keeps its value through the loops from `outer` in, and can be
+  // evaluated before them without loading or raising.
+  bool invariant(const Expr& e, size_t outer) const {
+    struct Scan : ir::IRVisitor {
+      bool ok = true;
+      using IRVisitor::visit;
+      void visit(const ir::Load*) override { ok = false; }
+      void visit(const ir::Call*) override { ok = false; }
+      void visit(const ir::ArraysOverlap*) override { ok = false; }
+      void visit(const ir::Cast* c) override {
+        ok = ok && !c->checked;
+        IRVisitor::visit(c);
+      }
+      void visit(const ir::Binary* b) override {
+        ok = ok && !b->zero_check && b->op != BinaryOp::Div && b->op != BinaryOp::Pow;
+        IRVisitor::visit(b);
+      }
+    } scan;
+    scan.visit(e);
+    if (!scan.ok) return false;
+    const Frame& fr = loops[outer];
+    const VarUses u = uses_of(e);
+    for (const ir::VarInfo* v : u.reads)
+      if (fr.body.writes.count(v) || v == fr.loop->var.get()) return false;
+    for (const ir::ArrayInfo* a : u.arrays)
+      if (fr.body.array_binds.count(a)) return false;
+    return true;
+  }
+
+  std::optional<Interval> range(const Expr& e, size_t outer, int depth = 0) const {
+    if (!e->type.is_int() || depth > kDepthLimit) return std::nullopt;
+    auto point = [](const Expr& x) { return std::optional<Interval>(Interval{int64(x), int64(x)}); };
+    if (auto v = e->as<ir::VarRef>()) {
+      int f = frame_of(v->var.get(), outer);
+      if (f >= static_cast<int>(outer)) {
+        const Frame& fr = loops[static_cast<size_t>(f)];
+        // The outer loop's bounds are evaluated just before it starts, as
+        // the condition is: they are read as they are (loads included).
+        auto bound = [&](const Expr& b) {
+          return static_cast<size_t>(f) == outer ? point(b) : range(b, outer, depth + 1);
+        };
+        auto b = bound(fr.loop->begin), n = bound(fr.loop->end);
+        if (!b || !n) return std::nullopt;
+        if (fr.step > 0) return Interval{b->lo, op(BinaryOp::Sub, n->hi, imm(1))};
+        return Interval{op(BinaryOp::Add, n->lo, imm(1)), b->hi};
+      }
+      if (invariant(e, outer)) return point(e);
+      if (Expr value = single_value(v->var.get())) return range(value, outer, depth + 1);
+      return std::nullopt;
+    }
+    if (auto d = e->as<ir::ArrayDim>()) {
+      if (invariant(e, outer)) return point(e);
+      if (Expr source = extent_source(d)) return range(source, outer, depth + 1);
+      return std::nullopt;
+    }
+    if (auto c = e->as<ir::Cast>()) {
+      if (keeps_value(c)) return range(c->value, outer, depth + 1);
+    } else if (auto s = e->as<ir::Select>()) {
+      if (auto known = decide(s->cond)) return range(*known ? s->t : s->f, outer, depth + 1);
+      auto t = range(s->t, outer, depth + 1), f = range(s->f, outer, depth + 1);
+      if (t && f) return Interval{op(BinaryOp::PyMin, t->lo, f->lo), op(BinaryOp::PyMax, t->hi, f->hi)};
+    } else if (auto u = e->as<ir::Unary>(); u && u->op == ir::UnaryOp::Neg) {
+      if (auto a = range(u->a, outer, depth + 1))
+        return Interval{op(BinaryOp::Sub, imm(0), a->hi), op(BinaryOp::Sub, imm(0), a->lo)};
+    } else if (auto b = e->as<ir::Binary>()) {
+      auto kb = b->b->as<ir::IntImm>();
+      switch (b->op) {
+        case BinaryOp::Add:
+        case BinaryOp::Sub: {
+          auto x = range(b->a, outer, depth + 1), y = range(b->b, outer, depth + 1);
+          if (!x || !y) break;
+          if (b->op == BinaryOp::Add) return Interval{op(BinaryOp::Add, x->lo, y->lo), op(BinaryOp::Add, x->hi, y->hi)};
+          return Interval{op(BinaryOp::Sub, x->lo, y->hi), op(BinaryOp::Sub, x->hi, y->lo)};
+        }
+        case BinaryOp::Mul: {
+          auto ka = b->a->as<ir::IntImm>();
+          const ir::IntImm* k = kb ? kb : ka;
+          if (!k || k->value > kLimit || k->value < -kLimit) break;
+          auto x = range(kb ? b->a : b->b, outer, depth + 1);
+          if (!x) break;
+          Expr lo = op(BinaryOp::Mul, x->lo, imm(k->value)), hi = op(BinaryOp::Mul, x->hi, imm(k->value));
+          if (k->value < 0) std::swap(lo, hi);
+          return Interval{lo, hi};
+        }
+        case BinaryOp::Min:
+        case BinaryOp::PyMin:
+        case BinaryOp::Max:
+        case BinaryOp::PyMax: {
+          auto x = range(b->a, outer, depth + 1), y = range(b->b, outer, depth + 1);
+          if (!x || !y) break;
+          BinaryOp o = b->op == BinaryOp::Min || b->op == BinaryOp::PyMin ? BinaryOp::PyMin : BinaryOp::PyMax;
+          return Interval{op(o, x->lo, y->lo), op(o, x->hi, y->hi)};
+        }
+        case BinaryOp::FloorDiv: {
+          if (!kb || kb->value <= 0) break;
+          auto x = range(b->a, outer, depth + 1);
+          if (!x) break;
+          return Interval{op(BinaryOp::FloorDiv, x->lo, imm(kb->value)), op(BinaryOp::FloorDiv, x->hi, imm(kb->value))};
+        }
+        case BinaryOp::Mod:
+          if (kb && kb->value > 0) return Interval{imm(0), imm(kb->value - 1)};
+          break;
+        default: break;
+      }
+    }
+    if (invariant(e, outer)) return point(e);
+    return std::nullopt;
+  }
+};
+
+IndexFacts::IndexFacts(const ir::Stmt& body) : state_(std::make_unique<State>()) { state_->bindings.visit(body); }
+IndexFacts::~IndexFacts() = default;
+
+void IndexFacts::push_loop(const ir::For* loop) { state_->push(loop); }
+void IndexFacts::pop_loop() { state_->loops.pop_back(); }
+size_t IndexFacts::depth() const { return state_->loops.size(); }
+const ir::For* IndexFacts::loop(size_t i) const { return state_->loops.at(i).loop; }
+
+void IndexFacts::push_condition(const ir::Expr& cond, bool holds) {
+  std::vector<std::pair<Expr, Expr>> found;
+  // Equalities of stable integers that `cond` (or its negation) implies.
+  std::function<void(const Expr&, bool, int)> collect = [&](const Expr& e, bool h, int depth) {
+    if (depth > kDepthLimit) return;
+    if (auto l = e->as<ir::Logical>()) {
+      if ((l->op == ir::LogicalOp::And) == h) {
+        collect(l->a, h, depth + 1);
+        collect(l->b, h, depth + 1);
+      }
+    } else if (auto u = e->as<ir::Unary>(); u && u->op == ir::UnaryOp::Not) {
+      collect(u->a, !h, depth + 1);
+    } else if (auto c = e->as<ir::Compare>()) {
+      bool equal = (c->op == ir::CompareOp::EQ && h) || (c->op == ir::CompareOp::NE && !h);
+      if (equal && c->a->type.is_int() && state_->stable(c->a) && state_->stable(c->b)) found.emplace_back(c->a, c->b);
+    } else if (auto v = e->as<ir::VarRef>()) {
+      if (Expr value = state_->single_value(v->var.get())) collect(value, h, depth + 1);
+    }
+  };
+  collect(cond, holds, 0);
+  state_->equalities.push_back(std::move(found));
+  state_->classes_dirty = true;
+}
+void IndexFacts::pop_condition() {
+  state_->equalities.pop_back();
+  state_->classes_dirty = true;
+}
+
+namespace {
+
+// Whether index >= 0 (lower) or index < array.shape[dim] (upper) is proven.
+bool proves_side(const IndexFacts::State& s, const Expr& index, const ir::ArrayVar& array, int dim, bool upper) {
+  s.budget = kProofBudget;
+  auto i = s.linear(index);
+  if (!i) return false;
+  if (!upper) return s.nonneg(*i);
+  auto n = s.linear(ir::ArrayDim::make(array, dim, index->loc));
+  if (!n) return false;
+  auto d = combine(*n, *i, -1);
+  if (d) d = combine(*d, constant(1), -1);
+  return d && s.nonneg(*d);
+}
+
+}  // namespace
+
+bool IndexFacts::proves_in_range(const ir::Expr& index, const ir::ArrayVar& array, int dim) const {
+  return proves_side(*state_, index, array, dim, false) && proves_side(*state_, index, array, dim, true);
+}
+
+ir::Expr IndexFacts::in_range_condition(const ir::Expr& index, const ir::ArrayVar& array, int dim, size_t outer) const {
+  const State& s = *state_;
+  if (outer >= s.loops.size()) return nullptr;
+  s.budget = kProofBudget;
+  auto extent = s.range(ir::ArrayDim::make(array, dim, index->loc), outer);
+  if (!extent) return nullptr;
+  // Python's wrap of a negative index, as transforms/normalize_indices
+  // writes it: (x + n) if x < 0 else x, in range when -n <= x < n.
+  Expr x = index;
+  bool wraps = false;
+  if (auto sel = index->as<ir::Select>()) {
+    auto lt = sel->cond->as<ir::Compare>();
+    auto zero = lt ? lt->b->as<ir::IntImm>() : nullptr;
+    auto add = binary(sel->t, {BinaryOp::Add});
+    auto dim_of = add ? add->b->as<ir::ArrayDim>() : nullptr;
+    if (lt && lt->op == ir::CompareOp::LT && zero && zero->value == 0 && dim_of && dim_of->array == array &&
+        dim_of->dim == dim && s.key(lt->a) == s.key(sel->f) && s.key(add->a) == s.key(sel->f)) {
+      x = sel->f;
+      wraps = true;
+    }
+  }
+  auto r = s.range(x, outer);
+  if (!r) return nullptr;
+  Expr n = extent->lo;
+  Expr lo = wraps ? op(BinaryOp::Add, r->lo, n) : r->lo;
+  // A side the analysis proves needs no test.
+  Expr cond;
+  std::vector<Expr> tested;
+  if (wraps || !proves_side(s, index, array, dim, false)) {
+    cond = ir::Compare::make(ir::CompareOp::GE, lo, imm(0));
+    tested.push_back(lo);
+  }
+  if (wraps || !proves_side(s, index, array, dim, true)) {
+    cond = all_of(cond, ir::Compare::make(ir::CompareOp::LT, r->hi, n));
+    tested.push_back(r->hi);
+    tested.push_back(n);
+  }
+  if (!cond) return ir::BoolImm::make(true);
+  // Every value read at run time lies within +-kGuard, so the sums above
+  // cannot overflow.
+  std::vector<Expr> leaves;
+  std::set<std::string> seen;
+  std::function<void(const Expr&)> collect = [&](const Expr& e) {
+    // The operations range() writes; any other value (an invariant product
+    // of variables, say) is computed as the kernel computes it, so it is
+    // itself a leaf.
+    auto b = binary(e, {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::PyMin, BinaryOp::PyMax,
+                        BinaryOp::FloorDiv});
+    auto c = e->as<ir::Cast>();
+    auto u = e->as<ir::Unary>();
+    if (b && (b->op != BinaryOp::Mul || b->b->as<ir::IntImm>()) &&
+        (b->op != BinaryOp::FloorDiv || b->b->as<ir::IntImm>())) {
+      collect(b->a);
+      collect(b->b);
+    } else if (c && keeps_value(c)) {
+      collect(c->value);
+    } else if (u && u->op == ir::UnaryOp::Neg) {
+      collect(u->a);
+    } else if (!e->as<ir::IntImm>() && seen.insert(s.key(e)).second) {
+      leaves.push_back(e);
+    }
+  };
+  for (const Expr& e : tested) collect(e);
+  for (const Expr& leaf : leaves) {
+    Expr v = int64(leaf);
+    cond = all_of(cond, ir::Compare::make(ir::CompareOp::LE, v, imm(kGuard)));
+    if (!leaf->as<ir::ArrayDim>()) cond = all_of(cond, ir::Compare::make(ir::CompareOp::GE, v, imm(-kGuard)));
+  }
+  return cond;
+}
+
+}  // namespace plait::analysis
