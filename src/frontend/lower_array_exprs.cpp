@@ -16,6 +16,7 @@
 #include "analysis/index_bounds.h"
 #include "analysis/var_uses.h"
 #include "frontend/lowerer.h"
+#include "ir/ir_visitor.h"
 #include "runtime/abi.h"
 
 namespace plait::lowering {
@@ -419,6 +420,42 @@ ir::Var Lowerer::broadcast_flag(const Expr& e, const Expr& broadcast, std::vecto
   return flag;
 }
 
+namespace {
+
+// The number of nodes of `e`, counted up to `limit`.
+size_t nodes_up_to(const Expr& e, size_t limit) {
+  struct Count : ir::IRVisitor {
+    size_t n = 0, limit = 0;
+    using IRVisitor::visit;
+    void visit(const ir::Select* s) override {
+      if (++n <= limit) IRVisitor::visit(s);
+    }
+    void visit(const ir::Compare* c) override {
+      if (++n <= limit) IRVisitor::visit(c);
+    }
+    void visit(const ir::Binary* b) override {
+      if (++n <= limit) IRVisitor::visit(b);
+    }
+  } count;
+  count.limit = limit;
+  count.visit(e);
+  return count.n;
+}
+
+}  // namespace
+
+// A broadcast extent of many nodes is computed once, into a local: each
+// operand of a chain nests the extent before it twice (in the test and in
+// the result), so n operands would make 2^n nodes.
+Expr Lowerer::named_if_large(const Expr& extent, SourceLoc loc) {
+  constexpr size_t kLargeExtent = 24;
+  if (nodes_up_to(extent, kLargeExtent) < kLargeExtent) return extent;
+  ir::Var v = temp_var(ScalarType::py_int(), loc);
+  v->name = "_extent" + v->name.substr(4);
+  pending_.push_back(ir::Assign::make(v, extent, loc));
+  return ir::VarRef::make(v, loc);
+}
+
 Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<Expr(const std::vector<Expr>&)>& op,
                            SourceLoc loc) {
   std::vector<TensorPtr> ts;
@@ -460,6 +497,7 @@ Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<E
                                            : ir::Select::make(ir::Compare::make(ir::CompareOp::EQ, broadcast, int_imm(1, loc), loc),
                                                               e, broadcast, loc);
       }
+      broadcast = named_if_large(broadcast, loc);
       for (size_t a : operands) {
         Expr e = extent_of(a);
         if (same_expr(e, broadcast)) continue;
@@ -471,7 +509,7 @@ Value Lowerer::elementwise(const std::vector<Value>& args, const std::function<E
         flags[a][d - (rank - ts[a]->rank())] = broadcast_flag(e, broadcast, pending_, loc);
       }
       const ir::Var& first = flags[operands[0]][d - (rank - ts[operands[0]]->rank())];
-      if (first) extent = ir::Select::make(ir::VarRef::make(first, loc), broadcast, extent, loc);
+      if (first) extent = named_if_large(ir::Select::make(ir::VarRef::make(first, loc), broadcast, extent, loc), loc);
     }
     t->shape.push_back(extent ? extent : int_imm(1, loc));
     t->unit.push_back(!extent);

@@ -251,6 +251,7 @@ class Lowerer {
   TensorPtr array_view(const TensorPtr& base, const ast::Expr* index, const ast::Expr* source, SourceLoc loc);
   bool indexes_a_view(const ir::ArrayVar& array, const ast::Expr& index);
   ir::Var broadcast_flag(const Expr& e, const Expr& broadcast, std::vector<Stmt>& out, SourceLoc loc);
+  Expr named_if_large(const Expr& extent, SourceLoc loc);
   Value elementwise(const std::vector<Value>& args, const std::function<Expr(const std::vector<Expr>&)>& op, SourceLoc loc);
   Value tensor_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc);
   Value reduce(const std::string& name, const Value& x, const ast::Call& c, size_t first_kwarg_arg);

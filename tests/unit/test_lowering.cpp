@@ -621,6 +621,24 @@ TEST(ArrayExprs, FloydWarshallSnapshotsTheRowAndTheColumnOnly) {
   EXPECT_TRUE(contains(text, "path[_i4, _i5] = minimum(path[_i4, _i5], (_tmp_array0[_i4] + _tmp_array2[_i5]))")) << text;
 }
 
+// Each operand of a chain of broadcasting operands nests the extent before
+// it twice; a large extent is computed once into a local, so that the IR
+// grows with the chain's length, not 2^length (a fuzzer finding: a 3-D
+// stencil with one mismatched slice took minutes to compile).
+TEST(ArrayExprs, ChainOfBroadcastingOperandsStaysSmall) {
+  std::string src = "def f(out";
+  std::string sum, signature = "f64[::1]";
+  for (int i = 0; i < 16; ++i) {
+    src += ", a" + std::to_string(i);
+    sum += (i ? " + a" : "a") + std::to_string(i);
+    signature += ", f64[::1]";
+  }
+  src += "):\n    out[:] = " + sum + "\n";
+  std::string text = ir_text(src, "f", signature);
+  EXPECT_TRUE(contains(text, "_extent")) << text.substr(0, 4000);
+  EXPECT_LT(text.size(), 400000u);
+}
+
 TEST(ArrayExprs, ElementOperandOfTheTargetIsReadBeforeTheNest) {
   std::string text = ir_text("def f(a):\n    a[:] = a - a[0]\n", "f", "f64[::1]");
   EXPECT_TRUE(contains(text, "_tmp0 = a[0:int; checked]\n  parallel simd for")) << text;
