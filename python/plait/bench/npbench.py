@@ -9,7 +9,9 @@ kernel; see its __init__.py for what a module holds); they are found from the
 current directory upwards, or named with --kernels-dir or PLAIT_NPBENCH_DIR.
 The peers are NumPy, Numba and Plait on the CPU; NumPy (on the CPU, the
 baseline), Plait, CuPy, JAX, PyTorch and torch.compile on the GPU. A peer
-that is not installed, or finds no GPU, is skipped with a note.
+that is not installed, or finds no GPU, is skipped with a note. With
+--peers, plait_unchecked (Plait with boundscheck=False) can join them, to
+measure what the default bounds checks cost.
 
 Method (NPBench's): every implementation is first called once, untimed (it
 compiles), on fresh copies of the inputs, and its outputs -- the returned
@@ -182,10 +184,12 @@ class PlaitPeer(Peer):
     plait.jit(target=...). On the GPU the inputs are copied to the device
     before the call (untimed) and the call is followed by a synchronisation."""
 
-    name = "plait"
-
-    def __init__(self, target):
+    def __init__(self, target, boundscheck=True):
         self.target = target
+        self.boundscheck = boundscheck
+        # "plait_unchecked": boundscheck=False, to measure what the default
+        # checks cost.
+        self.name = "plait" if boundscheck else "plait_unchecked"
         self._retargeted = {}
 
     def unavailable(self):
@@ -203,12 +207,12 @@ class PlaitPeer(Peer):
 
     def implementation(self, module):
         kernel = getattr(module, "kernel_plait", None)
-        if kernel is None or self.target == "cpu":
+        if kernel is None or (self.target == "cpu" and self.boundscheck):
             return kernel
         if module not in self._retargeted:
             import plait
 
-            self._retargeted[module] = plait.jit(target=self.target)(kernel.py_func)
+            self._retargeted[module] = plait.jit(target=self.target, boundscheck=self.boundscheck)(kernel.py_func)
         return self._retargeted[module]
 
     def to_device(self, value):
@@ -366,6 +370,11 @@ def peers_for(target):
     if target == "cpu":
         return [NumpyPeer(), NumbaPeer(), PlaitPeer("cpu")]
     return [NumpyPeer(), PlaitPeer(target), CupyPeer(), JaxPeer(), TorchPeer(False), TorchPeer(True)]
+
+
+def optional_peers_for(target):
+    """Peers run only when --peers names them."""
+    return [PlaitPeer(target, boundscheck=False)]
 
 
 # ================================================================ validation
@@ -747,7 +756,7 @@ def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, 
     kernel can be compared); once `max_time_s` seconds have passed since the
     start, the remaining pairs are skipped. `on_kernel_done(results)` is
     called after each kernel (to write partial results)."""
-    all_peers = {p.name: p for p in peers_for(target)}
+    all_peers = {p.name: p for p in [*peers_for(target), *optional_peers_for(target)]}
     unknown = [p for p in peer_names if p not in all_peers]
     if unknown:
         raise ValueError(f"unknown peer(s) {', '.join(unknown)} for target {target}; known: {', '.join(all_peers)}")
