@@ -1837,6 +1837,7 @@ bool always_returns(const ast::StmtList& body) {
 ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   declare_params(fn);
   collect_assigned_names(fn.body, assigned_names_);
+  assigned_names_.insert(fn.annotated_names.begin(), fn.annotated_names.end());
   collect_written_arrays(fn.body, written_arrays_);
   for (const auto& p : fn.params) assigned_names_.erase(p.name);
   bindings_ = definite_assignment(fn.body, assigned_names_);
