@@ -60,8 +60,7 @@ def main():
                                                              options.calls, sync)))
         plan = plait_cuda._CallPlan(kernel, args)
         compiled = kernel._by_call_signature[plan.signature()]
-        path = vadd.__code__.co_filename
-        rows.append(("  plait: C++ call (launch)", per_call(lambda: compiled.call_cuda(plan.values, plan.stream, path),
+        rows.append(("  plait: C++ call (launch)", per_call(lambda: compiled.call_cuda(plan.values, plan.stream),
                                                             options.calls, sync)))
         rows.append(("  torch.cuda.current_stream()", per_call(lambda: torch.cuda.current_stream().cuda_stream,
                                                                options.calls, sync)))

@@ -595,7 +595,7 @@ def _first_line(error):
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def _median_run_ms(kernel, values, restore, stream, path):
+def _median_run_ms(kernel, values, restore, stream):
     """The median time in ms of _TIMED_RUNS runs of `kernel` on `values`
     after a warm-up run, each from the arguments' original contents
     (restore(), not timed), synchronising the stream around each run."""
@@ -604,7 +604,7 @@ def _median_run_ms(kernel, values, restore, stream, path):
         restore()
         _core.synchronize(stream)
         start = time.perf_counter()
-        kernel.call_cuda(values, stream, path)
+        kernel.call_cuda(values, stream)
         _core.synchronize(stream)
         if run:
             times.append((time.perf_counter() - start) * 1e3)
@@ -656,7 +656,7 @@ class CudaDispatcher(Dispatcher):
         if plan.guarded:
             plan.check_writes(self, kernel, args)
         try:
-            results = kernel.call_cuda(plan.values, plan.stream, self.py_func.__code__.co_filename)
+            results = kernel.call_cuda(plan.values, plan.stream)
         except BaseException:
             # NumPy arguments get what the kernel wrote before the error, as
             # on the CPU; the kernel's error is the one raised.
@@ -774,7 +774,6 @@ class CudaDispatcher(Dispatcher):
         if not kernels:
             raise first_error
         values, restore = plan.copied_values()
-        path = self.py_func.__code__.co_filename
         results = []
         for candidate in candidates:
             text = tuning.candidate_text(candidate)
@@ -782,7 +781,7 @@ class CudaDispatcher(Dispatcher):
                 results.append((candidate, None, notes[text]))
                 continue
             try:
-                ms = _median_run_ms(kernels[text], values, restore, plan.stream, path)
+                ms = _median_run_ms(kernels[text], values, restore, plan.stream)
             except Exception as e:  # noqa: BLE001 - a candidate that cannot run is skipped
                 results.append((candidate, None, "failed to run: " + _first_line(e)))
                 continue

@@ -13,7 +13,7 @@ import sys
 import types
 
 from . import _core
-from .source import capture_source
+from .source import call_position, capture_source
 from .tuning import tuning_space
 
 _TRUE_WORDS = ("1", "true", "yes", "on")
@@ -306,7 +306,7 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=True, fastmath=False, 
         caller = sys._getframe(1)
         if caller.f_code is jit.__code__:
             caller = caller.f_back
-        scope = (dict(caller.f_locals), caller.f_globals) if caller is not None else None
+        scope = (dict(caller.f_locals), caller.f_globals, call_position(caller)) if caller is not None else None
         options = dict(scope=scope, cache=cache, boundscheck=bool(boundscheck), fastmath=bool(fastmath), num_threads=num_threads,
                        auto_simd=bool(auto_simd))
         if target == "cuda":

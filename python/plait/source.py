@@ -12,6 +12,7 @@ function's own source, so their effect would be silently lost.
 import ast
 import functools
 import inspect
+import itertools
 import textwrap
 from dataclasses import dataclass
 
@@ -28,9 +29,10 @@ class KernelSource:
 def capture_source(fn, scope=None):
     """The KernelSource of `fn`. Raises OSError when Python kept no source
     for it, and UnsupportedError (at the decorator's line) when decorators
-    below @plait.jit would be dropped. `scope`: (locals, globals) where the
-    decorators were evaluated, to recognise plait.jit under other names;
-    default: fn's globals."""
+    below @plait.jit would be dropped. `scope`: (locals, globals, position)
+    where plait.jit was applied: the names the decorator expressions saw, to
+    recognise plait.jit under other names, and the call_position of the
+    frame that applied it; default: fn's globals."""
     path = fn.__code__.co_filename
     try:
         lines, first_line = inspect.getsourcelines(fn)
@@ -42,8 +44,21 @@ def capture_source(fn, scope=None):
             "string: define the kernel in a .py file or a notebook cell (PLAIT_DISABLE_JIT=1 runs it as plain "
             "Python without its source)") from None
     source = KernelSource(path, "".join(lines), max(first_line, 1))
-    _refuse_decorators_below_jit(fn, source, scope or ({}, fn.__globals__))
+    _refuse_decorators_below_jit(fn, source, scope or ({}, fn.__globals__, None))
     return source
+
+
+def call_position(frame):
+    """(file line, byte column) of the expression `frame` is calling now:
+    for the frame applying a decorator, where that decorator's expression
+    starts. None where Python keeps no columns (3.10)."""
+    positions = getattr(frame.f_code, "co_positions", None)
+    if positions is None:
+        return None
+    position = next(itertools.islice(positions(), frame.f_lasti // 2, None), None)
+    if position is None or position[0] is None or position[2] is None:
+        return None
+    return position[0], position[2]
 
 
 def _refuse_decorators_below_jit(fn, source, scope):
@@ -52,7 +67,14 @@ def _refuse_decorators_below_jit(fn, source, scope):
     below = []
     if definition is not None:
         decorators = definition.decorator_list
-        jit_at = [i for i, node in enumerate(decorators) if _is_plait_jit(node, scope)]
+        # The decorator that applied plait.jit is the one Python was calling,
+        # whatever expression reaches plait.jit (`@jits["j"]`, `@make()`);
+        # without that position, the decorators that name plait.jit.
+        position = scope[2]
+        jit_at = [i for i, node in enumerate(decorators)
+                  if position == (source.first_line + node.lineno - 1, node.col_offset + indent)]
+        if not jit_at:
+            jit_at = [i for i, node in enumerate(decorators) if _is_plait_jit(node, scope)]
         # Decorators apply bottom-up: those below the lowest @plait.jit ran
         # first. Without one (plait.jit(fn) called, or an alias it cannot
         # resolve), every decorator ran before plait.jit saw the function;
@@ -63,7 +85,10 @@ def _refuse_decorators_below_jit(fn, source, scope):
     if below:
         node = below[0]
         line = source.first_line + node.lineno - 1
-        col = node.col_offset + indent - 1  # the '@' before the expression
+        # The '@' before the expression, which may be parenthesised (columns
+        # count bytes, as the compiler's).
+        text_line = source.text.splitlines()[node.lineno - 1].encode()
+        col = text_line.rfind(b"@", 0, node.col_offset + indent)
         end_col = node.end_col_offset + indent if node.end_lineno == node.lineno else col + 1
         text = ast.get_source_segment(textwrap.dedent(source.text), node) or "..."
         message = (f"the decorator '@{text}' is below @plait.jit: plait compiles {fn.__qualname__}'s own source, "
@@ -122,14 +147,29 @@ _UNRESOLVED = object()
 
 
 def _resolve(node, scope):
-    """The value of a name or attribute chain in `scope` ((locals, globals),
-    then builtins), or _UNRESOLVED."""
+    """The value of a name, attribute chain or constant subscript of a dict,
+    list or tuple in `scope` ((locals, globals, position), then builtins),
+    or _UNRESOLVED."""
     if isinstance(node, ast.Attribute):
         base = _resolve(node.value, scope)
-        return _UNRESOLVED if base is _UNRESOLVED else getattr(base, node.attr, _UNRESOLVED)
+        if base is _UNRESOLVED:
+            return _UNRESOLVED
+        try:
+            return getattr(base, node.attr, _UNRESOLVED)
+        except Exception:  # noqa: BLE001 - a property that raises names no plait.jit
+            return _UNRESOLVED
+    if isinstance(node, ast.Subscript):
+        # Only builtin containers: their subscripts run no user code.
+        base = _resolve(node.value, scope)
+        if type(base) not in (dict, list, tuple) or not isinstance(node.slice, ast.Constant):
+            return _UNRESOLVED
+        try:
+            return base[node.slice.value]
+        except (LookupError, TypeError):
+            return _UNRESOLVED
     if not isinstance(node, ast.Name):
         return _UNRESOLVED
-    local_names, global_names = scope
+    local_names, global_names = scope[:2]
     for names in (local_names, global_names):
         if node.id in names:
             return names[node.id]

@@ -719,16 +719,23 @@ PyObject* runtime_error_class(int32_t kind) {
 }
 
 // Sets the Python exception of a call that ended with error `status`: the
-// kernel's message with the user's file and line, or, for an interrupt,
-// whatever Python's SIGINT handler raises.
-void set_kernel_error(int32_t status, plait_context& ctx, const std::string& path) {
+// kernel's message with the user's file, line and column (in characters,
+// as the generated code reports it), then the line with a caret under that
+// column; or, for an interrupt, whatever Python's SIGINT handler raises.
+void set_kernel_error(int32_t status, plait_context& ctx, const plait::SourceFile& source) {
   if (status == PLAIT_KEYBOARD_INTERRUPT) {
     if (PyErr_CheckSignals() == 0) PyErr_SetNone(PyExc_KeyboardInterrupt);
     return;
   }
   ctx.error_message[sizeof(ctx.error_message) - 1] = '\0';
   std::string message = ctx.error_message;
-  if (ctx.error_line > 0) message += " (File \"" + path + "\", line " + std::to_string(ctx.error_line) + ")";
+  if (ctx.error_line > 0) {
+    message += " (File \"" + source.path + "\", line " + std::to_string(ctx.error_line) + ", col " +
+               std::to_string(ctx.error_col + 1) + ")";
+    const std::string excerpt =
+        plait::source_excerpt(source, plait::SourceLoc{ctx.error_line, ctx.error_col, ctx.error_line, ctx.error_col + 1});
+    if (!excerpt.empty()) message += "\n" + excerpt;
+  }
   PyErr_SetString(runtime_error_class(status), message.c_str());
 }
 
@@ -891,7 +898,7 @@ PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
   }
   if (status != PLAIT_OK) {
     release_results(results, nresults);
-    set_kernel_error(status, ctx, d.path);
+    set_kernel_error(status, ctx, kernel->python_source);
     return nullptr;
   }
   const CallState call{args, slots, reinterpret_cast<const uint8_t*>(key.data()), nargs};
@@ -1043,7 +1050,7 @@ nb::dict cuda_device() {
   return out;
 }
 
-nb::object call_cuda(const Kernel& kernel, nb::list args, uintptr_t stream, const std::string& path) {
+nb::object call_cuda(const Kernel& kernel, nb::list args, uintptr_t stream) {
   const plait::CompiledKernel& compiled = *kernel.compiled;
   const size_t nargs = compiled.signature.args.size();
   if (args.size() != nargs) throw nb::value_error("call_cuda: wrong number of arguments");
@@ -1090,7 +1097,7 @@ nb::object call_cuda(const Kernel& kernel, nb::list args, uintptr_t stream, cons
   }
   if (status != PLAIT_OK) {
     release_results(results.data(), nresults);
-    set_kernel_error(status, ctx, path);
+    set_kernel_error(status, ctx, compiled.python_source);
     throw nb::python_error();
   }
   nb::list out;
@@ -1209,7 +1216,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("device_source", [](const Kernel& k) { return k.compiled->device_source; })
       .def_prop_ro("ptx", [](const Kernel& k) { return k.compiled->ptx; })
       .def_prop_ro("device_arch", [](const Kernel& k) { return k.compiled->device_arch; })
-      .def("call_cuda", &call_cuda, "args"_a, "stream"_a, "path"_a,
+      .def("call_cuda", &call_cuda, "args"_a, "stream"_a,
            "Runs a CUDA kernel. args: per parameter, (device pointer, shape, strides in elements) for arrays, "
            "else the scalar; returns the results with arrays as (pointer, shape, strides, dtype code, DeviceBuffer or "
            "None).");

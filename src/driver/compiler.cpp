@@ -202,6 +202,7 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
   kernel->returns_list = lowered.function.returns_list;
   kernel->writes_param = analysis::written_parameters(lowered.function);
   kernel->ir_text = lowered.ir_text;
+  kernel->python_source = source;
   if (options.target == Target::CUDA) {
     // ---- CUDA target (begin): host C++ + device CUDA C++
     const std::string unavailable = jit::cuda_unavailable_reason();

@@ -100,6 +100,7 @@ struct CompiledKernel {
   // (analysis/written_params); the caller refuses read-only arrays there.
   std::vector<bool> writes_param;
   std::string ir_text;
+  SourceFile python_source;  // the kernel's Python text: run-time errors quote its lines
   std::string source;        // generated C++
   std::string library_path;  // the shared object in the cache
   std::string explain;       // the report of kernel.explain()

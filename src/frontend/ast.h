@@ -313,6 +313,9 @@ struct FunctionDef {
   std::vector<Param> params;
   StmtList body;             // a leading docstring is dropped by the parser
   SourceLoc loc;             // the `def name(...)` line
+  // Names of bare annotations (`x: int`, a Pass in `body`): local to the
+  // function though nothing may assign them.
+  std::vector<std::string> annotated_names;
 };
 
 // A parsed module: the functions it defines, in order.

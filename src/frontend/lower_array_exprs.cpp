@@ -647,6 +647,23 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
     r->labels.push_back(reduced[d] ? "" : t->labels[d]);
   }
   const bool top_level_scalar = r->rank() == 0;
+  // A reduction without identity over an empty axis raises, as NumPy's
+  // does, even when the result has no element to compute (`np.min(a,
+  // axis=0)` of a (0, 0) array): the test runs once, before the statement,
+  // and holds where a conditional expression or `and`/`or` skips the
+  // reduction (`np.max(a) if a.size else 0.0`).
+  if ((name == "max" || name == "min" || name == "argmax" || name == "argmin") && !inferring_) {
+    Expr count = int_imm(1, loc);
+    for (size_t d = 0; d < t->rank(); ++d)
+      if (reduced[d]) count = mul(count, t->shape[d], loc);
+    const std::string message = name == "max" || name == "min"
+                                    ? "zero-size array to reduction operation " +
+                                          std::string(name == "max" ? "maximum" : "minimum") + " which has no identity"
+                                    : "attempt to get " + name + " of an empty sequence";
+    pending_.push_back(ir::Assert::make(
+        unless_skipped(ir::Compare::make(ir::CompareOp::GT, count, int_imm(0, loc), loc), loc), PLAIT_VALUE_ERROR,
+        message, loc));
+  }
   TensorPtr src = t;
   r->element = [this, src, reduced, keepdims, name, acc_type, loc, top_level_scalar](const std::vector<Expr>& idx,
                                                                                       Sink& sink) -> Expr {
@@ -682,12 +699,6 @@ Value Lowerer::reduce_axes(const std::string& name, TensorPtr t, std::vector<int
     std::vector<Stmt> update;
     bool arg = name == "argmax" || name == "argmin";
     bool is_max = name == "max" || name == "argmax";
-    if ((name == "max" || name == "min" || arg) && !inferring_)
-      group.push_back(ir::Assert::make(ir::Compare::make(ir::CompareOp::GT, count, int_imm(0, loc), loc),
-                                       PLAIT_VALUE_ERROR,
-                                       "zero-size array to reduction operation " +
-                                           std::string(is_max ? "maximum" : "minimum") + " which has no identity",
-                                       loc));
     group.push_back(ir::Assign::make(acc, identity(name, acc_type, loc), loc));
     // Reduction redundancy: factors of a sum's terms that do not depend on
     // the reduced indices multiply the sum once, after it, instead of every

@@ -265,14 +265,15 @@ std::string unbound_message(const std::string& id) {
 
 void Lowerer::check_bound(const ast::Name& name) {
   if (bindings_.of(name) != Binding::MaybeUnbound || !checked_reads_.insert(&name).second) return;
-  Expr ok = ir::VarRef::make(bound_flags_.at(name.id), name.loc);
-  if (!guards_.empty()) {
-    Expr reached = guards_[0];
-    for (size_t i = 1; i < guards_.size(); ++i)
-      reached = ir::Logical::make(ir::LogicalOp::And, reached, guards_[i], name.loc);
-    ok = ir::Logical::make(ir::LogicalOp::Or, ok, ir::Unary::make(ir::UnaryOp::Not, reached, name.loc), name.loc);
-  }
+  Expr ok = unless_skipped(ir::VarRef::make(bound_flags_.at(name.id), name.loc), name.loc);
   pending_.push_back(ir::Assert::make(ok, PLAIT_UNBOUND_LOCAL_ERROR, unbound_message(name.id), name.loc));
+}
+
+Expr Lowerer::unless_skipped(Expr ok, SourceLoc loc) const {
+  if (guards_.empty()) return ok;
+  Expr reached = guards_[0];
+  for (size_t i = 1; i < guards_.size(); ++i) reached = ir::Logical::make(ir::LogicalOp::And, reached, guards_[i], loc);
+  return ir::Logical::make(ir::LogicalOp::Or, ok, ir::Unary::make(ir::UnaryOp::Not, reached, loc), loc);
 }
 
 void Lowerer::mark_bound(const std::string& name, std::vector<Stmt>& out, SourceLoc loc) {
@@ -1836,6 +1837,7 @@ bool always_returns(const ast::StmtList& body) {
 ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   declare_params(fn);
   collect_assigned_names(fn.body, assigned_names_);
+  assigned_names_.insert(fn.annotated_names.begin(), fn.annotated_names.end());
   collect_written_arrays(fn.body, written_arrays_);
   for (const auto& p : fn.params) assigned_names_.erase(p.name);
   bindings_ = definite_assignment(fn.body, assigned_names_);

@@ -196,6 +196,9 @@ class Lowerer {
   // an Assert on the flag (pending_), which holds as well when the read is
   // not reached (guards_).
   void check_bound(const ast::Name& name);
+  // `ok`, or true where the operand being lowered is not reached (guards_):
+  // the condition of a check that pending_ runs before the statement.
+  Expr unless_skipped(Expr ok, SourceLoc loc) const;
   void mark_bound(const std::string& name, std::vector<Stmt>& out, SourceLoc loc);
   // Whether pending_ holds statements other than those checks (allocations,
   // broadcast checks), which loop headers cannot take.

@@ -222,15 +222,21 @@ class Parser {
     }
   }
 
-  // Skips an ignored annotation up to one of `stops` outside brackets.
+  // Skips an ignored annotation up to one of `stops` outside brackets. The
+  // parameters of a lambda (`lambda a=1, b: a`), up to its ':', are no stop.
   void skip_annotation(std::initializer_list<std::string_view> stops) {
     const Token& start = peek();
     int depth = 0;
+    std::vector<int> lambdas;  // the depth of each lambda whose ':' is still to come
     size_t count = 0;
     while (!at_end() && peek().kind != TokenKind::Newline) {
       const Token& token = peek();
-      if (depth == 0 && token.kind == TokenKind::Op &&
-          std::find(stops.begin(), stops.end(), token.text) != stops.end()) {
+      if (token.is_keyword("lambda")) lambdas.push_back(depth);
+      const bool in_lambda_params = !lambdas.empty() && lambdas.back() == depth;
+      if (in_lambda_params && token.is_op(":")) {
+        lambdas.pop_back();
+      } else if (depth == 0 && !in_lambda_params && token.kind == TokenKind::Op &&
+                 std::find(stops.begin(), stops.end(), token.text) != stops.end()) {
         break;
       }
       if (token.is_op("(") || token.is_op("[") || token.is_op("{")) ++depth;
@@ -291,7 +297,9 @@ class Parser {
       skip_annotation({":"});
     }
     expect_op(":");
+    function_annotated_names_.clear();
     function.body = parse_block("function definition", def.loc.line);
+    function.annotated_names = std::move(function_annotated_names_);
     drop_docstring(function.body);
     check_stray_pragmas(function.loc.line);
     return function;
@@ -483,7 +491,17 @@ class Parser {
       }
       advance();
       skip_annotation({"=", ";"});
-      if (!peek().is_op("=")) unsupported("annotations without a value are", since(start));
+      if (!peek().is_op("=")) {
+        // A bare annotation assigns and evaluates nothing; of a plain name it
+        // makes the name local to the function, as in Python. Python
+        // evaluates the parts of any other target (`a[i]: T` reads `a` and
+        // `i`), which is not worth a construct of its own.
+        const auto* name = target->as<ast::Name>();
+        if (name == nullptr || tokens_[start].is_op("("))
+          unsupported("annotations without a value of anything but a plain name are", since(start));
+        function_annotated_names_.push_back(name->id);
+        return std::make_unique<ast::Pass>(since(start));
+      }
       advance();
       check_target(*target);
       ExprPtr value = parse_star_expressions();
@@ -1123,6 +1141,7 @@ class Parser {
   LexedSource lexed_;
   const std::vector<Token>& tokens_;
   size_t pos_ = 0;
+  std::vector<std::string> function_annotated_names_;  // of the function being parsed
 };
 
 }  // namespace

@@ -181,7 +181,7 @@ typedef struct plait_context {
   int32_t num_threads;       /* threads for parallel loops; >= 1 */
   volatile int32_t error_kind;/* plait_error_kind */
   int32_t error_line;        /* user's file line */
-  int32_t error_col;
+  int32_t error_col;         /* 0-based, in characters (code points), as Python counts */
   char error_message[240];
   const plait_cuda_api* cuda; /* CUDA target only; null for CPU kernels */
   /* A parallel loop starts its threads only when trip count x body cost

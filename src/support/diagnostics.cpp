@@ -52,14 +52,6 @@ int character_column(const std::string& line, int byte_col) {
   return characters + (byte_col - static_cast<int>(end));
 }
 
-// `loc`, whose columns count bytes, with columns that count characters.
-SourceLoc character_columns(const SourceFile& file, SourceLoc loc) {
-  if (!loc.valid()) return loc;
-  loc.col = character_column(file.line_text(loc.line), loc.col);
-  loc.end_col = character_column(file.line_text(loc.end_line), loc.end_col);
-  return loc;
-}
-
 // The characters of `source` (UTF-8), each with its bytes.
 std::vector<std::string_view> characters_of(const std::string& source) {
   std::vector<std::string_view> characters;
@@ -92,14 +84,28 @@ std::string caret_line(const std::string& source, const SourceLoc& loc) {
   return out;
 }
 
+}  // namespace
+
+SourceLoc character_columns(const SourceFile& file, SourceLoc loc) {
+  if (!loc.valid()) return loc;
+  loc.col = character_column(file.line_text(loc.line), loc.col);
+  loc.end_col = character_column(file.line_text(loc.end_line), loc.end_col);
+  return loc;
+}
+
+std::string source_excerpt(const SourceFile& file, const SourceLoc& loc) {
+  const std::string source = loc.valid() ? file.line_text(loc.line) : "";
+  return source.empty() ? "" : source + "\n" + caret_line(source, loc);
+}
+
+namespace {
+
 std::string format_located(const SourceFile& file, SourceLoc loc, const std::string& message) {
   std::string out = "File \"" + file.path + "\"";
   if (loc.valid()) {
     out += ", line " + std::to_string(loc.line) + ", col " + std::to_string(loc.col + 1);
-    const std::string source = file.line_text(loc.line);
-    if (!source.empty()) {
-      out += "\n" + source + "\n" + caret_line(source, loc);
-    }
+    const std::string excerpt = source_excerpt(file, loc);
+    if (!excerpt.empty()) out += "\n" + excerpt;
   }
   out += "\n" + message;
   return out;

@@ -80,6 +80,15 @@ class CompileError : public std::runtime_error {
 // counts bytes, the text shows characters.
 std::string format_diagnostic(const SourceFile& file, SourceLoc loc, const std::string& message);
 
+// `loc`, whose columns count bytes, with columns that count characters (code
+// points), as Python counts them.
+SourceLoc character_columns(const SourceFile& file, SourceLoc loc);
+
+// The source line of `loc` and, below it, the caret line marking `loc`
+// (columns in characters), joined by '\n'; "" when the line is not in
+// `file`.
+std::string source_excerpt(const SourceFile& file, const SourceLoc& loc);
+
 // A compiler bug or an environment failure (C++ compiler failed, dlopen
 // failed). what() names the compiler's own source location.
 class InternalError : public std::runtime_error {

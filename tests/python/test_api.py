@@ -544,7 +544,7 @@ def test_out_of_bounds_index_with_boundscheck_is_an_index_error():
     with pytest.raises(IndexError) as info:
         kernel(x, 4)
     line = get_item.__code__.co_firstlineno + 1
-    assert f'(File "{get_item.__code__.co_filename}", line {line})' in str(info.value)
+    assert f'(File "{get_item.__code__.co_filename}", line {line}, col 12)' in str(info.value)
     # The dispatcher keeps working after a runtime error.
     assert kernel(x, 0) == 0.0
 
@@ -556,7 +556,9 @@ def test_division_by_zero_is_a_zero_division_error_with_the_python_message(a, b)
     with pytest.raises(ZeroDivisionError) as got:
         fresh(floor_divide)(a, b)
     line = floor_divide.__code__.co_firstlineno + 1
-    assert str(got.value) == f'{expected.value} (File "{floor_divide.__code__.co_filename}", line {line})'
+    assert str(got.value) == (f'{expected.value} (File "{floor_divide.__code__.co_filename}", line {line}, col 12)\n'
+                              '    return a // b\n'
+                              '           ^')
 
 
 def test_plait_boundscheck_environment_variable_turns_checks_on(monkeypatch):

@@ -183,7 +183,7 @@ def assert_value_error_at(fn, fragment, args, message):
         plait.jit(fn)(*args)
     line, _ = location_of(fn, fragment)
     assert message in str(info.value)
-    assert f'(File "{fn.__code__.co_filename}", line {line})' in str(info.value)
+    assert f'(File "{fn.__code__.co_filename}", line {line}, col ' in str(info.value)
 
 
 def test_operands_of_different_extents_raise_value_error(rng):

@@ -434,10 +434,16 @@ def max_along_empty_axis(A):
     return A.max(axis=1)
 
 
-@pytest.mark.parametrize("fn, dtype", ((max_of, np.float64), (min_of, np.int32), (argmax_of, np.int64),
-                                       (argmin_of, np.float32)), ids=lambda f: getattr(f, "__name__", ""))
-def test_extremum_of_an_empty_array_raises_value_error(fn, dtype):
-    check_raises(fn, ValueError, np.zeros(0, dtype), match="zero-size array")
+@pytest.mark.parametrize("fn, dtype, message", (
+    (max_of, np.float64, "zero-size array to reduction operation maximum"),
+    (min_of, np.int32, "zero-size array to reduction operation minimum"),
+    (argmax_of, np.int64, "attempt to get argmax of an empty sequence"),
+    (argmin_of, np.float32, "attempt to get argmin of an empty sequence")), ids=lambda f: getattr(f, "__name__", ""))
+def test_extremum_of_an_empty_array_raises_value_error(fn, dtype, message):
+    # NumPy's messages: argmax and argmin have their own.
+    with pytest.raises(ValueError, match=message):
+        fn(np.zeros(0, dtype))
+    check_raises(fn, ValueError, np.zeros(0, dtype), match=message)
 
 
 def test_max_along_an_empty_axis_raises_value_error():

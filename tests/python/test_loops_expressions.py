@@ -138,7 +138,7 @@ def test_a_run_time_exponent_keeps_the_power_an_int():
         run_time_powers(2, -1)
     path = run_time_powers.py_func.__code__.co_filename
     line = run_time_powers.py_func.__code__.co_firstlineno + 3
-    assert f'(File "{path}", line {line})' in str(excinfo.value), str(excinfo.value)
+    assert f'(File "{path}", line {line}, col ' in str(excinfo.value), str(excinfo.value)
 
 
 def test_numpy_integers_to_negative_powers_raise_as_numpy():

@@ -1,5 +1,6 @@
 """Errors raised while a compiled kernel runs: the builtin exception Python
-raises for the same mistake, with `(File "<path>", line N)` naming the line:
+raises for the same mistake, with `(File "<path>", line N, col C)` naming the
+line and the column (in characters), then the line with a caret under it:
 ZeroDivisionError for Python int/float division by zero, IndexError with
 bounds checking (boundscheck=True or PLAIT_BOUNDSCHECK=1), ValueError from
 math domain errors and from a range step of 0, OverflowError from a range of
@@ -314,3 +315,36 @@ def test_range_too_long_for_a_loop_counter_raises_overflow_error():
         rows_sum(rowptr, np.ones(3), np.zeros(4))
     assert_located(excinfo, rows_sum, "for k in range(rowptr[i], rowptr[i + 1])")
     check(rows_sum, np.array([0, 2, 2, 3], dtype=np.int64), np.arange(3.0) + 0.5, poisoned(3, np.float64))
+
+
+@plait.jit(boundscheck=True)
+def index_after_non_ascii_names(a, i):
+    ñ = a[0]; café = ñ * 2.0; return café + a[i]
+
+
+@plait.jit
+def division_after_non_ascii_names(n, d):
+    größe = n + 1; return größe // d
+
+
+@pytest.mark.parametrize("kernel, args, fragment, exception", [
+    (index_after_non_ascii_names, (np.arange(3.0), 5), "a[i]", IndexError),
+    (division_after_non_ascii_names, (4, 0), "größe // d", ZeroDivisionError),
+], ids=["index", "division"])
+def test_the_caret_of_a_run_time_error_counts_characters(kernel, args, fragment, exception):
+    # The column counts characters, as Python's and the compile errors' do:
+    # the caret stands under the failing expression after ñ, é and ö, whose
+    # UTF-8 bytes would put it further right.
+    with pytest.raises(exception) as excinfo:
+        kernel(*args)
+    with pytest.raises(exception) as expected:
+        kernel.py_func(*args)
+    lines, first = inspect.getsourcelines(kernel.py_func)
+    source = next(text.rstrip("\n") for text in lines if fragment in text)
+    col = source.index(fragment)
+    path = kernel.py_func.__code__.co_filename
+    assert str(excinfo.value).splitlines() == [
+        f'{expected.value} (File "{path}", line {line_of(kernel, fragment)}, col {col + 1})',
+        source,
+        " " * col + "^",
+    ]

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -187,3 +188,91 @@ def test_decorators_above_jit_wrap_the_dispatcher():
 
     assert kernel(np.array([3.0])) == 6.0
     assert plait.jit(first)(np.array([4.0])) == 4.0
+
+
+# --- any decorator expression above plait.jit ----------------------------------
+
+JITS = {"checked": plait.jit(boundscheck=True), "plain": plait.jit}
+NAMESPACE = types.SimpleNamespace(inner=types.SimpleNamespace(deco=register, jit=plait.jit))
+
+
+def make_register(factor):
+    def apply(fn):
+        fn.factor = factor
+        return fn
+
+    return apply
+
+
+def test_decorator_expressions_above_jit_wrap_the_dispatcher():
+    registries = {"k": register}
+
+    @registries["k"]  # a subscript
+    @NAMESPACE.inner.deco  # an attribute chain
+    @make_register(1)  # a call
+    @(lambda fn: fn)  # any expression (PEP 614)
+    @register
+    @plait.jit
+    def kernel(x):
+        return x[0] + 1.0
+
+    assert isinstance(kernel, plait.Dispatcher) and kernel.factor == 1
+    assert kernel(np.array([2.0])) == kernel.py_func(np.array([2.0])) == 3.0
+
+
+def test_plait_jit_reached_through_any_expression_is_recognised():
+    def jit_factory():
+        return plait.jit(boundscheck=True)
+
+    @passthrough  # wraps the dispatcher: doubles its result
+    @JITS["checked"]
+    def through_a_subscript(x):
+        return x[0]
+
+    @NAMESPACE.inner.jit
+    def through_an_attribute_chain(x):
+        return x[0]
+
+    @jit_factory()
+    def through_a_call(x):
+        return x[0]
+
+    x = np.array([4.0])
+    assert through_a_subscript(x) == 2 * through_a_subscript.__wrapped__.py_func(x) == 8.0
+    assert through_an_attribute_chain(x) == through_an_attribute_chain.py_func(x) == 4.0
+    assert through_a_call(x) == through_a_call.py_func(x) == 4.0
+    with pytest.raises(IndexError):  # the factory's boundscheck=True
+        through_a_call(np.array([]))
+
+
+def test_decorator_expressions_below_jit_are_refused_at_their_line():
+    registries = {"k": register}
+
+    with pytest.raises(UnsupportedError) as excinfo:
+        @plait.jit
+        @registries["k"]  # marker: subscript below jit
+        def a(x):
+            return x[0]
+    expect_decorator_error(excinfo, "marker: subscript below jit", """'@registries["k"]' is below @plait.jit""")
+
+    with pytest.raises(UnsupportedError) as excinfo:
+        @JITS["plain"]
+        @NAMESPACE.inner.deco  # marker: attribute chain below a subscripted jit
+        def b(x):
+            return x[0]
+    expect_decorator_error(excinfo, "marker: attribute chain below a subscripted jit",
+                           "'@NAMESPACE.inner.deco' is below @plait.jit")
+
+    with pytest.raises(UnsupportedError) as excinfo:
+        @plait.jit
+        @make_register(1)  # marker: call below jit
+        def c(x):
+            return x[0]
+    expect_decorator_error(excinfo, "marker: call below jit", "'@make_register(1)' is below @plait.jit")
+
+    with pytest.raises(UnsupportedError) as excinfo:
+        @plait.jit
+        @(lambda fn: fn)  # marker: lambda below jit
+        def d(x):
+            return x[0]
+    expect_decorator_error(excinfo, "marker: lambda below jit", "'@lambda fn: fn' is below @plait.jit")

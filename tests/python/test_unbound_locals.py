@@ -40,7 +40,7 @@ def expect_run_time_error(kernel, args, fragment):
     assert type(error) is UnboundLocalError, type(error)
     assert str(error).startswith(str(expected)), (str(error), str(expected))
     path = kernel.py_func.__code__.co_filename
-    assert f'(File "{path}", line {line_of(kernel, fragment)[0]})' in str(error), str(error)
+    assert f'(File "{path}", line {line_of(kernel, fragment)[0]}, col ' in str(error), str(error)
 
 
 def expect_compile_error(kernel, args, fragment, caret_at):

@@ -235,6 +235,19 @@ TEST(Parser, ComplexAnnotationsAreSkipped) {
   EXPECT_EQ(dump(f.params[1].default_value.get()), "None");
 }
 
+TEST(Parser, LambdaAnnotationsAreSkippedWhole) {
+  // The lambda's '=', ',' and ':' end neither the annotation nor the parameter.
+  const ast::FunctionDef f = parse_function(
+      source("def g(a: lambda x=1, y=2: x, b=3) -> lambda: (lambda z: z):\n"
+             "    s: lambda u=1: u = a\n"
+             "    return s\n"),
+      "g");
+  ASSERT_EQ(f.params.size(), 2u);
+  EXPECT_EQ(f.params[0].default_value, nullptr);
+  EXPECT_EQ(dump(f.params[1].default_value.get()), "3");
+  EXPECT_EQ(dump_function(f), "s = a\nreturn s\n");
+}
+
 TEST(Parser, ParameterErrors) {
   CompileError error = function_error("def f(a=1, b):\n    pass\n");
   EXPECT_EQ(error.kind(), ErrorKind::Syntax);
@@ -286,10 +299,19 @@ TEST(Parser, AugmentedAssignmentsWithEveryOperator) {
 
 TEST(Parser, AnnotatedAssignmentDropsTheAnnotation) {
   EXPECT_EQ(body_of("s: float = 0.0\nt: dict[str, int] = 1"), "s = 0f\nt = 1\n");
-  const CompileError error = body_error("s: float");
-  EXPECT_EQ(error.kind(), ErrorKind::Unsupported);
-  EXPECT_EQ(error.message(), "annotations without a value are not supported in Plait kernels");
-  EXPECT_EQ(loc_text(error.loc()), "2:4-2:12");
+  // A bare annotation of a name assigns nothing: a pass, and the name is
+  // local (the lowerer reports a read of it as unbound).
+  const ast::FunctionDef bare = parse_body("s: float\nt: 'int'; u = 1");
+  EXPECT_EQ(dump_function(bare), "pass\npass\nu = 1\n");
+  EXPECT_EQ(bare.annotated_names, (std::vector<std::string>{"s", "t"}));
+  for (const char* other : {"a[0]: float", "(s): float", "a.b: int"}) {
+    const CompileError error = body_error(other);
+    EXPECT_EQ(error.kind(), ErrorKind::Unsupported) << other;
+    EXPECT_EQ(error.message(), "annotations without a value of anything but a plain name are not supported in Plait "
+                               "kernels")
+        << other;
+  }
+  EXPECT_EQ(loc_text(body_error("a[0]: float").loc()), "2:4-2:15");
 }
 
 TEST(Parser, InvalidAssignmentTargets) {

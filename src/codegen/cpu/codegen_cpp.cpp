@@ -572,16 +572,19 @@ class CppEmitter {
     // stream's locale (a Python process may have set an unusual one).
     if (loc.valid()) out_ << "#line " + std::to_string(loc.line) + " \"" + path_ + "\"\n";
   }
-  static std::string loc_args(const SourceLoc& loc) {
-    return std::to_string(loc.valid() ? loc.line : 0) + ", " + std::to_string(loc.valid() ? loc.col : 0);
+  // The line and the character column of `loc` (Python's count, which
+  // the run-time error's caret follows), as arguments of a raising helper.
+  std::string loc_args(const SourceLoc& loc) const {
+    if (!loc.valid()) return "0, 0";
+    return std::to_string(loc.line) + ", " + std::to_string(character_columns(fn_.source, loc).col);
   }
 
   // The trip count of loop `f` from its evaluated bounds: a zero step or a
   // range of more than 2**63 - 1 values raises at the loop's line (Python's
   // ValueError; a 64-bit counter cannot count the other) and runs no
   // iteration, instead of dividing by zero or wrapping to a negative count.
-  static std::string checked_trip_count(const For* f, const std::string& begin, const std::string& end,
-                                        const std::string& step) {
+  std::string checked_trip_count(const For* f, const std::string& begin, const std::string& end,
+                                 const std::string& step) const {
     return "plait::checked_trip_count(ctx, " + loc_args(f->loc) + ", " + begin + ", " + end + ", " + step + ")";
   }
 
@@ -938,8 +941,8 @@ class CppEmitter {
         const Assert* a = s->as<Assert>();
         line("if (!(" + expr(a->cond) + ")) {");
         ++indent_;
-        line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + std::to_string(a->loc.line) + ", " +
-             std::to_string(a->loc.col) + ", \"" + escape_path(a->message) + "\");");
+        line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) + ", \"" +
+             escape_path(a->message) + "\");");
         PLAIT_ASSERT(!stop_.empty());  // no check in a vector loop (scalarize_raising_loops)
         line(stop_);
         ++stop_uses_;

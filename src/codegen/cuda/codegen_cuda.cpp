@@ -643,8 +643,11 @@ class CudaEmitter {
     // stream's locale (a Python process may have set an unusual one).
     if (loc.valid()) out() << "#line " + std::to_string(loc.line) + " \"" + path_ + "\"\n";
   }
-  static std::string loc_args(const SourceLoc& loc) {
-    return std::to_string(loc.valid() ? loc.line : 0) + ", " + std::to_string(loc.valid() ? loc.col : 0);
+  // The line and the character column of `loc` (Python's count, which
+  // the run-time error's caret follows), as arguments of a raising helper.
+  std::string loc_args(const SourceLoc& loc) const {
+    if (!loc.valid()) return "0, 0";
+    return std::to_string(loc.line) + ", " + std::to_string(character_columns(fn_.source, loc).col);
   }
 
   // The trip count of loop `f` from its evaluated bounds. The host checks
@@ -3538,7 +3541,8 @@ class CudaEmitter {
     // the host can compute before the launch. When none can be (the trip
     // count varies between workers, as for CSR rows) the worker stays one
     // thread: short rows would leave most of a team idle (a warp per row of
-    // 10 elements ran 2.7x slower than a thread per row, BENCHMARKS.md).
+    // 10 elements ran 4.3x slower than a thread per row: BENCHMARKS.md,
+    // "GPU: sizes from the sliced pragmas").
     // Trip counts that follow the worker's own variables only (a triangle's
     // rows, `C[i, :i + 1]`) are taken at the first and the last worker: a
     // team size is a cost choice, not a matter of correctness.
