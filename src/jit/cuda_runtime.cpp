@@ -250,7 +250,11 @@ void log_launch(const CallState& s, int32_t kernel, uint32_t grid, uint32_t bloc
                static_cast<unsigned long long>(shared_bytes));
 }
 
+// Launches refuse once the call has recorded an error (one that a copy from
+// the GPU reported from device code, say): the host part, which tests every
+// launch, then ends the call there.
 int32_t api_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
+  if (ctx->error_kind != PLAIT_OK) return 1;
   CallState& s = state_of(ctx);
   log_launch(s, kernel, grid, block, 0);
   CUresult r = s.rt->d->cuLaunchKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1, 0, s.stream, params,
@@ -262,6 +266,7 @@ int32_t api_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t b
 
 int32_t api_launch_shared(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, uint64_t shared_bytes,
                           void** params) {
+  if (ctx->error_kind != PLAIT_OK) return -1;
   CallState& s = state_of(ctx);
   if (!s.module->allow_shared_bytes(kernel, shared_bytes)) return 1;
   log_launch(s, kernel, grid, block, shared_bytes);
@@ -281,6 +286,7 @@ uint32_t api_resident_grid(plait_context* ctx, int32_t kernel, uint32_t block) {
 }
 
 int32_t api_launch_cooperative(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
+  if (ctx->error_kind != PLAIT_OK) return 1;
   CallState& s = state_of(ctx);
   log_launch(s, kernel, grid, block, 0);
   CUresult r = s.rt->d->cuLaunchCooperativeKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1, 0, s.stream,

@@ -20,6 +20,19 @@ def failing_step(a, c, b, idx, steps):
             c[i] = c[i] * 2.0
 
 
+def failing_root_step(a, c, b, steps):
+    """failing_step without bounds checks (its arrays may then live in
+    registers): step t takes the square root of b[t] times 1 or 2, a math
+    domain error in every iteration where b[t] is negative."""
+    for t in range(steps):
+        #pragma parallel for
+        for i in range(a.shape[0]):
+            a[i] = a[i] + math.sqrt(b[t] * (1 + i % 2))
+        #pragma parallel for
+        for i in range(c.shape[0]):
+            c[i] = c[i] * 2.0
+
+
 def failing_store_after_loop(a, idx, steps):
     """A time loop whose element store outside the parallel loop (one GPU
     thread, a launch of its own at each step) is out of range at the step
@@ -66,11 +79,13 @@ def grow_until(a, d, limit):
 
 
 def row_sums_of_roots(m, out):
-    """A team of threads per row (the sum is spread over them): a row
-    without a negative element is either done right or not at all."""
+    """A team of threads per row (the sum is spread over them), which
+    finishes its row after an error: a row without a negative element is
+    either done right or not at all."""
     #pragma parallel for
     for i in range(m.shape[0]):
         s = 0.0
+        #pragma simd reduction(+: s)
         for j in range(m.shape[1]):
             s += math.sqrt(m[i, j])
         out[i] = s
@@ -78,6 +93,7 @@ def row_sums_of_roots(m, out):
 
 KERNELS = {
     "failing_step": ["f64[::1], f64[::1], f64[::1], i64[::1], int"],
+    "failing_root_step": ["f64[::1], f64[::1], f64[::1], int"],
     "failing_store_after_loop": ["f64[::1], i64[::1], int"],
     "prefix_sums_until_negative": ["f64[:, ::1], f64[:, ::1]"],
     "serial_prefix_until_negative": ["f64[::1], f64[::1]"],

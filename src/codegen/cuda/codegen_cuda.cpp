@@ -1448,12 +1448,14 @@ class CudaEmitter {
   }
 
   // A device statement that writes one element: `update(indices, value)`
-  // with the value's text `value_text` (of `value_expr`). Python evaluates
-  // the value, then the subscript: when either may raise, the value goes
-  // into a temporary and the element is written only when no error was
-  // recorded (a failed statement's stand-in value is never stored). Where
-  // the thread can stop (stop_), it stops after a failed value, index or
-  // check; elsewhere (a team's body) only the store is left out.
+  // with the value's text `value_text` (of `value_expr`). When the value or
+  // a subscript may raise, or the subscript is checked, the value and the
+  // subscript's checks go into temporaries and the element is written only
+  // when no error was recorded: a failed statement's stand-in value is never
+  // stored. Where the thread can stop (stop_), one test after them stops it
+  // (the first error wins, so when the value raised, a failed check after it
+  // records nothing, as Python never evaluates that subscript); elsewhere (a
+  // team's body) only the store is left out.
   template <typename Update>
   void emit_element_update(const ArrayVar& a, const std::vector<Expr>& indices, const Expr& value_expr,
                            const std::string& value_text, bool checked, const SourceLoc& loc, Update&& update) {
@@ -1467,28 +1469,30 @@ class CudaEmitter {
       line(update(idx, value_text));
       return;
     }
-    const std::string unstopped = !can_stop && value_raises ? "!plait::stopped(p_err)" : "";
     const std::string value = temp("value");
     line("{");
     ++indent_;
     line("const " + ctype(a->type.dtype) + " " + value + " = " + value_text + ";");
-    if (value_raises) stop_on_device_error();
     std::vector<std::string> names;
+    std::string when;
     if (!checked) {
       for (const Expr& i : indices) {
         names.push_back(temp("i"));
         line("const int64_t " + names.back() + " = " + index_value(i) + ";");
       }
-      if (index_raises) stop_on_device_error();
-      line((unstopped.empty() ? "" : "if (" + unstopped + ") ") + update(names, value));
     } else {
       std::string decls;
       const std::string cond = bound_checks(a, indices, loc, &names, &decls);
       line(decls);
-      if (index_raises) stop_on_device_error();
-      line("if (" + cond + (unstopped.empty() ? "" : " && " + unstopped) + ") " + update(names, value));
-      stop_on_device_error();
+      when = temp("ok");
+      line("const bool " + when + " = " + cond + ";");
     }
+    if (can_stop) {
+      stop_on_device_error();
+    } else if (value_raises) {
+      when += (when.empty() ? "" : " && ") + std::string("!plait::stopped(p_err)");
+    }
+    line((when.empty() ? "" : "if (" + when + ") ") + update(names, value));
     --indent_;
     line("}");
   }
