@@ -33,6 +33,17 @@ def failing_root_step(a, c, b, steps):
             c[i] = c[i] * 2.0
 
 
+def failing_scalar_step(a, d, steps):
+    """A time loop whose step starts with a scalar that every thread of the
+    persistent kernel computes alike: 10 // (d - t) divides by zero at step
+    d, before that step's loop changes `a`."""
+    for t in range(steps):
+        k = 10 // (d - t)
+        #pragma parallel for
+        for i in range(a.shape[0]):
+            a[i] = a[i] + k
+
+
 def failing_store_after_loop(a, idx, steps):
     """A time loop whose element store outside the parallel loop (one GPU
     thread, a launch of its own at each step) is out of range at the step
@@ -94,6 +105,7 @@ def row_sums_of_roots(m, out):
 KERNELS = {
     "failing_step": ["f64[::1], f64[::1], f64[::1], i64[::1], int"],
     "failing_root_step": ["f64[::1], f64[::1], f64[::1], int"],
+    "failing_scalar_step": ["f64[::1], int, int"],
     "failing_store_after_loop": ["f64[::1], i64[::1], int"],
     "prefix_sums_until_negative": ["f64[:, ::1], f64[:, ::1]"],
     "serial_prefix_until_negative": ["f64[::1], f64[::1]"],

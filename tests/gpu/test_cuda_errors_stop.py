@@ -70,6 +70,18 @@ def test_persistent_kernel_tests_the_record_after_each_barrier(tmp_path):
 
 
 @compiles
+def test_persistent_kernel_tests_the_record_after_a_failing_scalar(tmp_path):
+    device = emit(tmp_path, "failing_scalar_step")
+    kernel = device[device.index("plait_failing_scalar_step_k0("):]
+    kernel = kernel[:kernel.index("\n}\n")]
+    # Every thread computes the step's scalar alike, then waits at a barrier
+    # that tells all of them whether it failed, before the step's loop.
+    division = kernel.index("plait::floordiv_checked")
+    barrier = kernel.index("if (plait::grid_sync(p_barrier, p_err)) return;", division)
+    assert barrier < kernel.index("a_a_data[", division)
+
+
+@compiles
 def test_a_thread_stops_its_serial_loop_at_the_failing_statement(tmp_path):
     for name in ("prefix_sums_until_negative", "serial_prefix_until_negative"):
         device = emit(tmp_path, name)
@@ -149,6 +161,23 @@ def test_time_loop_in_registers_stops_at_the_failing_step(rng, kind, n):
         plait.jit(S.failing_root_step, target="cuda")(*args, 6)
     np.testing.assert_array_equal(to_numpy(args[0]), want_a)
     np.testing.assert_array_equal(to_numpy(args[1]), want_c)
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+@pytest.mark.parametrize("n", STEP_SIZES)
+def test_time_loop_stops_at_a_failing_scalar_of_its_step(rng, kind, n):
+    a = rng.random(n)
+    if n <= 1000:
+        with pytest.raises(ZeroDivisionError):
+            S.failing_scalar_step(a.copy(), 3, 6)
+    want = a.copy()
+    for t in range(3):
+        want = want + 10 // (3 - t)
+    got = to_kind(a, kind)
+    with pytest.raises(ZeroDivisionError):
+        plait.jit(S.failing_scalar_step, target="cuda")(got, 3, 6)
+    np.testing.assert_array_equal(to_numpy(got), want)
 
 
 @on_gpu

@@ -1147,7 +1147,7 @@ class CudaEmitter {
       case NodeKind::If: {
         const If* i = s->as<If>();
         std::string cond = expr(i->cond);
-        if (device() ? !stop_.empty() && analysis::raises(i->cond).expressions : host_may_stop(i->cond)) {
+        if (device() ? device_can_stop() && analysis::raises(i->cond).expressions : host_may_stop(i->cond)) {
           const std::string c = temp("cond");
           line("const bool " + c + " = " + cond + ";");
           if (device()) {
@@ -1197,7 +1197,7 @@ class CudaEmitter {
         // the loop before its next iteration (a host loop does not spin on
         // values that stopped device code no longer changes).
         const bool test_first =
-            device() ? !stop_.empty() && analysis::raises(w->cond).expressions : host_may_stop(w->cond);
+            device() ? device_can_stop() && analysis::raises(w->cond).expressions : host_may_stop(w->cond);
         line(test_first ? "while (true) {" : "while (" + expr(w->cond) + ") {");
         ++loop_depth_;
         if (test_first) {
@@ -1334,11 +1334,21 @@ class CudaEmitter {
   // leave its work (stop_ set): the code after it must not run. The load
   // sees the thread's own error, and another thread's where it has reached
   // memory (which stops this one early, as its next iteration would).
+  //
+  // A persistent kernel's step-level statements run in every thread alike
+  // (no stop_): there a barrier that answers for all threads follows the
+  // statement, so that the code after it does not run either. A thread
+  // alone could see another block's error and leave without the others.
   void stop_on_device_error() {
-    if (stop_.empty()) return;
-    line("if (plait::stopped(p_err)) " + stop_);
-    ++stop_uses_;
+    if (!stop_.empty()) {
+      line("if (plait::stopped(p_err)) " + stop_);
+      ++stop_uses_;
+    } else if (persistent_step_) {
+      line(register_plan_ ? "if (plait::block_stopped(p_err)) return;  // an error stops the call"
+                          : "if (plait::grid_sync(p_barrier, p_err)) return;  // an error stops the call");
+    }
   }
+  bool device_can_stop() const { return !stop_.empty() || persistent_step_; }
 
   // Emits `body()` (device code of one thread: a worker's iteration, a
   // single-thread kernel's statements) in a block of its own, from which an
