@@ -26,13 +26,21 @@ namespace {
 
 using namespace ir;
 
-Var var(const std::string& name, ScalarType t) { return std::make_shared<VarInfo>(VarInfo{name, t, {}, false}); }
+Var var(const std::string& name, ScalarType t) {
+  return std::make_shared<VarInfo>(VarInfo{name, t, {}, false});
+}
 ArrayVar arr(const std::string& name, ScalarKind dtype, int ndim = 1) {
   return std::make_shared<ArrayInfo>(ArrayInfo{name, ArrayType{dtype, ndim, Layout::C}, {}, true});
 }
-Expr vref(const Var& v) { return VarRef::make(v); }
-Expr i64(int64_t v) { return IntImm::make(v, ScalarType::i64()); }
-SourceLoc at(int line) { return SourceLoc{line, 4, line, 5}; }
+Expr vref(const Var& v) {
+  return VarRef::make(v);
+}
+Expr i64(int64_t v) {
+  return IntImm::make(v, ScalarType::i64());
+}
+SourceLoc at(int line) {
+  return SourceLoc{line, 4, line, 5};
+}
 LoopSchedule schedule(LoopKind kind, std::vector<Reduction> reductions = {}) {
   LoopSchedule s;
   s.kind = kind;
@@ -97,11 +105,11 @@ TEST(CodegenCuda, KernelsWhoseThreadsWaitForEachOtherTestTheRecordOncePerBlockOr
   // combine their sums), and reductions across the loop would shuffle too.
   ArrayVar m = arr("m", ScalarKind::Float64, 2), out = arr("out", ScalarKind::Float64);
   Var i = var("i", ScalarType::i64()), j = var("j", ScalarType::i64()), s = var("s", ScalarType::f64());
-  Stmt inner = For::make(j, i64(0), ArrayDim::make(m, 1), i64(1),
-                         Block::make({Assign::make(s, Binary::make(BinaryOp::Add, vref(s),
-                                                                   Load::make(m, {vref(i), vref(j)}), ScalarType::f64()),
-                                                   at(6))}),
-                         schedule(LoopKind::Vectorized, {{s, ReduceOp::Add}}), at(5));
+  Stmt inner = For::make(
+      j, i64(0), ArrayDim::make(m, 1), i64(1),
+      Block::make({Assign::make(
+          s, Binary::make(BinaryOp::Add, vref(s), Load::make(m, {vref(i), vref(j)}), ScalarType::f64()), at(6))}),
+      schedule(LoopKind::Vectorized, {{s, ReduceOp::Add}}), at(5));
   Stmt loop = For::make(i, i64(0), ArrayDim::make(m, 0), i64(1),
                         Block::make({Assign::make(s, FloatImm::make(0.0, ScalarType::f64()), at(3)), inner,
                                      Store::make(out, {vref(i)}, vref(s), false, at(7))}),
@@ -118,7 +126,8 @@ TEST(CodegenCuda, KernelsWhoseThreadsWaitForEachOtherTestTheRecordOncePerBlockOr
 
   EXPECT_FALSE(codegen::cuda::threads_wait("  out[i] = a[i] + b[i];\n"));
   for (const char* waits : {"__syncthreads();", "plait::team_sync(p_team);", "plait::reduce_add(p_acc0, v_s);",
-                            "plait::team_combine(v_s, plait::op_add(), p_team, p_partials)", "__shfl_down_sync("})
+                            "plait::team_combine(v_s, plait::op_add(), p_team, p_partials)", "__shfl_down_sync(",
+                            "p_k = plait::team_stopped(p_err, p_team) ? p_total : p_k + p_stride"})
     EXPECT_TRUE(codegen::cuda::threads_wait(waits)) << waits;
 }
 
@@ -178,9 +187,15 @@ int32_t failed_copy_to_host(plait_context* ctx, void* dst, const void*, uint64_t
   ctx->error_line = 3;
   return 1;
 }
-int32_t no_copy_to_device(plait_context*, void*, const void*, uint64_t) { return 0; }
-int32_t no_zero(plait_context*, void*, uint64_t) { return 0; }
-void* no_alloc(plait_context*, uint64_t) { return nullptr; }
+int32_t no_copy_to_device(plait_context*, void*, const void*, uint64_t) {
+  return 0;
+}
+int32_t no_zero(plait_context*, void*, uint64_t) {
+  return 0;
+}
+void* no_alloc(plait_context*, uint64_t) {
+  return nullptr;
+}
 void no_free(void*) {}
 
 TEST(CodegenCuda, OneDeviceThreadStopsItsLoopAtTheFailingStatement) {
@@ -194,7 +209,7 @@ TEST(CodegenCuda, OneDeviceThreadStopsItsLoopAtTheFailingStatement) {
   EXPECT_NE(region.find("if (plait::stopped(p_err)) return;  // an error stops the call"), std::string::npos);
   const size_t stop = region.find("if (plait::stopped(p_err)) goto p_stop");
   ASSERT_NE(stop, std::string::npos) << region;
-  EXPECT_LT(stop, region.rfind("a_a_data["));  // the store
+  EXPECT_LT(stop, region.rfind("a_a_data["));         // the store
   EXPECT_NE(region.find(":;\n"), std::string::npos);  // the label, after the loop
   expect_nvrtc_compiles(src.device);
 }

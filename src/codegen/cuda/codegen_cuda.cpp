@@ -3086,8 +3086,9 @@ class CudaEmitter {
     // The back edge tests the record, one answer for the block (its threads
     // run the passes together): later passes do not start once the call has
     // failed.
-    line("for (int64_t p_base = (int64_t)blockIdx.x * p_rows; p_base < p_total; p_base = plait::block_stopped(p_err) ? "
-         "p_total : p_base + (int64_t)gridDim.x * p_rows) {");
+    line(
+        "for (int64_t p_base = (int64_t)blockIdx.x * p_rows; p_base < p_total; p_base = plait::block_stopped(p_err) ? "
+        "p_total : p_base + (int64_t)gridDim.x * p_rows) {");
     ++indent_;
     line("const int p_count = (int)(p_total - p_base < p_rows ? p_total - p_base : p_rows);");
     line("__syncthreads();  // the previous pass's teams are done with the bounds and terms");
@@ -3296,8 +3297,9 @@ class CudaEmitter {
       }
       // Back edges test the record: the thread's later rows do not start
       // once the call has failed (one load per row).
-      line("for (int64_t p_row = p_row_first; p_row < p_rows; p_row = plait::stopped(p_err) ? p_rows : p_row + "
-           "p_row_step) {");
+      line(
+          "for (int64_t p_row = p_row_first; p_row < p_rows; p_row = plait::stopped(p_err) ? p_rows : p_row + "
+          "p_row_step) {");
     } else {
       line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x * " + width + ";");
       const std::string strided_first = "(int64_t)blockIdx.x * blockDim.x * " + width + " + threadIdx.x";
@@ -3321,7 +3323,8 @@ class CudaEmitter {
         --indent_;
         line("}");
       }
-      line("for (int64_t p_k0 = " + first + "; p_k0 < p_total; p_k0 = plait::stopped(p_err) ? p_total : p_k0 + "
+      line("for (int64_t p_k0 = " + first +
+           "; p_k0 < p_total; p_k0 = plait::stopped(p_err) ? p_total : p_k0 + "
            "p_stride) {");
     }
     ++indent_;
@@ -4085,15 +4088,18 @@ class CudaEmitter {
           // The back edge tests the record, one answer per team (the team's
           // threads run its iterations together): a team's later iterations
           // do not start once the call has failed.
-          line("for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> p_team_shift; p_k < p_total; "
-               "p_k = plait::team_stopped(p_err, p_team) ? p_total : p_k + p_stride) {");
+          line(
+              "for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> p_team_shift; p_k < p_total; "
+              "p_k = plait::team_stopped(p_err, p_team) ? p_total : p_k + p_stride) {");
         } else if (!prefetch.empty()) {
           // kPrefetchIterations of the thread's workers at a time, their
           // prefetchable loads first.
           const std::string width = std::to_string(kPrefetchIterations);
           line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
-          line("for (int64_t p_k0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k0 < p_total; p_k0 = "
-               "plait::stopped(p_err) ? p_total : p_k0 + p_stride * " + width + ") {");
+          line(
+              "for (int64_t p_k0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k0 < p_total; p_k0 = "
+              "plait::stopped(p_err) ? p_total : p_k0 + p_stride * " +
+              width + ") {");
           ++indent_;
           for (size_t f = 0; f < prefetch.size(); ++f) {
             const std::string name = "p_pre" + std::to_string(f);
@@ -4122,8 +4128,9 @@ class CudaEmitter {
           // The back edge tests the record: a thread's later iterations do
           // not start once the call has failed (one load per iteration).
           line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
-          line("for (int64_t p_k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k < p_total; p_k = "
-               "plait::stopped(p_err) ? p_total : p_k + p_stride) {");
+          line(
+              "for (int64_t p_k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k < p_total; p_k = "
+              "plait::stopped(p_err) ? p_total : p_k + p_stride) {");
         }
         ++indent_;
         scopes_.emplace_back();

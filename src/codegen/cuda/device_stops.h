@@ -12,7 +12,7 @@ namespace plait::codegen::cuda {
 // Whether the text of a kernel's body has threads that wait for each other
 // or exchange values: block and team barriers, grid barriers, warp shuffles
 // and votes, and the device runtime's helpers built on them (reductions,
-// team combines).
+// team combines, the team's and the block's tests of the error record).
 bool threads_wait(const std::string& kernel_body);
 
 // The entry test of a kernel with this body, a line at indent 1 that returns
