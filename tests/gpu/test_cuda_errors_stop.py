@@ -1,7 +1,9 @@
 """Device code stops at its first error as Python stops (docs/cuda.md,
 "Errors on the device"). Everywhere: the kernels of stop_kernels.py compile
 with nvcc and NVRTC for sm_90 and the host part with the system compiler,
-and the generated code tests the device error record where it should. On a
+the generated code tests the device error record where it should, and the
+device runtime's grid barrier, run on the host with blocks as threads, lets
+every block leave at the same barrier after an error. On a
 GPU: each kernel raises Python's exception, and the arrays hold what the
 undecorated function leaves, exactly where Python defines it (the steps of a
 time loop before the failing one, a thread's statements before its failing
@@ -11,11 +13,14 @@ failing one may or may not have run) a value Python could have left."""
 import math
 import pathlib
 import re
+import subprocess
 
 import numpy as np
 import pytest
 
+import emulation
 import plait
+import precompiled
 import stop_kernels as S
 from test_cuda_codegen import PLAITC, compile_tests, emit_from
 from test_cuda_run import to_kind, to_numpy
@@ -96,6 +101,95 @@ def test_host_loop_tests_its_condition_for_errors(tmp_path):
     assert "while (true) {" in host
     assert host.index("plait_cuda::read(ctx") < host.index(
         "if (__builtin_expect(ctx->error_kind != 0, 0)) return ctx->error_kind;", host.index("while (true) {"))
+
+
+# The device runtime's grid barrier on the host: blocks of one thread as
+# std::threads (a block's __syncthreads_or is its thread's value), CUDA's
+# atomics and fences as C++'s.
+GRID_PRELUDE = r"""
+#include <atomic>
+#include <cstdio>
+#include <thread>
+#include <vector>
+struct p_dim { unsigned x; };
+static thread_local p_dim threadIdx, blockIdx;
+static p_dim gridDim, blockDim{1};
+#define __device__
+#define __forceinline__ inline
+inline void __syncthreads() {}
+inline int __syncthreads_or(int x) { return x; }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_add(v); }
+inline unsigned atomicExch(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).exchange(v); }
+namespace plait {
+struct device_error { int kind, line, col, message; long long values[3]; };
+"""
+
+# Blocks run `steps` steps, a grid barrier after each; in some trials one
+# block records an error as soon as it leaves the barrier before step
+# `failing` (while the others may still be reading that barrier's answer).
+# Every block must leave at the barrier after the failing step, none later
+# or earlier, and none may wait for ever (the run's timeout). Three blocks:
+# a block that spins while another waits for a core holds its core for a
+# whole time slice, and CI has two cores.
+GRID_MAIN = r"""
+int main() {
+  constexpr unsigned blocks = 3;
+  constexpr int steps = 12;
+  for (int trial = 0; trial < 48; ++trial) {
+    plait::device_error err{};
+    alignas(8) unsigned barrier[2] = {0, 4000000000u + (unsigned)trial * 977u};  // any generation
+    const int failing = trial % 5 == 0 ? steps : trial % steps;
+    const unsigned raiser = (unsigned)trial % blocks;
+    std::vector<int> left(blocks, -1);
+    gridDim.x = blocks;
+    std::vector<std::thread> threads;
+    for (unsigned b = 0; b < blocks; ++b)
+      threads.emplace_back([&, b] {
+        blockIdx.x = b;
+        threadIdx.x = 0;
+        if (plait::grid_sync(barrier, &err)) return;  // the kernel's entry
+        for (int s = 0; s < steps; ++s) {
+          if (s == failing && b == raiser) {
+            int none = 0;
+            std::atomic_ref<int>(err.kind).compare_exchange_strong(none, 1);
+          }
+          if (plait::grid_sync(barrier, &err)) {
+            left[b] = s;
+            return;
+          }
+        }
+        left[b] = steps;
+      });
+    for (std::thread& t : threads) t.join();
+    for (unsigned b = 0; b < blocks; ++b)
+      if (left[b] != failing) {
+        std::printf("trial %d: block %u left after step %d, not %d\n", trial, b, left[b], failing);
+        return 1;
+      }
+  }
+  return 0;
+}
+"""
+
+
+def runtime_function(source, signature):
+    """The text of the device runtime's function that starts with `signature`."""
+    begin = source.index(signature)
+    return source[begin:source.index("\n}\n", begin) + 3] if "{\n" in source[begin:source.index("\n", begin) + 1] \
+        else source[begin:source.index("\n", begin) + 1]
+
+
+def test_grid_barrier_lets_every_block_leave_at_the_same_barrier(tmp_path):
+    source = (HERE.parent.parent / "src" / "codegen" / "cuda" / "device_runtime.cpp").read_text()
+    program = (GRID_PRELUDE + runtime_function(source, "__device__ __forceinline__ bool stopped(") +
+               runtime_function(source, "__device__ __forceinline__ bool grid_sync(") + "}\n" + GRID_MAIN)
+    (tmp_path / "grid.cpp").write_text(program)
+    built = subprocess.run([precompiled.compiler(), *emulation.FLAGS, "-o", str(tmp_path / "grid"),
+                            str(tmp_path / "grid.cpp")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    ran = subprocess.run([str(tmp_path / "grid")], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
 # ---------------------------------------------------------------- on a GPU
