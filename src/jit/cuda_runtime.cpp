@@ -211,6 +211,14 @@ struct CallState {
   Runtime* rt;
   const CudaModule* module;
   CUstream stream;
+  // For a kernel whose device code can record errors: the device error
+  // record, its page-locked copy and the kernel's assertion messages. Each
+  // copy to the host reads the record too (in the same wait for the
+  // stream), so that the host part stops at its first synchronisation after
+  // device code failed. Null for other kernels.
+  CUdeviceptr record_device = 0;
+  codegen::cuda::DeviceErrorRecord* record = nullptr;
+  const std::vector<std::string>* assert_messages = nullptr;
 };
 
 CallState& state_of(plait_context* ctx) { return *static_cast<CallState*>(ctx->cuda->state); }
@@ -242,7 +250,11 @@ void log_launch(const CallState& s, int32_t kernel, uint32_t grid, uint32_t bloc
                static_cast<unsigned long long>(shared_bytes));
 }
 
+// Launches refuse once the call has recorded an error (one that a copy from
+// the GPU reported from device code, say): the host part, which tests every
+// launch, then ends the call there.
 int32_t api_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
+  if (ctx->error_kind != PLAIT_OK) return 1;
   CallState& s = state_of(ctx);
   log_launch(s, kernel, grid, block, 0);
   CUresult r = s.rt->d->cuLaunchKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1, 0, s.stream, params,
@@ -254,6 +266,7 @@ int32_t api_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t b
 
 int32_t api_launch_shared(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, uint64_t shared_bytes,
                           void** params) {
+  if (ctx->error_kind != PLAIT_OK) return -1;
   CallState& s = state_of(ctx);
   if (!s.module->allow_shared_bytes(kernel, shared_bytes)) return 1;
   log_launch(s, kernel, grid, block, shared_bytes);
@@ -273,6 +286,7 @@ uint32_t api_resident_grid(plait_context* ctx, int32_t kernel, uint32_t block) {
 }
 
 int32_t api_launch_cooperative(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
+  if (ctx->error_kind != PLAIT_OK) return 1;
   CallState& s = state_of(ctx);
   log_launch(s, kernel, grid, block, 0);
   CUresult r = s.rt->d->cuLaunchCooperativeKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1, 0, s.stream,
@@ -329,11 +343,28 @@ int32_t api_copy_to_device(plait_context* ctx, void* dst, const void* src, uint6
   return 1;
 }
 
+// The error of a device error record copied to the host, into ctx (the
+// first error of the call wins).
+void take_device_error(plait_context* ctx, const codegen::cuda::DeviceErrorRecord& record,
+                       const std::vector<std::string>& assert_messages) {
+  if (record.kind == PLAIT_OK || ctx->error_kind != PLAIT_OK) return;
+  ctx->error_kind = record.kind;
+  ctx->error_line = record.line;
+  ctx->error_col = record.col;
+  std::snprintf(ctx->error_message, sizeof ctx->error_message, "%s",
+                codegen::cuda::device_error_message(record, assert_messages).c_str());
+}
+
 int32_t api_copy_to_host(plait_context* ctx, void* dst, const void* src, uint64_t bytes) {
   CallState& s = state_of(ctx);
   CUresult r = s.rt->d->cuMemcpyDtoHAsync(dst, static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(src)), bytes,
                                           s.stream);
+  if (r == 0 && s.record) r = s.rt->d->cuMemcpyDtoHAsync(s.record, s.record_device, sizeof *s.record, s.stream);
   if (r == 0) r = s.rt->d->cuStreamSynchronize(s.stream);
+  if (r == 0 && s.record && s.record->kind != PLAIT_OK) {
+    take_device_error(ctx, *s.record, *s.assert_messages);
+    return 1;
+  }
   if (r == 0) return 0;
   record_error(ctx, PLAIT_RUNTIME_ERROR, "copying from the GPU failed (or a kernel failed before): " + error_text(r));
   return 1;
@@ -897,6 +928,11 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   ContextGuard guard(rt);
   Scratch scratch(rt, reinterpret_cast<CUstream>(stream));
   CallState state{&rt, kernel.cuda_module.get(), reinterpret_cast<CUstream>(stream)};
+  if (kernel.device_errors) {
+    state.record_device = scratch.pointer();
+    state.record = scratch.record();
+    state.assert_messages = &kernel.device_assert_messages;
+  }
   plait_cuda_api api{};
   api.state = &state;
   api.launch = &api_launch;
@@ -939,12 +975,8 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
     r = rt.d->cuMemsetD8Async(scratch.pointer(), 0, PLAIT_CUDA_ERROR_BYTES, state.stream);
   if (r != 0) {
     record_error(ctx, PLAIT_RUNTIME_ERROR, "a CUDA kernel failed: " + error_text(r));
-  } else if (record.kind != PLAIT_OK && ctx->error_kind == PLAIT_OK) {
-    ctx->error_kind = record.kind;
-    ctx->error_line = record.line;
-    ctx->error_col = record.col;
-    std::snprintf(ctx->error_message, sizeof ctx->error_message, "%s",
-                  codegen::cuda::device_error_message(record, kernel.device_assert_messages).c_str());
+  } else {
+    take_device_error(ctx, record, kernel.device_assert_messages);
   }
   return ctx->error_kind;
 }

@@ -42,10 +42,12 @@ def emit(tmp_path, name, signature, what, *extra):
  test_host_part_compiles_with_warnings_as_errors) = compile_tests(KERNELS_FILE, CASES)
 
 
-BATCHED_LOOP = re.compile(r"for \(int64_t p_k0 = [^;]*; p_k0 < p_total; p_k0 \+= p_stride\) \{")
+BATCHED_LOOP = re.compile(r"for \(int64_t p_k0 = [^;]*; p_k0 < p_total; "
+                          r"p_k0 = plait::stopped\(p_err\) \? p_total : p_k0 \+ p_stride\) \{")
 CONSECUTIVE = "((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * 4"
 STRIDED = "(int64_t)blockIdx.x * blockDim.x * 4 + threadIdx.x"
-ROWS_LOOP = "for (int64_t p_row = p_row_first; p_row < p_rows; p_row += p_row_step) {"
+ROWS_LOOP = "for (int64_t p_row = p_row_first; p_row < p_rows; p_row = plait::stopped(p_err) ? p_rows : p_row + " \
+    "p_row_step) {"
 
 
 def branches(device):
@@ -181,6 +183,10 @@ static p_dim blockIdx, threadIdx, blockDim{256}, gridDim;
 #define __launch_bounds__(n)
 namespace plait {
 struct device_error;
+// The call has recorded no error (the entry and back-edge tests).
+inline bool stopped(const device_error*) { return false; }
+inline bool block_stopped(const device_error*) { return false; }
+inline bool team_stopped(const device_error*, int) { return false; }
 template <typename T, int N> struct alignas(sizeof(T) * N > 16 ? 16 : sizeof(T) * N) lanes { T v[N]; };
 template <typename T, int N> bool lanes_aligned(const T* p) { return (uint64_t)p % alignof(lanes<T, N>) == 0; }
 inline int64_t split_digit(int64_t& rest, int64_t trip) {

@@ -282,7 +282,8 @@ def test_allocation_inside_a_parallel_loop_takes_a_slice_of_one_buffer(tmp_path)
     # iteration reuses it.
     device = emit(tmp_path, "row_scaled_by_sum", "f64[:, ::1], f64[:, ::1]", "cu").read_text()
     assert "threadIdx.x) >> p_team_shift) * p_temp_stride;" in device
-    assert re.search(r"p_k \+= p_stride\) \{\n.*\n    plait::team_sync\(p_team\);  // the temporaries' slice", device)
+    assert re.search(r"p_k = plait::team_stopped\(p_err, p_team\) \? p_total : p_k \+ p_stride\) \{\n.*\n"
+                     r"    plait::team_sync\(p_team\);  // the temporaries' slice", device)
 
 
 
@@ -418,11 +419,12 @@ def test_persistent_steps_keep_only_the_barriers_they_need(tmp_path):
         kernel = source[source.index(f"plait_{name}_k0("):]
         return kernel[:kernel.index("\n}\n")]
     fdtd = kernel_text("fdtd_2d_loops", "int, f64[:, ::1], f64[:, ::1], f64[:, ::1], f64[::1]")
-    assert fdtd.count("    plait::grid_sync(p_barrier);") == 2
-    assert fdtd.count("if (!p_apart) plait::grid_sync(p_barrier);") == 2  # one array passed twice
-    assert fdtd.index("    plait::grid_sync(p_barrier);") > fdtd.index("#line {}".format(line_of("fdtd_2d_loops", "for i2 in")))
+    barrier = "    if (plait::grid_sync(p_barrier, p_err)) return;"
+    assert fdtd.count(barrier) == 2
+    assert fdtd.count("if (!p_apart && plait::grid_sync(p_barrier, p_err)) return;") == 2  # one array passed twice
+    assert fdtd.index(barrier) > fdtd.index("#line {}".format(line_of("fdtd_2d_loops", "for i2 in")))
     kept = kernel_text("row_zero_read_steps", "int, f64[:, ::1], f64[:, ::1], f64[::1]")
-    assert kept.count("plait::grid_sync(p_barrier);") == 3
+    assert kept.count("plait::grid_sync(p_barrier, p_err)) return;") == 3 + 1  # and the entry's
 
 
 def line_of(kernel, fragment):

@@ -122,6 +122,10 @@ static p_dim blockIdx, threadIdx, blockDim{256}, gridDim;
 #define __launch_bounds__(n)
 namespace plait {
 struct device_error;
+// The call has recorded no error (the entry and back-edge tests).
+inline bool stopped(const device_error*) { return false; }
+inline bool block_stopped(const device_error*) { return false; }
+inline bool team_stopped(const device_error*, int) { return false; }
 inline int64_t trip_count(int64_t begin, int64_t end, int64_t step) {
   if (step > 0) return end > begin ? (end - begin + step - 1) / step : 0;
   return begin > end ? (begin - end - step - 1) / -step : 0;

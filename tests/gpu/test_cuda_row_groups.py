@@ -145,6 +145,10 @@ static p_dim blockIdx, blockDim{256}, gridDim;
 #define __align__(n) __attribute__((aligned(n)))
 namespace plait {
 struct device_error;
+// The call has recorded no error (the entry and back-edge tests).
+inline bool stopped(const device_error*) { return false; }
+inline bool block_stopped(const device_error*) { return false; }
+inline bool team_stopped(const device_error*, int) { return false; }
 inline int64_t trip_count(int64_t begin, int64_t end, int64_t step) {
   if (step > 0) return end <= begin ? 0 : (int64_t)(((uint64_t)end - (uint64_t)begin - 1) / (uint64_t)step + 1);
   return begin <= end ? 0 : (int64_t)(((uint64_t)begin - (uint64_t)end - 1) / (0 - (uint64_t)step) + 1);

@@ -383,11 +383,15 @@ def test_persistent_on_chip_one_array_passed_twice(rng, kind, n):
 
 
 def test_persistent_on_chip_step_that_raises(rng):
-    # The error is the user's; the arrays it leaves are unspecified on the GPU
-    # (docs/cuda.md, "How a kernel maps to the GPU": the device does not stop
-    # at an error).
+    # The first step raises after updating `a`: the later steps do not run
+    # (docs/cuda.md, "Errors on the device"), so `a` holds that step's values.
+    a = floats(rng, 100)
+    want = a.copy()
     with pytest.raises(ValueError):
-        plait.jit(K.shape_checked_steps, target="cuda")(floats(rng, 100), floats(rng, 2), 3)
+        K.shape_checked_steps(want, floats(rng, 2), 3)
+    with pytest.raises(ValueError):
+        plait.jit(K.shape_checked_steps, target="cuda")(a, floats(rng, 2), 3)
+    np.testing.assert_array_equal(a, want)
     check(K.shape_checked_steps, [floats(rng, 100), floats(rng, 3), 3], "numpy")
 
 

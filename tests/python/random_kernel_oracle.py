@@ -123,8 +123,9 @@ def check_case(case, target="cpu"):
                 + (f"raised {jit_error!r}" if jit_error else f"returned {got!r}"))
             # After an error in a parallel loop the other threads stop at
             # their next iteration: which other iterations ran is not fixed
-            # (docs/language.md, "Errors at run time"). On the GPU a device
-            # thread's error does not stop the other threads' work yet.
+            # (docs/language.md, "Errors at run time"). The GPU's arrays after
+            # an error are checked form by form by
+            # tests/gpu/test_cuda_errors_stop.py.
             if not COMPARE_AFTER_ERROR or "#pragma parallel" in case.source or target == "cuda":
                 return
         else:

@@ -296,7 +296,8 @@ TEST(CodegenCuda, ParallelLoopIsOneKernelLaunchedWithFourIterationsPerThread) {
   EXPECT_NE(out.device.find("extern \"C\" __global__ void __launch_bounds__(256) plait_vadd_k0("), std::string::npos);
   // The body is straight-line: each thread computes four iterations, 256
   // apart, before it stores them.
-  EXPECT_NE(out.device.find("p_k0 < p_total; p_k0 += p_stride) {"), std::string::npos);
+  EXPECT_NE(out.device.find("p_k0 < p_total; p_k0 = plait::stopped(p_err) ? p_total : p_k0 + p_stride) {"),
+            std::string::npos);
   EXPECT_NE(out.device.find("= (a_a_data[v_i_u3] + a_b_data[v_i_u3]);"), std::string::npos);
   EXPECT_LT(out.device.find("a_b_data[v_i_u3]"), out.device.find("a_out_data[p_at"));
   EXPECT_NE(out.device.find("#line 3 \"/tmp/kernels.py\""), std::string::npos);
@@ -542,9 +543,12 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
                                       "plait_steps_k3", "plait_steps_k4"}));
   EXPECT_NE(out.device.find("__launch_bounds__(1024) plait_steps_k0("), std::string::npos) << out.device;
   const std::string persistent = out.device.substr(out.device.find("plait_steps_k0("));
-  const size_t first = persistent.find("plait::grid_sync(p_barrier);");
+  // At the entry and after each loop.
+  const size_t entry = persistent.find("if (plait::grid_sync(p_barrier, p_err)) return;");
+  ASSERT_NE(entry, std::string::npos);
+  const size_t first = persistent.find("if (plait::grid_sync(p_barrier, p_err)) return;", entry + 1);
   ASSERT_NE(first, std::string::npos);
-  EXPECT_NE(persistent.find("plait::grid_sync(p_barrier);", first + 1), std::string::npos);  // after each loop
+  EXPECT_NE(persistent.find("if (plait::grid_sync(p_barrier, p_err)) return;", first + 1), std::string::npos);
   EXPECT_NE(persistent.find("for (int64_t p_k = p_first; p_k < "), std::string::npos);
   EXPECT_TRUE(has_remark(out, "all steps in one persistent CUDA kernel plait_steps_k0"));
 
@@ -636,7 +640,7 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
 TEST(CodegenCuda, TimeLoopThatNeedsTheHostLaunchesEachStepAndSaysWhy) {
   codegen::CudaSources out = codegen::generate_cuda(time_loop(true), CompileOptions{});
   EXPECT_EQ(out.kernel_names.size(), 2u);
-  EXPECT_EQ(out.device.find("plait::grid_sync(p_barrier);"), std::string::npos);
+  EXPECT_EQ(out.device.find("plait::grid_sync("), std::string::npos);
   EXPECT_TRUE(has_remark(out, "serial loop over `t` (line 2) does not run as one "
                               "persistent kernel: `count` is assigned in the loop body and read after the loop or "
                               "in the next step"));

@@ -23,6 +23,7 @@
 #include "analysis/raises.h"
 #include "analysis/var_uses.h"
 #include "codegen/cuda/device_runtime.h"
+#include "codegen/cuda/device_stops.h"
 #include "codegen/cuda/register_arrays.h"
 #include "codegen/cuda/step_barriers.h"
 #include "codegen/cuda/worker_plan.h"
@@ -1138,16 +1139,28 @@ class CudaEmitter {
           line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + " = " + expr(a->value) + ";");
           scopes_.back().insert(a->var.get());
         }
-        // An error in host code ends the call, as in Python.
-        if (!device() && analysis::raises(a->value).expressions)
-          line("if (__builtin_expect(ctx->error_kind != 0, 0)) return ctx->error_kind;");
+        // An error in host code ends the call, as in Python; in device
+        // code it ends the thread's work (stop_on_device_error).
+        if (!device() && host_may_stop(a->value)) line(kHostStop);
+        if (device() && analysis::raises(a->value).expressions) stop_on_device_error();
         return;
       }
       case NodeKind::Store: return emit_store(s->as<Store>());
       case NodeKind::AtomicUpdate: return emit_atomic(s->as<AtomicUpdate>());
       case NodeKind::If: {
         const If* i = s->as<If>();
-        line("if (" + expr(i->cond) + ") {");
+        std::string cond = expr(i->cond);
+        if (device() ? device_can_stop() && analysis::raises(i->cond).expressions : host_may_stop(i->cond)) {
+          const std::string c = temp("cond");
+          line("const bool " + c + " = " + cond + ";");
+          if (device()) {
+            stop_on_device_error();
+          } else {
+            line(kHostStop);
+          }
+          cond = c;
+        }
+        line("if (" + cond + ") {");
         nested(i->then_case);
         if (i->else_case) {
           line("} else {");
@@ -1162,19 +1175,46 @@ class CudaEmitter {
         if (!device() && f->schedule.kind == LoopKind::Serial && emit_persistent_time_loop(f)) return;
         if (!device() && f->schedule.kind == LoopKind::Serial && emit_device_serial_loop(s)) return;
         if (persistent_step_ && is_parallel(f->schedule.kind)) {
-          if (register_plan_) return emit_register_parallel_loop(f);
+          if (register_plan_) {
+            emit_register_parallel_loop(f);
+            // No barrier follows a loop in registers; where the step may
+            // raise, the block learns of an error here, all its threads
+            // together, before the code after the loop runs.
+            if (step_may_raise_) line("if (plait::block_stopped(p_err)) return;  // an error stops the call");
+            return;
+          }
           emit_persistent_parallel_loop(f);
           // A barrier the step does without when its arrays do not share memory.
-          line(barrier_not_needed_.count(f) ? "if (!p_apart) plait::grid_sync(p_barrier);"
-                                            : "plait::grid_sync(p_barrier);");
+          // Every block leaves at the same barrier once an error is
+          // recorded (plait::grid_sync says why none waits for one that left).
+          line(barrier_not_needed_.count(f) ? "if (!p_apart && plait::grid_sync(p_barrier, p_err)) return;"
+                                            : "if (plait::grid_sync(p_barrier, p_err)) return;");
           return;
         }
         return emit_serial_for(f);
       }
       case NodeKind::While: {
         const While* w = s->as<While>();
-        line("while (" + expr(w->cond) + ") {");
+        // A condition that may raise, or that reads the GPU's memory on the
+        // host, is tested at the top of the body, so that an error stops
+        // the loop before its next iteration (a host loop does not spin on
+        // values that stopped device code no longer changes).
+        const bool test_first =
+            device() ? device_can_stop() && analysis::raises(w->cond).expressions : host_may_stop(w->cond);
+        line(test_first ? "while (true) {" : "while (" + expr(w->cond) + ") {");
         ++loop_depth_;
+        if (test_first) {
+          ++indent_;
+          const std::string c = temp("cond");
+          line("const bool " + c + " = " + expr(w->cond) + ";");
+          if (device()) {
+            stop_on_device_error();
+          } else {
+            line(kHostStop);
+          }
+          line("if (!" + c + ") break;");
+          --indent_;
+        }
         nested(w->body);
         --loop_depth_;
         line("}");
@@ -1187,7 +1227,11 @@ class CudaEmitter {
         if (device()) PLAIT_INTERNAL_ERROR("a return statement in device code");
         return emit_return(s->as<Return>());
       case NodeKind::Allocate:
-        if (device()) return emit_device_allocate(s->as<Allocate>());
+        if (device()) {
+          emit_device_allocate(s->as<Allocate>());
+          stop_on_device_error();  // a negative or oversized shape
+          return;
+        }
         return emit_allocate(s->as<Allocate>());
       case NodeKind::ArrayBind: return emit_bind(s->as<ArrayBind>());
       case NodeKind::MatMul:
@@ -1289,9 +1333,65 @@ class CudaEmitter {
     line("}");
   }
 
+  // After device code that may have recorded an error, where the thread can
+  // leave its work (stop_ set): the code after it must not run. The load
+  // sees the thread's own error, and another thread's where it has reached
+  // memory (which stops this one early, as its next iteration would).
+  //
+  // A persistent kernel's step-level statements run in every thread alike
+  // (no stop_): there a barrier that answers for all threads follows the
+  // statement, so that the code after it does not run either. A thread
+  // alone could see another block's error and leave without the others.
+  void stop_on_device_error() {
+    if (!stop_.empty()) {
+      line("if (plait::stopped(p_err)) " + stop_);
+      ++stop_uses_;
+    } else if (persistent_step_) {
+      line(register_plan_ ? "if (plait::block_stopped(p_err)) return;  // an error stops the call"
+                          : "if (plait::grid_sync(p_barrier, p_err)) return;  // an error stops the call");
+    }
+  }
+  bool device_can_stop() const { return !stop_.empty() || persistent_step_; }
+
+  // Emits `body()` (device code of one thread: a worker's iteration, a
+  // single-thread kernel's statements) in a block of its own, from which an
+  // error jumps to a label after the block, so that the thread's statements
+  // after the failing one do not run, in loops of the body too. The block
+  // keeps the jump from crossing declarations. Code whose threads must stay
+  // together (a team's body, between its barriers) has no stop_: there an
+  // error leaves only the iteration of the failing statement's own loop.
+  template <typename Emit>
+  void with_device_stop(Emit&& body) {
+    const std::string label = temp("stop");
+    const std::string outer = std::exchange(stop_, "goto " + label + ";");
+    const int outer_uses = std::exchange(stop_uses_, 0);
+    line("{");
+    ++indent_;
+    scopes_.emplace_back();
+    body();
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    if (stop_uses_ > 0) line(label + ":;");
+    stop_ = outer;
+    stop_uses_ = outer_uses;
+  }
+
+  // Whether host code must test for an error after evaluating `e`: it may
+  // raise, or it reads the GPU's memory, which waits for the stream and
+  // reports an error that device code recorded (plait_cuda_api's
+  // copy_to_host), so that the host stops at its first synchronisation.
+  static bool host_may_stop(const Expr& e) {
+    if (analysis::raises(e).expressions) return true;
+    StmtFacts facts;
+    facts.visit(e);
+    return facts.touches_elements;
+  }
+  static constexpr const char* kHostStop = "if (__builtin_expect(ctx->error_kind != 0, 0)) return ctx->error_kind;";
+
   // A failed assertion records its error, then stops the host code (the
-  // call ends), or leaves the device thread's loop iteration (its thread,
-  // outside loops).
+  // call ends), or the device thread's work (stop_; where there is none,
+  // its loop iteration, or its thread outside loops).
   void emit_assert(const Assert* a) {
     line("if (!(" + expr(a->cond) + ")) {");
     ++indent_;
@@ -1300,7 +1400,12 @@ class CudaEmitter {
       assert_messages_.push_back(a->message);
       line("plait::raise_error(p_err, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) +
            ", plait::msg_assert_failed, " + std::to_string(index) + ");");
-      line(loop_depth_ > 0 ? "continue;" : "return;");
+      if (!stop_.empty()) {
+        line(stop_);
+        ++stop_uses_;
+      } else {
+        line(loop_depth_ > 0 ? "continue;" : "return;");
+      }
     } else {
       line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) + ", \"" +
            escape_path(a->message) + "\");");
@@ -1320,7 +1425,20 @@ class CudaEmitter {
     if (!device()) PLAIT_INTERNAL_ERROR("an array store in host code");
     std::string stored = expr(st->value);
     if (const ArrayVar* a = register_array(st->array.get()); a && register_loop_) {
-      line(data(*a) + "_reg[" + std::to_string(register_slot_) + "] = " + stored + ";");
+      const std::string slot = data(*a) + "_reg[" + std::to_string(register_slot_) + "]";
+      if (!analysis::raises(st->value).expressions) {
+        line(slot + " = " + stored + ";");
+        return;
+      }
+      // A failed value is not kept (the slot goes back to memory).
+      const std::string value = temp("value");
+      line("{");
+      line("  const " + ctype(st->array->type.dtype) + " " + value + " = " + stored + ";");
+      ++indent_;
+      stop_on_device_error();
+      --indent_;
+      line("  " + slot + " = " + value + ";");
+      line("}");
       return;
     }
     // A row kept in registers: the register first, then memory unless the
@@ -1336,21 +1454,58 @@ class CudaEmitter {
       line(it->second + ".v[" + group_lane_ + "] = " + stored + ";");
       return;
     }
-    if (!st->checked) {
+    emit_element_update(st->array, st->indices, st->value, stored, st->checked, st->loc,
+                        [&](const std::vector<std::string>& idx, const std::string& value) {
+                          return data(st->array) + "[" + offset(st->array, idx) + "] = " + value + ";";
+                        });
+  }
+
+  // A device statement that writes one element: `update(indices, value)`
+  // with the value's text `value_text` (of `value_expr`). When the value or
+  // a subscript may raise, or the subscript is checked, the value and the
+  // subscript's checks go into temporaries and the element is written only
+  // when no error was recorded: a failed statement's stand-in value is never
+  // stored. Where the thread can stop (stop_), one test after them stops it
+  // (the first error wins, so when the value raised, a failed check after it
+  // records nothing, as Python never evaluates that subscript); elsewhere (a
+  // team's body) only the store is left out.
+  template <typename Update>
+  void emit_element_update(const ArrayVar& a, const std::vector<Expr>& indices, const Expr& value_expr,
+                           const std::string& value_text, bool checked, const SourceLoc& loc, Update&& update) {
+    const bool can_stop = !stop_.empty();
+    const bool value_raises = analysis::raises(value_expr).expressions;
+    bool index_raises = false;
+    for (const Expr& i : indices) index_raises = index_raises || analysis::raises(i).expressions;
+    if (!checked && !value_raises && !(can_stop && index_raises)) {
       std::vector<std::string> idx;
-      for (const Expr& i : st->indices) idx.push_back(index_value(i));
-      line(data(st->array) + "[" + offset(st->array, idx) + "] = " + stored + ";");
+      for (const Expr& i : indices) idx.push_back(index_value(i));
+      line(update(idx, value_text));
       return;
     }
     const std::string value = temp("value");
     line("{");
     ++indent_;
-    line("const " + ctype(st->array->type.dtype) + " " + value + " = " + stored + ";");
+    line("const " + ctype(a->type.dtype) + " " + value + " = " + value_text + ";");
     std::vector<std::string> names;
-    std::string decls;
-    const std::string cond = bound_checks(st->array, st->indices, st->loc, &names, &decls);
-    line(decls);
-    line("if (" + cond + ") " + data(st->array) + "[" + offset(st->array, names) + "] = " + value + ";");
+    std::string when;
+    if (!checked) {
+      for (const Expr& i : indices) {
+        names.push_back(temp("i"));
+        line("const int64_t " + names.back() + " = " + index_value(i) + ";");
+      }
+    } else {
+      std::string decls;
+      const std::string cond = bound_checks(a, indices, loc, &names, &decls);
+      line(decls);
+      when = temp("ok");
+      line("const bool " + when + " = " + cond + ";");
+    }
+    if (can_stop) {
+      stop_on_device_error();
+    } else if (value_raises) {
+      when += (when.empty() ? "" : " && ") + std::string("!plait::stopped(p_err)");
+    }
+    line((when.empty() ? "" : "if (" + when + ") ") + update(names, value));
     --indent_;
     line("}");
   }
@@ -1378,23 +1533,10 @@ class CudaEmitter {
       if (it != private_copies_.end()) return "&" + it->second + "[" + idx[0] + "]";
       return "&" + data(u->array) + "[" + offset(u->array, idx) + "]";
     };
-    if (!u->checked) {
-      std::vector<std::string> idx;
-      for (const Expr& i : u->indices) idx.push_back(index_value(i));
-      line(fn + "(" + target(idx) + ", " + expr(u->value) + ");");
-      return;
-    }
-    const std::string value = temp("value");
-    line("{");
-    ++indent_;
-    line("const " + t + " " + value + " = " + expr(u->value) + ";");
-    std::vector<std::string> names;
-    std::string decls;
-    const std::string cond = bound_checks(u->array, u->indices, u->loc, &names, &decls);
-    line(decls);
-    line("if (" + cond + ") " + fn + "(" + target(names) + ", " + value + ");");
-    --indent_;
-    line("}");
+    emit_element_update(u->array, u->indices, u->value, expr(u->value), u->checked, u->loc,
+                        [&](const std::vector<std::string>& idx, const std::string& value) {
+                          return fn + "(" + target(idx) + ", " + value + ");";
+                        });
   }
 
   // A loop that runs in order (host code, or inside one device thread);
@@ -1418,6 +1560,14 @@ class CudaEmitter {
     line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
     line("const int64_t " + end + " = " + expr(loop->end) + ";");
     line("const int64_t " + step + " = " + expr(loop->step) + ";");
+    if (device()) {
+      bool bounds_raise = false;
+      for (const Expr* e : {&loop->begin, &loop->end, &loop->step})
+        bounds_raise = bounds_raise || analysis::raises(*e).expressions;
+      if (bounds_raise) stop_on_device_error();
+    } else if (host_may_stop(loop->begin) || host_may_stop(loop->end) || host_may_stop(loop->step)) {
+      line(kHostStop);
+    }
     line("const int64_t " + trip + " = " + trip_count(loop, begin, end, step) + ";");
     line("for (int64_t " + k + " = 0; " + k + " < " + trip + "; ++" + k + ") {");
     ++indent_;
@@ -2528,7 +2678,14 @@ class CudaEmitter {
     changes.visit(s);
     const std::vector<ArrayAccess> carried = team_accesses(subs[0], written, &changes.written);
     pending.insert(pending.end(), carried.begin(), carried.end());
-    emit_serial_for(f, [&] { emit_team_statements(subs[0], written, pending); });
+    emit_serial_for(f, [&] {
+      // The steps of a serial loop on one block's team: the whole launch
+      // runs each step in step, so it tests the record once per step and
+      // leaves together (no thread waits at a barrier for one that left).
+      if (f == device_time_loop_ && analysis::raises(f->body).any())
+        line("if (plait::block_stopped(p_err)) return;  // an error stops the call");
+      emit_team_statements(subs[0], written, pending);
+    });
     pending.insert(pending.end(), carried.begin(), carried.end());
   }
 
@@ -2929,8 +3086,12 @@ class CudaEmitter {
       staged_terms_.push_back(
           shared_array("p_terms" + std::to_string(r), ctype(reductions[r].var->type), kStagedElements));
     line("const int p_rows = (int)(blockDim.x >> p_team_shift);");
-    line("for (int64_t p_base = (int64_t)blockIdx.x * p_rows; p_base < p_total; p_base += (int64_t)gridDim.x * "
-         "p_rows) {");
+    // The back edge tests the record, one answer for the block (its threads
+    // run the passes together): later passes do not start once the call has
+    // failed.
+    line(
+        "for (int64_t p_base = (int64_t)blockIdx.x * p_rows; p_base < p_total; p_base = plait::block_stopped(p_err) ? "
+        "p_total : p_base + (int64_t)gridDim.x * p_rows) {");
     ++indent_;
     line("const int p_count = (int)(p_total - p_base < p_rows ? p_total - p_base : p_rows);");
     line("__syncthreads();  // the previous pass's teams are done with the bounds and terms");
@@ -3137,7 +3298,11 @@ class CudaEmitter {
           line("}");
         }
       }
-      line("for (int64_t p_row = p_row_first; p_row < p_rows; p_row += p_row_step) {");
+      // Back edges test the record: the thread's later rows do not start
+      // once the call has failed (one load per row).
+      line(
+          "for (int64_t p_row = p_row_first; p_row < p_rows; p_row = plait::stopped(p_err) ? p_rows : p_row + "
+          "p_row_step) {");
     } else {
       line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x * " + width + ";");
       const std::string strided_first = "(int64_t)blockIdx.x * blockDim.x * " + width + " + threadIdx.x";
@@ -3161,7 +3326,9 @@ class CudaEmitter {
         --indent_;
         line("}");
       }
-      line("for (int64_t p_k0 = " + first + "; p_k0 < p_total; p_k0 += p_stride) {");
+      line("for (int64_t p_k0 = " + first +
+           "; p_k0 < p_total; p_k0 = plait::stopped(p_err) ? p_total : p_k0 + "
+           "p_stride) {");
     }
     ++indent_;
     scopes_.emplace_back();
@@ -3259,12 +3426,17 @@ class CudaEmitter {
             lane_loads_[l] = name;
           }
         }
+        // After a statement that may raise, a thread whose batch raised
+        // leaves the kernel before the batch stores anything more (nothing
+        // after the loop waits for it: a batched worker has no reductions).
+        const bool raises = analysis::raises(st).expressions;
         if (const Assign* a = st->as<Assign>()) {
           for (int u = 0; u < batch; ++u) {
             lane_ = u;
             in_iteration(u, [&] { line(guard(u) + var_name(a->var) + " = " + expr(a->value) + ";"); });
           }
           lane_ = -1;
+          if (raises) line("if (plait::stopped(p_err)) return;");
           continue;
         }
         const Store* store = st->as<Store>();
@@ -3335,6 +3507,7 @@ class CudaEmitter {
           });
         }
         lane_ = -1;
+        if (raises) line("if (plait::stopped(p_err)) return;");
         auto changed = [&](size_t x) { return "plait::bits_differ(" + values[x] + ", " + olds[x] + ")"; };
         if (vector_store) {
           std::vector<std::string> any;
@@ -3916,15 +4089,21 @@ class CudaEmitter {
         }
         if (plan.team) {
           line("const int64_t p_stride = ((int64_t)gridDim.x * blockDim.x) >> p_team_shift;");
-          line("for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> p_team_shift; p_k < p_total; "
-               "p_k += p_stride) {");
+          // The back edge tests the record, one answer per team (the team's
+          // threads run its iterations together): a team's later iterations
+          // do not start once the call has failed.
+          line(
+              "for (int64_t p_k = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> p_team_shift; p_k < p_total; "
+              "p_k = plait::team_stopped(p_err, p_team) ? p_total : p_k + p_stride) {");
         } else if (!prefetch.empty()) {
           // kPrefetchIterations of the thread's workers at a time, their
           // prefetchable loads first.
           const std::string width = std::to_string(kPrefetchIterations);
           line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
-          line("for (int64_t p_k0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k0 < p_total; p_k0 += p_stride * " +
-               width + ") {");
+          line(
+              "for (int64_t p_k0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k0 < p_total; p_k0 = "
+              "plait::stopped(p_err) ? p_total : p_k0 + p_stride * " +
+              width + ") {");
           ++indent_;
           for (size_t f = 0; f < prefetch.size(); ++f) {
             const std::string name = "p_pre" + std::to_string(f);
@@ -3950,8 +4129,12 @@ class CudaEmitter {
           line("if (p_k >= p_total) break;");
           --indent_;
         } else {
+          // The back edge tests the record: a thread's later iterations do
+          // not start once the call has failed (one load per iteration).
           line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
-          line("for (int64_t p_k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k < p_total; p_k += p_stride) {");
+          line(
+              "for (int64_t p_k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p_k < p_total; p_k = "
+              "plait::stopped(p_err) ? p_total : p_k + p_stride) {");
         }
         ++indent_;
         scopes_.emplace_back();
@@ -3963,7 +4146,7 @@ class CudaEmitter {
           if (!temporaries.empty()) line("plait::team_sync(p_team);  // the temporaries' slice is reused");
           emit_team_body(plan, innermost->body);
         } else {
-          emit_body_statements(innermost->body);
+          with_device_stop([&] { emit_body_statements(innermost->body); });
         }
         loop_depth_ = 0;
         scopes_.pop_back();
@@ -4032,7 +4215,7 @@ class CudaEmitter {
       std::string shared;
       for (const auto& [decl_name, decl] : shared_decls_) shared += "  " + decl + "\n";
       const std::string body = device_.str();
-      device_.str(head + shared + body);
+      device_.str(head + shared + cuda::entry_test(body) + body);
       device_.seekp(0, std::ios_base::end);
       device_ << "}\n";
     };
@@ -4549,6 +4732,10 @@ class CudaEmitter {
     }
     // Not unrolled: NVRTC's unrolled copies with their guards made jacobi_1d's
     // steps 1.3x slower on an H100 (3200 elements in one block, on chip).
+    // The back edge tests the record (one load per iteration): a thread's
+    // later iterations do not start once the call has failed; the barrier
+    // after the loop then takes every block out together.
+    increment += ", p_k = plait::stopped(p_err) ? " + total + " : p_k";
     line("#pragma unroll 1");
     line("for (int64_t p_k = p_first; p_k < " + total + "; " + increment + ") {");
     ++indent_;
@@ -4564,7 +4751,7 @@ class CudaEmitter {
     const int outer_depth = loop_depth_;
     loop_depth_ = 1;  // the grid-stride loop
     persistent_step_ = false;  // parallel loops in the worker run serially in its thread
-    emit_body_statements(nest.back()->body);
+    with_device_stop([&] { emit_body_statements(nest.back()->body); });
     persistent_step_ = true;
     loop_depth_ = outer_depth;
     scopes_.pop_back();
@@ -4625,7 +4812,11 @@ class CudaEmitter {
     add_array_params(cap.arrays, &onchip_params, &unused_args, "p_global_");
     // The barriers the steps' parallel loops can do without, when the arrays
     // do not share memory (the kernel's `p_apart`; tested at each call).
-    const cuda::StepBarriers barriers = cuda::plan_step_barriers(stmts);
+    // A step that may raise keeps a barrier after each parallel loop: there
+    // every block learns of an error before the code after the loop runs.
+    step_may_raise_ = false;
+    for (const Stmt& st : stmts) step_may_raise_ = step_may_raise_ || analysis::raises(st).any();
+    const cuda::StepBarriers barriers = step_may_raise_ ? cuda::StepBarriers{} : cuda::plan_step_barriers(stmts);
     const std::string apart = temp("apart");
     if (!barriers.not_needed.empty()) {
       params.push_back("bool p_apart");
@@ -4685,9 +4876,11 @@ class CudaEmitter {
       line_directive(loop->loc);
       device_ << "extern \"C\" __global__ void __launch_bounds__(" << kPersistentBlockSize << ") " << name << "("
               << join(params, ", ") << ") {\n";
-      const size_t body_from = device_.str().size();
       indent_ = 1;
-      line("(void)p_err;");
+      // A grid barrier, so that every block takes the same answer: a block
+      // that starts after another one's error must not leave alone.
+      line("if (plait::grid_sync(p_barrier, p_err)) return;  // an error stops the call");
+      const size_t body_from = device_.str().size();
       line("const int64_t p_first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;");
       line("const int64_t p_stride = (int64_t)gridDim.x * blockDim.x;");
       emit_steps();
@@ -4784,6 +4977,7 @@ class CudaEmitter {
     device_ << "extern \"C\" __global__ void __launch_bounds__(" << kPersistentBlockSize << ") "
             << kernel_names_[static_cast<size_t>(index)] << "(" << join(params, ", ") << ") {\n";
     indent_ = 1;
+    line("if (plait::block_stopped(p_err)) return;  // an error stops the call");
     emit_onchip_copies(arrays, nullptr);
     line("[&]() {");
     device_ << body;
@@ -4964,7 +5158,7 @@ class CudaEmitter {
       scopes_.back().insert(v.get());
       register_loop_ = &rl;
       register_slot_ = j;
-      emit_body_statements(loop->body);
+      with_device_stop([&] { emit_body_statements(loop->body); });
       register_loop_ = nullptr;
       register_slot_ = -1;
       scopes_.pop_back();
@@ -4994,7 +5188,7 @@ class CudaEmitter {
             << kernel_names_[static_cast<size_t>(index)] << "(" << join(params, ", ") << ") {\n";
     indent_ = 1;
     const std::string slots = std::to_string(plan.slots);
-    line("(void)p_err;");
+    line("if (plait::block_stopped(p_err)) return;  // an error stops the call");
     line("(void)p_barrier;");
     if (std::find(params.begin(), params.end(), "bool p_apart") != params.end()) line("(void)p_apart;");
     line("extern __shared__ __align__(16) unsigned char p_onchip[];");
@@ -5169,7 +5363,9 @@ class CudaEmitter {
     line("if (" + (small.empty() ? std::string("true") : small) + ") {");
     ++indent_;
     whole_block_worker_ = true;
+    device_time_loop_ = loop;
     emit_parallel_kernel(wrapper->as<For>());
+    device_time_loop_ = nullptr;
     whole_block_worker_ = false;
     --indent_;
     line("} else {");
@@ -5273,7 +5469,7 @@ class CudaEmitter {
       indent_ = 1;
       scopes_.emplace_back();
       for (const Var& v : cap.scalars) scopes_.back().insert(v.get());
-      line("(void)p_err;");
+      line("if (plait::stopped(p_err)) return;  // an error stops the call");
       for (size_t k = 0; k < resident.size(); ++k)
         line("const " + ctype(resident[k].first->type) + " " + var_name(resident[k].first) + " = *p_res" +
              std::to_string(k) + ";");
@@ -5285,7 +5481,9 @@ class CudaEmitter {
         const Var& v = staying[k].first;
         line(ctype(v->type) + " " + var_name(v) + (read_on_entry(v) ? " = *p_stay" + std::to_string(k) : "{}") + ";");
       }
-      for (const Stmt& s : stmts) emit(s);
+      with_device_stop([&] {
+        for (const Stmt& s : stmts) emit(s);
+      });
       for (size_t k = 0; k < exchanged.size(); ++k)
         line("*p_slot" + std::to_string(k) + " = " + var_name(exchanged[k]) + ";");
       for (size_t k = 0; k < staying.size(); ++k)
@@ -5336,7 +5534,9 @@ class CudaEmitter {
   void emit_fill_kernel(ScalarKind kind, int index) {
     const std::string t = ctype(kind);
     device_ << "\nextern \"C\" __global__ void " << kernel_names_[static_cast<size_t>(index)] << "(" << t
-            << "* data, int64_t count, " << t << " value) {\n  plait::fill(data, count, value);\n}\n";
+            << "* data, int64_t count, " << t << " value, plait::device_error* p_err) {\n"
+            << "  if (plait::stopped(p_err)) return;  // an error stops the call\n"
+            << "  plait::fill(data, count, value);\n}\n";
   }
 
   int fill_kernel(ScalarKind kind) {
@@ -5443,6 +5643,11 @@ class CudaEmitter {
   Mode mode_ = Mode::Host;
   int indent_ = 0;
   int loop_depth_ = 0;  // loops around the statement being emitted, in its own code (host or kernel)
+  // Device code: the statement that leaves the thread's work after an
+  // error (with_device_stop), empty where the thread cannot leave alone;
+  // and how many times the current one was emitted.
+  std::string stop_;
+  int stop_uses_ = 0;
   int temp_counter_ = 0;
   // The parallel loop being emitted whose reduction results stay on the
   // device, and where they are (scratch slots) until the region after it.
@@ -5485,6 +5690,10 @@ class CudaEmitter {
   int register_slot_ = -1;
   // The worker of emit_device_serial_loop's kernel: one team of the whole block.
   bool whole_block_worker_ = false;
+  // The persistent kernel being emitted: whether its step may raise.
+  bool step_may_raise_ = false;
+  // The serial loop that emit_device_serial_loop runs on one block's team.
+  const For* device_time_loop_ = nullptr;
   // The kernel being emitted: the offset parameter of each temporary, and
   // whether its worker is a team.
   std::unordered_map<const Allocate*, std::pair<std::string, std::string>> temp_offsets_;  // offset, capacity

@@ -79,6 +79,20 @@ __device__ __forceinline__ void raise_error(device_error* err, int kind, int lin
   }
 }
 
+// Whether the call has recorded an error, so that device code stops as
+// Python would (docs/cuda.md, "Errors on the device"). The volatile load
+// reads the record where atomics write it (L2), not an L1 copy that another
+// block's error has not reached; a thread that recorded the error reads its
+// own write. Threads that test it at different times may disagree, so code
+// whose threads wait for each other uses block_stopped or grid_sync.
+__device__ __forceinline__ bool stopped(const device_error* err) { return *(const volatile int*)&err->kind != 0; }
+
+// stopped(), one answer for the whole block: a barrier that ORs the
+// threads' loads. Kernels whose threads wait for each other (barriers,
+// shuffles, team combines) test it at their entry, so that no thread waits
+// for one that left.
+__device__ __forceinline__ bool block_stopped(const device_error* err) { return __syncthreads_or(stopped(err)) != 0; }
+
 __device__ __forceinline__ bool index_ok(device_error* err, int line, int col, int64_t index, int axis,
                                          int64_t extent) {
   if (index >= 0 && index < extent) return true;
@@ -651,6 +665,30 @@ __device__ __forceinline__ void team_sync(int team) {
   }
 }
 
+// stopped(), one answer for the caller's team, where all its threads are
+// together (the back edge of the loop over workers): the team leaves
+// together, so that none waits at team_sync for one that left. The same
+// barriers as team_sync, with a vote.
+__device__ __forceinline__ bool team_stopped(const device_error* err, int team) {
+  const bool mine = stopped(err);
+  if (team == 1) return mine;
+  if (team < 32) return __any_sync(team_lanes(team), mine) != 0;
+  if (team == 32) return __any_sync(0xffffffffu, mine) != 0;
+  if (team == (int)blockDim.x) return __syncthreads_or(mine) != 0;
+  unsigned any;
+  asm volatile(
+      "{\n"
+      "  .reg .pred p_mine, p_any;\n"
+      "  setp.ne.u32 p_mine, %1, 0;\n"
+      "  bar.red.or.pred p_any, %2, %3, p_mine;\n"
+      "  selp.u32 %0, 1, 0, p_any;\n"
+      "}"
+      : "=r"(any)
+      : "r"((unsigned)mine), "r"(1 + (int)(threadIdx.x >> (__ffs(team) - 1))), "r"(team)
+      : "memory");
+  return any != 0;
+}
+
 template <typename T>
 __device__ __forceinline__ T shuffle_from(T v, int lane, unsigned lanes = 0xffffffffu, int width = 32) {
   if constexpr (sizeof(T) < 4) return (T)__shfl_sync(lanes, (int)v, lane, width);
@@ -751,17 +789,34 @@ __device__ __forceinline__ void fill(T* data, int64_t count, T value) {
 }
 
 // ---- persistent kernels: every block of the launch runs all steps of a time
-// loop, and waits here for the others between its parallel loops. With one
-// block, __syncthreads is the barrier. With more (a cooperative launch, so
-// all blocks are resident), `barrier` points to two counters in the scratch
-// buffer: arrivals, zero at the launch and reset by the last block to arrive,
-// then a generation number, which the last block advances to release the
-// others. Thread 0 stands for its block: __syncthreads orders the block's
-// writes before its fence and arrival, and the fence after the release
-// orders the other blocks' writes before the block's later reads.
-__device__ __forceinline__ void grid_sync(unsigned int* barrier) {
+// loop, and waits here for the others between its parallel loops; the
+// result is whether the call has recorded an error, the same for every
+// thread of every block, and the kernel returns when it is true. With one
+// block, __syncthreads_or is the barrier and ORs the threads' reads of the
+// record (a thread that recorded the error reads its own write). With more
+// (a cooperative launch, so all blocks are resident), `barrier` points to
+// two counters in the scratch buffer: arrivals, zero at the launch and reset
+// by the last block to arrive, then a generation number, which the last
+// block advances to release the others. Thread 0 stands for its block:
+// __syncthreads orders the block's writes (and errors) before its fence and
+// arrival, and the fence after the release orders the other blocks' writes
+// before the block's later reads.
+//
+// Why no block can wait for one that left: the last block to arrive reads
+// the record once every block has arrived, so after every error recorded
+// before this barrier and before any recorded after it (no block runs
+// between its arrival and its release), and tells the others by the size of
+// its step to the generation: 2 to stop, 1 to go on. Each block reads that
+// step before it can arrive at the next barrier, so the next barrier cannot
+// complete (and its last block cannot advance the generation again) before
+// every block has read this one's. So all blocks leave at the same barrier,
+// or all go on to the next, which every block reaches: work between
+// barriers never returns from the kernel (an error leaves the thread's
+// iteration, not the kernel).
+__device__ __forceinline__ bool grid_sync(unsigned int* barrier, const device_error* err) {
+  if (gridDim.x == 1) return __syncthreads_or(stopped(err)) != 0;
   __syncthreads();
-  if (gridDim.x == 1) return;
+  bool stop = false;
   if (threadIdx.x == 0) {
     volatile unsigned int* generation = barrier + 1;
     const unsigned int seen = *generation;  // cannot advance before this block arrives
@@ -769,14 +824,15 @@ __device__ __forceinline__ void grid_sync(unsigned int* barrier) {
     if (atomicAdd(barrier, 1u) == gridDim.x - 1) {
       atomicExch(barrier, 0u);
       __threadfence();
-      atomicAdd(barrier + 1, 1u);
+      atomicAdd(barrier + 1, stopped(err) ? 2u : 1u);
     } else {
       while (*generation == seen) {
       }
     }
     __threadfence();
+    stop = *generation - seen == 2u;
   }
-  __syncthreads();
+  return __syncthreads_or(stop) != 0;
 }
 
 // A bound of a thread's slots in a kernel with its arrays in registers:
@@ -993,7 +1049,7 @@ inline plait::allocation<T> allocate_device_array(plait_context* ctx, int line, 
   } else if (count > 0 && fill != plait::fill_kind::uninitialized) {
     const T value = fill == plait::fill_kind::ones ? T(1) : fill_value;
     const int64_t n = static_cast<int64_t>(count);
-    void* params[] = {arg(out.data), arg(n), arg(value)};
+    void* params[] = {arg(out.data), arg(n), arg(value), arg(ctx->cuda->scratch)};
     if (ctx->cuda->launch(ctx, fill_kernel, grid_for(n, 256, 65536), 256, params) != 0) return out;
   }
   out.ok = true;
