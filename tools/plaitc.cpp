@@ -53,9 +53,9 @@ constexpr const char* kUsage =
     "  -o DIR             write FUNCTION.ir, .cpp, .so, .cu, .ptx or .remarks into\n"
     "                     DIR (default: so to the current directory, the others to\n"
     "                     standard output)\n"
-    "  --no-boundscheck   do not check array indices (by default an index the\n"
-    "                     compiler cannot prove in range raises IndexError);\n"
-    "                     --boundscheck restores the default\n"
+    "  --boundscheck      an index the compiler cannot prove in range raises\n"
+    "                     IndexError\n"
+    "  --no-boundscheck   no index is checked (the default)\n"
     "  --fastmath         let the C++ compiler reassociate floating-point math\n"
     "  --no-cache         build afresh, neither using nor filling the disk cache\n"
     "  --cache-dir DIR    the disk cache directory (default: $PLAIT_CACHE_DIR,\n"
@@ -119,6 +119,7 @@ Command parse_command_line(const std::vector<std::string>& args) {
   bool cuda_knob = false;  // a --cuda-* launch option was given
   if (const char* dump = std::getenv("PLAIT_DUMP_DIR")) command.options.dump_dir = dump;
 
+  std::optional<bool> boundscheck;
   for (size_t i = 1; i < args.size(); ++i) {
     std::string arg = args[i];
     std::optional<std::string> inline_value;
@@ -176,7 +177,7 @@ Command parse_command_line(const std::vector<std::string>& args) {
       command.output_dir = value();
     } else if (arg == "--boundscheck" || arg == "--no-boundscheck") {
       no_value();
-      command.options.boundscheck = arg == "--boundscheck";
+      boundscheck = arg == "--boundscheck";
     } else if (arg == "--fastmath") {
       no_value();
       command.options.fastmath = true;
@@ -214,6 +215,7 @@ Command parse_command_line(const std::vector<std::string>& args) {
   command.file = target->substr(0, separator);
   command.function = target->substr(separator + 2);
   if (!have_signature) throw UsageError("--signature is required");
+  command.options.boundscheck = boundscheck.value_or(false);
   if (cuda_knob && command.options.target != plait::Target::CUDA)
     throw UsageError("--cuda-threads, --cuda-row-groups and --cuda-max-team are for --target cuda");
   const std::string launch_error = plait::launch_config_error(command.options.cuda_launch);

@@ -134,7 +134,7 @@ class Dispatcher(_core.Dispatcher):
 
     _target = "cpu"  # CudaDispatcher (plait/cuda.py): "cuda"
 
-    def __init__(self, py_func, *, scope=None, cache=True, boundscheck=True, fastmath=False, num_threads=None,
+    def __init__(self, py_func, *, scope=None, cache=True, boundscheck=False, fastmath=False, num_threads=None,
                  auto_simd=False):
         super().__init__()
         # Read now, as Python compiled it: a file edited after the import
@@ -144,7 +144,7 @@ class Dispatcher(_core.Dispatcher):
         self.py_func = py_func
         self._signature = inspect.signature(py_func)
         self._cache = cache
-        self._boundscheck = boundscheck
+        self._boundscheck = bool(boundscheck)
         self._fastmath = fastmath
         self._auto_simd = auto_simd
         self._kernels = {}  # signature text -> _core.Kernel, in compile order
@@ -267,7 +267,7 @@ class PythonDispatcher:
     compile = inspect_ir = inspect_source = explain = library_path = from_disk_cache = _disabled
 
 
-def jit(fn=None, *, target="cpu", cache=True, boundscheck=True, fastmath=False, num_threads=None,
+def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False, num_threads=None,
         auto_simd=False, tune=None, autotune=False):
     """Compiles a Python function into a parallel native kernel.
 
@@ -276,7 +276,7 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=True, fastmath=False, 
                    says whether this machine can run them)
       cache:       keep compiled libraries on disk across processes
       boundscheck: an index the compiler cannot prove in range is checked (IndexError);
-                   False checks none; PLAIT_BOUNDSCHECK overrides
+                   PLAIT_BOUNDSCHECK overrides
       fastmath:    allow float reassociation and contraction
       num_threads: threads for parallel loops (default: PLAIT_NUM_THREADS, else
                    the CPUs this process may use)

@@ -532,6 +532,15 @@ struct IndexFacts::State {
       int f = frame_of(v->var.get(), outer);
       if (f >= static_cast<int>(outer)) {
         const Frame& fr = loops[static_cast<size_t>(f)];
+        // Bounds that move with an enclosing loop of the nest would be
+        // bounded apart from the index's other terms, which loses their
+        // relation (i + j for j in range(n - i) reaches n - 1, not 2n - 2):
+        // the test is made inside that loop instead, where they are fixed.
+        const VarUses begin = uses_of(fr.loop->begin), end = uses_of(fr.loop->end);
+        for (size_t k = outer; k < static_cast<size_t>(f); ++k) {
+          const ir::VarInfo* moving = loops[k].loop->var.get();
+          if (begin.reads.count(moving) || end.reads.count(moving)) return std::nullopt;
+        }
         // The outer loop's bounds are evaluated just before it starts, as
         // the condition is: they are read as they are (loads included).
         auto bound = [&](const Expr& b) {

@@ -54,7 +54,8 @@ struct CompileOptions {
   Target target = Target::CPU;
   // Target::CUDA only.
   CudaLaunchConfig cuda_launch;
-  bool boundscheck = true;
+  // Indices not proven in range are checked (transforms/insert_bounds_checks).
+  bool boundscheck = false;
   bool fastmath = false;
   // Adds `simd` to the innermost dimension of array statements whose
   // sliced-index pragma does not mention it (plait.jit(auto_simd=True)).

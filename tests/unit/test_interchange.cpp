@@ -139,7 +139,9 @@ TEST(Interchange, BoundsChecksKeepTheOrderOfErrors) {
       "            for k in range(A.shape[1]):\n"
       "                s += A[i, k] * B[k, j]\n"
       "            C[i, j] = s\n";
-  ir::Function f = lower(src, "mm", "f64[:, ::1], f64[:, ::1], f64[:, ::1], int");
+  CompileOptions options;
+  options.boundscheck = true;
+  ir::Function f = lower(src, "mm", "f64[:, ::1], f64[:, ::1], f64[:, ::1], int", options);
   EXPECT_NE(remarks_of(f).find("stays innermost: the reduction may raise an error"), std::string::npos)
       << remarks_of(f);
   EXPECT_NE(remarks_of(f).find("runs outside chunks"), std::string::npos) << remarks_of(f);

@@ -166,20 +166,20 @@ TEST(Passes, NegativeIndicesWrap) {
   const char* src = "def f(a, i):\n    return a[i] + a[-1]\n";
   std::string text = ir_text(src, "f", "f64[::1], int");
   EXPECT_TRUE(contains(text, "(i < 0:int)")) << text;
-  EXPECT_TRUE(contains(text, "a[(a.shape[0] + -1:int); checked]")) << text;
+  EXPECT_TRUE(contains(text, "a[(a.shape[0] + -1:int)]")) << text;
 }
 
-CompileOptions unchecked() {
+CompileOptions checked() {
   CompileOptions options;
-  options.boundscheck = false;
+  options.boundscheck = true;
   return options;
 }
 
-// An index the analysis cannot prove in range is checked by default.
-TEST(BoundsChecks, UnprovenAccessesAreCheckedByDefault) {
-  std::string text = ir_text("def f(a):\n    a[0] = a[1]\n", "f", "f64[::1]");
+// With boundscheck, an index the analysis cannot prove in range is checked.
+TEST(BoundsChecks, UnprovenAccessesAreChecked) {
+  std::string text = ir_text("def f(a):\n    a[0] = a[1]\n", "f", "f64[::1]", checked());
   EXPECT_TRUE(contains(text, "a[0:int; checked] = a[1:int; checked]")) << text;
-  EXPECT_FALSE(contains(ir_text("def f(a):\n    a[0] = a[1]\n", "f", "f64[::1]", unchecked()), "checked"));
+  EXPECT_FALSE(contains(ir_text("def f(a):\n    a[0] = a[1]\n", "f", "f64[::1]"), "checked"));
 }
 
 // Indices from range over the array's own extents, plus and minus constants
@@ -191,7 +191,7 @@ TEST(BoundsChecks, IndicesOfRangeOverTheExtentNeedNoCheck) {
       "        for j in range(a.shape[1]):\n"
       "            a[i, j] = a[i - 1, j] + a[i + 1, a.shape[1] - 1 - j]\n"
       "    b[1:-1] = b[2:] + b[:-2]\n";
-  std::string text = ir_text(src, "f", "f64[:, ::1], f64[::1]");
+  std::string text = ir_text(src, "f", "f64[:, ::1], f64[::1]", checked());
   EXPECT_FALSE(contains(text, "checked")) << text;
   EXPECT_FALSE(contains(text, "1099511627776")) << text;
 }
@@ -203,7 +203,7 @@ TEST(BoundsChecks, AffineIndexIsCheckedOnceBeforeTheLoop) {
       "def f(a, n):\n"
       "    for i in range(n):\n"
       "        a[2 * i + 1] = 0.0\n";
-  std::string text = ir_text(src, "f", "f64[::1], int");
+  std::string text = ir_text(src, "f", "f64[::1], int", checked());
   // The lower side is proven; n is trusted within 2^40, so that the bound's
   // arithmetic cannot overflow.
   EXPECT_TRUE(contains(text, "if (((((((n - 1:int) * 2:int) + 1:int) < a.shape[0]) and (n <= 1099511627776:int)) and "
@@ -218,7 +218,7 @@ TEST(BoundsChecks, GatheredIndexIsCheckedAtEachAccess) {
       "def f(x, idx, out):\n"
       "    for i in range(idx.shape[0]):\n"
       "        out[i] = x[idx[i]]\n";
-  std::string text = ir_text(src, "f", "f64[::1], i64[::1], f64[::1]");
+  std::string text = ir_text(src, "f", "f64[::1], i64[::1], f64[::1]", checked());
   EXPECT_TRUE(contains(text, "out[i] = x[((idx[i] + x.shape[0]) if (idx[i] < 0:i64) else idx[i]); checked]")) << text;
 }
 
@@ -506,7 +506,7 @@ TEST(Fusion, LocalMaskBecomesAScalarOfOnePassWithBothSums) {
       "        in_bin = (i <= radius) & (radius < i + 1)\n"
       "        res[i] = np.sum(np.where(in_bin, data, 0.0)) / np.sum(np.where(in_bin, 1.0, 0.0))\n"
       "    return res\n";
-  std::string text = ir_text(src, "f", "f64[::1], f64[::1], int", unchecked());
+  std::string text = ir_text(src, "f", "f64[::1], f64[::1], int");
   // In the usual version (data and radius of one extent), no allocation in
   // the bin loop; one vector loop computes the mask and both sums.
   text = text.substr(text.find("} else {"));
@@ -641,7 +641,7 @@ TEST(ArrayExprs, ChainOfBroadcastingOperandsStaysSmall) {
 
 TEST(ArrayExprs, ElementOperandOfTheTargetIsReadBeforeTheNest) {
   std::string text = ir_text("def f(a):\n    a[:] = a - a[0]\n", "f", "f64[::1]");
-  EXPECT_TRUE(contains(text, "_tmp0 = a[0:int; checked]\n  parallel simd for")) << text;
+  EXPECT_TRUE(contains(text, "_tmp0 = a[0:int]\n  parallel simd for")) << text;
   EXPECT_TRUE(contains(text, "a[_i1] = (a[_i1] - _tmp0)")) << text;
 }
 

@@ -22,7 +22,7 @@ namespace plait {
 namespace {
 
 ir::Function compiled(const std::string& source, const std::string& name, const std::string& signature,
-                      Target target = Target::CUDA, bool boundscheck = true) {
+                      Target target = Target::CUDA, bool boundscheck = false) {
   SourceFile file{"k.py", source, 1};
   ast::FunctionDef fn = parse_function(file, name);
   Globals globals;
@@ -36,7 +36,7 @@ ir::Function compiled(const std::string& source, const std::string& name, const 
 }
 
 std::string lowered(const std::string& source, const std::string& name, const std::string& signature,
-                    Target target = Target::CUDA, bool boundscheck = true) {
+                    Target target = Target::CUDA, bool boundscheck = false) {
   return ir::to_string(compiled(source, name, signature, target, boundscheck));
 }
 
@@ -149,9 +149,7 @@ TEST(OffloadMatmul, CovarianceSplitsItsMirrorIntoALoopAfterTheProduct) {
       "        cov[i, i:M] = data[:, i] @ data[:, i:M] / (float_n - 1.0)\n"
       "        cov[i:M, i] = cov[i, i:M]\n"
       "    return cov\n",
-      // Unchecked: the checked copy of the loop (data's columns are not
-      // bounded by M) would come between the product and the mirror.
-      "cov", "int, f64, f64[:, ::1]", Target::CUDA, false);
+      "cov", "int, f64, f64[:, ::1]");
   const size_t product = ir.find(
       "  matmul cov[0:M, 0:M] = ((1.0:f64 / (float_n - 1.0:float)) * 1.0:f64) * "
       "(data.T @ data)[k < data.shape[0]] upper where all i: ");

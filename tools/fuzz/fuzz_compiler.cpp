@@ -4,7 +4,7 @@
 //
 // An input is a Python module whose first line says what to compile:
 //
-//   #fuzz FUNCTION [cpu|cuda] [noboundscheck] [fastmath] [auto_simd] : SIGNATURE
+//   #fuzz FUNCTION [cpu|cuda] [boundscheck] [fastmath] [auto_simd] : SIGNATURE
 //
 // (`#fuzz scale cpu : f64[::1], f64[::1]`). Without that line, or with a
 // signature Signature::parse rejects, the input still goes through the
@@ -45,8 +45,8 @@ bool parse_request(const std::string& text, Request& request) {
       request.options.target = plait::Target::CPU;
     else if (word == "cuda")
       request.options.target = plait::Target::CUDA;
-    else if (word == "noboundscheck")
-      request.options.boundscheck = false;
+    else if (word == "boundscheck")
+      request.options.boundscheck = true;
     else if (word == "fastmath")
       request.options.fastmath = true;
     else if (word == "auto_simd")

@@ -4812,11 +4812,18 @@ class CudaEmitter {
     add_array_params(cap.arrays, &onchip_params, &unused_args, "p_global_");
     // The barriers the steps' parallel loops can do without, when the arrays
     // do not share memory (the kernel's `p_apart`; tested at each call).
-    // A step that may raise keeps a barrier after each parallel loop: there
-    // every block learns of an error before the code after the loop runs.
+    // A step whose parallel loops may raise keeps a barrier after each of
+    // them: there every block learns of an error before the code after the
+    // loop runs. (A statement of the step outside them is followed by its
+    // own barrier test.)
     step_may_raise_ = false;
-    for (const Stmt& st : stmts) step_may_raise_ = step_may_raise_ || analysis::raises(st).any();
-    const cuda::StepBarriers barriers = step_may_raise_ ? cuda::StepBarriers{} : cuda::plan_step_barriers(stmts);
+    bool loops_may_raise = false;
+    for (const Stmt& st : stmts) {
+      const bool raises = analysis::raises(st).any();
+      step_may_raise_ = step_may_raise_ || raises;
+      loops_may_raise = loops_may_raise || (raises && ir::is_parallel_loop(st));
+    }
+    const cuda::StepBarriers barriers = loops_may_raise ? cuda::StepBarriers{} : cuda::plan_step_barriers(stmts);
     const std::string apart = temp("apart");
     if (!barriers.not_needed.empty()) {
       params.push_back("bool p_apart");
