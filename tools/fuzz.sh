@@ -30,7 +30,10 @@ ninja -C "$build" --quiet plait_fuzz_compiler
 
 mkdir -p "$build/corpus" "$build/artifacts"
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
-# -timeout: one input compiling for longer is a hang, a finding.
-exec "$build/plait_fuzz_compiler" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+# -timeout: one input compiling for longer is a hang, a finding. Under the
+# sanitizers a 4 KiB kernel of many broadcasting slices takes 16 s on this
+# machine (its versioned code is megabytes, linear in its size), so the limit
+# is twice that.
+exec "$build/plait_fuzz_compiler" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
   -dict="$root/tools/fuzz/plait.dict" -artifact_prefix="$build/artifacts/" -print_final_stats=1 \
   "$@" "$build/corpus" "$root/tools/fuzz/corpus"

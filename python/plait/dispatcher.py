@@ -134,7 +134,7 @@ class Dispatcher(_core.Dispatcher):
 
     _target = "cpu"  # CudaDispatcher (plait/cuda.py): "cuda"
 
-    def __init__(self, py_func, *, scope=None, cache=True, boundscheck=False, fastmath=False, num_threads=None,
+    def __init__(self, py_func, *, scope=None, cache=True, boundscheck=None, fastmath=False, num_threads=None,
                  auto_simd=False):
         super().__init__()
         # Read now, as Python compiled it: a file edited after the import
@@ -144,7 +144,8 @@ class Dispatcher(_core.Dispatcher):
         self.py_func = py_func
         self._signature = inspect.signature(py_func)
         self._cache = cache
-        self._boundscheck = bool(boundscheck)
+        # None: the target's default (on the CPU checked, on the GPU not yet).
+        self._boundscheck = _core.default_boundscheck(self._target) if boundscheck is None else bool(boundscheck)
         self._fastmath = fastmath
         self._auto_simd = auto_simd
         self._kernels = {}  # signature text -> _core.Kernel, in compile order
@@ -267,7 +268,7 @@ class PythonDispatcher:
     compile = inspect_ir = inspect_source = explain = library_path = from_disk_cache = _disabled
 
 
-def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False, num_threads=None,
+def jit(fn=None, *, target="cpu", cache=True, boundscheck=None, fastmath=False, num_threads=None,
         auto_simd=False, tune=None, autotune=False):
     """Compiles a Python function into a parallel native kernel.
 
@@ -276,7 +277,8 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False,
                    says whether this machine can run them)
       cache:       keep compiled libraries on disk across processes
       boundscheck: an index the compiler cannot prove in range is checked (IndexError);
-                   PLAIT_BOUNDSCHECK overrides
+                   default: on "cpu" yes, on "cuda" not yet (docs/language.md, "Bounds
+                   checks"); PLAIT_BOUNDSCHECK overrides
       fastmath:    allow float reassociation and contraction
       num_threads: threads for parallel loops (default: PLAIT_NUM_THREADS, else
                    the CPUs this process may use)
@@ -307,8 +309,8 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=False, fastmath=False,
         if caller.f_code is jit.__code__:
             caller = caller.f_back
         scope = (dict(caller.f_locals), caller.f_globals, call_position(caller)) if caller is not None else None
-        options = dict(scope=scope, cache=cache, boundscheck=bool(boundscheck), fastmath=bool(fastmath), num_threads=num_threads,
-                       auto_simd=bool(auto_simd))
+        options = dict(scope=scope, cache=cache, boundscheck=None if boundscheck is None else bool(boundscheck),
+                       fastmath=bool(fastmath), num_threads=num_threads, auto_simd=bool(auto_simd))
         if target == "cuda":
             from .cuda import CudaDispatcher
             return CudaDispatcher(func, tuning=space, **options)

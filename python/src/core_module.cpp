@@ -888,7 +888,12 @@ PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
   ctx.cuda = nullptr;
   ctx.memory = plait::jit::host_memory_pool();
   ctx.interrupt = &g_interrupt;
-  g_interrupt = 0;  // a SIGINT before the call was Python's to handle
+  // Cleared, then Python's pending signals handled: a SIGINT that came
+  // before this point tripped Python's flag too, and its handler raises now
+  // (as Python would at its next bytecode) rather than being lost while the
+  // kernel runs; one that comes later stops the kernel through our flag.
+  g_interrupt = 0;
+  if (PyErr_CheckSignals() != 0) return nullptr;
 
   int32_t status;
   {
@@ -1086,7 +1091,8 @@ nb::object call_cuda(const Kernel& kernel, nb::list args, uintptr_t stream) {
   ctx.num_threads = 1;
   ctx.parallel_work_threshold = parallel_work_threshold();
   ctx.interrupt = &g_interrupt;
-  g_interrupt = 0;
+  g_interrupt = 0;  // and Python's pending signals handled, as for the CPU
+  if (PyErr_CheckSignals() != 0) throw nb::python_error();
   int32_t status = PLAIT_OK;
   try {
     nb::gil_scoped_release release;
@@ -1169,6 +1175,12 @@ NB_MODULE(_core, m) {
   m.def("_set_error_classes", &set_error_classes, "by_kind"_a, "internal"_a,
         "Registers the Python classes raised for compile errors (plait/errors.py).");
   m.def("compiler_version", &plait::compiler_version);
+  m.def(
+      "default_boundscheck",
+      [](const std::string& target) {
+        return plait::default_boundscheck(target == "cuda" ? plait::Target::CUDA : plait::Target::CPU);
+      },
+      "target"_a, "Whether plait.jit checks indices on `target` (\"cpu\" or \"cuda\") unless told.");
   m.def("_raise_compile_error", &raise_python_compile_error, "kind"_a, "message"_a, "path"_a, "text"_a, "first_line"_a,
         "line"_a, "col"_a, "end_col"_a,
         "Raises the CompileError class of `kind` (an ErrorKind name) at line, columns [col, end_col) (0-based) "

@@ -1062,6 +1062,16 @@ Value Lowerer::call_numpy(const std::string& fn, const ast::Call& c, const std::
     if (t.is_bool()) return Value::of(cast(xs[0], t));
     return Value::of(ir::Call::make(t.is_float() ? ir::Intrinsic::Fabs : ir::Intrinsic::Abs, {cast(xs[0], t)}, t, false, c.loc));
   }
+  if (fn == "negative" || fn == "positive") {
+    want(1);
+    ScalarType t = strong(xs[0]->type);
+    // NumPy has no loop of either for bools (TypeError).
+    if (t.is_bool()) type_error("numpy." + fn + "() of a bool is not supported; use ~ or np.logical_not", c.loc);
+    // A NumPy scalar (strong), also of a Python number.
+    Expr x = with_weakness(cast(xs[0], t), false);
+    if (fn == "positive") return Value::of(x);
+    return Value::of(ir::Unary::make(ir::UnaryOp::Neg, x, c.loc));
+  }
   if (fn == "isnan" || fn == "isinf" || fn == "isfinite") {
     want(1);
     if (!xs[0]->type.is_float()) return Value::of(ir::Cast::make(ScalarType::b1(), ir::BoolImm::make(fn == "isfinite", c.loc), false, c.loc));

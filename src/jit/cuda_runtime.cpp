@@ -343,11 +343,13 @@ int32_t api_copy_to_device(plait_context* ctx, void* dst, const void* src, uint6
   return 1;
 }
 
-// The error of a device error record copied to the host, into ctx (the
-// first error of the call wins).
+// The error of a device error record copied to the host, into ctx. It
+// replaces an error the host recorded: launches stop once the host records
+// one, so the kernel that failed was launched, and failed, before it (the
+// host runs ahead of the stream), and the first error of the call wins.
 void take_device_error(plait_context* ctx, const codegen::cuda::DeviceErrorRecord& record,
                        const std::vector<std::string>& assert_messages) {
-  if (record.kind == PLAIT_OK || ctx->error_kind != PLAIT_OK) return;
+  if (record.kind == PLAIT_OK) return;
   ctx->error_kind = record.kind;
   ctx->error_line = record.line;
   ctx->error_col = record.col;

@@ -10,6 +10,7 @@
 
 #include <sys/mman.h>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -101,6 +102,25 @@ inline bool index_ok(plait_context* ctx, int line, int col, int64_t index, int a
                 static_cast<long long>(index), axis, static_cast<long long>(extent));
   raise_error(ctx, PLAIT_INDEX_ERROR, line, col, message);
   return false;
+}
+
+// One index of a checked load: the index, the axis's extent and stride.
+struct checked_axis {
+  int64_t index, extent, stride;
+};
+
+// The element of `data` at `axes` when every index is in bounds; otherwise
+// reports NumPy's IndexError for the first that is not and returns 0 without
+// reading. A function rather than a lambda at each load: GCC's time and
+// memory grow steeply with lambdas inside deeply nested expressions.
+template <typename T, size_t N>
+inline T load_checked(plait_context* ctx, int line, int col, const T* data, const checked_axis (&axes)[N]) {
+  int64_t offset = 0;
+  for (size_t d = 0; d < N; ++d) {
+    if (!index_ok(ctx, line, col, axes[d].index, static_cast<int>(d), axes[d].extent)) return T(0);
+    offset += axes[d].index * axes[d].stride;
+  }
+  return data[offset];
 }
 
 // ---------------------------------------------------------------- loops
@@ -272,7 +292,11 @@ inline T pow_float_checked(T base, E exponent, plait_context* ctx, int line, int
     raise_error(ctx, PLAIT_ZERO_DIVISION_ERROR, line, col, "0.0 cannot be raised to a negative power");
     return 0;
   }
-  return pow_float(base, exponent);
+  // Python's float power overflows with an error, not to inf.
+  const T r = pow_float(base, exponent);
+  if (std::isinf(r) && std::isfinite(base) && std::isfinite(static_cast<T>(exponent)))
+    raise_error(ctx, PLAIT_OVERFLOW_ERROR, line, col, "(34, 'Numerical result out of range')");
+  return r;
 }
 
 // np.minimum / np.maximum: NaN-propagating.

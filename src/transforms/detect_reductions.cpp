@@ -230,6 +230,11 @@ class ReductionFinder : public ir::IRMutator {
         if (a->var.get() == want) found = a->var;
         IRVisitor::visit(a);
       }
+      // An inner loop's variable that its body never reads.
+      void visit(const ir::For* f) override {
+        if (f->var.get() == want) found = f->var;
+        IRVisitor::visit(f);
+      }
     } finder;
     finder.want = v;
     finder.visit(function_.body);

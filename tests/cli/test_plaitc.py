@@ -161,11 +161,13 @@ def test_emit_cpp_to_stdout():
     assert "vector_ops.py" in result.stdout  # #line directives
 
 
-def test_emit_cpp_with_boundscheck_differs():
+def test_boundscheck_is_the_cpu_default_and_no_boundscheck_turns_it_off():
     base = ["compile", f"{VECTOR_OPS}::scale", "--signature", "f64[::1], f64[::1]", "--emit", "cpp"]
-    plain = run_plaitc(*base)
+    default = run_plaitc(*base)
     checked = run_plaitc(*base, "--boundscheck")
-    assert plain.returncode == 0 and checked.returncode == 0
+    plain = run_plaitc(*base, "--no-boundscheck")
+    assert default.returncode == 0 and checked.returncode == 0 and plain.returncode == 0
+    assert default.stdout == checked.stdout
     assert plain.stdout != checked.stdout
 
 

@@ -102,6 +102,17 @@ def row_sums_of_roots(m, out):
         out[i] = s
 
 
+def device_error_then_host_error(a, d, empty):
+    """A parallel loop's error on the device (ValueError: a negative element
+    of d), then a host-side error (ZeroDivisionError: empty has no elements)
+    while the host runs ahead of the GPU: Python raises the first, and so
+    must the call."""
+    #pragma parallel for
+    for i in range(a.shape[0]):
+        a[i] = math.sqrt(d[i])
+    return 1 // empty.shape[0]
+
+
 KERNELS = {
     "failing_step": ["f64[::1], f64[::1], f64[::1], i64[::1], int"],
     "failing_root_step": ["f64[::1], f64[::1], f64[::1], int"],
@@ -111,4 +122,5 @@ KERNELS = {
     "serial_prefix_until_negative": ["f64[::1], f64[::1]"],
     "grow_until": ["f64[::1], f64[::1], float"],
     "row_sums_of_roots": ["f64[:, ::1], f64[::1]"],
+    "device_error_then_host_error": ["f64[::1], f64[::1], f64[::1]"],
 }

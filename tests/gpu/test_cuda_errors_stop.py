@@ -350,6 +350,14 @@ def test_host_loop_on_device_values_stops_at_the_error(rng, kind, n):
 
 
 @on_gpu
+@pytest.mark.parametrize("kind", ["numpy", "device"])
+def test_a_device_error_comes_before_a_later_host_error(rng, kind):
+    d = rng.random(1000) + 1.0
+    d[500] = -1.0
+    run_both(S.device_error_then_host_error, [np.zeros(1000), d, np.zeros(0)], kind)
+
+
+@on_gpu
 @pytest.mark.parametrize("rows,cols", [(64, 300), (3000, 40)])
 def test_team_rows_are_whole_or_untouched(rng, rows, cols):
     m = rng.random((rows, cols)) + 0.5

@@ -37,6 +37,7 @@ class Var:
     bound: float  # |value| <= bound; math.inf when unknown
     approx: bool = False  # a reassociated float reduction
     final: bool = False  # a reduction: read nowhere, returned at the end
+    fixed: bool = False  # a parameter that loop bounds may read: never assigned
 
 
 @dataclass
@@ -181,7 +182,8 @@ class Expressions:
                 value = self.draw(st.booleans())
             bound = abs(value) if kind(t) != "b" else 1
             self.scalars.append((name, t, value))
-            self.scopes[0].append(Var(name, t, float(bound) if kind(t) == "f" else int(bound)))
+            fixed = t == "int" and self.chance(0.5)
+            self.scopes[0].append(Var(name, t, float(bound) if kind(t) == "f" else int(bound), fixed=fixed))
 
     def new_array(self, extents, output):
         ndim = self.draw(st.integers(1, 2))

@@ -41,7 +41,7 @@ class Generator(Expressions):
         """Locals a statement here may assign: in a parallel or simd loop only
         its private ones (declared in its body)."""
         first = self.private_from if self.in_parallel() else 0
-        return [v for scope in self.scopes[first:] for v in scope if not v.approx and not v.final]
+        return [v for scope in self.scopes[first:] for v in scope if not (v.approx or v.final or v.fixed)]
 
     def block(self, depth, leaf_only=False):
         self.scopes.append([])
@@ -151,7 +151,9 @@ class Generator(Expressions):
 
     def range_header(self):
         """(range text, extent): the loop variable stays in [0, extent)."""
-        ints = [s for s in self.scalars if s[1] == "int"]
+        # Only parameters never assigned: the extent is their value.
+        fixed = {v.name for v in self.scopes[0] if v.fixed}
+        ints = [s for s in self.scalars if s[0] in fixed]
         if ints and self.chance(0.15):
             name, _, value = self.choice(ints)
             return f"range({name})", max(value, 0)
@@ -189,6 +191,8 @@ class Generator(Expressions):
         elif pragma == "simd":
             self.emit("#pragma simd")
             self.leaf_only = True
+            # Its iterations may assign only locals of its own body.
+            self.private_from = len(self.scopes)
         self.emit(f"for {var} in {header}:")
         self.loops.append(loop)
         self.indent += 1

@@ -563,7 +563,7 @@ def test_division_by_zero_is_a_zero_division_error_with_the_python_message(a, b)
 
 def test_plait_boundscheck_environment_variable_turns_checks_on(monkeypatch):
     monkeypatch.setenv("PLAIT_BOUNDSCHECK", "1")
-    kernel = fresh(get_item)
+    kernel = fresh(get_item, boundscheck=False)
     with pytest.raises(IndexError):
         kernel(np.arange(4.0), 10)
 

@@ -220,7 +220,8 @@ def test_boolean_arithmetic_and_products_are_logical(rng):
 def ufuncs(x, y):
     return (np.sqrt(np.abs(x)), np.exp(x), np.log(np.abs(x) + 1), np.sin(x), np.cos(x), np.tanh(x),
             np.arctan2(x, 0.5), np.floor(x), np.ceil(x), np.trunc(x), np.rint(x), np.fabs(x), np.minimum(x, y),
-            np.maximum(x, y), np.isnan(x), np.isfinite(x), np.isinf(x), np.power(np.abs(x), 2))
+            np.maximum(x, y), np.isnan(x), np.isfinite(x), np.isinf(x), np.power(np.abs(x), 2), np.negative(x),
+            np.positive(y))
 
 
 @pytest.mark.parametrize("dtype", (np.int32, np.float32, np.float64), ids=dtype_id)

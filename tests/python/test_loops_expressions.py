@@ -89,6 +89,20 @@ def test_float_power(a, b):
     check(powers, a, b)
 
 
+@pytest.mark.parametrize("a, b", [(1e300, 2.0), (-1e200, 3.0), (10.0, 400.0), (1e300, 2)])
+def test_float_power_that_overflows_is_an_overflow_error(a, b):
+    with pytest.raises(OverflowError):
+        powers.py_func(a, b)
+    with pytest.raises(OverflowError) as info:
+        powers(a, b)
+    assert "Numerical result out of range" in str(info.value)
+
+
+@pytest.mark.parametrize("a, b", [(math.inf, 2.0), (2.0, math.inf), (1e-300, 2.0), (1e150, 2.0)])
+def test_float_power_of_inf_or_that_underflows_raises_nothing(a, b):
+    check(powers, a, b)
+
+
 NEGATIVE = -2
 
 
@@ -478,6 +492,27 @@ def test_numpy_functions(dtype):
     # library's by a few units in the last place.
     rtol = {np.float32: 1e-6, np.float64: 4e-15}[dtype]
     check(numpy_functions, x, poisoned((40, 30), dtype), rtol=rtol, atol=1e-30)
+
+
+@plait.jit
+def negative_and_positive(n, x):
+    # NumPy scalars of Python numbers (int64, float64) and of array elements
+    # (their dtype).
+    return np.negative(n), np.positive(n), np.negative(x[0]), np.positive(x[1]), np.negative(2.5)
+
+
+@plait.jit
+def negative_of_bool(flag):
+    return np.negative(flag)  # NumPy has no loop for bools
+
+
+@pytest.mark.parametrize("dtype", (np.int8, np.uint32, np.float32), ids=dtype_id)
+def test_numpy_negative_and_positive(dtype):
+    x = make(rng_for("negative_and_positive", dtype_id(dtype)), dtype, 2)
+    check(negative_and_positive, 7, x)
+    check(negative_and_positive, -3, x)
+    with pytest.raises(TypeError):
+        negative_of_bool(True)
 
 
 @plait.jit

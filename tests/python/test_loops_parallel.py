@@ -797,3 +797,23 @@ def test_whole_array_reduction_inside_a_simd_loop_runs_serially():
     for n in (0, 1, 7):
         check(simd_loop_over_a_whole_array_maximum, rng.random(9), poisoned(n, np.float64))
     assert "runs serially: it is inside a vector loop" in simd_loop_over_a_whole_array_maximum.explain()
+
+
+@plait.jit
+def inner_loop_variable_never_read(a, out):
+    #pragma parallel for
+    for i in range(a.shape[0]):
+        flag = True
+        #pragma simd
+        for j in range(out.shape[0]):
+            unused = flag
+        out[i] = a[i]
+    return out
+
+
+def test_an_inner_loop_whose_variable_is_never_read_is_private_to_the_parallel_loop():
+    # The inner loop's variable is written in each parallel iteration and
+    # read nowhere; it is private, as its loop is.
+    rng = np.random.default_rng(12)
+    for n in (0, 1, 9):
+        check(inner_loop_variable_never_read, rng.random(n), poisoned(n, np.float64))

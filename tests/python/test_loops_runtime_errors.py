@@ -157,12 +157,26 @@ def test_boundscheck_in_parallel_loop():
 
 
 @plait.jit
+def default_get(x, i):
+    return x[i]
+
+
+@plait.jit(boundscheck=False)
 def unchecked_get(x, i):
     return x[i]
 
 
-def test_boundscheck_is_off_by_default():
-    # In range, including negative indices, the kernel matches Python.
+def test_boundscheck_is_on_by_default_on_the_cpu():
+    x = np.arange(5.0)
+    for i in (0, 3, -1, -5):
+        check(default_get, x, i)
+    with pytest.raises(IndexError) as excinfo:
+        default_get(x, 5)
+    assert_located(excinfo, default_get, "return x[i]")
+
+
+def test_boundscheck_false_keeps_indices_in_range_right():
+    # In range, including negative indices, the unchecked kernel matches Python.
     x = np.arange(5.0)
     for i in (0, 3, -1, -5):
         check(unchecked_get, x, i)
@@ -173,7 +187,7 @@ BOUNDSCHECK_SCRIPT = textwrap.dedent("""
     import numpy as np
     import plait
 
-    @plait.jit
+    @plait.jit(boundscheck=False)
     def get(x, i):
         return x[i]
 

@@ -30,7 +30,9 @@ def one_statement(A, steps):
         A[:] = 0.5 * A + 1.0
 
 
-@plait.jit
+# Unchecked (boundscheck=False): the tests below count its regions, and the
+# copy that a bounds check makes of a loop has regions of its own.
+@plait.jit(boundscheck=False)
 def jacobi_1d(A, B, steps):
     for t in range(steps):
         B[1:-1] = 0.5 * (A[:-2] + A[2:])
@@ -56,7 +58,9 @@ def running_scalar(A, steps):
     return s
 
 
-@plait.jit
+# Unchecked (boundscheck=False): the tests below count its regions, and the
+# copy that a bounds check makes of a loop has regions of its own.
+@plait.jit(boundscheck=False)
 def branch_on_t(A, B, steps):
     for t in range(steps):
         if t % 2 == 0:
@@ -323,7 +327,9 @@ def test_statements_between_the_loops_run_in_one_thread():
     assert "[2] = {false, false};" in source and "goto p_exit" in source and "copyprivate" not in source
 
 
-@plait.jit
+# Unchecked (boundscheck=False): the tests below count its regions, and the
+# copy that a bounds check makes of a loop has regions of its own.
+@plait.jit(boundscheck=False)
 def while_around_parallel_loop(A, steps):
     t = 0
     while t < steps:

@@ -184,12 +184,12 @@ class PlaitPeer(Peer):
     plait.jit(target=...). On the GPU the inputs are copied to the device
     before the call (untimed) and the call is followed by a synchronisation."""
 
-    def __init__(self, target, boundscheck=True):
+    def __init__(self, target, boundscheck=None):
         self.target = target
-        self.boundscheck = boundscheck
+        self.boundscheck = boundscheck  # None: the target's default
         # "plait_unchecked": boundscheck=False, to measure what the default
         # checks cost.
-        self.name = "plait" if boundscheck else "plait_unchecked"
+        self.name = "plait_unchecked" if boundscheck is False else "plait"
         self._retargeted = {}
 
     def unavailable(self):
@@ -207,12 +207,13 @@ class PlaitPeer(Peer):
 
     def implementation(self, module):
         kernel = getattr(module, "kernel_plait", None)
-        if kernel is None or (self.target == "cpu" and self.boundscheck):
+        if kernel is None or (self.target == "cpu" and self.boundscheck is None):
             return kernel
         if module not in self._retargeted:
             import plait
 
-            self._retargeted[module] = plait.jit(target=self.target, boundscheck=self.boundscheck)(kernel.py_func)
+            options = {} if self.boundscheck is None else {"boundscheck": self.boundscheck}
+            self._retargeted[module] = plait.jit(target=self.target, **options)(kernel.py_func)
         return self._retargeted[module]
 
     def to_device(self, value):

@@ -850,12 +850,12 @@ class CppEmitter {
       for (const Expr& i : l->indices) idx.push_back(index_value(i));
       return data(l->array) + "[" + offset(l->array, idx) + "]";
     }
-    std::vector<std::string> names;
-    std::string decls;
-    const std::string cond = bound_checks(l->array, l->indices, l->loc, &names, &decls);
-    const std::string t = ctype(l->type);
-    return "[&]() -> " + t + " { " + decls + " if (!(" + cond + ")) return " + t + "(0); return " + data(l->array) + "[" +
-           offset(l->array, names) + "]; }()";
+    std::string axes;
+    for (int d = 0; d < l->array->type.ndim; ++d)
+      axes += std::string(d ? ", " : "") + "{" + index_value(l->indices[static_cast<size_t>(d)]) + ", " +
+              extent(l->array, d) + ", " + stride(l->array, d) + "}";
+    return "static_cast<" + ctype(l->type) + ">(plait::load_checked(ctx, " + loc_args(l->loc) + ", " +
+           data(l->array) + ", {" + axes + "}))";
   }
 
   // ------------------------------------------------------------ statements

@@ -28,7 +28,8 @@ constexpr MessageInfo kMessages[] = {
      "Integers to negative integer powers are not allowed."},
     {DeviceMessage::ZeroToNegativePower, "msg_zero_to_negative_power", "0.0 cannot be raised to a negative power"},
     {DeviceMessage::FloatNanToInteger, "msg_float_nan_to_integer", "cannot convert float NaN to integer"},
-    {DeviceMessage::FloatInfinityToInteger, "msg_float_infinity_to_integer", "cannot convert float infinity to integer"},
+    {DeviceMessage::FloatInfinityToInteger, "msg_float_infinity_to_integer",
+     "cannot convert float infinity to integer"},
     {DeviceMessage::IntTooLargeForInt32, "msg_int_too_large_for_int32", "int too large to convert to int32"},
     {DeviceMessage::IntTooLargeForInt64, "msg_int_too_large_for_int64", "int too large to convert to int64"},
     {DeviceMessage::MathDomainError, "msg_math_domain_error", "math domain error"},
@@ -50,6 +51,7 @@ constexpr MessageInfo kMessages[] = {
     {DeviceMessage::NegativePythonIntPower, "msg_negative_python_int_power",
      "a negative exponent in a power of Python ints: Python gives a float, but the kernel typed this power as int (its "
      "exponent is not a constant); write 2.0 ** n or float(b) ** n for a float"},
+    {DeviceMessage::FloatPowerOverflow, "msg_float_power_overflow", "(34, 'Numerical result out of range')"},
 };
 static_assert(sizeof(kMessages) / sizeof(kMessages[0]) == static_cast<size_t>(DeviceMessage::Count));
 static_assert(sizeof(DeviceErrorRecord) <= PLAIT_CUDA_ERROR_BYTES);
@@ -321,7 +323,11 @@ __device__ __forceinline__ T pow_float_checked(T base, E exponent, device_error*
     raise_error(err, kind_zero_division_error, line, col, msg_zero_to_negative_power);
     return 0;
   }
-  return pow_float(base, exponent);
+  // Python's float power overflows with an error, not to inf.
+  const T r = pow_float(base, exponent);
+  if (fm::isinf(r) && fm::isfinite(base) && fm::isfinite((T)exponent))
+    raise_error(err, kind_overflow_error, line, col, msg_float_power_overflow);
+  return r;
 }
 
 template <typename T>

@@ -24,7 +24,7 @@ struct DeviceErrorRecord {
 
 enum class DeviceMessage : int32_t {
   None = 0,
-  IndexOutOfBounds,        // values: index, axis, extent
+  IndexOutOfBounds,  // values: index, axis, extent
   FloatDivisionByZero,
   FloatFloorDivisionByZero,
   IntegerDivisionByZero,
@@ -38,7 +38,7 @@ enum class DeviceMessage : int32_t {
   IntTooLargeForInt64,
   MathDomainError,
   MathRangeError,
-  PythonIntOutOfInt8,    // values: the int (likewise the next six)
+  PythonIntOutOfInt8,  // values: the int (likewise the next six)
   PythonIntOutOfInt16,
   PythonIntOutOfInt32,
   PythonIntOutOfUInt8,
@@ -49,6 +49,7 @@ enum class DeviceMessage : int32_t {
   TemporaryLargerThanSized,
   AssertFailed,  // values[0]: the index of the kernel's assertion message
   NegativePythonIntPower,
+  FloatPowerOverflow,
   Count,
 };
 
