@@ -240,7 +240,15 @@ def test_ctrl_c_interrupts_a_long_kernel():
             print("interrupted", flush=True)
         print(spin(5) == spin.py_func(5), flush=True)
     """)
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The child starts with SIGINT's default action and unblocked, whatever
+    # the test process inherited (a pytest-xdist worker may ignore or block
+    # it, and a child inherits both, so its Python would never see Ctrl-C).
+    def default_sigint():
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=default_sigint)
     try:
         assert child.stdout.readline().strip() == "ready"
         import time
