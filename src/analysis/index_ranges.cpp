@@ -155,9 +155,58 @@ struct Interval {
 
 }  // namespace
 
+// The arrays a statement writes elements of, and whether it binds any
+// array (a view made inside it could not be tested before it).
+struct WrittenArrays : ir::IRVisitor {
+  ir::ArraySet written;
+  bool binds = false;
+  using IRVisitor::visit;
+  void visit(const ir::Store* st) override {
+    written.insert(st->array.get());
+    IRVisitor::visit(st);
+  }
+  void visit(const ir::AtomicUpdate* st) override {
+    written.insert(st->array.get());
+    IRVisitor::visit(st);
+  }
+  void visit(const ir::MatMul* st) override {
+    written.insert(st->c.get());
+    IRVisitor::visit(st);
+  }
+  void visit(const ir::For* f) override {
+    for (const ir::ArrayReduction& r : f->schedule.array_reductions) written.insert(r.array.get());
+    IRVisitor::visit(f);
+  }
+  void visit(const ir::ArrayBind* b) override {
+    binds = true;
+    IRVisitor::visit(b);
+  }
+};
+
 struct IndexFacts::State {
   Bindings bindings;
+  IndexFacts::Scans scan_places = IndexFacts::Scans::Nowhere;
   std::vector<Frame> loops;
+  // Scans made by range() (see IndexScan), with the condition under which
+  // each one's result bounds the elements the nest reads; by a key of the
+  // array and the positions.
+  struct ScanEntry {
+    IndexFacts::IndexScan scan;
+    Expr valid;
+  };
+  mutable std::vector<ScanEntry> scans;
+  mutable std::map<std::string, size_t> scan_index;
+  // Set while bounding an index that reads one variable of the nest's
+  // loops: bounds that move with an enclosing loop are bounded as well.
+  mutable bool relax_moving = false;
+
+  // How many variables of loops outer..depth-1 `e` reads.
+  size_t nest_vars_read(const Expr& e, size_t outer) const {
+    const VarUses u = uses_of(e);
+    size_t n = 0;
+    for (size_t k = outer; k < loops.size(); ++k) n += u.reads.count(loops[k].loop->var.get());
+    return n;
+  }
   std::vector<std::vector<std::pair<Expr, Expr>>> equalities;  // per pushed condition
   mutable int budget = 0;
   // key_of() of each expression seen, holding the expression so that its
@@ -536,10 +585,17 @@ struct IndexFacts::State {
         // bounded apart from the index's other terms, which loses their
         // relation (i + j for j in range(n - i) reaches n - 1, not 2n - 2):
         // the test is made inside that loop instead, where they are fixed.
+        // Two exceptions: an index of one loop variable (relax_moving: the
+        // union of its ranges over the enclosing loops is its range), and
+        // bounds loaded from an array (the rows of a sparse matrix,
+        // range(indptr[i], indptr[i + 1]), lie within the least and greatest
+        // of indptr, whatever the row).
         const VarUses begin = uses_of(fr.loop->begin), end = uses_of(fr.loop->end);
         for (size_t k = outer; k < static_cast<size_t>(f); ++k) {
           const ir::VarInfo* moving = loops[k].loop->var.get();
-          if (begin.reads.count(moving) || end.reads.count(moving)) return std::nullopt;
+          if ((begin.reads.count(moving) || end.reads.count(moving)) && !relax_moving &&
+              !(loaded(fr.loop->begin) && loaded(fr.loop->end)))
+            return std::nullopt;
         }
         // The outer loop's bounds are evaluated just before it starts, as
         // the condition is: they are read as they are (loads included).
@@ -609,13 +665,169 @@ struct IndexFacts::State {
           break;
         default: break;
       }
+    } else if (auto l = e->as<ir::Load>()) {
+      return scanned(l, outer, depth);
     }
     if (invariant(e, outer)) return point(e);
     return std::nullopt;
   }
+
+  // ------------------------------------------------------------ scans
+  // Whether scans may run (IndexFacts::Scans).
+  bool scan_allowed() const { return scan_places == IndexFacts::Scans::Anywhere; }
+
+  // Whether `e` is an element of an array (an integer conversion of one).
+  static bool loaded(const Expr& e) {
+    if (auto c = e->as<ir::Cast>(); c && keeps_value(c)) return loaded(c->value);
+    return e->as<ir::Load>() != nullptr;
+  }
+
+  // The range of an element of a 1-D integer array at positions whose range
+  // is known before loop(outer): the least and greatest of a scan of those
+  // positions (IndexScan), valid when the positions are within the array
+  // and the nest writes no element of it (a write to another array counts
+  // unless the two do not overlap: a run-time test, or none when the other
+  // is allocated in the function).
+  std::optional<Interval> scanned(const ir::Load* l, size_t outer, int depth) const {
+    const ScalarType t = l->type;
+    if (l->indices.size() != 1 || !t.is_int() || (t.is_unsigned() && t.bits() >= 64) || !scan_allowed())
+      return std::nullopt;
+    const Frame& fr = loops[outer];
+    if (fr.body.array_binds.count(l->array.get())) return std::nullopt;
+    WrittenArrays w;
+    w.visit(fr.loop->body);
+    if (w.binds || w.written.count(l->array.get())) return std::nullopt;
+    bool wraps = false;
+    const Expr x = unwrapped(l->indices[0], l->array, 0, &wraps);
+    auto r = range(x, outer, depth + 1);
+    auto n = range(ir::ArrayDim::make(l->array, 0, l->loc), outer, depth + 1);
+    if (!r || !n) return std::nullopt;
+    // One scan per loop: each loop's test runs its own.
+    const std::string k = std::to_string(reinterpret_cast<uintptr_t>(fr.loop)) + "|" +
+                          std::to_string(l->array->id) + "|" + key(r->lo) + "|" + key(r->hi) + "|" + key(n->lo);
+    auto found = scan_index.find(k);
+    if (found == scan_index.end()) {
+      Expr valid = all_of(ir::Compare::make(ir::CompareOp::GE, r->lo, imm(0)),
+                          ir::Compare::make(ir::CompareOp::LT, r->hi, n->lo));
+      valid = guarded(valid, {r->lo, r->hi, n->lo});
+      for (const ir::ArrayInfo* a : w.written) {
+        if (bindings.allocation.count(a) && bindings.binds.at(a) == 1) continue;
+        valid = all_of(valid, ir::Unary::make(ir::UnaryOp::Not,
+                                              ir::ArraysOverlap::make(l->array, array_named(fr.loop->body, a), false,
+                                                                      l->loc)));
+      }
+      // The positions may come from other scans: theirs must hold too.
+      for (const ScanEntry* inner : scans_in({r->lo, r->hi})) valid = all_of(inner->valid, valid);
+      auto var = [&](const char* what) {
+        return std::make_shared<ir::VarInfo>(std::string("_") + what + "_" + l->array->name, ScalarType::py_int(),
+                                             l->loc, false);
+      };
+      scans.push_back({{var("least"), var("greatest"), l->array, r->lo, r->hi}, valid});
+      found = scan_index.emplace(k, scans.size() - 1).first;
+    }
+    const IndexFacts::IndexScan& sc = scans[found->second].scan;
+    return Interval{ir::VarRef::make(sc.least, l->loc), ir::VarRef::make(sc.greatest, l->loc)};
+  }
+
+  // The scans whose results `exprs` read, in the order they were made.
+  std::vector<const ScanEntry*> scans_in(const std::vector<Expr>& exprs) const {
+    ir::VarSet read;
+    for (const Expr& e : exprs) {
+      const VarUses u = uses_of(e);
+      read.insert(u.reads.begin(), u.reads.end());
+    }
+    std::vector<const ScanEntry*> out;
+    for (const ScanEntry& entry : scans)
+      if (read.count(entry.scan.least.get()) || read.count(entry.scan.greatest.get())) out.push_back(&entry);
+    return out;
+  }
+
+  // The ArrayVar of `a` as `body` mentions it.
+  static ir::ArrayVar array_named(const ir::Stmt& body, const ir::ArrayInfo* a) {
+    struct Find : ir::IRVisitor {
+      const ir::ArrayInfo* want;
+      ir::ArrayVar found;
+      using IRVisitor::visit;
+      void visit(const ir::Store* st) override {
+        if (st->array.get() == want) found = st->array;
+        IRVisitor::visit(st);
+      }
+      void visit(const ir::AtomicUpdate* st) override {
+        if (st->array.get() == want) found = st->array;
+        IRVisitor::visit(st);
+      }
+      void visit(const ir::MatMul* st) override {
+        if (st->c.get() == want) found = st->c;
+        IRVisitor::visit(st);
+      }
+      void visit(const ir::For* f) override {
+        for (const ir::ArrayReduction& r : f->schedule.array_reductions)
+          if (r.array.get() == want) found = r.array;
+        IRVisitor::visit(f);
+      }
+    } find;
+    find.want = a;
+    find.visit(body);
+    return find.found;
+  }
+
+  // Python's wrap of a negative index, as transforms/normalize_indices
+  // writes it, (x + n) if x < 0 else x: x, with *wraps set; else the index.
+  Expr unwrapped(const Expr& index, const ir::ArrayVar& array, int dim, bool* wraps) const {
+    *wraps = false;
+    auto sel = index->as<ir::Select>();
+    if (!sel) return index;
+    auto lt = sel->cond->as<ir::Compare>();
+    auto zero = lt ? lt->b->as<ir::IntImm>() : nullptr;
+    auto add = binary(sel->t, {BinaryOp::Add});
+    auto dim_of = add ? add->b->as<ir::ArrayDim>() : nullptr;
+    if (lt && lt->op == ir::CompareOp::LT && zero && zero->value == 0 && dim_of && dim_of->array == array &&
+        dim_of->dim == dim && key(lt->a) == key(sel->f) && key(add->a) == key(sel->f)) {
+      *wraps = true;
+      return sel->f;
+    }
+    return index;
+  }
+
+  // `cond` and: every run-time value that `tested` (sums and multiples of
+  // them) reads lies within +-kGuard, so that the sums cannot overflow.
+  Expr guarded(Expr cond, const std::vector<Expr>& tested) const {
+    std::vector<Expr> leaves;
+    std::set<std::string> seen;
+    std::function<void(const Expr&)> collect = [&](const Expr& e) {
+      // The operations range() writes; any other value (an invariant product
+      // of variables, say) is computed as the kernel computes it, so it is
+      // itself a leaf.
+      auto b = binary(e, {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::PyMin, BinaryOp::PyMax,
+                          BinaryOp::FloorDiv});
+      auto c = e->as<ir::Cast>();
+      auto u = e->as<ir::Unary>();
+      if (b && (b->op != BinaryOp::Mul || b->b->as<ir::IntImm>()) &&
+          (b->op != BinaryOp::FloorDiv || b->b->as<ir::IntImm>())) {
+        collect(b->a);
+        collect(b->b);
+      } else if (c && keeps_value(c)) {
+        collect(c->value);
+      } else if (u && u->op == ir::UnaryOp::Neg) {
+        collect(u->a);
+      } else if (!e->as<ir::IntImm>() && seen.insert(key(e)).second) {
+        leaves.push_back(e);
+      }
+    };
+    for (const Expr& e : tested) collect(e);
+    for (const Expr& leaf : leaves) {
+      Expr v = int64(leaf);
+      cond = all_of(cond, ir::Compare::make(ir::CompareOp::LE, v, imm(kGuard)));
+      if (!leaf->as<ir::ArrayDim>()) cond = all_of(cond, ir::Compare::make(ir::CompareOp::GE, v, imm(-kGuard)));
+    }
+    return cond;
+  }
 };
 
-IndexFacts::IndexFacts(const ir::Stmt& body) : state_(std::make_unique<State>()) { state_->bindings.visit(body); }
+IndexFacts::IndexFacts(const ir::Stmt& body, Scans scans) : state_(std::make_unique<State>()) {
+  state_->bindings.visit(body);
+  state_->scan_places = scans;
+}
 IndexFacts::~IndexFacts() = default;
 
 void IndexFacts::push_loop(const ir::For* loop) { state_->push(loop); }
@@ -678,22 +890,15 @@ ir::Expr IndexFacts::in_range_condition(const ir::Expr& index, const ir::ArrayVa
   s.budget = kProofBudget;
   auto extent = s.range(ir::ArrayDim::make(array, dim, index->loc), outer);
   if (!extent) return nullptr;
-  // Python's wrap of a negative index, as transforms/normalize_indices
-  // writes it: (x + n) if x < 0 else x, in range when -n <= x < n.
-  Expr x = index;
+  // Python's wrap of a negative index: in range when -n <= x < n.
   bool wraps = false;
-  if (auto sel = index->as<ir::Select>()) {
-    auto lt = sel->cond->as<ir::Compare>();
-    auto zero = lt ? lt->b->as<ir::IntImm>() : nullptr;
-    auto add = binary(sel->t, {BinaryOp::Add});
-    auto dim_of = add ? add->b->as<ir::ArrayDim>() : nullptr;
-    if (lt && lt->op == ir::CompareOp::LT && zero && zero->value == 0 && dim_of && dim_of->array == array &&
-        dim_of->dim == dim && s.key(lt->a) == s.key(sel->f) && s.key(add->a) == s.key(sel->f)) {
-      x = sel->f;
-      wraps = true;
-    }
-  }
+  const Expr x = s.unwrapped(index, array, dim, &wraps);
   auto r = s.range(x, outer);
+  if (!r && s.nest_vars_read(x, outer) == 1) {
+    s.relax_moving = true;
+    r = s.range(x, outer);
+    s.relax_moving = false;
+  }
   if (!r) return nullptr;
   Expr n = extent->lo;
   Expr lo = wraps ? op(BinaryOp::Add, r->lo, n) : r->lo;
@@ -710,37 +915,16 @@ ir::Expr IndexFacts::in_range_condition(const ir::Expr& index, const ir::ArrayVa
     tested.push_back(n);
   }
   if (!cond) return ir::BoolImm::make(true);
-  // Every value read at run time lies within +-kGuard, so the sums above
-  // cannot overflow.
-  std::vector<Expr> leaves;
-  std::set<std::string> seen;
-  std::function<void(const Expr&)> collect = [&](const Expr& e) {
-    // The operations range() writes; any other value (an invariant product
-    // of variables, say) is computed as the kernel computes it, so it is
-    // itself a leaf.
-    auto b = binary(e, {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::PyMin, BinaryOp::PyMax,
-                        BinaryOp::FloorDiv});
-    auto c = e->as<ir::Cast>();
-    auto u = e->as<ir::Unary>();
-    if (b && (b->op != BinaryOp::Mul || b->b->as<ir::IntImm>()) &&
-        (b->op != BinaryOp::FloorDiv || b->b->as<ir::IntImm>())) {
-      collect(b->a);
-      collect(b->b);
-    } else if (c && keeps_value(c)) {
-      collect(c->value);
-    } else if (u && u->op == ir::UnaryOp::Neg) {
-      collect(u->a);
-    } else if (!e->as<ir::IntImm>() && seen.insert(s.key(e)).second) {
-      leaves.push_back(e);
-    }
-  };
-  for (const Expr& e : tested) collect(e);
-  for (const Expr& leaf : leaves) {
-    Expr v = int64(leaf);
-    cond = all_of(cond, ir::Compare::make(ir::CompareOp::LE, v, imm(kGuard)));
-    if (!leaf->as<ir::ArrayDim>()) cond = all_of(cond, ir::Compare::make(ir::CompareOp::GE, v, imm(-kGuard)));
-  }
+  cond = s.guarded(cond, tested);
+  // Scanned elements bound the index only where their scans are valid.
+  for (const State::ScanEntry* scan : s.scans_in({r->lo, r->hi})) cond = all_of(scan->valid, cond);
   return cond;
+}
+
+std::vector<IndexFacts::IndexScan> IndexFacts::scans_read(const ir::Expr& cond) const {
+  std::vector<IndexScan> out;
+  for (const State::ScanEntry* entry : state_->scans_in({cond})) out.push_back(entry->scan);
+  return out;
 }
 
 }  // namespace plait::analysis

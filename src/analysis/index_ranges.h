@@ -21,8 +21,13 @@ namespace plait::analysis {
 
 class IndexFacts {
  public:
+  // Where in_range_condition may bound a loaded index by a scan (IndexScan
+  // below): nowhere, or before any loop (before the outermost, a scan reads
+  // each element the nest may read, once per call).
+  enum class Scans { Nowhere, Anywhere };
+
   // Facts of the whole function (they hold wherever they are read).
-  explicit IndexFacts(const ir::Stmt& body);
+  explicit IndexFacts(const ir::Stmt& body, Scans scans = Scans::Nowhere);
   ~IndexFacts();
 
   // The context of the point being looked at, kept by the caller as it walks
@@ -46,8 +51,24 @@ class IndexFacts {
   // extent changes inside those loops, or the index is not affine in their
   // variables). The condition reads only values fixed when loop(outer)
   // starts, and loads only those that loop's own bounds load; it guards its
-  // arithmetic against overflow.
+  // arithmetic against overflow. An index loaded from an array that the nest
+  // does not write (the column index of a sparse matrix, `x[col[p]]`) is
+  // bounded by the least and greatest value of that array over the positions
+  // the nest reads: a scan, whose results the condition reads (scans_read).
   ir::Expr in_range_condition(const ir::Expr& index, const ir::ArrayVar& array, int dim, size_t outer) const;
+
+  // A scan that a condition of in_range_condition reads: before the
+  // condition is evaluated, `least` and `greatest` (int64 locals) are set to
+  // the least and greatest of 0 and array[first], ..., array[last], as int64
+  // (positions outside the array are skipped: the condition then fails by
+  // its own test of first and last).
+  struct IndexScan {
+    ir::Var least, greatest;
+    ir::ArrayVar array;
+    ir::Expr first, last;
+  };
+  // The scans `cond` reads, each once, in the order they were made.
+  std::vector<IndexScan> scans_read(const ir::Expr& cond) const;
 
   struct State;
 

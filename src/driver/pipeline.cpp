@@ -39,7 +39,17 @@ void run_pipeline(ir::Function& function, const CompileOptions& options, const P
   if (options.target == Target::CPU) run("privatize_atomics", transforms::privatize_atomics);
   // Python's negative indices, where an index is not provably non-negative.
   run("normalize_indices", transforms::normalize_indices);
-  if (options.boundscheck) run("insert_bounds_checks", transforms::insert_bounds_checks);
+  // Indices checked once before a loop where they can be, else at each
+  // access. Indices loaded from arrays are bounded by scans on the CPU (on
+  // CUDA they are checked at each access: the host cannot scan device
+  // arrays without a launch and a copy).
+  if (options.boundscheck) {
+    transforms::BoundsCheckOptions checks;
+    checks.scans = options.target == Target::CPU ? analysis::IndexFacts::Scans::Anywhere
+                                                 : analysis::IndexFacts::Scans::Nowhere;
+    checks.parallel_scans = options.target == Target::CPU;
+    run("insert_bounds_checks", [&](ir::Function& f) { transforms::insert_bounds_checks(f, checks); });
+  }
   // Matrix-product nests as library calls (CUDA: cuBLAS; the CPU runs the
   // loops, which the next pass blocks).
   if (options.target == Target::CUDA) run("offload_matmul", transforms::offload_matmul);

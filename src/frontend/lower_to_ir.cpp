@@ -1125,10 +1125,13 @@ Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
     Expr x = as_scalar(xv, "a conversion", c.args[0]->loc);
     if (t.is_bool()) return Value::of(with_weakness(cast(truthy(x, c.loc), t), false));
     // np.uint8(-1) raises as NumPy 2 does; a NumPy value converts with
-    // wrap-around. Floats convert with NumPy's results (no error) except to
-    // int32 and int64, where out-of-range values raise as int() does.
+    // wrap-around. NumPy floats convert with NumPy's results (no error: NaN
+    // and values out of range give the type's least value); a Python float
+    // to int32 or int64 goes through int(), whose NaN, infinities and
+    // out-of-range values raise.
     x = fit_python_int(x, t);
-    return Value::of(with_weakness(cast(x, t, t.kind == ScalarKind::Int32 || t.kind == ScalarKind::Int64), false));
+    const bool via_int = x->type.weak && (t.kind == ScalarKind::Int32 || t.kind == ScalarKind::Int64);
+    return Value::of(with_weakness(cast(x, t, via_int), false));
   }
   if (callee.kind != Value::Kind::Function)
     type_error(std::string(value_kind_name(callee.kind)) + " is not callable", c.func->loc);
@@ -1590,6 +1593,14 @@ void Lowerer::lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out) 
   // array's own elements, as NumPy does.
   Value current = lower(*a.target);
   if (is_array_like(current)) {
+    // NumPy's in-place product keeps the target's shape, so it takes a
+    // matrix (at least two dimensions) on the right; a vector there always
+    // raises.
+    if (a.op == ast::BinOpKind::MatMult && !(is_array_like(rhs) && to_tensor(rhs, a.loc)->rank() >= 2))
+      fail(ErrorKind::Value,
+           "inplace matrix multiplication requires the first operand to have at least one and the second at least "
+           "two dimensions",
+           a.loc);
     Value updated = tensor_binary(a.op, current, rhs, a.loc);
     ScalarType have = to_tensor(current, a.loc)->type;
     ScalarType got = updated.tensor->type;

@@ -24,7 +24,7 @@ struct Decision {
 
 class Decider {
  public:
-  explicit Decider(const ir::Function& f) : facts(f.body) {}
+  Decider(const ir::Function& f, analysis::IndexFacts::Scans scans) : facts(f.body, scans) {}
   analysis::IndexFacts facts;
 
   Decision decide(const ir::ArrayVar& a, const std::vector<ir::Expr>& indices) {
@@ -121,7 +121,8 @@ class Collector : public ir::IRVisitor {
 
 class BoundsChecker : public ir::IRMutator {
  public:
-  explicit BoundsChecker(const ir::Function& f) : decider_(f) {}
+  BoundsChecker(const ir::Function& f, const BoundsCheckOptions& options)
+      : decider_(f, options.scans), parallel_scans_(options.parallel_scans) {}
   std::vector<ir::Remark> remarks;
 
  protected:
@@ -148,15 +149,24 @@ class BoundsChecker : public ir::IRMutator {
     decider_.facts.pop_loop();
     ir::Expr cond;
     for (const ir::Expr& c : collector.conds) cond = cond ? ir::Logical::make(ir::LogicalOp::And, cond, c) : c;
+    const std::vector<analysis::IndexFacts::IndexScan> scans = decider_.facts.scans_read(cond);
     // The condition reads the loop's bounds where the loop would: their
     // loads are checked as the loop's own are.
     cond = mutate(cond);
-    std::string names;
+    std::string names, scanned;
     for (const std::string& n : collector.arrays) names += (names.empty() ? "'" : ", '") + n + "'";
-    note(f->loc, "loop over '" + f->var->name + "': the indices of " + names +
-                     " are checked once before the loop; the loop runs unchecked when they stay in range, "
-                     "else it checks each access");
-    return ir::If::make(cond, loop, ir::For::make(f->var, begin, end, step, checked_body, f->schedule, f->loc), f->loc);
+    for (const auto& scan : scans) scanned += (scanned.empty() ? "'" : ", '") + scan.array->name + "'";
+    note(f->loc, "loop over '" + f->var->name + "': the indices of " + names + " are checked once before the loop" +
+                     (scans.empty() ? "" : " (with the least and greatest elements of " + scanned +
+                                               " it reads, found by a scan)") +
+                     "; the loop runs unchecked when they stay in range, else it checks each access");
+    ir::Stmt versions =
+        ir::If::make(cond, loop, ir::For::make(f->var, begin, end, step, checked_body, f->schedule, f->loc), f->loc);
+    if (scans.empty()) return versions;
+    std::vector<ir::Stmt> stmts;
+    for (const auto& scan : scans) append_scan(scan, f->loc, stmts);
+    stmts.push_back(versions);
+    return ir::Block::make(std::move(stmts), f->loc);
   }
   // A check that fails stops the block, so its condition holds after it.
   ir::Stmt visit(const ir::Block* b, const ir::Stmt&) override {
@@ -216,7 +226,46 @@ class BoundsChecker : public ir::IRMutator {
     if (noted_.insert(std::to_string(loc.line) + ":" + std::to_string(loc.col) + message).second)
       remarks.push_back({loc, "insert_bounds_checks", std::move(message)});
   }
+  // The statements that set a scan's results (IndexFacts::IndexScan): both
+  // start at 0 and take the least and greatest of the elements at first..last
+  // that lie in the array (the test rejects positions outside it).
+  void append_scan(const analysis::IndexFacts::IndexScan& scan, SourceLoc loc, std::vector<ir::Stmt>& out) {
+    const ScalarType int64 = ScalarType::py_int();
+    auto imm = [&](int64_t v) { return ir::IntImm::make(v, int64, loc); };
+    auto op = [&](ir::BinaryOp o, ir::Expr a, ir::Expr b) { return ir::Binary::make(o, a, b, int64, false, loc); };
+    auto ref = [&](const ir::Var& v) { return ir::VarRef::make(v, loc); };
+    ir::Var at = std::make_shared<ir::VarInfo>("_at_" + scan.array->name, int64, loc, false);
+    for (const ir::Var& v : {scan.least, scan.greatest, at}) out.push_back(ir::Declare::make(v, loc));
+    out.push_back(ir::Assign::make(scan.least, imm(0), loc));
+    out.push_back(ir::Assign::make(scan.greatest, imm(0), loc));
+    ir::Expr n = ir::ArrayDim::make(scan.array, 0, loc);
+    // min(last, n - 1) + 1 cannot overflow, whatever last holds.
+    ir::Expr begin = op(ir::BinaryOp::PyMax, mutate(scan.first), imm(0));
+    ir::Expr end = op(ir::BinaryOp::Add, op(ir::BinaryOp::PyMin, mutate(scan.last), op(ir::BinaryOp::Sub, n, imm(1))),
+                      imm(1));
+    ir::Expr value = ir::Load::make(scan.array, {ref(at)}, false, loc);
+    if (value->type != int64) value = ir::Cast::make(int64, value, false, loc);
+    std::vector<ir::Stmt> updates = {
+        ir::Assign::make(scan.least, op(ir::BinaryOp::PyMin, ref(scan.least), value), loc),
+        ir::Assign::make(scan.greatest, op(ir::BinaryOp::PyMax, ref(scan.greatest), value), loc)};
+    ir::Stmt body = ir::Block::make(std::move(updates), loc);
+    ir::LoopSchedule schedule;
+    // Threads outside parallel loops, SIMD lanes unless a loop around is a
+    // vector loop already (whose inner loops run serially).
+    bool in_parallel_loop = false, in_vector_loop = false;
+    for (size_t k = 0; k < decider_.facts.depth(); ++k) {
+      in_parallel_loop = in_parallel_loop || ir::is_parallel(decider_.facts.loop(k)->schedule.kind);
+      in_vector_loop = in_vector_loop || ir::is_vectorized(decider_.facts.loop(k)->schedule.kind);
+    }
+    if (parallel_scans_ && !in_vector_loop) {
+      schedule.kind = in_parallel_loop ? ir::LoopKind::Vectorized : ir::LoopKind::ParallelVectorized;
+      schedule.reductions = {{scan.least, ir::ReduceOp::Min}, {scan.greatest, ir::ReduceOp::Max}};
+    }
+    out.push_back(ir::For::make(at, begin, end, imm(1), body, schedule, loc));
+  }
+
   Decider decider_;
+  bool parallel_scans_;
   std::vector<bool> fast_;  // per enclosing loop: writing its unchecked version
   int checked_copies_ = 0;  // the checked copies being written around this point
   std::set<std::string> noted_;
@@ -224,8 +273,8 @@ class BoundsChecker : public ir::IRMutator {
 
 }  // namespace
 
-void insert_bounds_checks(ir::Function& function) {
-  BoundsChecker checker(function);
+void insert_bounds_checks(ir::Function& function, const BoundsCheckOptions& options) {
+  BoundsChecker checker(function, options);
   function.body = checker.mutate(function.body);
   for (auto& r : checker.remarks) function.remarks.push_back(std::move(r));
 }

@@ -16,12 +16,27 @@
 // say); inside the checked copy no loop is copied again. Other accesses (an
 // index loaded from an array, say) are checked where they happen. explain()
 // lists the loops checked once and the accesses checked each time.
+//
+// An index loaded from an array (`x[col[p]]` over a row of a sparse matrix)
+// is checked once as well where the analysis bounds it by a scan: before the
+// test, a loop finds the least and greatest element of `col` over the
+// positions the nest reads (index_ranges.h, IndexScan): a row loop of a
+// sparse matrix is checked once per call, by scans of its index arrays.
+// Where scans may run is the target's choice (BoundsCheckOptions).
 #pragma once
 
+#include "analysis/index_ranges.h"
 #include "ir/ir.h"
 
 namespace plait::transforms {
 
-void insert_bounds_checks(ir::Function& function);
+struct BoundsCheckOptions {
+  // Where an index loaded from an array may be bounded by a scan.
+  analysis::IndexFacts::Scans scans = analysis::IndexFacts::Scans::Nowhere;
+  // Whether a scan may run in threads and SIMD lanes (the CPU).
+  bool parallel_scans = false;
+};
+
+void insert_bounds_checks(ir::Function& function, const BoundsCheckOptions& options);
 
 }  // namespace plait::transforms

@@ -191,8 +191,13 @@ class Generator(Expressions):
         elif pragma == "simd":
             self.emit("#pragma simd")
             self.leaf_only = True
-            # Its iterations may assign only locals of its own body.
+            # Its iterations may assign only locals of its own body, and no
+            # array element: the elements the parallel loop's iteration owns
+            # are indexed by its variable, not this loop's, so every
+            # iteration here would update the same one (a race the pragma
+            # rules out).
             self.private_from = len(self.scopes)
+            self.writing = set()
         self.emit(f"for {var} in {header}:")
         self.loops.append(loop)
         self.indent += 1

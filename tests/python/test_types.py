@@ -237,6 +237,31 @@ def test_numpy_scalar_conversions(dtype):
 
 
 @plait.jit
+def numpy_float_to_int32(x, out):
+    for i in range(x.shape[0]):
+        out[i] = np.int32(np.sqrt(x[i])) + np.int32(x[i] * 1e10)
+
+
+@plait.jit
+def python_float_to_int32(f):
+    return np.int32(f)
+
+
+def test_numpy_float_conversions_give_numpy_results():
+    # A NumPy float that is NaN or out of range converts to the type's least
+    # value, without an error (NumPy warns); a Python float goes through
+    # int(), which raises.
+    x = np.array([-0.5, 4.0, 1e300, np.inf, -np.inf, np.nan], dtype=np.float64)
+    with np.errstate(all="ignore"):
+        check(numpy_float_to_int32, x, np.zeros(6, dtype=np.int32))
+    for f, error in [(float("nan"), ValueError), (float("inf"), OverflowError), (3e9, OverflowError)]:
+        with pytest.raises(error):
+            python_float_to_int32.py_func(f)
+        with pytest.raises(error):
+            python_float_to_int32(f)
+
+
+@plait.jit
 def numpy_scalar_arguments(a, b):
     return a * 2.5, a + b, b * 3, a / 2
 

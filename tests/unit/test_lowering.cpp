@@ -212,13 +212,63 @@ TEST(BoundsChecks, AffineIndexIsCheckedOnceBeforeTheLoop) {
   EXPECT_TRUE(contains(text, "a[((2:int * i) + 1:int); checked] = 0.0:float\n")) << text;
 }
 
-// An index loaded from an array is checked where it is used.
-TEST(BoundsChecks, GatheredIndexIsCheckedAtEachAccess) {
+// An index loaded from an array that the loop does not write is checked
+// once: a scan finds the least and greatest element the loop reads.
+TEST(BoundsChecks, GatheredIndexIsCheckedOnceByAScan) {
   const char* src =
       "def f(x, idx, out):\n"
       "    for i in range(idx.shape[0]):\n"
       "        out[i] = x[idx[i]]\n";
   std::string text = ir_text(src, "f", "f64[::1], i64[::1], f64[::1]", checked());
+  EXPECT_TRUE(contains(text, "_greatest_idx = max(_greatest_idx, cast<int>(idx[_at_idx]))")) << text;
+  EXPECT_TRUE(contains(text, "((_least_idx + x.shape[0]) >= 0:int) and (_greatest_idx < x.shape[0])")) << text;
+  EXPECT_TRUE(contains(text, "out[i] = x[((idx[i] + x.shape[0]) if (idx[i] < 0:i64) else idx[i])]\n")) << text;
+  EXPECT_TRUE(contains(text, "out[i; checked] = x[((idx[i] + x.shape[0]) if (idx[i] < 0:i64) else idx[i]); checked]"))
+      << text;
+  // `out` may share memory with `idx`: the unchecked loop needs them apart.
+  EXPECT_TRUE(contains(text, "(not plait.overlap(idx, out))")) << text;
+}
+
+// The rows of a sparse matrix: their ranges come from indptr, whatever the
+// row, between its least and greatest element; the column indices from
+// indices over those positions. The loops run unchecked after three scans.
+TEST(BoundsChecks, SparseRowLoopIsCheckedOncePerCall) {
+  const char* src =
+      "def f(indptr, indices, data, x, y):\n"
+      "    for i in range(indptr.shape[0] - 1):\n"
+      "        for p in range(indptr[i], indptr[i + 1]):\n"
+      "            y[i] += data[p] * x[indices[p]]\n";
+  std::string text = ir_text(src, "f", "i32[::1], u32[::1], f64[::1], f64[::1], f64[::1]", checked());
+  // Two versions of the row loop, chosen before it (not in each row).
+  EXPECT_EQ(text.find("\n  if ("), text.rfind("\n  if (")) << text;
+  EXPECT_FALSE(contains(text, "\n      if (")) << text;
+  EXPECT_TRUE(contains(text, "simd for _at_indices in range(max(_least_indptr, 0:int)")) << text;
+  EXPECT_TRUE(contains(text, "y[i] = (y[i] + (data[((p + data.shape[0]) if (p < 0:int) else p)] * "
+                             "x[cast<i64>(indices[((p + indices.shape[0]) if (p < 0:int) else p)])]))\n"))
+      << text;
+}
+
+// An index array the loop writes cannot be scanned before it; nor does the
+// CUDA target scan (the host would need a launch and a copy): the access is
+// checked where it happens.
+TEST(BoundsChecks, GatheredIndexIsCheckedAtEachAccessWhereNoScanHolds) {
+  const char* written =
+      "def f(x, idx, out):\n"
+      "    for i in range(idx.shape[0]):\n"
+      "        idx[i] = idx[i] + 1\n"
+      "        out[i] = x[idx[i]]\n";
+  std::string text = ir_text(written, "f", "f64[::1], i64[::1], f64[::1]", checked());
+  EXPECT_FALSE(contains(text, "_least_")) << text;
+  EXPECT_TRUE(contains(text, "out[i] = x[((idx[i] + x.shape[0]) if (idx[i] < 0:i64) else idx[i]); checked]")) << text;
+  CompileOptions cuda = checked();
+  cuda.target = Target::CUDA;
+  const char* read =
+      "def f(x, idx, out):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(idx.shape[0]):\n"
+      "        out[i] = x[idx[i]]\n";
+  text = ir_text(read, "f", "f64[::1], i64[::1], f64[::1]", cuda);
+  EXPECT_FALSE(contains(text, "_least_")) << text;
   EXPECT_TRUE(contains(text, "out[i] = x[((idx[i] + x.shape[0]) if (idx[i] < 0:i64) else idx[i]); checked]")) << text;
 }
 
@@ -228,6 +278,15 @@ TEST(Errors, UnknownNameHasACaret) {
   EXPECT_EQ(e.loc().line, 2);
   EXPECT_EQ(e.loc().col, 18);
   EXPECT_TRUE(contains(e.what(), "^")) << e.what();
+}
+
+// NumPy's in-place product needs a matrix on the right (a fuzzer finding:
+// a vector there left the lowering with no array to assign).
+TEST(Errors, InPlaceProductWithAVectorOnTheRight) {
+  CompileError e = error_of("def f(b, c):\n    b[:] @= c + 1.0\n", "f", "f64[::1], f64[::1]");
+  EXPECT_EQ(e.kind(), ErrorKind::Value);
+  EXPECT_EQ(e.loc().line, 2);
+  EXPECT_TRUE(contains(e.message(), "at least two dimensions")) << e.message();
 }
 
 TEST(Errors, ScalarAndArrayInOneLocal) {
