@@ -185,7 +185,7 @@ struct WrittenArrays : ir::IRVisitor {
 
 struct IndexFacts::State {
   Bindings bindings;
-  IndexFacts::Scans scan_places = IndexFacts::Scans::Nowhere;
+  bool scans_allowed = false;  // IndexFacts' constructor
   std::vector<Frame> loops;
   // Scans made by range() (see IndexScan), with the condition under which
   // each one's result bounds the elements the nest reads; by a key of the
@@ -673,8 +673,6 @@ struct IndexFacts::State {
   }
 
   // ------------------------------------------------------------ scans
-  // Whether scans may run (IndexFacts::Scans).
-  bool scan_allowed() const { return scan_places == IndexFacts::Scans::Anywhere; }
 
   // Whether `e` is an element of an array (an integer conversion of one).
   static bool loaded(const Expr& e) {
@@ -690,7 +688,7 @@ struct IndexFacts::State {
   // is allocated in the function).
   std::optional<Interval> scanned(const ir::Load* l, size_t outer, int depth) const {
     const ScalarType t = l->type;
-    if (l->indices.size() != 1 || !t.is_int() || (t.is_unsigned() && t.bits() >= 64) || !scan_allowed())
+    if (l->indices.size() != 1 || !t.is_int() || (t.is_unsigned() && t.bits() >= 64) || !scans_allowed)
       return std::nullopt;
     const Frame& fr = loops[outer];
     if (fr.body.array_binds.count(l->array.get())) return std::nullopt;
@@ -824,9 +822,9 @@ struct IndexFacts::State {
   }
 };
 
-IndexFacts::IndexFacts(const ir::Stmt& body, Scans scans) : state_(std::make_unique<State>()) {
+IndexFacts::IndexFacts(const ir::Stmt& body, bool scans) : state_(std::make_unique<State>()) {
   state_->bindings.visit(body);
-  state_->scan_places = scans;
+  state_->scans_allowed = scans;
 }
 IndexFacts::~IndexFacts() = default;
 

@@ -21,13 +21,11 @@ namespace plait::analysis {
 
 class IndexFacts {
  public:
-  // Where in_range_condition may bound a loaded index by a scan (IndexScan
-  // below): nowhere, or before any loop (before the outermost, a scan reads
-  // each element the nest may read, once per call).
-  enum class Scans { Nowhere, Anywhere };
-
-  // Facts of the whole function (they hold wherever they are read).
-  explicit IndexFacts(const ir::Stmt& body, Scans scans = Scans::Nowhere);
+  // Facts of the whole function (they hold wherever they are read). With
+  // `scans`, in_range_condition may bound a loaded index by a scan
+  // (IndexScan below); before the outermost loop, a scan reads each element
+  // the nest may read, once per call.
+  explicit IndexFacts(const ir::Stmt& body, bool scans = false);
   ~IndexFacts();
 
   // The context of the point being looked at, kept by the caller as it walks

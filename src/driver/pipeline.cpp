@@ -45,9 +45,7 @@ void run_pipeline(ir::Function& function, const CompileOptions& options, const P
   // arrays without a launch and a copy).
   if (options.boundscheck) {
     transforms::BoundsCheckOptions checks;
-    checks.scans = options.target == Target::CPU ? analysis::IndexFacts::Scans::Anywhere
-                                                 : analysis::IndexFacts::Scans::Nowhere;
-    checks.parallel_scans = options.target == Target::CPU;
+    checks.scans = options.target == Target::CPU;
     run("insert_bounds_checks", [&](ir::Function& f) { transforms::insert_bounds_checks(f, checks); });
   }
   // Matrix-product nests as library calls (CUDA: cuBLAS; the CPU runs the

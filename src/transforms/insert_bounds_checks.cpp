@@ -24,7 +24,7 @@ struct Decision {
 
 class Decider {
  public:
-  Decider(const ir::Function& f, analysis::IndexFacts::Scans scans) : facts(f.body, scans) {}
+  Decider(const ir::Function& f, bool scans) : facts(f.body, scans) {}
   analysis::IndexFacts facts;
 
   Decision decide(const ir::ArrayVar& a, const std::vector<ir::Expr>& indices) {
@@ -122,7 +122,7 @@ class Collector : public ir::IRVisitor {
 class BoundsChecker : public ir::IRMutator {
  public:
   BoundsChecker(const ir::Function& f, const BoundsCheckOptions& options)
-      : decider_(f, options.scans), parallel_scans_(options.parallel_scans) {}
+      : decider_(f, options.scans) {}
   std::vector<ir::Remark> remarks;
 
  protected:
@@ -251,13 +251,14 @@ class BoundsChecker : public ir::IRMutator {
     ir::Stmt body = ir::Block::make(std::move(updates), loc);
     ir::LoopSchedule schedule;
     // Threads outside parallel loops, SIMD lanes unless a loop around is a
-    // vector loop already (whose inner loops run serially).
+    // vector loop already (whose inner loops run serially): scans are made
+    // for the CPU only.
     bool in_parallel_loop = false, in_vector_loop = false;
     for (size_t k = 0; k < decider_.facts.depth(); ++k) {
       in_parallel_loop = in_parallel_loop || ir::is_parallel(decider_.facts.loop(k)->schedule.kind);
       in_vector_loop = in_vector_loop || ir::is_vectorized(decider_.facts.loop(k)->schedule.kind);
     }
-    if (parallel_scans_ && !in_vector_loop) {
+    if (!in_vector_loop) {
       schedule.kind = in_parallel_loop ? ir::LoopKind::Vectorized : ir::LoopKind::ParallelVectorized;
       schedule.reductions = {{scan.least, ir::ReduceOp::Min}, {scan.greatest, ir::ReduceOp::Max}};
     }
@@ -265,7 +266,6 @@ class BoundsChecker : public ir::IRMutator {
   }
 
   Decider decider_;
-  bool parallel_scans_;
   std::vector<bool> fast_;  // per enclosing loop: writing its unchecked version
   int checked_copies_ = 0;  // the checked copies being written around this point
   std::set<std::string> noted_;

@@ -25,16 +25,14 @@
 // Where scans may run is the target's choice (BoundsCheckOptions).
 #pragma once
 
-#include "analysis/index_ranges.h"
 #include "ir/ir.h"
 
 namespace plait::transforms {
 
 struct BoundsCheckOptions {
-  // Where an index loaded from an array may be bounded by a scan.
-  analysis::IndexFacts::Scans scans = analysis::IndexFacts::Scans::Nowhere;
-  // Whether a scan may run in threads and SIMD lanes (the CPU).
-  bool parallel_scans = false;
+  // Whether an index loaded from an array may be bounded by a scan, which
+  // runs in threads and SIMD lanes (the CPU's choice).
+  bool scans = false;
 };
 
 void insert_bounds_checks(ir::Function& function, const BoundsCheckOptions& options);
