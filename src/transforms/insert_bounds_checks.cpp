@@ -121,8 +121,7 @@ class Collector : public ir::IRVisitor {
 
 class BoundsChecker : public ir::IRMutator {
  public:
-  BoundsChecker(const ir::Function& f, const BoundsCheckOptions& options)
-      : decider_(f, options.scans) {}
+  BoundsChecker(const ir::Function& f, const BoundsCheckOptions& options) : decider_(f, options.scans) {}
   std::vector<ir::Remark> remarks;
 
  protected:
