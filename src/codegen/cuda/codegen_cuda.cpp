@@ -5347,6 +5347,7 @@ class CudaEmitter {
     const std::string what = "serial loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) + ")";
     std::string why;
     const Stmt wrapper = device_serial_loop(s, &why);
+    if (wrapper) synthesized_.push_back(wrapper);
     if (!wrapper) {
       if (!why.empty())
         remark(loop->loc, what + " launches its kernels at every step, not as one kernel on the device: " + why);
@@ -5665,6 +5666,11 @@ class CudaEmitter {
   VarMap<int> region_slots_;
   int region_slots_used_ = 0;
   VarMap<std::string> var_names_;
+  // Statements the emitter makes (a device loop's one-iteration wrapper):
+  // kept as long as the emitter lives, since var_names_ and the other maps
+  // hold their variables (a freed one would leave a dangling key whose
+  // address a later variable may take, and its name with it).
+  std::vector<Stmt> synthesized_;
   // Batched workers: loads made as one vector access for the batch, by the
   // name of the plait::lanes value; lane_ is the iteration being emitted.
   std::unordered_map<const Load*, std::string> lane_loads_;
