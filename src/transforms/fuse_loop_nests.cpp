@@ -589,8 +589,15 @@ class Fuser {
     }
     // Flags whose value depended on another flag (the target's broadcast,
     // after the value's) are plain extent tests in the usual version: version
-    // it again, so that its nests keep plain indices too.
-    version_broadcasts(usual);
+    // it again, so that its nests keep plain indices too. Each level copies
+    // the region once more: past kMaxVersionLevels the usual version keeps
+    // its tests (a chain of statements whose slices disagree, found by the
+    // fuzzer, made megabytes of code; NPBench's kernels need at most 5).
+    if (version_levels_ < kMaxVersionLevels) {
+      ++version_levels_;
+      version_broadcasts(usual);
+      --version_levels_;
+    }
     fuse_block(usual);
     SourceLoc loc = stmts[*start]->loc;
     remarks.push_back({loc, "fuse_loop_nests",
@@ -1133,6 +1140,8 @@ class Fuser {
   std::vector<ir::ArrayVar> per_iteration_owners_;
   ArrayFacts facts_;
   ArrayMap<int> total_mentions_;
+  static constexpr int kMaxVersionLevels = 5;
+  int version_levels_ = 0;  // the versions of versions being made
 };
 
 }  // namespace
