@@ -885,6 +885,7 @@ PyObject* call_kernel(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
   ctx.error_line = 0;
   ctx.error_col = 0;
   ctx.error_message[0] = '\0';
+  ctx.error_iteration = -1;
   ctx.cuda = nullptr;
   ctx.memory = plait::jit::host_memory_pool();
   ctx.interrupt = &g_interrupt;

@@ -10,6 +10,7 @@
 // fixed budget, so a proof that is not found quickly is not found.
 #include "analysis/index_ranges.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -19,6 +20,7 @@
 
 #include "analysis/index_bounds.h"
 #include "analysis/var_uses.h"
+#include "ir/ir_mutator.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
 
@@ -33,7 +35,7 @@ constexpr int64_t kLimit = int64_t{1} << 48;  // constants beyond are "unknown"
 // Run-time values a condition trusts: with them and coefficients below
 // kLimit, no sum of a few terms can overflow int64.
 constexpr int64_t kGuard = int64_t{1} << 40;
-constexpr int kProofBudget = 400;
+constexpr int kProofBudget = 3000;
 constexpr int kDepthLimit = 24;
 
 // Assignments and bindings of the whole function.
@@ -250,38 +252,91 @@ struct IndexFacts::State {
     }
     return stable_arrays[a] = s;
   }
-  bool stable(const Expr& e) const {
+  // With `in_loops`, the variables of the loops around the current point
+  // count as stable too: they keep their values inside those loops' bodies.
+  bool stable(const Expr& e, bool in_loops = false) const {
+    auto is = [&](const Expr& x) { return stable(x, in_loops); };
     switch (e->kind) {
       case ir::NodeKind::IntImm:
       case ir::NodeKind::BoolImm: return true;
-      case ir::NodeKind::VarRef: return stable_var(e->as<ir::VarRef>()->var.get());
+      case ir::NodeKind::VarRef: {
+        const ir::VarInfo* v = e->as<ir::VarRef>()->var.get();
+        return stable_var(v) || (in_loops && frame_of(v) >= 0);
+      }
       case ir::NodeKind::ArrayDim: return stable_array(e->as<ir::ArrayDim>()->array.get());
-      case ir::NodeKind::Cast: return !e->as<ir::Cast>()->checked && stable(e->as<ir::Cast>()->value);
-      case ir::NodeKind::Unary: return stable(e->as<ir::Unary>()->a);
+      case ir::NodeKind::Cast:
+        return !e->as<ir::Cast>()->checked && is(e->as<ir::Cast>()->value);
+      case ir::NodeKind::Unary:
+        return is(e->as<ir::Unary>()->a);
       case ir::NodeKind::Binary: {
         auto b = e->as<ir::Binary>();
-        return !b->zero_check && b->op != BinaryOp::Div && b->op != BinaryOp::Pow && stable(b->a) && stable(b->b);
+        return !b->zero_check && b->op != BinaryOp::Div && b->op != BinaryOp::Pow && is(b->a) && is(b->b);
       }
-      case ir::NodeKind::Compare: return stable(e->as<ir::Compare>()->a) && stable(e->as<ir::Compare>()->b);
-      case ir::NodeKind::Logical: return stable(e->as<ir::Logical>()->a) && stable(e->as<ir::Logical>()->b);
+      case ir::NodeKind::Compare:
+        return is(e->as<ir::Compare>()->a) && is(e->as<ir::Compare>()->b);
+      case ir::NodeKind::Logical:
+        return is(e->as<ir::Logical>()->a) && is(e->as<ir::Logical>()->b);
       case ir::NodeKind::Select: {
         auto s = e->as<ir::Select>();
-        return stable(s->cond) && stable(s->t) && stable(s->f);
+        return is(s->cond) && is(s->t) && is(s->f);
       }
       default: return false;
     }
   }
-  // The expression an extent of a stable local array stands for, if any.
+  // The expression an extent of a local array stands for, if any: its shape
+  // where its allocation comes before the point (known_shapes), else that
+  // of its one binding when that is stable.
   Expr extent_source(const ir::ArrayDim* d) const {
     const ir::ArrayInfo* a = d->array.get();
+    if (auto known = known_shapes.find(a); known != known_shapes.end())
+      return known->second.at(static_cast<size_t>(d->dim));
     if (!bindings.binds.count(a) || !stable_array(a)) return nullptr;
     if (bindings.allocation.count(a)) return bindings.allocation.at(a)->shape.at(static_cast<size_t>(d->dim));
     return ir::ArrayDim::make(bindings.bound_to.at(a), d->dim, d->loc);
   }
+  // The value a scalar holds where it is read: that of its assignment where
+  // one comes before the point (known_values), else that of its one
+  // assignment when that is stable.
   Expr single_value(const ir::VarInfo* v) const {
+    if (auto known = known_values.find(v); known != known_values.end()) return known->second;
     auto n = bindings.assigns.find(v);
     if (n == bindings.assigns.end() || n->second != 1 || !stable_var(v)) return nullptr;
     return bindings.value.at(v);
+  }
+  // Assignments and allocations that come before the point in the blocks
+  // around it, with no binding of their target between them and the
+  // statement that holds the point (IndexFacts::push_assignment). Their
+  // values read only stable values and the variables of the loops around
+  // them, which keep their values there.
+  ir::VarMap<Expr> known_values;
+  ir::ArrayMap<std::vector<Expr>> known_shapes;
+  struct Learnt {
+    const ir::VarInfo* var = nullptr;
+    const ir::ArrayInfo* array = nullptr;
+  };
+  std::vector<Learnt> learnt;  // per push_assignment
+
+  // `e` with the known values and shapes put in where they are not stable,
+  // so that it no longer reads what a later binding may change (stable ones
+  // stay as they are written, the form other expressions use).
+  Expr resolved(const Expr& e) const {
+    if (known_values.empty() && known_shapes.empty()) return e;
+    struct Resolve : ir::IRMutator {
+      const State* s;
+      using IRMutator::visit;
+      Expr visit(const ir::VarRef* r, const Expr& self) override {
+        auto known = s->known_values.find(r->var.get());
+        if (known == s->known_values.end() || s->stable_var(r->var.get())) return self;
+        return known->second;
+      }
+      Expr visit(const ir::ArrayDim* d, const Expr& self) override {
+        auto known = s->known_shapes.find(d->array.get());
+        if (known == s->known_shapes.end() || s->stable_array(d->array.get())) return self;
+        return known->second.at(static_cast<size_t>(d->dim));
+      }
+    } resolve;
+    resolve.s = this;
+    return resolve.mutate(e);
   }
 
   // ------------------------------------------------------------ loops
@@ -374,7 +429,13 @@ struct IndexFacts::State {
         return atom(e);
       }
       case ir::NodeKind::ArrayDim:
-        if (Expr source = extent_source(e->as<ir::ArrayDim>())) return linear(source, depth + 1);
+        if (Expr source = extent_source(e->as<ir::ArrayDim>())) {
+          auto a = linear(source, depth + 1);
+          // The array exists where its extent is read, so the shape it was
+          // allocated with was not negative (allocation raises).
+          if (a && !a->terms.empty()) add_form(proof_facts, *a);
+          return a;
+        }
         return atom(e);
       case ir::NodeKind::Select: {
         auto s = e->as<ir::Select>();
@@ -386,10 +447,21 @@ struct IndexFacts::State {
   }
 
   // Whether a < b (op LT) and so on is known true or known false.
+  // Within one proof the same conditions are decided again and again (each
+  // elimination order linearises the same selects): those decided without
+  // assumptions are kept (the proof's facts only grow).
+  mutable std::map<std::string, bool> decided;
   std::optional<bool> decide(const Expr& cond) const {
     if (auto b = cond->as<ir::BoolImm>()) return b->value;
     auto c = cond->as<ir::Compare>();
     if (!c || !c->a->type.is_int() || !c->b->type.is_int()) return std::nullopt;
+    const std::string& k = key(cond);
+    if (auto known = decided.find(k); known != decided.end()) return known->second;
+    std::optional<bool> d = decide_compare(c);
+    if (d && assumptions.empty()) decided[k] = *d;
+    return d;
+  }
+  std::optional<bool> decide_compare(const ir::Compare* c) const {
     auto a = linear(c->a, kDepthLimit / 2), b = linear(c->b, kDepthLimit / 2);
     if (!a || !b) return std::nullopt;
     auto diff = combine(*b, *a, -1);  // b - a
@@ -505,6 +577,7 @@ struct IndexFacts::State {
   bool nonneg(const Affine& d) const {
     if (--budget < 0) return false;
     if (d.terms.empty()) return d.c >= 0;
+    if ((!proof_facts.empty() || !assumptions.empty()) && by_hypothesis(d)) return true;
     // The innermost loop variable first.
     int deepest = -1;
     size_t at = 0;
@@ -513,35 +586,165 @@ struct IndexFacts::State {
         int f = frame_of(v->var.get());
         if (f > deepest) deepest = f, at = i;
       }
-    Term t = d.terms[at];
-    Affine rest = d;
-    rest.terms.erase(rest.terms.begin() + static_cast<std::ptrdiff_t>(at));
-    auto with = [&](const Affine& value) {
-      auto n = combine(rest, value, t.k);
-      return n && nonneg(*n);
-    };
-    auto with_expr = [&](const Expr& e) {
-      auto a = linear(e);
-      return a && with(*a);
-    };
     if (deepest >= 0) {
-      for (const Affine& b : loop_bounds(loops[static_cast<size_t>(deepest)], t.k < 0))
-        if (with(b)) return true;
+      // The bounds that leave the fewest terms first: those whose terms
+      // cancel the others' (an extent minus the start it is measured from).
+      Affine rest = d;
+      rest.terms.erase(rest.terms.begin() + static_cast<std::ptrdiff_t>(at));
+      std::vector<Affine> candidates;
+      for (const Affine& b : loop_bounds(loops[static_cast<size_t>(deepest)], d.terms[at].k < 0))
+        if (auto n = combine(rest, b, d.terms[at].k)) candidates.push_back(*n);
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [](const Affine& x, const Affine& y) { return x.terms.size() < y.terms.size(); });
+      for (const Affine& n : candidates)
+        if (nonneg(n)) return true;
       return false;
     }
+    // Else any atom, those with operands first (min, max, select: their
+    // operands may cancel other terms), then the others.
+    auto compound = [](const Term& t) {
+      return binary(t.atom, {BinaryOp::Max, BinaryOp::PyMax, BinaryOp::Min, BinaryOp::PyMin}) ||
+             t.atom->as<ir::Select>();
+    };
+    for (bool first_pass : {true, false})
+      for (size_t i = 0; i < d.terms.size(); ++i)
+        if (compound(d.terms[i]) == first_pass && eliminate(d, i)) return true;
+    return false;
+  }
+
+  // Whether d is non-negative with its term `at` replaced by `value`, a bound
+  // on the side that keeps the inequality.
+  bool with_value(const Affine& d, size_t at, const Affine& value) const {
+    Affine rest = d;
+    rest.terms.erase(rest.terms.begin() + static_cast<std::ptrdiff_t>(at));
+    auto n = combine(rest, value, d.terms[at].k);
+    return n && nonneg(*n);
+  }
+
+  // Whether d is non-negative, shown by bounding its term `at`, an atom
+  // other than a loop variable.
+  bool eliminate(const Affine& d, size_t at) const {
+    const Term& t = d.terms[at];
+    auto with_expr = [&](const Expr& e) {
+      auto a = linear(e);
+      return a && with_value(d, at, *a);
+    };
     if (t.k > 0)
-      if (auto lb = lower_bound(t.atom, {}); lb && with(constant(*lb))) return true;
+      if (auto lb = lower_bound(t.atom, {}); lb && with_value(d, at, constant(*lb))) return true;
     if (auto m = binary(t.atom, {BinaryOp::Max, BinaryOp::PyMax, BinaryOp::Min, BinaryOp::PyMin})) {
       bool is_max = m->op == BinaryOp::Max || m->op == BinaryOp::PyMax;
-      if (is_max == (t.k > 0)) {
-        if (with_expr(m->a) || with_expr(m->b)) return true;
-      } else if (with_expr(m->a) && with_expr(m->b)) {
-        return true;
+      if (is_max == (t.k > 0)) return with_expr(m->a) || with_expr(m->b);
+      return with_expr(m->a) && with_expr(m->b);
+    }
+    // Each operand of a select under the condition that chooses it.
+    if (auto s = t.atom->as<ir::Select>()) {
+      auto branch = [&](const Expr& e, bool holds) {
+        const size_t known = assumptions.size();
+        assume(s->cond, holds, 0);
+        bool ok = with_expr(e);
+        assumptions.erase(assumptions.begin() + static_cast<std::ptrdiff_t>(known), assumptions.end());
+        return ok;
+      };
+      return branch(s->t, true) && branch(s->f, false);
+    }
+    return false;
+  }
+
+  // Forms known non-negative where nonneg is proving: for the whole proof
+  // (the shapes of the arrays whose extents it reads, `proof_facts`), and
+  // while one operand of a select is eliminated (the condition that picks
+  // it, `assumptions`). A form d is non-negative when d - h is, for such an
+  // h; that h must cancel a term of d, so each use shortens the form and the
+  // search ends.
+  mutable std::vector<Affine> proof_facts, assumptions;
+  bool by_hypothesis(const Affine& d) const {
+    for (const auto* known : {&proof_facts, &assumptions})
+      for (size_t i = 0; i < known->size(); ++i) {
+        auto rest = combine(d, (*known)[i], -1);
+        if (rest && rest->terms.size() < d.terms.size() && nonneg(*rest)) return true;
+      }
+    return false;
+  }
+  static void add_form(std::vector<Affine>& to, const Affine& a) {
+    for (const Affine& h : to)
+      if (h.c == a.c && h.terms.size() == a.terms.size() &&
+          std::equal(h.terms.begin(), h.terms.end(), a.terms.begin(),
+                     [](const Term& x, const Term& y) { return x.key == y.key && x.k == y.k; }))
+        return;
+    to.push_back(a);
+  }
+  // Starts a proof: its budget, no facts, no decisions kept.
+  void start_proof() const {
+    budget = kProofBudget;
+    proof_facts.clear();
+    assumptions.clear();
+    decided.clear();
+  }
+  // Adds the forms that `cond` (holds) or its negation (!holds) makes
+  // non-negative: b - a - 1 for a < b, and so on.
+  void assume(const Expr& cond, bool holds, int depth) const {
+    if (depth > kDepthLimit) return;
+    if (auto l = cond->as<ir::Logical>()) {
+      if ((l->op == ir::LogicalOp::And) == holds) {
+        assume(l->a, holds, depth + 1);
+        assume(l->b, holds, depth + 1);
+      }
+      return;
+    }
+    if (auto u = cond->as<ir::Unary>(); u && u->op == ir::UnaryOp::Not) return assume(u->a, !holds, depth + 1);
+    auto c = cond->as<ir::Compare>();
+    if (!c || !c->a->type.is_int() || !c->b->type.is_int()) return;
+    auto a = linear(c->a, kDepthLimit / 2), b = linear(c->b, kDepthLimit / 2);
+    if (!a || !b) return;
+    // x >= y + shift, as the form x - y - shift.
+    auto at_least = [&](const Affine& x, const Affine& y, int64_t shift) {
+      auto d = combine(x, y, -1);
+      if (d) d = combine(*d, constant(shift), -1);
+      if (d) add_form(assumptions, *d);
+    };
+    ir::CompareOp o = c->op;
+    if (!holds) {
+      switch (o) {
+        case ir::CompareOp::LT:
+          o = ir::CompareOp::GE;
+          break;
+        case ir::CompareOp::LE:
+          o = ir::CompareOp::GT;
+          break;
+        case ir::CompareOp::GT:
+          o = ir::CompareOp::LE;
+          break;
+        case ir::CompareOp::GE:
+          o = ir::CompareOp::LT;
+          break;
+        case ir::CompareOp::EQ:
+          o = ir::CompareOp::NE;
+          break;
+        case ir::CompareOp::NE:
+          o = ir::CompareOp::EQ;
+          break;
       }
     }
-    if (auto s = t.atom->as<ir::Select>())
-      if (with_expr(s->t) && with_expr(s->f)) return true;
-    return false;
+    switch (o) {
+      case ir::CompareOp::LT:
+        at_least(*b, *a, 1);
+        break;
+      case ir::CompareOp::LE:
+        at_least(*b, *a, 0);
+        break;
+      case ir::CompareOp::GT:
+        at_least(*a, *b, 1);
+        break;
+      case ir::CompareOp::GE:
+        at_least(*a, *b, 0);
+        break;
+      case ir::CompareOp::EQ:
+        at_least(*a, *b, 0);
+        at_least(*b, *a, 0);
+        break;
+      case ir::CompareOp::NE:
+        break;
+    }
   }
 
   // ------------------------------------------------------------ run-time ranges
@@ -847,14 +1050,52 @@ void IndexFacts::push_condition(const ir::Expr& cond, bool holds) {
       collect(u->a, !h, depth + 1);
     } else if (auto c = e->as<ir::Compare>()) {
       bool equal = (c->op == ir::CompareOp::EQ && h) || (c->op == ir::CompareOp::NE && !h);
-      if (equal && c->a->type.is_int() && state_->stable(c->a) && state_->stable(c->b)) found.emplace_back(c->a, c->b);
+      if (equal && c->a->type.is_int() && state_->stable(c->a, true) && state_->stable(c->b, true))
+        found.emplace_back(c->a, c->b);
     } else if (auto v = e->as<ir::VarRef>()) {
       if (Expr value = state_->single_value(v->var.get())) collect(value, h, depth + 1);
     }
   };
-  collect(cond, holds, 0);
+  collect(state_->resolved(cond), holds, 0);
   state_->equalities.push_back(std::move(found));
   state_->classes_dirty = true;
+}
+void IndexFacts::forget_bound_in(const ir::Stmt& st) {
+  State& s = *state_;
+  if (s.known_values.empty() && s.known_shapes.empty()) return;
+  const VarUses u = uses_of(st);
+  for (const ir::VarInfo* v : u.writes) s.known_values.erase(v);
+  for (const ir::ArrayInfo* a : u.array_binds) s.known_shapes.erase(a);
+}
+void IndexFacts::push_assignment(const ir::Stmt& st) {
+  State& s = *state_;
+  State::Learnt learnt;
+  if (auto a = st->as<ir::Assign>()) {
+    Expr value = s.resolved(a->value);
+    if (a->var->type.is_int() || a->var->type.is_bool())
+      if (s.stable(value, true)) {
+        s.known_values[a->var.get()] = value;
+        learnt.var = a->var.get();
+      }
+  } else if (auto a = st->as<ir::Allocate>()) {
+    std::vector<Expr> shape;
+    bool known = true;
+    for (const Expr& e : a->shape) {
+      shape.push_back(s.resolved(e));
+      known = known && s.stable(shape.back(), true);
+    }
+    if (known) {
+      s.known_shapes[a->array.get()] = std::move(shape);
+      learnt.array = a->array.get();
+    }
+  }
+  s.learnt.push_back(learnt);
+}
+void IndexFacts::pop_assignment() {
+  State& s = *state_;
+  if (s.learnt.back().var) s.known_values.erase(s.learnt.back().var);
+  if (s.learnt.back().array) s.known_shapes.erase(s.learnt.back().array);
+  s.learnt.pop_back();
 }
 void IndexFacts::pop_condition() {
   state_->equalities.pop_back();
@@ -865,7 +1106,7 @@ namespace {
 
 // Whether index >= 0 (lower) or index < array.shape[dim] (upper) is proven.
 bool proves_side(const IndexFacts::State& s, const Expr& index, const ir::ArrayVar& array, int dim, bool upper) {
-  s.budget = kProofBudget;
+  s.start_proof();
   auto i = s.linear(index);
   if (!i) return false;
   if (!upper) return s.nonneg(*i);
@@ -885,14 +1126,18 @@ bool IndexFacts::proves_in_range(const ir::Expr& index, const ir::ArrayVar& arra
 ir::Expr IndexFacts::in_range_condition(const ir::Expr& index, const ir::ArrayVar& array, int dim, size_t outer) const {
   const State& s = *state_;
   if (outer >= s.loops.size()) return nullptr;
-  s.budget = kProofBudget;
+  s.start_proof();
   auto extent = s.range(ir::ArrayDim::make(array, dim, index->loc), outer);
   if (!extent) return nullptr;
   // Python's wrap of a negative index: in range when -n <= x < n.
   bool wraps = false;
   const Expr x = s.unwrapped(index, array, dim, &wraps);
   auto r = s.range(x, outer);
-  if (!r && s.nest_vars_read(x, outer) == 1) {
+  // The union of the index's ranges over the enclosing loops is tested
+  // against a fixed extent only: against the least of an extent that moves
+  // with those loops too (a temporary sized per row), the test would fail
+  // where every row is in range.
+  if (!r && s.nest_vars_read(x, outer) == 1 && s.key(extent->lo) == s.key(extent->hi)) {
     s.relax_moving = true;
     r = s.range(x, outer);
     s.relax_moving = false;

@@ -29,13 +29,21 @@ class IndexFacts {
   ~IndexFacts();
 
   // The context of the point being looked at, kept by the caller as it walks
-  // the function: the loops around it (outermost first) and the conditions
+  // the function: the loops around it (outermost first), the conditions
   // known to hold (with holds=false: known not to hold) in the statements
-  // being walked.
+  // being walked, and the assignments made before it.
   void push_loop(const ir::For* loop);
   void pop_loop();
   void push_condition(const ir::Expr& cond, bool holds);
   void pop_condition();
+  // A statement of a block around the point, walked in order: before
+  // walking it, forget_bound_in forgets the values and shapes it may bind
+  // again; after it, push_assignment learns those an assignment or an
+  // allocation gives (the rest of the block is walked), and pop_assignment
+  // forgets them when the block ends.
+  void forget_bound_in(const ir::Stmt& st);
+  void push_assignment(const ir::Stmt& st);
+  void pop_assignment();
   size_t depth() const;
   const ir::For* loop(size_t i) const;
 

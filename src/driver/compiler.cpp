@@ -212,6 +212,7 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
     kernel->device_source = std::move(cuda.device);
     kernel->device_kernels = std::move(cuda.kernel_names);
     kernel->device_errors = cuda.device_errors;
+    kernel->device_kernel_raises = std::move(cuda.kernel_raises);
     kernel->device_assert_messages = std::move(cuda.assert_messages);
     lowered.function.remarks.insert(lowered.function.remarks.end(), cuda.remarks.begin(), cuda.remarks.end());
     if (!options.dump_dir.empty()) write_text_file(options.dump_dir + "/" + name + ".cu", kernel->device_source);

@@ -124,6 +124,7 @@ struct CompiledKernel {
   std::string device_arch;                 // what NVRTC compiled for: "sm_90"
   std::vector<std::string> device_kernels; // kernel names, by launch index
   bool device_errors = false;              // device code may raise run-time errors
+  std::vector<bool> device_kernel_raises;  // by launch index: that kernel may
   std::vector<std::string> device_assert_messages;  // codegen::CudaSources::assert_messages
   std::shared_ptr<jit::CudaModule> cuda_module;
 };

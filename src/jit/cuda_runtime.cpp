@@ -219,6 +219,11 @@ struct CallState {
   CUdeviceptr record_device = 0;
   codegen::cuda::DeviceErrorRecord* record = nullptr;
   const std::vector<std::string>* assert_messages = nullptr;
+  // Whether the call launched a kernel whose device code may record an
+  // error: only then does it wait for the stream to read the record at its
+  // end (a call that launched none returns as soon as its work is queued).
+  const std::vector<bool>* kernel_raises = nullptr;
+  bool raising_launched = false;
 };
 
 CallState& state_of(plait_context* ctx) { return *static_cast<CallState*>(ctx->cuda->state); }
@@ -244,6 +249,11 @@ bool log_launches() {
   return v != nullptr && *v != '\0' && std::string(v) != "0";
 }
 
+void note_launch(CallState& s, int32_t kernel) {
+  const auto index = static_cast<size_t>(kernel);
+  if (s.kernel_raises && (index >= s.kernel_raises->size() || (*s.kernel_raises)[index])) s.raising_launched = true;
+}
+
 void log_launch(const CallState& s, int32_t kernel, uint32_t grid, uint32_t block, uint64_t shared_bytes) {
   if (!log_launches()) return;
   std::fprintf(stderr, "plait: launch %s grid %u block %u shared %llu\n", s.module->name(kernel).c_str(), grid, block,
@@ -256,6 +266,7 @@ void log_launch(const CallState& s, int32_t kernel, uint32_t grid, uint32_t bloc
 int32_t api_launch(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
   if (ctx->error_kind != PLAIT_OK) return 1;
   CallState& s = state_of(ctx);
+  note_launch(s, kernel);
   log_launch(s, kernel, grid, block, 0);
   CUresult r = s.rt->d->cuLaunchKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1, 0, s.stream, params,
                                        nullptr);
@@ -269,6 +280,7 @@ int32_t api_launch_shared(plait_context* ctx, int32_t kernel, uint32_t grid, uin
   if (ctx->error_kind != PLAIT_OK) return -1;
   CallState& s = state_of(ctx);
   if (!s.module->allow_shared_bytes(kernel, shared_bytes)) return 1;
+  note_launch(s, kernel);
   log_launch(s, kernel, grid, block, shared_bytes);
   CUresult r = s.rt->d->cuLaunchKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1,
                                        static_cast<unsigned>(shared_bytes), s.stream, params, nullptr);
@@ -288,6 +300,7 @@ uint32_t api_resident_grid(plait_context* ctx, int32_t kernel, uint32_t block) {
 int32_t api_launch_cooperative(plait_context* ctx, int32_t kernel, uint32_t grid, uint32_t block, void** params) {
   if (ctx->error_kind != PLAIT_OK) return 1;
   CallState& s = state_of(ctx);
+  note_launch(s, kernel);
   log_launch(s, kernel, grid, block, 0);
   CUresult r = s.rt->d->cuLaunchCooperativeKernel(s.module->function(kernel), grid, 1, 1, block, 1, 1, 0, s.stream,
                                                   params);
@@ -934,6 +947,7 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
     state.record_device = scratch.pointer();
     state.record = scratch.record();
     state.assert_messages = &kernel.device_assert_messages;
+    state.kernel_raises = &kernel.device_kernel_raises;
   }
   plait_cuda_api api{};
   api.state = &state;
@@ -967,7 +981,7 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   current_call = &state;
 
   const int32_t status = kernel.entry(args, results, ctx);
-  if (!kernel.device_errors) return status;
+  if (!kernel.device_errors || !state.raising_launched) return status;
   // The device error record, once the stream has run everything the call
   // queued; cleared again in stream order when it holds an error.
   codegen::cuda::DeviceErrorRecord& record = *scratch.record();

@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 10
+#define PLAIT_ABI_VERSION 11
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -174,9 +174,9 @@ typedef struct plait_host_memory {
 #define PLAIT_HOST_MEMORY_LARGE_BYTES (4u << 20)
 
 /* Per-call context. The first error wins and stops the kernel as Python
- * would: the statements after it do not run. Threads of a parallel loop stop
- * at their next iteration, so other iterations of that loop may have run;
- * the caller discards the results. */
+ * would: the statements after it do not run. In a parallel loop the error of
+ * the earliest failing iteration wins; threads stop at their next iteration
+ * after it, so later iterations of that loop may have run. */
 typedef struct plait_context {
   int32_t num_threads;       /* threads for parallel loops; >= 1 */
   volatile int32_t error_kind;/* plait_error_kind */
@@ -194,6 +194,9 @@ typedef struct plait_context {
    * long-running loops read it and stop with PLAIT_KEYBOARD_INTERRUPT. Null:
    * the kernel is not interruptible. */
   const volatile int32_t* interrupt;
+  /* With error_kind set: the iteration of the parallel loop that raised it
+   * (-1: not in one); see plait::raise_error. */
+  int64_t error_iteration;
 } plait_context;
 
 /* The default for parallel_work_threshold (PLAIT_PARALLEL_THRESHOLD overrides). */

@@ -71,19 +71,39 @@ namespace plait {
 
 // ---------------------------------------------------------------- errors
 
-// Records a run-time error in `ctx`. Only the first error of a call is kept
-// (several threads may race to report one). The helper that raised returns a
-// harmless value; the generated code tests ctx->error_kind before the
-// statement's effect and stops (returns ctx->error_kind, or leaves a parallel
-// loop's iteration).
+// The iteration (counted from 0 in Python's order) of the parallel loop that
+// the calling thread runs, -1 outside one: the generated code sets it around
+// each iteration of a parallel loop whose body may raise.
+inline thread_local int64_t parallel_iteration = -1;
+
+// Records a run-time error in `ctx`: the first of the call, except that in
+// a parallel loop an error of an earlier iteration replaces that of a later
+// one, so that the call raises the error Python raises (threads run
+// iterations out of order). The helper that raised returns a harmless value;
+// the generated code tests ctx->error_kind before the statement's effect and
+// stops (returns ctx->error_kind, or leaves a parallel loop's iteration).
 inline void raise_error(plait_context* ctx, int32_t kind, int line, int col, const char* message) {
-  int32_t expected = PLAIT_OK;
+  static int32_t lock = 0;  // errors are rare: a spin lock
+  while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE) != 0) {
+  }
+  const int64_t at = parallel_iteration;
   int32_t* slot = const_cast<int32_t*>(&ctx->error_kind);
-  if (__atomic_compare_exchange_n(slot, &expected, kind, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+  if (*slot == PLAIT_OK || (at >= 0 && at < __atomic_load_n(&ctx->error_iteration, __ATOMIC_RELAXED))) {
     ctx->error_line = line;
     ctx->error_col = col;
     std::snprintf(ctx->error_message, sizeof ctx->error_message, "%s", message);
+    __atomic_store_n(&ctx->error_iteration, at, __ATOMIC_RELAXED);
+    __atomic_store_n(slot, kind, __ATOMIC_RELEASE);
   }
+  __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+}
+
+// Whether the recorded error stops the calling thread: always outside a
+// parallel loop; in one, when it was raised at this iteration or an earlier
+// one (or outside the loop). A later iteration's error lets this iteration
+// run on, as Python runs it before the failing one.
+inline bool stops(const plait_context* ctx) {
+  return parallel_iteration < 0 || __atomic_load_n(&ctx->error_iteration, __ATOMIC_RELAXED) <= parallel_iteration;
 }
 
 // Whether the caller asked the kernel to stop (SIGINT): records a

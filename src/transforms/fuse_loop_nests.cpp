@@ -8,6 +8,7 @@
 #include <set>
 
 #include "analysis/array_mentions.h"
+#include "analysis/raises.h"
 #include "analysis/var_uses.h"
 #include "ir/ir_mutator.h"
 #include "ir/ir_printer.h"
@@ -249,17 +250,31 @@ bool is_broadcast_flag(const ir::Var& v) { return v->name.rfind("_broadcast", 0)
 // `if (flag) { through a temporary } else { the nest }`.
 bool is_overlap_flag(const ir::Var& v) { return v->name.rfind("_overlap", 0) == 0 && v->type.is_bool(); }
 
+// Whether `e` may be left unevaluated: it reads no array element (whose
+// index may be out of range, an IndexError once checks are in) and nothing
+// in it may raise. Python evaluates what a fold would drop (the condition of
+// `x if c else x`, the left side of `a or True`).
+bool droppable(const Expr& e) {
+  struct Loads : ir::IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const ir::Load*) override { found = true; }
+  } loads;
+  loads.visit(e);
+  return !loads.found && !analysis::raises(e).expressions;
+}
+
 // Folds the comparisons of canonical extents: `a == a`, `c ? a : a`.
 Expr fold(const Expr& e) {
   struct Fold : ir::IRMutator {
     Expr visit(const ir::Select* s, const Expr& self) override {
       Expr t = mutate(s->t), f = mutate(s->f);
-      if (same_expr(t, f)) return t;
+      if (same_expr(t, f) && droppable(s->cond) && droppable(f)) return t;
       return IRMutator::visit(s, self);
     }
     Expr visit(const ir::Compare* c, const Expr& self) override {
       Expr a = mutate(c->a), b = mutate(c->b);
-      if ((c->op == ir::CompareOp::NE || c->op == ir::CompareOp::EQ) && same_expr(a, b))
+      if ((c->op == ir::CompareOp::NE || c->op == ir::CompareOp::EQ) && same_expr(a, b) && droppable(a))
         return ir::BoolImm::make(c->op == ir::CompareOp::EQ, c->loc);
       return IRMutator::visit(c, self);
     }
@@ -267,7 +282,8 @@ Expr fold(const Expr& e) {
       Expr a = mutate(l->a), b = mutate(l->b);
       auto ca = a->as<ir::BoolImm>(), cb = b->as<ir::BoolImm>();
       bool is_or = l->op == ir::LogicalOp::Or;
-      if ((ca && ca->value == is_or) || (cb && cb->value == is_or)) return ir::BoolImm::make(is_or, l->loc);
+      if ((ca && ca->value == is_or) || (cb && cb->value == is_or && droppable(a)))
+        return ir::BoolImm::make(is_or, l->loc);
       if (ca) return b;
       if (cb) return a;
       return IRMutator::visit(l, self);

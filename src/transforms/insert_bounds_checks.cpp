@@ -56,6 +56,34 @@ class Decider {
   }
 };
 
+// What the statements of a block establish for the statements after them:
+// a check that fails stops the block, so its condition holds after it; an
+// assignment gives its variable's value, an allocation its array's shape. Forgotten when the block ends.
+class Facts {
+ public:
+  explicit Facts(analysis::IndexFacts& facts) : facts_(facts) {}
+  Facts(const Facts&) = delete;
+  Facts& operator=(const Facts&) = delete;
+  ~Facts() {
+    for (; conditions_ > 0; --conditions_) facts_.pop_condition();
+    for (; assignments_ > 0; --assignments_) facts_.pop_assignment();
+  }
+  void forget_bound_in(const ir::Stmt& st) { facts_.forget_bound_in(st); }
+  void learn(const ir::Stmt& st) {
+    if (auto a = st->as<ir::Assert>()) {
+      facts_.push_condition(a->cond, true);
+      ++conditions_;
+    } else if (st->as<ir::Assign>() || st->as<ir::Allocate>()) {
+      facts_.push_assignment(st);
+      ++assignments_;
+    }
+  }
+
+ private:
+  analysis::IndexFacts& facts_;
+  size_t conditions_ = 0, assignments_ = 0;
+};
+
 // The conditions of the accesses a loop's body checks once before it.
 class Collector : public ir::IRVisitor {
  public:
@@ -84,15 +112,12 @@ class Collector : public ir::IRVisitor {
     }
   }
   void visit(const ir::Block* b) override {
-    size_t pushed = 0;
+    Facts facts(decider_.facts);
     for (const ir::Stmt& st : b->stmts) {
+      facts.forget_bound_in(st);
       visit(st);
-      if (auto a = st->as<ir::Assert>()) {
-        decider_.facts.push_condition(a->cond, true);
-        ++pushed;
-      }
+      facts.learn(st);
     }
-    for (; pushed > 0; --pushed) decider_.facts.pop_condition();
   }
   void visit(const ir::Load* l) override {
     IRVisitor::visit(l);
@@ -167,18 +192,14 @@ class BoundsChecker : public ir::IRMutator {
     stmts.push_back(versions);
     return ir::Block::make(std::move(stmts), f->loc);
   }
-  // A check that fails stops the block, so its condition holds after it.
   ir::Stmt visit(const ir::Block* b, const ir::Stmt&) override {
     std::vector<ir::Stmt> stmts;
-    size_t pushed = 0;
+    Facts facts(decider_.facts);
     for (const ir::Stmt& st : b->stmts) {
+      facts.forget_bound_in(st);
       stmts.push_back(mutate(st));
-      if (auto a = st->as<ir::Assert>()) {
-        decider_.facts.push_condition(a->cond, true);
-        ++pushed;
-      }
+      facts.learn(st);
     }
-    for (; pushed > 0; --pushed) decider_.facts.pop_condition();
     return ir::Block::make(std::move(stmts), b->loc);
   }
   ir::Stmt visit(const ir::If* s, const ir::Stmt&) override {

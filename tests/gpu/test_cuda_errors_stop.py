@@ -71,7 +71,7 @@ def test_persistent_kernel_tests_the_record_after_each_barrier(tmp_path):
     assert kernel.count("if (plait::grid_sync(p_barrier, p_err)) return;") == 3
     assert "p_apart" not in kernel
     # The thread that raised does not store the failed value.
-    assert "if (plait::stopped(p_err)) goto p_stop" in kernel
+    assert "if (p_errs.raised) goto p_stop" in kernel
 
 
 @compiles
@@ -90,7 +90,7 @@ def test_persistent_kernel_tests_the_record_after_a_failing_scalar(tmp_path):
 def test_a_thread_stops_its_serial_loop_at_the_failing_statement(tmp_path):
     for name in ("prefix_sums_until_negative", "serial_prefix_until_negative"):
         device = emit(tmp_path, name)
-        test = device.index("if (plait::stopped(p_err)) goto p_stop")
+        test = device.index("if (p_errs.raised) goto p_stop")
         assert test < device.index("a_out_data[", test), name
         assert re.search(r"\n *p_stop\d+:;\n", device), name  # the label after the thread's statements
 

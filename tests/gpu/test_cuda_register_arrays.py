@@ -38,6 +38,10 @@ static p_dim blockIdx, blockDim, gridDim;
 #define __align__(n) __attribute__((aligned(n)))
 namespace plait {
 struct device_error;
+struct thread_errors {
+  device_error* err;
+  bool raised;
+};
 // The call has recorded no error (the entry and back-edge tests).
 inline bool stopped(const device_error*) { return false; }
 inline bool block_stopped(const device_error*) { return false; }

@@ -181,6 +181,43 @@ def test_parallel_loop_stops_and_nothing_after_it_runs():
         parallel_out_of_range(a, idx)
 
 
+@plait.jit(num_threads=4)
+def first_iteration_fails_last(a, idx, spin):
+    #pragma parallel for
+    for i in range(idx.shape[0]):
+        acc = 0
+        if i == 0 and spin > 0:
+            # The first iteration works before it fails: the others, on other
+            # threads, fail first in time.
+            for k in range(spin):
+                acc += k % 7
+            a[0] = acc // (spin - spin)
+        a[i] = acc + a[idx[i]]
+
+
+def test_parallel_loop_raises_the_first_failing_iterations_error():
+    """Python raises the error of the first iteration that fails, however the
+    threads run: here iteration 0's ZeroDivisionError, while every other
+    iteration raises an IndexError sooner. The iterations before the failing
+    one run to their end (there are none here); a later one's IndexError does
+    not stop iteration 0."""
+    for n in (2, 3, 8, 64):
+        idx = np.full(n, 10**6, dtype=np.int64)
+        for _ in range(5):
+            a = np.zeros(n, dtype=np.int64)
+            with pytest.raises(ZeroDivisionError):
+                first_iteration_fails_last(a, idx, 2_000_000)
+            assert a[0] == 0  # the failed store wrote nothing
+    # Without the division, the first failing iteration's IndexError, after
+    # the iterations before it wrote what Python writes.
+    idx = np.zeros(8, dtype=np.int64)
+    idx[5], idx[6] = 10**6, 10**7
+    a = np.arange(8, dtype=np.int64)
+    with pytest.raises(IndexError, match="index 1000000 is out of bounds"):
+        first_iteration_fails_last(a, idx, 0)
+    np.testing.assert_array_equal(a[:5], [0, 0, 0, 0, 0])
+
+
 @plait.jit
 def time_loop_with_raising_step(a, b, s, d):
     for t in range(s.shape[0]):

@@ -157,6 +157,20 @@ def test_boundscheck_in_parallel_loop():
 
 
 @plait.jit
+def equal_branches(a, out):
+    for i in range(a.shape[0]):
+        out[i, 0] = bool(np.int32(4) if out[out.shape[0], 0] else np.int32(4)) and True
+
+
+def test_a_condition_is_evaluated_when_both_branches_are_equal():
+    """`x if c else x` evaluates c as Python does: its out-of-range read
+    raises (a fold of the comparison around it to `x != 0` dropped it)."""
+    with pytest.raises(IndexError) as excinfo:
+        equal_branches(np.ones(3, dtype=bool), np.zeros((3, 2), dtype=bool))
+    assert_located(excinfo, equal_branches, "out[i, 0] = bool(np.int32(4) if out[out.shape[0], 0] else np.int32(4))")
+
+
+@plait.jit
 def default_get(x, i):
     return x[i]
 

@@ -131,6 +131,32 @@ TEST(CodegenCuda, KernelsWhoseThreadsWaitForEachOtherTestTheRecordOncePerBlockOr
     EXPECT_TRUE(codegen::cuda::threads_wait(waits)) << waits;
 }
 
+TEST(CodegenCuda, KernelsWhoseDeviceCodeMayRaiseAreMarked) {
+  // parallel i: b[i] = a[i] // c[i]; parallel j: a[j] = b[j]. Only the
+  // first kernel may record an error: a call that launches none such
+  // returns without waiting for the record (jit/cuda_runtime).
+  ArrayVar a = arr("a", ScalarKind::Int64), b = arr("b", ScalarKind::Int64), c = arr("c", ScalarKind::Int64);
+  Var i = var("i", ScalarType::i64()), j = var("j", ScalarType::i64());
+  Stmt divide = For::make(i, i64(0), ArrayDim::make(a, 0), i64(1),
+                          Block::make({Store::make(b, {vref(i)}, floor_div(a, c, vref(i)), false, at(3))}),
+                          schedule(LoopKind::Parallel), at(2));
+  Stmt copy = For::make(j, i64(0), ArrayDim::make(a, 0), i64(1),
+                        Block::make({Store::make(a, {vref(j)}, Load::make(b, {vref(j)}), false, at(5))}),
+                        schedule(LoopKind::Parallel), at(4));
+  codegen::CudaSources src = codegen::generate_cuda(
+      function("mixed", {{nullptr, a}, {nullptr, b}, {nullptr, c}}, {divide, copy}), CompileOptions{});
+  EXPECT_TRUE(src.device_errors);
+  ASSERT_EQ(src.kernel_raises.size(), src.kernel_names.size());
+  size_t raising = 0;
+  for (size_t k = 0; k < src.kernel_names.size(); ++k) {
+    const bool divides = kernel_text(src.device, src.kernel_names[k]).find("floordiv_checked") != std::string::npos;
+    EXPECT_EQ(src.kernel_raises[k], divides) << src.kernel_names[k];
+    raising += divides ? 1 : 0;
+  }
+  EXPECT_GE(raising, 1u);
+  EXPECT_LT(raising, src.kernel_names.size());
+}
+
 TEST(CodegenCuda, PersistentKernelsLeaveTogetherAtTheGridBarrierAfterAnError) {
   // for t in range(steps): parallel i: b[i] = a[i] // c[i]; parallel i: a[i] = b[i]
   ArrayVar a = arr("a", ScalarKind::Int64), b = arr("b", ScalarKind::Int64), c = arr("c", ScalarKind::Int64);
@@ -158,8 +184,9 @@ TEST(CodegenCuda, PersistentKernelsLeaveTogetherAtTheGridBarrierAfterAnError) {
   EXPECT_NE(persistent.find(test, first + 1), std::string::npos);
   EXPECT_EQ(persistent.find("plait::grid_sync(p_barrier);"), std::string::npos);
   // Within a loop, the thread that raised stores nothing and leaves its
-  // iteration; its later iterations do not start.
-  EXPECT_NE(persistent.find("if (plait::stopped(p_err)) goto p_stop"), std::string::npos) << persistent;
+  // iteration (its own record of having raised); its later iterations, and
+  // other threads' next ones, do not start.
+  EXPECT_NE(persistent.find("if (p_errs.raised) goto p_stop"), std::string::npos) << persistent;
   EXPECT_NE(persistent.find(", p_k = plait::stopped(p_err) ?"), std::string::npos);
   // One block: tested before the arrays are copied on chip or into
   // registers, and once per step in registers (no barrier after its loops).
@@ -207,7 +234,9 @@ TEST(CodegenCuda, OneDeviceThreadStopsItsLoopAtTheFailingStatement) {
   codegen::CudaSources src = codegen::generate_cuda(function("spin", {{nullptr, a}, {nullptr, b}}, {loop}), {});
   const std::string region = kernel_text(src.device, "plait_spin_k0");
   EXPECT_NE(region.find("if (plait::stopped(p_err)) return;  // an error stops the call"), std::string::npos);
-  const size_t stop = region.find("if (plait::stopped(p_err)) goto p_stop");
+  EXPECT_NE(region.find("plait::floordiv_checked<int64_t>(a_a_data[int64_t(0)], a_b_data[int64_t(0)], &p_errs"),
+            std::string::npos);
+  const size_t stop = region.find("if (p_errs.raised) goto p_stop");
   ASSERT_NE(stop, std::string::npos) << region;
   EXPECT_LT(stop, region.rfind("a_a_data["));         // the store
   EXPECT_NE(region.find(":;\n"), std::string::npos);  // the label, after the loop

@@ -272,6 +272,55 @@ TEST(BoundsChecks, GatheredIndexIsCheckedAtEachAccessWhereNoScanHolds) {
   EXPECT_TRUE(contains(text, "out[i] = x[((idx[i] + x.shape[0]) if (idx[i] < 0:i64) else idx[i]); checked]")) << text;
 }
 
+// A slice from a loop variable to a parameter: its stop is Python's
+// normalised stop (a select on the stop's sign), each of whose values the
+// proof bounds under the condition that picks it.
+TEST(BoundsChecks, SliceFromTheLoopVariableIsProven) {
+  const char* src =
+      "def f(M, a):\n"
+      "    for i in range(M):\n"
+      "        a[i:M] = 1.0\n";
+  std::string text = ir_text(src, "f", "int, f64[::1]", checked());
+  EXPECT_FALSE(contains(text, "checked")) << text;
+  EXPECT_FALSE(contains(text, "1099511627776")) << text;
+}
+
+// Indices that combine a row's variable with a slice's, proven from the
+// equalities that the statement's own checks establish: the product's
+// inner extents (an assert), the broadcast flag of a versioned copy (its
+// one value, assigned before it) and the shape of a temporary allocated in
+// each version. In trmm only the column index i of A, not related to A's
+// extent, is tested, once before the rows.
+TEST(BoundsChecks, TriangularSlicesAreProvenFromTheStatementsChecks) {
+  const char* trmm =
+      "import numpy as np\n"
+      "def f(A, B):\n"
+      "    for i in range(B.shape[0]):\n"
+      "        for j in range(B.shape[1]):\n"
+      "            B[i, j] += np.dot(A[i + 1:, i], B[i + 1:, j])\n";
+  std::string text = ir_text(trmm, "f", "f64[:, ::1], f64[:, ::1]", checked());
+  EXPECT_EQ(text.find("\n  if ("), text.rfind("\n  if (")) << text;
+  EXPECT_FALSE(contains(text, "\n    if (")) << text;
+  EXPECT_TRUE(contains(text, "if (((((0:int + A.shape[1]) >= 0:int) and ((B.shape[0] - 1:int) < A.shape[1]))")) << text;
+  const char* mirror =
+      "import numpy as np\n"
+      "def f(M):\n"
+      "    c = np.zeros((M, M))\n"
+      "    for i in range(M):\n"
+      "        c[i:M, i] = c[i, i:M]\n"
+      "    return c\n";
+  text = ir_text(mirror, "f", "int", checked());
+  // The usual version runs unchecked. The broadcasting one reads the
+  // temporary's first element, tested in its row: tested before the rows,
+  // against the least of the temporaries' extents, it would fail.
+  EXPECT_FALSE(contains(text, "\n  if (")) << text;
+  const size_t row_test = text.find("\n      if ((");
+  ASSERT_NE(row_test, std::string::npos) << text;
+  EXPECT_EQ(row_test, text.rfind("\n      if ((")) << text;
+  EXPECT_GT(row_test, text.find("if _broadcast4 {")) << text;
+  EXPECT_TRUE(contains(text, "i)] = _tmp_array2[_i5]\n")) << text;
+}
+
 TEST(Errors, UnknownNameHasACaret) {
   CompileError e = error_of("def f(a):\n    return a[0] + undefined_thing\n", "f", "f64[::1]");
   EXPECT_EQ(e.kind(), ErrorKind::Name);

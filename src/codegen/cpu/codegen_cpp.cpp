@@ -1337,9 +1337,23 @@ class CppEmitter {
     const bool body_stops = may_stop(scan(innermost->body));
     PLAIT_ASSERT(!(body_stops && is_vectorized(sc.kind)));
     if (parallel && body_stops) {
-      line("if (__builtin_expect(ctx->error_kind != 0, 0)) continue;");
+      // Python raises the error of the first iteration that fails: the
+      // thread notes the iteration it runs (in Python's order, the nest's
+      // levels row by row), an iteration after a failed one is skipped, one
+      // before it runs on, and its own error replaces the later one's
+      // (plait::raise_error keeps the lowest iteration's).
+      std::string at = levels[0].k;
+      for (size_t d = 1; d < levels.size(); ++d) at = "(" + at + ") * " + levels[d].trip + " + " + levels[d].k;
+      line("plait::parallel_iteration = " + at + ";");
+      line("if (__builtin_expect(ctx->error_kind != 0, 0) && plait::stops(ctx)) {");
+      line("  plait::parallel_iteration = -1;");
+      line("  continue;");
+      line("}");
       // In a region the thread that fails notes it for all (check_failed).
+      ++parallel_iterations_;
       with_stop_label(emit_body, work_shared ? failed_flag() + " = true;" : "");
+      --parallel_iterations_;
+      line("plait::parallel_iteration = -1;");
     } else if (is_vectorized(sc.kind)) {
       const std::string outer_stop = std::exchange(stop_, "");
       emit_body();
@@ -2254,7 +2268,10 @@ class CppEmitter {
   // run.
   void stop_on_error() {
     if (stop_.empty()) return;
-    line("if (__builtin_expect(ctx->error_kind != 0, 0)) " + stop_);
+    // In an iteration of a parallel loop, another thread's error in a later
+    // iteration does not stop this one (plait::stops).
+    line(std::string("if (__builtin_expect(ctx->error_kind != 0, 0)") +
+         (parallel_iterations_ > 0 ? " && plait::stops(ctx)) " : ") ") + stop_);
     ++stop_uses_;
   }
 
@@ -2294,6 +2311,7 @@ class CppEmitter {
   int loop_depth_ = 0;  // loops around the statement being emitted
   int temp_counter_ = 0;
   int omp_depth_ = 0;  // enclosing parallel/simd loops
+  int parallel_iterations_ = 0;     // enclosing iterations of parallel loops that note their iteration
   std::unique_ptr<Region> region_;  // the parallel region being emitted
   bool region_level_ = false;       // emitting a region's statements outside its `omp for` loops
   // What stops the code being emitted after a run-time error: a statement

@@ -575,6 +575,7 @@ class CudaEmitter {
     out.host = host_.str();
     out.device = device_.str();
     out.kernel_names = kernel_names_;
+    out.kernel_raises = kernel_raises_;
     out.device_errors = device_errors_;
     out.assert_messages = assert_messages_;
     out.remarks = remarks_;
@@ -590,9 +591,10 @@ class CudaEmitter {
   }
 
   bool device() const { return mode_ == Mode::Device; }
-  // The name of the error sink in the current code: the call context on the
-  // host, the device error record in kernels.
-  std::string sink() const { return device() ? "p_err" : "ctx"; }
+  // Where a raising helper records its error: host code's context; in a
+  // thread's work with a stop (with_device_stop), the thread's view of the
+  // record, which remembers that it raised; else the record.
+  std::string sink() const { return !device() ? "ctx" : stop_.empty() ? "p_err" : "&p_errs"; }
   std::string math(const std::string& name) const { return (device() ? "plait::fm::" : "std::") + name; }
 
   void remark(const SourceLoc& loc, const std::string& message) {
@@ -1334,9 +1336,9 @@ class CudaEmitter {
   }
 
   // After device code that may have recorded an error, where the thread can
-  // leave its work (stop_ set): the code after it must not run. The load
-  // sees the thread's own error, and another thread's where it has reached
-  // memory (which stops this one early, as its next iteration would).
+  // leave its work (stop_ set): the code after it must not run. The thread
+  // tests its own errors (thread_errors, in a register); another thread's
+  // error stops it where it takes its next iteration, as on the CPU.
   //
   // A persistent kernel's step-level statements run in every thread alike
   // (no stop_): there a barrier that answers for all threads follows the
@@ -1344,7 +1346,7 @@ class CudaEmitter {
   // alone could see another block's error and leave without the others.
   void stop_on_device_error() {
     if (!stop_.empty()) {
-      line("if (plait::stopped(p_err)) " + stop_);
+      line("if (p_errs.raised) " + stop_);
       ++stop_uses_;
     } else if (persistent_step_) {
       line(register_plan_ ? "if (plait::block_stopped(p_err)) return;  // an error stops the call"
@@ -1367,6 +1369,7 @@ class CudaEmitter {
     const int outer_uses = std::exchange(stop_uses_, 0);
     line("{");
     ++indent_;
+    if (outer.empty()) line("[[maybe_unused]] plait::thread_errors p_errs{p_err, false};");
     scopes_.emplace_back();
     body();
     scopes_.pop_back();
@@ -1398,7 +1401,7 @@ class CudaEmitter {
     if (device()) {
       const size_t index = assert_messages_.size();
       assert_messages_.push_back(a->message);
-      line("plait::raise_error(p_err, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) +
+      line("plait::raise_error(" + sink() + ", " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) +
            ", plait::msg_assert_failed, " + std::to_string(index) + ");");
       if (!stop_.empty()) {
         line(stop_);
@@ -1718,15 +1721,19 @@ class CudaEmitter {
     }
   }
 
-  int add_kernel(const std::string& name) {
+  // A kernel, and whether its device code may record an error.
+  int add_kernel(const std::string& name, bool raises) {
     kernel_names_.push_back(name);
+    kernel_raises_.push_back(raises);
     return static_cast<int>(kernel_names_.size()) - 1;
   }
 
-  void note_error_sites(const std::vector<Stmt>& stmts) {
+  // Whether device code of `stmts` may record an error.
+  bool note_error_sites(const std::vector<Stmt>& stmts) {
     HasErrorSites sites;
     for (const Stmt& s : stmts) sites.visit(s);
     device_errors_ = device_errors_ || sites.found;
+    return sites.found;
   }
 
   static std::string join(const std::vector<std::string>& parts, const std::string& separator) {
@@ -3014,7 +3021,7 @@ class CudaEmitter {
       line("const int64_t " + n.back() + " = " + index_value(al->shape[static_cast<size_t>(d)]) + ";");
       negative += (d ? " || " : "") + n.back() + " < 0";
     }
-    line("if (" + negative + ") plait::raise_error(p_err, plait::kind_value_error, " + loc_args(al->loc) +
+    line("if (" + negative + ") plait::raise_error(" + sink() + ", plait::kind_value_error, " + loc_args(al->loc) +
          ", plait::msg_negative_dimensions);");
     // The host sized the slice from the same shape; a shape that came out
     // larger here (which would take another worker's memory) is an error
@@ -3023,7 +3030,7 @@ class CudaEmitter {
     line("const int64_t " + shape + "[] = {" + join(n, ", ") + "};");
     line("const bool " + fits + " = plait::temporary_fits(" + shape + ", " + std::to_string(ndim) + ", " +
          it->second.second + ");");
-    line("if (!" + fits + ") plait::raise_error(p_err, plait::kind_value_error, " + loc_args(al->loc) +
+    line("if (!" + fits + ") plait::raise_error(" + sink() + ", plait::kind_value_error, " + loc_args(al->loc) +
          ", plait::msg_temporary_larger_than_sized);");
     line(data(a) + " = reinterpret_cast<" + t + "*>(p_mine + " + it->second.first + ");");
     std::string step = "1";
@@ -3951,9 +3958,8 @@ class CudaEmitter {
         args.push_back(var_name(v));
       }
     }
-    note_error_sites({innermost->body});
-    device_errors_ = device_errors_ || !temporaries.empty();  // a negative extent
-
+    const bool raises = note_error_sites({innermost->body}) || !temporaries.empty();  // a negative extent
+    device_errors_ = device_errors_ || raises;
 
     // A batched collapsed nest has a second version whose blocks take tiles
     // of one row (emit_batched_worker_loop), which the host runs when the
@@ -3961,11 +3967,11 @@ class CudaEmitter {
     const bool rows_version = batch > 1 && levels.size() > 1;
 
     // Device: the kernel, and its wide or rows version.
-    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
+    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()), raises);
     const std::string name = kernel_names_[static_cast<size_t>(index)];
-    const int wide_index = wide_version ? add_kernel(name + "_wide") : -1;
-    const int rows_index = rows_version ? add_kernel(name + "_rows") : -1;
-    const int staged_index = staged ? add_kernel(name + "_staged") : -1;
+    const int wide_index = wide_version ? add_kernel(name + "_wide", raises) : -1;
+    const int rows_index = rows_version ? add_kernel(name + "_rows", raises) : -1;
+    const int staged_index = staged ? add_kernel(name + "_staged", raises) : -1;
     // A team kernel that keeps rows in registers has a version for rows that
     // fit in them (and so does its wide version), which the host runs when
     // `fit_test` holds (rows_fit_).
@@ -3973,8 +3979,8 @@ class CudaEmitter {
         plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_
             ? rows_fit_test(plan, cached_rows, nest_vars, worker_written.written, cap.local_arrays, team)
             : std::string();
-    const int fit_index = fit_test.empty() ? -1 : add_kernel(name + "_fit");
-    const int wide_fit_index = fit_index >= 0 && wide_version ? add_kernel(name + "_wide_fit") : -1;
+    const int fit_index = fit_test.empty() ? -1 : add_kernel(name + "_fit", raises);
+    const int wide_fit_index = fit_index >= 0 && wide_version ? add_kernel(name + "_wide_fit", raises) : -1;
     // A team kernel whose loops keep no rows in registers has a version for
     // teams of a warp, the team as a constant, which the host runs when its
     // rule gives a warp (rows of up to 128 iterations, 512 with groups): the
@@ -3984,7 +3990,7 @@ class CudaEmitter {
     // warp").
     const int warp_index =
         plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_ && !asked.team && cached_rows.empty()
-            ? add_kernel(name + "_warp")
+            ? add_kernel(name + "_warp", raises)
             : -1;
     // The version being emitted stages its rows (emit_staged_rows_worker_loop).
     bool staging = false;
@@ -4836,7 +4842,7 @@ class CudaEmitter {
     }
     args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(kBarrierSlot) + ")");
     args.push_back("ctx->cuda->scratch");
-    note_error_sites({loop->body});
+    const bool raises = note_error_sites({loop->body});
     // Arrays that the steps may read and write on chip (one block, on the host's checks).
     const bool onchip = !cap.arrays.empty();
     // And in registers, where their accesses allow it.
@@ -4848,10 +4854,10 @@ class CudaEmitter {
     for (const auto& [f, note] : barriers.notes) remark(f->loc, what + ": " + note);
     const std::string but_some = barriers.not_needed.empty() ? "" : " (but those said below)";
     // Device: the kernel, and the same steps on arrays in shared memory and in registers.
-    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
+    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()), raises);
     const std::string name = kernel_names_[static_cast<size_t>(index)];
-    const int onchip_index = onchip ? add_kernel(name + "_onchip") : -1;
-    const int registers_index = in_registers ? add_kernel(name + "_registers") : -1;
+    const int onchip_index = onchip ? add_kernel(name + "_onchip", raises) : -1;
+    const int registers_index = in_registers ? add_kernel(name + "_registers", raises) : -1;
     {
       ModeSwitch to_device(*this);
       // The steps, at indent 1 of a kernel whose parameters are `params`.
@@ -5462,9 +5468,9 @@ class CudaEmitter {
     add_array_params(cap.arrays, &params, &args);
     params.push_back("plait::device_error* p_err");
     args.push_back("ctx->cuda->scratch");
-    note_error_sites(stmts);
+    const bool raises = note_error_sites(stmts);
 
-    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()));
+    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()), raises);
     const std::string name = kernel_names_[static_cast<size_t>(index)];
     const int first_line = stmts.front()->loc.line;
     int last_line = first_line;
@@ -5550,7 +5556,7 @@ class CudaEmitter {
   int fill_kernel(ScalarKind kind) {
     auto it = fill_kernels_.find(static_cast<int>(kind));
     if (it != fill_kernels_.end()) return it->second;
-    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_fill_" + dtype_suffix(kind));
+    const int index = add_kernel("plait_" + sanitize(fn_.name) + "_fill_" + dtype_suffix(kind), false);
     fill_kernels_[static_cast<int>(kind)] = index;
     return index;
   }
@@ -5687,6 +5693,7 @@ class CudaEmitter {
   std::vector<std::string> kernel_names_;
   std::map<int, int> fill_kernels_;  // ScalarKind -> kernel index
   bool device_errors_ = false;
+  std::vector<bool> kernel_raises_;  // by kernel index (add_kernel)
   bool mute_remarks_ = false;  // while a kernel's loop is emitted a second time
   // While the statements of a persistent kernel's step are emitted (outside
   // its parallel loops' workers): parallel loops become grid-stride loops

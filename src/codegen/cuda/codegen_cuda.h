@@ -40,7 +40,8 @@ struct CudaSources {
   // extern "C" names of the device kernels; the index is the `kernel`
   // argument of plait_cuda_api::launch.
   std::vector<std::string> kernel_names;
-  bool device_errors = false;  // device code may record a run-time error
+  std::vector<bool> kernel_raises;  // by kernel index: its device code may record a run-time error
+  bool device_errors = false;       // device code may record a run-time error
   // Messages of IR assertions in device code, by the index the device
   // error record carries (DeviceMessage::AssertFailed).
   std::vector<std::string> assert_messages;

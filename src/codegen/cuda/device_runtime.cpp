@@ -81,6 +81,22 @@ __device__ __forceinline__ void raise_error(device_error* err, int kind, int lin
   }
 }
 
+// A thread's view of the call's error record: the errors it raises go to
+// the record, and `raised` says that it raised one. The statements of a
+// thread's work after one that may raise test `raised` (a register), not
+// the record (a load from L2 in each iteration of the loops they are in);
+// another thread's error stops this one where it takes its next iteration
+// (stopped). The raising helpers take either this or the record itself.
+struct thread_errors {
+  device_error* err;
+  bool raised;
+};
+__device__ __forceinline__ void raise_error(thread_errors* errors, int kind, int line, int col, int message,
+                                            long long a = 0, long long b = 0, long long c = 0) {
+  errors->raised = true;
+  raise_error(errors->err, kind, line, col, message, a, b, c);
+}
+
 // Whether the call has recorded an error, so that device code stops as
 // Python would (docs/cuda.md, "Errors on the device"). The volatile load
 // reads the record where atomics write it (L2), not an L1 copy that another
@@ -95,7 +111,8 @@ __device__ __forceinline__ bool stopped(const device_error* err) { return *(cons
 // for one that left.
 __device__ __forceinline__ bool block_stopped(const device_error* err) { return __syncthreads_or(stopped(err)) != 0; }
 
-__device__ __forceinline__ bool index_ok(device_error* err, int line, int col, int64_t index, int axis,
+template <typename Errors>
+__device__ __forceinline__ bool index_ok(Errors* err, int line, int col, int64_t index, int axis,
                                          int64_t extent) {
   if (index >= 0 && index < extent) return true;
   raise_error(err, kind_index_error, line, col, msg_index_out_of_bounds, index, axis, extent);
@@ -258,8 +275,8 @@ __device__ __forceinline__ T mod(T a, T b) {
   }
 }
 
-template <typename T>
-__device__ __forceinline__ T div_checked(T a, T b, device_error* err, int line, int col) {
+template <typename T, typename Errors>
+__device__ __forceinline__ T div_checked(T a, T b, Errors* err, int line, int col) {
   if (b == 0) {
     raise_error(err, kind_zero_division_error, line, col, msg_float_division_by_zero);
     return 0;
@@ -267,8 +284,8 @@ __device__ __forceinline__ T div_checked(T a, T b, device_error* err, int line, 
   return a / b;
 }
 
-template <typename T>
-__device__ __forceinline__ T floordiv_checked(T a, T b, device_error* err, int line, int col) {
+template <typename T, typename Errors>
+__device__ __forceinline__ T floordiv_checked(T a, T b, Errors* err, int line, int col) {
   if (b == 0) {
     raise_error(err, kind_zero_division_error, line, col,
                 traits<T>::is_float ? msg_float_floor_division_by_zero : msg_integer_division_by_zero);
@@ -277,8 +294,8 @@ __device__ __forceinline__ T floordiv_checked(T a, T b, device_error* err, int l
   return floordiv(a, b);
 }
 
-template <typename T>
-__device__ __forceinline__ T mod_checked(T a, T b, device_error* err, int line, int col) {
+template <typename T, typename Errors>
+__device__ __forceinline__ T mod_checked(T a, T b, Errors* err, int line, int col) {
   if (b == 0) {
     raise_error(err, kind_zero_division_error, line, col,
                 traits<T>::is_float ? msg_float_modulo : msg_integer_modulo_by_zero);
@@ -287,8 +304,8 @@ __device__ __forceinline__ T mod_checked(T a, T b, device_error* err, int line, 
   return mod(a, b);
 }
 
-template <typename T>
-__device__ __forceinline__ T pow_int(T base, T exponent, device_error* err, int line, int col) {
+template <typename T, typename Errors>
+__device__ __forceinline__ T pow_int(T base, T exponent, Errors* err, int line, int col) {
   if (is_negative(exponent)) {
     raise_error(err, kind_value_error, line, col, msg_negative_integer_power);
     return 0;
@@ -303,8 +320,8 @@ __device__ __forceinline__ T pow_int(T base, T exponent, device_error* err, int 
   return (T)result;
 }
 
-template <typename T>
-__device__ __forceinline__ T pow_python_int(T base, T exponent, device_error* err, int line, int col) {
+template <typename T, typename Errors>
+__device__ __forceinline__ T pow_python_int(T base, T exponent, Errors* err, int line, int col) {
   if (exponent < 0) {
     raise_error(err, kind_value_error, line, col, msg_negative_python_int_power);
     return 0;
@@ -317,8 +334,8 @@ __device__ __forceinline__ T pow_float(T base, E exponent) {
   return fm::pow(base, (T)exponent);
 }
 
-template <typename T, typename E>
-__device__ __forceinline__ T pow_float_checked(T base, E exponent, device_error* err, int line, int col) {
+template <typename T, typename E, typename Errors>
+__device__ __forceinline__ T pow_float_checked(T base, E exponent, Errors* err, int line, int col) {
   if (base == 0 && exponent < 0) {
     raise_error(err, kind_zero_division_error, line, col, msg_zero_to_negative_power);
     return 0;
@@ -393,8 +410,8 @@ __device__ __forceinline__ I float_to_int(F x) {
   }
 }
 
-template <typename I, typename F>
-__device__ __forceinline__ I checked_float_to_int(F x, device_error* err, int line, int col) {
+template <typename I, typename F, typename Errors>
+__device__ __forceinline__ I checked_float_to_int(F x, Errors* err, int line, int col) {
   const F limit = (F)(double)((uint64_t)1 << (sizeof(I) * 8 - 1));
   if (x != x) {
     raise_error(err, kind_value_error, line, col, msg_float_nan_to_integer);
@@ -414,8 +431,8 @@ __device__ __forceinline__ I checked_float_to_int(F x, device_error* err, int li
 
 // A Python int (held as int64) meeting a narrower or unsigned integer value
 // (NEP 50): it must fit, or NumPy raises OverflowError.
-template <typename I>
-__device__ __forceinline__ I checked_python_int(int64_t x, device_error* err, int line, int col) {
+template <typename I, typename Errors>
+__device__ __forceinline__ I checked_python_int(int64_t x, Errors* err, int line, int col) {
   const bool fits = traits<I>::is_signed ? x >= (int64_t)traits<I>::low() && x <= (int64_t)traits<I>::high()
                                          : x >= 0 && (uint64_t)x <= (uint64_t)traits<I>::high();
   if (fits) return (I)x;
@@ -436,8 +453,8 @@ __device__ __forceinline__ I checked_python_int(int64_t x, device_error* err, in
 // ---- math.* error rules
 enum class math_inf : int { none, overflow, domain, pow };
 
-template <typename F, typename... A>
-__device__ __forceinline__ auto py_math(device_error* err, int line, int col, math_inf on_inf, F fn, A... args) {
+template <typename Errors, typename F, typename... A>
+__device__ __forceinline__ auto py_math(Errors* err, int line, int col, math_inf on_inf, F fn, A... args) {
   auto result = fn(args...);
   if (fm::isnan(result)) {
     if (!(fm::isnan(args) || ...)) raise_error(err, kind_value_error, line, col, msg_math_domain_error);
