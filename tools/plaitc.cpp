@@ -54,8 +54,8 @@ constexpr const char* kUsage =
     "                     DIR (default: so to the current directory, the others to\n"
     "                     standard output)\n"
     "  --boundscheck      an index the compiler cannot prove in range raises\n"
-    "                     IndexError (the default for --target cpu)\n"
-    "  --no-boundscheck   no index is checked (the default for --target cuda)\n"
+    "                     IndexError (the default)\n"
+    "  --no-boundscheck   no index is checked\n"
     "  --fastmath         let the C++ compiler reassociate floating-point math\n"
     "  --no-cache         build afresh, neither using nor filling the disk cache\n"
     "  --cache-dir DIR    the disk cache directory (default: $PLAIT_CACHE_DIR,\n"
@@ -215,7 +215,7 @@ Command parse_command_line(const std::vector<std::string>& args) {
   command.file = target->substr(0, separator);
   command.function = target->substr(separator + 2);
   if (!have_signature) throw UsageError("--signature is required");
-  command.options.boundscheck = boundscheck.value_or(plait::default_boundscheck(command.options.target));
+  command.options.boundscheck = boundscheck.value_or(plait::default_boundscheck);
   if (cuda_knob && command.options.target != plait::Target::CUDA)
     throw UsageError("--cuda-threads, --cuda-row-groups and --cuda-max-team are for --target cuda");
   const std::string launch_error = plait::launch_config_error(command.options.cuda_launch);

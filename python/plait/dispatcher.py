@@ -144,8 +144,8 @@ class Dispatcher(_core.Dispatcher):
         self.py_func = py_func
         self._signature = inspect.signature(py_func)
         self._cache = cache
-        # None: the target's default (on the CPU checked, on the GPU not yet).
-        self._boundscheck = _core.default_boundscheck(self._target) if boundscheck is None else bool(boundscheck)
+        # None: the default (checked).
+        self._boundscheck = _core.default_boundscheck if boundscheck is None else bool(boundscheck)
         self._fastmath = fastmath
         self._auto_simd = auto_simd
         self._kernels = {}  # signature text -> _core.Kernel, in compile order
@@ -277,8 +277,8 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=None, fastmath=False, 
                    says whether this machine can run them)
       cache:       keep compiled libraries on disk across processes
       boundscheck: an index the compiler cannot prove in range is checked (IndexError);
-                   default: on "cpu" yes, on "cuda" not yet (docs/language.md, "Bounds
-                   checks"); PLAIT_BOUNDSCHECK overrides
+                   default: yes, on both targets (docs/language.md, "Bounds checks");
+                   PLAIT_BOUNDSCHECK overrides
       fastmath:    allow float reassociation and contraction
       num_threads: threads for parallel loops (default: PLAIT_NUM_THREADS, else
                    the CPUs this process may use)

@@ -1176,12 +1176,8 @@ NB_MODULE(_core, m) {
   m.def("_set_error_classes", &set_error_classes, "by_kind"_a, "internal"_a,
         "Registers the Python classes raised for compile errors (plait/errors.py).");
   m.def("compiler_version", &plait::compiler_version);
-  m.def(
-      "default_boundscheck",
-      [](const std::string& target) {
-        return plait::default_boundscheck(target == "cuda" ? plait::Target::CUDA : plait::Target::CPU);
-      },
-      "target"_a, "Whether plait.jit checks indices on `target` (\"cpu\" or \"cuda\") unless told.");
+  // Whether plait.jit checks indices unless told.
+  m.attr("default_boundscheck") = plait::default_boundscheck;
   m.def("_raise_compile_error", &raise_python_compile_error, "kind"_a, "message"_a, "path"_a, "text"_a, "first_line"_a,
         "line"_a, "col"_a, "end_col"_a,
         "Raises the CompileError class of `kind` (an ErrorKind name) at line, columns [col, end_col) (0-based) "

@@ -51,20 +51,16 @@ struct CudaLaunchConfig {
 std::string launch_config_error(const CudaLaunchConfig& config);
 
 // Whether indices not proven in range are checked when the user does not say
-// (plait.jit, plaitc): on the CPU they are, at a measured 3% of NPBench's
-// geometric mean (BENCHMARKS.md, "Cost of bounds checks"); on the GPU not yet, as the CUDA
-// planner does not see through the two versions of a loop nest that a check
-// made once before it leaves (docs/language.md, "Bounds checks").
-constexpr bool default_boundscheck(Target target) {
-  return target == Target::CPU;
-}
+// (plait.jit, plaitc), on either target: their measured cost is within 3% of
+// NPBench's geometric mean (BENCHMARKS.md, "Cost of bounds checks").
+constexpr bool default_boundscheck = true;
 
 struct CompileOptions {
   Target target = Target::CPU;
   // Target::CUDA only.
   CudaLaunchConfig cuda_launch;
   // Indices not proven in range are checked (transforms/insert_bounds_checks);
-  // the drivers set it, by default to default_boundscheck(target).
+  // the drivers set it, by default to default_boundscheck.
   bool boundscheck = false;
   bool fastmath = false;
   // Adds `simd` to the innermost dimension of array statements whose

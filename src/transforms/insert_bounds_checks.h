@@ -1,5 +1,5 @@
-// Pass: bounds checking (on by default on the CPU, see
-// default_boundscheck in driver/compiler.h; boundscheck=False or
+// Pass: bounds checking (on by default, see default_boundscheck in
+// driver/compiler.h; boundscheck=False or
 // PLAIT_BOUNDSCHECK=0 turns it off).
 //
 // Every array access whose indices the compiler cannot prove in range raises

@@ -52,7 +52,11 @@ def plaitc(*args):
 
 def emit_from(kernels_file, tmp_path, name, signature, what, *extra):
     """plaitc's CUDA output `what` (cu, cpp, ptx) for a kernel of `kernels_file`: the file's path.
-    The other test modules with kernel files of their own use it too."""
+    The other test modules with kernel files of their own use it too. Unchecked unless `extra`
+    says --boundscheck: the tests of the planners' forms read the kernels a checked build runs
+    once its tests before a nest pass, without the checked versions beside them."""
+    if "--boundscheck" not in extra:
+        extra = ("--no-boundscheck", *extra)
     result = plaitc("compile", f"{kernels_file}::{name}", "--signature", signature, "--target", "cuda",
                     "--emit", what, "-o", str(tmp_path), *extra)
     assert result.returncode == 0, result.stderr
@@ -125,16 +129,17 @@ def compile_tests(kernels_file, cases, boundscheck=True):
     """The compile tests of a module of test kernels (`cases`: (name,
     signature) pairs of `kernels_file`), for the module to bind to its own
     test_ names: the device part compiles with NVRTC without warnings (each
-    kernel an entry of the PTX; also with --boundscheck when asked), and with
+    kernel an entry of the PTX; unchecked, and also checked when asked), and with
     nvcc for sm_90 without warnings for the first signature of each kernel
-    (first_signatures); the host part with warnings as errors."""
+    (first_signatures), checked as by default; the host part with warnings as errors,
+    checked."""
     compiles = pytest.mark.skipif(not PLAITC.exists(), reason=f"plaitc not built at {PLAITC}")
 
     @compiles
     @pytest.mark.skipif(NVCC is None, reason="nvcc not found (PATH, $CUDA_HOME, /usr/local/cuda)")
     @pytest.mark.parametrize("name,signature", first_signatures(cases))
     def nvcc(tmp_path, name, signature):
-        assert_nvcc_compiles(tmp_path, emit_from(kernels_file, tmp_path, name, signature, "cu"))
+        assert_nvcc_compiles(tmp_path, emit_from(kernels_file, tmp_path, name, signature, "cu", "--boundscheck"))
 
     @compiles
     @pytest.mark.skipif(not NVRTC_OK, reason=f"NVRTC unavailable: {NVRTC_WHY}")
@@ -149,7 +154,7 @@ def compile_tests(kernels_file, cases, boundscheck=True):
     @compiles
     @pytest.mark.parametrize("name,signature", cases)
     def host(tmp_path, name, signature):
-        assert_host_compiles(tmp_path, emit_from(kernels_file, tmp_path, name, signature, "cpp"))
+        assert_host_compiles(tmp_path, emit_from(kernels_file, tmp_path, name, signature, "cpp", "--boundscheck"))
 
     return nvcc, with_nvrtc, host
 

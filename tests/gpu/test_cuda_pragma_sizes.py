@@ -43,7 +43,7 @@ def emit(tmp_path, name, what):
 
 def remarks(name):
     result = plaitc("compile", f"{KERNELS_FILE}::{name}", "--signature", K.KERNELS[name][0], "--target", "cuda",
-                    "--emit", "remarks")
+                    "--emit", "remarks", "--no-boundscheck")
     assert result.returncode == 0, result.stderr
     return result.stdout
 

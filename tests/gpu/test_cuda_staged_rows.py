@@ -41,7 +41,7 @@ def emit(tmp_path, name, what, signature=None):
 
 def remarks(name, signature=None):
     result = plaitc("compile", f"{KERNELS_FILE}::{name}", "--signature", signature or K.KERNELS[name][0],
-                    "--target", "cuda", "--emit", "remarks")
+                    "--target", "cuda", "--emit", "remarks", "--no-boundscheck")
     assert result.returncode == 0, result.stderr
     return result.stdout
 

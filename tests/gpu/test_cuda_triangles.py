@@ -63,7 +63,7 @@ def test_symm_is_called_only_where_the_rows_can_take_the_plain_path(tmp_path, na
     host = emit_from(KERNELS_FILE, tmp_path, name, T.KERNELS[name][0], "cpp").read_text()
     assert host.count("ctx->cuda->symm(") == 1
     remarks = plaitc("compile", f"{KERNELS_FILE}::{name}", "--signature", T.KERNELS[name][0], "--target", "cuda",
-                     "--emit", "remarks")
+                     "--emit", "remarks", "--no-boundscheck")
     assert remarks.returncode == 0, remarks.stderr
     assert remarks.stdout.count("handed to the BLAS library as one symm") == 1
 
@@ -108,7 +108,12 @@ def test_upper_triangle_with_transposed_operands(rng, n, m, dtype):
     # C += A.T @ B - 2 A.T @ B = C - A.T @ B over the upper triangle, with
     # C about 4 times A.T @ B: no cancellation.
     args = [positive(rng, (n, n), dtype) * 4 * m, positive(rng, (m, n), dtype), positive(rng, (m, n), dtype)]
-    kernel = check(T.upper_accumulate, args, "numpy", rtol=RTOL[dtype] * 10)
+    # Nothing relates A's shape to C's: checked (the default), the indices
+    # are tested and the product runs as loops; unchecked, the BLAS takes it.
+    checked = check(T.upper_accumulate, args, "numpy", rtol=RTOL[dtype] * 10)
+    assert "the indices of 'A', 'B' are checked once before the loop" in checked.explain()
+    assert "handed to the BLAS library" not in checked.explain()
+    kernel = check(T.upper_accumulate, args, "numpy", rtol=RTOL[dtype] * 10, boundscheck=False)
     assert "upper triangle of C = A.T @ B + A.T @ B handed to the BLAS library" in kernel.explain()
 
 
@@ -291,7 +296,11 @@ def test_symm(rng, kind, m, n, dtype):
 @on_gpu
 @pytest.mark.parametrize("m,n", [(1, 1), (6, 9), (41, 23)])
 def test_symm_without_the_pragma_and_with_npbench_garbage(rng, m, n):
-    kernel = check(T.symm_serial, [0.75] + symm_args(rng, m, n, garbage=-999.0), "numpy", rtol=1e-12)
+    # Checked (the default), symm_serial's indices are tested and it runs
+    # as loops; unchecked, the BLAS takes it.
+    check(T.symm_serial, [0.75] + symm_args(rng, m, n, garbage=-999.0), "numpy", rtol=1e-12)
+    kernel = check(T.symm_serial, [0.75] + symm_args(rng, m, n, garbage=-999.0), "numpy", rtol=1e-12,
+                   boundscheck=False)
     assert "symmetric(lower(A)) @ B" in kernel.explain()
     check(T.symm, [1.5, 1.2] + symm_args(rng, m, n, garbage=-999.0), "device", rtol=1e-12)
 
@@ -369,7 +378,8 @@ def test_symm_forms_the_pass_leaves_as_loops(rng, m, n):
                     (T.symm_reads_upper, "the update of the rows above i is not"),
                     (T.symm_other_coefficient, "the update of row i is not")):
         # symm_reads_upper reads A's upper triangle: finite values there.
-        kernel = check(fn, [1.5] + symm_args(rng, m, n, garbage=0.25), "numpy", rtol=1e-12)
+        # Unchecked: checked, each declines first because its indices are.
+        kernel = check(fn, [1.5] + symm_args(rng, m, n, garbage=0.25), "numpy", rtol=1e-12, boundscheck=False)
         explain = kernel.explain()
         assert "symmetric(lower(" not in explain
         assert "symmetric product kept as loops, not handed to the BLAS library: " + why in explain
@@ -395,7 +405,7 @@ def test_trisolv_calls_trsv_once_with_the_loop_as_fallback(tmp_path):
     host = emit_from(KERNELS_FILE, tmp_path, "trisolv", T.KERNELS["trisolv"][0], "cpp").read_text()
     assert host.count("ctx->cuda->trsv(") == 1
     remarks = plaitc("compile", f"{KERNELS_FILE}::trisolv", "--signature", T.KERNELS["trisolv"][0], "--target",
-                     "cuda", "--emit", "remarks")
+                     "cuda", "--emit", "remarks", "--no-boundscheck")
     assert remarks.returncode == 0, remarks.stderr
     assert "x = solve(lower(L), b) " + SOLVE_REMARK in remarks.stdout
     checked = plaitc("compile", f"{KERNELS_FILE}::trisolv", "--signature", T.KERNELS["trisolv"][0], "--target",
@@ -507,7 +517,7 @@ def test_cholesky_solves_each_row_with_the_rows_above_it(tmp_path):
     # Row i of A, its first element and step, on both sides.
     assert host.count("a_A_data + (v_i) * a_A_s0, 1") == 2
     remarks = plaitc("compile", f"{KERNELS_FILE}::cholesky", "--signature", T.KERNELS["cholesky"][0], "--target",
-                     "cuda", "--emit", "remarks")
+                     "cuda", "--emit", "remarks", "--no-boundscheck")
     assert remarks.returncode == 0, remarks.stderr
     assert "A[i, :] = solve(lower(A), A[i, :]) " + SOLVE_REMARK in remarks.stdout
 
