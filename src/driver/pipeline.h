@@ -5,8 +5,8 @@
 #include <functional>
 #include <string>
 
-#include "driver/compiler.h"
 #include "ir/ir.h"
+#include "support/compile_options.h"
 
 namespace plait {
 

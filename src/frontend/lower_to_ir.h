@@ -6,9 +6,9 @@
 // pointing at the user's line.
 #pragma once
 
-#include "driver/compiler.h"
 #include "frontend/ast.h"
 #include "ir/ir.h"
+#include "support/compile_options.h"
 
 namespace plait {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "driver/compiler.h"
 #include "frontend/ast.h"
 #include "frontend/definite_assignment.h"
 #include "ir/ir.h"
+#include "support/compile_options.h"
 
 namespace plait::lowering {
 

@@ -18,11 +18,12 @@
 #include <optional>
 #include <vector>
 
-#include "codegen/cuda/device_runtime.h"
 #include "jit/cuda_driver.h"
 #include "jit/disk_cache.h"
 #include "jit/sha256.h"
+#include "runtime/device_errors.h"
 #include "support/diagnostics.h"
+#include "support/version.h"
 
 namespace plait::jit {
 namespace fs = std::filesystem;
@@ -36,7 +37,7 @@ namespace {
 // buffer is in the pool: cleared when allocated and after an error is read.
 struct ScratchBuffer {
   CUdeviceptr device = 0;
-  codegen::cuda::DeviceErrorRecord* record = nullptr;
+  runtime::DeviceErrorRecord* record = nullptr;
 };
 
 struct Runtime {
@@ -217,7 +218,7 @@ struct CallState {
   // stream), so that the host part stops at its first synchronisation after
   // device code failed. Null for other kernels.
   CUdeviceptr record_device = 0;
-  codegen::cuda::DeviceErrorRecord* record = nullptr;
+  runtime::DeviceErrorRecord* record = nullptr;
   const std::vector<std::string>* assert_messages = nullptr;
   // Whether the call launched a kernel whose device code may record an
   // error: only then does it wait for the stream to read the record at its
@@ -360,14 +361,14 @@ int32_t api_copy_to_device(plait_context* ctx, void* dst, const void* src, uint6
 // replaces an error the host recorded: launches stop once the host records
 // one, so the kernel that failed was launched, and failed, before it (the
 // host runs ahead of the stream), and the first error of the call wins.
-void take_device_error(plait_context* ctx, const codegen::cuda::DeviceErrorRecord& record,
+void take_device_error(plait_context* ctx, const runtime::DeviceErrorRecord& record,
                        const std::vector<std::string>& assert_messages) {
   if (record.kind == PLAIT_OK) return;
   ctx->error_kind = record.kind;
   ctx->error_line = record.line;
   ctx->error_col = record.col;
   std::snprintf(ctx->error_message, sizeof ctx->error_message, "%s",
-                codegen::cuda::device_error_message(record, assert_messages).c_str());
+                runtime::device_error_message(record, assert_messages).c_str());
 }
 
 int32_t api_copy_to_host(plait_context* ctx, void* dst, const void* src, uint64_t bytes) {
@@ -773,8 +774,8 @@ class Scratch {
     check(rt_.d->cuMemAlloc(&buffer_.device, PLAIT_CUDA_SCRATCH_BYTES), "allocating the scratch buffer");
     check(rt_.d->cuMemsetD8Async(buffer_.device, 0, PLAIT_CUDA_ERROR_BYTES, stream_), "clearing the device error record");
     void* host = nullptr;
-    check(rt_.d->cuMemAllocHost(&host, sizeof(codegen::cuda::DeviceErrorRecord)), "allocating page-locked memory");
-    buffer_.record = static_cast<codegen::cuda::DeviceErrorRecord*>(host);
+    check(rt_.d->cuMemAllocHost(&host, sizeof(runtime::DeviceErrorRecord)), "allocating page-locked memory");
+    buffer_.record = static_cast<runtime::DeviceErrorRecord*>(host);
   }
   ~Scratch() {
     std::lock_guard<std::mutex> lock(rt_.scratch_mutex);
@@ -783,7 +784,7 @@ class Scratch {
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   CUdeviceptr pointer() const { return buffer_.device; }
-  codegen::cuda::DeviceErrorRecord* record() const { return buffer_.record; }
+  runtime::DeviceErrorRecord* record() const { return buffer_.record; }
 
  private:
   Runtime& rt_;
@@ -984,7 +985,7 @@ int32_t call_cuda_kernel(const CompiledKernel& kernel, void** args, plait_result
   if (!kernel.device_errors || !state.raising_launched) return status;
   // The device error record, once the stream has run everything the call
   // queued; cleared again in stream order when it holds an error.
-  codegen::cuda::DeviceErrorRecord& record = *scratch.record();
+  runtime::DeviceErrorRecord& record = *scratch.record();
   CUresult r = rt.d->cuMemcpyDtoHAsync(&record, scratch.pointer(), sizeof record, state.stream);
   if (r == 0) r = rt.d->cuStreamSynchronize(state.stream);
   if (r == 0 && record.kind != PLAIT_OK)

@@ -16,8 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "driver/compiler.h"
+#include "jit/compiled_kernel.h"
 #include "runtime/abi.h"
+#include "support/compile_options.h"
 
 namespace plait::jit {
 

@@ -13,8 +13,8 @@
 #include <optional>
 #include <string>
 
-#include "driver/compiler.h"
 #include "jit/toolchain.h"
+#include "support/compile_options.h"
 
 namespace plait::jit {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/compiler.h"
+#include "support/compile_options.h"
 
 namespace plait::jit {
 

@@ -19,6 +19,7 @@
 #include "jit/loader.h"
 #include "jit/toolchain.h"
 #include "runtime/abi.h"
+#include "runtime/device_errors.h"
 
 namespace plait {
 namespace {
@@ -659,21 +660,21 @@ TEST(CodegenCuda, TimeLoopThatNeedsTheHostLaunchesEachStepAndSaysWhy) {
 }
 
 TEST(CodegenCuda, DeviceErrorMessagesAreFormattedOnTheHost) {
-  codegen::cuda::DeviceErrorRecord record{};
+  runtime::DeviceErrorRecord record{};
   record.kind = PLAIT_INDEX_ERROR;
-  record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::IndexOutOfBounds);
+  record.message = static_cast<int32_t>(runtime::DeviceMessage::IndexOutOfBounds);
   record.values[0] = 12;
   record.values[1] = 0;
   record.values[2] = 10;
-  EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "index 12 is out of bounds for axis 0 with size 10");
-  record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::MathDomainError);
-  EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "math domain error");
-  record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::PythonIntOutOfInt32);
+  EXPECT_EQ(runtime::device_error_message(record, {}), "index 12 is out of bounds for axis 0 with size 10");
+  record.message = static_cast<int32_t>(runtime::DeviceMessage::MathDomainError);
+  EXPECT_EQ(runtime::device_error_message(record, {}), "math domain error");
+  record.message = static_cast<int32_t>(runtime::DeviceMessage::PythonIntOutOfInt32);
   record.values[0] = 4294967296;
-  EXPECT_EQ(codegen::cuda::device_error_message(record, {}), "Python integer 4294967296 out of bounds for int32");
-  record.message = static_cast<int32_t>(codegen::cuda::DeviceMessage::AssertFailed);
+  EXPECT_EQ(runtime::device_error_message(record, {}), "Python integer 4294967296 out of bounds for int32");
+  record.message = static_cast<int32_t>(runtime::DeviceMessage::AssertFailed);
   record.values[0] = 1;
-  EXPECT_EQ(codegen::cuda::device_error_message(record, {"first", "operands could not be broadcast"}),
+  EXPECT_EQ(runtime::device_error_message(record, {"first", "operands could not be broadcast"}),
             "operands could not be broadcast");
   // The device runtime names the same numbers.
   EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_math_domain_error = 13,"), std::string::npos);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "driver/compiler.h"
 #include "ir/ir.h"
+#include "support/compile_options.h"
 
 namespace plait::codegen {
 

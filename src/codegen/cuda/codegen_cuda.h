@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "driver/compiler.h"
 #include "ir/ir.h"
+#include "support/compile_options.h"
 
 namespace plait::codegen {
 
@@ -43,7 +43,7 @@ struct CudaSources {
   std::vector<bool> kernel_raises;  // by kernel index: its device code may record a run-time error
   bool device_errors = false;       // device code may record a run-time error
   // Messages of IR assertions in device code, by the index the device
-  // error record carries (DeviceMessage::AssertFailed).
+  // error record carries (runtime::DeviceMessage::AssertFailed).
   std::vector<std::string> assert_messages;
   std::vector<ir::Remark> remarks;  // how each part runs on the GPU, for explain()
 };

@@ -1,0 +1,75 @@
+// What a compilation is asked for: the target, the options of plait.jit and
+// plaitc, the CUDA launch configuration and the global names a kernel sees.
+// Every stage reads them, so they sit at the bottom of the layers.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace plait {
+
+enum class Target { CPU, CUDA };
+
+// A name the kernel can see besides its parameters: a module alias
+// (`np` -> "numpy", `math` -> "math", `plait` -> "plait") or a constant
+// whose value is frozen at compile time, as Numba freezes global scalars.
+struct GlobalValue {
+  enum class Kind { Module, Int, Float, Bool } kind = Kind::Module;
+  std::string module;  // for Module: "numpy", "math" or "plait"
+  int64_t int_value = 0;
+  double float_value = 0.0;
+  bool bool_value = false;
+};
+using Globals = std::map<std::string, GlobalValue>;
+
+// The launch configuration of the CUDA target's kernels (docs/cuda.md,
+// "Launch configuration and autotuning"): compile-time choices of the code
+// generator, which plait.jit(tune=..., autotune=True) searches.
+struct CudaLaunchConfig {
+  // Threads per block: 64, 128, 256, 512 or 1024.
+  int threads = 256;
+  // Groups of iterations per thread that team loops keep in registers
+  // (worker_plan.h, row_cache_slots): 1, 2, 4 or 8.
+  int row_groups = 4;
+  // The largest team of threads per iteration of a team-mapped loop: a
+  // power of two from 32 to `threads`; 0 means `threads`.
+  int max_team = 0;
+  int team_cap() const { return max_team > 0 ? max_team : threads; }
+  // "threads 256, row groups 4, largest team 256", for remarks and the
+  // generated sources (so the configuration is part of their cache keys).
+  std::string to_string() const;
+};
+
+// "" when every knob has an allowed value, else what is wrong, naming the
+// knob and its allowed values.
+std::string launch_config_error(const CudaLaunchConfig& config);
+
+// Whether indices not proven in range are checked when the user does not say
+// (plait.jit, plaitc), on either target: their measured cost is within 3% of
+// NPBench's geometric mean (BENCHMARKS.md, "Cost of bounds checks").
+constexpr bool default_boundscheck = true;
+
+struct CompileOptions {
+  Target target = Target::CPU;
+  // Target::CUDA only.
+  CudaLaunchConfig cuda_launch;
+  // Indices not proven in range are checked (transforms/insert_bounds_checks);
+  // the drivers set it, by default to default_boundscheck.
+  bool boundscheck = false;
+  bool fastmath = false;
+  // Adds `simd` to the innermost dimension of array statements whose
+  // sliced-index pragma does not mention it (plait.jit(auto_simd=True)).
+  bool auto_simd = false;
+  // Where compiled libraries are kept; "" = the default user cache directory
+  // ($PLAIT_CACHE_DIR, else $XDG_CACHE_HOME/plait, else ~/.cache/plait).
+  std::string cache_dir;
+  bool disk_cache = true;
+  // When non-empty, the IR after each pass and the generated source are
+  // written here (PLAIT_DUMP_DIR).
+  std::string dump_dir;
+  // The C++ compiler ($PLAIT_CXX, else $CXX, else "c++").
+  std::string cxx;
+};
+
+}  // namespace plait
