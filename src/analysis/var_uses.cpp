@@ -40,14 +40,21 @@ class UseCollector : public ir::IRVisitor {
   }
   void visit(const ir::For* n) override {
     uses.writes.insert(n->var.get());
+    for (const ir::ArrayReduction& r : n->schedule.array_reductions) uses.arrays_written.insert(r.array.get());
     IRVisitor::visit(n);
   }
   void visit(const ir::Store* n) override {
     uses.arrays.insert(n->array.get());
+    uses.arrays_written.insert(n->array.get());
     IRVisitor::visit(n);
   }
   void visit(const ir::AtomicUpdate* n) override {
     uses.arrays.insert(n->array.get());
+    uses.arrays_written.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ir::MatMul* n) override {
+    uses.arrays_written.insert(n->c.get());
     IRVisitor::visit(n);
   }
   void visit(const ir::Allocate* n) override {
@@ -59,6 +66,7 @@ class UseCollector : public ir::IRVisitor {
     uses.arrays.insert(n->dst.get());
     uses.arrays.insert(n->src.get());
     uses.array_binds.insert(n->dst.get());
+    uses.views.emplace_back(n->dst.get(), n->src.get());
   }
   void visit(const ir::Return* n) override {
     for (const auto& v : n->values) {

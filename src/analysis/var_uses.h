@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -13,6 +15,12 @@ struct VarUses {
   ir::VarSet writes;         // Assign targets and loop variables
   ir::ArraySet arrays;       // every array mentioned
   ir::ArraySet array_binds;  // arrays (re)bound: Allocate, ArrayBind dst
+  // Arrays whose elements are written: Store, AtomicUpdate, a library
+  // product's output, a loop's array reductions.
+  ir::ArraySet arrays_written;
+  // (dst, src) of every view binding `dst = src`: dst's writes reach src's
+  // memory.
+  std::vector<std::pair<const ir::ArrayInfo*, const ir::ArrayInfo*>> views;
 };
 
 VarUses uses_of(const ir::Stmt& s);

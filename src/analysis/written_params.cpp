@@ -1,48 +1,17 @@
 #include "analysis/written_params.h"
 
-#include <utility>
-
-#include "ir/ir_visitor.h"
+#include "analysis/var_uses.h"
 
 namespace plait::analysis {
-namespace {
-
-class WrittenArrays : public ir::IRVisitor {
- public:
-  ir::ArraySet written;
-  // (dst, src) of every `dst = src`: dst's writes reach src's memory.
-  std::vector<std::pair<const ir::ArrayInfo*, const ir::ArrayInfo*>> binds;
-  using IRVisitor::visit;
-
- protected:
-  void visit(const ir::Store* n) override {
-    written.insert(n->array.get());
-    IRVisitor::visit(n);
-  }
-  void visit(const ir::AtomicUpdate* n) override {
-    written.insert(n->array.get());
-    IRVisitor::visit(n);
-  }
-  void visit(const ir::MatMul* n) override {
-    written.insert(n->c.get());
-    IRVisitor::visit(n);
-  }
-  void visit(const ir::ArrayBind* n) override {
-    binds.emplace_back(n->dst.get(), n->src.get());
-    IRVisitor::visit(n);
-  }
-};
-
-}  // namespace
 
 std::vector<bool> written_parameters(const ir::Function& function) {
-  WrittenArrays arrays;
-  arrays.visit(function.body);
+  const VarUses uses = uses_of(function.body);
+  ir::ArraySet written = uses.arrays_written;
   // A binding chain (`u = a; w = u; w[0] = 1`) writes through every link.
   for (bool grew = true; grew;) {
     grew = false;
-    for (const auto& [dst, src] : arrays.binds) {
-      if (arrays.written.count(dst) > 0 && arrays.written.insert(src).second) grew = true;
+    for (const auto& [dst, src] : uses.views) {
+      if (written.count(dst) > 0 && written.insert(src).second) grew = true;
     }
   }
   // A pass that copies an array's info keeps is_param and the name, so a
@@ -50,12 +19,12 @@ std::vector<bool> written_parameters(const ir::Function& function) {
   std::vector<bool> out;
   out.reserve(function.params.size());
   for (const ir::Param& param : function.params) {
-    bool written = false;
-    for (const ir::ArrayInfo* array : arrays.written) {
+    bool param_written = false;
+    for (const ir::ArrayInfo* array : written) {
       if (param.array && (array == param.array.get() || (array->is_param && array->name == param.array->name)))
-        written = true;
+        param_written = true;
     }
-    out.push_back(written);
+    out.push_back(param_written);
   }
   return out;
 }

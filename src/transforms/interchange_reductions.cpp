@@ -26,27 +26,6 @@ constexpr int64_t kParallelChunkBytes = 2048;
 constexpr int64_t kRows = 4;
 constexpr int64_t kBlockedChunkBytes = 2048;
 
-// Arrays that a statement stores to or updates atomically, and arrays it
-// (re)binds.
-struct WrittenArrays : ir::IRVisitor {
-  ir::ArraySet stored;
-  ir::ArraySet rebound;
-  using IRVisitor::visit;
-  void visit(const ir::Store* s) override {
-    stored.insert(s->array.get());
-    IRVisitor::visit(s);
-  }
-  void visit(const ir::AtomicUpdate* u) override {
-    stored.insert(u->array.get());
-    IRVisitor::visit(u);
-  }
-  void visit(const ir::Allocate* a) override {
-    rebound.insert(a->array.get());
-    IRVisitor::visit(a);
-  }
-  void visit(const ir::ArrayBind* b) override { rebound.insert(b->dst.get()); }
-};
-
 // Whether an expression may report a run-time error.
 struct MayRaise : ir::IRVisitor {
   bool found = false;
@@ -113,23 +92,23 @@ bool reads_any(const ir::Expr& e, const ir::VarSet& vars) {
   return false;
 }
 
-// Whether `e` loads from an array that `written` stores to or rebinds, or
-// reads the shape of one it rebinds.
-bool reads_any(const ir::Expr& e, const WrittenArrays& written) {
+// Whether `e` loads from an array that `body` writes elements of or
+// rebinds, or reads the shape of one it rebinds.
+bool reads_arrays_of(const ir::Expr& e, const analysis::VarUses& body) {
   struct Scan : ir::IRVisitor {
-    const WrittenArrays* written = nullptr;
+    const analysis::VarUses* body = nullptr;
     bool found = false;
     using IRVisitor::visit;
     void visit(const ir::Load* l) override {
-      found = found || written->stored.count(l->array.get()) || written->rebound.count(l->array.get());
+      found = found || body->arrays_written.count(l->array.get()) || body->array_binds.count(l->array.get());
       IRVisitor::visit(l);
     }
-    void visit(const ir::ArrayDim* d) override { found = found || written->rebound.count(d->array.get()); }
+    void visit(const ir::ArrayDim* d) override { found = found || body->array_binds.count(d->array.get()); }
     void visit(const ir::ArraysOverlap* o) override {
-      found = found || written->rebound.count(o->a.get()) || written->rebound.count(o->b.get());
+      found = found || body->array_binds.count(o->a.get()) || body->array_binds.count(o->b.get());
     }
   } scan;
-  scan.written = &written;
+  scan.body = &body;
   scan.visit(e);
   return scan.found;
 }
@@ -370,24 +349,22 @@ class Interchanger : public ir::IRMutator {
     if (live_after(position, c.acc.get())) return "the accumulator '" + c.acc->name + "' is used outside the loop";
 
     analysis::VarUses body = analysis::uses_of(j->body);
-    WrittenArrays written;
-    written.visit(j->body);
     if (body.writes.count(j->var.get())) return "the body assigns '" + j->var->name + "'";
     for (const ir::Expr& bound : {j->begin, j->end})
-      if (reads_any(bound, body.writes) || reads_any(bound, written) || may_raise(bound))
+      if (reads_any(bound, body.writes) || reads_arrays_of(bound, body) || may_raise(bound))
         return "the bounds of the loop over '" + j->var->name + "' depend on its body";
     ir::VarSet j_and_body = body.writes;
     j_and_body.insert(j->var.get());
     for (const ir::Expr& bound : {k->begin, k->end, k->step})
-      if (reads_any(bound, j_and_body) || reads_any(bound, written))
+      if (reads_any(bound, j_and_body) || reads_arrays_of(bound, body))
         return "the bounds of the loop over '" + k->var->name + "' depend on '" + j->var->name + "'";
 
     ir::VarSet other_writes = body.writes;
-    if (reads_any(c.init, other_writes) || reads_any(c.init, written))
+    if (reads_any(c.init, other_writes) || reads_arrays_of(c.init, body))
       return "the initial value depends on the loop body";
     other_writes.erase(c.acc.get());
     other_writes.erase(k->var.get());
-    if (reads_any(c.update, other_writes) || reads_any(c.update, written))
+    if (reads_any(c.update, other_writes) || reads_arrays_of(c.update, body))
       return "the reduced value reads what the loop writes";
     if (may_raise(c.init) || may_raise(c.update)) return "the reduction may raise an error, whose order would change";
     for (const ir::Stmt& s : c.rest) {
@@ -462,9 +439,7 @@ class Interchanger : public ir::IRMutator {
       if (analysis::reads_var(bound, iv)) return std::nullopt;
     // The end of the loop over i is evaluated again for each block.
     analysis::VarUses body = analysis::uses_of(i->body);
-    WrittenArrays written;
-    written.visit(i->body);
-    if (reads_any(i->end, body.writes) || reads_any(i->end, written) || may_raise(i->end)) return std::nullopt;
+    if (reads_any(i->end, body.writes) || reads_arrays_of(i->end, body) || may_raise(i->end)) return std::nullopt;
     // Rows now interleave chunk by chunk: a scalar the body writes must be
     // fresh in each iteration over j (declared inside it, or nowhere) or a
     // reduction across the rows, whose order is free already.
