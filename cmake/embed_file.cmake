@@ -1,5 +1,5 @@
 # Writes OUTPUT: a C++ file defining `const char* const VARIABLE` holding the
-# text of INPUT, so the compiler carries the runtime header it pastes into
+# text of INPUT, so the compiler carries the runtime texts it pastes into
 # generated sources and needs no installed header at run time.
 file(READ "${INPUT}" content)
 file(WRITE "${OUTPUT}" "// Generated from ${INPUT} by cmake/embed_file.cmake; do not edit.\n")
