@@ -1,0 +1,875 @@
+// The CPU back end's emitter (codegen_cpp.h), shared by its parts:
+// cpp_emitter_exprs.cpp (names, the prologue, expressions),
+// cpp_emitter_stmts.cpp (statements, errors and returns),
+// cpp_emitter_loops.cpp (loops and their OpenMP pragmas) and
+// cpp_emitter_regions.cpp (parallel regions: several parallel loops in one
+// team). Private to codegen/cpu.
+//
+// The CPU back end: IR -> one C++ translation unit (abi.h + plait_runtime.h +
+// the kernel), compiled by the system compiler with OpenMP.
+//
+// Shape of the output. Every argument is unpacked into typed locals; each
+// array becomes separate locals for its data pointer, extents and strides
+// (never a struct whose address escapes) so that the compiler keeps them in
+// registers and vectorises; the unit stride of a C/F layout is the constant 1
+// in the index arithmetic. Loops take the canonical form
+// `for (int64_t k = 0; k < trip; ++k) { var = begin + k * step; ... }` with
+// begin/end/step evaluated once before the loop, which is what OpenMP's
+// `parallel for`/`simd` need. Run-time errors go through plait::raise_error
+// (the first one wins) and stop the kernel as Python would: the code tests
+// ctx->error_kind after a statement that may raise, before its effect, and
+// returns (or leaves a parallel loop's iteration, whose other threads stop at
+// their next one); the entry point returns ctx->error_kind.
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "analysis/raises.h"
+#include "analysis/var_uses.h"
+#include "codegen/cpu/row_prefetch.h"
+#include "codegen/overlap_test.h"
+#include "ir/ir_visitor.h"
+
+namespace plait {
+extern const char* const kRuntimeAbiText;
+extern const char* const kRuntimeHeaderText;
+}  // namespace plait
+
+namespace plait::codegen {
+
+using namespace ir;
+
+namespace cpu {
+
+// The iterations assumed for a loop inside a parallel loop's body, whose
+// trip count is not known when the team would start (the threshold itself is
+// a run-time setting: plait_context::parallel_work_threshold).
+inline constexpr int64_t kAssumedInnerTrips = 256;
+
+inline std::string dtype_code(ScalarKind k) {
+  return plait_dtype_name(k);
+}
+
+// The one-argument functions that plait_runtime.h declares as plait_vm_<name>
+// (vectorisable through glibc's libmvec); sqrt and fabs vectorise as they are.
+inline bool has_vector_variant(Intrinsic fn) {
+  switch (fn) {
+    case Intrinsic::Exp:
+    case Intrinsic::Log:
+    case Intrinsic::Log2:
+    case Intrinsic::Log10:
+    case Intrinsic::Sin:
+    case Intrinsic::Cos:
+    case Intrinsic::Tan:
+    case Intrinsic::Tanh:
+    case Intrinsic::Asin:
+    case Intrinsic::Acos:
+    case Intrinsic::Atan:
+    case Intrinsic::Sinh:
+    case Intrinsic::Cosh:
+      return true;
+    default:
+      return false;
+  }
+}
+
+inline std::string ctype(ScalarType t) {
+  return c_type_name(t.kind);
+}
+inline std::string ctype(ScalarKind k) {
+  return c_type_name(k);
+}
+
+inline std::string sanitize(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    out += ok ? c : '_';
+  }
+  return out;
+}
+
+inline std::string double_literal(double v) {
+  if (std::isnan(v)) return "__builtin_nan(\"\")";
+  if (std::isinf(v)) return v > 0 ? "__builtin_inf()" : "(-__builtin_inf())";
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return v < 0 ? "(" + s + ")" : s;
+}
+
+inline std::string int_literal(int64_t v, ScalarKind k) {
+  if (k == ScalarKind::UInt64) return "uint64_t(" + std::to_string(static_cast<uint64_t>(v)) + "ULL)";
+  if (k != ScalarKind::Int64) return std::string(c_type_name(k)) + "(" + std::to_string(v) + ")";
+  if (v == INT64_MIN) return "(-int64_t(9223372036854775807) - 1)";
+  return "int64_t(" + std::to_string(v) + ")";
+}
+
+// Integers narrower than int are promoted to int by C++ arithmetic; the
+// result is cast back so that it wraps as NumPy's does.
+inline bool promoted_by_cpp(ScalarType t) {
+  return t.is_int() && t.bits() < 32;
+}
+
+// Escapes text for a C++ string literal (a path in #line, a message).
+inline std::string escape_path(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += (c == '\n' || c == '\r') ? ' ' : c;
+  }
+  return out;
+}
+
+// Counts IR nodes (the body cost estimate) and notices inner loops.
+class CostCounter : public IRVisitor {
+ public:
+  int64_t nodes = 0;
+  bool has_loop = false;
+  using IRVisitor::visit;
+
+ protected:
+#define PLAIT_EXPR_NODE(n)             \
+  void visit(const n* node) override { \
+    ++nodes;                           \
+    IRVisitor::visit(node);            \
+  }
+#define PLAIT_STMT_NODE(n)                                                             \
+  void visit(const n* node) override {                                                 \
+    ++nodes;                                                                           \
+    if (node->kind == NodeKind::For || node->kind == NodeKind::While) has_loop = true; \
+    IRVisitor::visit(node);                                                            \
+  }
+#include "ir/ir_nodes.def"
+};
+
+// Collects the arrays a subtree mentions and those it (re)binds.
+class ArrayCollector : public IRVisitor {
+ public:
+  std::vector<ArrayVar> used;  // in first-use order
+  ArraySet bound;              // targets of Allocate / ArrayBind
+  ArraySet declared;           // arrays with a Declare
+  using IRVisitor::visit;
+
+ protected:
+  void note(const ArrayVar& a) {
+    if (seen_.insert(a.get()).second) used.push_back(a);
+  }
+  void visit(const Load* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayDim* n) override { note(n->array); }
+  void visit(const ArraysOverlap* n) override {
+    note(n->a);
+    note(n->b);
+  }
+  void visit(const Store* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const Allocate* n) override {
+    note(n->array);
+    bound.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayBind* n) override {
+    note(n->src);
+    note(n->dst);
+    bound.insert(n->dst.get());
+  }
+  void visit(const Declare* n) override {
+    if (n->array) {
+      note(n->array);
+      declared.insert(n->array.get());
+    }
+  }
+  void visit(const Return* n) override {
+    for (const ReturnValue& v : n->values)
+      if (v.array) note(v.array);
+    IRVisitor::visit(n);
+  }
+
+ private:
+  ArraySet seen_;
+};
+
+// The scalars a parallel loop's body assigns that outlive one iteration:
+// targets of Assign and variables of serial loops (which assign their
+// variable when it is declared outside), less those the body declares.
+// Each must be private or a reduction of the loop, or the threads race.
+class AssignedScalars : public IRVisitor {
+ public:
+  std::vector<const VarInfo*> assigned;  // in first-assignment order
+  VarSet declared;
+  using IRVisitor::visit;
+
+ protected:
+  void note(const VarInfo* v) {
+    if (seen_.insert(v).second) assigned.push_back(v);
+  }
+  void visit(const Assign* n) override {
+    note(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const For* n) override {
+    if (n->schedule.kind == LoopKind::Serial) note(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Declare* n) override {
+    if (n->var) declared.insert(n->var.get());
+  }
+
+ private:
+  VarSet seen_;
+};
+
+// Whether an expression reads any of the given variables.
+class UsesVars : public IRVisitor {
+ public:
+  explicit UsesVars(VarSet vars) : vars_(std::move(vars)) {}
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const VarRef* n) override {
+    if (vars_.count(n->var.get())) found = true;
+  }
+
+ private:
+  VarSet vars_;
+};
+
+// How the float max/min reductions of a loop are updated. The builtin in
+// `m = max(m, x)` returns m unless x compares greater: a NaN m stays and a
+// NaN x never replaces m, so only a NaN that m held before the loop reaches
+// the result. np.maximum/np.minimum propagate any NaN. Both combine in any
+// order. The reversed builtin `m = max(x, m)` returns x unless m compares
+// greater: a NaN x replaces m and the next element replaces the NaN, so the
+// result depends on the order of the updates.
+class ExtremumUpdates : public IRVisitor {
+ public:
+  explicit ExtremumUpdates(const std::vector<Reduction>& reductions) {
+    for (const Reduction& r : reductions)
+      if (r.var->type.is_float() && (r.op == ReduceOp::Max || r.op == ReduceOp::Min)) forms_.push_back({r.var.get()});
+  }
+  // Variables updated only in the reversed form.
+  VarSet only_reversed() const {
+    VarSet vars;
+    for (const Forms& f : forms_)
+      if (f.reversed && !f.builtin && !f.propagating) vars.insert(f.var);
+    return vars;
+  }
+  // The first variable updated in the reversed form and in another one; null
+  // when there is none.
+  const VarInfo* mixed() const {
+    for (const Forms& f : forms_)
+      if (f.reversed && (f.builtin || f.propagating)) return f.var;
+    return nullptr;
+  }
+  // The first variable updated in the reversed form; null when there is none.
+  const VarInfo* reversed() const {
+    for (const Forms& f : forms_)
+      if (f.reversed) return f.var;
+    return nullptr;
+  }
+  // Whether `v` is updated by np.maximum/np.minimum.
+  bool propagating(const VarInfo* v) const {
+    for (const Forms& f : forms_)
+      if (f.var == v) return f.propagating;
+    return false;
+  }
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Assign* n) override {
+    for (Forms& f : forms_) {
+      const Binary* b = n->value->as<Binary>();
+      if (f.var != n->var.get() || !b) continue;
+      const VarRef* second = b->b->as<VarRef>();
+      if (b->op == BinaryOp::Max || b->op == BinaryOp::Min) {
+        f.propagating = true;
+      } else if (second && second->var.get() == f.var) {
+        f.reversed = true;
+      } else {
+        f.builtin = true;
+      }
+    }
+    IRVisitor::visit(n);
+  }
+
+ private:
+  struct Forms {
+    const VarInfo* var;
+    bool reversed = false, builtin = false, propagating = false;
+  };
+  std::vector<Forms> forms_;  // in the order of the loop's reductions
+};
+
+// Whether a loop body leaves the loop early: a Return anywhere, or a Break
+// that is not inside a nested loop. OpenMP loops cannot do either.
+class LeavesLoop : public IRVisitor {
+ public:
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Break*) override {
+    if (depth_ == 0) found = true;
+  }
+  void visit(const Return*) override { found = true; }
+  void visit(const For* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const While* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+// What a piece of IR touches, for placing it inside a parallel region: the
+// arrays and variables it reads and writes, and what else it does (record a
+// run-time error, allocate, leave a loop).
+class AccessScan : public analysis::RaiseScan {
+ public:
+  ArraySet loaded;   // elements read
+  ArraySet dims;     // extents or data pointer read
+  ArraySet written;  // elements stored
+  ArraySet bound;    // targets of Allocate / ArrayBind
+  VarSet read, assigned;
+  // facts (analysis::RaiseScan): what may record a run-time error
+  bool returns = false;
+  bool escapes = false;  // a Break, Continue or Assert outside every loop of the scanned code
+  bool has_loop = false;
+  bool has_parallel = false;  // a parallel loop (anywhere inside)
+  using RaiseScan::visit;
+  // Public: a loop is scanned through its node (scan(const For*)).
+  void visit(const VarRef* n) override { read.insert(n->var.get()); }
+  void visit(const Load* n) override {
+    loaded.insert(n->array.get());
+    dims.insert(n->array.get());
+    RaiseScan::visit(n);
+  }
+  void visit(const ArrayDim* n) override { dims.insert(n->array.get()); }
+  void visit(const ArraysOverlap* n) override {
+    dims.insert(n->a.get());
+    dims.insert(n->b.get());
+  }
+  void visit(const Store* n) override {
+    written.insert(n->array.get());
+    dims.insert(n->array.get());
+    RaiseScan::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    written.insert(n->array.get());
+    dims.insert(n->array.get());
+    RaiseScan::visit(n);
+  }
+  void visit(const Assign* n) override {
+    assigned.insert(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Allocate* n) override {
+    bound.insert(n->array.get());
+    RaiseScan::visit(n);
+  }
+  void visit(const ArrayBind* n) override {
+    bound.insert(n->dst.get());
+    dims.insert(n->src.get());
+  }
+  void visit(const Declare* n) override {
+    if (n->array) bound.insert(n->array.get());  // (re)starts empty
+  }
+  void visit(const For* n) override {
+    has_loop = true;
+    if (is_parallel(n->schedule.kind)) has_parallel = true;
+    assigned.insert(n->var.get());
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const While* n) override {
+    has_loop = true;
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const Break*) override {
+    if (depth_ == 0) escapes = true;
+  }
+  void visit(const Continue*) override {
+    if (depth_ == 0) escapes = true;
+  }
+  void visit(const Assert* n) override {
+    if (depth_ == 0) escapes = true;
+    RaiseScan::visit(n);
+  }
+  void visit(const Return* n) override {
+    returns = true;
+    IRVisitor::visit(n);
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+template <typename Node>
+AccessScan scan(const Node& node) {
+  AccessScan s;
+  s.visit(node);
+  return s;
+}
+
+// Whether code with these facts may record a run-time error (raise, fail an
+// allocation or a check), after which the code following it must not run.
+inline bool may_stop(const AccessScan& s) {
+  return s.facts.any();
+}
+
+template <typename T>
+bool intersects(const std::set<T, InfoOrder>& a, const std::set<T, InfoOrder>& b) {
+  for (const T& x : a)
+    if (b.count(x)) return true;
+  return false;
+}
+
+// How a statement directly inside a parallel region (outside its `omp for`
+// loops) runs.
+enum class Placement {
+  Structure,  // holds parallel loops: every thread walks it (loops, ifs, blocks)
+  Redundant,  // pure and writes only thread-local variables: every thread runs it
+  Check,      // an Assert whose condition cannot fail: every thread checks it
+  Single,     // one thread runs it; the barrier after it publishes its writes
+};
+
+// How an array lives in the generated code.
+struct ArrayLocal {
+  std::string base;        // a_<name>: fields base_data, base_n<d>, base_s<d>
+  bool has_owner = false;  // allocated or rebound: base_owner keeps storage alive
+};
+
+class CppEmitter {
+ public:
+  CppEmitter(const Function& f) : fn_(f), path_(escape_path(f.source.path)) {}
+
+  // What the emitter decided about parallel regions, for explain().
+  const std::vector<Remark>& remarks() const { return remarks_; }
+
+  std::string run();
+
+ private:
+  // Reductions of float max/min that keep NaN (pragma): partial results
+  // start from the infinity that any value replaces, and a NaN on either
+  // side of a combination is its result. Only a NaN the variable held before
+  // the loop (the builtin max(m, x) keeps it) or one np.maximum took can be
+  // there, and Python keeps both.
+  // The comparisons are written with `>` only: clang 14 rejects a combiner
+  // that contains `omp_in < omp_out`.
+  void emit_reduction_declarations();
+
+  // The OpenMP reduction identifier of `op`; float extrema go through the
+  // macros of emit_reduction_declarations.
+  static std::string reduction_identifier(ReduceOp op, bool is_float);
+
+  static bool ends_with_return(const Stmt& body);
+
+  // ------------------------------------------------------------ naming
+
+  std::string unique(const std::string& wanted);
+
+  const std::string& var_name(const Var& v);
+
+  std::string temp(const std::string& what) { return "p_" + what + std::to_string(++temp_counter_); }
+
+  ArrayLocal& array(const ArrayVar& a);
+
+  static bool unit_stride(const ArrayType& t, int d);
+  std::string data(const ArrayVar& a) { return array(a).base + "_data"; }
+  std::string extent(const ArrayVar& a, int d) { return array(a).base + "_n" + std::to_string(d); }
+  std::string stride(const ArrayVar& a, int d);
+  std::string owner(const ArrayVar& a) { return array(a).base + "_owner"; }
+
+  // The fields of an array's locals, for private() clauses.
+  std::vector<std::string> array_fields(const ArrayVar& a);
+
+  // ------------------------------------------------------------ output
+
+  void line(const std::string& text) { out_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
+  void line_directive(const SourceLoc& loc);
+  // The line and the character column of `loc` (Python's count, which
+  // the run-time error's caret follows), as arguments of a raising helper.
+  std::string loc_args(const SourceLoc& loc) const;
+
+  // The trip count of loop `f` from its evaluated bounds: a zero step or a
+  // range of more than 2**63 - 1 values raises at the loop's line (Python's
+  // ValueError; a 64-bit counter cannot count the other) and runs no
+  // iteration, instead of dividing by zero or wrapping to a negative count.
+  std::string checked_trip_count(const For* f, const std::string& begin, const std::string& end,
+                                 const std::string& step) const;
+
+  bool declared(const VarInfo* v) const;
+
+  // ------------------------------------------------------------ prologue
+
+  void emit_prologue();
+
+  // The locals of a non-parameter array: empty until allocated or bound.
+  void declare_array(const ArrayVar& a);
+
+  // ------------------------------------------------------------ expressions
+
+  std::string expr(const Expr& e);
+
+  std::string cast(const Cast* c);
+
+  std::string unary(const Unary* u);
+
+  std::string binary(const Binary* b);
+
+  std::string call(const Call* c);
+
+  // The flat element offset of `indices` (already evaluated names or expressions).
+  std::string offset(const ArrayVar& a, const std::vector<std::string>& indices);
+
+  std::string index_value(const Expr& e);
+
+  // Evaluates the indices into consts named in `names` and returns the
+  // condition that they are all in bounds (reporting the first that is not).
+  std::string bound_checks(const ArrayVar& a, const std::vector<Expr>& indices, const SourceLoc& loc,
+                           std::vector<std::string>* names, std::string* decls);
+
+  std::string load(const Load* l);
+
+  // ------------------------------------------------------------ statements
+
+  // A statement as the body of a construct: a Block's statements go in a new
+  // scope without extra braces.
+  void emit_contents(const Stmt& s);
+
+  void emit(const Stmt& s);
+
+  void emit_assign(const Assign* a);
+
+  // A while loop. A condition that may raise is tested at the top of the
+  // body, so that an error stops the loop before its next iteration. Outside
+  // parallel code each iteration also answers the caller's interrupt.
+  void emit_while(const While* w);
+
+  void nested(const Stmt& s);
+
+  void emit_store(const Store* st);
+
+  // A statement that writes one element, `update(element, value)`. Python
+  // evaluates the value, then the subscript: when either may raise, the
+  // value goes into a temporary and the element is written only when no
+  // error was recorded (the stand-in value of a failed step is never stored).
+  template <typename Update>
+  void emit_element_update(const ArrayVar& a, const std::vector<Expr>& indices, const Expr& value_expr, bool checked,
+                           const SourceLoc& loc, Update&& update) {
+    bool raises = false;
+    if (!stop_.empty()) {
+      raises = scan(value_expr).facts.expressions;
+      for (const Expr& i : indices) raises = raises || scan(i).facts.expressions;
+    }
+    if (!checked && !raises) {
+      std::vector<std::string> idx;
+      for (const Expr& i : indices) idx.push_back(index_value(i));
+      line(update(data(a) + "[" + offset(a, idx) + "]", expr(value_expr)));
+      return;
+    }
+    const std::string value = temp("value");
+    line("{");
+    ++indent_;
+    line("const " + ctype(a->type.dtype) + " " + value + " = " + expr(value_expr) + ";");
+    if (!checked) {
+      std::vector<std::string> idx;
+      for (const Expr& i : indices) {
+        const std::string name = temp("i");
+        line("const int64_t " + name + " = " + index_value(i) + ";");
+        idx.push_back(name);
+      }
+      stop_on_error();
+      line(update(data(a) + "[" + offset(a, idx) + "]", value));
+    } else {
+      if (scan(value_expr).facts.expressions) stop_on_error();
+      std::vector<std::string> names;
+      std::string decls;
+      const std::string cond = bound_checks(a, indices, loc, &names, &decls);
+      line(decls);
+      bool raising_index = false;
+      for (const Expr& i : indices) raising_index = raising_index || scan(i).facts.expressions;
+      if (raising_index) stop_on_error();
+      line("if (" + cond + ") " + update(data(a) + "[" + offset(a, names) + "]", value));
+      stop_on_error();
+    }
+    --indent_;
+    line("}");
+  }
+
+  void emit_atomic(const AtomicUpdate* u);
+
+  // The one For that `body` consists of (besides a Declare of that loop's
+  // own variable), or null.
+  static const For* single_loop(const Stmt& body);
+
+  // The loops run as one by collapse(k): `outer` and the loops perfectly
+  // nested in it, as many as the schedule asks and the shape allows (an
+  // inner loop whose bounds read an outer loop variable stops the nest).
+  std::vector<const For*> collapse_nest(const For* outer);
+
+  void emit_for(const For* loop);
+
+  // Whether evaluating the bounds of `nest` may record an error: an
+  // expression that raises, or a step that may be zero.
+  static bool bounds_may_raise(const std::vector<const For*>& nest);
+
+  // A thread's partial result of a reduction updated as `m = max(x, m)`: the
+  // variable's own name, the partial's and its flag's.
+  struct ThreadPartial {
+    const Reduction* reduction;
+    std::string var, value, reset;
+  };
+
+  // Combines the threads' partial results in thread order. Each thread ran
+  // one chunk of the iterations in order (`schedule(static)`: chunk k in
+  // thread k), folding it from NaN, which the first update replaces. When an
+  // element was NaN (the flag), the fold restarted there and its result does
+  // not depend on what came before; otherwise it is the builtin applied to
+  // the partial and the value so far, as one more update would; a thread
+  // that updated nothing (NaN, no flag) leaves the value. Iteration t of the
+  // `ordered schedule(static, 1)` loop runs in thread t, in order of t.
+  void emit_thread_order(const std::vector<ThreadPartial>& partials);
+
+  // Where a row loop's compute-bound pass prefetches: the plan and the names
+  // of the row loop's step, counter and trip count.
+  struct PrefetchSite {
+    const For* rows = nullptr;
+    RowPrefetchPlan plan;
+    std::string step, k, trip;
+  };
+
+  // Plans the prefetches of a loop over rows; returns the pass that runs in
+  // chunks, or null.
+  const For* plan_prefetch(const For* loop, const std::string& step, const std::string& k, const std::string& trip);
+
+  // Opens the chunk loop around a compute-bound pass (its trip count `trip`)
+  // and emits the chunk's prefetches; *k_begin and *k_end receive the
+  // chunk's iterations. The caller closes the chunk loop.
+  void emit_prefetch_chunk(const PrefetchSite& site, const std::string& trip, std::string* k_begin, std::string* k_end);
+
+  // The cost estimate of a parallel loop's iteration: IR nodes, times
+  // kAssumedInnerTrips when the body holds a loop.
+  static int64_t body_cost(const For* innermost);
+
+  // ------------------------------------------------------------ parallel regions
+  //
+  // A serial loop around parallel loops (a time-step loop) runs as one
+  // `omp parallel` region, so that the team starts once per call instead of
+  // once per parallel loop and step. Every thread walks the serial loop (and
+  // the ifs and serial loops between it and the parallel loops), computing
+  // the same bounds and conditions; each parallel loop is an `omp for`
+  // shared out over the team; other statements run in one thread under
+  // `omp single`, whose closing barrier publishes what they wrote, or, when
+  // they are pure and write only the thread's own variables, in every
+  // thread. Variables declared before the region are shared; those declared
+  // inside belong to each thread (a single passes them on with copyprivate).
+
+  // Reads made by every thread since the last barrier: a construct that
+  // writes any of them waits for the team first.
+  struct PendingReads {
+    VarSet vars;
+    ArraySet loaded, dims;
+    bool empty() const { return vars.empty() && loaded.empty() && dims.empty(); }
+  };
+
+  struct Region {
+    std::vector<Var> hoisted_var_list;  // reduction accumulators declared inside: made shared
+    VarSet hoisted_vars;
+    std::vector<ArrayVar> hoisted_array_list;  // arrays declared inside: made shared
+    ArraySet hoisted_arrays;
+    VarSet assigned;   // anywhere in the loop, its variable included
+    ArraySet written;  // elements stored anywhere in the loop
+    ArraySet bound;    // allocated or rebound anywhere in the loop
+    int parallel_loops = 0;
+    int num_threads = 0;      // of its parallel loops' pragmas; 0 = the kernel's default
+    size_t outer_scopes = 0;  // scopes_ below this index are outside the region
+    PendingReads pending;
+    // Whether something in the loop may record an error (raise, fail an
+    // allocation or a check). Then every thread leaves the region after the
+    // construct that recorded it (an `omp for`, a single: see check_failed),
+    // and the call stops after the region.
+    bool may_stop = false;
+    std::string failed;  // shared bool[2]: a construct of the pass with this parity recorded an error
+    std::string passes;  // each thread's count of the constructs it checked
+    std::string exit;    // the label after the serial loop
+  };
+
+  // Why `loop` cannot run as one parallel region ("" when it can); fills in
+  // what the region makes shared.
+  std::string region_refusal(const For* loop, Region* r);
+
+  std::string check_region_stmt(const Stmt& s, Region* r);
+
+  std::string check_region_plain(const Stmt& s, const AccessScan& sc, Region* r);
+
+  Placement placement(const Stmt& s, const AccessScan& sc) const;
+
+  bool shared_in_region(const VarInfo* v) const;
+
+  // Records what every thread has just read of what the region changes.
+  void note_reads(const AccessScan& sc);
+
+  // A barrier before a construct that writes what other threads may still
+  // be reading.
+  void barrier_before(const AccessScan& writes);
+
+  // The trip count of `f` when it can be computed before the region starts
+  // (bounds that nothing in the region changes), else kAssumedInnerTrips.
+  std::string trips_estimate(const For* f);
+
+  // The work of one pass over region-level code `s` (the parallel loops'
+  // trip counts times their body costs), as a C++ expression.
+  std::string region_work(const Stmt& s);
+
+  // The barriers of one pass over region-level code `s` (one per `omp for`
+  // and per group of statements run by one thread), estimated like
+  // region_work, before the region's own variables exist.
+  std::string region_syncs(const Stmt& s);
+
+  // The serial loop that a region is made of (`root` set), or a serial
+  // loop inside the region around parallel loops: every thread runs it.
+  void emit_region_loop(const For* loop, std::unique_ptr<Region> root);
+
+  void emit_region_stmts(const Stmt& body);
+
+  void emit_region_stmt(const Stmt& s, Placement p);
+
+  void nested_region(const Stmt& s);
+
+  void emit_single(const std::vector<Stmt>& group);
+
+  // The flag of this pass of the region's constructs that may record an
+  // error. Each checked construct uses the other flag of the pair, so a fast
+  // thread failing in the next one cannot change the flag that a slow thread
+  // has yet to read from this one (a barrier lies between: that thread
+  // cannot get two constructs ahead).
+  std::string failed_flag() const { return region_->failed + "[" + region_->passes + " & 1]"; }
+
+  // After the barrier ending a construct that may record an error: every
+  // thread reads the same flag and leaves the region together.
+  void check_failed();
+
+  static std::string num_threads_clause(const LoopSchedule& sc);
+
+  // Run in parallel only when there is enough work: trip count times the
+  // body's IR node count (times kAssumedInnerTrips when the body holds a
+  // loop) must reach the caller's ctx->parallel_work_threshold. The
+  // `parallel:` modifier keeps a combined `parallel for simd` vectorised
+  // when the team is not started.
+  static std::string if_clause(const std::string& work, const For* innermost, bool combined);
+
+  // The statements at the top of a parallel loop's body that allocate a
+  // temporary uninitialised, with extents the loop does not change, and
+  // name it (its declarations and bindings), when the temporary does not
+  // outlive the iteration: the one-row buffer `e` of a softmax. NumPy's
+  // empty() promises no contents, so one buffer per thread serves every
+  // iteration the thread runs, instead of an allocation per iteration.
+  static std::vector<Stmt> per_thread_statements(const std::vector<const For*>& nest);
+
+  // The OpenMP pragma of a loop; the reductions in `thread_order` are left
+  // out (emit_thread_order combines them), and so is simd, which would not
+  // run the thread's iterations in order; those in `nan_kept` use
+  // plait_max/plait_min.
+  std::string pragma(const For* loop, size_t depth, const For* innermost, bool work_shared, const std::string& work,
+                     const VarSet& thread_order, const VarSet& nan_kept);
+
+  // A pass that makes a loop parallel, or moves statements into one, must
+  // say which scalars each thread keeps to itself: one it leaves out is an
+  // internal error here rather than a race in the user's results.
+  void check_scalars_private(const For* loop, const For* innermost) const;
+
+  void emit_return(const Return* r);
+
+  void emit_allocate(const Allocate* al);
+
+  void emit_bind(const ArrayBind* b);
+
+  // ------------------------------------------------------------ errors
+
+  // After code that may have recorded an error: the code after it must not
+  // run.
+  void stop_on_error();
+
+  // Emits `body()` in a block of its own from which an error jumps to a label
+  // after the block (the block keeps the jump from crossing declarations).
+  // `first` runs before the jump.
+  template <typename Emit>
+  void with_stop_label(Emit&& body, const std::string& first = "") {
+    const std::string label = temp("stop");
+    const std::string jump = "goto " + label + ";";
+    const std::string outer = std::exchange(stop_, first.empty() ? jump : "{ " + first + " " + jump + " }");
+    const int outer_uses = std::exchange(stop_uses_, 0);
+    line("{");
+    ++indent_;
+    scopes_.emplace_back();
+    body();
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+    if (stop_uses_ > 0) line(label + ":;");
+    stop_ = outer;
+    stop_uses_ = outer_uses;
+  }
+
+  // At the top of a serial loop's iteration outside parallel code: a SIGINT
+  // the caller noted stops the kernel with KeyboardInterrupt.
+  void emit_interrupt_check();
+
+  const Function& fn_;
+  std::string path_;
+  std::ostringstream out_;
+  int indent_ = 0;
+  int loop_depth_ = 0;  // loops around the statement being emitted
+  int temp_counter_ = 0;
+  int omp_depth_ = 0;               // enclosing parallel/simd loops
+  int parallel_iterations_ = 0;     // enclosing iterations of parallel loops that note their iteration
+  std::unique_ptr<Region> region_;  // the parallel region being emitted
+  bool region_level_ = false;       // emitting a region's statements outside its `omp for` loops
+  // What stops the code being emitted after a run-time error: a statement
+  // (return, or a goto to the end of a parallel loop's iteration or of a
+  // region's single), or empty where nothing may leave (a vector loop's
+  // body, a region's statements outside its constructs); the construct
+  // around such code then stops after it.
+  std::string stop_ = "return ctx->error_kind;";
+  int stop_uses_ = 0;  // of stop_ since it was set
+  std::vector<Remark> remarks_;
+  std::unordered_map<const For*, PrefetchSite> prefetch_;  // compute-bound passes that run in chunks
+  VarMap<std::string> var_names_;
+  VarMap<std::string> reset_flags_;  // of the thread partials being updated
+  ArrayMap<ArrayLocal> arrays_;
+  std::unordered_set<std::string> used_names_;
+  std::vector<VarSet> scopes_;
+};
+
+}  // namespace cpu
+}  // namespace plait::codegen

@@ -1,0 +1,547 @@
+// The CPU emitter: loops, parallel and vector loops with their OpenMP
+// pragmas, thread partials of reductions and prefetched chunks
+// (cpp_emitter.h).
+#include "codegen/cpu/cpp_emitter.h"
+
+namespace plait::codegen::cpu {
+
+void CppEmitter::emit_for(const For* loop) {
+  const LoopSchedule& sc = loop->schedule;
+  if (sc.kind == LoopKind::Serial && !region_ && omp_depth_ == 0 && scan(loop->body).has_parallel) {
+    auto region = std::make_unique<Region>();
+    const std::string refusal = region_refusal(loop, region.get());
+    if (refusal.empty()) return emit_region_loop(loop, std::move(region));
+    remarks_.push_back(
+        {loop->loc, "codegen_cpp",
+         "loop over '" + loop->var->name + "': each parallel loop inside starts its own threads (" + refusal + ")"});
+  }
+  if (region_level_ && sc.kind == LoopKind::Serial) return emit_region_loop(loop, nullptr);
+  const bool work_shared = region_level_;  // an `omp for` of the enclosing region
+  region_level_ = false;
+  if (sc.kind != LoopKind::Serial) {
+    LeavesLoop leaves;
+    leaves.visit(loop->body);
+    if (leaves.found)
+      PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(sc.kind)) + " loop over `" + loop->var->name +
+                           "` contains a break or return; the lowering must make it serial");
+  }
+  const bool parallel = is_parallel(sc.kind);
+  const std::vector<const For*> nest = parallel ? collapse_nest(loop) : std::vector<const For*>{loop};
+
+  line("{");
+  ++indent_;
+  // A float max/min reduction updated as `m = max(x, m)` depends on the
+  // order (ExtremumUpdates): a vector loop with one runs in order; a
+  // parallel loop gives each thread its chunk in order, folds it from NaN
+  // and combines the threads' results in thread order (emit_thread_order);
+  // a parallel loop that mixes that form with another on one variable runs
+  // in order.
+  ExtremumUpdates extrema(sc.reductions);
+  if (sc.kind != LoopKind::Serial) extrema.visit(loop->body);
+  const VarInfo* order_var = sc.kind == LoopKind::Vectorized ? extrema.reversed()
+                             : parallel                      ? extrema.mixed()
+                                                             : nullptr;
+  const bool in_order = order_var != nullptr;
+  if (in_order)
+    remarks_.push_back({loop->loc, "codegen_cpp",
+                        std::string(parallel ? "parallel" : "vector") + " loop over '" + loop->var->name +
+                            "' runs in order: its float max/min reduction of '" + order_var->name +
+                            "' is written max(x, " + order_var->name + "), whose result depends on where NaNs are" +
+                            (parallel ? ", and updated in another form too" : "")});
+  const VarSet thread_order = parallel && !in_order ? extrema.only_reversed() : VarSet{};
+  if (!thread_order.empty()) {
+    std::string names;
+    for (const Reduction& r : sc.reductions)
+      if (thread_order.count(r.var.get())) names += (names.empty() ? "'" : ", '") + r.var->name + "'";
+    remarks_.push_back({loop->loc, "codegen_cpp",
+                        "parallel loop over '" + loop->var->name + "': its float max/min reduction of " + names +
+                            " is written max(x, m), whose result depends on where NaNs are: each thread runs one "
+                            "chunk in order and the threads' results combine in thread order" +
+                            (is_vectorized(sc.kind) ? " (without simd)" : "")});
+  }
+  // The other float max/min reductions. OpenMP's own max/min combine the
+  // partial results (a tree of vmaxps over the lanes) leaving NaN to the
+  // instruction, which drops one on one side. The partial results of the
+  // builtin form hold no NaN, so the value before the loop is set aside,
+  // the reduction starts from the identity, and the builtin takes the
+  // value set aside as its first argument after the loop. Inside a
+  // region every thread would need that value before any changes the
+  // variable (barriers), and np.maximum's partial results can be NaN:
+  // those use plait_max/plait_min (emit_reduction_declarations), whose
+  // combination keeps a NaN from either side, one lane at a time.
+  VarSet nan_kept;
+  std::vector<std::pair<const Reduction*, std::string>> before;
+  for (const Reduction& r : sc.reductions) {
+    if (in_order || !r.var->type.is_float() || (r.op != ReduceOp::Max && r.op != ReduceOp::Min) ||
+        thread_order.count(r.var.get()))
+      continue;
+    if (work_shared || extrema.propagating(r.var.get())) {
+      nan_kept.insert(r.var.get());
+      continue;
+    }
+    const std::string b = temp("before");
+    const std::string t = ctype(r.var->type);
+    line("const " + t + " " + b + " = " + var_name(r.var) + ";");
+    line(var_name(r.var) + " = " + (r.op == ReduceOp::Max ? "-" : "") + "std::numeric_limits<" + t + ">::infinity();");
+    before.emplace_back(&r, b);
+  }
+  struct Level {
+    const For* loop;
+    std::string begin, step, trip, k;
+  };
+  std::vector<Level> levels;
+  for (const For* f : nest) {
+    Level lv{f, temp("begin"), "", "", ""};
+    const std::string end = temp("end");
+    lv.step = temp("step");
+    lv.trip = temp("trip");
+    lv.k = temp("k");
+    line("const int64_t " + lv.begin + " = " + expr(f->begin) + ";");
+    line("const int64_t " + end + " = " + expr(f->end) + ";");
+    line("const int64_t " + lv.step + " = " + expr(f->step) + ";");
+    line("const int64_t " + lv.trip + " = " + checked_trip_count(f, lv.begin, end, lv.step) + ";");
+    levels.push_back(lv);
+  }
+  if (bounds_may_raise(nest)) stop_on_error();
+  const For* innermost = nest.back();
+  if (work_shared) {
+    // Every thread has read the bounds; the loop may write what they read.
+    for (const For* f : nest) {
+      note_reads(scan(f->begin));
+      note_reads(scan(f->end));
+      note_reads(scan(f->step));
+    }
+    barrier_before(scan(loop));
+  }
+
+  std::string trips;
+  for (const Level& lv : levels) trips += (trips.empty() ? "" : " * ") + ("static_cast<double>(" + lv.trip + ")");
+  // Per-thread temporaries: the team starts first (`omp parallel`), each
+  // thread allocates them, then the iterations are shared out (`omp for`).
+  const std::vector<Stmt> per_thread = parallel && !in_order && !work_shared && !region_ && omp_depth_ == 0
+                                           ? per_thread_statements(nest)
+                                           : std::vector<Stmt>{};
+  std::set<const StmtNode*> hoisted;
+  // Both start the team first (`omp parallel`) and share out the
+  // iterations in it (`omp for`).
+  const bool own_team = !work_shared && (!per_thread.empty() || !thread_order.empty());
+  if (own_team) {
+    line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
+    line("#pragma omp parallel" + num_threads_clause(sc) + if_clause(trips, innermost, false));
+    line("{");
+    ++indent_;
+    scopes_.emplace_back();
+  }
+  if (!per_thread.empty()) {
+    ++omp_depth_;  // a failed allocation cannot leave the region: it is reported when the call ends
+    const std::string outer_stop = std::exchange(stop_, "");
+    std::string any;
+    for (const Level& lv : levels) any += (any.empty() ? "" : " && ") + lv.trip + " > 0";
+    for (const Stmt& st : per_thread) {
+      hoisted.insert(st.get());
+      if (st->kind == NodeKind::Declare) emit(st);
+    }
+    // Without iterations nothing is allocated, as before.
+    line("if (" + any + ") {");
+    ++indent_;
+    for (const Stmt& st : per_thread)
+      if (st->kind != NodeKind::Declare) emit(st);
+    --indent_;
+    line("}");
+    stop_ = outer_stop;
+    --omp_depth_;
+    remarks_.push_back({loop->loc, "codegen_cpp",
+                        "parallel loop over '" + loop->var->name +
+                            "': its temporaries are allocated once per thread, "
+                            "not once per iteration"});
+  }
+  // Each thread's partial results (inside the region: a block of the
+  // thread's own variables).
+  std::vector<ThreadPartial> partials;
+  if (!thread_order.empty()) {
+    if (work_shared) {
+      line("{");
+      ++indent_;
+    }
+    for (const Reduction& r : sc.reductions) {
+      if (!thread_order.count(r.var.get())) continue;
+      const ThreadPartial part{&r, var_name(r.var), temp("part"), temp("reset")};
+      const std::string t = ctype(r.var->type);
+      line(t + " " + part.value + " = std::numeric_limits<" + t + ">::quiet_NaN();");
+      line("bool " + part.reset + " = false;");
+      var_names_[r.var.get()] = part.value;
+      reset_flags_[r.var.get()] = part.reset;
+      partials.push_back(part);
+    }
+  }
+  const For* planned = is_vectorized(sc.kind)
+                           ? nullptr
+                           : plan_prefetch(innermost, levels.back().step, levels.back().k, levels.back().trip);
+  // A compute-bound pass of a loop over rows runs in chunks that prefetch
+  // what the other passes read and write (row_prefetch.h).
+  const auto site = prefetch_.find(loop);
+  const bool in_chunks = site != prefetch_.end();
+  std::string k_begin = "0";
+  std::string k_end = levels[0].trip;
+  if (in_chunks) emit_prefetch_chunk(site->second, levels[0].trip, &k_begin, &k_end);
+  // The bound set-up above shifted the line count: re-anchor so that a
+  // diagnostic about the OpenMP pragma names the user's pragma line.
+  if (sc.kind != LoopKind::Serial) line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
+  if (sc.kind != LoopKind::Serial && !in_order)
+    line(pragma(loop, levels.size(), innermost, work_shared || own_team, trips, thread_order, nan_kept));
+  // Every thread of a region walks the statements around its loops.
+  if (in_order && work_shared) line("#pragma omp single");
+  for (size_t d = 0; d < levels.size(); ++d) {
+    const Level& lv = levels[d];
+    line("for (int64_t " + lv.k + " = " + (d == 0 ? k_begin : "0") + "; " + lv.k + " < " + (d == 0 ? k_end : lv.trip) +
+         "; ++" + lv.k + ")" + (d + 1 == levels.size() ? " {" : ""));
+  }
+  ++indent_;
+  scopes_.emplace_back();
+  // The loop variable: a serial loop assigns the variable itself (so break
+  // and assignments in the body leave Python's value); parallel and vector
+  // loops give each iteration its own copy and set the last value after.
+  std::vector<const Level*> copy_back;
+  for (const Level& lv : levels) {
+    const Var& v = lv.loop->var;
+    const std::string value = "static_cast<" + ctype(v->type) + ">(" + lv.begin + " + " + lv.k + " * " + lv.step + ")";
+    if (sc.kind == LoopKind::Serial && declared(v.get())) {
+      line(var_name(v) + " = " + value + ";");
+    } else {
+      if (declared(v.get())) copy_back.push_back(&lv);
+      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
+      scopes_.back().insert(v.get());
+    }
+  }
+  if (sc.kind != LoopKind::Serial) ++omp_depth_;
+  ++loop_depth_;
+  auto emit_body = [&] {
+    if (const Block* b = innermost->body->as<Block>()) {
+      for (const Stmt& st : b->stmts)
+        if (!hoisted.count(st.get())) emit(st);
+    } else {
+      emit(innermost->body);
+    }
+  };
+  // After an error a thread of a parallel loop skips its remaining
+  // iterations, and an error in an iteration leaves it. A vector loop
+  // raises nothing (scalarize_raising_loops).
+  const bool body_stops = may_stop(scan(innermost->body));
+  PLAIT_ASSERT(!(body_stops && is_vectorized(sc.kind)));
+  if (parallel && body_stops) {
+    // Python raises the error of the first iteration that fails: the
+    // thread notes the iteration it runs (in Python's order, the nest's
+    // levels row by row), an iteration after a failed one is skipped, one
+    // before it runs on, and its own error replaces the later one's
+    // (plait::raise_error keeps the lowest iteration's).
+    std::string at = levels[0].k;
+    for (size_t d = 1; d < levels.size(); ++d) at = "(" + at + ") * " + levels[d].trip + " + " + levels[d].k;
+    line("plait::parallel_iteration = " + at + ";");
+    line("if (__builtin_expect(ctx->error_kind != 0, 0) && plait::stops(ctx)) {");
+    line("  plait::parallel_iteration = -1;");
+    line("  continue;");
+    line("}");
+    // In a region the thread that fails notes it for all (check_failed).
+    ++parallel_iterations_;
+    with_stop_label(emit_body, work_shared ? failed_flag() + " = true;" : "");
+    --parallel_iterations_;
+    line("plait::parallel_iteration = -1;");
+  } else if (is_vectorized(sc.kind)) {
+    const std::string outer_stop = std::exchange(stop_, "");
+    emit_body();
+    stop_ = outer_stop;
+  } else {
+    if (scan(innermost->body).has_loop) emit_interrupt_check();
+    emit_body();
+  }
+  --loop_depth_;
+  if (sc.kind != LoopKind::Serial) --omp_depth_;
+  // IR nodes are shared: the pass may appear again where this row loop's
+  // variables are not in scope.
+  if (planned) prefetch_.erase(planned);
+  scopes_.pop_back();
+  --indent_;
+  line("}");
+  if (in_chunks) {  // the chunk loop
+    --indent_;
+    line("}");
+  }
+  if (!partials.empty()) {
+    for (const ThreadPartial& part : partials) {
+      var_names_[part.reduction->var.get()] = part.var;
+      reset_flags_.erase(part.reduction->var.get());
+    }
+    emit_thread_order(partials);
+    if (work_shared) {
+      --indent_;
+      line("}");
+    }
+  }
+  if (own_team) {
+    scopes_.pop_back();
+    --indent_;
+    line("}");
+  }
+  if (work_shared) {
+    region_->pending = {};  // the barrier ending the `omp for`
+    if (body_stops) check_failed();
+  }
+  for (const Level* lv : copy_back) {
+    const Var& v = lv->loop->var;
+    const std::string assign = "if (" + lv->trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
+                               lv->begin + " + (" + lv->trip + " - 1) * " + lv->step + ");";
+    if (work_shared && shared_in_region(v.get())) {
+      line("#pragma omp single");
+      line(assign);
+    } else {
+      line(assign);
+    }
+  }
+  for (const auto& [r, b] : before)
+    line(var_name(r->var) + " = plait::" + (r->op == ReduceOp::Max ? "py_max" : "py_min") + "<" + ctype(r->var->type) +
+         ">(" + b + ", " + var_name(r->var) + ");");
+  if (parallel && body_stops) stop_on_error();
+  --indent_;
+  line("}");
+  region_level_ = work_shared;
+}
+
+bool CppEmitter::bounds_may_raise(const std::vector<const For*>& nest) {
+  for (const For* f : nest) {
+    const IntImm* step = f->step->as<IntImm>();
+    if (!step || step->value == 0 || scan(f->begin).facts.expressions || scan(f->end).facts.expressions) return true;
+  }
+  return false;
+}
+
+void CppEmitter::emit_thread_order(const std::vector<ThreadPartial>& partials) {
+  const std::string t = temp("thread");
+  line("#pragma omp for ordered schedule(static, 1)");
+  line("for (int " + t + " = 0; " + t + " < omp_get_num_threads(); ++" + t + ") {");
+  ++indent_;
+  line("#pragma omp ordered");
+  line("{");
+  ++indent_;
+  for (const ThreadPartial& part : partials) {
+    const Reduction& r = *part.reduction;
+    line("if (" + part.reset + ") " + part.var + " = " + part.value + ";");
+    line("else if (" + part.value + " == " + part.value + ") " + part.var +
+         " = plait::" + (r.op == ReduceOp::Max ? "py_max" : "py_min") + "<" + ctype(r.var->type) + ">(" + part.value +
+         ", " + part.var + ");");
+  }
+  --indent_;
+  line("}");
+  --indent_;
+  line("}");
+}
+
+const For* CppEmitter::plan_prefetch(const For* loop, const std::string& step, const std::string& k,
+                                     const std::string& trip) {
+  RowPrefetchPlan plan = plan_row_prefetch(loop);
+  if (!plan.compute) return nullptr;
+  std::string reads, writes;
+  for (const PrefetchTarget& t : plan.targets) {
+    std::string& names = t.write ? writes : reads;
+    names += (names.empty() ? "'" : ", '") + t.array->name + "'";
+  }
+  std::string what;
+  if (!reads.empty()) what = "the next row of " + reads;
+  if (!writes.empty()) what += (what.empty() ? "" : " and ") + std::string("this row of ") + writes;
+  remarks_.push_back({plan.compute->loc, "codegen_cpp",
+                      "loop over '" + loop->var->name + "': its vector loop over '" + plan.compute->var->name +
+                          "' (vector math) runs in chunks of " + std::to_string(kPrefetchChunk) + " that prefetch " +
+                          what + " for the loop's other passes"});
+  const For* compute = plan.compute;
+  prefetch_[compute] = PrefetchSite{loop, std::move(plan), step, k, trip};
+  return compute;
+}
+
+void CppEmitter::emit_prefetch_chunk(const PrefetchSite& site, const std::string& trip, std::string* k_begin,
+                                     std::string* k_end) {
+  const std::string chunk = std::to_string(kPrefetchChunk);
+  *k_begin = temp("chunk");
+  *k_end = temp("chunk_end");
+  line("for (int64_t " + *k_begin + " = 0; " + *k_begin + " < " + trip + "; " + *k_begin + " += " + chunk + ") {");
+  ++indent_;
+  line("const int64_t " + *k_end + " = " + trip + " - " + *k_begin + " < " + chunk + " ? " + trip + " : " + *k_begin +
+       " + " + chunk + ";");
+  const std::string row = var_name(site.rows->var);
+  for (const PrefetchTarget& t : site.plan.targets) {
+    const std::string q = temp("q");
+    std::vector<std::string> idx;
+    for (int d = 0; d < static_cast<int>(t.indices.size()); ++d) {
+      if (d == t.row_dim) {
+        idx.push_back(t.next_row ? "(" + row + " + " + site.step + ")" : row);
+      } else if (d == t.column_dim) {
+        idx.push_back("(" + q + " + " + std::to_string(t.column_begin + t.column_offset) + ")");
+      } else {
+        idx.push_back(index_value(t.indices[static_cast<size_t>(d)]));
+      }
+    }
+    const std::string elem = "sizeof(" + ctype(t.array->type.dtype) + ")";
+    // Integer arithmetic: the address may lie past the array (a prefetch
+    // never faults), which pointer arithmetic would not allow.
+    const std::string address = "reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(" + data(t.array) +
+                                ") + static_cast<uintptr_t>(" + offset(t.array, idx) + ") * " + elem + ")";
+    line(std::string(t.next_row ? "if (" + site.k + " + 1 < " + site.trip + ") " : "") + "for (int64_t " + q + " = " +
+         *k_begin + "; " + q + " < " + *k_end + "; " + q + " += static_cast<int64_t>(64 / " + elem +
+         ")) __builtin_prefetch(" + address + ", " + (t.write ? "1" : "0") + ", 3);");
+  }
+}
+
+std::string CppEmitter::num_threads_clause(const LoopSchedule& sc) {
+  return " num_threads(" + (sc.num_threads > 0 ? std::to_string(sc.num_threads) : std::string("ctx->num_threads")) +
+         ")";
+}
+
+std::string CppEmitter::if_clause(const std::string& work, const For* innermost, bool combined) {
+  return std::string(" if(") + (combined ? "parallel: " : "") + work + " * " + std::to_string(body_cost(innermost)) +
+         ".0 >= static_cast<double>(ctx->parallel_work_threshold))";
+}
+
+std::vector<Stmt> CppEmitter::per_thread_statements(const std::vector<const For*>& nest) {
+  const For* innermost = nest.back();
+  const Block* body = innermost->body->as<Block>();
+  if (!body) return {};
+  const analysis::VarUses in_body = analysis::uses_of(innermost->body);
+  VarSet loop_vars;
+  for (const For* f : nest) loop_vars.insert(f->var.get());
+  // How often each array is bound (Allocate, ArrayBind) in the body, its
+  // ArrayBinds, and whether an expression reads array elements.
+  struct Binds : IRVisitor {
+    ArrayMap<int> count;
+    std::vector<const ArrayBind*> binds;
+    bool loads = false;
+    using IRVisitor::visit;
+    void visit(const Allocate* a) override {
+      ++count[a->array.get()];
+      IRVisitor::visit(a);
+    }
+    void visit(const ArrayBind* b) override {
+      ++count[b->dst.get()];
+      binds.push_back(b);
+    }
+    void visit(const Load*) override { loads = true; }
+  } all;
+  all.visit(innermost->body);
+  size_t run = 0;
+  while (run < body->stmts.size() &&
+         (body->stmts[run]->kind == NodeKind::Declare || body->stmts[run]->kind == NodeKind::Allocate ||
+          body->stmts[run]->kind == NodeKind::ArrayBind))
+    ++run;
+  ArraySet declared, chosen;
+  for (size_t k = 0; k < run; ++k)
+    if (const Declare* d = body->stmts[k]->as<Declare>(); d && d->array) declared.insert(d->array.get());
+  for (size_t k = 0; k < run; ++k) {
+    const Allocate* a = body->stmts[k]->as<Allocate>();
+    if (!a || a->fill != FillKind::Uninitialized) continue;
+    bool ok = true;
+    for (const Expr& e : a->shape) {
+      Binds reads;
+      reads.visit(e);
+      const analysis::VarUses u = analysis::uses_of(e);
+      ok = ok && !reads.loads;
+      for (const VarInfo* v : u.reads) ok = ok && !in_body.writes.count(v) && !loop_vars.count(v);
+      for (const ArrayInfo* x : u.arrays) ok = ok && !in_body.array_binds.count(x);
+    }
+    // The temporary and the names bound to it in the run: each declared in
+    // the body, bound once, and bound to no name that outlives the body.
+    ArraySet group = {a->array.get()};
+    for (size_t j = k + 1; j < run; ++j)
+      if (const ArrayBind* b = body->stmts[j]->as<ArrayBind>(); b && group.count(b->src.get()))
+        group.insert(b->dst.get());
+    for (const ArrayInfo* m : group) ok = ok && declared.count(m) && all.count[m] == 1;
+    for (const ArrayBind* b : all.binds) ok = ok && (!group.count(b->src.get()) || group.count(b->dst.get()));
+    if (ok) chosen.insert(group.begin(), group.end());
+  }
+  std::vector<Stmt> out;
+  for (size_t k = 0; k < run; ++k) {
+    const Stmt& st = body->stmts[k];
+    const ArrayInfo* named = nullptr;
+    if (const Declare* d = st->as<Declare>()) named = d->array.get();
+    if (const Allocate* a = st->as<Allocate>()) named = a->array.get();
+    if (const ArrayBind* b = st->as<ArrayBind>()) named = b->dst.get();
+    if (named && chosen.count(named)) out.push_back(st);
+  }
+  return out;
+}
+
+std::string CppEmitter::pragma(const For* loop, size_t depth, const For* innermost, bool work_shared,
+                               const std::string& work, const VarSet& thread_order, const VarSet& nan_kept) {
+  const LoopSchedule& sc = loop->schedule;
+  std::string p;
+  const LoopKind kind = sc.kind == LoopKind::ParallelVectorized && !thread_order.empty() ? LoopKind::Parallel : sc.kind;
+  switch (kind) {
+    case LoopKind::Parallel:
+      p = work_shared ? "#pragma omp for schedule(static)" : "#pragma omp parallel for schedule(static)";
+      break;
+    case LoopKind::ParallelVectorized:
+      p = work_shared ? "#pragma omp for simd schedule(static)" : "#pragma omp parallel for simd schedule(static)";
+      break;
+    case LoopKind::Vectorized:
+      p = "#pragma omp simd";
+      break;
+    case LoopKind::Serial:
+      return "";
+  }
+  if (is_parallel(sc.kind)) {
+    // An `omp for` of a region runs on the region's team, whose `if`
+    // clause weighed the work of the whole region.
+    if (!work_shared) p += num_threads_clause(sc);
+    if (depth > 1) p += " collapse(" + std::to_string(depth) + ")";
+    if (!work_shared) p += if_clause(work, innermost, true);
+    // Arrays (re)bound inside the body but declared outside it belong to
+    // one iteration.
+    ArrayCollector arrays;
+    arrays.visit(innermost->body);
+    std::vector<std::string> priv;
+    for (const ArrayVar& a : arrays.used)
+      if (arrays.bound.count(a.get()) && !arrays.declared.count(a.get()))
+        for (const std::string& f : array_fields(a)) priv.push_back(f);
+    if (!priv.empty()) {
+      std::string list;
+      for (const std::string& f : priv) list += (list.empty() ? "" : ", ") + f;
+      p += " private(" + list + ")";
+    }
+  }
+  if (is_vectorized(kind) && sc.simd_width > 0) p += " simdlen(" + std::to_string(sc.simd_width) + ")";
+  for (const Reduction& r : sc.reductions) {
+    if (thread_order.count(r.var.get())) continue;
+    const std::string op = nan_kept.count(r.var.get()) ? std::string("plait_") + reduce_op_name(r.op)
+                                                       : reduction_identifier(r.op, r.var->type.is_float());
+    p += " reduction(" + op + ": " + var_name(r.var) + ")";
+  }
+  for (const ArrayReduction& r : sc.array_reductions) {
+    std::string size;
+    for (int d = 0; d < r.array->type.ndim; ++d) size += (d ? " * " : "") + extent(r.array, d);
+    p += " reduction(" +
+         reduction_identifier(
+             r.op, r.array->type.dtype == ScalarKind::Float32 || r.array->type.dtype == ScalarKind::Float64) +
+         ": " + data(r.array) + "[0:" + size + "])";
+  }
+  std::string privates;
+  for (const Var& v : sc.privates)
+    if (declared(v.get())) privates += (privates.empty() ? "" : ", ") + var_name(v);
+  if (!privates.empty()) p += " private(" + privates + ")";
+  // The combination in thread order that follows ends with the barrier.
+  if (!thread_order.empty()) p += " nowait";
+  if (is_parallel(sc.kind)) check_scalars_private(loop, innermost);
+  return p;
+}
+
+void CppEmitter::check_scalars_private(const For* loop, const For* innermost) const {
+  const LoopSchedule& sc = loop->schedule;
+  AssignedScalars scalars;
+  scalars.visit(innermost->body);
+  for (const VarInfo* v : scalars.assigned) {
+    if (scalars.declared.count(v) || !declared(v)) continue;
+    bool kept = false;
+    for (const Var& p : sc.privates) kept = kept || p.get() == v;
+    for (const Reduction& r : sc.reductions) kept = kept || r.var.get() == v;
+    if (!kept)
+      PLAIT_INTERNAL_ERROR("parallel loop over `" + loop->var->name + "` assigns `" + v->name +
+                           "`, declared outside it, which is neither private nor a reduction");
+  }
+}
+
+}  // namespace plait::codegen::cpu
