@@ -1,0 +1,326 @@
+// The CUDA emitter: serial loops run by one team on the device, regions of host code,
+// fill kernels, returns, allocations and bindings (cuda_emitter.h).
+#include "codegen/cuda/cuda_emitter.h"
+
+namespace plait::codegen::cuda_emitter {
+
+Stmt CudaEmitter::device_serial_loop(const Stmt& s, std::string* why) {
+  const For* loop = s->as<For>();
+  SerialLoopContents contents;
+  contents.visit(loop->body);
+  if (!contents.spread) return nullptr;
+  if (contents.other) {
+    // With parallel loops of the user's the loop is one the persistent
+    // rule judged already (remarked there).
+    if (!contents.parallel) *why = "its body returns, binds or allocates arrays, or calls cuBLAS";
+    return nullptr;
+  }
+  // Scalars the steps assign are the kernel's own: none may be needed after the loop.
+  ScalarCollector scalars;
+  scalars.visit(loop->body);
+  for (const VarInfo* v : scalars.written) {
+    if (declared(v)) {
+      *why = "`" + v->name + "` is assigned in the loop body and used outside it";
+      return nullptr;
+    }
+  }
+  if (analysis::live_after(fn_.body, loop, loop->var.get())) {
+    *why = "`" + loop->var->name + "` is read after the loop";
+    return nullptr;
+  }
+  const Var worker = std::make_shared<VarInfo>(VarInfo{"_device", ScalarType::py_int(), loop->loc, false});
+  LoopSchedule schedule;
+  schedule.kind = LoopKind::Parallel;
+  Stmt wrapper = For::make(worker, IntImm::make(0), IntImm::make(1), IntImm::make(1), Block::make({s}, loop->loc),
+                           schedule, loop->loc);
+  VarSet outside;
+  for (const Var& v : captures_of({wrapper->as<For>()->body}).scalars) outside.insert(v.get());
+  if (!cuda::plan_worker(wrapper->as<For>()->body, {worker.get()}, outside).team) {
+    *why = "its steps cannot run on the threads of one team";
+    return nullptr;
+  }
+  return wrapper;
+}
+
+bool CudaEmitter::emit_device_serial_loop(const Stmt& s) {
+  const For* loop = s->as<For>();
+  const std::string what = "serial loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) + ")";
+  std::string why;
+  const Stmt wrapper = device_serial_loop(s, &why);
+  if (wrapper) synthesized_.push_back(wrapper);
+  if (!wrapper) {
+    if (!why.empty())
+      remark(loop->loc, what + " launches its kernels at every step, not as one kernel on the device: " + why);
+    return false;
+  }
+  SerialLoopContents contents;
+  contents.visit(loop->body);
+  ArrayCollector arrays;
+  arrays.visit(loop->body);
+  std::string small;
+  for (const ArrayVar& a : arrays.used) {
+    std::string elements;
+    for (int d = 0; d < a->type.ndim; ++d) {
+      const std::string extent = expr(ArrayDim::make(a, d));
+      small += (small.empty() ? "" : " && ") + extent + " <= " + std::to_string(kDeviceLoopMaxExtent);
+      elements += (elements.empty() ? "" : " * ") + extent;
+    }
+    if (contents.parallel && !elements.empty())
+      small += " && " + elements + " <= " + std::to_string(kDeviceLoopMaxElements);
+  }
+  line("if (" + (small.empty() ? std::string("true") : small) + ") {");
+  ++indent_;
+  whole_block_worker_ = true;
+  device_time_loop_ = loop;
+  emit_parallel_kernel(wrapper->as<For>());
+  device_time_loop_ = nullptr;
+  whole_block_worker_ = false;
+  --indent_;
+  line("} else {");
+  ++indent_;
+  emit_serial_for(loop);
+  --indent_;
+  line("}");
+  remark(loop->loc,
+         what + ": all steps in one CUDA kernel of one team of " + std::to_string(block_size_) + " threads (its " +
+             (contents.parallel ? "parallel loops, " : "") +
+             "loops with reductions and array statements spread over the team) when every dimension of "
+             "the arrays it touches is at most " +
+             std::to_string(kDeviceLoopMaxExtent) +
+             (contents.parallel ? " and each has at most " + std::to_string(kDeviceLoopMaxElements) + " elements"
+                                : std::string()) +
+             ", else one launch per loop per step");
+  return true;
+}
+
+const char* CudaEmitter::reduce_op_name_word(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Add:
+      return "add";
+    case ReduceOp::Mul:
+      return "mul";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::Max:
+      return "max";
+  }
+  return "add";
+}
+
+void CudaEmitter::emit_serial_region(const std::vector<Stmt>& stmts, const VarSet& stays) {
+  Captures cap = captures_of(stmts);
+  const Stmt region = Block::make(stmts, stmts.front()->loc);
+  VarSet dead_on_entry;  // assigned on every path before any read
+  for (const Var& v : cap.scalars)
+    if ((stays.count(v.get()) || cap.written.count(v.get())) && analysis::always_writes_before_read(region, v.get()))
+      dead_on_entry.insert(v.get());
+  auto read_on_entry = [&](const Var& v) { return dead_on_entry.count(v.get()) == 0; };
+  std::vector<std::string> params, args;
+  std::vector<std::pair<std::string, std::string>> slots;
+  std::vector<Var> exchanged;
+  std::vector<std::pair<Var, int>> resident;  // reduction results read from their slots
+  std::vector<std::pair<Var, int>> staying;   // scalars it assigns that stay in their slots
+  for (const Var& v : cap.scalars) {
+    if (stays.count(v.get())) {
+      const int slot = kRegionSlot + region_slots_used_++;
+      staying.emplace_back(v, slot);
+      params.push_back(ctype(v->type) + "* p_stay" + std::to_string(staying.size() - 1));
+      args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(slot) + ")");
+      continue;
+    }
+    if (cap.written.count(v.get())) {
+      exchanged.push_back(v);
+      continue;
+    }
+    if (auto it = resident_slots_.find(v.get()); it != resident_slots_.end()) {
+      resident.emplace_back(v, it->second);
+      params.push_back("const " + ctype(v->type) + "* p_res" + std::to_string(resident.size() - 1));
+      args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(it->second) + ")");
+      continue;
+    }
+    params.push_back(ctype(v->type) + " " + var_name(v));
+    args.push_back(var_name(v));
+  }
+  if (static_cast<int>(exchanged.size()) > kRegionSlot) {
+    throw CompileError(ErrorKind::Unsupported, "too many scalars assigned in one device region for the CUDA target",
+                       fn_.source, stmts.front()->loc);
+  }
+  // The scalars read on entry take the first slots, which the host stages.
+  const size_t staged =
+      static_cast<size_t>(std::stable_partition(exchanged.begin(), exchanged.end(), read_on_entry) - exchanged.begin());
+  for (size_t k = 0; k < exchanged.size(); ++k) {
+    const Var& v = exchanged[k];
+    params.push_back(ctype(v->type) + "* p_slot" + std::to_string(k));
+    args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(k) + ")");
+    slots.emplace_back(var_name(v), ctype(v->type));
+  }
+  const std::vector<std::pair<std::string, std::string>> slots_in(slots.begin(),
+                                                                  slots.begin() + static_cast<ptrdiff_t>(staged));
+  add_array_params(cap.arrays, &params, &args);
+  params.push_back("plait::device_error* p_err");
+  args.push_back("ctx->cuda->scratch");
+  const bool raises = note_error_sites(stmts);
+
+  const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()), raises);
+  const std::string name = kernel_names_[static_cast<size_t>(index)];
+  const int first_line = stmts.front()->loc.line;
+  int last_line = first_line;
+  for (const Stmt& s : stmts) last_line = std::max(last_line, s->loc.end_line);
+  {
+    ModeSwitch to_device(*this);
+    device_ << "\n// statements outside parallel loops (lines " << std::to_string(first_line) << "-"
+            << std::to_string(last_line) << "), in one thread\n";
+    device_ << "extern \"C\" __global__ void " << name << "(" << join(params, ", ") << ") {\n";
+    indent_ = 1;
+    scopes_.emplace_back();
+    for (const Var& v : cap.scalars) scopes_.back().insert(v.get());
+    line("if (plait::stopped(p_err)) return;  // an error stops the call");
+    for (size_t k = 0; k < resident.size(); ++k)
+      line("const " + ctype(resident[k].first->type) + " " + var_name(resident[k].first) + " = *p_res" +
+           std::to_string(k) + ";");
+    for (size_t k = 0; k < exchanged.size(); ++k) {
+      const Var& v = exchanged[k];
+      line(ctype(v->type) + " " + var_name(v) + (k < staged ? " = *p_slot" + std::to_string(k) : "{}") + ";");
+    }
+    for (size_t k = 0; k < staying.size(); ++k) {
+      const Var& v = staying[k].first;
+      line(ctype(v->type) + " " + var_name(v) + (read_on_entry(v) ? " = *p_stay" + std::to_string(k) : "{}") + ";");
+    }
+    with_device_stop([&] {
+      for (const Stmt& s : stmts) emit(s);
+    });
+    for (size_t k = 0; k < exchanged.size(); ++k)
+      line("*p_slot" + std::to_string(k) + " = " + var_name(exchanged[k]) + ";");
+    for (size_t k = 0; k < staying.size(); ++k)
+      line("*p_stay" + std::to_string(k) + " = " + var_name(staying[k].first) + ";");
+    scopes_.pop_back();
+    device_ << "}\n";
+  }
+  line("{");
+  ++indent_;
+  for (const auto& [v, slot] : staying) {
+    if (read_on_entry(v)) stage_slots({{var_name(v), ctype(v->type)}}, slot);
+    region_slots_[v.get()] = slot;
+    remark(stmts.front()->loc, "`" + v->name + "` stays on the GPU for the parallel loops after line " +
+                                   std::to_string(stmts.back()->loc.end_line));
+  }
+  emit_launch(index, "1", "1", args, slots_in, slots);
+  --indent_;
+  line("}");
+  remark(stmts.front()->loc, "lines " + std::to_string(first_line) + "-" + std::to_string(last_line) +
+                                 " touch array elements outside parallel loops: they run on the GPU in one thread "
+                                 "(kernel " +
+                                 name + ")");
+}
+
+void CudaEmitter::emit_fill_kernel(ScalarKind kind, int index) {
+  const std::string t = ctype(kind);
+  device_ << "\nextern \"C\" __global__ void " << kernel_names_[static_cast<size_t>(index)] << "(" << t
+          << "* data, int64_t count, " << t << " value, plait::device_error* p_err) {\n"
+          << "  if (plait::stopped(p_err)) return;  // an error stops the call\n"
+          << "  plait::fill(data, count, value);\n}\n";
+}
+
+int CudaEmitter::fill_kernel(ScalarKind kind) {
+  auto it = fill_kernels_.find(static_cast<int>(kind));
+  if (it != fill_kernels_.end()) return it->second;
+  const int index = add_kernel("plait_" + sanitize(fn_.name) + "_fill_" + dtype_suffix(kind), false);
+  fill_kernels_[static_cast<int>(kind)] = index;
+  return index;
+}
+
+void CudaEmitter::emit_return(const Return* r) {
+  PLAIT_ASSERT(r->values.size() == fn_.results.size());
+  for (size_t k = 0; k < r->values.size(); ++k) {
+    const ReturnValue& v = r->values[k];
+    const std::string res = "results[" + std::to_string(k) + "]";
+    line(res + " = plait_result{};");
+    if (v.scalar) {
+      const ScalarKind kind = fn_.results[k].scalar.kind;
+      line(res + ".is_array = 0;");
+      line(res + ".dtype = " + dtype_code(kind) + ";");
+      const std::string value = expr(v.scalar);
+      const ScalarType type{kind, false};
+      if (type.is_bool())
+        line(res + ".b = " + value + " ? 1 : 0;");
+      else if (type.is_int())
+        line(res + ".i64 = static_cast<int64_t>(" + value + ");");
+      else
+        line(res + ".f64 = static_cast<double>(" + value + ");");
+      continue;
+    }
+    const ArrayVar& a = v.array;
+    line(res + ".is_array = 1;");
+    line(res + ".dtype = " + dtype_code(a->type.dtype) + ";");
+    line(res + ".ndim = " + std::to_string(a->type.ndim) + ";");
+    line(res + ".array.data = " + data(a) + ";");
+    for (int d = 0; d < a->type.ndim; ++d) {
+      line(res + ".array.shape[" + std::to_string(d) + "] = " + extent(a, d) + ";");
+      line(res + ".array.strides[" + std::to_string(d) + "] = " + stride(a, d) + ";");
+    }
+    if (array(a).has_owner) {
+      line(res + ".owner = plait::export_owner(" + owner(a) + ");");
+      line(res + ".release = " + res + ".owner ? &plait::release_owner : nullptr;");
+    }
+  }
+  line("return ctx->error_kind;");
+}
+
+void CudaEmitter::emit_allocate(const Allocate* al) {
+  const ArrayVar& a = al->array;
+  const std::string t = ctype(a->type.dtype);
+  const std::string shape = temp("shape");
+  const std::string result = temp("alloc");
+  std::string extents;
+  for (const Expr& e : al->shape) extents += (extents.empty() ? "" : ", ") + index_value(e);
+  const char* fill = "uninitialized";
+  switch (al->fill) {
+    case FillKind::Uninitialized:
+      fill = "uninitialized";
+      break;
+    case FillKind::Zeros:
+      fill = "zeros";
+      break;
+    case FillKind::Ones:
+      fill = "ones";
+      break;
+    case FillKind::Value:
+      fill = "value";
+      break;
+  }
+  const bool needs_kernel = al->fill == FillKind::Ones || al->fill == FillKind::Value;
+  const int kernel = needs_kernel ? fill_kernel(a->type.dtype) : -1;
+  const std::string value = al->fill_value ? expr(al->fill_value) : t + "()";
+  line("{");
+  ++indent_;
+  line("const int64_t " + shape + "[] = {" + extents + "};");
+  line("plait::allocation<" + t + "> " + result + " = plait_cuda::allocate_device_array<" + t + ">(ctx, " +
+       loc_args(al->loc) + ", " + std::to_string(a->type.ndim) + ", " + shape + ", " +
+       (a->type.layout == Layout::F ? "true" : "false") + ", plait::fill_kind::" + fill + ", " + value + ", " +
+       std::to_string(kernel) + ");");
+  line("if (!" + result + ".ok) return ctx->error_kind;");
+  line(data(a) + " = " + result + ".data;");
+  for (int d = 0; d < a->type.ndim; ++d) {
+    line(extent(a, d) + " = " + result + ".shape[" + std::to_string(d) + "];");
+    if (!unit_stride(a->type, d)) line(stride(a, d) + " = " + result + ".strides[" + std::to_string(d) + "];");
+  }
+  line(owner(a) + " = std::move(" + result + ".owner);");
+  --indent_;
+  line("}");
+}
+
+void CudaEmitter::emit_bind(const ArrayBind* b) {
+  line(data(b->dst) + " = " + data(b->src) + ";");
+  for (int d = 0; d < b->dst->type.ndim; ++d) {
+    line(extent(b->dst, d) + " = " + extent(b->src, d) + ";");
+    if (!unit_stride(b->dst->type, d)) line(stride(b->dst, d) + " = " + stride(b->src, d) + ";");
+  }
+  if (device()) return;
+  if (array(b->src).has_owner) {
+    line(owner(b->dst) + " = " + owner(b->src) + ";");
+  } else {
+    line(owner(b->dst) + ".reset();");
+  }
+}
+
+}  // namespace plait::codegen::cuda_emitter

@@ -1,0 +1,456 @@
+// The CUDA emitter: statements, stores and atomic updates, matrix products through
+// cuBLAS, assertions and how device code stops after an error (cuda_emitter.h).
+#include "codegen/cuda/cuda_emitter.h"
+
+namespace plait::codegen::cuda_emitter {
+
+void CudaEmitter::emit_contents(const Stmt& s) {
+  scopes_.emplace_back();
+  const int region_slots = region_slots_used_;
+  const Block* b = s->as<Block>();
+  std::vector<Stmt> stmts = b ? b->stmts : std::vector<Stmt>{s};
+  std::vector<Stmt> run;
+  for (size_t k = 0; k < stmts.size(); ++k) {
+    const Stmt& st = stmts[k];
+    if (!device() && runs_on_device(st)) {
+      run.push_back(st);
+      continue;
+    }
+    if (!run.empty()) emit_serial_region(run, stays_on_device(run, stmts, k));
+    run.clear();
+    resident_slots_.clear();
+    if (!device()) resident_loop_ = results_stay_on_device(stmts, k) ? st->as<For>() : nullptr;
+    emit(st);
+    resident_loop_ = nullptr;
+  }
+  if (!run.empty()) emit_serial_region(run, stays_on_device(run, stmts, stmts.size()));
+  resident_slots_.clear();
+  if (!device()) {
+    for (auto it = region_slots_.begin(); it != region_slots_.end();)
+      it = it->second >= kRegionSlot + region_slots ? region_slots_.erase(it) : std::next(it);
+    region_slots_used_ = region_slots;
+  }
+  scopes_.pop_back();
+}
+
+VarSet CudaEmitter::stays_on_device(const std::vector<Stmt>& run, const std::vector<Stmt>& stmts, size_t next) {
+  VarSet out;
+  if (device() || persistent_step_) return out;
+  Captures cap = captures_of(run);
+  for (const Var& v : cap.scalars) {
+    if (!cap.written.count(v.get()) || region_slots_used_ + static_cast<int>(out.size()) >= kResidentSlots) continue;
+    bool ok = declares(stmts, stmts.size(), v.get());
+    for (size_t j = next; j < stmts.size() && ok; ++j) {
+      ScalarCollector uses;
+      uses.visit(stmts[j]);
+      if (!collected(uses, v.get())) continue;
+      const For* f = stmts[j]->as<For>();
+      StmtFacts facts;
+      if (f) facts.visit(f->body);
+      ScalarCollector bounds;
+      if (f) {
+        bounds.visit(f->begin);
+        bounds.visit(f->end);
+        bounds.visit(f->step);
+      }
+      ok = f && is_parallel(f->schedule.kind) && !uses.written.count(v.get()) && !facts.binds_arrays &&
+           !collected(bounds, v.get());
+    }
+    if (ok) out.insert(v.get());
+  }
+  return out;
+}
+
+bool CudaEmitter::results_stay_on_device(const std::vector<Stmt>& stmts, size_t k) {
+  const For* f = stmts[k]->as<For>();
+  if (!f || !is_parallel(f->schedule.kind) || f->schedule.reductions.empty() ||
+      static_cast<int>(f->schedule.reductions.size()) > kResidentSlots || persistent_step_)
+    return false;
+  size_t end = k + 1;
+  while (end < stmts.size() && runs_on_device(stmts[end])) ++end;
+  for (const Reduction& r : f->schedule.reductions) {
+    if (!declares(stmts, k, r.var.get())) return false;
+    for (size_t j = k + 1; j < stmts.size(); ++j) {
+      ScalarCollector uses;
+      uses.visit(stmts[j]);
+      if (collected(uses, r.var.get()) && (j >= end || uses.written.count(r.var.get()))) return false;
+    }
+  }
+  return true;
+}
+
+bool CudaEmitter::declares(const std::vector<Stmt>& stmts, size_t end, const VarInfo* v) {
+  for (size_t j = 0; j < end; ++j)
+    if (const Declare* d = stmts[j]->as<Declare>(); d && d->var.get() == v) return true;
+  return false;
+}
+
+bool CudaEmitter::collected(const ScalarCollector& c, const VarInfo* v) {
+  return std::any_of(c.used.begin(), c.used.end(), [&](const Var& u) { return u.get() == v; });
+}
+
+bool CudaEmitter::runs_on_device(const Stmt& s) {
+  if (s->kind == NodeKind::Declare) return false;
+  StmtFacts facts;
+  facts.visit(s);
+  return facts.touches_elements && !facts.has_parallel_loop && !facts.has_return && !facts.binds_arrays &&
+         !facts.leaves && !facts.calls_library;
+}
+
+void CudaEmitter::emit(const Stmt& s) {
+  line_directive(s->loc);
+  switch (s->kind) {
+    case NodeKind::Block:
+      line("{");
+      ++indent_;
+      emit_contents(s);
+      --indent_;
+      line("}");
+      return;
+    case NodeKind::Declare: {
+      if (const ArrayVar& a = s->as<Declare>()->array) return declare_array(a);
+      const Var& v = s->as<Declare>()->var;
+      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
+      scopes_.back().insert(v.get());
+      return;
+    }
+    case NodeKind::Assign: {
+      const Assign* a = s->as<Assign>();
+      if (auto it = nan_checked_.find(a->var.get()); it != nan_checked_.end())
+        return emit_nan_checked_update(a, it->second);
+      if (declared(a->var.get())) {
+        line(var_name(a->var) + " = " + expr(a->value) + ";");
+      } else {
+        line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + " = " + expr(a->value) + ";");
+        scopes_.back().insert(a->var.get());
+      }
+      // An error in host code ends the call, as in Python; in device
+      // code it ends the thread's work (stop_on_device_error).
+      if (!device() && host_may_stop(a->value)) line(kHostStop);
+      if (device() && analysis::raises(a->value).expressions) stop_on_device_error();
+      return;
+    }
+    case NodeKind::Store:
+      return emit_store(s->as<Store>());
+    case NodeKind::AtomicUpdate:
+      return emit_atomic(s->as<AtomicUpdate>());
+    case NodeKind::If: {
+      const If* i = s->as<If>();
+      std::string cond = expr(i->cond);
+      if (device() ? device_can_stop() && analysis::raises(i->cond).expressions : host_may_stop(i->cond)) {
+        const std::string c = temp("cond");
+        line("const bool " + c + " = " + cond + ";");
+        if (device()) {
+          stop_on_device_error();
+        } else {
+          line(kHostStop);
+        }
+        cond = c;
+      }
+      line("if (" + cond + ") {");
+      nested(i->then_case);
+      if (i->else_case) {
+        line("} else {");
+        nested(i->else_case);
+      }
+      line("}");
+      return;
+    }
+    case NodeKind::For: {
+      const For* f = s->as<For>();
+      if (!device() && is_parallel(f->schedule.kind)) return emit_parallel_kernel(f);
+      if (!device() && f->schedule.kind == LoopKind::Serial && emit_persistent_time_loop(f)) return;
+      if (!device() && f->schedule.kind == LoopKind::Serial && emit_device_serial_loop(s)) return;
+      if (persistent_step_ && is_parallel(f->schedule.kind)) {
+        if (register_plan_) {
+          emit_register_parallel_loop(f);
+          // No barrier follows a loop in registers; where the step may
+          // raise, the block learns of an error here, all its threads
+          // together, before the code after the loop runs.
+          if (step_may_raise_) line("if (plait::block_stopped(p_err)) return;  // an error stops the call");
+          return;
+        }
+        emit_persistent_parallel_loop(f);
+        // A barrier the step does without when its arrays do not share memory.
+        // Every block leaves at the same barrier once an error is
+        // recorded (plait::grid_sync says why none waits for one that left).
+        line(barrier_not_needed_.count(f) ? "if (!p_apart && plait::grid_sync(p_barrier, p_err)) return;"
+                                          : "if (plait::grid_sync(p_barrier, p_err)) return;");
+        return;
+      }
+      return emit_serial_for(f);
+    }
+    case NodeKind::While: {
+      const While* w = s->as<While>();
+      // A condition that may raise, or that reads the GPU's memory on the
+      // host, is tested at the top of the body, so that an error stops
+      // the loop before its next iteration (a host loop does not spin on
+      // values that stopped device code no longer changes).
+      const bool test_first =
+          device() ? device_can_stop() && analysis::raises(w->cond).expressions : host_may_stop(w->cond);
+      line(test_first ? "while (true) {" : "while (" + expr(w->cond) + ") {");
+      ++loop_depth_;
+      if (test_first) {
+        ++indent_;
+        const std::string c = temp("cond");
+        line("const bool " + c + " = " + expr(w->cond) + ";");
+        if (device()) {
+          stop_on_device_error();
+        } else {
+          line(kHostStop);
+        }
+        line("if (!" + c + ") break;");
+        --indent_;
+      }
+      nested(w->body);
+      --loop_depth_;
+      line("}");
+      return;
+    }
+    case NodeKind::Assert:
+      return emit_assert(s->as<Assert>());
+    case NodeKind::Break:
+      line("break;");
+      return;
+    case NodeKind::Continue:
+      line("continue;");
+      return;
+    case NodeKind::Return:
+      if (device()) PLAIT_INTERNAL_ERROR("a return statement in device code");
+      return emit_return(s->as<Return>());
+    case NodeKind::Allocate:
+      if (device()) {
+        emit_device_allocate(s->as<Allocate>());
+        stop_on_device_error();  // a negative or oversized shape
+        return;
+      }
+      return emit_allocate(s->as<Allocate>());
+    case NodeKind::ArrayBind:
+      return emit_bind(s->as<ArrayBind>());
+    case NodeKind::MatMul:
+      if (device()) PLAIT_INTERNAL_ERROR("a library matrix product in device code");
+      return emit_matmul(s->as<MatMul>());
+    default:
+      PLAIT_INTERNAL_ERROR(std::string("not a statement: ") + node_kind_name(s->kind));
+  }
+}
+
+void CudaEmitter::emit_matmul(const MatMul* mm) {
+  auto operand = [&](const ArrayVar& x, bool transposed) {
+    const std::string rows = stride(x, transposed ? 1 : 0), cols = stride(x, transposed ? 0 : 1);
+    return data(x) + ", " + rows + ", " + cols;
+  };
+  const std::string beta = mm->beta ? expr(mm->beta) : std::string("0.0");
+  const std::string beta_reads_c = mm->beta ? "1" : "0";
+  const std::string status = temp("gemm");
+  const MatMulTriangle& tri = mm->triangle;
+  if (tri.part == MatMulPart::Full) {
+    line("const int32_t " + status + " = ctx->cuda->gemm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + expr(mm->m) +
+         ", " + expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " + operand(mm->a, mm->a_transposed) +
+         ", " + operand(mm->b, mm->b_transposed) + ", " + beta + ", " + beta_reads_c + ", " + operand(mm->c, false) +
+         ");");
+  } else {
+    line("int32_t " + status + " = 1;");
+    line("{");
+    ++indent_;
+    const std::string rows = temp("rows"), ok = temp("ok");
+    line("const int64_t " + rows + " = " + expr(mm->m) + ";");
+    line("bool " + ok + " = true;");
+    if (tri.row_condition) {
+      const std::string r = temp("row");
+      line("for (int64_t " + r + " = 0; " + ok + " && " + r + " < " + rows + "; ++" + r + ") {");
+      ++indent_;
+      scopes_.emplace_back();
+      line("[[maybe_unused]] const " + ctype(tri.row->type) + " " + var_name(tri.row) + " = static_cast<" +
+           ctype(tri.row->type) + ">(" + r + ");");
+      scopes_.back().insert(tri.row.get());
+      line(ok + " = " + expr(tri.row_condition) + ";");
+      scopes_.pop_back();
+      --indent_;
+      line("}");
+    }
+    std::string call;
+    if (tri.part == MatMulPart::StrictUpperInPlace) {
+      call = "ctx->cuda->trmm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " + expr(mm->n) + ", " +
+             operand(mm->a, mm->a_transposed) + ", " + operand(mm->c, false) + ")";
+    } else if (tri.part == MatMulPart::LowerSolve) {
+      // A vector, or the row of a matrix: its first element and step.
+      auto vector = [&](const ArrayVar& x) {
+        if (!tri.vector_row) return data(x) + ", " + stride(x, 0);
+        return data(x) + " + (" + expr(tri.vector_row) + ") * " + stride(x, 0) + ", " + stride(x, 1);
+      };
+      call = "ctx->cuda->trsv(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " +
+             operand(mm->a, mm->a_transposed) + ", " + vector(mm->b) + ", " + vector(mm->c) + ")";
+    } else if (tri.part == MatMulPart::SymmetricLower) {
+      call = "ctx->cuda->symm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " + expr(mm->n) + ", " +
+             expr(mm->alpha) + ", " + operand(mm->a, false) + ", " + operand(mm->b, mm->b_transposed) + ", " + beta +
+             ", " + beta_reads_c + ", " + operand(mm->c, false) + ")";
+    } else {
+      const std::string second = tri.a2 ? expr(tri.alpha2) + ", " + operand(tri.a2, tri.a2_transposed) + ", " +
+                                              operand(tri.b2, tri.b2_transposed)
+                                        : std::string("0.0, nullptr, 0, 0, nullptr, 0, 0");
+      call = "ctx->cuda->gemmt(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
+             (tri.part == MatMulPart::Upper ? "1" : "0") + ", " + rows + ", " + expr(mm->k) + ", " + expr(mm->alpha) +
+             ", " + operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) + ", " + second + ", " +
+             beta + ", " + beta_reads_c + ", " + operand(mm->c, false) + ")";
+    }
+    line("if (" + ok + ") " + status + " = " + call + ";");
+    --indent_;
+    line("}");
+  }
+  line("if (" + status + " < 0) return ctx->error_kind;");
+  line("if (" + status + " > 0) {");
+  nested(mm->loops);
+  line("}");
+}
+
+void CudaEmitter::emit_nan_checked_update(const Assign* a, const std::string& nan_seen) {
+  const Binary* b = a->value->as<Binary>();
+  if (!b || (b->op != BinaryOp::PyMax && b->op != BinaryOp::PyMin))
+    PLAIT_INTERNAL_ERROR("a max/min reduction of `" + a->var->name + "` that is not max(x, m) or min(x, m)");
+  const VarRef* first = b->a->as<VarRef>();
+  const Expr& other = first && first->var.get() == a->var.get() ? b->b : b->a;
+  const std::string x = temp("x");
+  line("{");
+  ++indent_;
+  line("const " + ctype(a->var->type) + " " + x + " = " + expr(other) + ";");
+  line(nan_seen + " |= (int32_t)(" + x + " != " + x + ");");
+  line(var_name(a->var) + " = plait::" + (b->op == BinaryOp::PyMax ? "py_max" : "py_min") + "(" + var_name(a->var) +
+       ", " + x + ");");
+  --indent_;
+  line("}");
+}
+
+void CudaEmitter::stop_on_device_error() {
+  if (!stop_.empty()) {
+    line("if (p_errs.raised) " + stop_);
+    ++stop_uses_;
+  } else if (persistent_step_) {
+    line(register_plan_ ? "if (plait::block_stopped(p_err)) return;  // an error stops the call"
+                        : "if (plait::grid_sync(p_barrier, p_err)) return;  // an error stops the call");
+  }
+}
+
+bool CudaEmitter::host_may_stop(const Expr& e) {
+  if (analysis::raises(e).expressions) return true;
+  StmtFacts facts;
+  facts.visit(e);
+  return facts.touches_elements;
+}
+
+void CudaEmitter::emit_assert(const Assert* a) {
+  line("if (!(" + expr(a->cond) + ")) {");
+  ++indent_;
+  if (device()) {
+    const size_t index = assert_messages_.size();
+    assert_messages_.push_back(a->message);
+    line("plait::raise_error(" + sink() + ", " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) +
+         ", plait::msg_assert_failed, " + std::to_string(index) + ");");
+    if (!stop_.empty()) {
+      line(stop_);
+      ++stop_uses_;
+    } else {
+      line(loop_depth_ > 0 ? "continue;" : "return;");
+    }
+  } else {
+    line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) + ", \"" +
+         escape_path(a->message) + "\");");
+    line("return ctx->error_kind;");
+  }
+  --indent_;
+  line("}");
+}
+
+void CudaEmitter::nested(const Stmt& s) {
+  ++indent_;
+  emit_contents(s);
+  --indent_;
+}
+
+void CudaEmitter::emit_store(const Store* st) {
+  if (!device()) PLAIT_INTERNAL_ERROR("an array store in host code");
+  std::string stored = expr(st->value);
+  if (const ArrayVar* a = register_array(st->array.get()); a && register_loop_) {
+    const std::string slot = data(*a) + "_reg[" + std::to_string(register_slot_) + "]";
+    if (!analysis::raises(st->value).expressions) {
+      line(slot + " = " + stored + ";");
+      return;
+    }
+    // A failed value is not kept (the slot goes back to memory).
+    const std::string value = temp("value");
+    line("{");
+    line("  const " + ctype(st->array->type.dtype) + " " + value + " = " + stored + ";");
+    ++indent_;
+    stop_on_device_error();
+    --indent_;
+    line("  " + slot + " = " + value + ";");
+    line("}");
+    return;
+  }
+  // A row kept in registers: the register first, then memory unless the
+  // row is the worker's own temporary.
+  if (auto it = cached_rows_.find(st->array.get()); it != cached_rows_.end()) {
+    const std::string slot = it->second.registers + "[" + row_slot_ + "]";
+    line(slot + " = " + stored + ";");
+    if (it->second.registers_only) return;
+    stored = slot;
+  }
+  // A store made once for its group of iterations, after them.
+  if (auto it = group_stores_.find(st); it != group_stores_.end() && !group_lane_.empty()) {
+    line(it->second + ".v[" + group_lane_ + "] = " + stored + ";");
+    return;
+  }
+  emit_element_update(st->array, st->indices, st->value, stored, st->checked, st->loc,
+                      [&](const std::vector<std::string>& idx, const std::string& value) {
+                        return data(st->array) + "[" + offset(st->array, idx) + "] = " + value + ";";
+                      });
+}
+
+void CudaEmitter::emit_atomic(const AtomicUpdate* u) {
+  if (!device()) PLAIT_INTERNAL_ERROR("an atomic update in host code");
+  std::string fn;
+  switch (u->op) {
+    case AtomicOp::Add:
+      fn = "atomic_add";
+      break;
+    case AtomicOp::Sub:
+      fn = "atomic_sub";
+      break;
+    case AtomicOp::Mul:
+      fn = "atomic_mul";
+      break;
+    case AtomicOp::Div:
+      fn = "atomic_div";
+      break;
+    case AtomicOp::Min:
+      fn = "atomic_min";
+      break;
+    case AtomicOp::Max:
+      fn = "atomic_max";
+      break;
+    case AtomicOp::BitAnd:
+      fn = "atomic_and";
+      break;
+    case AtomicOp::BitOr:
+      fn = "atomic_or";
+      break;
+    case AtomicOp::BitXor:
+      fn = "atomic_xor";
+      break;
+  }
+  const std::string t = ctype(u->array->type.dtype);
+  fn = "plait::" + fn + "<" + t + ">";
+  // The element updated: in the array, or in the block's private copy of
+  // it in shared memory (1-D, indexed by the element's index).
+  auto target = [&](const std::vector<std::string>& idx) {
+    auto it = private_copies_.find(u->array.get());
+    if (it != private_copies_.end()) return "&" + it->second + "[" + idx[0] + "]";
+    return "&" + data(u->array) + "[" + offset(u->array, idx) + "]";
+  };
+  emit_element_update(u->array, u->indices, u->value, expr(u->value), u->checked, u->loc,
+                      [&](const std::vector<std::string>& idx, const std::string& value) {
+                        return fn + "(" + target(idx) + ", " + value + ");";
+                      });
+}
+
+}  // namespace plait::codegen::cuda_emitter

@@ -1,0 +1,547 @@
+// The vocabulary of the CUDA back end's emitter (cuda_emitter.h): the
+// visitors and helpers its parts share. Private to codegen/cuda.
+#pragma once
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "analysis/raises.h"
+#include "analysis/var_uses.h"
+#include "codegen/cuda/codegen_cuda.h"
+#include "codegen/cuda/device_runtime.h"
+#include "codegen/cuda/device_stops.h"
+#include "codegen/cuda/register_arrays.h"
+#include "codegen/cuda/step_barriers.h"
+#include "codegen/cuda/worker_plan.h"
+#include "codegen/overlap_test.h"
+#include "ir/ir_printer.h"
+#include "ir/ir_visitor.h"
+#include "runtime/abi.h"
+
+namespace plait {
+extern const char* const kRuntimeAbiText;
+extern const char* const kRuntimeHeaderText;
+}  // namespace plait
+
+namespace plait::codegen {
+
+using namespace ir;
+using cuda::ArrayAccess;
+using cuda::Placement;
+using cuda::RegisterLoop;
+using cuda::RegisterPlan;
+using cuda::WorkerPlan;
+
+namespace cuda_emitter {
+
+// Blocks of a kernel launch: enough for one thread per iteration up to this
+// many; a reduction kernel stops earlier, as each warp costs one atomic.
+inline constexpr int64_t kMaxBlocks = 65536;
+inline constexpr int64_t kMaxReductionBlocks = 2048;
+// Fewer workers than this leave most of the GPU idle at one thread each
+// (8192 warps fill 132 SMs' 2048 threads twice over): a worker whose loops
+// the cost rule keeps serial gets a team of threads instead.
+inline constexpr int64_t kFewWorkers = 8192;
+// The largest block of a kernel's wide version (emit_parallel_kernel): with
+// __launch_bounds__(1024) a thread has at most 64 registers, fewer than the
+// rows it would keep in them take.
+inline constexpr int kWideBlockLimit = 512;
+// The team of a worker whose inner loops' trip counts vary between workers
+// and are not known before the launch (CSR rows): short rows leave few of its
+// threads idle, and its threads read consecutive elements where one thread
+// per row reads a row apart from its neighbours' (spmv's 1e6 rows of 10
+// elements: L2-bound at 10% L1 hits under ncu). Teams of 2 were faster than
+// 4 and 8 there and at NPBench's 2 per row (docs/cuda.md, "Team size").
+inline constexpr int kSmallTeam = 2;
+// CSR rows staged per block (cuda::staged_rows_loop): the terms a block
+// computes for its rows at once, per reduction (16 KB of float64; the 128
+// rows of a block of 256 threads in teams of 2, at 16 elements on average).
+inline constexpr int kStagedElements = 2048;
+// The host runs the staged version when the rows hold at most this many
+// elements on average (plait_cuda::rows_staged).
+inline constexpr int kStagedRowElements = 16;
+// emit_device_serial_loop: the largest dimension of the arrays a serial loop
+// touches for its steps to run on one team of the block's threads; and,
+// when its steps hold parallel loops of the user's (whose iterations a launch
+// per step gives a thread or a team each, where the one team runs their inner
+// loops serially), the most elements of each array: 32 per thread of the
+// team (measured on gramschmidt: 70 x 60 gains 1.9x on the launches, 240 x
+// 200 loses 3x).
+inline constexpr int64_t kDeviceLoopMaxExtent = 8192;
+inline constexpr int64_t kDeviceLoopMaxElements = 8192;
+inline constexpr int kScratchSlots = (PLAIT_CUDA_SCRATCH_BYTES - PLAIT_CUDA_ERROR_BYTES) / 8;
+// Persistent kernels (one launch for all steps of a time loop): threads per
+// block, and the scratch slot of their grid barrier's two counters.
+inline constexpr int kPersistentBlockSize = 1024;
+inline constexpr int kBarrierSlot = kScratchSlots - 1;
+// Reduction results that stay on the device for the device region after
+// their loop (emit_contents): slots kResidentSlot.. kResidentSlot + 7.
+inline constexpr int kResidentSlots = 8;
+inline constexpr int kResidentSlot = kBarrierSlot - kResidentSlots;
+// Scalars that a device region assigns and only later parallel loops of its
+// block read stay on the device too: slots kRegionSlot.. kResidentSlot - 1.
+inline constexpr int kRegionSlot = kResidentSlot - kResidentSlots;
+// Iterations per thread of a straight-line one-thread worker
+// (emit_batched_worker_loop).
+inline constexpr int kBatchIterations = 4;
+// ... and of a collapsed nest of several loops: each iteration's indices and
+// 64-bit addresses take registers, and with 4 iterations the 2-D stencil's
+// sweeps took 62 per thread (half the threads of an SM resident: 68% of the
+// copy bandwidth at 4096 x 4096 float64; with 2, 74%: docs/cuda.md).
+inline constexpr int kNestBatchIterations = 2;
+// Workers per thread whose first loads are made together (PrefetchableLoads).
+inline constexpr int kPrefetchIterations = 4;
+
+inline std::string dtype_code(ScalarKind k) {
+  return plait_dtype_name(k);
+}
+
+inline std::string dtype_suffix(ScalarKind k) {
+  return to_string(ScalarType{k, false});
+}
+
+inline int element_bytes(ScalarKind k) {
+  return ScalarType{k, false}.bits() / 8;
+}
+
+inline std::string ctype(ScalarType t) {
+  return c_type_name(t.kind);
+}
+inline std::string ctype(ScalarKind k) {
+  return c_type_name(k);
+}
+
+inline std::string sanitize(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    out += ok ? c : '_';
+  }
+  return out;
+}
+
+inline std::string escape_path(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '\\' || c == '"') out += '\\';
+    out += (c == '\n' || c == '\r') ? ' ' : c;
+  }
+  return out;
+}
+
+inline std::string int_literal(int64_t v, ScalarKind k) {
+  if (k == ScalarKind::UInt64) return "uint64_t(" + std::to_string(static_cast<uint64_t>(v)) + "ULL)";
+  if (k != ScalarKind::Int64) return ctype(k) + "(" + std::to_string(v) + ")";
+  if (v == INT64_MIN) return "(-int64_t(9223372036854775807) - 1)";
+  return "int64_t(" + std::to_string(v) + ")";
+}
+
+// Integers narrower than int are promoted to int by C++ arithmetic, where
+// 16-bit products can overflow: they compute in uint32_t, and the result is
+// cast back so that it wraps as NumPy's does.
+inline bool promoted_by_cpp(ScalarType t) {
+  return t.is_int() && t.bits() < 32;
+}
+
+// ------------------------------------------------------------------ analyses
+
+// Collects the arrays a subtree mentions and those it (re)binds or declares.
+class ArrayCollector : public IRVisitor {
+ public:
+  std::vector<ArrayVar> used;  // in first-use order
+  ArraySet bound;
+  ArraySet declared;
+  const Allocate* first_allocate = nullptr;
+  using IRVisitor::visit;
+
+ protected:
+  void note(const ArrayVar& a) {
+    if (seen_.insert(a.get()).second) used.push_back(a);
+  }
+  void visit(const Load* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayDim* n) override { note(n->array); }
+  void visit(const ArraysOverlap* n) override {
+    note(n->a);
+    note(n->b);
+  }
+  void visit(const Store* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    note(n->array);
+    IRVisitor::visit(n);
+  }
+  void visit(const Allocate* n) override {
+    note(n->array);
+    bound.insert(n->array.get());
+    if (!first_allocate) first_allocate = n;
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayBind* n) override {
+    note(n->src);
+    note(n->dst);
+    bound.insert(n->dst.get());
+  }
+  void visit(const Declare* n) override {
+    if (n->array) {
+      note(n->array);
+      declared.insert(n->array.get());
+    }
+  }
+  void visit(const Return* n) override {
+    for (const ReturnValue& v : n->values)
+      if (v.array) note(v.array);
+    IRVisitor::visit(n);
+  }
+
+ private:
+  ArraySet seen_;
+};
+
+// The scalars a subtree mentions (read or assigned, loop variables included)
+// in first-use order, and those it assigns.
+class ScalarCollector : public IRVisitor {
+ public:
+  std::vector<Var> used;
+  VarSet written;
+  using IRVisitor::visit;
+
+ protected:
+  void note(const Var& v) {
+    if (seen_.insert(v.get()).second) used.push_back(v);
+  }
+  void visit(const VarRef* n) override { note(n->var); }
+  void visit(const Assign* n) override {
+    note(n->var);
+    written.insert(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const For* n) override {
+    note(n->var);
+    written.insert(n->var.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Declare* n) override {
+    if (n->var) note(n->var);
+  }
+
+ private:
+  VarSet seen_;
+};
+
+// What decides where a statement outside parallel loops runs.
+class StmtFacts : public IRVisitor {
+ public:
+  bool touches_elements = false;  // Load, Store or AtomicUpdate
+  bool has_parallel_loop = false;
+  bool has_return = false;
+  bool binds_arrays = false;   // Allocate or ArrayBind
+  bool leaves = false;         // break/continue out of the statement
+  bool calls_library = false;  // a MatMul, which the host hands to cuBLAS
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const MatMul* n) override {
+    calls_library = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Load* n) override {
+    touches_elements = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Store* n) override {
+    touches_elements = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    touches_elements = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Return* n) override {
+    has_return = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const Allocate* n) override {
+    binds_arrays = true;
+    IRVisitor::visit(n);
+  }
+  void visit(const ArrayBind*) override { binds_arrays = true; }
+  void visit(const Break*) override {
+    if (depth_ == 0) leaves = true;
+  }
+  void visit(const Continue*) override {
+    if (depth_ == 0) leaves = true;
+  }
+  void visit(const For* n) override {
+    if (is_parallel(n->schedule.kind)) has_parallel_loop = true;
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const While* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+// Whether an expression reads any of the given variables.
+class UsesVars : public IRVisitor {
+ public:
+  explicit UsesVars(VarSet vars) : vars_(std::move(vars)) {}
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const VarRef* n) override {
+    if (vars_.count(n->var.get())) found = true;
+  }
+
+ private:
+  VarSet vars_;
+};
+
+// The loops of a statement whose schedule carries a sliced pragma's size
+// (block(N), le(N), single_block), for the remark when a worker does not use
+// them.
+class SizedLoops : public IRVisitor {
+ public:
+  std::vector<const For*> loops;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const For* n) override {
+    const LoopSchedule& s = n->schedule;
+    if (s.block_strip > 0 || s.most_trips > 0 || s.single_block) loops.push_back(n);
+    IRVisitor::visit(n);
+  }
+};
+
+// The sizes a loop's sliced pragma gives, as written: "single_block", "le(64)".
+inline std::string pragma_sizes(const LoopSchedule& s) {
+  std::string out;
+  if (s.single_block) out += "single_block";
+  if (s.block_strip > 0) out += std::string(out.empty() ? "" : ", ") + "block(" + std::to_string(s.block_strip) + ")";
+  if (s.most_trips > 0) out += std::string(out.empty() ? "" : ", ") + "le(" + std::to_string(s.most_trips) + ")";
+  return out;
+}
+
+// Whether a loop body leaves the loop early (break at its level, or return).
+class LeavesLoop : public IRVisitor {
+ public:
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Break*) override {
+    if (depth_ == 0) found = true;
+  }
+  void visit(const Return*) override { found = true; }
+  void visit(const For* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+  void visit(const While* n) override {
+    ++depth_;
+    IRVisitor::visit(n);
+    --depth_;
+  }
+
+ private:
+  int depth_ = 0;
+};
+
+// Whether device code built from a subtree can record a run-time error.
+class HasErrorSites : public IRVisitor {
+ public:
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    found = found || n->checked;
+    IRVisitor::visit(n);
+  }
+  void visit(const Store* n) override {
+    found = found || n->checked;
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    found = found || n->checked;
+    IRVisitor::visit(n);
+  }
+  void visit(const Cast* n) override {
+    found = found || (n->checked && n->value->type.is_float() && n->type.is_int()) ||
+            (n->checked && n->value->type.is_int() && n->type.is_int());
+    IRVisitor::visit(n);
+  }
+  void visit(const Binary* n) override {
+    found = found || n->zero_check || (n->op == BinaryOp::Pow && n->type.is_int());
+    IRVisitor::visit(n);
+  }
+  void visit(const Call* n) override {
+    found = found || n->python_math;
+    IRVisitor::visit(n);
+  }
+  void visit(const Assert* n) override {
+    found = true;
+    IRVisitor::visit(n);
+  }
+};
+
+// The arrays a subtree writes (stores and atomic updates), and those it reads.
+class StoredArrays : public IRVisitor {
+ public:
+  ArraySet arrays;
+  ArraySet loaded;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    loaded.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const Store* n) override {
+    arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+  void visit(const AtomicUpdate* n) override {
+    arrays.insert(n->array.get());
+    IRVisitor::visit(n);
+  }
+};
+
+// The loads a one-thread worker can make for several of its iterations
+// before running any of them: in the statements the body runs first
+// (assignments and stores before any branch or loop), evaluated whatever the
+// values (not inside a select or the right of `and`/`or`), unchecked, of an
+// array the loop never writes, at indices computed from the loop variables
+// and scalars the body does not assign (no loads). A histogram reads its
+// value this way, then updates a bin: the next iterations' values are in
+// flight while the atomics run.
+class PrefetchableLoads : public IRVisitor {
+ public:
+  std::vector<const Load*> loads;
+
+  PrefetchableLoads(const Stmt& body, const VarSet& nest_vars) : nest_vars_(nest_vars) {
+    StoredArrays stored;
+    stored.visit(body);
+    stored_ = stored.arrays;
+    ScalarCollector scalars;
+    scalars.visit(body);
+    assigned_ = scalars.written;
+    const Block* b = body->as<Block>();
+    for (const Stmt& st : b ? b->stmts : std::vector<Stmt>{body}) {
+      if (st->kind == NodeKind::Declare) continue;
+      if (st->kind != NodeKind::Assign && st->kind != NodeKind::Store) break;
+      visit(st);
+    }
+  }
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Load* n) override {
+    if (n->checked || stored_.count(n->array.get())) return;
+    StoredArrays inner;
+    ScalarCollector vars;
+    for (const Expr& i : n->indices) {
+      inner.visit(i);
+      vars.visit(i);
+    }
+    if (!inner.loaded.empty()) return;
+    for (const Var& v : vars.used)
+      if (assigned_.count(v.get()) && !nest_vars_.count(v.get())) return;
+    if (std::find(loads.begin(), loads.end(), n) == loads.end()) loads.push_back(n);
+  }
+  void visit(const Select* n) override { visit(n->cond); }
+  void visit(const Logical* n) override { visit(n->a); }
+
+ private:
+  const VarSet& nest_vars_;
+  ArraySet stored_;
+  VarSet assigned_;
+};
+
+// Whether an expression computes with integers and bools only (no float
+// value, no math function): the host and the GPU evaluate it alike.
+class IntegralOnly : public IRVisitor {
+ public:
+  bool ok = true;
+  using IRVisitor::visit;
+
+ protected:
+#define PLAIT_EXPR_NODE(n)                                                 \
+  void visit(const n* node) override {                                     \
+    if (node->type.is_float() || node->kind == NodeKind::Call) ok = false; \
+    IRVisitor::visit(node);                                                \
+  }
+#include "ir/ir_nodes.def"
+};
+
+// The allocations of a parallel loop's worker body: for each, the branch
+// conditions around it (condition, and whether the allocation is on its
+// true side) and whether a loop of the body encloses it.
+struct AllocationSite {
+  const Allocate* alloc;
+  std::vector<std::pair<Expr, bool>> guards;
+  bool in_loop;
+};
+
+class AllocationSites : public IRVisitor {
+ public:
+  std::vector<AllocationSite> sites;
+  ArraySet bound_from;  // sources of ArrayBind
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Allocate* n) override { sites.push_back({n, guards_, loops_ > 0}); }
+  void visit(const ArrayBind* n) override { bound_from.insert(n->src.get()); }
+  void visit(const If* n) override {
+    guards_.emplace_back(n->cond, true);
+    visit(n->then_case);
+    guards_.back().second = false;
+    visit(n->else_case);
+    guards_.pop_back();
+  }
+  void visit(const For* n) override {
+    ++loops_;
+    IRVisitor::visit(n);
+    --loops_;
+  }
+  void visit(const While* n) override {
+    ++loops_;
+    IRVisitor::visit(n);
+    --loops_;
+  }
+
+ private:
+  std::vector<std::pair<Expr, bool>> guards_;
+  int loops_ = 0;
+};
+
+// ------------------------------------------------------------------ emitter
+
+struct ArrayLocal {
+  std::string base;        // a_<name>: fields base_data, base_n<d>, base_s<d>
+  bool has_owner = false;  // host code: allocated or rebound
+};
+
+enum class Mode { Host, Device };
+
+}  // namespace cuda_emitter
+}  // namespace plait::codegen
