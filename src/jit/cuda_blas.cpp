@@ -1,0 +1,379 @@
+// The cuBLAS entries of the CUDA runtime's plait_cuda_api table: matrix
+// products, triangles, symmetric products and triangular solves, declined
+// for layouts cuBLAS cannot describe and overlapping operands (cuda_call.h).
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "jit/cuda_call.h"
+#include "support/diagnostics.h"
+
+namespace plait::jit::cuda_call {
+
+namespace {
+
+constexpr int32_t kDone = 0, kDeclined = 1, kFailed = -1;
+constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+
+// A matrix of rows x cols with element strides (rs, cs) as cuBLAS takes it:
+// column-major with leading dimension `ld`, or row-major (its transpose is
+// column-major). Strides of a dimension of extent 1 do not matter.
+struct BlasLayout {
+  bool row_major = false;
+  int64_t ld = 0;
+};
+
+std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool prefer_row_major) {
+  const bool row_major = (cs == 1 || cols <= 1) && (rows <= 1 || rs >= cols);
+  const bool col_major = (rs == 1 || rows <= 1) && (cols <= 1 || cs >= rows);
+  if (row_major && (prefer_row_major || !col_major)) return BlasLayout{true, rows <= 1 ? cols : rs};
+  if (col_major) return BlasLayout{false, cols <= 1 ? rows : cs};
+  return std::nullopt;
+}
+
+// The bytes a rows x cols matrix spans from its first element.
+uint64_t span_bytes(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t element) {
+  const int64_t last = (rows - 1) * (rows > 1 ? rs : 0) + (cols - 1) * (cols > 1 ? cs : 0);
+  return static_cast<uint64_t>((last + 1) * element);
+}
+
+bool overlaps(const void* x, uint64_t x_bytes, const void* y, uint64_t y_bytes) {
+  const auto a = reinterpret_cast<uintptr_t>(x), b = reinterpret_cast<uintptr_t>(y);
+  return a < b + y_bytes && b < a + x_bytes;
+}
+
+// A coefficient the library multiplies by as the loops would: not 0 (the
+// library then skips the product, and the NaNs the loops would propagate),
+// finite, and normal in the element type (a division x / s arrives as
+// alpha = 1 / s, whose precision a subnormal would lose).
+bool usable_alpha(double alpha, int32_t dtype) {
+  return std::isnormal(alpha) && (dtype != PLAIT_FLOAT32 || std::isnormal(static_cast<float>(alpha)));
+}
+
+// The cuBLAS handle of the call's stream (each stream has its own, with its
+// own workspace), made on first use; null with the error in ctx.
+cublasHandle cublas_handle(plait_context* ctx, const CublasApi& blas, CallState& s) {
+  std::lock_guard<std::mutex> lock(s.rt->cublas_mutex);
+  cublasHandle& slot = s.rt->cublas_handles[s.stream];
+  if (!slot) {
+    if (const cublasStatus status = blas.cublasCreate_v2(&slot); status != 0) {
+      slot = nullptr;
+      record_error(ctx, PLAIT_RUNTIME_ERROR, "creating a cuBLAS handle failed (status " + std::to_string(status) + ")");
+    }
+  }
+  return slot;
+}
+
+// A matrix argument of a BLAS entry: its first element, extents and element
+// strides.
+struct BlasMatrix {
+  const void* data;
+  int64_t rows, cols, rs, cs;
+};
+
+// The library and the layouts a BLAS entry hands it: its output's
+// (row-major where it can be either) and those of its laid-out inputs, in
+// the output's orientation where they can be either.
+struct BlasOperands {
+  const CublasApi* blas = nullptr;
+  BlasLayout out;
+  std::vector<BlasLayout> in;
+};
+
+// The checks every BLAS entry makes before it calls the library; nullopt
+// (the entry declines) for an element type other than float32 and float64,
+// without the library, where an extent or a leading dimension exceeds an
+// int, where cuBLAS cannot take a layout, or where an input overlaps the
+// output. `laid_out` inputs get their layouts (in order); `apart` ones,
+// which the entry lays out itself, are only checked not to overlap it.
+std::optional<BlasOperands> blas_operands(int32_t dtype, const BlasMatrix& out, const std::vector<BlasMatrix>& laid_out,
+                                          const std::vector<BlasMatrix>& apart = {}) {
+  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return std::nullopt;
+  auto too_large = [](const BlasMatrix& x) { return x.rows > kMaxInt || x.cols > kMaxInt; };
+  if (too_large(out)) return std::nullopt;
+  for (const std::vector<BlasMatrix>* inputs : {&laid_out, &apart})
+    for (const BlasMatrix& x : *inputs)
+      if (too_large(x)) return std::nullopt;
+  BlasOperands operands;
+  operands.blas = cublas();
+  if (!operands.blas) return std::nullopt;
+  const std::optional<BlasLayout> out_layout = blas_layout(out.rows, out.cols, out.rs, out.cs, true);
+  if (!out_layout || out_layout->ld > kMaxInt) return std::nullopt;
+  operands.out = *out_layout;
+  for (const BlasMatrix& x : laid_out) {
+    const std::optional<BlasLayout> layout = blas_layout(x.rows, x.cols, x.rs, x.cs, out_layout->row_major);
+    if (!layout || layout->ld > kMaxInt) return std::nullopt;
+    operands.in.push_back(*layout);
+  }
+  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
+  const uint64_t out_bytes = span_bytes(out.rows, out.cols, out.rs, out.cs, element);
+  for (const std::vector<BlasMatrix>* inputs : {&laid_out, &apart})
+    for (const BlasMatrix& x : *inputs)
+      if (overlaps(out.data, out_bytes, x.data, span_bytes(x.rows, x.cols, x.rs, x.cs, element))) return std::nullopt;
+  return operands;
+}
+
+}  // namespace
+
+int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
+                 int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta,
+                 int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
+  if (m <= 0 || n <= 0) return kDone;
+  if (k <= 0 || !usable_alpha(alpha, dtype) || (beta_reads_c && beta == 0.0)) return kDeclined;
+  const std::optional<BlasOperands> operands =
+      blas_operands(dtype, {c, m, n, c_rs, c_cs}, {{a, m, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}});
+  if (!operands) return kDeclined;
+  const CublasApi* blas = operands->blas;
+  const BlasLayout &lc = operands->out, &la = operands->in[0], &lb = operands->in[1];
+
+  CallState& s = state_of(ctx);
+  const cublasHandle handle = cublas_handle(ctx, *blas, s);
+  if (!handle) return kFailed;
+  // Column-major cuBLAS computes the product in C's storage order: for a
+  // row-major C it computes C^T = B^T A^T, where a row-major operand is its
+  // own transpose's column-major storage (op N) and a column-major one
+  // needs op T; for a column-major C, the other way round.
+  constexpr int kOpN = 0, kOpT = 1;
+  const bool swap = lc.row_major;
+  const BlasLayout& first = swap ? lb : la;
+  const BlasLayout& second = swap ? la : lb;
+  const int op_first = first.row_major == swap ? kOpN : kOpT;
+  const int op_second = second.row_major == swap ? kOpN : kOpT;
+  const int rows = static_cast<int>(swap ? n : m), cols = static_cast<int>(swap ? m : n);
+  const void* x = swap ? b : a;
+  const void* y = swap ? a : b;
+  const double beta_used = beta_reads_c ? beta : 0.0;
+  cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
+  if (status == 0 && dtype == PLAIT_FLOAT64) {
+    status =
+        blas->cublasDgemm_v2(handle, op_first, op_second, rows, cols, static_cast<int>(k), &alpha,
+                             static_cast<const double*>(x), static_cast<int>(first.ld), static_cast<const double*>(y),
+                             static_cast<int>(second.ld), &beta_used, static_cast<double*>(c), static_cast<int>(lc.ld));
+  } else if (status == 0) {
+    const float alpha32 = static_cast<float>(alpha), beta32 = static_cast<float>(beta_used);
+    status =
+        blas->cublasSgemm_v2(handle, op_first, op_second, rows, cols, static_cast<int>(k), &alpha32,
+                             static_cast<const float*>(x), static_cast<int>(first.ld), static_cast<const float*>(y),
+                             static_cast<int>(second.ld), &beta32, static_cast<float*>(c), static_cast<int>(lc.ld));
+  }
+  if (status == 0) return kDone;
+  record_error(ctx, PLAIT_RUNTIME_ERROR, "a cuBLAS matrix product failed (status " + std::to_string(status) + ")");
+  return kFailed;
+}
+
+// One product of a triangle: alpha * X Y^T with X and Y n x k, in the
+// column-major orientation of C's storage, both row-major (op T) or both
+// column-major (op N) with their leading dimensions.
+struct TriangleProduct {
+  double alpha = 0.0;
+  const void* x = nullptr;
+  const void* y = nullptr;
+  int op = 0;
+  int64_t ldx = 0, ldy = 0;
+};
+
+// alpha * A B (A n x k, B k x n, with their strides) as a TriangleProduct
+// for a C stored row-major (`c_row_major`, whose column-major storage is
+// C^T = B^T A^T) or column-major; null when cuBLAS cannot take the operands.
+std::optional<TriangleProduct> triangle_product(double alpha, int64_t n, int64_t k, const void* a, int64_t a_rs,
+                                                int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs,
+                                                bool c_row_major) {
+  // P = A and Q = B^T, both n x k; C = alpha P Q^T, C^T = alpha Q P^T.
+  struct Matrix {
+    const void* data;
+    int64_t rs, cs;
+  };
+  const Matrix p{a, a_rs, a_cs}, q{b, b_cs, b_rs};
+  const Matrix& x = c_row_major ? q : p;
+  const Matrix& y = c_row_major ? p : q;
+  for (const bool row_major : {false, true}) {
+    const std::optional<BlasLayout> lx = blas_layout(n, k, x.rs, x.cs, row_major);
+    const std::optional<BlasLayout> ly = blas_layout(n, k, y.rs, y.cs, row_major);
+    if (!lx || !ly || lx->row_major != ly->row_major) continue;
+    if (lx->ld > kMaxInt || ly->ld > kMaxInt) return std::nullopt;
+    constexpr int kOpN = 0, kOpT = 1;
+    return TriangleProduct{alpha, x.data, y.data, lx->row_major ? kOpT : kOpN, lx->ld, ly->ld};
+  }
+  return std::nullopt;
+}
+
+int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha, const void* a,
+                  int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double alpha2, const void* a2,
+                  int64_t a2_rs, int64_t a2_cs, const void* b2, int64_t b2_rs, int64_t b2_cs, double beta,
+                  int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
+  if (n <= 0) return kDone;
+  if (k <= 0 || !usable_alpha(alpha, dtype) || (a2 && !usable_alpha(alpha2, dtype)) || (beta_reads_c && beta == 0.0))
+    return kDeclined;
+  std::vector<BlasMatrix> factors{{a, n, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}};
+  if (a2) factors.insert(factors.end(), {{a2, n, k, a2_rs, a2_cs}, {b2, k, n, b2_rs, b2_cs}});
+  const std::optional<BlasOperands> operands = blas_operands(dtype, {c, n, n, c_rs, c_cs}, {}, factors);
+  if (!operands) return kDeclined;
+  const CublasApi* blas = operands->blas;
+  const BlasLayout& lc = operands->out;
+  std::vector<TriangleProduct> products;
+  for (size_t p = 0; p < factors.size(); p += 2) {
+    const BlasMatrix &x = factors[p], &y = factors[p + 1];
+    const std::optional<TriangleProduct> product =
+        triangle_product(p == 0 ? alpha : alpha2, n, k, x.data, x.rs, x.cs, y.data, y.rs, y.cs, lc.row_major);
+    if (!product) return kDeclined;
+    products.push_back(*product);
+  }
+
+  CallState& s = state_of(ctx);
+  const cublasHandle handle = cublas_handle(ctx, *blas, s);
+  if (!handle) return kFailed;
+  // The lower triangle of a row-major C is the upper one of its
+  // column-major storage C^T.
+  const int uplo = (upper != 0) != lc.row_major ? 1 : 0;
+  cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
+  // The second product adds to what the first left in C.
+  double beta_used = beta_reads_c ? beta : 0.0;
+  for (const TriangleProduct& p : products) {
+    if (status != 0) break;
+    const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+    if (dtype == PLAIT_FLOAT64) {
+      status = blas->cublasDsyrkx(handle, uplo, p.op, ni, ki, &p.alpha, static_cast<const double*>(p.x),
+                                  static_cast<int>(p.ldx), static_cast<const double*>(p.y), static_cast<int>(p.ldy),
+                                  &beta_used, static_cast<double*>(c), static_cast<int>(lc.ld));
+    } else {
+      const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(beta_used);
+      status = blas->cublasSsyrkx(handle, uplo, p.op, ni, ki, &alpha32, static_cast<const float*>(p.x),
+                                  static_cast<int>(p.ldx), static_cast<const float*>(p.y), static_cast<int>(p.ldy),
+                                  &beta32, static_cast<float*>(c), static_cast<int>(lc.ld));
+    }
+    beta_used = 1.0;
+  }
+  if (status == 0) return kDone;
+  record_error(ctx, PLAIT_RUNTIME_ERROR,
+               "a cuBLAS triangular matrix product failed (status " + std::to_string(status) + ")");
+  return kFailed;
+}
+
+// B = (I + strict_upper(A)) B: in cuBLAS's column-major terms, B's storage
+// is B (column-major B) or B^T (row-major B, which cuBLAS multiplies from
+// the right by the transpose), and A's storage is A or A^T, whose upper or
+// lower triangle holds strict_upper(A); the diagonal is taken as ones.
+int32_t api_trmm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const void* a, int64_t a_rs, int64_t a_cs,
+                 void* b, int64_t b_rs, int64_t b_cs) {
+  if (m <= 0 || n <= 0) return kDone;
+  const std::optional<BlasOperands> operands = blas_operands(dtype, {b, m, n, b_rs, b_cs}, {{a, m, m, a_rs, a_cs}});
+  if (!operands) return kDeclined;
+  const CublasApi* blas = operands->blas;
+  const BlasLayout &lb = operands->out, &la = operands->in[0];
+
+  CallState& s = state_of(ctx);
+  const cublasHandle handle = cublas_handle(ctx, *blas, s);
+  if (!handle) return kFailed;
+  // A column-major A holds strict_upper(A) in its upper triangle, a
+  // row-major one (storage A^T) in its lower. A row-major B is multiplied
+  // from the right by (I + strict_upper(A))^T, a column-major one from the
+  // left by I + strict_upper(A).
+  constexpr int kLeft = 0, kRight = 1, kLower = 0, kUpper = 1, kOpN = 0, kOpT = 1, kUnit = 1;
+  const int side = lb.row_major ? kRight : kLeft;
+  const int uplo = la.row_major ? kLower : kUpper;
+  const int trans = lb.row_major != la.row_major ? kOpT : kOpN;
+  const int rows = static_cast<int>(lb.row_major ? n : m), cols = static_cast<int>(lb.row_major ? m : n);
+  cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
+  if (status == 0 && dtype == PLAIT_FLOAT64) {
+    const double one = 1.0;
+    status = blas->cublasDtrmm_v2(handle, side, uplo, trans, kUnit, rows, cols, &one, static_cast<const double*>(a),
+                                  static_cast<int>(la.ld), static_cast<const double*>(b), static_cast<int>(lb.ld),
+                                  static_cast<double*>(b), static_cast<int>(lb.ld));
+  } else if (status == 0) {
+    const float one = 1.0f;
+    status = blas->cublasStrmm_v2(handle, side, uplo, trans, kUnit, rows, cols, &one, static_cast<const float*>(a),
+                                  static_cast<int>(la.ld), static_cast<const float*>(b), static_cast<int>(lb.ld),
+                                  static_cast<float*>(b), static_cast<int>(lb.ld));
+  }
+  if (status == 0) return kDone;
+  record_error(ctx, PLAIT_RUNTIME_ERROR,
+               "a cuBLAS triangular matrix product failed (status " + std::to_string(status) + ")");
+  return kFailed;
+}
+
+// x = solve(lower(A), b): b copied to x unless x is b, then cuBLAS's trsv
+// in place. A row-major A is stored as the column-major A^T, whose upper
+// triangle holds lower(A) transposed (op T); a column-major A is A (op N).
+int32_t api_trsv(plait_context* ctx, int32_t dtype, int64_t n, const void* a, int64_t a_rs, int64_t a_cs, const void* b,
+                 int64_t b_stride, void* x, int64_t x_stride) {
+  if (n <= 0) return kDone;
+  if (n == 1) b_stride = x_stride = 1;
+  const bool in_place = b == x && b_stride == x_stride;
+  std::vector<BlasMatrix> apart;
+  if (!in_place) apart.push_back({b, n, 1, b_stride, 1});
+  const std::optional<BlasOperands> operands =
+      blas_operands(dtype, {x, n, 1, x_stride, 1}, {{a, n, n, a_rs, a_cs}}, apart);
+  if (!operands || b_stride < 1 || b_stride > kMaxInt) return kDeclined;
+  const CublasApi* blas = operands->blas;
+  const BlasLayout& la = operands->in[0];
+
+  CallState& s = state_of(ctx);
+  const cublasHandle handle = cublas_handle(ctx, *blas, s);
+  if (!handle) return kFailed;
+  constexpr int kLower = 0, kUpper = 1, kOpN = 0, kOpT = 1, kNonUnit = 0;
+  const int uplo = la.row_major ? kUpper : kLower;
+  const int trans = la.row_major ? kOpT : kOpN;
+  const int count = static_cast<int>(n), lda = static_cast<int>(la.ld);
+  const int incb = static_cast<int>(b_stride), incx = static_cast<int>(x_stride);
+  cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
+  if (status == 0 && dtype == PLAIT_FLOAT64) {
+    if (!in_place)
+      status = blas->cublasDcopy_v2(handle, count, static_cast<const double*>(b), incb, static_cast<double*>(x), incx);
+    if (status == 0)
+      status = blas->cublasDtrsv_v2(handle, uplo, trans, kNonUnit, count, static_cast<const double*>(a), lda,
+                                    static_cast<double*>(x), incx);
+  } else if (status == 0) {
+    if (!in_place)
+      status = blas->cublasScopy_v2(handle, count, static_cast<const float*>(b), incb, static_cast<float*>(x), incx);
+    if (status == 0)
+      status = blas->cublasStrsv_v2(handle, uplo, trans, kNonUnit, count, static_cast<const float*>(a), lda,
+                                    static_cast<float*>(x), incx);
+  }
+  if (status == 0) return kDone;
+  record_error(ctx, PLAIT_RUNTIME_ERROR, "a cuBLAS triangular solve failed (status " + std::to_string(status) + ")");
+  return kFailed;
+}
+
+// C = alpha S B + beta C, S symmetric with A's lower triangle. cuBLAS's
+// symm takes B and C in one column-major orientation: a column-major C and
+// B are S B from the left; row-major ones are stored as C^T = B^T S, S from
+// the right. A's storage is A (column-major), whose lower triangle holds
+// S's, or A^T (row-major), whose upper triangle does.
+int32_t api_symm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, double alpha, const void* a, int64_t a_rs,
+                 int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta, int32_t beta_reads_c, void* c,
+                 int64_t c_rs, int64_t c_cs) {
+  if (m <= 0 || n <= 0) return kDone;
+  if (!usable_alpha(alpha, dtype) || (beta_reads_c && beta == 0.0)) return kDeclined;
+  const std::optional<BlasOperands> operands =
+      blas_operands(dtype, {c, m, n, c_rs, c_cs}, {{a, m, m, a_rs, a_cs}, {b, m, n, b_rs, b_cs}});
+  if (!operands) return kDeclined;
+  const CublasApi* blas = operands->blas;
+  const BlasLayout &lc = operands->out, &la = operands->in[0], &lb = operands->in[1];
+  if (lb.row_major != lc.row_major) return kDeclined;
+
+  CallState& s = state_of(ctx);
+  const cublasHandle handle = cublas_handle(ctx, *blas, s);
+  if (!handle) return kFailed;
+  constexpr int kLeft = 0, kRight = 1, kLower = 0, kUpper = 1;
+  const int side = lc.row_major ? kRight : kLeft;
+  const int uplo = la.row_major ? kUpper : kLower;
+  const int rows = static_cast<int>(lc.row_major ? n : m), cols = static_cast<int>(lc.row_major ? m : n);
+  const double beta_used = beta_reads_c ? beta : 0.0;
+  cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
+  if (status == 0 && dtype == PLAIT_FLOAT64) {
+    status = blas->cublasDsymm_v2(handle, side, uplo, rows, cols, &alpha, static_cast<const double*>(a),
+                                  static_cast<int>(la.ld), static_cast<const double*>(b), static_cast<int>(lb.ld),
+                                  &beta_used, static_cast<double*>(c), static_cast<int>(lc.ld));
+  } else if (status == 0) {
+    const float alpha32 = static_cast<float>(alpha), beta32 = static_cast<float>(beta_used);
+    status = blas->cublasSsymm_v2(handle, side, uplo, rows, cols, &alpha32, static_cast<const float*>(a),
+                                  static_cast<int>(la.ld), static_cast<const float*>(b), static_cast<int>(lb.ld),
+                                  &beta32, static_cast<float*>(c), static_cast<int>(lc.ld));
+  }
+  if (status == 0) return kDone;
+  record_error(ctx, PLAIT_RUNTIME_ERROR,
+               "a cuBLAS symmetric matrix product failed (status " + std::to_string(status) + ")");
+  return kFailed;
+}
+
+}  // namespace plait::jit::cuda_call
