@@ -181,7 +181,7 @@ def runtime_function(source, signature):
 
 
 def test_grid_barrier_lets_every_block_leave_at_the_same_barrier(tmp_path):
-    source = (HERE.parent.parent / "src" / "codegen" / "cuda" / "device_runtime.cpp").read_text()
+    source = (HERE.parent.parent / "src" / "runtime" / "cuda_device_runtime.cuh").read_text()
     program = (GRID_PRELUDE + runtime_function(source, "__device__ __forceinline__ bool stopped(") +
                runtime_function(source, "__device__ __forceinline__ bool grid_sync(") + "}\n" + GRID_MAIN)
     (tmp_path / "grid.cpp").write_text(program)

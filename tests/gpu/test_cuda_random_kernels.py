@@ -1,5 +1,8 @@
 """The random kernels of tests/python/test_random_kernels.py on the CUDA
-target: the same grammar and oracle, without bounds checks (a CPU option)."""
+target: the same grammar and oracle, drawn without out-of-range indices
+(boundscheck=False). With them, the error a parallel loop raises on the GPU
+is the first one recorded, not always the earliest iteration's as in Python
+(docs/cuda.md, "Errors on the device")."""
 
 import os
 import sys

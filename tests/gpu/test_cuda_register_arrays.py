@@ -55,7 +55,7 @@ alignas(16) static unsigned char p_shared_memory[1 << 20];
 
 def runtime_slots():
     """The device runtime's plait::slot_bound and plait::onchip_bytes."""
-    source = (REPO / "src" / "codegen" / "cuda" / "device_runtime.cpp").read_text()
+    source = (REPO / "src" / "runtime" / "cuda_device_runtime.cuh").read_text()
     begin = source.index("// A bound of a thread's slots")
     end = source.index("\n}\n", source.index("uint64_t onchip_bytes(int64_t count")) + 3
     return "namespace plait {\n" + source[begin:end] + "}\n"

@@ -192,7 +192,7 @@ inline void __syncthreads() { p_block->arrive_and_wait(); }
 
 def runtime_lanes():
     """The device runtime's plait::lanes, lanes_aligned, load_lanes and store_lanes."""
-    source = (REPO / "src" / "codegen" / "cuda" / "device_runtime.cpp").read_text()
+    source = (REPO / "src" / "runtime" / "cuda_device_runtime.cuh").read_text()
     return source[source.index("// ---- several iterations per thread"):
                   source.index("// ---- temporaries of parallel loops")]
 
