@@ -11,7 +11,6 @@
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
 
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -30,201 +29,16 @@
 #include "support/compiler_stack.h"
 #include "support/diagnostics.h"
 
+#include "compile_bindings.h"
+#include "cuda_bindings.h"
+#include "kernel_object.h"
+#include "module_errors.h"
+
 namespace nb = nanobind;
 using namespace nb::literals;
+using namespace plait::python;
 
 namespace {
-
-// ---------------------------------------------------------------------------
-// Error classes, handed over by plait/errors.py at import time. They live as
-// long as the process (module state is not torn down before exit).
-
-struct ErrorClasses {
-  PyObject* by_kind[8] = {};  // indexed by plait::ErrorKind
-  PyObject* internal = nullptr;
-};
-ErrorClasses g_errors;
-
-// The ErrorKind names plait/errors.py uses.
-constexpr std::pair<const char*, plait::ErrorKind> kErrorKindNames[] = {{"Syntax", plait::ErrorKind::Syntax},
-                                                                        {"Type", plait::ErrorKind::Type},
-                                                                        {"Name", plait::ErrorKind::Name},
-                                                                        {"Value", plait::ErrorKind::Value},
-                                                                        {"Unsupported", plait::ErrorKind::Unsupported},
-                                                                        {"Pragma", plait::ErrorKind::Pragma},
-                                                                        {"Race", plait::ErrorKind::Race},
-                                                                        {"UnboundLocal", plait::ErrorKind::UnboundLocal}};
-
-void set_error_classes(nb::dict by_kind, nb::handle internal) {
-  for (const auto& [name, kind] : kErrorKindNames) {
-    nb::object cls = by_kind[name];
-    g_errors.by_kind[static_cast<int>(kind)] = cls.release().ptr();
-  }
-  g_errors.internal = nb::borrow(internal).release().ptr();
-}
-
-// Raises the Python class for a CompileError, with its parts as attributes.
-[[noreturn]] void raise_compile_error(const plait::CompileError& e) {
-  PyObject* cls = g_errors.by_kind[static_cast<int>(e.kind())];
-  if (cls == nullptr) throw std::runtime_error(e.what());
-  nb::object exc = nb::borrow(cls)(nb::str(e.what()), "message"_a = e.message(), "path"_a = e.path(),
-                                   "line"_a = e.loc().line, "col"_a = e.loc().col,
-                                   "kind"_a = plait::error_kind_name(e.kind()));
-  PyErr_SetObject(cls, exc.ptr());
-  throw nb::python_error();
-}
-
-// A compile error the Python layer finds (plait/source.py: decorators below
-// plait.jit), formatted and raised as the compiler's own are.
-[[noreturn]] void raise_python_compile_error(const std::string& kind_name, const std::string& message,
-                                             const std::string& path, const std::string& text, int first_line, int line,
-                                             int col, int end_col) {
-  const plait::SourceLoc loc{line, col, line, end_col};
-  for (const auto& [name, kind] : kErrorKindNames) {
-    if (kind_name == name) raise_compile_error(plait::CompileError(kind, message, {path, text, first_line}, loc));
-  }
-  throw nb::value_error(("unknown error kind '" + kind_name + "'").c_str());
-}
-
-[[noreturn]] void raise_internal_error(const char* what) {
-  PyErr_SetString(g_errors.internal != nullptr ? g_errors.internal : PyExc_RuntimeError, what);
-  throw nb::python_error();
-}
-
-// ---------------------------------------------------------------------------
-// Compiled kernels as Python objects (for inspection; calls go through
-// Dispatcher).
-
-using KernelPtr = std::shared_ptr<const plait::CompiledKernel>;
-
-struct Kernel {
-  KernelPtr compiled;
-};
-
-// modules: name -> "numpy" | "math" | "plait" | "plait.prange";
-// constants: name -> bool | int | float.
-plait::Globals to_globals(const nb::dict& modules, const nb::dict& constants) {
-  plait::Globals globals;
-  for (auto [name, module] : modules) {
-    plait::GlobalValue value;
-    value.kind = plait::GlobalValue::Kind::Module;
-    value.module = nb::cast<std::string>(module);
-    globals[nb::cast<std::string>(name)] = value;
-  }
-  for (auto [name, constant] : constants) {
-    plait::GlobalValue value;
-    if (PyBool_Check(constant.ptr())) {
-      value.kind = plait::GlobalValue::Kind::Bool;
-      value.bool_value = constant.ptr() == Py_True;
-    } else if (PyLong_Check(constant.ptr())) {
-      value.kind = plait::GlobalValue::Kind::Int;
-      value.int_value = nb::cast<int64_t>(constant);
-    } else {
-      value.kind = plait::GlobalValue::Kind::Float;
-      value.float_value = nb::cast<double>(constant);
-    }
-    globals[nb::cast<std::string>(name)] = value;
-  }
-  return globals;
-}
-
-// Compiles (or finds in the disk cache) one specialisation. The GIL is
-// released while the system compiler runs so that other threads go on.
-// PLAIT_PARALLEL_THRESHOLD, read once: the work (trip count x IR nodes) at
-// which a parallel loop starts its threads.
-int64_t parallel_work_threshold() {
-  static const int64_t value = [] {
-    const char* text = std::getenv("PLAIT_PARALLEL_THRESHOLD");
-    if (!text || !*text) return static_cast<int64_t>(PLAIT_DEFAULT_PARALLEL_WORK);
-    char* end = nullptr;
-    long long v = std::strtoll(text, &end, 10);
-    return (end && *end == '\0' && v >= 0) ? static_cast<int64_t>(v) : static_cast<int64_t>(PLAIT_DEFAULT_PARALLEL_WORK);
-  }();
-  return value;
-}
-
-Kernel compile(const std::string& path, const std::string& text, int first_line, const std::string& name,
-               const std::string& signature_text, nb::dict modules, nb::dict constants, bool boundscheck,
-               bool fastmath, bool disk_cache, const std::string& cache_dir, const std::string& dump_dir,
-               const std::string& cxx, const std::string& target, bool auto_simd, int cuda_threads,
-               int cuda_row_groups, int cuda_max_team) {
-  plait::Signature signature;
-  try {
-    signature = plait::Signature::parse(signature_text);
-  } catch (const std::invalid_argument& e) {
-    throw nb::value_error(e.what());
-  }
-  plait::SourceFile source{path, text, first_line};
-  plait::Globals globals = to_globals(modules, constants);
-  plait::CompileOptions options;
-  options.boundscheck = boundscheck;
-  options.fastmath = fastmath;
-  options.disk_cache = disk_cache;
-  options.cache_dir = cache_dir;
-  options.dump_dir = dump_dir;
-  options.cxx = cxx;
-  options.auto_simd = auto_simd;
-  options.cuda_launch.threads = cuda_threads;
-  options.cuda_launch.row_groups = cuda_row_groups;
-  options.cuda_launch.max_team = cuda_max_team;
-  const std::string launch_error = plait::launch_config_error(options.cuda_launch);
-  if (!launch_error.empty()) throw nb::value_error(launch_error.c_str());
-  if (target == "cuda") {
-    options.target = plait::Target::CUDA;
-  } else if (target != "cpu") {
-    throw nb::value_error(("unknown target '" + target + "'").c_str());
-  }
-
-  // Exceptions are caught with the GIL released and raised once it is back.
-  KernelPtr compiled;
-  std::unique_ptr<plait::CompileError> compile_error;
-  std::string internal_error;
-  bool failed_internally = false;
-  {
-    nb::gil_scoped_release release;
-    try {
-      // On the compiler's own thread, so that the caller's stack (a Python
-      // thread's may be small) does not bound how deep a kernel may nest.
-      plait::run_on_compiler_stack(
-          [&] { compiled = plait::compile_kernel(source, name, signature, globals, options); });
-    } catch (const plait::CompileError& e) {
-      compile_error = std::make_unique<plait::CompileError>(e);
-    } catch (const std::exception& e) {
-      internal_error = e.what();
-      failed_internally = true;
-    }
-  }
-  if (compile_error) raise_compile_error(*compile_error);
-  if (failed_internally) raise_internal_error(internal_error.c_str());
-  return Kernel{std::move(compiled)};
-}
-
-// Records of the disk cache (the autotuner's choices, plait/cuda.py), in the
-// directory the kernels of `cache_dir` use. InternalErrors (a cache
-// directory that is not private) are raised as InternalCompilerError.
-nb::object lookup_record(const std::string& key, const std::string& cache_dir) {
-  plait::CompileOptions options;
-  options.cache_dir = cache_dir;
-  std::optional<std::string> text;
-  try {
-    text = plait::jit::DiskCache(plait::jit::default_cache_directory(options)).lookup_record(key);
-  } catch (const std::exception& e) {
-    raise_internal_error(e.what());
-  }
-  if (!text) return nb::none();
-  return nb::str(text->data(), text->size());
-}
-
-void store_record(const std::string& key, const std::string& text, const std::string& cache_dir) {
-  plait::CompileOptions options;
-  options.cache_dir = cache_dir;
-  try {
-    plait::jit::DiskCache(plait::jit::default_cache_directory(options)).store_record(key, text);
-  } catch (const std::exception& e) {
-    raise_internal_error(e.what());
-  }
-}
-
 // ---------------------------------------------------------------------------
 // Argument classification.
 //
@@ -667,78 +481,6 @@ void release_results(plait_result* results, size_t count) {
   }
 }
 
-// ---------------------------------------------------------------------------
-// Ctrl-C during a call. A kernel runs without giving the interpreter back its
-// thread, so Python's SIGINT handler, which only notes the signal for the
-// interpreter, cannot stop it. At import a handler of ours goes in front of
-// Python's: it sets the flag that the kernels' loops read
-// (plait_context::interrupt) and passes the signal on. When a kernel stops
-// for it, the interpreter runs Python's handler (PyErr_CheckSignals), which
-// raises KeyboardInterrupt or does what the program set. A handler that a
-// program installs later with signal.signal replaces ours: kernels then run
-// to the end, as before.
-
-volatile int32_t g_interrupt = 0;
-struct sigaction g_previous_sigint;
-
-void on_sigint(int signal, siginfo_t* info, void* context) {
-  g_interrupt = 1;
-  if (g_previous_sigint.sa_flags & SA_SIGINFO) {
-    g_previous_sigint.sa_sigaction(signal, info, context);
-  } else if (g_previous_sigint.sa_handler != SIG_DFL && g_previous_sigint.sa_handler != SIG_IGN) {
-    g_previous_sigint.sa_handler(signal);
-  }
-}
-
-// Only in front of a handler: the default action ends the process anyway,
-// and an ignored signal stays ignored.
-void install_sigint_handler() {
-  struct sigaction current;
-  if (sigaction(SIGINT, nullptr, &current) != 0) return;
-  if (!(current.sa_flags & SA_SIGINFO) && (current.sa_handler == SIG_DFL || current.sa_handler == SIG_IGN)) return;
-  g_previous_sigint = current;
-  struct sigaction mine;
-  std::memset(&mine, 0, sizeof mine);
-  mine.sa_sigaction = on_sigint;
-  mine.sa_flags = SA_SIGINFO | (current.sa_flags & SA_RESTART);
-  sigemptyset(&mine.sa_mask);
-  sigaction(SIGINT, &mine, nullptr);
-}
-
-PyObject* runtime_error_class(int32_t kind) {
-  switch (kind) {
-    case PLAIT_INDEX_ERROR: return PyExc_IndexError;
-    case PLAIT_ZERO_DIVISION_ERROR: return PyExc_ZeroDivisionError;
-    case PLAIT_VALUE_ERROR: return PyExc_ValueError;
-    case PLAIT_OVERFLOW_ERROR: return PyExc_OverflowError;
-    case PLAIT_MEMORY_ERROR: return PyExc_MemoryError;
-    case PLAIT_UNBOUND_LOCAL_ERROR: return PyExc_UnboundLocalError;
-    case PLAIT_KEYBOARD_INTERRUPT: return PyExc_KeyboardInterrupt;
-    default: return PyExc_RuntimeError;
-  }
-}
-
-// Sets the Python exception of a call that ended with error `status`: the
-// kernel's message with the user's file, line and column (in characters,
-// as the generated code reports it), then the line with a caret under that
-// column; or, for an interrupt, whatever Python's SIGINT handler raises.
-void set_kernel_error(int32_t status, plait_context& ctx, const plait::SourceFile& source) {
-  if (status == PLAIT_KEYBOARD_INTERRUPT) {
-    if (PyErr_CheckSignals() == 0) PyErr_SetNone(PyExc_KeyboardInterrupt);
-    return;
-  }
-  ctx.error_message[sizeof(ctx.error_message) - 1] = '\0';
-  std::string message = ctx.error_message;
-  if (ctx.error_line > 0) {
-    message += " (File \"" + source.path + "\", line " + std::to_string(ctx.error_line) + ", col " +
-               std::to_string(ctx.error_col + 1) + ")";
-    const std::string excerpt =
-        plait::source_excerpt(source, plait::SourceLoc{ctx.error_line, ctx.error_col, ctx.error_line, ctx.error_col + 1});
-    if (!excerpt.empty()) message += "\n" + excerpt;
-  }
-  PyErr_SetString(runtime_error_class(status), message.c_str());
-}
-
 // Builds the Python results of one call; releases every owned result that
 // does not end up in a Python object.
 PyObject* build_results(plait_result* results, const KernelPtr& kernel, const CallState& call) {
@@ -949,113 +691,8 @@ std::string signature_for(Dispatcher& d, nb::args args) {
   return signature_of(key);
 }
 
-// ---------------------------------------------------------------------------
-// CUDA target (begin): calls of CUDA kernels and device memory for
-// plait/cuda.py. The argument and result handling of CUDA kernels is in
-// Python (CuPy, PyTorch and NumPy arrays); this part only converts
-// already-classified values.
-
-// Device memory owned by Python: a plain allocation, or an array a kernel
-// allocated and returned (freed through its result's release function).
-struct DeviceBuffer {
-  uintptr_t pointer = 0;
-  size_t nbytes = 0;
-  void* owner = nullptr;             // kernel result owner, or null
-  void (*release)(void*) = nullptr;  // its release function
-  KernelPtr kernel;                  // keeps the kernel's library loaded for `release`
-
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (owner != nullptr && release != nullptr) {
-      release(owner);
-    } else if (owner == nullptr && pointer != 0) {
-      plait::jit::device_free(pointer);
-    }
-  }
-};
-
-[[noreturn]] void rethrow_as_python(const std::exception& e) {
-  if (const auto* compile_error = dynamic_cast<const plait::CompileError*>(&e)) raise_compile_error(*compile_error);
-  raise_internal_error(e.what());
-}
-
-std::unique_ptr<DeviceBuffer> device_alloc(size_t nbytes) {
-  auto buffer = std::make_unique<DeviceBuffer>();
-  try {
-    buffer->pointer = plait::jit::device_alloc(nbytes);
-  } catch (const std::exception& e) {
-    rethrow_as_python(e);
-  }
-  buffer->nbytes = nbytes;
-  return buffer;
-}
-
-// A writable or readable C-contiguous buffer of a Python object.
-struct HostBuffer {
-  Py_buffer view{};
-  explicit HostBuffer(nb::handle object, bool writable) {
-    if (PyObject_GetBuffer(object.ptr(), &view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) != 0)
-      throw nb::python_error();
-  }
-  ~HostBuffer() { PyBuffer_Release(&view); }
-  HostBuffer(const HostBuffer&) = delete;
-  HostBuffer& operator=(const HostBuffer&) = delete;
-};
-
-void copy_to_device(uintptr_t dst, nb::handle host, uintptr_t stream) {
-  HostBuffer buffer(host, false);
-  try {
-    nb::gil_scoped_release release;
-    plait::jit::copy_host_to_device(dst, buffer.view.buf, static_cast<size_t>(buffer.view.len), stream);
-  } catch (const std::exception& e) {
-    rethrow_as_python(e);
-  }
-}
-
-void copy_to_host(nb::handle host, uintptr_t src, uintptr_t stream) {
-  HostBuffer buffer(host, true);
-  try {
-    nb::gil_scoped_release release;
-    plait::jit::copy_device_to_host(buffer.view.buf, src, static_cast<size_t>(buffer.view.len), stream);
-  } catch (const std::exception& e) {
-    rethrow_as_python(e);
-  }
-}
-
-void copy_device(uintptr_t dst, uintptr_t src, size_t nbytes, uintptr_t stream) {
-  try {
-    plait::jit::copy_device_to_device(dst, src, nbytes, stream);
-  } catch (const std::exception& e) {
-    rethrow_as_python(e);
-  }
-}
-
-void synchronize(uintptr_t stream) {
-  try {
-    nb::gil_scoped_release release;
-    plait::jit::synchronize(stream);
-  } catch (const std::exception& e) {
-    rethrow_as_python(e);
-  }
-}
-
-nb::dict cuda_device() {
-  plait::jit::CudaDeviceInfo info;
-  try {
-    info = plait::jit::cuda_device();
-  } catch (const std::exception& e) {
-    rethrow_as_python(e);
-  }
-  nb::dict out;
-  out["ordinal"] = info.ordinal;
-  out["arch"] = info.arch;
-  out["multiprocessors"] = info.multiprocessors;
-  out["name"] = info.name;
-  return out;
-}
-
+// The CUDA target: a call of a CUDA kernel on arguments plait/cuda.py
+// classified (device pointers, shapes, strides and scalars).
 nb::object call_cuda(const Kernel& kernel, nb::list args, uintptr_t stream) {
   const plait::CompiledKernel& compiled = *kernel.compiled;
   const size_t nargs = compiled.signature.args.size();
@@ -1143,23 +780,6 @@ nb::object call_cuda(const Kernel& kernel, nb::list args, uintptr_t stream) {
   }
   return nb::tuple(out);
 }
-
-void define_cuda_bindings(nb::module_& m) {
-  m.def("cuda_unavailable_reason", &plait::jit::cuda_unavailable_reason,
-        "'' when CUDA kernels can run here, else what is missing.");
-  m.def("cuda_device", &cuda_device, "The GPU plait uses: ordinal, arch (90 for sm_90), multiprocessors, name.");
-  nb::class_<DeviceBuffer>(m, "DeviceBuffer")
-      .def_prop_ro("pointer", [](const DeviceBuffer& b) { return b.pointer; })
-      .def_prop_ro("nbytes", [](const DeviceBuffer& b) { return b.nbytes; });
-  m.def("device_alloc", &device_alloc, "nbytes"_a, "Allocates GPU memory, freed with the returned DeviceBuffer.");
-  m.def("copy_to_device", &copy_to_device, "dst"_a, "host"_a, "stream"_a,
-        "Copies a C-contiguous host buffer to GPU memory and waits.");
-  m.def("copy_to_host", &copy_to_host, "host"_a, "src"_a, "stream"_a,
-        "Copies GPU memory into a writable C-contiguous host buffer and waits.");
-  m.def("copy_device", &copy_device, "dst"_a, "src"_a, "nbytes"_a, "stream"_a, "Copies GPU memory (queued).");
-  m.def("synchronize", &synchronize, "stream"_a, "Waits for the stream.");
-}
-// CUDA target (end)
 
 int import_numpy() {
   import_array1(-1);

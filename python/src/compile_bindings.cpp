@@ -1,0 +1,153 @@
+// Compiling kernels and the disk cache's records for plait._core
+// (compile_bindings.h).
+#include "compile_bindings.h"
+
+#include <nanobind/stl/string.h>
+
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "jit/disk_cache.h"
+#include "module_errors.h"
+#include "support/compiler_stack.h"
+
+namespace nb = nanobind;
+
+namespace plait::python {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Compiled kernels as Python objects (for inspection; calls go through
+// Dispatcher).
+
+// modules: name -> "numpy" | "math" | "plait" | "plait.prange";
+// constants: name -> bool | int | float.
+plait::Globals to_globals(const nb::dict& modules, const nb::dict& constants) {
+  plait::Globals globals;
+  for (auto [name, module] : modules) {
+    plait::GlobalValue value;
+    value.kind = plait::GlobalValue::Kind::Module;
+    value.module = nb::cast<std::string>(module);
+    globals[nb::cast<std::string>(name)] = value;
+  }
+  for (auto [name, constant] : constants) {
+    plait::GlobalValue value;
+    if (PyBool_Check(constant.ptr())) {
+      value.kind = plait::GlobalValue::Kind::Bool;
+      value.bool_value = constant.ptr() == Py_True;
+    } else if (PyLong_Check(constant.ptr())) {
+      value.kind = plait::GlobalValue::Kind::Int;
+      value.int_value = nb::cast<int64_t>(constant);
+    } else {
+      value.kind = plait::GlobalValue::Kind::Float;
+      value.float_value = nb::cast<double>(constant);
+    }
+    globals[nb::cast<std::string>(name)] = value;
+  }
+  return globals;
+}
+
+// Compiles (or finds in the disk cache) one specialisation. The GIL is
+// released while the system compiler runs so that other threads go on.
+}  // namespace
+
+// PLAIT_PARALLEL_THRESHOLD, read once: the work (trip count x IR nodes) at
+// which a parallel loop starts its threads.
+
+int64_t parallel_work_threshold() {
+  static const int64_t value = [] {
+    const char* text = std::getenv("PLAIT_PARALLEL_THRESHOLD");
+    if (!text || !*text) return static_cast<int64_t>(PLAIT_DEFAULT_PARALLEL_WORK);
+    char* end = nullptr;
+    long long v = std::strtoll(text, &end, 10);
+    return (end && *end == '\0' && v >= 0) ? static_cast<int64_t>(v)
+                                           : static_cast<int64_t>(PLAIT_DEFAULT_PARALLEL_WORK);
+  }();
+  return value;
+}
+
+Kernel compile(const std::string& path, const std::string& text, int first_line, const std::string& name,
+               const std::string& signature_text, nb::dict modules, nb::dict constants, bool boundscheck, bool fastmath,
+               bool disk_cache, const std::string& cache_dir, const std::string& dump_dir, const std::string& cxx,
+               const std::string& target, bool auto_simd, int cuda_threads, int cuda_row_groups, int cuda_max_team) {
+  plait::Signature signature;
+  try {
+    signature = plait::Signature::parse(signature_text);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error(e.what());
+  }
+  plait::SourceFile source{path, text, first_line};
+  plait::Globals globals = to_globals(modules, constants);
+  plait::CompileOptions options;
+  options.boundscheck = boundscheck;
+  options.fastmath = fastmath;
+  options.disk_cache = disk_cache;
+  options.cache_dir = cache_dir;
+  options.dump_dir = dump_dir;
+  options.cxx = cxx;
+  options.auto_simd = auto_simd;
+  options.cuda_launch.threads = cuda_threads;
+  options.cuda_launch.row_groups = cuda_row_groups;
+  options.cuda_launch.max_team = cuda_max_team;
+  const std::string launch_error = plait::launch_config_error(options.cuda_launch);
+  if (!launch_error.empty()) throw nb::value_error(launch_error.c_str());
+  if (target == "cuda") {
+    options.target = plait::Target::CUDA;
+  } else if (target != "cpu") {
+    throw nb::value_error(("unknown target '" + target + "'").c_str());
+  }
+
+  // Exceptions are caught with the GIL released and raised once it is back.
+  KernelPtr compiled;
+  std::unique_ptr<plait::CompileError> compile_error;
+  std::string internal_error;
+  bool failed_internally = false;
+  {
+    nb::gil_scoped_release release;
+    try {
+      // On the compiler's own thread, so that the caller's stack (a Python
+      // thread's may be small) does not bound how deep a kernel may nest.
+      plait::run_on_compiler_stack(
+          [&] { compiled = plait::compile_kernel(source, name, signature, globals, options); });
+    } catch (const plait::CompileError& e) {
+      compile_error = std::make_unique<plait::CompileError>(e);
+    } catch (const std::exception& e) {
+      internal_error = e.what();
+      failed_internally = true;
+    }
+  }
+  if (compile_error) raise_compile_error(*compile_error);
+  if (failed_internally) raise_internal_error(internal_error.c_str());
+  return Kernel{std::move(compiled)};
+}
+
+// Records of the disk cache (the autotuner's choices, plait/cuda.py), in the
+// directory the kernels of `cache_dir` use. InternalErrors (a cache
+// directory that is not private) are raised as InternalCompilerError.
+nb::object lookup_record(const std::string& key, const std::string& cache_dir) {
+  plait::CompileOptions options;
+  options.cache_dir = cache_dir;
+  std::optional<std::string> text;
+  try {
+    text = plait::jit::DiskCache(plait::jit::default_cache_directory(options)).lookup_record(key);
+  } catch (const std::exception& e) {
+    raise_internal_error(e.what());
+  }
+  if (!text) return nb::none();
+  return nb::str(text->data(), text->size());
+}
+
+void store_record(const std::string& key, const std::string& text, const std::string& cache_dir) {
+  plait::CompileOptions options;
+  options.cache_dir = cache_dir;
+  try {
+    plait::jit::DiskCache(plait::jit::default_cache_directory(options)).store_record(key, text);
+  } catch (const std::exception& e) {
+    raise_internal_error(e.what());
+  }
+}
+
+}  // namespace plait::python
