@@ -113,9 +113,10 @@ class KernelCase:
 
 
 class Expressions:
-    def __init__(self, draw, boundscheck):
+    def __init__(self, draw, boundscheck, out_of_range):
         self.draw = draw
         self.boundscheck = boundscheck
+        self.out_of_range = out_of_range
         self.lines = []
         self.indent = 1
         self.names = 0
@@ -264,7 +265,7 @@ class Expressions:
 
     def index_of(self, array, first_axis=0):
         """An index tuple for `array`'s axes from `first_axis` on, in range (or
-        one past the end under boundscheck), or None when an extent is 0 and
+        one past the end when `out_of_range`), or None when an extent is 0 and
         no loop proves the element exists."""
         parts = []
         for axis, extent in enumerate(array.shape[first_axis:], first_axis):
@@ -278,7 +279,7 @@ class Expressions:
                 options += ["modulo"]
             if not options:
                 return None
-            if self.boundscheck and self.chance(0.05):
+            if self.out_of_range and self.chance(0.05):
                 parts.append(f"{array.name}.shape[{axis}]" if self.chance(0.5) else str(extent))
                 continue
             how = self.choice(options)

@@ -392,10 +392,15 @@ class Generator(Expressions):
 
 
 @st.composite
-def kernel_cases(draw, boundscheck=None):
-    """A KernelCase; `boundscheck`: None draws it, else fixed."""
+def kernel_cases(draw, boundscheck=None, out_of_range=None):
+    """A KernelCase; `boundscheck`: None draws it, else fixed. `out_of_range`
+    (by default the same as `boundscheck`, which it requires): whether an
+    index may be drawn one past the end."""
     if boundscheck is None:
         boundscheck = draw(st.booleans())
-    generator = Generator(draw, boundscheck)
+    if out_of_range is None:
+        out_of_range = boundscheck
+    assert boundscheck or not out_of_range, "an index out of range needs boundscheck=True"
+    generator = Generator(draw, boundscheck, out_of_range)
     source, params = generator.kernel()
     return KernelCase(source, params, boundscheck, generator.approx, draw(st.integers(0, 2**32 - 1)))
