@@ -1,4 +1,6 @@
-"""What every test process shares: one disk cache for the whole run.
+"""What every test process shares: one disk cache for the whole run, and
+the IR verifier after every pass of every kernel compiled (PLAIT_VERIFY_IR,
+analysis/verify_ir.h; it never changes what is generated).
 
 `make test` runs pytest in several processes (pytest-xdist). The first
 process to load this file (xdist's controller, or the only process) makes a
@@ -11,6 +13,8 @@ that made the directory removes it at the end.
 import os
 import shutil
 import tempfile
+
+os.environ["PLAIT_VERIFY_IR"] = "1"
 
 _PREFIX = "plait-test-cache-"
 _OWN_CACHE = None

@@ -60,8 +60,11 @@ constexpr const char* kUsage =
     "  --no-cache         build afresh, neither using nor filling the disk cache\n"
     "  --cache-dir DIR    the disk cache directory (default: $PLAIT_CACHE_DIR,\n"
     "                     $XDG_CACHE_HOME/plait or ~/.cache/plait)\n"
-    "  --dump-dir DIR     write the IR after each pass and the generated C++ to DIR\n"
+    "  --dump-dir DIR     write the IR after each pass that changes it, the list of\n"
+    "                     the passes (FUNCTION.passes) and the generated C++ to DIR\n"
     "                     (default: $PLAIT_DUMP_DIR)\n"
+    "  --verify-ir        check the IR's invariants after the front end and after\n"
+    "                     each pass (default: on when $PLAIT_VERIFY_IR is 1)\n"
     "  --cxx PROGRAM      the C++ compiler (default: $PLAIT_CXX, $CXX or c++)\n"
     "  --cuda-threads N   threads per block of CUDA kernels: 64, 128, 256, 512 or\n"
     "                     1024 (default: 256)\n"
@@ -118,6 +121,7 @@ Command parse_command_line(const std::vector<std::string>& args) {
   bool have_signature = false;
   bool cuda_knob = false;  // a --cuda-* launch option was given
   if (const char* dump = std::getenv("PLAIT_DUMP_DIR")) command.options.dump_dir = dump;
+  command.options.verify_ir = plait::verify_ir_from_environment();
 
   std::optional<bool> boundscheck;
   for (size_t i = 1; i < args.size(); ++i) {
@@ -188,6 +192,8 @@ Command parse_command_line(const std::vector<std::string>& args) {
       command.options.cache_dir = value();
     } else if (arg == "--dump-dir") {
       command.options.dump_dir = value();
+    } else if (arg == "--verify-ir") {
+      command.options.verify_ir = true;
     } else if (arg == "--cxx") {
       command.options.cxx = value();
     } else if (arg == "--cuda-threads") {

@@ -87,6 +87,7 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
   options.disk_cache = disk_cache;
   options.cache_dir = cache_dir;
   options.dump_dir = dump_dir;
+  options.verify_ir = plait::verify_ir_from_environment();
   options.cxx = cxx;
   options.auto_simd = auto_simd;
   options.cuda_launch.threads = cuda_threads;

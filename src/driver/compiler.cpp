@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "analysis/written_params.h"
@@ -127,14 +128,20 @@ LoweredKernel lower_kernel(const SourceFile& source, const std::string& name, co
   ast::FunctionDef definition = parse_function(source, name);
   ir::Function function = lower_to_ir(definition, source, signature, globals, options);
 
+  // The dump: the IR after each step that changed it, and the list of the
+  // steps with whether each changed the function.
   PassObserver observer;
+  std::shared_ptr<std::ofstream> steps;
   if (!options.dump_dir.empty()) {
     ensure_dump_directory(options.dump_dir);
     std::string prefix = options.dump_dir + "/" + name + ".";
-    write_text_file(prefix + "00.lower_to_ir.ir", ir::to_string(function));
-    observer = [prefix, pass_number = 0](const std::string& pass, const ir::Function& after) mutable {
+    steps = std::make_shared<std::ofstream>(prefix + "passes", std::ios::binary | std::ios::trunc);
+    observer = [prefix, steps, pass_number = 0](const std::string& pass, const ir::Function& after,
+                                                bool changed) mutable {
+      *steps << two_digits(pass_number) << " " << pass << (changed ? "" : " (unchanged)") << "\n";
+      if (changed)
+        write_text_file(prefix + two_digits(pass_number) + "." + file_name_part(pass) + ".ir", ir::to_string(after));
       ++pass_number;
-      write_text_file(prefix + two_digits(pass_number) + "." + file_name_part(pass) + ".ir", ir::to_string(after));
     };
   }
   run_pipeline(function, options, observer);

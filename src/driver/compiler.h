@@ -23,7 +23,8 @@ struct LoweredKernel {
 };
 
 // Parses `source`, finds the function `name`, types it for `signature` and
-// runs the pass pipeline (driver/pipeline.cpp). Throws CompileError.
+// runs the pass pipeline of options.target (driver/pipeline_cpu.cpp,
+// driver/pipeline_cuda.cpp). Throws CompileError.
 LoweredKernel lower_kernel(const SourceFile& source, const std::string& name, const Signature& signature,
                            const Globals& globals, const CompileOptions& options);
 

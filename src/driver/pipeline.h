@@ -1,5 +1,7 @@
-// The pass pipeline: the one place that lists, in order, every pass a lowered
-// function goes through before code generation (see pipeline.cpp).
+// The pass pipelines, one file per target: pipeline_cpu.cpp and
+// pipeline_cuda.cpp each list, in order, every step a function goes through
+// on that target, from the front end's IR to the code generator, and name
+// the choices still made inside the front end and the emitters.
 #pragma once
 
 #include <functional>
@@ -10,12 +12,19 @@
 
 namespace plait {
 
-// Called after each pass with the pass's name and the function as it left it.
-using PassObserver = std::function<void(const std::string& pass, const ir::Function& function)>;
+class PassRunner;
 
-// Runs every pass on `function` in order. Passes throw CompileError for user
-// errors (a race in a parallel loop, a misplaced pragma) and add remarks for
-// kernel.explain().
+// Called after the front end ("lower_to_ir") and after each pass with the
+// step's name, the function as it left it, and whether the step changed it.
+using PassObserver = std::function<void(const std::string& pass, const ir::Function& function, bool changed)>;
+
+// Runs every pass of options.target on `function`, as the front end left it,
+// in order. Passes throw CompileError for user errors (a race in a parallel
+// loop, a misplaced pragma) and add remarks for kernel.explain().
 void run_pipeline(ir::Function& function, const CompileOptions& options, const PassObserver& after_pass = nullptr);
+
+// The passes of each target, in order (pipeline_cpu.cpp, pipeline_cuda.cpp).
+void run_cpu_passes(PassRunner& run, const CompileOptions& options);
+void run_cuda_passes(PassRunner& run, const CompileOptions& options);
 
 }  // namespace plait

@@ -1,5 +1,7 @@
 #include "support/compile_options.h"
 
+#include <cstdlib>
+
 namespace plait {
 
 std::string CudaLaunchConfig::to_string() const {
@@ -19,6 +21,11 @@ std::string launch_config_error(const CudaLaunchConfig& config) {
     return "max_team must be a power of two from 32 to threads (" + std::to_string(config.threads) + "), not " +
            std::to_string(config.max_team);
   return "";
+}
+
+bool verify_ir_from_environment() {
+  const char* value = std::getenv("PLAIT_VERIFY_IR");
+  return value != nullptr && *value != '\0' && std::string(value) != "0";
 }
 
 }  // namespace plait

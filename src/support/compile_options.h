@@ -68,8 +68,16 @@ struct CompileOptions {
   // When non-empty, the IR after each pass and the generated source are
   // written here (PLAIT_DUMP_DIR).
   std::string dump_dir;
+  // The IR's invariants are checked after the front end and after every pass
+  // (analysis/verify_ir.h): set by the tests, PLAIT_VERIFY_IR=1 and plaitc
+  // --verify-ir. Never changes what is generated.
+  bool verify_ir = false;
   // The C++ compiler ($PLAIT_CXX, else $CXX, else "c++").
   std::string cxx;
 };
+
+// Whether PLAIT_VERIFY_IR asks the drivers for CompileOptions::verify_ir
+// (set, and neither "" nor "0").
+bool verify_ir_from_environment();
 
 }  // namespace plait

@@ -197,7 +197,9 @@ std::string ir_of(const std::string& source, const std::string& signature) {
   Globals globals;
   globals["np"].module = "numpy";
   ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), globals, CompileOptions{});
-  run_pipeline(f, CompileOptions{});
+  CompileOptions options;
+  options.verify_ir = true;
+  run_pipeline(f, options);
   return ir::to_string(f);
 }
 

@@ -20,7 +20,9 @@ ir::Function lower(const std::string& source, const std::string& name, const std
   Globals globals;
   globals["np"].module = "numpy";
   ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), globals, {});
-  run_pipeline(f, {});
+  CompileOptions options;
+  options.verify_ir = true;
+  run_pipeline(f, options);
   return f;
 }
 

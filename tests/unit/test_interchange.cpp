@@ -20,6 +20,7 @@ ir::Function lower(const std::string& source, const std::string& name, const std
   Globals globals;
   globals["np"].module = "numpy";
   ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), globals, options);
+  options.verify_ir = true;
   run_pipeline(f, options);
   return f;
 }

@@ -35,6 +35,7 @@ ir::Function lower(const std::string& source, const std::string& name, const std
   SourceFile file{"k.py", source, 1};
   ast::FunctionDef fn = parse_function(file, name);
   ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), numpy_globals(), options);
+  options.verify_ir = true;
   run_pipeline(f, options);
   return f;
 }

@@ -31,6 +31,7 @@ ir::Function compiled(const std::string& source, const std::string& name, const 
   options.target = target;
   options.boundscheck = boundscheck;
   ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), globals, options);
+  options.verify_ir = true;
   run_pipeline(f, options);
   return f;
 }

@@ -26,6 +26,7 @@ std::string cpp_of(const std::string& source, const std::string& name, const std
   ast::FunctionDef fn = parse_function(file, name);
   CompileOptions options;
   ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), globals, options);
+  options.verify_ir = true;
   run_pipeline(f, options);
   const std::string cpp = generate_source(f, options);
   return cpp.substr(cpp.find("plait_kernel_entry(void** args"));

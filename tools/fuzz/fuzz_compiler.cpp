@@ -97,6 +97,8 @@ void compile_to_text(const plait::SourceFile& file) {
     return;
   }
   request.options.disk_cache = false;
+  // A pass that leaves invalid IR is a finding even when the emitter copes.
+  request.options.verify_ir = true;
   plait::Globals globals = module_globals(file);
   plait::LoweredKernel lowered =
       plait::lower_kernel(file, request.function, request.signature, globals, request.options);

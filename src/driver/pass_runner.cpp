@@ -1,0 +1,18 @@
+// The pipeline's pass runner (pass_runner.h).
+#include "driver/pass_runner.h"
+
+#include "ir/ir_printer.h"
+
+namespace plait {
+
+bool PassRunner::differs(const ir::Stmt& before) const {
+  if (!after_pass_) return true;
+  return ir::to_string(before) != ir::to_string(function_.body);
+}
+
+void PassRunner::finish(const char* name, bool changed) {
+  if (options_.verify_ir) analysis::verify_ir(function_, name, verify_);
+  if (after_pass_) after_pass_(name, function_, changed);
+}
+
+}  // namespace plait

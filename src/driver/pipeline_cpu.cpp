@@ -1,0 +1,69 @@
+// The CPU target's pipeline: every step from the parsed function to the C++
+// source, in order. To add a pass, write transforms/<name>.{h,cpp} (or
+// transforms/cpu/) and add one line here.
+//
+//  1. frontend/parser.h, parse_function: the Python source as an AST, with
+//     positions and comments (pragmas).
+//  2. frontend/lower_to_ir.h, lower_to_ir: types, names and Python's
+//     semantics as typed IR; array statements become loop nests. Choices it
+//     makes for the CPU: the default schedule of an array statement's nest
+//     (the outermost dimension parallel, the innermost vectorised:
+//     lower_loop_nests.cpp, store nests) and maxima and minima of floats that
+//     count NaNs beside a vector loop (lower_reductions.cpp).
+//  3. The passes below (run_cpu_passes), each recorded by PassRunner: whether
+//     it changed the function, the IR verifier after it under
+//     CompileOptions::verify_ir, and the dump of plaitc --dump-dir.
+//  4. codegen/cpu/codegen_cpp.h, generate_cpp: the C++ translation unit.
+//     Choices the emitter still makes as it prints: which parallel loops and
+//     the statements between them share one OpenMP region
+//     (cpp_emitter_regions.cpp), and which vector pass of a loop over rows
+//     runs in chunks that prefetch the other passes' rows
+//     (codegen/cpu/row_prefetch.h, called from cpp_emitter_loops.cpp).
+#include "driver/pass_runner.h"
+#include "driver/pipeline.h"
+#include "transforms/cpu/scalarize_raising_loops.h"
+#include "transforms/detect_reductions.h"
+#include "transforms/fuse_loop_nests.h"
+#include "transforms/hoist_allocations.h"
+#include "transforms/insert_bounds_checks.h"
+#include "transforms/interchange_reductions.h"
+#include "transforms/normalize_indices.h"
+#include "transforms/place_declarations.h"
+#include "transforms/plan_parallel_loops.h"
+#include "transforms/privatize_atomics.h"
+
+namespace plait {
+
+void run_cpu_passes(PassRunner& run, const CompileOptions& options) {
+  // One loop for consecutive nests over the same extent; shrink temporaries.
+  run("fuse_loop_nests", transforms::fuse_loop_nests);
+  // Scratch arrays of a serial loop's steps allocated once, before it (after
+  // fusion has shrunk them; before declarations, which follow the move).
+  run("hoist_allocations", transforms::hoist_allocations);
+  // Where each local lives; privacy in parallel loops follows from it.
+  run("place_declarations", transforms::place_declarations);
+  run.declarations_placed();
+  // Scalars shared by parallel/simd iterations: reductions, or a race error.
+  run("detect_reductions", transforms::detect_reductions);
+  run.early_exits_refused();
+  // Collapse perfectly nested parallel loops; serialise other nested ones.
+  run("plan_parallel_loops", transforms::plan_parallel_loops);
+  // Per-thread copies instead of contended atomics on small arrays.
+  run("privatize_atomics", transforms::privatize_atomics);
+  // Python's negative indices, where an index is not provably non-negative.
+  run("normalize_indices", transforms::normalize_indices);
+  // Indices checked once before a loop where they can be, else at each
+  // access; indices loaded from arrays are bounded by scans of those arrays.
+  if (options.boundscheck) {
+    transforms::BoundsCheckOptions checks;
+    checks.scans = true;
+    run("insert_bounds_checks", [&](ir::Function& f) { transforms::insert_bounds_checks(f, checks); });
+  }
+  // Reductions that read down a column run outside chunks of their loop.
+  run("interchange_reductions", transforms::interchange_reductions);
+  // Vector loops whose body may raise run without simd, so that an error
+  // stops them at its iteration.
+  run("scalarize_raising_loops", transforms::cpu::scalarize_raising_loops);
+}
+
+}  // namespace plait

@@ -1,0 +1,79 @@
+// The CUDA target's pipeline: every step from the parsed function to the host
+// C++ and device CUDA sources, in order. To add a pass, write
+// transforms/<name>.{h,cpp} (or transforms/gpu/) and add one line here.
+//
+//  1. frontend/parser.h, parse_function: the Python source as an AST, with
+//     positions and comments (pragmas).
+//  2. frontend/lower_to_ir.h, lower_to_ir: types, names and Python's
+//     semantics as typed IR; array statements become loop nests. Choice it
+//     makes for the GPU: the default schedule of an array statement's nest
+//     (every dimension but the innermost parallel, and the innermost too when
+//     an element computes a loop of its own: lower_loop_nests.cpp).
+//  3. The passes below (run_cuda_passes), each recorded by PassRunner: whether
+//     it changed the function, the IR verifier after it under
+//     CompileOptions::verify_ir, and the dump of plaitc --dump-dir.
+//  4. codegen/cuda/codegen_cuda.h, generate_cuda: the host part and one
+//     __global__ kernel per outermost parallel loop (docs/cuda.md). The
+//     emitter still plans as it prints, by calling the planners of
+//     codegen/cuda:
+//     - how a parallel loop's iterations map to threads, one thread or a team
+//       per iteration, and which inner loops the team spreads
+//       (worker_plan.h, plan_worker; cuda_emitter_parallel_kernel.cpp);
+//     - the kernel versions the host chooses between at run time (several
+//       iterations per thread, pairs, rows kept in registers, CSR rows staged
+//       per block: cuda_emitter_parallel_kernel.cpp, with worker_rows.cpp and
+//       worker_accesses.cpp);
+//     - time loops run as one persistent kernel, the barriers between a
+//       step's loops (step_barriers.h) and arrays kept in registers
+//       (register_arrays.h): cuda_emitter_persistent.cpp and
+//       cuda_emitter_onchip.cpp;
+//     - serial loops run by one team on the device (cuda_emitter_serial.cpp);
+//     - temporaries of parallel loops allocated once or kept in registers
+//       (cuda_emitter_teams.cpp, plan_temporaries).
+#include "driver/pass_runner.h"
+#include "driver/pipeline.h"
+#include "transforms/detect_reductions.h"
+#include "transforms/fuse_loop_nests.h"
+#include "transforms/hoist_allocations.h"
+#include "transforms/insert_bounds_checks.h"
+#include "transforms/normalize_indices.h"
+#include "transforms/offload_matmul.h"
+#include "transforms/place_declarations.h"
+#include "transforms/plan_parallel_loops.h"
+
+namespace plait {
+
+void run_cuda_passes(PassRunner& run, const CompileOptions& options) {
+  // One loop for consecutive nests over the same extent; shrink temporaries.
+  run("fuse_loop_nests", transforms::fuse_loop_nests);
+  // Scratch arrays of a serial loop's steps allocated once, before it (after
+  // fusion has shrunk them; before declarations, which follow the move).
+  run("hoist_allocations", transforms::hoist_allocations);
+  // Where each local lives; privacy in parallel loops follows from it.
+  run("place_declarations", transforms::place_declarations);
+  run.declarations_placed();
+  // Scalars shared by parallel iterations: reductions, or a race error.
+  run("detect_reductions", transforms::detect_reductions);
+  run.early_exits_refused();
+  // Collapse perfectly nested parallel loops; serialise other nested ones.
+  // (No privatised atomics: GPU atomics are cheap enough and per-thread
+  // copies would not fit.)
+  run("plan_parallel_loops", transforms::plan_parallel_loops);
+  // Python's negative indices, where an index is not provably non-negative.
+  run("normalize_indices", transforms::normalize_indices);
+  // Indices checked once before a loop where they can be, else at each
+  // access. Indices loaded from arrays are checked at each access: the host
+  // cannot scan device arrays without a launch and a copy.
+  if (options.boundscheck) {
+    transforms::BoundsCheckOptions checks;
+    checks.scans = false;
+    run("insert_bounds_checks", [&](ir::Function& f) { transforms::insert_bounds_checks(f, checks); });
+  }
+  // Matrix-product nests as cuBLAS calls. (No interchange of column
+  // reductions: a CUDA thread per element already reads a row across its
+  // warp. No scalarised vector loops: a CUDA thread leaves its iteration
+  // alone.)
+  run("offload_matmul", transforms::offload_matmul);
+}
+
+}  // namespace plait
