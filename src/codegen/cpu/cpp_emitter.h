@@ -1,5 +1,6 @@
 // The CPU back end's emitter (codegen_cpp.h), shared by its parts:
-// cpp_emitter_exprs.cpp (names, the prologue, expressions),
+// cpp_emitter_exprs.cpp (the prologue and loads; names and the other
+// expressions are CEmitter's, codegen/c_emitter.h),
 // cpp_emitter_stmts.cpp (statements, errors and returns),
 // cpp_emitter_loops.cpp (loops and their OpenMP pragmas) and
 // cpp_emitter_regions.cpp (parallel regions: several parallel loops in one
@@ -35,6 +36,7 @@
 
 #include "analysis/raises.h"
 #include "analysis/var_uses.h"
+#include "codegen/c_emitter.h"
 #include "codegen/cpu/row_prefetch.h"
 #include "codegen/overlap_test.h"
 #include "ir/ir_visitor.h"
@@ -54,10 +56,6 @@ namespace cpu {
 // trip count is not known when the team would start (the threshold itself is
 // a run-time setting: plait_context::parallel_work_threshold).
 inline constexpr int64_t kAssumedInnerTrips = 256;
-
-inline std::string dtype_code(ScalarKind k) {
-  return plait_dtype_name(k);
-}
 
 // The one-argument functions that plait_runtime.h declares as plait_vm_<name>
 // (vectorisable through glibc's libmvec); sqrt and fabs vectorise as they are.
@@ -82,55 +80,6 @@ inline bool has_vector_variant(Intrinsic fn) {
   }
 }
 
-inline std::string ctype(ScalarType t) {
-  return c_type_name(t.kind);
-}
-inline std::string ctype(ScalarKind k) {
-  return c_type_name(k);
-}
-
-inline std::string sanitize(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    out += ok ? c : '_';
-  }
-  return out;
-}
-
-inline std::string double_literal(double v) {
-  if (std::isnan(v)) return "__builtin_nan(\"\")";
-  if (std::isinf(v)) return v > 0 ? "__builtin_inf()" : "(-__builtin_inf())";
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  std::string s(buf, end);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return v < 0 ? "(" + s + ")" : s;
-}
-
-inline std::string int_literal(int64_t v, ScalarKind k) {
-  if (k == ScalarKind::UInt64) return "uint64_t(" + std::to_string(static_cast<uint64_t>(v)) + "ULL)";
-  if (k != ScalarKind::Int64) return std::string(c_type_name(k)) + "(" + std::to_string(v) + ")";
-  if (v == INT64_MIN) return "(-int64_t(9223372036854775807) - 1)";
-  return "int64_t(" + std::to_string(v) + ")";
-}
-
-// Integers narrower than int are promoted to int by C++ arithmetic; the
-// result is cast back so that it wraps as NumPy's does.
-inline bool promoted_by_cpp(ScalarType t) {
-  return t.is_int() && t.bits() < 32;
-}
-
-// Escapes text for a C++ string literal (a path in #line, a message).
-inline std::string escape_path(const std::string& path) {
-  std::string out;
-  for (char c : path) {
-    if (c == '\\' || c == '"') out += '\\';
-    out += (c == '\n' || c == '\r') ? ' ' : c;
-  }
-  return out;
-}
-
 // Counts IR nodes (the body cost estimate) and notices inner loops.
 class CostCounter : public IRVisitor {
  public:
@@ -151,61 +100,6 @@ class CostCounter : public IRVisitor {
     IRVisitor::visit(node);                                                            \
   }
 #include "ir/ir_nodes.def"
-};
-
-// Collects the arrays a subtree mentions and those it (re)binds.
-class ArrayCollector : public IRVisitor {
- public:
-  std::vector<ArrayVar> used;  // in first-use order
-  ArraySet bound;              // targets of Allocate / ArrayBind
-  ArraySet declared;           // arrays with a Declare
-  using IRVisitor::visit;
-
- protected:
-  void note(const ArrayVar& a) {
-    if (seen_.insert(a.get()).second) used.push_back(a);
-  }
-  void visit(const Load* n) override {
-    note(n->array);
-    IRVisitor::visit(n);
-  }
-  void visit(const ArrayDim* n) override { note(n->array); }
-  void visit(const ArraysOverlap* n) override {
-    note(n->a);
-    note(n->b);
-  }
-  void visit(const Store* n) override {
-    note(n->array);
-    IRVisitor::visit(n);
-  }
-  void visit(const AtomicUpdate* n) override {
-    note(n->array);
-    IRVisitor::visit(n);
-  }
-  void visit(const Allocate* n) override {
-    note(n->array);
-    bound.insert(n->array.get());
-    IRVisitor::visit(n);
-  }
-  void visit(const ArrayBind* n) override {
-    note(n->src);
-    note(n->dst);
-    bound.insert(n->dst.get());
-  }
-  void visit(const Declare* n) override {
-    if (n->array) {
-      note(n->array);
-      declared.insert(n->array.get());
-    }
-  }
-  void visit(const Return* n) override {
-    for (const ReturnValue& v : n->values)
-      if (v.array) note(v.array);
-    IRVisitor::visit(n);
-  }
-
- private:
-  ArraySet seen_;
 };
 
 // The scalars a parallel loop's body assigns that outlive one iteration:
@@ -463,14 +357,9 @@ enum class Placement {
 };
 
 // How an array lives in the generated code.
-struct ArrayLocal {
-  std::string base;        // a_<name>: fields base_data, base_n<d>, base_s<d>
-  bool has_owner = false;  // allocated or rebound: base_owner keeps storage alive
-};
-
-class CppEmitter {
+class CppEmitter : public CEmitter {
  public:
-  CppEmitter(const Function& f) : fn_(f), path_(escape_path(f.source.path)) {}
+  explicit CppEmitter(const Function& f) : CEmitter(f, /*narrow_in_uint32=*/false) {}
 
   // What the emitter decided about parallel regions, for explain().
   const std::vector<Remark>& remarks() const { return remarks_; }
@@ -495,20 +384,6 @@ class CppEmitter {
 
   // ------------------------------------------------------------ naming
 
-  std::string unique(const std::string& wanted);
-
-  const std::string& var_name(const Var& v);
-
-  std::string temp(const std::string& what) { return "p_" + what + std::to_string(++temp_counter_); }
-
-  ArrayLocal& array(const ArrayVar& a);
-
-  static bool unit_stride(const ArrayType& t, int d);
-  std::string data(const ArrayVar& a) { return array(a).base + "_data"; }
-  std::string extent(const ArrayVar& a, int d) { return array(a).base + "_n" + std::to_string(d); }
-  std::string stride(const ArrayVar& a, int d);
-  std::string owner(const ArrayVar& a) { return array(a).base + "_owner"; }
-
   // The fields of an array's locals, for private() clauses.
   std::vector<std::string> array_fields(const ArrayVar& a);
 
@@ -516,9 +391,6 @@ class CppEmitter {
 
   void line(const std::string& text) { out_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
   void line_directive(const SourceLoc& loc);
-  // The line and the character column of `loc` (Python's count, which
-  // the run-time error's caret follows), as arguments of a raising helper.
-  std::string loc_args(const SourceLoc& loc) const;
 
   // The trip count of loop `f` from its evaluated bounds: a zero step or a
   // range of more than 2**63 - 1 values raises at the loop's line (Python's
@@ -526,8 +398,6 @@ class CppEmitter {
   // iteration, instead of dividing by zero or wrapping to a negative count.
   std::string checked_trip_count(const For* f, const std::string& begin, const std::string& end,
                                  const std::string& step) const;
-
-  bool declared(const VarInfo* v) const;
 
   // ------------------------------------------------------------ prologue
 
@@ -538,27 +408,10 @@ class CppEmitter {
 
   // ------------------------------------------------------------ expressions
 
-  std::string expr(const Expr& e);
-
-  std::string cast(const Cast* c);
-
-  std::string unary(const Unary* u);
-
-  std::string binary(const Binary* b);
-
-  std::string call(const Call* c);
-
-  // The flat element offset of `indices` (already evaluated names or expressions).
-  std::string offset(const ArrayVar& a, const std::vector<std::string>& indices);
-
-  std::string index_value(const Expr& e);
-
-  // Evaluates the indices into consts named in `names` and returns the
-  // condition that they are all in bounds (reporting the first that is not).
-  std::string bound_checks(const ArrayVar& a, const std::vector<Expr>& indices, const SourceLoc& loc,
-                           std::vector<std::string>* names, std::string* decls);
-
-  std::string load(const Load* l);
+  std::string expr(const Expr& e) override { return expr_node(e); }
+  std::string load(const Load* l) override;
+  std::string error_sink() const override { return "ctx"; }
+  bool vector_math(Intrinsic fn) const override { return has_vector_variant(fn); }
 
   // ------------------------------------------------------------ statements
 
@@ -845,12 +698,9 @@ class CppEmitter {
   // the caller noted stops the kernel with KeyboardInterrupt.
   void emit_interrupt_check();
 
-  const Function& fn_;
-  std::string path_;
   std::ostringstream out_;
   int indent_ = 0;
-  int loop_depth_ = 0;  // loops around the statement being emitted
-  int temp_counter_ = 0;
+  int loop_depth_ = 0;              // loops around the statement being emitted
   int omp_depth_ = 0;               // enclosing parallel/simd loops
   int parallel_iterations_ = 0;     // enclosing iterations of parallel loops that note their iteration
   std::unique_ptr<Region> region_;  // the parallel region being emitted
@@ -864,11 +714,7 @@ class CppEmitter {
   int stop_uses_ = 0;  // of stop_ since it was set
   std::vector<Remark> remarks_;
   std::unordered_map<const For*, PrefetchSite> prefetch_;  // compute-bound passes that run in chunks
-  VarMap<std::string> var_names_;
-  VarMap<std::string> reset_flags_;  // of the thread partials being updated
-  ArrayMap<ArrayLocal> arrays_;
-  std::unordered_set<std::string> used_names_;
-  std::vector<VarSet> scopes_;
+  VarMap<std::string> reset_flags_;                        // of the thread partials being updated
 };
 
 }  // namespace cpu

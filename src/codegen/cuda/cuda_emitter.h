@@ -27,10 +27,10 @@
 
 namespace plait::codegen::cuda_emitter {
 
-class CudaEmitter {
+class CudaEmitter : public CEmitter {
  public:
   CudaEmitter(const Function& f, const CudaLaunchConfig& launch)
-      : fn_(f), path_(escape_path(f.source.path)), launch_(launch), block_size_(launch.threads) {}
+      : CEmitter(f, /*narrow_in_uint32=*/true), launch_(launch), block_size_(launch.threads) {}
 
   CudaSources run();
 
@@ -42,34 +42,17 @@ class CudaEmitter {
   // thread's work with a stop (with_device_stop), the thread's view of the
   // record, which remembers that it raised; else the record.
   std::string sink() const { return !device() ? "ctx" : stop_.empty() ? "p_err" : "&p_errs"; }
-  std::string math(const std::string& name) const { return (device() ? "plait::fm::" : "std::") + name; }
+  std::string error_sink() const override { return sink(); }
+  bool device_code() const override { return device(); }
+  std::string math(const std::string& name) const override { return (device() ? "plait::fm::" : "std::") + name; }
 
   void remark(const SourceLoc& loc, const std::string& message);
-
-  // ------------------------------------------------------------ naming
-
-  std::string unique(const std::string& wanted);
-
-  const std::string& var_name(const Var& v);
-
-  std::string temp(const std::string& what) { return "p_" + what + std::to_string(++temp_counter_); }
-
-  ArrayLocal& array(const ArrayVar& a);
-
-  static bool unit_stride(const ArrayType& t, int d);
-  std::string data(const ArrayVar& a) { return array(a).base + "_data"; }
-  std::string extent(const ArrayVar& a, int d) { return array(a).base + "_n" + std::to_string(d); }
-  std::string stride(const ArrayVar& a, int d);
-  std::string owner(const ArrayVar& a) { return array(a).base + "_owner"; }
 
   // ------------------------------------------------------------ output
 
   std::ostringstream& out() { return device() ? device_ : host_; }
   void line(const std::string& text) { out() << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
   void line_directive(const SourceLoc& loc);
-  // The line and the character column of `loc` (Python's count, which
-  // the run-time error's caret follows), as arguments of a raising helper.
-  std::string loc_args(const SourceLoc& loc) const;
 
   // The trip count of loop `f` from its evaluated bounds. The host checks
   // the range as the CPU target does (plait::checked_trip_count: a zero step
@@ -77,8 +60,6 @@ class CudaEmitter {
   // loop runs no iteration) instead of dividing by zero; device code does
   // not check (docs/cuda.md, "Not yet").
   std::string trip_count(const For* f, const std::string& begin, const std::string& end, const std::string& step) const;
-
-  bool declared(const VarInfo* v) const;
 
   // ------------------------------------------------------------ prologue
 
@@ -88,26 +69,8 @@ class CudaEmitter {
 
   // ------------------------------------------------------------ expressions
 
-  std::string float_literal(double v, ScalarKind k);
-
-  std::string expr(const Expr& e);
-
-  std::string expr_node(const Expr& e);
-
-  std::string cast(const Cast* c);
-
-  std::string unary(const Unary* u);
-
-  std::string binary(const Binary* b);
-
-  std::string call(const Call* c);
-
-  std::string offset(const ArrayVar& a, const std::vector<std::string>& indices);
-
-  std::string index_value(const Expr& e);
-
-  std::string bound_checks(const ArrayVar& a, const std::vector<Expr>& indices, const SourceLoc& loc,
-                           std::vector<std::string>* names, std::string* decls);
+  // A value kept in registers (cached_values_), or the node.
+  std::string expr(const Expr& e) override;
 
   // An element read: direct in device code; on the host a copy of the one
   // element from device memory.
@@ -121,7 +84,7 @@ class CudaEmitter {
   // caller ensures.
   static const Load* relaxation_load(const Store* s, const std::function<bool(const Load*)>& same_element);
 
-  std::string load(const Load* l);
+  std::string load(const Load* l) override;
 
   // A load made once for its group of iterations (emit_spread_loop), or from memory.
   std::string group_or_memory_load(const Load* l);
@@ -847,8 +810,6 @@ class CudaEmitter {
 
   void emit_bind(const ArrayBind* b);
 
-  const Function& fn_;
-  std::string path_;
   // The launch configuration (CompileOptions::cuda_launch) and its threads
   // per block, the block of every kernel but the persistent ones.
   const CudaLaunchConfig launch_;
@@ -863,7 +824,6 @@ class CudaEmitter {
   // and how many times the current one was emitted.
   std::string stop_;
   int stop_uses_ = 0;
-  int temp_counter_ = 0;
   // The parallel loop being emitted whose reduction results stay on the
   // device, and where they are (scratch slots) until the region after it.
   const For* resident_loop_ = nullptr;
@@ -872,9 +832,8 @@ class CudaEmitter {
   // parallel loops after it in the same block, and their slots.
   VarMap<int> region_slots_;
   int region_slots_used_ = 0;
-  VarMap<std::string> var_names_;
   // Statements the emitter makes (a device loop's one-iteration wrapper):
-  // kept as long as the emitter lives, since var_names_ and the other maps
+  // kept as long as the emitter lives, since var_names_ (CEmitter) and the other maps
   // hold their variables (a freed one would leave a dangling key whose
   // address a later variable may take, and its name with it).
   std::vector<Stmt> synthesized_;
@@ -888,9 +847,6 @@ class CudaEmitter {
   // iteration's copy (emit_batched_worker_loop compares it with the new value).
   std::unordered_map<const Load*, std::string> relaxed_loads_;
   int lane_ = -1;
-  ArrayMap<ArrayLocal> arrays_;
-  std::unordered_set<std::string> used_names_;
-  std::vector<VarSet> scopes_;
   std::vector<std::string> kernel_names_;
   std::map<int, int> fill_kernels_;  // ScalarKind -> kernel index
   bool device_errors_ = false;

@@ -1,5 +1,6 @@
-// The CUDA emitter: the kernel's frame, names of locals and arrays, the prologue that
-// unpacks the arguments, and expressions (cuda_emitter.h).
+// The CUDA emitter: the kernel's frame, the prologue that unpacks the
+// arguments, and the expressions that differ from CEmitter's: values kept in
+// registers and loads (cuda_emitter.h).
 #include "codegen/cuda/cuda_emitter.h"
 
 namespace plait::codegen::cuda_emitter {
@@ -58,53 +59,16 @@ void CudaEmitter::remark(const SourceLoc& loc, const std::string& message) {
   remarks_.push_back({loc, "codegen_cuda", message});
 }
 
-std::string CudaEmitter::unique(const std::string& wanted) {
-  std::string name = wanted;
-  for (int k = 2; !used_names_.insert(name).second; ++k) name = wanted + "_" + std::to_string(k);
-  return name;
-}
-
-const std::string& CudaEmitter::var_name(const Var& v) {
-  auto it = var_names_.find(v.get());
-  if (it != var_names_.end()) return it->second;
-  return var_names_[v.get()] = unique("v_" + sanitize(v->name));
-}
-
-ArrayLocal& CudaEmitter::array(const ArrayVar& a) {
-  auto it = arrays_.find(a.get());
-  if (it == arrays_.end()) PLAIT_INTERNAL_ERROR("array `" + a->name + "` used before it is bound");
-  return it->second;
-}
-
-bool CudaEmitter::unit_stride(const ArrayType& t, int d) {
-  return (t.layout == Layout::C && d == t.ndim - 1) || (t.layout == Layout::F && d == 0);
-}
-
-std::string CudaEmitter::stride(const ArrayVar& a, int d) {
-  return unit_stride(a->type, d) ? "1" : array(a).base + "_s" + std::to_string(d);
-}
-
 void CudaEmitter::line_directive(const SourceLoc& loc) {
   // std::to_string, not operator<<(int): numbers never go through the
   // stream's locale (a Python process may have set an unusual one).
   if (loc.valid()) out() << "#line " + std::to_string(loc.line) + " \"" + path_ + "\"\n";
 }
 
-std::string CudaEmitter::loc_args(const SourceLoc& loc) const {
-  if (!loc.valid()) return "0, 0";
-  return std::to_string(loc.line) + ", " + std::to_string(character_columns(fn_.source, loc).col);
-}
-
 std::string CudaEmitter::trip_count(const For* f, const std::string& begin, const std::string& end,
                                     const std::string& step) const {
   if (device()) return "plait::trip_count(" + begin + ", " + end + ", " + step + ")";
   return "plait::checked_trip_count(ctx, " + loc_args(f->loc) + ", " + begin + ", " + end + ", " + step + ")";
-}
-
-bool CudaEmitter::declared(const VarInfo* v) const {
-  for (const auto& s : scopes_)
-    if (s.count(v)) return true;
-  return false;
 }
 
 void CudaEmitter::emit_prologue() {
@@ -161,23 +125,6 @@ void CudaEmitter::declare_array(const ArrayVar& a) {
   if (!device()) line("[[maybe_unused]] plait::array_owner " + owner(a) + ";");
 }
 
-std::string CudaEmitter::float_literal(double v, ScalarKind k) {
-  std::string lit;
-  if (std::isnan(v)) {
-    lit = device() ? "plait::nan_f64()" : "__builtin_nan(\"\")";
-  } else if (std::isinf(v)) {
-    const std::string inf = device() ? "plait::inf_f64()" : "__builtin_inf()";
-    lit = v > 0 ? inf : "(-" + inf + ")";
-  } else {
-    char buf[64];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    lit.assign(buf, end);
-    if (lit.find_first_of(".e") == std::string::npos) lit += ".0";
-    if (v < 0) lit = "(" + lit + ")";
-  }
-  return k == ScalarKind::Float32 ? "float(" + lit + ")" : lit;
-}
-
 std::string CudaEmitter::expr(const Expr& e) {
   // A value kept in registers: this loop computes it into them, or reads them.
   if (auto it = cached_values_.find(e.get()); device() && it != cached_values_.end()) {
@@ -187,225 +134,6 @@ std::string CudaEmitter::expr(const Expr& e) {
     return "(" + slot + " = " + expr_node(e) + ")";
   }
   return expr_node(e);
-}
-
-std::string CudaEmitter::expr_node(const Expr& e) {
-  switch (e->kind) {
-    case NodeKind::IntImm:
-      return int_literal(e->as<IntImm>()->value, e->type.kind);
-    case NodeKind::FloatImm:
-      return float_literal(e->as<FloatImm>()->value, e->type.kind);
-    case NodeKind::BoolImm:
-      return e->as<BoolImm>()->value ? "true" : "false";
-    case NodeKind::VarRef:
-      return var_name(e->as<VarRef>()->var);
-    case NodeKind::Cast:
-      return cast(e->as<Cast>());
-    case NodeKind::Unary:
-      return unary(e->as<Unary>());
-    case NodeKind::Binary:
-      return binary(e->as<Binary>());
-    case NodeKind::Compare: {
-      const Compare* c = e->as<Compare>();
-      return std::string("(") + expr(c->a) + " " + compare_op_name(c->op) + " " + expr(c->b) + ")";
-    }
-    case NodeKind::Logical: {
-      const Logical* l = e->as<Logical>();
-      return std::string("(") + expr(l->a) + (l->op == LogicalOp::And ? " && " : " || ") + expr(l->b) + ")";
-    }
-    case NodeKind::Select: {
-      const Select* s = e->as<Select>();
-      return std::string("(") + expr(s->cond) + " ? " + expr(s->t) + " : " + expr(s->f) + ")";
-    }
-    case NodeKind::Call:
-      return call(e->as<Call>());
-    case NodeKind::Load:
-      return load(e->as<Load>());
-    case NodeKind::ArrayDim: {
-      const ArrayDim* d = e->as<ArrayDim>();
-      return extent(d->array, d->dim);
-    }
-    case NodeKind::ArraysOverlap: {
-      ArrayLocalNames names{[this](const ArrayVar& a) { return data(a); },
-                            [this](const ArrayVar& a, int d) { return extent(a, d); },
-                            [this](const ArrayVar& a, int d) { return stride(a, d); },
-                            [](const ArrayVar& a) { return ctype(a->type.dtype); }};
-      return overlap_test(*e->as<ArraysOverlap>(), names);
-    }
-    default:
-      PLAIT_INTERNAL_ERROR(std::string("not an expression: ") + node_kind_name(e->kind));
-  }
-}
-
-std::string CudaEmitter::cast(const Cast* c) {
-  const ScalarType from = c->value->type;
-  const std::string v = expr(c->value);
-  if (c->type.kind == from.kind) return v;
-  if (c->type.is_bool()) return std::string("(") + v + " != 0)";
-  if (from.is_float() && c->type.is_int()) {
-    if (c->checked)
-      return "plait::checked_float_to_int<" + ctype(c->type) + ">(" + v + ", " + sink() + ", " + loc_args(c->loc) + ")";
-    return "plait::float_to_int<" + ctype(c->type) + ">(" + v + ")";
-  }
-  if (c->checked && from.is_int() && c->type.is_int())
-    return "plait::checked_python_int<" + ctype(c->type) + ">(" + v + ", " + sink() + ", " + loc_args(c->loc) + ")";
-  return "static_cast<" + ctype(c->type) + ">(" + v + ")";
-}
-
-std::string CudaEmitter::unary(const Unary* u) {
-  const std::string a = expr(u->a);
-  switch (u->op) {
-    case UnaryOp::Neg:
-      if (promoted_by_cpp(u->type)) return "static_cast<" + ctype(u->type) + ">(0u - static_cast<uint32_t>(" + a + "))";
-      return "(-" + a + ")";
-    case UnaryOp::Not:
-      return "(!" + a + ")";
-    case UnaryOp::BitNot:
-      return u->type.is_bool() ? "(!" + a + ")" : "static_cast<" + ctype(u->type) + ">(~" + a + ")";
-  }
-  return a;
-}
-
-std::string CudaEmitter::binary(const Binary* b) {
-  const std::string t = ctype(b->type);
-  const std::string x = expr(b->a);
-  const std::string y = expr(b->b);
-  const std::string checked_args = ", " + sink() + ", " + loc_args(b->loc) + ")";
-  const bool is_bool = b->type.is_bool();
-  auto helper = [&](const std::string& name) { return "plait::" + name + "<" + t + ">(" + x + ", " + y; };
-  auto arith = [&](const char* op) {
-    if (!promoted_by_cpp(b->type)) return "(" + x + op + y + ")";
-    return "static_cast<" + t + ">(static_cast<uint32_t>(" + x + ")" + op + "static_cast<uint32_t>(" + y + "))";
-  };
-  switch (b->op) {
-    case BinaryOp::Add:
-      return is_bool ? "(" + x + " || " + y + ")" : arith(" + ");
-    case BinaryOp::Sub:
-      return is_bool ? "(" + x + " != " + y + ")" : arith(" - ");
-    case BinaryOp::Mul:
-      return is_bool ? "(" + x + " && " + y + ")" : arith(" * ");
-    case BinaryOp::Div:
-      return b->zero_check ? helper("div_checked") + checked_args : "(" + x + " / " + y + ")";
-    case BinaryOp::FloorDiv:
-      return b->zero_check ? helper("floordiv_checked") + checked_args : helper("floordiv") + ")";
-    case BinaryOp::Mod:
-      return b->zero_check ? helper("mod_checked") + checked_args : helper("mod") + ")";
-    case BinaryOp::Pow:
-      if (b->type.is_float())
-        return b->zero_check ? helper("pow_float_checked") + checked_args : helper("pow_float") + ")";
-      if (is_bool) return std::string("(") + x + " || !" + y + ")";
-      return helper(b->zero_check ? "pow_python_int" : "pow_int") + checked_args;
-    case BinaryOp::BitAnd:
-      return "static_cast<" + t + ">(" + x + " & " + y + ")";
-    case BinaryOp::BitOr:
-      return "static_cast<" + t + ">(" + x + " | " + y + ")";
-    case BinaryOp::BitXor:
-      return "static_cast<" + t + ">(" + x + " ^ " + y + ")";
-    case BinaryOp::Shl:
-      return helper("shl") + ")";
-    case BinaryOp::Shr:
-      return helper("shr") + ")";
-    case BinaryOp::Min:
-      return helper("minimum") + ")";
-    case BinaryOp::Max:
-      return helper("maximum") + ")";
-    case BinaryOp::PyMin:
-      return helper("py_min") + ")";
-    case BinaryOp::PyMax:
-      return helper("py_max") + ")";
-  }
-  return x;
-}
-
-std::string CudaEmitter::call(const Call* c) {
-  const ScalarType arg_type = c->args[0]->type;
-  const bool int_arg = !arg_type.is_float();
-  std::vector<std::string> args;
-  for (const Expr& a : c->args) args.push_back(expr(a));
-  auto wrap = [&](const std::string& s) {
-    return arg_type.kind == c->type.kind ? s : "static_cast<" + ctype(c->type) + ">(" + s + ")";
-  };
-  switch (c->fn) {
-    case Intrinsic::Floor:
-    case Intrinsic::Ceil:
-    case Intrinsic::Trunc:
-    case Intrinsic::Round:
-      if (int_arg) return wrap(args[0]);
-      if (c->fn == Intrinsic::Round) return wrap(math(device() ? "rint" : "nearbyint") + "(" + args[0] + ")");
-      return wrap(math(intrinsic_name(c->fn)) + "(" + args[0] + ")");
-    case Intrinsic::Abs:
-      if (arg_type.is_bool()) return wrap(args[0]);
-      if (int_arg) return wrap("plait::abs_int<" + ctype(arg_type) + ">(" + args[0] + ")");
-      return wrap(math("fabs") + "(" + args[0] + ")");
-    case Intrinsic::Fabs:
-      return wrap(math("fabs") + "(" + args[0] + ")");
-    case Intrinsic::IsNan:
-      return int_arg ? "false" : math("isnan") + "(" + args[0] + ")";
-    case Intrinsic::IsInf:
-      return int_arg ? "false" : math("isinf") + "(" + args[0] + ")";
-    case Intrinsic::IsFinite:
-      return int_arg ? "true" : math("isfinite") + "(" + args[0] + ")";
-    default:
-      break;
-  }
-  const std::string name = math(intrinsic_name(c->fn));
-  std::string joined;
-  for (size_t i = 0; i < args.size(); ++i) joined += (i ? ", " : "") + args[i];
-  if (!c->python_math) return wrap(name + "(" + joined + ")");
-  const char* on_inf = "none";
-  switch (c->fn) {
-    case Intrinsic::Exp:
-    case Intrinsic::Sinh:
-    case Intrinsic::Cosh:
-      on_inf = "overflow";
-      break;
-    case Intrinsic::Log:
-    case Intrinsic::Log2:
-    case Intrinsic::Log10:
-      on_inf = "domain";
-      break;
-    case Intrinsic::Pow:
-      on_inf = "pow";
-      break;
-    default:
-      break;
-  }
-  std::string params, names;
-  for (size_t i = 0; i < c->args.size(); ++i) {
-    params += (i ? ", " : "") + ctype(c->args[i]->type) + " x" + std::to_string(i);
-    names += (i ? ", x" : "x") + std::to_string(i);
-  }
-  return wrap("plait::py_math(" + sink() + ", " + loc_args(c->loc) + ", plait::math_inf::" + on_inf + ", [](" + params +
-              ") { return " + name + "(" + names + "); }, " + joined + ")");
-}
-
-std::string CudaEmitter::offset(const ArrayVar& a, const std::vector<std::string>& indices) {
-  std::string off;
-  for (int d = 0; d < a->type.ndim; ++d) {
-    const std::string s = stride(a, d);
-    const std::string term = s == "1" ? indices[d] : indices[d] + " * " + s;
-    off += (d ? " + " : "") + term;
-  }
-  return off;
-}
-
-std::string CudaEmitter::index_value(const Expr& e) {
-  const std::string s = expr(e);
-  return e->type.kind == ScalarKind::Int64 ? s : "static_cast<int64_t>(" + s + ")";
-}
-
-std::string CudaEmitter::bound_checks(const ArrayVar& a, const std::vector<Expr>& indices, const SourceLoc& loc,
-                                      std::vector<std::string>* names, std::string* decls) {
-  std::string cond;
-  for (int d = 0; d < a->type.ndim; ++d) {
-    const std::string n = temp("i");
-    if (d) *decls += " ";
-    *decls += "const int64_t " + n + " = " + index_value(indices[static_cast<size_t>(d)]) + ";";
-    names->push_back(n);
-    cond += (d ? " && " : "") + std::string("plait::index_ok(") + sink() + ", " + loc_args(loc) + ", " + n + ", " +
-            std::to_string(d) + ", " + extent(a, d) + ")";
-  }
-  return cond;
 }
 
 std::string CudaEmitter::element(const ArrayVar& a, const std::string& off) {

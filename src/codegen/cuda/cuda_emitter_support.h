@@ -14,6 +14,7 @@
 
 #include "analysis/raises.h"
 #include "analysis/var_uses.h"
+#include "codegen/c_emitter.h"
 #include "codegen/cuda/codegen_cuda.h"
 #include "codegen/cuda/device_runtime.h"
 #include "codegen/cuda/device_stops.h"
@@ -99,10 +100,6 @@ inline constexpr int kNestBatchIterations = 2;
 // Workers per thread whose first loads are made together (PrefetchableLoads).
 inline constexpr int kPrefetchIterations = 4;
 
-inline std::string dtype_code(ScalarKind k) {
-  return plait_dtype_name(k);
-}
-
 inline std::string dtype_suffix(ScalarKind k) {
   return to_string(ScalarType{k, false});
 }
@@ -111,103 +108,7 @@ inline int element_bytes(ScalarKind k) {
   return ScalarType{k, false}.bits() / 8;
 }
 
-inline std::string ctype(ScalarType t) {
-  return c_type_name(t.kind);
-}
-inline std::string ctype(ScalarKind k) {
-  return c_type_name(k);
-}
-
-inline std::string sanitize(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    out += ok ? c : '_';
-  }
-  return out;
-}
-
-inline std::string escape_path(const std::string& path) {
-  std::string out;
-  for (char c : path) {
-    if (c == '\\' || c == '"') out += '\\';
-    out += (c == '\n' || c == '\r') ? ' ' : c;
-  }
-  return out;
-}
-
-inline std::string int_literal(int64_t v, ScalarKind k) {
-  if (k == ScalarKind::UInt64) return "uint64_t(" + std::to_string(static_cast<uint64_t>(v)) + "ULL)";
-  if (k != ScalarKind::Int64) return ctype(k) + "(" + std::to_string(v) + ")";
-  if (v == INT64_MIN) return "(-int64_t(9223372036854775807) - 1)";
-  return "int64_t(" + std::to_string(v) + ")";
-}
-
-// Integers narrower than int are promoted to int by C++ arithmetic, where
-// 16-bit products can overflow: they compute in uint32_t, and the result is
-// cast back so that it wraps as NumPy's does.
-inline bool promoted_by_cpp(ScalarType t) {
-  return t.is_int() && t.bits() < 32;
-}
-
 // ------------------------------------------------------------------ analyses
-
-// Collects the arrays a subtree mentions and those it (re)binds or declares.
-class ArrayCollector : public IRVisitor {
- public:
-  std::vector<ArrayVar> used;  // in first-use order
-  ArraySet bound;
-  ArraySet declared;
-  const Allocate* first_allocate = nullptr;
-  using IRVisitor::visit;
-
- protected:
-  void note(const ArrayVar& a) {
-    if (seen_.insert(a.get()).second) used.push_back(a);
-  }
-  void visit(const Load* n) override {
-    note(n->array);
-    IRVisitor::visit(n);
-  }
-  void visit(const ArrayDim* n) override { note(n->array); }
-  void visit(const ArraysOverlap* n) override {
-    note(n->a);
-    note(n->b);
-  }
-  void visit(const Store* n) override {
-    note(n->array);
-    IRVisitor::visit(n);
-  }
-  void visit(const AtomicUpdate* n) override {
-    note(n->array);
-    IRVisitor::visit(n);
-  }
-  void visit(const Allocate* n) override {
-    note(n->array);
-    bound.insert(n->array.get());
-    if (!first_allocate) first_allocate = n;
-    IRVisitor::visit(n);
-  }
-  void visit(const ArrayBind* n) override {
-    note(n->src);
-    note(n->dst);
-    bound.insert(n->dst.get());
-  }
-  void visit(const Declare* n) override {
-    if (n->array) {
-      note(n->array);
-      declared.insert(n->array.get());
-    }
-  }
-  void visit(const Return* n) override {
-    for (const ReturnValue& v : n->values)
-      if (v.array) note(v.array);
-    IRVisitor::visit(n);
-  }
-
- private:
-  ArraySet seen_;
-};
 
 // The scalars a subtree mentions (read or assigned, loop variables included)
 // in first-use order, and those it assigns.
@@ -535,11 +436,6 @@ class AllocationSites : public IRVisitor {
 };
 
 // ------------------------------------------------------------------ emitter
-
-struct ArrayLocal {
-  std::string base;        // a_<name>: fields base_data, base_n<d>, base_s<d>
-  bool has_owner = false;  // host code: allocated or rebound
-};
 
 enum class Mode { Host, Device };
 

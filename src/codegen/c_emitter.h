@@ -1,0 +1,144 @@
+// What the CPU (C++ with OpenMP) and CUDA back ends print alike: C names of
+// types and values, the names of locals and arrays, and expressions with
+// Python's semantics over the runtime's helpers (runtime/plait_runtime.h on
+// the host and runtime/cuda_device_runtime.cuh on the GPU declare the same
+// plait:: helpers). CEmitter is the base of both emitters
+// (cpu/cpp_emitter.h, cuda/cuda_emitter.h); a back end supplies only what
+// differs: where a raising helper records its error, the math library's
+// names, and how integers narrower than int compute.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/ir.h"
+#include "ir/ir_visitor.h"
+#include "runtime/abi.h"
+
+namespace plait::codegen {
+
+// ------------------------------------------------------------ C vocabulary
+
+// The dtype code of runtime/abi.h (PLAIT_FLOAT64, ...).
+std::string dtype_code(ScalarKind k);
+std::string ctype(ScalarType t);
+std::string ctype(ScalarKind k);
+// A Python name as a C identifier part.
+std::string sanitize(const std::string& name);
+// Escapes text for a C++ string literal (a path in #line, a message).
+std::string escape_path(const std::string& path);
+std::string int_literal(int64_t v, ScalarKind k);
+// Integers narrower than int are promoted to int by C++ arithmetic; the
+// result is cast back so that it wraps as NumPy's does.
+bool promoted_by_cpp(ScalarType t);
+
+// Collects the arrays a subtree mentions and those it (re)binds.
+class ArrayCollector : public ir::IRVisitor {
+ public:
+  std::vector<ir::ArrayVar> used;  // in first-use order
+  ir::ArraySet bound;              // targets of Allocate / ArrayBind
+  ir::ArraySet declared;           // arrays with a Declare
+  const ir::Allocate* first_allocate = nullptr;
+  using IRVisitor::visit;
+
+ protected:
+  void note(const ir::ArrayVar& a) {
+    if (seen_.insert(a.get()).second) used.push_back(a);
+  }
+  void visit(const ir::Load* n) override;
+  void visit(const ir::ArrayDim* n) override { note(n->array); }
+  void visit(const ir::ArraysOverlap* n) override;
+  void visit(const ir::Store* n) override;
+  void visit(const ir::AtomicUpdate* n) override;
+  void visit(const ir::Allocate* n) override;
+  void visit(const ir::ArrayBind* n) override;
+  void visit(const ir::Declare* n) override;
+  void visit(const ir::Return* n) override;
+
+ private:
+  ir::ArraySet seen_;
+};
+
+// The locals of an array: a_<name>_data, a_<name>_n<d>, a_<name>_s<d>.
+struct ArrayLocal {
+  std::string base;        // a_<name>: fields base_data, base_n<d>, base_s<d>
+  bool has_owner = false;  // allocated or rebound: base_owner keeps storage alive
+};
+
+// ------------------------------------------------------------ the base emitter
+
+class CEmitter {
+ public:
+  virtual ~CEmitter() = default;
+
+ protected:
+  // `narrow_in_uint32`: integers narrower than int compute in uint32_t
+  // (device code, whose compiler has no -fwrapv: a 16-bit product
+  // overflows int), else in int, which the host's -fwrapv wraps.
+  CEmitter(const ir::Function& f, bool narrow_in_uint32)
+      : fn_(f), path_(escape_path(f.source.path)), narrow_in_uint32_(narrow_in_uint32) {}
+
+  // ---- what a back end supplies
+
+  // An expression (a back end may serve some from registers) and a load.
+  virtual std::string expr(const ir::Expr& e) = 0;
+  virtual std::string load(const ir::Load* l) = 0;
+  // Where a raising helper records its error.
+  virtual std::string error_sink() const = 0;
+  // Whether the code being printed runs on the GPU.
+  virtual bool device_code() const { return false; }
+  // A math function: std::name, or the device runtime's.
+  virtual std::string math(const std::string& name) const { return "std::" + name; }
+  // Whether plain (not Python-checked) math of `fn` on floats calls the
+  // runtime's vectorisable plait_vm_<name>.
+  virtual bool vector_math(ir::Intrinsic /*fn*/) const { return false; }
+
+  // ---- names
+
+  std::string unique(const std::string& wanted);
+  const std::string& var_name(const ir::Var& v);
+  std::string temp(const std::string& what) { return "p_" + what + std::to_string(++temp_counter_); }
+  ArrayLocal& array(const ir::ArrayVar& a);
+  static bool unit_stride(const ArrayType& t, int d);
+  std::string data(const ir::ArrayVar& a) { return array(a).base + "_data"; }
+  std::string extent(const ir::ArrayVar& a, int d) { return array(a).base + "_n" + std::to_string(d); }
+  std::string stride(const ir::ArrayVar& a, int d);
+  std::string owner(const ir::ArrayVar& a) { return array(a).base + "_owner"; }
+  bool declared(const ir::VarInfo* v) const;
+  // The line and the character column of `loc` (Python's count, which
+  // the run-time error's caret follows), as arguments of a raising helper.
+  std::string loc_args(const SourceLoc& loc) const;
+
+  // ---- expressions
+
+  // Every node but those a back end serves itself (expr) or loads.
+  std::string expr_node(const ir::Expr& e);
+  std::string float_literal(double v, ScalarKind k) const;
+  std::string cast(const ir::Cast* c);
+  std::string unary(const ir::Unary* u);
+  std::string binary(const ir::Binary* b);
+  std::string call(const ir::Call* c);
+  // The element offset of `indices` (already printed) in array `a`.
+  std::string offset(const ir::ArrayVar& a, const std::vector<std::string>& indices);
+  std::string index_value(const ir::Expr& e);
+  // The test that every index of an access is in range (raising IndexError
+  // at `loc` when not); `names` receives the indices' names and `decls`
+  // their declarations.
+  std::string bound_checks(const ir::ArrayVar& a, const std::vector<ir::Expr>& indices, const SourceLoc& loc,
+                           std::vector<std::string>* names, std::string* decls);
+
+  const ir::Function& fn_;
+  std::string path_;
+  int temp_counter_ = 0;
+  ir::VarMap<std::string> var_names_;
+  ir::ArrayMap<ArrayLocal> arrays_;
+  std::unordered_set<std::string> used_names_;
+  std::vector<ir::VarSet> scopes_;
+
+ private:
+  bool narrow_in_uint32_;
+};
+
+}  // namespace plait::codegen
