@@ -372,4 +372,180 @@ std::string CEmitter::bound_checks(const ArrayVar& a, const std::vector<Expr>& i
   return cond;
 }
 
+void CEmitter::line_directive(const SourceLoc& loc) {
+  // std::to_string, not operator<<(int): numbers never go through the
+  // stream's locale (a Python process may have set an unusual one).
+  if (loc.valid()) out() << "#line " + std::to_string(loc.line) + " \"" + path_ + "\"\n";
+}
+
+std::string CEmitter::atomic_function(AtomicOp op, ScalarKind kind) {
+  std::string fn;
+  switch (op) {
+    case AtomicOp::Add:
+      fn = "atomic_add";
+      break;
+    case AtomicOp::Sub:
+      fn = "atomic_sub";
+      break;
+    case AtomicOp::Mul:
+      fn = "atomic_mul";
+      break;
+    case AtomicOp::Div:
+      fn = "atomic_div";
+      break;
+    case AtomicOp::Min:
+      fn = "atomic_min";
+      break;
+    case AtomicOp::Max:
+      fn = "atomic_max";
+      break;
+    case AtomicOp::BitAnd:
+      fn = "atomic_and";
+      break;
+    case AtomicOp::BitOr:
+      fn = "atomic_or";
+      break;
+    case AtomicOp::BitXor:
+      fn = "atomic_xor";
+      break;
+  }
+  return "plait::" + fn + "<" + ctype(kind) + ">";
+}
+
+bool CEmitter::ends_with_return(const Stmt& body) {
+  if (!body) return false;
+  const Block* b = body->as<Block>();
+  if (!b) return body->kind == NodeKind::Return;
+  return !b->stmts.empty() && b->stmts.back()->kind == NodeKind::Return;
+}
+
+const For* CEmitter::single_loop(const Stmt& body) {
+  if (const For* f = body->as<For>()) return f;
+  const Block* b = body->as<Block>();
+  if (!b) return nullptr;
+  const For* inner = nullptr;
+  for (const Stmt& st : b->stmts) {
+    if (const For* f = st->as<For>()) {
+      if (inner) return nullptr;
+      inner = f;
+    } else if (!st->as<Declare>()) {
+      return nullptr;
+    }
+  }
+  if (!inner) return nullptr;
+  for (const Stmt& st : b->stmts)
+    if (const Declare* d = st->as<Declare>(); d && d->var != inner->var) return nullptr;
+  return inner;
+}
+
+void CEmitter::emit_prologue() {
+  ArrayCollector arrays;
+  arrays.visit(fn_.body);
+  for (size_t k = 0; k < fn_.params.size(); ++k) {
+    const Param& p = fn_.params[k];
+    const std::string arg = "args[" + std::to_string(k) + "]";
+    if (p.scalar) {
+      const Var& v = p.scalar;
+      std::string value;
+      if (v->type.is_bool())
+        value = "*static_cast<const int32_t*>(" + arg + ") != 0";
+      else if (v->type.is_int())
+        value = "static_cast<" + ctype(v->type) + ">(*static_cast<const int64_t*>(" + arg + "))";
+      else
+        value = "static_cast<" + ctype(v->type) + ">(*static_cast<const double*>(" + arg + "))";
+      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
+      scopes_.back().insert(v.get());
+      continue;
+    }
+    const ArrayVar& a = p.array;
+    const bool rebound = arrays.bound.count(a.get()) > 0;
+    ArrayLocal& local = arrays_[a.get()];
+    local.base = unique("a_" + sanitize(a->name));
+    local.has_owner = rebound;
+    const std::string view = unique("p_arg" + std::to_string(k));
+    const std::string mut = rebound || !const_array_arguments() ? "" : "const ";
+    line("const plait_array* const " + view + " = static_cast<const plait_array*>(" + arg + ");");
+    line("[[maybe_unused]] " + ctype(a->type.dtype) + "* " + mut + data(a) + " = static_cast<" + ctype(a->type.dtype) +
+         "*>(" + view + "->data);");
+    for (int d = 0; d < a->type.ndim; ++d) {
+      line("[[maybe_unused]] " + mut + "int64_t " + extent(a, d) + " = " + view + "->shape[" + std::to_string(d) +
+           "];");
+      if (!unit_stride(a->type, d))
+        line("[[maybe_unused]] " + mut + "int64_t " + stride(a, d) + " = " + view + "->strides[" + std::to_string(d) +
+             "];");
+    }
+    if (rebound) line("[[maybe_unused]] plait::array_owner " + owner(a) + ";");
+  }
+  // Other arrays are declared where their Declare stands, or else for the
+  // whole call.
+  for (const ArrayVar& a : arrays.used) {
+    if (arrays_.count(a.get())) continue;
+    ArrayLocal& local = arrays_[a.get()];
+    local.base = unique("a_" + sanitize(a->name));
+    local.has_owner = true;
+    if (!arrays.declared.count(a.get())) declare_array(a);
+  }
+}
+
+void CEmitter::declare_array(const ArrayVar& a) {
+  line("[[maybe_unused]] " + ctype(a->type.dtype) + "* " + data(a) + " = nullptr;");
+  for (int d = 0; d < a->type.ndim; ++d) {
+    line("[[maybe_unused]] int64_t " + extent(a, d) + " = 0;");
+    if (!unit_stride(a->type, d)) line("[[maybe_unused]] int64_t " + stride(a, d) + " = 0;");
+  }
+  if (!device_code()) line("[[maybe_unused]] plait::array_owner " + owner(a) + ";");
+}
+
+void CEmitter::emit_return(const Return* r) {
+  PLAIT_ASSERT(r->values.size() == fn_.results.size());
+  for (size_t k = 0; k < r->values.size(); ++k) {
+    const ReturnValue& v = r->values[k];
+    const std::string res = "results[" + std::to_string(k) + "]";
+    line(res + " = plait_result{};");
+    if (v.scalar) {
+      const ScalarKind kind = fn_.results[k].scalar.kind;
+      line(res + ".is_array = 0;");
+      line(res + ".dtype = " + dtype_code(kind) + ";");
+      const std::string value = expr(v.scalar);
+      const ScalarType type{kind, false};
+      if (type.is_bool())
+        line(res + ".b = " + value + " ? 1 : 0;");
+      else if (type.is_int())
+        line(res + ".i64 = static_cast<int64_t>(" + value + ");");
+      else
+        line(res + ".f64 = static_cast<double>(" + value + ");");
+      continue;
+    }
+    const ArrayVar& a = v.array;
+    line(res + ".is_array = 1;");
+    line(res + ".dtype = " + dtype_code(a->type.dtype) + ";");
+    line(res + ".ndim = " + std::to_string(a->type.ndim) + ";");
+    line(res + ".array.data = " + data(a) + ";");
+    for (int d = 0; d < a->type.ndim; ++d) {
+      line(res + ".array.shape[" + std::to_string(d) + "] = " + extent(a, d) + ";");
+      line(res + ".array.strides[" + std::to_string(d) + "] = " + stride(a, d) + ";");
+    }
+    if (array(a).has_owner) {
+      // Kernel-allocated storage goes to the caller; borrowed arrays have no owner.
+      line(res + ".owner = plait::export_owner(" + owner(a) + ");");
+      line(res + ".release = " + res + ".owner ? &plait::release_owner : nullptr;");
+    }
+  }
+  line("return ctx->error_kind;");
+}
+
+const char* CEmitter::fill_name(FillKind fill) {
+  switch (fill) {
+    case FillKind::Uninitialized:
+      return "uninitialized";
+    case FillKind::Zeros:
+      return "zeros";
+    case FillKind::Ones:
+      return "ones";
+    case FillKind::Value:
+      return "value";
+  }
+  return "uninitialized";
+}
+
 }  // namespace plait::codegen

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <sstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -94,6 +95,17 @@ class CEmitter {
   // Whether plain (not Python-checked) math of `fn` on floats calls the
   // runtime's vectorisable plait_vm_<name>.
   virtual bool vector_math(ir::Intrinsic /*fn*/) const { return false; }
+  // Where lines go: the host part, or the device part being printed.
+  virtual std::ostringstream& out() = 0;
+  // Whether the locals of an array argument that the kernel never rebinds
+  // are const (the CPU's; a CUDA kernel's launch code takes their
+  // addresses).
+  virtual bool const_array_arguments() const { return false; }
+
+  // ---- output
+
+  void line(const std::string& text) { out() << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
+  void line_directive(const SourceLoc& loc);
 
   // ---- names
 
@@ -128,9 +140,28 @@ class CEmitter {
   // their declarations.
   std::string bound_checks(const ir::ArrayVar& a, const std::vector<ir::Expr>& indices, const SourceLoc& loc,
                            std::vector<std::string>* names, std::string* decls);
+  // The runtime's atomic update of an element of `kind` by `op`.
+  static std::string atomic_function(ir::AtomicOp op, ScalarKind kind);
+
+  // ---- statements alike on both targets (host code on the GPU's)
+
+  // The entry's prologue: typed locals of the arguments, and of the arrays
+  // the kernel allocates or binds that no Declare declares.
+  void emit_prologue();
+  // The locals of a non-parameter array: empty until allocated or bound.
+  void declare_array(const ir::ArrayVar& a);
+  // The results handed to the caller (runtime/abi.h, plait_result).
+  void emit_return(const ir::Return* r);
+  // The runtime's name of an allocation's fill.
+  static const char* fill_name(ir::FillKind fill);
+  static bool ends_with_return(const ir::Stmt& body);
+  // The only loop of `body` (a For, or a Block of Declares of that loop's
+  // variable and the loop), or null.
+  static const ir::For* single_loop(const ir::Stmt& body);
 
   const ir::Function& fn_;
   std::string path_;
+  int indent_ = 0;
   int temp_counter_ = 0;
   ir::VarMap<std::string> var_names_;
   ir::ArrayMap<ArrayLocal> arrays_;

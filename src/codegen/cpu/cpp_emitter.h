@@ -380,17 +380,12 @@ class CppEmitter : public CEmitter {
   // macros of emit_reduction_declarations.
   static std::string reduction_identifier(ReduceOp op, bool is_float);
 
-  static bool ends_with_return(const Stmt& body);
-
   // ------------------------------------------------------------ naming
 
   // The fields of an array's locals, for private() clauses.
   std::vector<std::string> array_fields(const ArrayVar& a);
 
   // ------------------------------------------------------------ output
-
-  void line(const std::string& text) { out_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
-  void line_directive(const SourceLoc& loc);
 
   // The trip count of loop `f` from its evaluated bounds: a zero step or a
   // range of more than 2**63 - 1 values raises at the loop's line (Python's
@@ -401,16 +396,13 @@ class CppEmitter : public CEmitter {
 
   // ------------------------------------------------------------ prologue
 
-  void emit_prologue();
-
-  // The locals of a non-parameter array: empty until allocated or bound.
-  void declare_array(const ArrayVar& a);
-
   // ------------------------------------------------------------ expressions
 
   std::string expr(const Expr& e) override { return expr_node(e); }
   std::string load(const Load* l) override;
   std::string error_sink() const override { return "ctx"; }
+  std::ostringstream& out() override { return out_; }
+  bool const_array_arguments() const override { return true; }
   bool vector_math(Intrinsic fn) const override { return has_vector_variant(fn); }
 
   // ------------------------------------------------------------ statements
@@ -480,10 +472,6 @@ class CppEmitter : public CEmitter {
   }
 
   void emit_atomic(const AtomicUpdate* u);
-
-  // The one For that `body` consists of (besides a Declare of that loop's
-  // own variable), or null.
-  static const For* single_loop(const Stmt& body);
 
   // The loops run as one by collapse(k): `outer` and the loops perfectly
   // nested in it, as many as the schedule asks and the shape allows (an
@@ -661,8 +649,6 @@ class CppEmitter : public CEmitter {
   // internal error here rather than a race in the user's results.
   void check_scalars_private(const For* loop, const For* innermost) const;
 
-  void emit_return(const Return* r);
-
   void emit_allocate(const Allocate* al);
 
   void emit_bind(const ArrayBind* b);
@@ -699,7 +685,6 @@ class CppEmitter : public CEmitter {
   void emit_interrupt_check();
 
   std::ostringstream out_;
-  int indent_ = 0;
   int loop_depth_ = 0;              // loops around the statement being emitted
   int omp_depth_ = 0;               // enclosing parallel/simd loops
   int parallel_iterations_ = 0;     // enclosing iterations of parallel loops that note their iteration

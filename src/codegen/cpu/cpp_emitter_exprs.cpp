@@ -52,13 +52,6 @@ std::string CppEmitter::reduction_identifier(ReduceOp op, bool is_float) {
   return reduce_op_name(op);
 }
 
-bool CppEmitter::ends_with_return(const Stmt& body) {
-  if (!body) return false;
-  const Block* b = body->as<Block>();
-  if (!b) return body->kind == NodeKind::Return;
-  return !b->stmts.empty() && b->stmts.back()->kind == NodeKind::Return;
-}
-
 std::vector<std::string> CppEmitter::array_fields(const ArrayVar& a) {
   std::vector<std::string> f{data(a)};
   for (int d = 0; d < a->type.ndim; ++d) {
@@ -69,73 +62,9 @@ std::vector<std::string> CppEmitter::array_fields(const ArrayVar& a) {
   return f;
 }
 
-void CppEmitter::line_directive(const SourceLoc& loc) {
-  // std::to_string, not operator<<(int): numbers never go through the
-  // stream's locale (a Python process may have set an unusual one).
-  if (loc.valid()) out_ << "#line " + std::to_string(loc.line) + " \"" + path_ + "\"\n";
-}
-
 std::string CppEmitter::checked_trip_count(const For* f, const std::string& begin, const std::string& end,
                                            const std::string& step) const {
   return "plait::checked_trip_count(ctx, " + loc_args(f->loc) + ", " + begin + ", " + end + ", " + step + ")";
-}
-
-void CppEmitter::emit_prologue() {
-  ArrayCollector arrays;
-  arrays.visit(fn_.body);
-  for (size_t k = 0; k < fn_.params.size(); ++k) {
-    const Param& p = fn_.params[k];
-    const std::string arg = "args[" + std::to_string(k) + "]";
-    if (p.scalar) {
-      const Var& v = p.scalar;
-      std::string value;
-      if (v->type.is_bool())
-        value = "*static_cast<const int32_t*>(" + arg + ") != 0";
-      else if (v->type.is_int())
-        value = "static_cast<" + ctype(v->type) + ">(*static_cast<const int64_t*>(" + arg + "))";
-      else
-        value = "static_cast<" + ctype(v->type) + ">(*static_cast<const double*>(" + arg + "))";
-      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
-      scopes_.back().insert(v.get());
-      continue;
-    }
-    const ArrayVar& a = p.array;
-    const bool rebound = arrays.bound.count(a.get()) > 0;
-    ArrayLocal& local = arrays_[a.get()];
-    local.base = unique("a_" + sanitize(a->name));
-    local.has_owner = rebound;
-    const std::string view = unique("p_arg" + std::to_string(k));
-    const std::string mut = rebound ? "" : "const ";
-    line("const plait_array* const " + view + " = static_cast<const plait_array*>(" + arg + ");");
-    line("[[maybe_unused]] " + ctype(a->type.dtype) + "* " + mut + data(a) + " = static_cast<" + ctype(a->type.dtype) +
-         "*>(" + view + "->data);");
-    for (int d = 0; d < a->type.ndim; ++d) {
-      line("[[maybe_unused]] " + mut + "int64_t " + extent(a, d) + " = " + view + "->shape[" + std::to_string(d) +
-           "];");
-      if (!unit_stride(a->type, d))
-        line("[[maybe_unused]] " + mut + "int64_t " + stride(a, d) + " = " + view + "->strides[" + std::to_string(d) +
-             "];");
-    }
-    if (rebound) line("[[maybe_unused]] plait::array_owner " + owner(a) + ";");
-  }
-  // Other arrays are declared where their Declare stands, or else for the
-  // whole call.
-  for (const ArrayVar& a : arrays.used) {
-    if (arrays_.count(a.get())) continue;
-    ArrayLocal& local = arrays_[a.get()];
-    local.base = unique("a_" + sanitize(a->name));
-    local.has_owner = true;
-    if (!arrays.declared.count(a.get())) declare_array(a);
-  }
-}
-
-void CppEmitter::declare_array(const ArrayVar& a) {
-  line("[[maybe_unused]] " + ctype(a->type.dtype) + "* " + data(a) + " = nullptr;");
-  for (int d = 0; d < a->type.ndim; ++d) {
-    line("[[maybe_unused]] int64_t " + extent(a, d) + " = 0;");
-    if (!unit_stride(a->type, d)) line("[[maybe_unused]] int64_t " + stride(a, d) + " = 0;");
-  }
-  line("[[maybe_unused]] plait::array_owner " + owner(a) + ";");
 }
 
 std::string CppEmitter::load(const Load* l) {

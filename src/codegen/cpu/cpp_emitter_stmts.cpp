@@ -154,59 +154,10 @@ void CppEmitter::emit_store(const Store* st) {
 }
 
 void CppEmitter::emit_atomic(const AtomicUpdate* u) {
-  std::string fn;
-  switch (u->op) {
-    case AtomicOp::Add:
-      fn = "atomic_add";
-      break;
-    case AtomicOp::Sub:
-      fn = "atomic_sub";
-      break;
-    case AtomicOp::Mul:
-      fn = "atomic_mul";
-      break;
-    case AtomicOp::Div:
-      fn = "atomic_div";
-      break;
-    case AtomicOp::Min:
-      fn = "atomic_min";
-      break;
-    case AtomicOp::Max:
-      fn = "atomic_max";
-      break;
-    case AtomicOp::BitAnd:
-      fn = "atomic_and";
-      break;
-    case AtomicOp::BitOr:
-      fn = "atomic_or";
-      break;
-    case AtomicOp::BitXor:
-      fn = "atomic_xor";
-      break;
-  }
-  fn = "plait::" + fn + "<" + ctype(u->array->type.dtype) + ">";
+  const std::string fn = atomic_function(u->op, u->array->type.dtype);
   emit_element_update(
       u->array, u->indices, u->value, u->checked, u->loc,
       [&](const std::string& element, const std::string& value) { return fn + "(&" + element + ", " + value + ");"; });
-}
-
-const For* CppEmitter::single_loop(const Stmt& body) {
-  if (const For* f = body->as<For>()) return f;
-  const Block* b = body->as<Block>();
-  if (!b) return nullptr;
-  const For* inner = nullptr;
-  for (const Stmt& st : b->stmts) {
-    if (const For* f = st->as<For>()) {
-      if (inner) return nullptr;
-      inner = f;
-    } else if (!st->as<Declare>()) {
-      return nullptr;
-    }
-  }
-  if (!inner) return nullptr;
-  for (const Stmt& st : b->stmts)
-    if (const Declare* d = st->as<Declare>(); d && d->var != inner->var) return nullptr;
-  return inner;
 }
 
 std::vector<const For*> CppEmitter::collapse_nest(const For* outer) {
@@ -226,44 +177,6 @@ std::vector<const For*> CppEmitter::collapse_nest(const For* outer) {
   return nest;
 }
 
-void CppEmitter::emit_return(const Return* r) {
-  PLAIT_ASSERT(r->values.size() == fn_.results.size());
-  for (size_t k = 0; k < r->values.size(); ++k) {
-    const ReturnValue& v = r->values[k];
-    const std::string res = "results[" + std::to_string(k) + "]";
-    line(res + " = plait_result{};");
-    if (v.scalar) {
-      const ScalarKind kind = fn_.results[k].scalar.kind;
-      line(res + ".is_array = 0;");
-      line(res + ".dtype = " + dtype_code(kind) + ";");
-      const std::string value = expr(v.scalar);
-      const ScalarType type{kind, false};
-      if (type.is_bool())
-        line(res + ".b = " + value + " ? 1 : 0;");
-      else if (type.is_int())
-        line(res + ".i64 = static_cast<int64_t>(" + value + ");");
-      else
-        line(res + ".f64 = static_cast<double>(" + value + ");");
-      continue;
-    }
-    const ArrayVar& a = v.array;
-    line(res + ".is_array = 1;");
-    line(res + ".dtype = " + dtype_code(a->type.dtype) + ";");
-    line(res + ".ndim = " + std::to_string(a->type.ndim) + ";");
-    line(res + ".array.data = " + data(a) + ";");
-    for (int d = 0; d < a->type.ndim; ++d) {
-      line(res + ".array.shape[" + std::to_string(d) + "] = " + extent(a, d) + ";");
-      line(res + ".array.strides[" + std::to_string(d) + "] = " + stride(a, d) + ";");
-    }
-    if (array(a).has_owner) {
-      // Kernel-allocated storage goes to the caller; borrowed arrays have no owner.
-      line(res + ".owner = plait::export_owner(" + owner(a) + ");");
-      line(res + ".release = " + res + ".owner ? &plait::release_owner : nullptr;");
-    }
-  }
-  line("return ctx->error_kind;");
-}
-
 void CppEmitter::emit_allocate(const Allocate* al) {
   const ArrayVar& a = al->array;
   const std::string t = ctype(a->type.dtype);
@@ -271,21 +184,7 @@ void CppEmitter::emit_allocate(const Allocate* al) {
   const std::string result = temp("alloc");
   std::string extents;
   for (const Expr& e : al->shape) extents += (extents.empty() ? "" : ", ") + index_value(e);
-  const char* fill = "uninitialized";
-  switch (al->fill) {
-    case FillKind::Uninitialized:
-      fill = "uninitialized";
-      break;
-    case FillKind::Zeros:
-      fill = "zeros";
-      break;
-    case FillKind::Ones:
-      fill = "ones";
-      break;
-    case FillKind::Value:
-      fill = "value";
-      break;
-  }
+  const char* fill = fill_name(al->fill);
   const std::string value = al->fill_value ? expr(al->fill_value) : t + "()";
   line("{");
   ++indent_;

@@ -35,8 +35,6 @@ class CudaEmitter : public CEmitter {
   CudaSources run();
 
  private:
-  static bool ends_with_return(const Stmt& body);
-
   bool device() const { return mode_ == Mode::Device; }
   // Where a raising helper records its error: host code's context; in a
   // thread's work with a stop (with_device_stop), the thread's view of the
@@ -50,9 +48,7 @@ class CudaEmitter : public CEmitter {
 
   // ------------------------------------------------------------ output
 
-  std::ostringstream& out() { return device() ? device_ : host_; }
-  void line(const std::string& text) { out() << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
-  void line_directive(const SourceLoc& loc);
+  std::ostringstream& out() override { return device() ? device_ : host_; }
 
   // The trip count of loop `f` from its evaluated bounds. The host checks
   // the range as the CPU target does (plait::checked_trip_count: a zero step
@@ -62,10 +58,6 @@ class CudaEmitter : public CEmitter {
   std::string trip_count(const For* f, const std::string& begin, const std::string& end, const std::string& step) const;
 
   // ------------------------------------------------------------ prologue
-
-  void emit_prologue();
-
-  void declare_array(const ArrayVar& a);
 
   // ------------------------------------------------------------ expressions
 
@@ -249,8 +241,6 @@ class CudaEmitter : public CEmitter {
   void emit_body_statements(const Stmt& body);
 
   // ------------------------------------------------------------ kernels
-
-  static const For* single_loop(const Stmt& body);
 
   std::vector<const For*> collapse_nest(const For* outer);
 
@@ -804,8 +794,6 @@ class CudaEmitter : public CEmitter {
 
   // ------------------------------------------------------------ host-only statements
 
-  void emit_return(const Return* r);
-
   void emit_allocate(const Allocate* al);
 
   void emit_bind(const ArrayBind* b);
@@ -817,7 +805,6 @@ class CudaEmitter : public CEmitter {
   int block_size_;
   std::ostringstream host_, device_;
   Mode mode_ = Mode::Host;
-  int indent_ = 0;
   int loop_depth_ = 0;  // loops around the statement being emitted, in its own code (host or kernel)
   // Device code: the statement that leaves the thread's work after an
   // error (with_device_stop), empty where the thread cannot leave alone;

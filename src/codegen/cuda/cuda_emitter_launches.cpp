@@ -77,25 +77,6 @@ void CudaEmitter::emit_body_statements(const Stmt& body) {
   emit_contents(body);
 }
 
-const For* CudaEmitter::single_loop(const Stmt& body) {
-  if (const For* f = body->as<For>()) return f;
-  const Block* b = body->as<Block>();
-  if (!b) return nullptr;
-  const For* inner = nullptr;
-  for (const Stmt& st : b->stmts) {
-    if (const For* f = st->as<For>()) {
-      if (inner) return nullptr;
-      inner = f;
-    } else if (!st->as<Declare>()) {
-      return nullptr;
-    }
-  }
-  if (!inner) return nullptr;
-  for (const Stmt& st : b->stmts)
-    if (const Declare* d = st->as<Declare>(); d && d->var != inner->var) return nullptr;
-  return inner;
-}
-
 std::vector<const For*> CudaEmitter::collapse_nest(const For* outer) {
   std::vector<const For*> nest{outer};
   VarSet vars{outer->var.get()};

@@ -229,43 +229,6 @@ int CudaEmitter::fill_kernel(ScalarKind kind) {
   return index;
 }
 
-void CudaEmitter::emit_return(const Return* r) {
-  PLAIT_ASSERT(r->values.size() == fn_.results.size());
-  for (size_t k = 0; k < r->values.size(); ++k) {
-    const ReturnValue& v = r->values[k];
-    const std::string res = "results[" + std::to_string(k) + "]";
-    line(res + " = plait_result{};");
-    if (v.scalar) {
-      const ScalarKind kind = fn_.results[k].scalar.kind;
-      line(res + ".is_array = 0;");
-      line(res + ".dtype = " + dtype_code(kind) + ";");
-      const std::string value = expr(v.scalar);
-      const ScalarType type{kind, false};
-      if (type.is_bool())
-        line(res + ".b = " + value + " ? 1 : 0;");
-      else if (type.is_int())
-        line(res + ".i64 = static_cast<int64_t>(" + value + ");");
-      else
-        line(res + ".f64 = static_cast<double>(" + value + ");");
-      continue;
-    }
-    const ArrayVar& a = v.array;
-    line(res + ".is_array = 1;");
-    line(res + ".dtype = " + dtype_code(a->type.dtype) + ";");
-    line(res + ".ndim = " + std::to_string(a->type.ndim) + ";");
-    line(res + ".array.data = " + data(a) + ";");
-    for (int d = 0; d < a->type.ndim; ++d) {
-      line(res + ".array.shape[" + std::to_string(d) + "] = " + extent(a, d) + ";");
-      line(res + ".array.strides[" + std::to_string(d) + "] = " + stride(a, d) + ";");
-    }
-    if (array(a).has_owner) {
-      line(res + ".owner = plait::export_owner(" + owner(a) + ");");
-      line(res + ".release = " + res + ".owner ? &plait::release_owner : nullptr;");
-    }
-  }
-  line("return ctx->error_kind;");
-}
-
 void CudaEmitter::emit_allocate(const Allocate* al) {
   const ArrayVar& a = al->array;
   const std::string t = ctype(a->type.dtype);
@@ -273,21 +236,7 @@ void CudaEmitter::emit_allocate(const Allocate* al) {
   const std::string result = temp("alloc");
   std::string extents;
   for (const Expr& e : al->shape) extents += (extents.empty() ? "" : ", ") + index_value(e);
-  const char* fill = "uninitialized";
-  switch (al->fill) {
-    case FillKind::Uninitialized:
-      fill = "uninitialized";
-      break;
-    case FillKind::Zeros:
-      fill = "zeros";
-      break;
-    case FillKind::Ones:
-      fill = "ones";
-      break;
-    case FillKind::Value:
-      fill = "value";
-      break;
-  }
+  const char* fill = fill_name(al->fill);
   const bool needs_kernel = al->fill == FillKind::Ones || al->fill == FillKind::Value;
   const int kernel = needs_kernel ? fill_kernel(a->type.dtype) : -1;
   const std::string value = al->fill_value ? expr(al->fill_value) : t + "()";

@@ -408,38 +408,7 @@ void CudaEmitter::emit_store(const Store* st) {
 
 void CudaEmitter::emit_atomic(const AtomicUpdate* u) {
   if (!device()) PLAIT_INTERNAL_ERROR("an atomic update in host code");
-  std::string fn;
-  switch (u->op) {
-    case AtomicOp::Add:
-      fn = "atomic_add";
-      break;
-    case AtomicOp::Sub:
-      fn = "atomic_sub";
-      break;
-    case AtomicOp::Mul:
-      fn = "atomic_mul";
-      break;
-    case AtomicOp::Div:
-      fn = "atomic_div";
-      break;
-    case AtomicOp::Min:
-      fn = "atomic_min";
-      break;
-    case AtomicOp::Max:
-      fn = "atomic_max";
-      break;
-    case AtomicOp::BitAnd:
-      fn = "atomic_and";
-      break;
-    case AtomicOp::BitOr:
-      fn = "atomic_or";
-      break;
-    case AtomicOp::BitXor:
-      fn = "atomic_xor";
-      break;
-  }
-  const std::string t = ctype(u->array->type.dtype);
-  fn = "plait::" + fn + "<" + t + ">";
+  const std::string fn = atomic_function(u->op, u->array->type.dtype);
   // The element updated: in the array, or in the block's private copy of
   // it in shared memory (1-D, indexed by the element's index).
   auto target = [&](const std::vector<std::string>& idx) {
