@@ -152,6 +152,12 @@ class CEmitter {
   void declare_array(const ir::ArrayVar& a);
   // The results handed to the caller (runtime/abi.h, plait_result).
   void emit_return(const ir::Return* r);
+  // Binds array `a`'s locals to a new allocation, `result` (a
+  // plait::allocation), which hands its storage to a's owner.
+  void take_allocation(const ir::ArrayVar& a, const std::string& result);
+  // `dst = src` for arrays: dst's locals take src's view; on the host its
+  // owner shares src's storage (or none, for a borrowed array).
+  void emit_bind(const ir::ArrayBind* b);
   // The runtime's name of an allocation's fill.
   static const char* fill_name(ir::FillKind fill);
   static bool ends_with_return(const ir::Stmt& body);

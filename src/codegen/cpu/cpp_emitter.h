@@ -651,8 +651,6 @@ class CppEmitter : public CEmitter {
 
   void emit_allocate(const Allocate* al);
 
-  void emit_bind(const ArrayBind* b);
-
   // ------------------------------------------------------------ errors
 
   // After code that may have recorded an error: the code after it must not

@@ -199,27 +199,9 @@ void CppEmitter::emit_allocate(const Allocate* al) {
     line("if (!" + result + ".ok) " + stop_);
     ++stop_uses_;
   }
-  line(data(a) + " = " + result + ".data;");
-  for (int d = 0; d < a->type.ndim; ++d) {
-    line(extent(a, d) + " = " + result + ".shape[" + std::to_string(d) + "];");
-    if (!unit_stride(a->type, d)) line(stride(a, d) + " = " + result + ".strides[" + std::to_string(d) + "];");
-  }
-  line(owner(a) + " = std::move(" + result + ".owner);");
+  take_allocation(a, result);
   --indent_;
   line("}");
-}
-
-void CppEmitter::emit_bind(const ArrayBind* b) {
-  line(data(b->dst) + " = " + data(b->src) + ";");
-  for (int d = 0; d < b->dst->type.ndim; ++d) {
-    line(extent(b->dst, d) + " = " + extent(b->src, d) + ";");
-    if (!unit_stride(b->dst->type, d)) line(stride(b->dst, d) + " = " + stride(b->src, d) + ";");
-  }
-  if (array(b->src).has_owner) {
-    line(owner(b->dst) + " = " + owner(b->src) + ";");
-  } else {
-    line(owner(b->dst) + ".reset();");
-  }
 }
 
 void CppEmitter::stop_on_error() {

@@ -796,8 +796,6 @@ class CudaEmitter : public CEmitter {
 
   void emit_allocate(const Allocate* al);
 
-  void emit_bind(const ArrayBind* b);
-
   // The launch configuration (CompileOptions::cuda_launch) and its threads
   // per block, the block of every kernel but the persistent ones.
   const CudaLaunchConfig launch_;

@@ -248,28 +248,9 @@ void CudaEmitter::emit_allocate(const Allocate* al) {
        (a->type.layout == Layout::F ? "true" : "false") + ", plait::fill_kind::" + fill + ", " + value + ", " +
        std::to_string(kernel) + ");");
   line("if (!" + result + ".ok) return ctx->error_kind;");
-  line(data(a) + " = " + result + ".data;");
-  for (int d = 0; d < a->type.ndim; ++d) {
-    line(extent(a, d) + " = " + result + ".shape[" + std::to_string(d) + "];");
-    if (!unit_stride(a->type, d)) line(stride(a, d) + " = " + result + ".strides[" + std::to_string(d) + "];");
-  }
-  line(owner(a) + " = std::move(" + result + ".owner);");
+  take_allocation(a, result);
   --indent_;
   line("}");
-}
-
-void CudaEmitter::emit_bind(const ArrayBind* b) {
-  line(data(b->dst) + " = " + data(b->src) + ";");
-  for (int d = 0; d < b->dst->type.ndim; ++d) {
-    line(extent(b->dst, d) + " = " + extent(b->src, d) + ";");
-    if (!unit_stride(b->dst->type, d)) line(stride(b->dst, d) + " = " + stride(b->src, d) + ";");
-  }
-  if (device()) return;
-  if (array(b->src).has_owner) {
-    line(owner(b->dst) + " = " + owner(b->src) + ";");
-  } else {
-    line(owner(b->dst) + ".reset();");
-  }
 }
 
 }  // namespace plait::codegen::cuda_emitter
