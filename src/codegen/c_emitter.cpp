@@ -186,9 +186,13 @@ std::string CEmitter::expr_node(const Expr& e) {
                             [](const ArrayVar& a) { return ctype(a->type.dtype); }};
       return overlap_test(*e->as<ArraysOverlap>(), names);
     }
-    default:
+    // Every node kind is named (no default), so that a new node breaks the
+    // build of both back ends until they handle it.
+#define PLAIT_STMT_NODE(n) case NodeKind::n:
+#include "ir/ir_nodes.def"
       PLAIT_INTERNAL_ERROR(std::string("not an expression: ") + node_kind_name(e->kind));
   }
+  return "";
 }
 
 std::string CEmitter::cast(const Cast* c) {

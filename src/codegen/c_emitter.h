@@ -18,6 +18,13 @@
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
 
+namespace plait {
+// runtime/abi.h and runtime/plait_runtime.h as text, which CMake embeds and
+// both back ends paste into what they generate.
+extern const char* const kRuntimeAbiText;
+extern const char* const kRuntimeHeaderText;
+}  // namespace plait
+
 namespace plait::codegen {
 
 // ------------------------------------------------------------ C vocabulary

@@ -41,11 +41,6 @@
 #include "codegen/overlap_test.h"
 #include "ir/ir_visitor.h"
 
-namespace plait {
-extern const char* const kRuntimeAbiText;
-extern const char* const kRuntimeHeaderText;
-}  // namespace plait
-
 namespace plait::codegen {
 
 using namespace ir;

@@ -104,7 +104,12 @@ void CppEmitter::emit(const Stmt& s) {
       return emit_allocate(s->as<Allocate>());
     case NodeKind::ArrayBind:
       return emit_bind(s->as<ArrayBind>());
-    default:
+    case NodeKind::MatMul:  // offload_matmul runs on the CUDA target only
+      PLAIT_INTERNAL_ERROR("a library matrix product on the CPU target");
+      // Every node kind is named (no default), so that a new node breaks the
+      // build until the emitter handles it.
+#define PLAIT_EXPR_NODE(n) case NodeKind::n:
+#include "ir/ir_nodes.def"
       PLAIT_INTERNAL_ERROR(std::string("not a statement: ") + node_kind_name(s->kind));
   }
 }

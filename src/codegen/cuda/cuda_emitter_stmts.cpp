@@ -230,7 +230,10 @@ void CudaEmitter::emit(const Stmt& s) {
     case NodeKind::MatMul:
       if (device()) PLAIT_INTERNAL_ERROR("a library matrix product in device code");
       return emit_matmul(s->as<MatMul>());
-    default:
+      // Every node kind is named (no default), so that a new node breaks the
+      // build until the emitter handles it.
+#define PLAIT_EXPR_NODE(n) case NodeKind::n:
+#include "ir/ir_nodes.def"
       PLAIT_INTERNAL_ERROR(std::string("not a statement: ") + node_kind_name(s->kind));
   }
 }

@@ -26,11 +26,6 @@
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
 
-namespace plait {
-extern const char* const kRuntimeAbiText;
-extern const char* const kRuntimeHeaderText;
-}  // namespace plait
-
 namespace plait::codegen {
 
 using namespace ir;
