@@ -46,7 +46,8 @@ from .errors import (  # noqa: E402
 
 _core._set_error_classes(_ERROR_CLASSES, InternalCompilerError)
 
-from .dispatcher import Dispatcher, PythonDispatcher, jit  # noqa: E402
+from .decorator import jit  # noqa: E402
+from .dispatcher import Dispatcher, PythonDispatcher  # noqa: E402
 from .cuda import (  # noqa: E402
     CudaDispatcher,
     CudaUnavailableError,

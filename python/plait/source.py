@@ -125,7 +125,7 @@ def _is_plait_jit(node, scope):
     """Whether a decorator expression is plait.jit: the function itself
     (under any name), plait.jit(...) called with options, the decorator that
     call returns, or a functools.partial of plait.jit."""
-    from .dispatcher import jit
+    from .decorator import jit
 
     if isinstance(node, ast.Call):
         callee = _resolve(node.func, scope)
