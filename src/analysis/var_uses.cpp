@@ -204,6 +204,12 @@ VarUses uses_of(const ir::Expr& e) {
 
 bool reads_var(const ir::Expr& e, const ir::VarInfo* var) { return uses_of(e).reads.count(var) > 0; }
 
+bool reads_any(const ir::Expr& e, const ir::VarSet& vars) {
+  for (const ir::VarInfo* v : uses_of(e).reads)
+    if (vars.count(v)) return true;
+  return false;
+}
+
 bool var_plus_constant(const ir::Expr& index, const ir::VarInfo* var, int64_t* offset) {
   const ir::ExprNode* e = without_int_casts(index);
   auto is_var = [&](const ir::Expr& x) {

@@ -28,6 +28,10 @@ VarUses uses_of(const ir::Expr& e);
 
 // True when `e` reads `var`.
 bool reads_var(const ir::Expr& e, const ir::VarInfo* var);
+// True when `e` reads any of `vars` (a loop bound that reads the variable of
+// a loop around it keeps the two loops from collapsing into one). A null `e`
+// reads nothing.
+bool reads_any(const ir::Expr& e, const ir::VarSet& vars);
 
 // Whether `index` is `var + c` (`var`, `var + c`, `c + var` or `var - c` for
 // a constant c, integer-to-integer casts aside), setting `offset` to c.

@@ -9,6 +9,7 @@
 #include "analysis/index_bounds.h"
 #include "analysis/var_uses.h"
 #include "frontend/lowerer.h"
+#include "ir/ir_equal.h"
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
 
@@ -23,23 +24,29 @@ inline bool is_const(const Expr& e, int64_t v) {
   return i && i->value == v;
 }
 
-// Structural equality of simple integer expressions (extents), so that
-// equal extents need no run-time broadcast check.
+// Equality of extents, so that equal extents need no run-time broadcast
+// check. Narrower than plain ir::equal, and kept so: it looks only into the
+// integer arithmetic extents are made of (any other node, a broadcast's
+// select among them, is equal only to itself), and it compares values, not
+// how they are typed or checked (`n + 1` of a Python int and of an int64).
+inline bool extent_arithmetic(ir::NodeKind k) {
+  switch (k) {
+    case ir::NodeKind::IntImm:
+    case ir::NodeKind::ArrayDim:
+    case ir::NodeKind::VarRef:
+    case ir::NodeKind::Binary:
+    case ir::NodeKind::Cast:
+      return true;
+    default:
+      return false;
+  }
+}
 inline bool same_expr(const Expr& a, const Expr& b) {
-  if (a == b) return true;
-  if (a->kind != b->kind) return false;
-  if (auto x = a->as<ir::IntImm>()) return x->value == b->as<ir::IntImm>()->value;
-  if (auto x = a->as<ir::ArrayDim>()) {
-    auto y = b->as<ir::ArrayDim>();
-    return x->array == y->array && x->dim == y->dim;
-  }
-  if (auto x = a->as<ir::VarRef>()) return x->var == b->as<ir::VarRef>()->var;
-  if (auto x = a->as<ir::Binary>()) {
-    auto y = b->as<ir::Binary>();
-    return x->op == y->op && same_expr(x->a, y->a) && same_expr(x->b, y->b);
-  }
-  if (auto x = a->as<ir::Cast>()) return x->type == b->type && same_expr(x->value, b->as<ir::Cast>()->value);
-  return false;
+  ir::EqualOptions extents;
+  extents.looks_into = extent_arithmetic;
+  extents.types = false;
+  extents.checks = false;
+  return ir::equal(a, b, extents);
 }
 
 inline Expr add(const Expr& a, const Expr& b, SourceLoc loc) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "analysis/loop_exits.h"
 #include "analysis/var_uses.h"
 #include "ir/ir_mutator.h"
 #include "ir/ir_visitor.h"
@@ -71,30 +72,6 @@ std::optional<ir::ReduceOp> reduction_of(const ir::Assign* a, const ir::VarInfo*
   return std::nullopt;
 }
 
-// Finds break/return statements that would leave a loop early.
-struct EarlyExits : ir::IRVisitor {
-  const ir::StmtNode* found_break = nullptr;
-  const ir::StmtNode* found_return = nullptr;
-  int depth = 0;
-  using IRVisitor::visit;
-  void visit(const ir::For* f) override {
-    ++depth;
-    IRVisitor::visit(f);
-    --depth;
-  }
-  void visit(const ir::While* w) override {
-    ++depth;
-    IRVisitor::visit(w);
-    --depth;
-  }
-  void visit(const ir::Break* b) override {
-    if (depth == 0 && !found_break) found_break = b;
-  }
-  void visit(const ir::Return* r) override {
-    if (!found_return) found_return = r;
-  }
-};
-
 class ReductionFinder : public ir::IRMutator {
  public:
   ReductionFinder(const ir::Function& f) : function_(f) {
@@ -112,13 +89,12 @@ class ReductionFinder : public ir::IRMutator {
     const char* what = ir::is_parallel(kind) ? "parallel" : "simd";
     const SourceLoc where = loop->schedule.pragma_loc.valid() ? loop->schedule.pragma_loc : loop->loc;
 
-    EarlyExits exits;
-    exits.visit(loop->body);
-    if (exits.found_return)
+    const analysis::LoopExits exits = analysis::loop_exits(loop->body);
+    if (exits.returns)
       fail("a " + std::string(what) + " loop cannot return from the function: its iterations do not run in order",
-           exits.found_return->loc);
-    if (exits.found_break)
-      fail("a " + std::string(what) + " loop cannot break: its iterations do not run in order", exits.found_break->loc);
+           exits.returns->loc);
+    if (exits.breaks)
+      fail("a " + std::string(what) + " loop cannot break: its iterations do not run in order", exits.breaks->loc);
 
     DeclaredVars inner;
     inner.visit(loop->body);

@@ -14,6 +14,7 @@
 #include "analysis/array_mentions.h"
 #include "analysis/raises.h"
 #include "analysis/var_uses.h"
+#include "ir/ir_equal.h"
 #include "ir/ir_mutator.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
@@ -26,34 +27,30 @@ using ir::ArraySet;
 using ir::Expr;
 using ir::Stmt;
 
-inline bool same_expr(const Expr& a, const Expr& b) {
-  if (a == b) return true;
-  if (!a || !b || a->kind != b->kind || a->type != b->type) return false;
-  switch (a->kind) {
+// Equality of canonical extents and of the conditions over them (fold(),
+// can_fuse). Narrower than plain ir::equal, and kept so: it looks only into
+// the nodes extents and their tests are made of (any other node is equal only
+// to itself), so fold() folds only comparisons of such expressions, and it
+// does not tell a checked cast or division from an unchecked one.
+inline bool extent_node(ir::NodeKind k) {
+  switch (k) {
     case ir::NodeKind::IntImm:
-      return a->as<ir::IntImm>()->value == b->as<ir::IntImm>()->value;
     case ir::NodeKind::ArrayDim:
-      return a->as<ir::ArrayDim>()->array == b->as<ir::ArrayDim>()->array &&
-             a->as<ir::ArrayDim>()->dim == b->as<ir::ArrayDim>()->dim;
     case ir::NodeKind::VarRef:
-      return a->as<ir::VarRef>()->var == b->as<ir::VarRef>()->var;
-    case ir::NodeKind::Binary: {
-      auto x = a->as<ir::Binary>(), y = b->as<ir::Binary>();
-      return x->op == y->op && same_expr(x->a, y->a) && same_expr(x->b, y->b);
-    }
-    case ir::NodeKind::Compare: {
-      auto x = a->as<ir::Compare>(), y = b->as<ir::Compare>();
-      return x->op == y->op && same_expr(x->a, y->a) && same_expr(x->b, y->b);
-    }
-    case ir::NodeKind::Select: {
-      auto x = a->as<ir::Select>(), y = b->as<ir::Select>();
-      return same_expr(x->cond, y->cond) && same_expr(x->t, y->t) && same_expr(x->f, y->f);
-    }
+    case ir::NodeKind::Binary:
+    case ir::NodeKind::Compare:
+    case ir::NodeKind::Select:
     case ir::NodeKind::Cast:
-      return same_expr(a->as<ir::Cast>()->value, b->as<ir::Cast>()->value);
+      return true;
     default:
       return false;
   }
+}
+inline bool same_expr(const Expr& a, const Expr& b) {
+  ir::EqualOptions extents;
+  extents.looks_into = extent_node;
+  extents.checks = false;
+  return ir::equal(a, b, extents);
 }
 
 inline bool is_var(const Expr& e, const ir::VarInfo* v) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 #include "analysis/var_uses.h"
+#include "ir/ir_equal.h"
 #include "ir/ir_mutator.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
@@ -94,14 +95,6 @@ inline Expr one() {
   return FloatImm::make(1.0, ScalarType{ScalarKind::Float64, false});
 }
 
-// Two expressions that compute the same value: the same text over the same
-// variables and arrays.
-inline bool same(const Expr& x, const Expr& y) {
-  if (to_string(x) != to_string(y)) return false;
-  const analysis::VarUses ux = analysis::uses_of(x), uy = analysis::uses_of(y);
-  return ux.reads == uy.reads && ux.arrays == uy.arrays;
-}
-
 // An expression as coef_t * t + coef_c * C[i, j]; a null coefficient is 0.
 struct Linear {
   Expr t, c;
@@ -175,7 +168,7 @@ class Decomposer {
   bool is_c_element(const Expr& e) const {
     const Load* l = e->as<Load>();
     return l && l->array == store_->array && !l->checked && l->indices.size() == 2 &&
-           same(l->indices[0], store_->indices[0]) && same(l->indices[1], store_->indices[1]);
+           ir::equal(l->indices[0], store_->indices[0]) && ir::equal(l->indices[1], store_->indices[1]);
   }
 
   const Var& t_;
@@ -299,7 +292,7 @@ inline std::optional<Expr> row_condition(const std::vector<Expr>& conditions, co
   Expr all;
   for (const Expr& c : conditions) {
     if (const Compare* cmp = c->as<Compare>();
-        cmp && (cmp->op == CompareOp::LE || cmp->op == CompareOp::EQ) && same(cmp->a, cmp->b))
+        cmp && (cmp->op == CompareOp::LE || cmp->op == CompareOp::EQ) && ir::equal(cmp->a, cmp->b))
       continue;
     RowCheckable check(nest_vars, row);
     check.visit(c);
@@ -424,7 +417,7 @@ class NestMatcher {
       const Unary* u = c->as<Unary>();
       if (!u || u->op != UnaryOp::Not) continue;
       for (const Expr& h : holding_)
-        if (same(u->a, h)) return true;
+        if (ir::equal(u->a, h)) return true;
     }
     return false;
   }
@@ -432,8 +425,8 @@ class NestMatcher {
   // An unchecked load of the 2-D `array` at the indices that `store` writes.
   static bool element_at(const Expr& e, const ArrayVar& array, const Store* store) {
     const Load* l = e->as<Load>();
-    return l && l->array == array && !l->checked && l->indices.size() == 2 && same(l->indices[0], store->indices[0]) &&
-           same(l->indices[1], store->indices[1]);
+    return l && l->array == array && !l->checked && l->indices.size() == 2 &&
+           ir::equal(l->indices[0], store->indices[0]) && ir::equal(l->indices[1], store->indices[1]);
   }
 
   const Function& fn_;

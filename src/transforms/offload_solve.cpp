@@ -127,13 +127,13 @@ class SolveMatcher : public NestMatcher {
   static bool same_indices(const std::vector<Expr>& x, const std::vector<Expr>& y) {
     if (x.size() != y.size()) return false;
     for (size_t d = 0; d < x.size(); ++d)
-      if (!same(unwrapped(x[d]), unwrapped(y[d]))) return false;
+      if (!ir::equal(unwrapped(x[d]), unwrapped(y[d]))) return false;
     return true;
   }
   // A load of x (of x's row, for a row of a matrix).
   bool is_vector(const Load* l) const {
     return l && l->array == x_ && l->indices.size() == static_cast<size_t>(x_->type.ndim) &&
-           (!vector_row_ || same(unwrapped(l->indices[0]), unwrapped(vector_row_)));
+           (!vector_row_ || ir::equal(unwrapped(l->indices[0]), unwrapped(vector_row_)));
   }
   // The load of x's element that `store` writes.
   static bool element_of(const Expr& e, const Store* store) {
@@ -143,7 +143,7 @@ class SolveMatcher : public NestMatcher {
   // b[i] for the x[i] that `store` writes (x[k, i] itself for a row).
   bool same_element(const Load* rhs, const Store* store) const {
     if (vector_row_) return rhs->array == x_ && same_indices(rhs->indices, store->indices);
-    return rhs->indices.size() == 1 && same(unwrapped(rhs->indices[0]), unwrapped(store->indices[0]));
+    return rhs->indices.size() == 1 && ir::equal(unwrapped(rhs->indices[0]), unwrapped(store->indices[0]));
   }
 
   ArrayVar x_;

@@ -200,7 +200,7 @@ class SymmetricMatcher : public NestMatcher {
         }
         Factors factors;
         ok = factors_of(terms[n], dtype_, factors) && factors.coefficient && invariant(factors.coefficient) &&
-             same(factors.coefficient, alpha);
+             ir::equal(factors.coefficient, alpha);
         if (!ok) break;
         if (factors.loads.size() == 1 && !have_temp) {
           const Load* l = factors.loads[0];

@@ -1,8 +1,11 @@
 // Tests of the IR: node construction and its checks, the printer, the default
-// visitor and mutator.
+// visitor and mutator, structural equality.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ir/ir.h"
+#include "ir/ir_equal.h"
 #include "ir/ir_mutator.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
@@ -162,6 +165,58 @@ TEST(IRMutator, RebuildsOnlyChangedNodes) {
   ASSERT_NE(loop, nullptr);
   EXPECT_EQ(loop->schedule.reductions.size(), 1u);
   EXPECT_NE(to_string(out).find("(A[i] * 3.0:f64)"), std::string::npos);
+}
+
+TEST(IREqual, ComparesWholeTrees) {
+  Var i = scalar("i", ScalarType::i64());
+  Var j = scalar("i", ScalarType::i64());  // another variable of the same name
+  ArrayVar a = array("A", {ScalarKind::Float64, 1, Layout::C});
+  auto elem = [&](const Var& v, bool checked) { return Load::make(a, {VarRef::make(v)}, checked); };
+  auto twice = [&](const Expr& e) {
+    return Binary::make(BinaryOp::Mul, e, FloatImm::make(2.0, ScalarType::f64()), ScalarType::f64());
+  };
+  EXPECT_TRUE(equal(twice(elem(i, false)), twice(elem(i, false))));
+  EXPECT_FALSE(equal(twice(elem(i, false)), twice(elem(j, false))));
+  EXPECT_FALSE(equal(twice(elem(i, false)), twice(elem(i, true))));
+  EXPECT_FALSE(equal(IntImm::make(1, ScalarType::py_int()), IntImm::make(1, ScalarType::i64())));
+  EXPECT_FALSE(equal(FloatImm::make(0.0, ScalarType::f64()), FloatImm::make(-0.0, ScalarType::f64())));
+  EXPECT_TRUE(equal(FloatImm::make(NAN, ScalarType::f64()), FloatImm::make(NAN, ScalarType::f64())));
+  EXPECT_TRUE(equal(Expr(), Expr()));
+  EXPECT_FALSE(equal(VarRef::make(i), Expr()));
+}
+
+TEST(IREqual, Options) {
+  Var i = scalar("i", ScalarType::i64()), k = scalar("k", ScalarType::i64());
+  ArrayVar a = array("A", {ScalarKind::Float64, 1, Layout::C}), b = array("B", {ScalarKind::Float64, 1, Layout::C});
+  // The variables of two loops stand for each other, and for nothing else.
+  EqualOptions loops;
+  loops.a_var = i.get();
+  loops.b_var = k.get();
+  EXPECT_TRUE(equal(Load::make(a, {VarRef::make(i)}), Load::make(a, {VarRef::make(k)}), loops));
+  EXPECT_FALSE(equal(VarRef::make(i), VarRef::make(i), loops));
+  EXPECT_FALSE(equal(VarRef::make(k), VarRef::make(k), loops));
+  const Expr shared = VarRef::make(i);
+  EXPECT_FALSE(equal(shared, shared, loops));  // no node is itself when the variables differ
+  // Arrays through the names bound to them.
+  EqualOptions bound;
+  bound.array_of = [&](const ArrayInfo* x) { return x == b.get() ? a.get() : x; };
+  EXPECT_TRUE(equal(ArrayDim::make(a, 0), ArrayDim::make(b, 0), bound));
+  EXPECT_FALSE(equal(ArrayDim::make(a, 0), ArrayDim::make(b, 0)));
+  // Types and checks aside; only some kinds looked into.
+  const Expr n = VarRef::make(i);
+  auto div = [&](ScalarType t, bool zero_check) {
+    return Binary::make(BinaryOp::FloorDiv, n, IntImm::make(2, t), ScalarType::i64(), zero_check);
+  };
+  EqualOptions values;
+  values.types = false;
+  values.checks = false;
+  values.looks_into = [](NodeKind k) { return k != NodeKind::Load; };
+  EXPECT_FALSE(equal(div(ScalarType::py_int(), true), div(ScalarType::i64(), false)));
+  EXPECT_TRUE(equal(div(ScalarType::py_int(), true), div(ScalarType::i64(), false), values));
+  EXPECT_FALSE(equal(Cast::make(ScalarType::i32(), n), Cast::make(ScalarType::i16(), n), values));
+  const Expr load = Load::make(a, {n});
+  EXPECT_FALSE(equal(load, Load::make(a, {n}), values));
+  EXPECT_TRUE(equal(load, load, values));
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "analysis/loop_exits.h"
 #include "analysis/raises.h"
 #include "analysis/var_uses.h"
 #include "codegen/c_emitter.h"
@@ -127,22 +128,6 @@ class AssignedScalars : public IRVisitor {
   VarSet seen_;
 };
 
-// Whether an expression reads any of the given variables.
-class UsesVars : public IRVisitor {
- public:
-  explicit UsesVars(VarSet vars) : vars_(std::move(vars)) {}
-  bool found = false;
-  using IRVisitor::visit;
-
- protected:
-  void visit(const VarRef* n) override {
-    if (vars_.count(n->var.get())) found = true;
-  }
-
- private:
-  VarSet vars_;
-};
-
 // How the float max/min reductions of a loop are updated. The builtin in
 // `m = max(m, x)` returns m unless x compares greater: a NaN m stays and a
 // NaN x never replaces m, so only a NaN that m held before the loop reaches
@@ -207,33 +192,6 @@ class ExtremumUpdates : public IRVisitor {
     bool reversed = false, builtin = false, propagating = false;
   };
   std::vector<Forms> forms_;  // in the order of the loop's reductions
-};
-
-// Whether a loop body leaves the loop early: a Return anywhere, or a Break
-// that is not inside a nested loop. OpenMP loops cannot do either.
-class LeavesLoop : public IRVisitor {
- public:
-  bool found = false;
-  using IRVisitor::visit;
-
- protected:
-  void visit(const Break*) override {
-    if (depth_ == 0) found = true;
-  }
-  void visit(const Return*) override { found = true; }
-  void visit(const For* n) override {
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
-  }
-  void visit(const While* n) override {
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
-  }
-
- private:
-  int depth_ = 0;
 };
 
 // What a piece of IR touches, for placing it inside a parallel region: the

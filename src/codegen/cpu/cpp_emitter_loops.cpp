@@ -19,9 +19,7 @@ void CppEmitter::emit_for(const For* loop) {
   const bool work_shared = region_level_;  // an `omp for` of the enclosing region
   region_level_ = false;
   if (sc.kind != LoopKind::Serial) {
-    LeavesLoop leaves;
-    leaves.visit(loop->body);
-    if (leaves.found)
+    if (analysis::leaves_loop(loop->body))
       PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(sc.kind)) + " loop over `" + loop->var->name +
                            "` contains a break or return; the lowering must make it serial");
   }

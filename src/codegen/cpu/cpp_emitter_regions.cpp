@@ -11,9 +11,7 @@ int64_t CppEmitter::body_cost(const For* innermost) {
 }
 
 std::string CppEmitter::region_refusal(const For* loop, Region* r) {
-  LeavesLoop leaves;
-  leaves.visit(loop->body);
-  if (leaves.found) return "the loop can end early, by a break or a return";
+  if (analysis::leaves_loop(loop->body)) return "the loop can end early, by a break or a return";
   const AccessScan all = scan(loop->body);
   if (all.assigned.count(loop->var.get())) return "the body assigns the loop variable";
   r->assigned = all.assigned;
@@ -54,9 +52,8 @@ std::string CppEmitter::check_region_stmt(const Stmt& s, Region* r) {
     return "";
   }
   if (f->schedule.kind != LoopKind::Serial) return "a vector loop holds a parallel loop";
-  LeavesLoop leaves;
-  leaves.visit(f->body);
-  if (leaves.found) return "the loop over '" + f->var->name + "' around a parallel loop can end early";
+  if (analysis::leaves_loop(f->body))
+    return "the loop over '" + f->var->name + "' around a parallel loop can end early";
   if (scan(f->body).assigned.count(f->var.get()))
     return "the body of the loop over '" + f->var->name + "' assigns its variable";
   return check_region_stmt(f->body, r);

@@ -171,11 +171,9 @@ std::vector<const For*> CppEmitter::collapse_nest(const For* outer) {
   while (static_cast<int>(nest.size()) < outer->schedule.collapse) {
     const For* inner = single_loop(nest.back()->body);
     if (!inner) return nest;
-    UsesVars uses(vars);
-    uses.visit(inner->begin);
-    uses.visit(inner->end);
-    uses.visit(inner->step);
-    if (uses.found) return nest;
+    if (analysis::reads_any(inner->begin, vars) || analysis::reads_any(inner->end, vars) ||
+        analysis::reads_any(inner->step, vars))
+      return nest;
     nest.push_back(inner);
     vars.insert(inner->var.get());
   }

@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "analysis/loop_exits.h"
 #include "analysis/var_uses.h"
 #include "ir/ir_visitor.h"
 
@@ -76,34 +77,21 @@ class BodyScan : public IRVisitor {
 
 // The loads and stores of a pass's body outside loops nested in it (whose
 // columns do not follow the pass's variable).
-class PassAccesses : public IRVisitor {
+class PassAccesses : public analysis::LoopDepthVisitor {
  public:
   std::vector<const Load*> loads;
   std::vector<const Store*> stores;
-  using IRVisitor::visit;
+  using LoopDepthVisitor::visit;
 
  protected:
   void visit(const Load* n) override {
-    if (depth_ == 0) loads.push_back(n);
+    if (loop_depth() == 0) loads.push_back(n);
     IRVisitor::visit(n);
   }
   void visit(const Store* n) override {
-    if (depth_ == 0) stores.push_back(n);
+    if (loop_depth() == 0) stores.push_back(n);
     IRVisitor::visit(n);
   }
-  void visit(const For* n) override {
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
-  }
-  void visit(const While* n) override {
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
-  }
-
- private:
-  int depth_ = 0;
 };
 
 bool is_var(const Expr& e, const Var& v) {

@@ -6,9 +6,7 @@ namespace plait::codegen::cuda_emitter {
 
 void CudaEmitter::emit_serial_for(const For* loop, const std::function<void()>& body) {
   if (loop->schedule.kind != LoopKind::Serial) {
-    LeavesLoop leaves;
-    leaves.visit(loop->body);
-    if (leaves.found)
+    if (analysis::leaves_loop(loop->body))
       PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(loop->schedule.kind)) + " loop over `" + loop->var->name +
                            "` contains a break or return; the lowering must make it serial");
   }
@@ -81,11 +79,8 @@ std::vector<const For*> CudaEmitter::collapse_nest(const For* outer) {
   std::vector<const For*> nest{outer};
   VarSet vars{outer->var.get()};
   auto bounds_use_nest = [&](const For* inner) {
-    UsesVars uses(vars);
-    uses.visit(inner->begin);
-    uses.visit(inner->end);
-    uses.visit(inner->step);
-    return uses.found;
+    return analysis::reads_any(inner->begin, vars) || analysis::reads_any(inner->end, vars) ||
+           analysis::reads_any(inner->step, vars);
   };
   while (static_cast<int>(nest.size()) < outer->schedule.collapse) {
     const For* inner = single_loop(nest.back()->body);

@@ -6,9 +6,7 @@ namespace plait::codegen::cuda_emitter {
 
 void CudaEmitter::emit_parallel_kernel(const For* loop) {
   const LoopSchedule& sc = loop->schedule;
-  LeavesLoop leaves;
-  leaves.visit(loop->body);
-  if (leaves.found)
+  if (analysis::leaves_loop(loop->body))
     PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(sc.kind)) + " loop over `" + loop->var->name +
                          "` contains a break or return; the lowering must make it serial");
   const std::vector<const For*> nest = collapse_nest(loop);

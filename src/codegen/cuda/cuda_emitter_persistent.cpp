@@ -11,11 +11,9 @@ std::vector<const For*> CudaEmitter::persistent_nest(const For* loop) {
   while (const For* inner = single_loop(nest.back()->body)) {
     if (!inner->schedule.reductions.empty() || !inner->schedule.array_reductions.empty()) break;
     if (inner->schedule.kind == LoopKind::Serial && !cuda::serial_loop_independent(inner)) break;
-    UsesVars uses(vars);
-    uses.visit(inner->begin);
-    uses.visit(inner->end);
-    uses.visit(inner->step);
-    if (uses.found) break;
+    if (analysis::reads_any(inner->begin, vars) || analysis::reads_any(inner->end, vars) ||
+        analysis::reads_any(inner->step, vars))
+      break;
     nest.push_back(inner);
     vars.insert(inner->var.get());
   }

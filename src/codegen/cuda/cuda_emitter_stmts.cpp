@@ -93,8 +93,9 @@ bool CudaEmitter::runs_on_device(const Stmt& s) {
   if (s->kind == NodeKind::Declare) return false;
   StmtFacts facts;
   facts.visit(s);
-  return facts.touches_elements && !facts.has_parallel_loop && !facts.has_return && !facts.binds_arrays &&
-         !facts.leaves && !facts.calls_library;
+  const analysis::LoopExits exits = analysis::loop_exits(s);
+  return facts.touches_elements && !facts.has_parallel_loop && !exits.returns && !facts.binds_arrays && !exits.breaks &&
+         !exits.continues && !facts.calls_library;
 }
 
 void CudaEmitter::emit(const Stmt& s) {

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/loop_exits.h"
 #include "analysis/raises.h"
 #include "analysis/var_uses.h"
 #include "codegen/c_emitter.h"
@@ -136,14 +137,13 @@ class ScalarCollector : public IRVisitor {
   VarSet seen_;
 };
 
-// What decides where a statement outside parallel loops runs.
+// What decides where a statement outside parallel loops runs (with the
+// statement's exits: analysis::loop_exits).
 class StmtFacts : public IRVisitor {
  public:
   bool touches_elements = false;  // Load, Store or AtomicUpdate
   bool has_parallel_loop = false;
-  bool has_return = false;
   bool binds_arrays = false;   // Allocate or ArrayBind
-  bool leaves = false;         // break/continue out of the statement
   bool calls_library = false;  // a MatMul, which the host hands to cuBLAS
   using IRVisitor::visit;
 
@@ -164,51 +164,15 @@ class StmtFacts : public IRVisitor {
     touches_elements = true;
     IRVisitor::visit(n);
   }
-  void visit(const Return* n) override {
-    has_return = true;
-    IRVisitor::visit(n);
-  }
   void visit(const Allocate* n) override {
     binds_arrays = true;
     IRVisitor::visit(n);
   }
   void visit(const ArrayBind*) override { binds_arrays = true; }
-  void visit(const Break*) override {
-    if (depth_ == 0) leaves = true;
-  }
-  void visit(const Continue*) override {
-    if (depth_ == 0) leaves = true;
-  }
   void visit(const For* n) override {
     if (is_parallel(n->schedule.kind)) has_parallel_loop = true;
-    ++depth_;
     IRVisitor::visit(n);
-    --depth_;
   }
-  void visit(const While* n) override {
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
-  }
-
- private:
-  int depth_ = 0;
-};
-
-// Whether an expression reads any of the given variables.
-class UsesVars : public IRVisitor {
- public:
-  explicit UsesVars(VarSet vars) : vars_(std::move(vars)) {}
-  bool found = false;
-  using IRVisitor::visit;
-
- protected:
-  void visit(const VarRef* n) override {
-    if (vars_.count(n->var.get())) found = true;
-  }
-
- private:
-  VarSet vars_;
 };
 
 // The loops of a statement whose schedule carries a sliced pragma's size
@@ -235,32 +199,6 @@ inline std::string pragma_sizes(const LoopSchedule& s) {
   if (s.most_trips > 0) out += std::string(out.empty() ? "" : ", ") + "le(" + std::to_string(s.most_trips) + ")";
   return out;
 }
-
-// Whether a loop body leaves the loop early (break at its level, or return).
-class LeavesLoop : public IRVisitor {
- public:
-  bool found = false;
-  using IRVisitor::visit;
-
- protected:
-  void visit(const Break*) override {
-    if (depth_ == 0) found = true;
-  }
-  void visit(const Return*) override { found = true; }
-  void visit(const For* n) override {
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
-  }
-  void visit(const While* n) override {
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
-  }
-
- private:
-  int depth_ = 0;
-};
 
 // Whether device code built from a subtree can record a run-time error.
 class HasErrorSites : public IRVisitor {

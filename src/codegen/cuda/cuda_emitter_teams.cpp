@@ -251,11 +251,7 @@ CudaEmitter::TemporaryPlan CudaEmitter::plan_temporaries(const Stmt& body, const
     integral.visit(e);
     return integral.ok && evaluable(e);
   };
-  auto varies = [&](const Expr& e) {
-    UsesVars uses(varying);
-    uses.visit(e);
-    return uses.found;
-  };
+  auto varies = [&](const Expr& e) { return analysis::reads_any(e, varying); };
   // Definitions: count each scalar's assignments in the body first.
   VarMap<int> assignments;
   {

@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include "analysis/loop_exits.h"
 #include "analysis/var_uses.h"
+#include "ir/ir_equal.h"
 #include "ir/ir_mutator.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
@@ -142,7 +144,7 @@ inline std::string indices_text(const std::vector<Expr>& indices) {
 
 // What keeps a statement from running in one lane of a team, or a serial
 // loop from being spread: leaving early, assertions, atomics, array binding.
-class Constructs : public IRVisitor {
+class Constructs : public analysis::LoopDepthVisitor {
  public:
   bool leaves = false;   // break/continue/return at the statement's own level
   bool asserts = false;  // an assertion at the statement's own level (it leaves the worker)
@@ -151,16 +153,16 @@ class Constructs : public IRVisitor {
   bool loops_while = false;       // a while loop
   bool jumps = false;             // break/continue/return anywhere
   bool asserts_anywhere = false;  // an assertion anywhere
-  using IRVisitor::visit;
+  using LoopDepthVisitor::visit;
 
  protected:
   void visit(const Break*) override {
     jumps = true;
-    if (depth_ == 0) leaves = true;
+    if (loop_depth() == 0) leaves = true;
   }
   void visit(const Continue*) override {
     jumps = true;
-    if (depth_ == 0) leaves = true;
+    if (loop_depth() == 0) leaves = true;
   }
   void visit(const Return* n) override {
     jumps = leaves = true;
@@ -168,7 +170,7 @@ class Constructs : public IRVisitor {
   }
   void visit(const Assert* n) override {
     asserts_anywhere = true;
-    if (depth_ == 0) asserts = true;
+    if (loop_depth() == 0) asserts = true;
     IRVisitor::visit(n);
   }
   void visit(const AtomicUpdate* n) override {
@@ -181,20 +183,10 @@ class Constructs : public IRVisitor {
   }
   void visit(const ArrayBind*) override { binds = true; }
   void visit(const Declare* n) override { binds = binds || n->array != nullptr; }
-  void visit(const For* n) override {
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
-  }
   void visit(const While* n) override {
     loops_while = true;
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
+    LoopDepthVisitor::visit(n);
   }
-
- private:
-  int depth_ = 0;
 };
 
 inline Constructs constructs_of(const Stmt& s) {
@@ -502,68 +494,6 @@ inline std::vector<const ExprNode*> operands(const ExprNode* e) {
     default:
       return {};
   }
-}
-
-// Whether `a` (in the loop over `a_var`) and `b` (in the loop over `b_var`)
-// compute the same value in the same iteration: the same tree, the loop
-// variables standing for each other, arrays compared through the names
-// bound to them in the body.
-inline bool same_value(const ExprNode* a, const ExprNode* b, const VarInfo* a_var, const VarInfo* b_var,
-                       const BodyArrays& arrays) {
-  if (a->kind != b->kind || !(a->type == b->type)) return false;
-  switch (a->kind) {
-    case NodeKind::IntImm:
-      return a->as<IntImm>()->value == b->as<IntImm>()->value;
-    case NodeKind::FloatImm: {
-      const double x = a->as<FloatImm>()->value, y = b->as<FloatImm>()->value;
-      return (x == y && std::signbit(x) == std::signbit(y)) || (x != x && y != y);
-    }
-    case NodeKind::BoolImm:
-      return a->as<BoolImm>()->value == b->as<BoolImm>()->value;
-    case NodeKind::VarRef: {
-      const VarInfo* x = a->as<VarRef>()->var.get();
-      const VarInfo* y = b->as<VarRef>()->var.get();
-      if (x == a_var || y == b_var) return x == a_var && y == b_var;
-      return x == y;
-    }
-    case NodeKind::Cast:
-      if (a->as<Cast>()->checked != b->as<Cast>()->checked) return false;
-      break;
-    case NodeKind::Unary:
-      if (a->as<Unary>()->op != b->as<Unary>()->op) return false;
-      break;
-    case NodeKind::Binary:
-      if (a->as<Binary>()->op != b->as<Binary>()->op || a->as<Binary>()->zero_check != b->as<Binary>()->zero_check)
-        return false;
-      break;
-    case NodeKind::Compare:
-      if (a->as<Compare>()->op != b->as<Compare>()->op) return false;
-      break;
-    case NodeKind::Logical:
-      if (a->as<Logical>()->op != b->as<Logical>()->op) return false;
-      break;
-    case NodeKind::Select:
-      break;
-    case NodeKind::Call:
-      if (a->as<Call>()->fn != b->as<Call>()->fn || a->as<Call>()->python_math != b->as<Call>()->python_math)
-        return false;
-      break;
-    case NodeKind::Load:
-      if (arrays.of(a->as<Load>()->array.get()) != arrays.of(b->as<Load>()->array.get()) ||
-          a->as<Load>()->checked != b->as<Load>()->checked)
-        return false;
-      break;
-    case NodeKind::ArrayDim:
-      return arrays.of(a->as<ArrayDim>()->array.get()) == arrays.of(b->as<ArrayDim>()->array.get()) &&
-             a->as<ArrayDim>()->dim == b->as<ArrayDim>()->dim;
-    default:
-      return false;
-  }
-  const std::vector<const ExprNode*> x = operands(a), y = operands(b);
-  if (x.size() != y.size()) return false;
-  for (size_t k = 0; k < x.size(); ++k)
-    if (!same_value(x[k], y[k], a_var, b_var, arrays)) return false;
-  return true;
 }
 
 // Whether an expression calls a math function that costs more than a few

@@ -191,10 +191,17 @@ std::vector<CachedValue> plan_cached_values(const WorkerPlan& plan, const std::v
                 if (v != a->var.get() && v != b->var.get() && reads.count(v)) stable = false;
             }
             if (!stable) continue;
+            // The first expression of the earlier loop that computes the same value in the same iteration: the
+            // same tree, the loop variables standing for each other, arrays compared through the names bound to
+            // them in the body.
+            ir::EqualOptions same_iteration;
+            same_iteration.a_var = a->var.get();
+            same_iteration.b_var = b->var.get();
+            same_iteration.array_of = [&](const ArrayInfo* x) { return arrays.of(x); };
             const ExprNode* found = nullptr;
             ExpressionWalk first(
                 [&](const ExprNode* x) {
-                  if (!found && same_value(x, e, a->var.get(), b->var.get(), arrays)) found = x;
+                  if (!found && ir::equal(x, e, same_iteration)) found = x;
                   return found != nullptr;
                 },
                 true);
