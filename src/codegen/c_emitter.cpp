@@ -575,4 +575,49 @@ void CEmitter::emit_bind(const ArrayBind* b) {
   }
 }
 
+void CEmitter::emit_entry_body() {
+  indent_ = 1;
+  line("(void)args;");
+  line("(void)results;");
+  scopes_.emplace_back();
+  emit_prologue();
+  if (fn_.body) emit_contents(fn_.body);
+  if (!ends_with_return(fn_.body)) line("return ctx->error_kind;");
+  scopes_.pop_back();
+}
+
+CEmitter::LoopBounds CEmitter::declare_loop_bounds(const For* loop) {
+  LoopBounds b;
+  b.begin = temp("begin");
+  b.end = temp("end");
+  b.step = temp("step");
+  b.trip = temp("trip");
+  b.k = temp("k");
+  line("const int64_t " + b.begin + " = " + expr(loop->begin) + ";");
+  line("const int64_t " + b.end + " = " + expr(loop->end) + ";");
+  line("const int64_t " + b.step + " = " + expr(loop->step) + ";");
+  return b;
+}
+
+void CEmitter::emit_allocation(const Allocate* al, const std::string& allocator, const std::string& extra_args,
+                               const std::string& on_failure) {
+  const ArrayVar& a = al->array;
+  const std::string t = ctype(a->type.dtype);
+  const std::string shape = temp("shape");
+  const std::string result = temp("alloc");
+  std::string extents;
+  for (const Expr& e : al->shape) extents += (extents.empty() ? "" : ", ") + index_value(e);
+  const std::string value = al->fill_value ? expr(al->fill_value) : t + "()";
+  line("{");
+  ++indent_;
+  line("const int64_t " + shape + "[] = {" + extents + "};");
+  line("plait::allocation<" + t + "> " + result + " = " + allocator + "<" + t + ">(ctx, " + loc_args(al->loc) + ", " +
+       std::to_string(a->type.ndim) + ", " + shape + ", " + (a->type.layout == Layout::F ? "true" : "false") +
+       ", plait::fill_kind::" + fill_name(al->fill) + ", " + value + extra_args + ");");
+  if (!on_failure.empty()) line("if (!" + result + ".ok) " + on_failure);
+  take_allocation(a, result);
+  --indent_;
+  line("}");
+}
+
 }  // namespace plait::codegen

@@ -102,6 +102,8 @@ class CEmitter {
   // Whether plain (not Python-checked) math of `fn` on floats calls the
   // runtime's vectorisable plait_vm_<name>.
   virtual bool vector_math(ir::Intrinsic /*fn*/) const { return false; }
+  // A statement as the body of a construct.
+  virtual void emit_contents(const ir::Stmt& s) = 0;
   // Where lines go: the host part, or the device part being printed.
   virtual std::ostringstream& out() = 0;
   // Whether the locals of an array argument that the kernel never rebinds
@@ -157,6 +159,20 @@ class CEmitter {
   void emit_prologue();
   // The locals of a non-parameter array: empty until allocated or bound.
   void declare_array(const ir::ArrayVar& a);
+  // The entry's body, after its opening line: the prologue, the function's
+  // statements and the return of the error state when they do not return.
+  void emit_entry_body();
+  // The names of a loop's evaluated bounds, its trip count and counter,
+  // with the bounds declared.
+  struct LoopBounds {
+    std::string begin, end, step, trip, k;
+  };
+  LoopBounds declare_loop_bounds(const ir::For* loop);
+  // A block that allocates `al`'s array by the runtime's `allocator` (its
+  // arguments after the fill value: `extra_args`), tests the result with
+  // `on_failure` (none when empty) and binds the array to it.
+  void emit_allocation(const ir::Allocate* al, const std::string& allocator, const std::string& extra_args,
+                       const std::string& on_failure);
   // The results handed to the caller (runtime/abi.h, plait_result).
   void emit_return(const ir::Return* r);
   // Binds array `a`'s locals to a new allocation, `result` (a

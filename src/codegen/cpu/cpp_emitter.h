@@ -362,7 +362,7 @@ class CppEmitter : public CEmitter {
 
   // A statement as the body of a construct: a Block's statements go in a new
   // scope without extra braces.
-  void emit_contents(const Stmt& s);
+  void emit_contents(const Stmt& s) override;
 
   void emit(const Stmt& s);
 

@@ -10,14 +10,7 @@ std::string CppEmitter::run() {
   emit_reduction_declarations();
   out_ << "extern \"C\" int32_t plait_kernel_abi_version(void) { return PLAIT_ABI_VERSION; }\n\n";
   out_ << "extern \"C\" int32_t plait_kernel_entry(void** args, plait_result* results, plait_context* ctx) {\n";
-  indent_ = 1;
-  line("(void)args;");
-  line("(void)results;");
-  scopes_.emplace_back();
-  emit_prologue();
-  if (fn_.body) emit_contents(fn_.body);
-  if (!ends_with_return(fn_.body)) line("return ctx->error_kind;");
-  scopes_.pop_back();
+  emit_entry_body();
   out_ << "}\n";
   return out_.str();
 }

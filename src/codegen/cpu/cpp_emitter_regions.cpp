@@ -188,10 +188,8 @@ std::string CppEmitter::region_syncs(const Stmt& s) {
 void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root) {
   line("{");
   ++indent_;
-  const std::string begin = temp("begin"), end = temp("end"), step = temp("step"), trip = temp("trip"), k = temp("k");
-  line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
-  line("const int64_t " + end + " = " + expr(loop->end) + ";");
-  line("const int64_t " + step + " = " + expr(loop->step) + ";");
+  const LoopBounds bounds = declare_loop_bounds(loop);
+  const std::string &begin = bounds.begin, &end = bounds.end, &step = bounds.step, &trip = bounds.trip, &k = bounds.k;
   line("const int64_t " + trip + " = " + checked_trip_count(loop, begin, end, step) + ";");
   const bool is_root = root != nullptr;
   std::string outer_stop;

@@ -181,30 +181,11 @@ std::vector<const For*> CppEmitter::collapse_nest(const For* outer) {
 }
 
 void CppEmitter::emit_allocate(const Allocate* al) {
-  const ArrayVar& a = al->array;
-  const std::string t = ctype(a->type.dtype);
-  const std::string shape = temp("shape");
-  const std::string result = temp("alloc");
-  std::string extents;
-  for (const Expr& e : al->shape) extents += (extents.empty() ? "" : ", ") + index_value(e);
-  const char* fill = fill_name(al->fill);
-  const std::string value = al->fill_value ? expr(al->fill_value) : t + "()";
-  line("{");
-  ++indent_;
-  line("const int64_t " + shape + "[] = {" + extents + "};");
-  line("plait::allocation<" + t + "> " + result + " = plait::allocate_array<" + t + ">(ctx, " + loc_args(al->loc) +
-       ", " + std::to_string(a->type.ndim) + ", " + shape + ", " + (a->type.layout == Layout::F ? "true" : "false") +
-       ", plait::fill_kind::" + fill + ", " + value + ");");
   // A failed allocation stops the code like any error; where nothing can
   // leave (a vector loop, a thread's temporaries) the array stays empty and
   // the construct around it stops.
-  if (!stop_.empty()) {
-    line("if (!" + result + ".ok) " + stop_);
-    ++stop_uses_;
-  }
-  take_allocation(a, result);
-  --indent_;
-  line("}");
+  emit_allocation(al, "plait::allocate_array", "", stop_);
+  if (!stop_.empty()) ++stop_uses_;
 }
 
 void CppEmitter::stop_on_error() {

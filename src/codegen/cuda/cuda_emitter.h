@@ -88,7 +88,7 @@ class CudaEmitter : public CEmitter {
   // A statement as the body of a construct. On the host, consecutive
   // statements that touch array elements and can run on the device are
   // grouped into single-thread device regions.
-  void emit_contents(const Stmt& s);
+  void emit_contents(const Stmt& s) override;
 
   // The scalars a device region (`run`, followed by `stmts[next]`...)
   // assigns that can stay on the device: declared in this block, and

@@ -16,10 +16,8 @@ void CudaEmitter::emit_serial_for(const For* loop, const std::function<void()>& 
   }
   line("{");
   ++indent_;
-  const std::string begin = temp("begin"), end = temp("end"), step = temp("step"), trip = temp("trip"), k = temp("k");
-  line("const int64_t " + begin + " = " + expr(loop->begin) + ";");
-  line("const int64_t " + end + " = " + expr(loop->end) + ";");
-  line("const int64_t " + step + " = " + expr(loop->step) + ";");
+  const LoopBounds bounds = declare_loop_bounds(loop);
+  const std::string &begin = bounds.begin, &end = bounds.end, &step = bounds.step, &trip = bounds.trip, &k = bounds.k;
   if (device()) {
     bool bounds_raise = false;
     for (const Expr* e : {&loop->begin, &loop->end, &loop->step})

@@ -230,27 +230,9 @@ int CudaEmitter::fill_kernel(ScalarKind kind) {
 }
 
 void CudaEmitter::emit_allocate(const Allocate* al) {
-  const ArrayVar& a = al->array;
-  const std::string t = ctype(a->type.dtype);
-  const std::string shape = temp("shape");
-  const std::string result = temp("alloc");
-  std::string extents;
-  for (const Expr& e : al->shape) extents += (extents.empty() ? "" : ", ") + index_value(e);
-  const char* fill = fill_name(al->fill);
   const bool needs_kernel = al->fill == FillKind::Ones || al->fill == FillKind::Value;
-  const int kernel = needs_kernel ? fill_kernel(a->type.dtype) : -1;
-  const std::string value = al->fill_value ? expr(al->fill_value) : t + "()";
-  line("{");
-  ++indent_;
-  line("const int64_t " + shape + "[] = {" + extents + "};");
-  line("plait::allocation<" + t + "> " + result + " = plait_cuda::allocate_device_array<" + t + ">(ctx, " +
-       loc_args(al->loc) + ", " + std::to_string(a->type.ndim) + ", " + shape + ", " +
-       (a->type.layout == Layout::F ? "true" : "false") + ", plait::fill_kind::" + fill + ", " + value + ", " +
-       std::to_string(kernel) + ");");
-  line("if (!" + result + ".ok) return ctx->error_kind;");
-  take_allocation(a, result);
-  --indent_;
-  line("}");
+  const int kernel = needs_kernel ? fill_kernel(al->array->type.dtype) : -1;
+  emit_allocation(al, "plait_cuda::allocate_device_array", ", " + std::to_string(kernel), "return ctx->error_kind;");
 }
 
 }  // namespace plait::codegen::cuda_emitter
