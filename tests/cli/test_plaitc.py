@@ -270,7 +270,15 @@ def test_dump_dir(tmp_path, cache_dir):
     names = sorted(p.name for p in dump.iterdir())
     assert "scale.cpp" in names
     assert "scale.00.lower_to_ir.ir" in names
-    assert any(name.startswith("scale.01.") and name.endswith(".ir") for name in names)
+    # Every step is listed, in order; the IR is written after those that changed it.
+    steps = (dump / "scale.passes").read_text().splitlines()
+    assert steps[0] == "00 lower_to_ir"
+    assert steps[1].startswith("01 fuse_loop_nests")
+    changed = [line.split()[0] + "." + line.split()[1] for line in steps[1:] if not line.endswith("(unchanged)")]
+    assert changed, steps
+    assert all(f"scale.{step}.ir" in names for step in changed)
+    assert not any(f"scale.{line.split()[0]}." in name for line in steps if line.endswith("(unchanged)")
+                   for name in names)
 
 
 def test_compile_error_exits_1_and_points_at_the_line(tmp_path):
