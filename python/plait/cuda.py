@@ -26,13 +26,10 @@ from . import _core, tuning
 from .dispatcher import Dispatcher, _env_flag, collect_globals
 from .errors import CompileError, InternalCompilerError
 
-# plait dtype codes (runtime/abi.h) <-> NumPy
-_DTYPE_CODES = {np.dtype(np.bool_): 0, np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
-                np.dtype(np.int64): 4, np.dtype(np.uint8): 5, np.dtype(np.uint16): 6, np.dtype(np.uint32): 7,
-                np.dtype(np.uint64): 8, np.dtype(np.float32): 9, np.dtype(np.float64): 10}
-_DTYPE_NAMES = {0: "b1", 1: "i8", 2: "i16", 3: "i32", 4: "i64", 5: "u8", 6: "u16", 7: "u32", 8: "u64", 9: "f32",
-                10: "f64"}
-_DTYPE_LIST = "bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32 and float64"
+# plait dtype codes (runtime/abi.h) <-> NumPy, from the extension's table
+_DTYPE_CODES = {np.dtype(name): code for code, (name, _) in enumerate(_core.element_types)}
+_DTYPE_NAMES = {code: spelled for code, (_, spelled) in enumerate(_core.element_types)}
+_DTYPE_LIST = ", ".join(name for name, _ in _core.element_types[:-1]) + " and " + _core.element_types[-1][0]
 _DTYPE_BY_CODE = {code: dtype for dtype, code in _DTYPE_CODES.items()}
 
 

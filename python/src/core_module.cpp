@@ -798,6 +798,18 @@ NB_MODULE(_core, m) {
   m.def("compiler_version", &plait::compiler_version);
   // Whether plait.jit checks indices unless told.
   m.attr("default_boundscheck") = plait::default_boundscheck;
+  // The element types kernels take, by their dtype code (runtime/abi.h):
+  // (NumPy's name, the signature's spelling), so that the Python package
+  // keeps no table of its own.
+  nb::list element_types;
+  for (int code = PLAIT_BOOL; code <= PLAIT_FLOAT64; ++code) {
+    PyArray_Descr* descr = PyArray_DescrFromType(numpy_type(code));
+    if (descr == nullptr) throw nb::python_error();
+    nb::object dtype = nb::steal(reinterpret_cast<PyObject*>(descr));
+    element_types.append(nb::make_tuple(dtype.attr("name"),
+                                        plait::to_string(plait::ScalarType{static_cast<plait::ScalarKind>(code), false})));
+  }
+  m.attr("element_types") = nb::tuple(element_types);
   m.def("_raise_compile_error", &raise_python_compile_error, "kind"_a, "message"_a, "path"_a, "text"_a, "first_line"_a,
         "line"_a, "col"_a, "end_col"_a,
         "Raises the CompileError class of `kind` (an ErrorKind name) at line, columns [col, end_col) (0-based) "
