@@ -14,13 +14,13 @@
 //     it changed the function, the IR verifier after it under
 //     CompileOptions::verify_ir, and the dump of plaitc --dump-dir.
 //  4. codegen/cpu/codegen_cpp.h, generate_cpp: the C++ translation unit.
-//     Choices the emitter still makes as it prints: which parallel loops and
-//     the statements between them share one OpenMP region
-//     (cpp_emitter_regions.cpp), and which vector pass of a loop over rows
-//     runs in chunks that prefetch the other passes' rows
-//     (codegen/cpu/row_prefetch.h, called from cpp_emitter_loops.cpp).
+//     It prints the plans the planning passes recorded on loops
+//     (LoopSchedule::plan: prefetching chunks). The choice it still makes as
+//     it prints: which parallel loops and the statements between them share
+//     one OpenMP region (cpp_emitter_regions.cpp).
 #include "driver/pass_runner.h"
 #include "driver/pipeline.h"
+#include "transforms/cpu/plan_row_prefetch.h"
 #include "transforms/cpu/scalarize_raising_loops.h"
 #include "transforms/detect_reductions.h"
 #include "transforms/fuse_loop_nests.h"
@@ -64,6 +64,9 @@ void run_cpu_passes(PassRunner& run, const CompileOptions& options) {
   // Vector loops whose body may raise run without simd, so that an error
   // stops them at its iteration.
   run("scalarize_raising_loops", transforms::cpu::scalarize_raising_loops);
+  // Planning, last (a plan points into its loop's body): the vector pass of a
+  // loop over rows that runs in chunks prefetching the other passes' rows.
+  run("plan_row_prefetch", transforms::cpu::plan_row_prefetch);
 }
 
 }  // namespace plait

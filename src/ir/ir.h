@@ -374,6 +374,15 @@ inline bool is_vectorized(LoopKind k) { return k == LoopKind::Vectorized || k ==
 
 // How a loop runs. Set from pragmas by the lowering and refined by passes
 // (reductions are detected, collapse is chosen).
+// What a target's planning pass decides for a loop and records on it for the
+// emitter to print (a plan of transforms/cpu/plan_row_prefetch, ...). A plan
+// may point at nodes of the loop's body, so planning passes run last.
+struct LoopPlan {
+  virtual ~LoopPlan() = default;
+  // One line for the IR's dump, e.g. "prefetch from j: x next row, y this row".
+  virtual std::string describe() const = 0;
+};
+
 struct LoopSchedule {
   LoopKind kind = LoopKind::Serial;
   int simd_width = 0;                  // simd(N); 0 = the back end's choice
@@ -390,6 +399,7 @@ struct LoopSchedule {
   std::vector<ArrayReduction> array_reductions;  // arrays combined across iterations
   std::vector<Var> privates;           // private(...): the pragma's and those passes find
   SourceLoc pragma_loc;                // the pragma that asked for it, if any
+  std::shared_ptr<const LoopPlan> plan;  // a planning pass's decision, or null
 
   // Adds `v` to the privates unless it is there already (a private clause
   // that names a variable twice does not compile).

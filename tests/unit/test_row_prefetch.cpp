@@ -1,4 +1,4 @@
-// The CPU back end's row prefetching (codegen/cpu/row_prefetch.h), checked on
+// The CPU's row prefetching (transforms/cpu/plan_row_prefetch.h), checked on
 // the generated C++ of NumPy kernels after the whole pipeline.
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 #include "driver/pipeline.h"
 #include "frontend/lower_to_ir.h"
 #include "frontend/parser.h"
+#include "ir/ir_printer.h"
 
 namespace plait {
 namespace {
@@ -18,8 +19,8 @@ constexpr const char* kSoftmax =
     "    e = np.exp(x - m)\n"
     "    return e / np.sum(e, axis=-1, keepdims=True)\n";
 
-// The C++ of `name` in `source` for `signature`, from the kernel's entry on.
-std::string cpp_of(const std::string& source, const std::string& name, const std::string& signature) {
+// `name` in `source` for `signature` after the CPU pipeline.
+ir::Function lowered(const std::string& source, const std::string& name, const std::string& signature) {
   Globals globals;
   globals["np"].module = "numpy";
   SourceFile file{"k.py", source, 1};
@@ -28,7 +29,12 @@ std::string cpp_of(const std::string& source, const std::string& name, const std
   ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), globals, options);
   options.verify_ir = true;
   run_pipeline(f, options);
-  const std::string cpp = generate_source(f, options);
+  return f;
+}
+
+// The C++ of `name` in `source` for `signature`, from the kernel's entry on.
+std::string cpp_of(const std::string& source, const std::string& name, const std::string& signature) {
+  const std::string cpp = generate_source(lowered(source, name, signature), CompileOptions{});
   return cpp.substr(cpp.find("plait_kernel_entry(void** args"));
 }
 
@@ -85,6 +91,14 @@ TEST(RowPrefetch, OnlyUnitStrideRowsArePrefetched) {
   const std::string cube = cpp_of(kSoftmax, "softmax", "f64[:, :, ::1]");
   EXPECT_EQ(count_of(cube, ", 0, 3);"), 1) << cube;
   EXPECT_NE(cube.find("(v__i8 + p_step"), std::string::npos) << cube;
+}
+
+// The planning pass records its decision on the loop over rows, where the
+// IR's dump shows it.
+TEST(RowPrefetch, ThePlanIsRecordedOnTheLoopOverRows) {
+  const std::string text = ir::to_string(lowered(kSoftmax, "softmax", "f32[:, ::1]"));
+  ASSERT_EQ(count_of(text, " plan(prefetch from the chunks of the loop over "), 1) << text;
+  EXPECT_NE(text.find("the next row of x"), std::string::npos) << text;
 }
 
 TEST(RowPrefetch, NothingWithoutSeveralPassesAndVectorMath) {

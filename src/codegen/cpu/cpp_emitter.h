@@ -38,15 +38,19 @@
 #include "analysis/raises.h"
 #include "analysis/var_uses.h"
 #include "codegen/c_emitter.h"
-#include "codegen/cpu/row_prefetch.h"
 #include "codegen/overlap_test.h"
 #include "ir/ir_visitor.h"
+#include "transforms/cpu/plan_row_prefetch.h"
 
 namespace plait::codegen {
 
 using namespace ir;
 
 namespace cpu {
+
+using transforms::cpu::kPrefetchChunk;
+using transforms::cpu::PrefetchTarget;
+using transforms::cpu::RowPrefetchPlan;
 
 // The iterations assumed for a loop inside a parallel loop's body, whose
 // trip count is not known when the team would start (the threshold itself is

@@ -176,7 +176,7 @@ void CppEmitter::emit_for(const For* loop) {
                            ? nullptr
                            : plan_prefetch(innermost, levels.back().step, levels.back().k, levels.back().trip);
   // A compute-bound pass of a loop over rows runs in chunks that prefetch
-  // what the other passes read and write (row_prefetch.h).
+  // what the other passes read and write (transforms/cpu/plan_row_prefetch.h).
   const auto site = prefetch_.find(loop);
   const bool in_chunks = site != prefetch_.end();
   std::string k_begin = "0";
@@ -335,8 +335,10 @@ void CppEmitter::emit_thread_order(const std::vector<ThreadPartial>& partials) {
 
 const For* CppEmitter::plan_prefetch(const For* loop, const std::string& step, const std::string& k,
                                      const std::string& trip) {
-  RowPrefetchPlan plan = plan_row_prefetch(loop);
-  if (!plan.compute) return nullptr;
+  // transforms/cpu/plan_row_prefetch recorded the plan on the loop.
+  const auto* recorded = dynamic_cast<const RowPrefetchPlan*>(loop->schedule.plan.get());
+  if (!recorded || !recorded->compute) return nullptr;
+  RowPrefetchPlan plan = *recorded;
   std::string reads, writes;
   for (const PrefetchTarget& t : plan.targets) {
     std::string& names = t.write ? writes : reads;

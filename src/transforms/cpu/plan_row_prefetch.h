@@ -1,14 +1,18 @@
-// Software prefetching for loops over rows (CPU back end): which vector loop
-// in the body of a loop over rows runs in chunks that prefetch the memory the
-// body's other passes over a row stream in and out.
+// Pass (CPU): software prefetching for loops over rows: which vector loop in
+// the body of a loop over rows runs in chunks that prefetch the memory the
+// body's other passes over a row stream in and out. The pass records each
+// loop's plan on the loop (LoopSchedule::plan); the CPU emitter prints the
+// chunks and their prefetches (cpp_emitter_loops.cpp) where the loop's form
+// allows them.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ir/ir.h"
 
-namespace plait::codegen {
+namespace plait::transforms::cpu {
 
 // Iterations of the compute loop per chunk; each chunk prefetches the
 // elements of the targets at the same iterations. 256 float32 elements (1 KiB)
@@ -34,9 +38,10 @@ struct PrefetchTarget {
 
 // What to prefetch from the chunks of `compute`, a vector loop in the body of
 // the row loop.
-struct RowPrefetchPlan {
+struct RowPrefetchPlan : ir::LoopPlan {
   const ir::For* compute = nullptr;  // null: no prefetching
   std::vector<PrefetchTarget> targets;
+  std::string describe() const override;
 };
 
 // The plan for `rows`, a serial or parallel loop (the innermost loop of a
@@ -50,6 +55,12 @@ struct RowPrefetchPlan {
 // waiting on memory. Row temporaries allocated in the body are left out (they
 // stay in the cache), and so are accesses whose column dimension does not have
 // unit stride.
-RowPrefetchPlan plan_row_prefetch(const ir::For* rows);
+RowPrefetchPlan row_prefetch_plan(const ir::For* rows);
 
-}  // namespace plait::codegen
+// Records row_prefetch_plan on every loop whose plan prefetches. The emitter
+// runs it where the loop it prints is not itself a vector loop (the plan of
+// a collapsed nest is its innermost loop's). It runs last: a plan points at
+// its loop's body.
+void plan_row_prefetch(ir::Function& function);
+
+}  // namespace plait::transforms::cpu

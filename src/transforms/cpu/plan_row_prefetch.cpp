@@ -1,15 +1,17 @@
 // Finds the compute-bound vector pass in the body of a loop over rows and the
-// row accesses of the body's passes that it prefetches (see row_prefetch.h).
-#include "codegen/cpu/row_prefetch.h"
+// row accesses of the body's passes that it prefetches, and records the plan
+// on the loop (see plan_row_prefetch.h).
+#include "transforms/cpu/plan_row_prefetch.h"
 
 #include <set>
 #include <utility>
 
 #include "analysis/loop_exits.h"
 #include "analysis/var_uses.h"
+#include "ir/ir_mutator.h"
 #include "ir/ir_visitor.h"
 
-namespace plait::codegen {
+namespace plait::transforms::cpu {
 
 using namespace ir;
 
@@ -41,7 +43,8 @@ class CallsVectorMath : public IRVisitor {
       case Intrinsic::Cosh:
         if (!n->python_math) found = true;
         break;
-      default: break;
+      default:
+        break;
     }
     IRVisitor::visit(n);
   }
@@ -140,7 +143,7 @@ bool match_access(const ArrayVar& array, const std::vector<Expr>& indices, const
 
 }  // namespace
 
-RowPrefetchPlan plan_row_prefetch(const For* rows) {
+RowPrefetchPlan row_prefetch_plan(const For* rows) {
   RowPrefetchPlan plan;
   const Block* body = rows->body->as<Block>();
   if (!body) return plan;
@@ -183,4 +186,39 @@ RowPrefetchPlan plan_row_prefetch(const For* rows) {
   return plan;
 }
 
-}  // namespace plait::codegen
+std::string RowPrefetchPlan::describe() const {
+  std::string next, own;
+  for (const PrefetchTarget& t : targets) {
+    std::string& names = t.write ? own : next;
+    names += (names.empty() ? "" : ", ") + t.array->name;
+  }
+  std::string text = "prefetch from the chunks of the loop over " + compute->var->name + ":";
+  if (!next.empty()) text += " the next row of " + next;
+  if (!own.empty()) text += std::string(next.empty() ? "" : ";") + " this row of " + own;
+  return text;
+}
+
+namespace {
+
+class RowPrefetchPlanner : public IRMutator {
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const For* n, const Stmt& self) override {
+    const Stmt rebuilt = IRMutator::visit(n, self);
+    const For* loop = rebuilt->as<For>();
+    auto plan = std::make_shared<RowPrefetchPlan>(row_prefetch_plan(loop));
+    if (!plan->compute) return rebuilt;
+    LoopSchedule schedule = loop->schedule;
+    schedule.plan = std::move(plan);
+    // The plan points into the body, which the new loop keeps.
+    return For::make(loop->var, loop->begin, loop->end, loop->step, loop->body, std::move(schedule), loop->loc);
+  }
+};
+
+}  // namespace
+
+void plan_row_prefetch(Function& function) {
+  function.body = RowPrefetchPlanner().mutate(function.body);
+}
+
+}  // namespace plait::transforms::cpu
