@@ -131,14 +131,14 @@ LoweredKernel lower_kernel(const SourceFile& source, const std::string& name, co
   // The dump: the IR after each step that changed it, and the list of the
   // steps with whether each changed the function.
   PassObserver observer;
-  std::shared_ptr<std::ofstream> steps;
+  std::string steps;
+  const std::string prefix = options.dump_dir + "/" + name + ".";
   if (!options.dump_dir.empty()) {
     ensure_dump_directory(options.dump_dir);
-    std::string prefix = options.dump_dir + "/" + name + ".";
-    steps = std::make_shared<std::ofstream>(prefix + "passes", std::ios::binary | std::ios::trunc);
-    observer = [prefix, steps, pass_number = 0](const std::string& pass, const ir::Function& after,
-                                                bool changed) mutable {
-      *steps << two_digits(pass_number) << " " << pass << (changed ? "" : " (unchanged)") << "\n";
+    observer = [&prefix, &steps, pass_number = 0](const std::string& pass, const ir::Function& after,
+                                                  bool changed) mutable {
+      steps += two_digits(pass_number) + " " + pass + (changed ? "" : " (unchanged)") + "\n";
+      write_text_file(prefix + "passes", steps);  // so far, also when a later pass fails
       if (changed)
         write_text_file(prefix + two_digits(pass_number) + "." + file_name_part(pass) + ".ir", ir::to_string(after));
       ++pass_number;

@@ -1,5 +1,5 @@
 """Differential tests of the CPU back end's row prefetching
-(src/codegen/cpu/row_prefetch.h): a loop over rows whose body makes several
+(src/transforms/cpu/plan_row_prefetch.h): a loop over rows whose body makes several
 vector passes, one of them calling vector math, runs that pass in chunks of
 256 iterations that prefetch the next row the passes read and the row a later
 pass writes.

@@ -1,6 +1,6 @@
 // The CPU back end's emitter (codegen_cpp.h), shared by its parts:
-// cpp_emitter_exprs.cpp (the prologue and loads; names and the other
-// expressions are CEmitter's, codegen/c_emitter.h),
+// cpp_emitter_exprs.cpp (the kernel's frame and loads; names, the prologue
+// and the other expressions are CEmitter's, codegen/c_emitter.h),
 // cpp_emitter_stmts.cpp (statements, errors and returns),
 // cpp_emitter_loops.cpp (loops and their OpenMP pragmas) and
 // cpp_emitter_regions.cpp (parallel regions: several parallel loops in one
@@ -48,6 +48,7 @@ using namespace ir;
 
 namespace cpu {
 
+using transforms::cpu::has_vector_variant;
 using transforms::cpu::kPrefetchChunk;
 using transforms::cpu::PrefetchTarget;
 using transforms::cpu::RowPrefetchPlan;
@@ -56,29 +57,6 @@ using transforms::cpu::RowPrefetchPlan;
 // trip count is not known when the team would start (the threshold itself is
 // a run-time setting: plait_context::parallel_work_threshold).
 inline constexpr int64_t kAssumedInnerTrips = 256;
-
-// The one-argument functions that plait_runtime.h declares as plait_vm_<name>
-// (vectorisable through glibc's libmvec); sqrt and fabs vectorise as they are.
-inline bool has_vector_variant(Intrinsic fn) {
-  switch (fn) {
-    case Intrinsic::Exp:
-    case Intrinsic::Log:
-    case Intrinsic::Log2:
-    case Intrinsic::Log10:
-    case Intrinsic::Sin:
-    case Intrinsic::Cos:
-    case Intrinsic::Tan:
-    case Intrinsic::Tanh:
-    case Intrinsic::Asin:
-    case Intrinsic::Acos:
-    case Intrinsic::Atan:
-    case Intrinsic::Sinh:
-    case Intrinsic::Cosh:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // Counts IR nodes (the body cost estimate) and notices inner loops.
 class CostCounter : public IRVisitor {
@@ -462,7 +440,7 @@ class CppEmitter : public CEmitter {
   // of the row loop's step, counter and trip count.
   struct PrefetchSite {
     const For* rows = nullptr;
-    RowPrefetchPlan plan;
+    const RowPrefetchPlan* plan = nullptr;  // recorded on the loop, which outlives the emitter's use
     std::string step, k, trip;
   };
 

@@ -336,23 +336,22 @@ void CppEmitter::emit_thread_order(const std::vector<ThreadPartial>& partials) {
 const For* CppEmitter::plan_prefetch(const For* loop, const std::string& step, const std::string& k,
                                      const std::string& trip) {
   // transforms/cpu/plan_row_prefetch recorded the plan on the loop.
-  const auto* recorded = dynamic_cast<const RowPrefetchPlan*>(loop->schedule.plan.get());
-  if (!recorded || !recorded->compute) return nullptr;
-  RowPrefetchPlan plan = *recorded;
+  const auto* plan = dynamic_cast<const RowPrefetchPlan*>(loop->schedule.plan.get());
+  if (!plan || !plan->compute) return nullptr;
   std::string reads, writes;
-  for (const PrefetchTarget& t : plan.targets) {
+  for (const PrefetchTarget& t : plan->targets) {
     std::string& names = t.write ? writes : reads;
     names += (names.empty() ? "'" : ", '") + t.array->name + "'";
   }
   std::string what;
   if (!reads.empty()) what = "the next row of " + reads;
   if (!writes.empty()) what += (what.empty() ? "" : " and ") + std::string("this row of ") + writes;
-  remarks_.push_back({plan.compute->loc, "codegen_cpp",
-                      "loop over '" + loop->var->name + "': its vector loop over '" + plan.compute->var->name +
+  remarks_.push_back({plan->compute->loc, "codegen_cpp",
+                      "loop over '" + loop->var->name + "': its vector loop over '" + plan->compute->var->name +
                           "' (vector math) runs in chunks of " + std::to_string(kPrefetchChunk) + " that prefetch " +
                           what + " for the loop's other passes"});
-  const For* compute = plan.compute;
-  prefetch_[compute] = PrefetchSite{loop, std::move(plan), step, k, trip};
+  const For* compute = plan->compute;
+  prefetch_[compute] = PrefetchSite{loop, plan, step, k, trip};
   return compute;
 }
 
@@ -366,7 +365,7 @@ void CppEmitter::emit_prefetch_chunk(const PrefetchSite& site, const std::string
   line("const int64_t " + *k_end + " = " + trip + " - " + *k_begin + " < " + chunk + " ? " + trip + " : " + *k_begin +
        " + " + chunk + ";");
   const std::string row = var_name(site.rows->var);
-  for (const PrefetchTarget& t : site.plan.targets) {
+  for (const PrefetchTarget& t : site.plan->targets) {
     const std::string q = temp("q");
     std::vector<std::string> idx;
     for (int d = 0; d < static_cast<int>(t.indices.size()); ++d) {

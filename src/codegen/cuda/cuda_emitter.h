@@ -1,5 +1,5 @@
 // The CUDA back end's emitter (codegen_cuda.h), in parts over this class:
-// cuda_emitter_exprs.cpp (names, the prologue, expressions),
+// cuda_emitter_exprs.cpp (the kernel's frame, values in registers, loads),
 // cuda_emitter_stmts.cpp (statements, matrix products, device stops),
 // cuda_emitter_launches.cpp (serial loops, kernel parameters and launches,
 // reductions' identities), cuda_emitter_spread.cpp (loops a team spreads),
@@ -437,6 +437,9 @@ class CudaEmitter : public CEmitter {
     const For* loop;
     std::string begin, step, trip, k;
   };
+  // After a nest: each declared loop variable takes its last value, as
+  // Python leaves it (the host or the step may read it after the loop).
+  void emit_last_values(const std::vector<NestLevel>& levels);
 
   // An array allocated inside a parallel loop: it lives in the worker's
   // slice of one buffer, at byte offset `offset`, with room for `capacity`

@@ -733,12 +733,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   }
   --indent_;
   line("}");
-  for (const Level& lv : levels) {
-    const Var& v = lv.loop->var;
-    if (!declared(v.get())) continue;
-    line("if (" + lv.trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + lv.begin + " + (" +
-         lv.trip + " - 1) * " + lv.step + ");");
-  }
+  emit_last_values(levels);
   --indent_;
   line("}");
 
@@ -861,6 +856,15 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
                           "has at most " +
                           std::to_string(kPrivateCopyBytes / element_bytes(a->type.dtype)) +
                           " elements, then one atomic per non-zero element per block");
+  }
+}
+
+void CudaEmitter::emit_last_values(const std::vector<NestLevel>& levels) {
+  for (const NestLevel& lv : levels) {
+    const Var& v = lv.loop->var;
+    if (!declared(v.get())) continue;
+    line("if (" + lv.trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + lv.begin + " + (" +
+         lv.trip + " - 1) * " + lv.step + ");");
   }
 }
 

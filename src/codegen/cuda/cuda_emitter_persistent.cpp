@@ -169,14 +169,11 @@ void CudaEmitter::emit_persistent_parallel_loop(const For* loop) {
   line_directive(loop->loc);
   line("{");
   ++indent_;
-  struct Level {
-    const For* loop;
-    std::string begin, step, trip;
-  };
+  using Level = NestLevel;
   std::vector<Level> levels;
   std::string product;
   for (const For* f : nest) {
-    Level lv{f, temp("begin"), temp("step"), temp("trip")};
+    Level lv{f, temp("begin"), temp("step"), temp("trip"), ""};
     const std::string end = temp("end");
     line("const int64_t " + lv.begin + " = " + expr(f->begin) + ";");
     line("const int64_t " + end + " = " + expr(f->end) + ";");
@@ -254,12 +251,7 @@ void CudaEmitter::emit_persistent_parallel_loop(const For* loop) {
   --indent_;
   line("}");
   // The step may read a loop variable after its loop, as on the host.
-  for (const Level& lv : levels) {
-    const Var& v = lv.loop->var;
-    if (!declared(v.get())) continue;
-    line("if (" + lv.trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + lv.begin + " + (" +
-         lv.trip + " - 1) * " + lv.step + ");");
-  }
+  emit_last_values(levels);
   --indent_;
   line("}");
 }

@@ -27,25 +27,7 @@ class CallsVectorMath : public IRVisitor {
 
  protected:
   void visit(const Call* n) override {
-    switch (n->fn) {
-      case Intrinsic::Exp:
-      case Intrinsic::Log:
-      case Intrinsic::Log2:
-      case Intrinsic::Log10:
-      case Intrinsic::Sin:
-      case Intrinsic::Cos:
-      case Intrinsic::Tan:
-      case Intrinsic::Tanh:
-      case Intrinsic::Asin:
-      case Intrinsic::Acos:
-      case Intrinsic::Atan:
-      case Intrinsic::Sinh:
-      case Intrinsic::Cosh:
-        if (!n->python_math) found = true;
-        break;
-      default:
-        break;
-    }
+    if (has_vector_variant(n->fn) && !n->python_math) found = true;
     IRVisitor::visit(n);
   }
 };

@@ -14,6 +14,29 @@
 
 namespace plait::transforms::cpu {
 
+// The one-argument functions that plait_runtime.h declares as plait_vm_<name>
+// (vectorisable through glibc's libmvec); sqrt and fabs vectorise as they are.
+inline bool has_vector_variant(ir::Intrinsic fn) {
+  switch (fn) {
+    case ir::Intrinsic::Exp:
+    case ir::Intrinsic::Log:
+    case ir::Intrinsic::Log2:
+    case ir::Intrinsic::Log10:
+    case ir::Intrinsic::Sin:
+    case ir::Intrinsic::Cos:
+    case ir::Intrinsic::Tan:
+    case ir::Intrinsic::Tanh:
+    case ir::Intrinsic::Asin:
+    case ir::Intrinsic::Acos:
+    case ir::Intrinsic::Atan:
+    case ir::Intrinsic::Sinh:
+    case ir::Intrinsic::Cosh:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Iterations of the compute loop per chunk; each chunk prefetches the
 // elements of the targets at the same iterations. 256 float32 elements (1 KiB)
 // per chunk keeps a few prefetches in flight without splitting the vector
