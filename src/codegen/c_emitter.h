@@ -111,6 +111,29 @@ class CEmitter {
   // addresses).
   virtual bool const_array_arguments() const { return false; }
 
+  // ---- statements whose printing differs by target (see emit)
+
+  // A scalar's or an array's declaration: by default its local, empty.
+  virtual void emit_declare(const ir::Declare* d);
+  // A scalar assignment: by default the update of its local, or the local
+  // declared with its value, then the stop after an error the value may
+  // record; `after_update` follows an update of a declared local.
+  virtual void emit_assign(const ir::Assign* a);
+  virtual void after_update(const ir::Assign* /*a*/) {}
+  virtual void emit_store(const ir::Store* st) = 0;
+  virtual void emit_atomic(const ir::AtomicUpdate* u) = 0;
+  // `s`, a For statement.
+  virtual void emit_loop(const ir::Stmt& s) = 0;
+  virtual void emit_assert(const ir::Assert* a) = 0;
+  virtual void emit_allocate(const ir::Allocate* al) = 0;
+  virtual void emit_matmul(const ir::MatMul* mm) = 0;
+  // Whether the code stops after evaluating `e` (it may record an error
+  // where the code being printed can stop), and the line(s) that stop it.
+  virtual bool stops_after(const ir::Expr& e) = 0;
+  virtual void emit_stop() = 0;
+  // What opens every iteration of a while loop (the CPU's Ctrl-C test).
+  virtual void emit_interrupt_check() {}
+
   // ---- output
 
   void line(const std::string& text) { out() << std::string(static_cast<size_t>(indent_) * 2, ' ') << text << "\n"; }
@@ -154,6 +177,16 @@ class CEmitter {
 
   // ---- statements alike on both targets (host code on the GPU's)
 
+  // Statement `s`, its construct printed here or by the target's hook
+  // above.
+  void emit(const ir::Stmt& s);
+  // `s` as the body of a construct, one level deeper.
+  void nested(const ir::Stmt& s);
+  void emit_if(const ir::If* i);
+  // A condition that may stop the code is evaluated at the top of the
+  // body, so that an error stops the loop before its next iteration.
+  void emit_while(const ir::While* w);
+
   // The entry's prologue: typed locals of the arguments, and of the arrays
   // the kernel allocates or binds that no Declare declares.
   void emit_prologue();
@@ -191,6 +224,7 @@ class CEmitter {
   const ir::Function& fn_;
   std::string path_;
   int indent_ = 0;
+  int loop_depth_ = 0;  // loops around the statement being emitted, in its own code (host or kernel)
   int temp_counter_ = 0;
   ir::VarMap<std::string> var_names_;
   ir::ArrayMap<ArrayLocal> arrays_;

@@ -346,18 +346,21 @@ class CppEmitter : public CEmitter {
   // scope without extra braces.
   void emit_contents(const Stmt& s) override;
 
-  void emit(const Stmt& s);
+  // A shared array or scalar of a parallel region is declared before it:
+  // here it is emptied (Region::hoisted_arrays, hoisted_vars).
+  void emit_declare(const Declare* d) override;
+  // A thread's partial result is NaN after an update exactly when the
+  // element was NaN (emit_thread_order).
+  void after_update(const Assign* a) override;
+  bool stops_after(const Expr& e) override { return !stop_.empty() && scan(e).facts.expressions; }
+  void emit_stop() override { stop_on_error(); }
+  void emit_assert(const Assert* a) override;
+  // offload_matmul runs on the CUDA target only.
+  void emit_matmul(const MatMul* /*mm*/) override {
+    PLAIT_INTERNAL_ERROR("a library matrix product on the CPU target");
+  }
 
-  void emit_assign(const Assign* a);
-
-  // A while loop. A condition that may raise is tested at the top of the
-  // body, so that an error stops the loop before its next iteration. Outside
-  // parallel code each iteration also answers the caller's interrupt.
-  void emit_while(const While* w);
-
-  void nested(const Stmt& s);
-
-  void emit_store(const Store* st);
+  void emit_store(const Store* st) override;
 
   // A statement that writes one element, `update(element, value)`. Python
   // evaluates the value, then the subscript: when either may raise, the
@@ -406,13 +409,14 @@ class CppEmitter : public CEmitter {
     line("}");
   }
 
-  void emit_atomic(const AtomicUpdate* u);
+  void emit_atomic(const AtomicUpdate* u) override;
 
   // The loops run as one by collapse(k): `outer` and the loops perfectly
   // nested in it, as many as the schedule asks and the shape allows (an
   // inner loop whose bounds read an outer loop variable stops the nest).
   std::vector<const For*> collapse_nest(const For* outer);
 
+  void emit_loop(const Stmt& s) override { emit_for(s->as<For>()); }
   void emit_for(const For* loop);
 
   // Whether evaluating the bounds of `nest` may record an error: an
@@ -584,7 +588,7 @@ class CppEmitter : public CEmitter {
   // internal error here rather than a race in the user's results.
   void check_scalars_private(const For* loop, const For* innermost) const;
 
-  void emit_allocate(const Allocate* al);
+  void emit_allocate(const Allocate* al) override;
 
   // ------------------------------------------------------------ errors
 
@@ -615,10 +619,9 @@ class CppEmitter : public CEmitter {
 
   // At the top of a serial loop's iteration outside parallel code: a SIGINT
   // the caller noted stops the kernel with KeyboardInterrupt.
-  void emit_interrupt_check();
+  void emit_interrupt_check() override;
 
   std::ostringstream out_;
-  int loop_depth_ = 0;              // loops around the statement being emitted
   int omp_depth_ = 0;               // enclosing parallel/simd loops
   int parallel_iterations_ = 0;     // enclosing iterations of parallel loops that note their iteration
   std::unique_ptr<Region> region_;  // the parallel region being emitted

@@ -15,141 +15,38 @@ void CppEmitter::emit_contents(const Stmt& s) {
   scopes_.pop_back();
 }
 
-void CppEmitter::emit(const Stmt& s) {
-  line_directive(s->loc);
-  switch (s->kind) {
-    case NodeKind::Block:
-      line("{");
-      ++indent_;
-      emit_contents(s);
-      --indent_;
-      line("}");
-      return;
-    case NodeKind::Declare: {
-      if (const ArrayVar& a = s->as<Declare>()->array) {
-        // A shared array of a parallel region is declared before it; here
-        // it is emptied, which frees the previous iteration's storage
-        // before the next allocation (as leaving its scope did).
-        if (region_ && region_->hoisted_arrays.count(a.get())) {
-          line(data(a) + " = nullptr;");
-          for (int d = 0; d < a->type.ndim; ++d) line(extent(a, d) + " = 0;");
-          line(owner(a) + ".reset();");
-          return;
-        }
-        return declare_array(a);
-      }
-      const Var& v = s->as<Declare>()->var;
-      if (region_ && region_->hoisted_vars.count(v.get())) {
-        line(var_name(v) + " = " + ctype(v->type) + "{};");
-        return;
-      }
-      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
-      scopes_.back().insert(v.get());
+void CppEmitter::emit_declare(const Declare* d) {
+  if (const ArrayVar& a = d->array) {
+    // Emptied, which frees the previous iteration's storage before the next
+    // allocation (as leaving its scope did).
+    if (region_ && region_->hoisted_arrays.count(a.get())) {
+      line(data(a) + " = nullptr;");
+      for (int k = 0; k < a->type.ndim; ++k) line(extent(a, k) + " = 0;");
+      line(owner(a) + ".reset();");
       return;
     }
-    case NodeKind::Assign: {
-      const Assign* a = s->as<Assign>();
-      emit_assign(a);
-      if (scan(a->value).facts.expressions) stop_on_error();
-      return;
-    }
-    case NodeKind::Store:
-      return emit_store(s->as<Store>());
-    case NodeKind::AtomicUpdate:
-      return emit_atomic(s->as<AtomicUpdate>());
-    case NodeKind::If: {
-      const If* i = s->as<If>();
-      std::string cond = expr(i->cond);
-      if (!stop_.empty() && scan(i->cond).facts.expressions) {
-        const std::string c = temp("cond");
-        line("const bool " + c + " = " + cond + ";");
-        stop_on_error();
-        cond = c;
-      }
-      line("if (" + cond + ") {");
-      nested(i->then_case);
-      if (i->else_case) {
-        line("} else {");
-        nested(i->else_case);
-      }
-      line("}");
-      return;
-    }
-    case NodeKind::For:
-      return emit_for(s->as<For>());
-    case NodeKind::While:
-      return emit_while(s->as<While>());
-    case NodeKind::Break:
-      line("break;");
-      return;
-    case NodeKind::Assert: {
-      const Assert* a = s->as<Assert>();
-      line("if (!(" + expr(a->cond) + ")) {");
-      ++indent_;
-      line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) + ", \"" +
-           escape_path(a->message) + "\");");
-      PLAIT_ASSERT(!stop_.empty());  // no check in a vector loop (scalarize_raising_loops)
-      line(stop_);
-      ++stop_uses_;
-      --indent_;
-      line("}");
-      return;
-    }
-    case NodeKind::Continue:
-      line("continue;");
-      return;
-    case NodeKind::Return:
-      return emit_return(s->as<Return>());
-    case NodeKind::Allocate:
-      return emit_allocate(s->as<Allocate>());
-    case NodeKind::ArrayBind:
-      return emit_bind(s->as<ArrayBind>());
-    case NodeKind::MatMul:  // offload_matmul runs on the CUDA target only
-      PLAIT_INTERNAL_ERROR("a library matrix product on the CPU target");
-      // Every node kind is named (no default), so that a new node breaks the
-      // build until the emitter handles it.
-#define PLAIT_EXPR_NODE(n) case NodeKind::n:
-#include "ir/ir_nodes.def"
-      PLAIT_INTERNAL_ERROR(std::string("not a statement: ") + node_kind_name(s->kind));
+  } else if (region_ && region_->hoisted_vars.count(d->var.get())) {
+    line(var_name(d->var) + " = " + ctype(d->var->type) + "{};");
+    return;
   }
+  CEmitter::emit_declare(d);
 }
 
-void CppEmitter::emit_assign(const Assign* a) {
-  if (declared(a->var.get())) {
-    line(var_name(a->var) + " = " + expr(a->value) + ";");
-    // A thread's partial result is NaN after an update exactly when
-    // the element was NaN (emit_thread_order).
-    if (auto flag = reset_flags_.find(a->var.get()); flag != reset_flags_.end())
-      line(flag->second + " = " + flag->second + " || " + var_name(a->var) + " != " + var_name(a->var) + ";");
-  } else {
-    // Not declared by the lowering: it lives for the rest of this block.
-    line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + " = " + expr(a->value) + ";");
-    scopes_.back().insert(a->var.get());
-  }
-}
-
-void CppEmitter::emit_while(const While* w) {
-  const bool raising_cond = !stop_.empty() && scan(w->cond).facts.expressions;
-  line(raising_cond ? "while (true) {" : "while (" + expr(w->cond) + ") {");
-  ++loop_depth_;
+void CppEmitter::emit_assert(const Assert* a) {
+  line("if (!(" + expr(a->cond) + ")) {");
   ++indent_;
-  emit_interrupt_check();
-  if (raising_cond) {
-    const std::string c = temp("cond");
-    line("const bool " + c + " = " + expr(w->cond) + ";");
-    stop_on_error();
-    line("if (!" + c + ") break;");
-  }
+  line("plait::raise_error(ctx, " + std::to_string(a->error_kind) + ", " + loc_args(a->loc) + ", \"" +
+       escape_path(a->message) + "\");");
+  PLAIT_ASSERT(!stop_.empty());  // no check in a vector loop (scalarize_raising_loops)
+  line(stop_);
+  ++stop_uses_;
   --indent_;
-  nested(w->body);
-  --loop_depth_;
   line("}");
 }
 
-void CppEmitter::nested(const Stmt& s) {
-  ++indent_;
-  emit_contents(s);
-  --indent_;
+void CppEmitter::after_update(const Assign* a) {
+  if (auto flag = reset_flags_.find(a->var.get()); flag != reset_flags_.end())
+    line(flag->second + " = " + flag->second + " || " + var_name(a->var) + " != " + var_name(a->var) + ";");
 }
 
 void CppEmitter::emit_store(const Store* st) {

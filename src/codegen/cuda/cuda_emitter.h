@@ -116,13 +116,31 @@ class CudaEmitter : public CEmitter {
   // Whether a host statement becomes (part of) a single-thread device region.
   static bool runs_on_device(const Stmt& s);
 
-  void emit(const Stmt& s);
+  // A For statement: a parallel loop's kernel, a time loop as one
+  // persistent kernel, a serial loop run on the device, a parallel loop in
+  // a persistent kernel's step, or a loop in order (emit_serial_for).
+  void emit_loop(const Stmt& s) override;
+  // A scalar update; a spread loop's `m = max(x, m)` whose team looks for
+  // NaN goes to emit_nan_checked_update.
+  void emit_assign(const Assign* a) override;
+  // Device code stops after an error where the thread can leave its work;
+  // host code after an error that device code recorded, or its own.
+  bool stops_after(const Expr& e) override {
+    return device() ? device_can_stop() && analysis::raises(e).expressions : host_may_stop(e);
+  }
+  void emit_stop() override {
+    if (device()) {
+      stop_on_device_error();
+    } else {
+      line(kHostStop);
+    }
+  }
 
   // The product through the runtime's BLAS entry (cuBLAS), or its loops
   // when the library declines these operands (abi.h says when). A triangle
   // goes to `gemmt` (`trmm` for a product in place, `symm` for a symmetric
   // one, `trsv` for a solve) once its row condition holds for every row.
-  void emit_matmul(const MatMul* mm);
+  void emit_matmul(const MatMul* mm) override;
 
   // `m = max(x, m)` (or min) in a spread loop whose team looks for NaN:
   // `m = max(m, x)`, noting whether x is NaN.
@@ -175,11 +193,9 @@ class CudaEmitter : public CEmitter {
   // A failed assertion records its error, then stops the host code (the
   // call ends), or the device thread's work (stop_; where there is none,
   // its loop iteration, or its thread outside loops).
-  void emit_assert(const Assert* a);
+  void emit_assert(const Assert* a) override;
 
-  void nested(const Stmt& s);
-
-  void emit_store(const Store* st);
+  void emit_store(const Store* st) override;
 
   // A device statement that writes one element: `update(indices, value)`
   // with the value's text `value_text` (of `value_expr`). When the value or
@@ -231,7 +247,7 @@ class CudaEmitter : public CEmitter {
     line("}");
   }
 
-  void emit_atomic(const AtomicUpdate* u);
+  void emit_atomic(const AtomicUpdate* u) override;
 
   // A loop that runs in order (host code, or inside one device thread);
   // `body`, when given, emits its body instead of the plain statements.
@@ -797,7 +813,9 @@ class CudaEmitter : public CEmitter {
 
   // ------------------------------------------------------------ host-only statements
 
-  void emit_allocate(const Allocate* al);
+  // An array's allocation: on the host by the runtime's device allocator,
+  // in device code from the kernel's heap (emit_device_allocate).
+  void emit_allocate(const Allocate* al) override;
 
   // The launch configuration (CompileOptions::cuda_launch) and its threads
   // per block, the block of every kernel but the persistent ones.
@@ -806,7 +824,6 @@ class CudaEmitter : public CEmitter {
   int block_size_;
   std::ostringstream host_, device_;
   Mode mode_ = Mode::Host;
-  int loop_depth_ = 0;  // loops around the statement being emitted, in its own code (host or kernel)
   // Device code: the statement that leaves the thread's work after an
   // error (with_device_stop), empty where the thread cannot leave alone;
   // and how many times the current one was emitted.

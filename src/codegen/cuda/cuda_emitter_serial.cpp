@@ -230,6 +230,11 @@ int CudaEmitter::fill_kernel(ScalarKind kind) {
 }
 
 void CudaEmitter::emit_allocate(const Allocate* al) {
+  if (device()) {
+    emit_device_allocate(al);
+    stop_on_device_error();  // a negative or oversized shape
+    return;
+  }
   const bool needs_kernel = al->fill == FillKind::Ones || al->fill == FillKind::Value;
   const int kernel = needs_kernel ? fill_kernel(al->array->type.dtype) : -1;
   emit_allocation(al, "plait_cuda::allocate_device_array", ", " + std::to_string(kernel), "return ctx->error_kind;");

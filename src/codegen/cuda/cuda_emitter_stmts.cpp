@@ -98,148 +98,39 @@ bool CudaEmitter::runs_on_device(const Stmt& s) {
          !exits.continues && !facts.calls_library;
 }
 
-void CudaEmitter::emit(const Stmt& s) {
-  line_directive(s->loc);
-  switch (s->kind) {
-    case NodeKind::Block:
-      line("{");
-      ++indent_;
-      emit_contents(s);
-      --indent_;
-      line("}");
-      return;
-    case NodeKind::Declare: {
-      if (const ArrayVar& a = s->as<Declare>()->array) return declare_array(a);
-      const Var& v = s->as<Declare>()->var;
-      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
-      scopes_.back().insert(v.get());
-      return;
-    }
-    case NodeKind::Assign: {
-      const Assign* a = s->as<Assign>();
-      if (auto it = nan_checked_.find(a->var.get()); it != nan_checked_.end())
-        return emit_nan_checked_update(a, it->second);
-      if (declared(a->var.get())) {
-        line(var_name(a->var) + " = " + expr(a->value) + ";");
-      } else {
-        line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + " = " + expr(a->value) + ";");
-        scopes_.back().insert(a->var.get());
-      }
-      // An error in host code ends the call, as in Python; in device
-      // code it ends the thread's work (stop_on_device_error).
-      if (!device() && host_may_stop(a->value)) line(kHostStop);
-      if (device() && analysis::raises(a->value).expressions) stop_on_device_error();
+void CudaEmitter::emit_assign(const Assign* a) {
+  if (auto it = nan_checked_.find(a->var.get()); it != nan_checked_.end())
+    return emit_nan_checked_update(a, it->second);
+  CEmitter::emit_assign(a);
+}
+
+void CudaEmitter::emit_loop(const Stmt& s) {
+  const For* f = s->as<For>();
+  if (!device() && is_parallel(f->schedule.kind)) return emit_parallel_kernel(f);
+  if (!device() && f->schedule.kind == LoopKind::Serial && emit_persistent_time_loop(f)) return;
+  if (!device() && f->schedule.kind == LoopKind::Serial && emit_device_serial_loop(s)) return;
+  if (persistent_step_ && is_parallel(f->schedule.kind)) {
+    if (register_plan_) {
+      emit_register_parallel_loop(f);
+      // No barrier follows a loop in registers; where the step may
+      // raise, the block learns of an error here, all its threads
+      // together, before the code after the loop runs.
+      if (step_may_raise_) line("if (plait::block_stopped(p_err)) return;  // an error stops the call");
       return;
     }
-    case NodeKind::Store:
-      return emit_store(s->as<Store>());
-    case NodeKind::AtomicUpdate:
-      return emit_atomic(s->as<AtomicUpdate>());
-    case NodeKind::If: {
-      const If* i = s->as<If>();
-      std::string cond = expr(i->cond);
-      if (device() ? device_can_stop() && analysis::raises(i->cond).expressions : host_may_stop(i->cond)) {
-        const std::string c = temp("cond");
-        line("const bool " + c + " = " + cond + ";");
-        if (device()) {
-          stop_on_device_error();
-        } else {
-          line(kHostStop);
-        }
-        cond = c;
-      }
-      line("if (" + cond + ") {");
-      nested(i->then_case);
-      if (i->else_case) {
-        line("} else {");
-        nested(i->else_case);
-      }
-      line("}");
-      return;
-    }
-    case NodeKind::For: {
-      const For* f = s->as<For>();
-      if (!device() && is_parallel(f->schedule.kind)) return emit_parallel_kernel(f);
-      if (!device() && f->schedule.kind == LoopKind::Serial && emit_persistent_time_loop(f)) return;
-      if (!device() && f->schedule.kind == LoopKind::Serial && emit_device_serial_loop(s)) return;
-      if (persistent_step_ && is_parallel(f->schedule.kind)) {
-        if (register_plan_) {
-          emit_register_parallel_loop(f);
-          // No barrier follows a loop in registers; where the step may
-          // raise, the block learns of an error here, all its threads
-          // together, before the code after the loop runs.
-          if (step_may_raise_) line("if (plait::block_stopped(p_err)) return;  // an error stops the call");
-          return;
-        }
-        emit_persistent_parallel_loop(f);
-        // A barrier the step does without when its arrays do not share memory.
-        // Every block leaves at the same barrier once an error is
-        // recorded (plait::grid_sync says why none waits for one that left).
-        line(barrier_not_needed_.count(f) ? "if (!p_apart && plait::grid_sync(p_barrier, p_err)) return;"
-                                          : "if (plait::grid_sync(p_barrier, p_err)) return;");
-        return;
-      }
-      return emit_serial_for(f);
-    }
-    case NodeKind::While: {
-      const While* w = s->as<While>();
-      // A condition that may raise, or that reads the GPU's memory on the
-      // host, is tested at the top of the body, so that an error stops
-      // the loop before its next iteration (a host loop does not spin on
-      // values that stopped device code no longer changes).
-      const bool test_first =
-          device() ? device_can_stop() && analysis::raises(w->cond).expressions : host_may_stop(w->cond);
-      line(test_first ? "while (true) {" : "while (" + expr(w->cond) + ") {");
-      ++loop_depth_;
-      if (test_first) {
-        ++indent_;
-        const std::string c = temp("cond");
-        line("const bool " + c + " = " + expr(w->cond) + ";");
-        if (device()) {
-          stop_on_device_error();
-        } else {
-          line(kHostStop);
-        }
-        line("if (!" + c + ") break;");
-        --indent_;
-      }
-      nested(w->body);
-      --loop_depth_;
-      line("}");
-      return;
-    }
-    case NodeKind::Assert:
-      return emit_assert(s->as<Assert>());
-    case NodeKind::Break:
-      line("break;");
-      return;
-    case NodeKind::Continue:
-      line("continue;");
-      return;
-    case NodeKind::Return:
-      if (device()) PLAIT_INTERNAL_ERROR("a return statement in device code");
-      return emit_return(s->as<Return>());
-    case NodeKind::Allocate:
-      if (device()) {
-        emit_device_allocate(s->as<Allocate>());
-        stop_on_device_error();  // a negative or oversized shape
-        return;
-      }
-      return emit_allocate(s->as<Allocate>());
-    case NodeKind::ArrayBind:
-      return emit_bind(s->as<ArrayBind>());
-    case NodeKind::MatMul:
-      if (device()) PLAIT_INTERNAL_ERROR("a library matrix product in device code");
-      return emit_matmul(s->as<MatMul>());
-      // Every node kind is named (no default), so that a new node breaks the
-      // build until the emitter handles it.
-#define PLAIT_EXPR_NODE(n) case NodeKind::n:
-#include "ir/ir_nodes.def"
-      PLAIT_INTERNAL_ERROR(std::string("not a statement: ") + node_kind_name(s->kind));
+    emit_persistent_parallel_loop(f);
+    // A barrier the step does without when its arrays do not share memory.
+    // Every block leaves at the same barrier once an error is
+    // recorded (plait::grid_sync says why none waits for one that left).
+    line(barrier_not_needed_.count(f) ? "if (!p_apart && plait::grid_sync(p_barrier, p_err)) return;"
+                                      : "if (plait::grid_sync(p_barrier, p_err)) return;");
+    return;
   }
+  emit_serial_for(f);
 }
 
 void CudaEmitter::emit_matmul(const MatMul* mm) {
+  if (device()) PLAIT_INTERNAL_ERROR("a library matrix product in device code");
   auto operand = [&](const ArrayVar& x, bool transposed) {
     const std::string rows = stride(x, transposed ? 1 : 0), cols = stride(x, transposed ? 0 : 1);
     return data(x) + ", " + rows + ", " + cols;
@@ -363,12 +254,6 @@ void CudaEmitter::emit_assert(const Assert* a) {
   }
   --indent_;
   line("}");
-}
-
-void CudaEmitter::nested(const Stmt& s) {
-  ++indent_;
-  emit_contents(s);
-  --indent_;
 }
 
 void CudaEmitter::emit_store(const Store* st) {
