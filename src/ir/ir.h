@@ -372,17 +372,19 @@ const char* loop_kind_name(LoopKind k);
 inline bool is_parallel(LoopKind k) { return k == LoopKind::Parallel || k == LoopKind::ParallelVectorized; }
 inline bool is_vectorized(LoopKind k) { return k == LoopKind::Vectorized || k == LoopKind::ParallelVectorized; }
 
-// How a loop runs. Set from pragmas by the lowering and refined by passes
-// (reductions are detected, collapse is chosen).
 // What a target's planning pass decides for a loop and records on it for the
-// emitter to print (a plan of transforms/cpu/plan_row_prefetch, ...). A plan
-// may point at nodes of the loop's body, so planning passes run last.
+// emitter to print (transforms/cpu/plan_row_prefetch,
+// plan_parallel_regions, ...). A plan may point at nodes of the loop's
+// body, so planning passes run last.
 struct LoopPlan {
   virtual ~LoopPlan() = default;
   // One line for the IR's dump, e.g. "prefetch from j: x next row, y this row".
   virtual std::string describe() const = 0;
 };
 
+// How a loop runs. Set from pragmas by the lowering and refined by passes
+// (reductions are detected, collapse is chosen), with the plans of the
+// planning passes.
 struct LoopSchedule {
   LoopKind kind = LoopKind::Serial;
   int simd_width = 0;                  // simd(N); 0 = the back end's choice
@@ -399,7 +401,15 @@ struct LoopSchedule {
   std::vector<ArrayReduction> array_reductions;  // arrays combined across iterations
   std::vector<Var> privates;           // private(...): the pragma's and those passes find
   SourceLoc pragma_loc;                // the pragma that asked for it, if any
-  std::shared_ptr<const LoopPlan> plan;  // a planning pass's decision, or null
+  std::vector<std::shared_ptr<const LoopPlan>> plans;  // the planning passes' decisions
+
+  // The plan of type T a planning pass recorded, or null.
+  template <typename T>
+  const T* plan() const {
+    for (const auto& p : plans)
+      if (const auto* t = dynamic_cast<const T*>(p.get())) return t;
+    return nullptr;
+  }
 
   // Adds `v` to the privates unless it is there already (a private clause
   // that names a variable twice does not compile).

@@ -69,7 +69,7 @@ std::string schedule_text(const LoopSchedule& s) {
   for (const Reduction& r : s.reductions) out += std::string(" reduction(") + reduce_op_name(r.op) + ": " + r.var->name + ")";
   for (const ArrayReduction& r : s.array_reductions)
     out += std::string(" reduction(") + reduce_op_name(r.op) + ": " + r.array->name + "[:])";
-  if (s.plan) out += " plan(" + s.plan->describe() + ")";
+  for (const auto& plan : s.plans) out += " plan(" + plan->describe() + ")";
   if (!s.privates.empty()) {
     out += " private(";
     for (size_t i = 0; i < s.privates.size(); ++i) out += (i ? ", " : "") + s.privates[i]->name;

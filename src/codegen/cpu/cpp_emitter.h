@@ -34,12 +34,14 @@
 #include <unordered_set>
 #include <utility>
 
+#include "analysis/access_scan.h"
 #include "analysis/loop_exits.h"
 #include "analysis/raises.h"
 #include "analysis/var_uses.h"
 #include "codegen/c_emitter.h"
 #include "codegen/overlap_test.h"
 #include "ir/ir_visitor.h"
+#include "transforms/cpu/plan_parallel_regions.h"
 #include "transforms/cpu/plan_row_prefetch.h"
 
 namespace plait::codegen {
@@ -48,8 +50,13 @@ using namespace ir;
 
 namespace cpu {
 
+using analysis::AccessScan;
+using analysis::intersects;
+using analysis::may_stop;
+using analysis::scan;
 using transforms::cpu::has_vector_variant;
 using transforms::cpu::kPrefetchChunk;
+using transforms::cpu::ParallelRegionPlan;
 using transforms::cpu::PrefetchTarget;
 using transforms::cpu::RowPrefetchPlan;
 
@@ -175,112 +182,6 @@ class ExtremumUpdates : public IRVisitor {
   };
   std::vector<Forms> forms_;  // in the order of the loop's reductions
 };
-
-// What a piece of IR touches, for placing it inside a parallel region: the
-// arrays and variables it reads and writes, and what else it does (record a
-// run-time error, allocate, leave a loop).
-class AccessScan : public analysis::RaiseScan {
- public:
-  ArraySet loaded;   // elements read
-  ArraySet dims;     // extents or data pointer read
-  ArraySet written;  // elements stored
-  ArraySet bound;    // targets of Allocate / ArrayBind
-  VarSet read, assigned;
-  // facts (analysis::RaiseScan): what may record a run-time error
-  bool returns = false;
-  bool escapes = false;  // a Break, Continue or Assert outside every loop of the scanned code
-  bool has_loop = false;
-  bool has_parallel = false;  // a parallel loop (anywhere inside)
-  using RaiseScan::visit;
-  // Public: a loop is scanned through its node (scan(const For*)).
-  void visit(const VarRef* n) override { read.insert(n->var.get()); }
-  void visit(const Load* n) override {
-    loaded.insert(n->array.get());
-    dims.insert(n->array.get());
-    RaiseScan::visit(n);
-  }
-  void visit(const ArrayDim* n) override { dims.insert(n->array.get()); }
-  void visit(const ArraysOverlap* n) override {
-    dims.insert(n->a.get());
-    dims.insert(n->b.get());
-  }
-  void visit(const Store* n) override {
-    written.insert(n->array.get());
-    dims.insert(n->array.get());
-    RaiseScan::visit(n);
-  }
-  void visit(const AtomicUpdate* n) override {
-    written.insert(n->array.get());
-    dims.insert(n->array.get());
-    RaiseScan::visit(n);
-  }
-  void visit(const Assign* n) override {
-    assigned.insert(n->var.get());
-    IRVisitor::visit(n);
-  }
-  void visit(const Allocate* n) override {
-    bound.insert(n->array.get());
-    RaiseScan::visit(n);
-  }
-  void visit(const ArrayBind* n) override {
-    bound.insert(n->dst.get());
-    dims.insert(n->src.get());
-  }
-  void visit(const Declare* n) override {
-    if (n->array) bound.insert(n->array.get());  // (re)starts empty
-  }
-  void visit(const For* n) override {
-    has_loop = true;
-    if (is_parallel(n->schedule.kind)) has_parallel = true;
-    assigned.insert(n->var.get());
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
-  }
-  void visit(const While* n) override {
-    has_loop = true;
-    ++depth_;
-    IRVisitor::visit(n);
-    --depth_;
-  }
-  void visit(const Break*) override {
-    if (depth_ == 0) escapes = true;
-  }
-  void visit(const Continue*) override {
-    if (depth_ == 0) escapes = true;
-  }
-  void visit(const Assert* n) override {
-    if (depth_ == 0) escapes = true;
-    RaiseScan::visit(n);
-  }
-  void visit(const Return* n) override {
-    returns = true;
-    IRVisitor::visit(n);
-  }
-
- private:
-  int depth_ = 0;
-};
-
-template <typename Node>
-AccessScan scan(const Node& node) {
-  AccessScan s;
-  s.visit(node);
-  return s;
-}
-
-// Whether code with these facts may record a run-time error (raise, fail an
-// allocation or a check), after which the code following it must not run.
-inline bool may_stop(const AccessScan& s) {
-  return s.facts.any();
-}
-
-template <typename T>
-bool intersects(const std::set<T, InfoOrder>& a, const std::set<T, InfoOrder>& b) {
-  for (const T& x : a)
-    if (b.count(x)) return true;
-  return false;
-}
 
 // How a statement directly inside a parallel region (outside its `omp for`
 // loops) runs.
@@ -482,35 +383,25 @@ class CppEmitter : public CEmitter {
     bool empty() const { return vars.empty() && loaded.empty() && dims.empty(); }
   };
 
+  // The parallel region being printed: the plan of its loop
+  // (transforms/cpu/plan_parallel_regions.h) and where the printing stands.
   struct Region {
-    std::vector<Var> hoisted_var_list;  // reduction accumulators declared inside: made shared
+    explicit Region(const ParallelRegionPlan& p) : plan(p) {
+      for (const Var& v : p.hoisted_vars) hoisted_vars.insert(v.get());
+      for (const ArrayVar& a : p.hoisted_arrays) hoisted_arrays.insert(a.get());
+    }
+    const ParallelRegionPlan& plan;
     VarSet hoisted_vars;
-    std::vector<ArrayVar> hoisted_array_list;  // arrays declared inside: made shared
     ArraySet hoisted_arrays;
-    VarSet assigned;   // anywhere in the loop, its variable included
-    ArraySet written;  // elements stored anywhere in the loop
-    ArraySet bound;    // allocated or rebound anywhere in the loop
-    int parallel_loops = 0;
-    int num_threads = 0;      // of its parallel loops' pragmas; 0 = the kernel's default
     size_t outer_scopes = 0;  // scopes_ below this index are outside the region
     PendingReads pending;
-    // Whether something in the loop may record an error (raise, fail an
-    // allocation or a check). Then every thread leaves the region after the
-    // construct that recorded it (an `omp for`, a single: see check_failed),
-    // and the call stops after the region.
-    bool may_stop = false;
+    // Where the plan says the loop may record an error, every thread leaves
+    // the region after the construct that recorded it (an `omp for`, a
+    // single: see check_failed), and the call stops after the region.
     std::string failed;  // shared bool[2]: a construct of the pass with this parity recorded an error
     std::string passes;  // each thread's count of the constructs it checked
     std::string exit;    // the label after the serial loop
   };
-
-  // Why `loop` cannot run as one parallel region ("" when it can); fills in
-  // what the region makes shared.
-  std::string region_refusal(const For* loop, Region* r);
-
-  std::string check_region_stmt(const Stmt& s, Region* r);
-
-  std::string check_region_plain(const Stmt& s, const AccessScan& sc, Region* r);
 
   Placement placement(const Stmt& s, const AccessScan& sc) const;
 

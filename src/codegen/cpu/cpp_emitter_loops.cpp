@@ -7,13 +7,12 @@ namespace plait::codegen::cpu {
 
 void CppEmitter::emit_for(const For* loop) {
   const LoopSchedule& sc = loop->schedule;
-  if (sc.kind == LoopKind::Serial && !region_ && omp_depth_ == 0 && scan(loop->body).has_parallel) {
-    auto region = std::make_unique<Region>();
-    const std::string refusal = region_refusal(loop, region.get());
-    if (refusal.empty()) return emit_region_loop(loop, std::move(region));
-    remarks_.push_back(
-        {loop->loc, "codegen_cpp",
-         "loop over '" + loop->var->name + "': each parallel loop inside starts its own threads (" + refusal + ")"});
+  if (const ParallelRegionPlan* plan = sc.plan<ParallelRegionPlan>()) {
+    PLAIT_ASSERT(!region_ && omp_depth_ == 0);  // plan_parallel_regions plans no region inside these
+    if (plan->runs_as_region()) return emit_region_loop(loop, std::make_unique<Region>(*plan));
+    remarks_.push_back({loop->loc, "codegen_cpp",
+                        "loop over '" + loop->var->name + "': each parallel loop inside starts its own threads (" +
+                            plan->refusal + ")"});
   }
   if (region_level_ && sc.kind == LoopKind::Serial) return emit_region_loop(loop, nullptr);
   const bool work_shared = region_level_;  // an `omp for` of the enclosing region
@@ -336,7 +335,7 @@ void CppEmitter::emit_thread_order(const std::vector<ThreadPartial>& partials) {
 const For* CppEmitter::plan_prefetch(const For* loop, const std::string& step, const std::string& k,
                                      const std::string& trip) {
   // transforms/cpu/plan_row_prefetch recorded the plan on the loop.
-  const auto* plan = dynamic_cast<const RowPrefetchPlan*>(loop->schedule.plan.get());
+  const auto* plan = loop->schedule.plan<RowPrefetchPlan>();
   if (!plan || !plan->compute) return nullptr;
   std::string reads, writes;
   for (const PrefetchTarget& t : plan->targets) {

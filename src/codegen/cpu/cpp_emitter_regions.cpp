@@ -10,68 +10,6 @@ int64_t CppEmitter::body_cost(const For* innermost) {
   return std::max<int64_t>(cost.nodes, 1) * (cost.has_loop ? kAssumedInnerTrips : 1);
 }
 
-std::string CppEmitter::region_refusal(const For* loop, Region* r) {
-  if (analysis::leaves_loop(loop->body)) return "the loop can end early, by a break or a return";
-  const AccessScan all = scan(loop->body);
-  if (all.assigned.count(loop->var.get())) return "the body assigns the loop variable";
-  r->assigned = all.assigned;
-  r->assigned.insert(loop->var.get());
-  r->may_stop = may_stop(all);
-  r->written = all.written;
-  r->bound = all.bound;
-  return check_region_stmt(loop->body, r);
-}
-
-std::string CppEmitter::check_region_stmt(const Stmt& s, Region* r) {
-  if (const Block* b = s->as<Block>()) {
-    for (const Stmt& st : b->stmts)
-      if (std::string why = check_region_stmt(st, r); !why.empty()) return why;
-    return "";
-  }
-  const AccessScan sc = scan(s);
-  if (!sc.has_parallel) return check_region_plain(s, sc, r);
-  if (const If* i = s->as<If>()) {
-    if (scan(i->cond).facts.expressions) return "the condition of an `if` around a parallel loop can raise an error";
-    if (std::string why = check_region_stmt(i->then_case, r); !why.empty()) return why;
-    return i->else_case ? check_region_stmt(i->else_case, r) : "";
-  }
-  const For* f = s->as<For>();
-  if (!f) return "a while loop holds a parallel loop";
-  if (scan(f->begin).facts.expressions || scan(f->end).facts.expressions || scan(f->step).facts.expressions)
-    return "the bounds of the loop over '" + f->var->name + "' can raise an error";
-  if (is_parallel(f->schedule.kind)) {
-    if (r->parallel_loops++ == 0) {
-      r->num_threads = f->schedule.num_threads;
-    } else if (r->num_threads != f->schedule.num_threads) {
-      return "its parallel loops ask for different numbers of threads";
-    }
-    // An `omp for` reduction combines into a shared variable.
-    for (const Reduction& red : f->schedule.reductions)
-      if (!declared(red.var.get()) && r->hoisted_vars.insert(red.var.get()).second)
-        r->hoisted_var_list.push_back(red.var);
-    return "";
-  }
-  if (f->schedule.kind != LoopKind::Serial) return "a vector loop holds a parallel loop";
-  if (analysis::leaves_loop(f->body))
-    return "the loop over '" + f->var->name + "' around a parallel loop can end early";
-  if (scan(f->body).assigned.count(f->var.get()))
-    return "the body of the loop over '" + f->var->name + "' assigns its variable";
-  return check_region_stmt(f->body, r);
-}
-
-std::string CppEmitter::check_region_plain(const Stmt& s, const AccessScan& sc, Region* r) {
-  if (const Declare* d = s->as<Declare>()) {
-    if (d->array && r->hoisted_arrays.insert(d->array.get()).second) r->hoisted_array_list.push_back(d->array);
-    return "";
-  }
-  if (sc.returns) return "a return inside the loop";
-  if (const Assert* a = s->as<Assert>())
-    return scan(a->cond).facts.expressions ? "a run-time check whose condition can itself raise an error" : "";
-  if (sc.escapes) return "a break, continue or run-time check inside an `if` at the loop's level";
-  if (sc.facts.allocations && s->kind != NodeKind::Allocate) return "an array is allocated inside a nested statement";
-  return "";
-}
-
 Placement CppEmitter::placement(const Stmt& s, const AccessScan& sc) const {
   if (sc.has_parallel) return Placement::Structure;
   if (const Declare* d = s->as<Declare>()) {
@@ -95,11 +33,11 @@ bool CppEmitter::shared_in_region(const VarInfo* v) const {
 
 void CppEmitter::note_reads(const AccessScan& sc) {
   for (const VarInfo* v : sc.read)
-    if (region_->assigned.count(v) && shared_in_region(v)) region_->pending.vars.insert(v);
+    if (region_->plan.assigned.count(v) && shared_in_region(v)) region_->pending.vars.insert(v);
   for (const ArrayInfo* a : sc.loaded)
-    if (region_->written.count(a) || region_->bound.count(a)) region_->pending.loaded.insert(a);
+    if (region_->plan.written.count(a) || region_->plan.bound.count(a)) region_->pending.loaded.insert(a);
   for (const ArrayInfo* a : sc.dims)
-    if (region_->bound.count(a)) region_->pending.dims.insert(a);
+    if (region_->plan.bound.count(a)) region_->pending.dims.insert(a);
 }
 
 void CppEmitter::barrier_before(const AccessScan& writes) {
@@ -114,9 +52,9 @@ void CppEmitter::barrier_before(const AccessScan& writes) {
 std::string CppEmitter::trips_estimate(const For* f) {
   auto invariant = [&](const Expr& e) {
     const AccessScan sc = scan(e);
-    if (sc.facts.expressions || !sc.loaded.empty() || intersects(sc.dims, region_->bound)) return false;
+    if (sc.facts.expressions || !sc.loaded.empty() || intersects(sc.dims, region_->plan.bound)) return false;
     for (const VarInfo* v : sc.read)
-      if (!declared(v) || region_->assigned.count(v)) return false;
+      if (!declared(v) || region_->plan.assigned.count(v)) return false;
     return true;
   };
   const IntImm* step = f->step->as<IntImm>();
@@ -195,19 +133,19 @@ void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root)
   std::string outer_stop;
   if (is_root) {
     region_ = std::move(root);
-    for (const ArrayVar& a : region_->hoisted_array_list) declare_array(a);
-    for (const Var& v : region_->hoisted_var_list) {
+    for (const ArrayVar& a : region_->plan.hoisted_arrays) declare_array(a);
+    for (const Var& v : region_->plan.hoisted_vars) {
       line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
       scopes_.back().insert(v.get());
     }
-    if (region_->may_stop) {
+    if (region_->plan.may_stop) {
       region_->failed = temp("failed");
       region_->passes = temp("passes");
       region_->exit = temp("exit");
       line("bool " + region_->failed + "[2] = {false, false};");
     }
     const std::string threads =
-        region_->num_threads > 0 ? std::to_string(region_->num_threads) : std::string("ctx->num_threads");
+        region_->plan.num_threads > 0 ? std::to_string(region_->plan.num_threads) : std::string("ctx->num_threads");
     // The team starts when the whole loop's work reaches the threshold
     // (what starting a team costs) and each barrier inside has on average
     // as much to share out: with passive waiting a barrier puts threads
@@ -223,7 +161,7 @@ void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root)
          " * static_cast<double>(ctx->parallel_work_threshold))");
     line("{");
     ++indent_;
-    if (region_->may_stop) line("int64_t " + region_->passes + " = 0;");
+    if (region_->plan.may_stop) line("int64_t " + region_->passes + " = 0;");
     region_->outer_scopes = scopes_.size();
     region_level_ = true;
     outer_stop = std::exchange(stop_, "");
@@ -253,13 +191,13 @@ void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root)
   const std::string copy_back = "if (" + trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
                                 begin + " + (" + trip + " - 1) * " + step + ");";
   if (is_root) {
-    if (region_->may_stop) line(region_->exit + ":;");
+    if (region_->plan.may_stop) line(region_->exit + ":;");
     --indent_;
     line("}");
     region_level_ = false;
     stop_ = outer_stop;
-    const bool stops = region_->may_stop;
-    const int loops = region_->parallel_loops;
+    const bool stops = region_->plan.may_stop;
+    const int loops = region_->plan.parallel_loops;
     region_.reset();
     remarks_.push_back({loop->loc, "codegen_cpp",
                         "loop over '" + v->name + "' runs as one parallel region: its " + std::to_string(loops) +

@@ -191,7 +191,7 @@ class RowPrefetchPlanner : public IRMutator {
     auto plan = std::make_shared<RowPrefetchPlan>(row_prefetch_plan(loop));
     if (!plan->compute) return rebuilt;
     LoopSchedule schedule = loop->schedule;
-    schedule.plan = std::move(plan);
+    schedule.plans.push_back(std::move(plan));
     // The plan points into the body, which the new loop keeps.
     return For::make(loop->var, loop->begin, loop->end, loop->step, loop->body, std::move(schedule), loop->loc);
   }
