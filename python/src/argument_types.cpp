@@ -137,6 +137,16 @@ void read_scalar(const void* data, int dtype, ArgSlot& slot) {
   }
 }
 
+bool follows_order(int ndim, const int64_t* shape, const int64_t* strides, bool fortran) {
+  int64_t step = 1;
+  for (int i = 0; i < ndim; ++i) {
+    const int k = fortran ? i : ndim - 1 - i;
+    if (shape[k] != 1 && strides[k] != step) return false;
+    step *= shape[k];
+  }
+  return true;
+}
+
 void write_canonical_strides(plait::Layout layout, int ndim, const int64_t* shape, int64_t* strides) {
   int64_t step = 1;
   for (int i = 0; i < ndim; ++i) {

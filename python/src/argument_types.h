@@ -76,6 +76,10 @@ inline plait::Layout contiguous_layout(bool c_contiguous, bool f_contiguous, int
   if (c_contiguous) return plait::Layout::C;
   return f_contiguous && ndim >= 2 ? plait::Layout::F : plait::Layout::Any;
 }
+// Whether element strides are those of C order (or of Fortran order), the
+// strides of extents of 1 not counting. NumPy's contiguity flags follow the
+// same rule, and also call every empty array contiguous.
+bool follows_order(int ndim, const int64_t* shape, const int64_t* strides, bool fortran);
 // Writes the element strides of layout C (or F) of `shape`: kernels
 // specialised on C or F assume them, where an extent of 1 may have had any
 // stride.

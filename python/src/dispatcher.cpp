@@ -3,16 +3,19 @@
 #include "dispatcher.h"
 
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include "numpy_api.h"
 
 #include <exception>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "argument_types.h"
+#include "cuda_call_plan.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -63,7 +66,8 @@ void refuse_masked_array(const Dispatcher& d, size_t index, PyObject* obj) {
 void check_writes(const Dispatcher& d, const plait::CompiledKernel& kernel, PyObject* const* args,
                   const std::string& key) {
   for (size_t i = 0; i < key.size() && i < kernel.writes_param.size(); ++i) {
-    if (!kernel.writes_param[i] || !is_array_code(static_cast<uint8_t>(key[i]))) continue;
+    // A CUDA call's GPU arrays have array codes too; they are not checked.
+    if (!kernel.writes_param[i] || !is_array_code(static_cast<uint8_t>(key[i])) || !PyArray_Check(args[i])) continue;
     PyArrayObject* array = reinterpret_cast<PyArrayObject*>(args[i]);
     const std::string param = i < d.params.size() ? d.params[i] : std::to_string(i);
     const std::string what =
@@ -96,6 +100,10 @@ const KernelPtr& compile_for_key(Dispatcher& d, PyObject* self, const std::strin
 
 namespace {
 
+PyObject* call_with(Dispatcher& d, PyObject* self, PyObject* args) {
+  return d.cuda ? call_cuda(d, self, args) : call_cpu(d, self, args);
+}
+
 PyObject* dispatcher_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   if (!nb::inst_ready(self)) {
     PyErr_SetString(PyExc_RuntimeError, "plait dispatcher used before its __init__ ran");
@@ -103,9 +111,11 @@ PyObject* dispatcher_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   }
   Dispatcher& d = *nb::inst_ptr<Dispatcher>(self);
   try {
+    // Without CUDA, a call says so before anything else.
+    if (d.cuda) require_cuda();
     if (static_cast<size_t>(PyTuple_GET_SIZE(args)) == d.params.size() &&
         (kwargs == nullptr || PyDict_GET_SIZE(kwargs) == 0)) {
-      return call_cpu(d, self, args);
+      return call_with(d, self, args);
     }
     // Keywords or defaults: Python binds the call to the full argument list.
     nb::object bound =
@@ -114,7 +124,7 @@ PyObject* dispatcher_call(PyObject* self, PyObject* args, PyObject* kwargs) {
       PyErr_SetString(PyExc_RuntimeError, "plait dispatcher: _bind returned a wrong argument tuple");
       return nullptr;
     }
-    return call_cpu(d, self, bound.ptr());
+    return call_with(d, self, bound.ptr());
   } catch (nb::python_error& e) {
     e.restore();
     return nullptr;
@@ -133,19 +143,23 @@ void define_dispatcher(nb::module_& m) {
       .def(nb::init<>())
       .def(
           "_setup",
-          [](Dispatcher& d, std::string name, std::string path, std::vector<std::string> params, int num_threads) {
+          [](Dispatcher& d, std::string name, std::string path, std::vector<std::string> params, int num_threads,
+             const std::string& target) {
             d.name = std::move(name);
             d.path = std::move(path);
             d.params = std::move(params);
             d.num_threads = num_threads < 1 ? 1 : num_threads;
+            d.cuda = target == "cuda";
           },
-          "name"_a, "path"_a, "params"_a, "num_threads"_a)
+          "name"_a, "path"_a, "params"_a, "num_threads"_a, "target"_a = "cpu")
       .def_prop_rw(
           "num_threads", [](const Dispatcher& d) { return d.num_threads; },
           [](Dispatcher& d, int n) {
             if (n < 1) throw nb::value_error("num_threads must be at least 1");
             d.num_threads = n;
           })
+      .def_rw("_tuned", &Dispatcher::tuned,
+              "A tuned CUDA kernel: each call asks _tuned_kernel(plan) for the kernel of its shape class.")
       .def(
           "_register",
           [](Dispatcher& d, const Kernel& kernel) {
@@ -155,8 +169,12 @@ void define_dispatcher(nb::module_& m) {
           },
           "kernel"_a, "Makes calls whose argument types match the kernel's signature use it.")
       .def(
-          "_signature_of", [](const Dispatcher& d, nb::args args) { return cpu_signature(d, args); },
-          "The signature a call with these (complete) arguments is compiled for.");
+          "_signature_of",
+          [](const Dispatcher& d, nb::args args) { return d.cuda ? cuda_signature(d, args) : cpu_signature(d, args); },
+          "The signature a call with these (complete) arguments is compiled for.")
+      .def(
+          "_cuda_call_plan", [](const Dispatcher& d, nb::args args) { return std::make_unique<CudaCallPlan>(d, args); },
+          "The plan of a CUDA call with these (complete) arguments: classified, NumPy arrays not yet copied.");
 }
 
 }  // namespace plait::python

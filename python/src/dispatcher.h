@@ -1,9 +1,10 @@
 // The base class of plait's dispatchers (plait._core.Dispatcher): the object
 // @plait.jit returns, called like the Python function. Its call slot runs the
-// whole call in C++: the arguments classified into a key of type codes, the
-// kernel found in the table by that key (Python's _compile compiles a new
-// one), the call and its results. Python binds keywords and defaults
-// (_bind).
+// whole call in C++ on either target: the arguments classified into a key of
+// type codes, the kernel found in the table by that key (Python's _compile
+// compiles a new one), the call and its results. Python binds keywords and
+// defaults (_bind) and, for tuned CUDA kernels, picks the kernel of a call's
+// shape class (_tuned_kernel).
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -23,6 +24,8 @@ struct Dispatcher {
   std::string path;
   std::vector<std::string> params;
   int32_t num_threads = 1;
+  bool cuda = false;                                 // target="cuda": calls go through call_cuda
+  bool tuned = false;                                // a tuned CUDA kernel: Python picks each call's kernel
   std::unordered_map<std::string, KernelPtr> table;  // key of type codes -> kernel
 };
 
@@ -42,12 +45,15 @@ void check_writes(const Dispatcher& d, const plait::CompiledKernel& kernel, PyOb
 // remembered in the table.
 const KernelPtr& compile_for_key(Dispatcher& d, PyObject* self, const std::string& key);
 
-// One call with the complete arguments (a tuple; cpu_call.cpp); null with
-// the Python error set on failure.
+// One call with the complete arguments (a tuple), on the CPU (cpu_call.cpp)
+// or the GPU (cuda_call.cpp); a failure returns null with the Python error
+// set or throws nanobind::python_error.
 PyObject* call_cpu(Dispatcher& d, PyObject* self, PyObject* args);
+PyObject* call_cuda(Dispatcher& d, PyObject* self, PyObject* args);
 
 // The signature a call with these complete arguments is compiled for.
 std::string cpu_signature(const Dispatcher& d, nanobind::handle args);
+std::string cuda_signature(const Dispatcher& d, nanobind::handle args);
 
 // Defines Dispatcher in the module.
 void define_dispatcher(nanobind::module_& m);
