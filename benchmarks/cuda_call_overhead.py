@@ -18,7 +18,6 @@ import timeit
 import numpy as np
 
 import plait
-from plait import cuda as plait_cuda
 
 
 def vadd(a, b, out):
@@ -56,10 +55,10 @@ def main():
         rows.append(("plait, torch tensors", per_call(lambda: kernel(a, b, c), options.calls, sync)))
         rows.append(("torch.add(out=)", per_call(lambda: torch.add(a, b, out=c), options.calls, sync)))
         args = (a, b, c)
-        rows.append(("  plait: classify arguments", per_call(lambda: plait_cuda._CallPlan(kernel, args),
+        rows.append(("  plait: classify arguments", per_call(lambda: kernel._cuda_call_plan(*args),
                                                              options.calls, sync)))
-        plan = plait_cuda._CallPlan(kernel, args)
-        compiled = kernel._by_call_signature[plan.signature()]
+        plan = kernel._cuda_call_plan(*args)
+        compiled = kernel._kernel(plan.signature)
         rows.append(("  plait: C++ call (launch)", per_call(lambda: compiled.call_cuda(plan.values, plan.stream),
                                                             options.calls, sync)))
         rows.append(("  torch.cuda.current_stream()", per_call(lambda: torch.cuda.current_stream().cuda_stream,
@@ -75,7 +74,7 @@ def main():
         rows.append(("cupy.add(out=)", per_call(lambda: cupy.add(a, b, out=c), options.calls, sync)))
     a, b, c = (plait.to_device(np.random.rand(1)) for _ in range(3))
     rows.append(("plait, DeviceArray", per_call(lambda: kernel(a, b, c), options.calls,
-                                                lambda: plait_cuda._core.synchronize(0))))
+                                                lambda: plait._core.synchronize(0))))
     for name, us in rows:
         print(f"{name:32s} {us:8.2f} us/call")
 

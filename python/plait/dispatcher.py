@@ -150,7 +150,7 @@ class Dispatcher(_core.Dispatcher):
         self._auto_simd = auto_simd
         self._kernels = {}  # signature text -> _core.Kernel, in compile order
         threads = _default_num_threads() if num_threads is None else num_threads
-        self._setup(py_func.__name__, py_func.__code__.co_filename, _kernel_parameters(py_func), threads)
+        self._setup(py_func.__name__, py_func.__code__.co_filename, _kernel_parameters(py_func), threads, self._target)
 
     def __repr__(self):
         return f"<plait.Dispatcher {self.py_func.__qualname__} signatures={self.signatures}>"
