@@ -1,8 +1,9 @@
 // What the CPU (C++ with OpenMP) and CUDA back ends print alike: C names of
 // types and values, the names of locals and arrays, and expressions with
-// Python's semantics over the runtime's helpers (runtime/plait_runtime.h on
-// the host and runtime/cuda_device_runtime.cuh on the GPU declare the same
-// plait:: helpers). CEmitter is the base of both emitters
+// Python's semantics over the runtime's helpers (runtime/portable_runtime.h
+// holds the arithmetic both compute alike; runtime/plait_runtime.h on the
+// host and runtime/cuda_device_runtime.cuh on the GPU declare the same
+// plait:: names for the rest). CEmitter is the base of both emitters
 // (cpu/cpp_emitter.h, cuda/cuda_emitter.h); a back end supplies only what
 // differs: where a raising helper records its error, the math library's
 // names, and how integers narrower than int compute.
@@ -17,13 +18,6 @@
 #include "ir/ir.h"
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
-
-namespace plait {
-// runtime/abi.h and runtime/plait_runtime.h as text, which CMake embeds and
-// both back ends paste into what they generate.
-extern const char* const kRuntimeAbiText;
-extern const char* const kRuntimeHeaderText;
-}  // namespace plait
 
 namespace plait::codegen {
 

@@ -1,4 +1,9 @@
-// Python/NumPy semantics on the device; mirrors src/runtime/plait_runtime.h.
+// Python/NumPy semantics on the device: the device side of plait_runtime.h.
+// What both sides compute alike (arithmetic, casts, math.* rules, trip
+// counts, bounds checks) is portable_runtime.h, pasted where it is included
+// below; this text holds what only the device has: the error record and its
+// tests, CUDA's math library, atomics, warp, block and team combines, and
+// the helpers of team and persistent kernels.
 struct device_error {
   int kind;
   int line;
@@ -50,14 +55,6 @@ __device__ __forceinline__ bool stopped(const device_error* err) { return *(cons
 // for one that left.
 __device__ __forceinline__ bool block_stopped(const device_error* err) { return __syncthreads_or(stopped(err)) != 0; }
 
-template <typename Errors>
-__device__ __forceinline__ bool index_ok(Errors* err, int line, int col, int64_t index, int axis,
-                                         int64_t extent) {
-  if (index >= 0 && index < extent) return true;
-  raise_error(err, kind_index_error, line, col, msg_index_out_of_bounds, index, axis, extent);
-  return false;
-}
-
 // The last digit of `rest` in base `trip` (both non-negative, trip > 0),
 // leaving the others in `rest`: in 32 bits when both fit, where the GPU's
 // division is several times shorter than its 64-bit one.
@@ -72,82 +69,11 @@ __device__ __forceinline__ int64_t split_digit(int64_t& rest, int64_t trip) {
   return digit;
 }
 
-__device__ __forceinline__ int64_t trip_count(int64_t begin, int64_t end, int64_t step) {
-  if (step > 0) {
-    if (end <= begin) return 0;
-    return (int64_t)(((uint64_t)end - (uint64_t)begin - 1) / (uint64_t)step + 1);
-  }
-  if (begin <= end) return 0;
-  return (int64_t)(((uint64_t)begin - (uint64_t)end - 1) / (0 - (uint64_t)step) + 1);
-}
-
-// ---- type traits (NVRTC has no <type_traits>). unsigned_type is what
-// wrapping arithmetic runs in: at least 32 bits, so that C++'s promotion of
-// 8- and 16-bit values to int cannot overflow; `low` and `high` are the
-// type's range (integers).
-template <typename T> struct traits;
-#define PLAIT_INT_TRAITS(T, U, S, LOW, HIGH)                                          \
-  template <> struct traits<T> {                                                      \
-    static constexpr bool is_float = false;                                           \
-    static constexpr bool is_signed = S;                                              \
-    static constexpr bool is_bool = (HIGH) == 1;                                      \
-    typedef U unsigned_type;                                                          \
-    static __device__ __forceinline__ T low() { return (T)(LOW); }                    \
-    static __device__ __forceinline__ T high() { return (T)(HIGH); }                  \
-  };
-PLAIT_INT_TRAITS(bool, uint32_t, false, 0, 1)
-PLAIT_INT_TRAITS(int8_t, uint32_t, true, -128, 127)
-PLAIT_INT_TRAITS(int16_t, uint32_t, true, -32768, 32767)
-PLAIT_INT_TRAITS(int32_t, uint32_t, true, -2147483647 - 1, 2147483647)
-PLAIT_INT_TRAITS(int64_t, uint64_t, true, -9223372036854775807LL - 1, 9223372036854775807LL)
-PLAIT_INT_TRAITS(uint8_t, uint32_t, false, 0, 255)
-PLAIT_INT_TRAITS(uint16_t, uint32_t, false, 0, 65535)
-PLAIT_INT_TRAITS(uint32_t, uint32_t, false, 0, 4294967295u)
-PLAIT_INT_TRAITS(uint64_t, uint64_t, false, 0, 18446744073709551615ull)
-#undef PLAIT_INT_TRAITS
-template <> struct traits<float> {
-  static constexpr bool is_float = true;
-  static constexpr bool is_signed = true;
-  static constexpr bool is_bool = false;
-  typedef uint32_t unsigned_type;
-};
-template <> struct traits<double> {
-  static constexpr bool is_float = true;
-  static constexpr bool is_signed = true;
-  static constexpr bool is_bool = false;
-  typedef uint64_t unsigned_type;
-};
-
-// x < 0 without a warning for unsigned types.
-template <typename T> __device__ __forceinline__ bool is_negative(T x) {
-  if constexpr (traits<T>::is_signed) return x < T(0); else return false;
-}
-
-// The memory an array's elements reach (ir::ArraysOverlap); mirrors the
-// host helpers of plait_runtime.h.
-__device__ __forceinline__ int64_t lowest_offset(int64_t extent, int64_t stride) {
-  return extent > 1 && stride < 0 ? (extent - 1) * stride : 0;
-}
-__device__ __forceinline__ int64_t highest_offset(int64_t extent, int64_t stride) {
-  return extent > 1 && stride > 0 ? (extent - 1) * stride : 0;
-}
-struct byte_range {
-  unsigned long long lo, hi;
-};
-__device__ __forceinline__ byte_range bytes_reached(const void* data, int64_t item_size, int64_t lowest,
-                                                    int64_t highest, bool empty) {
-  const unsigned long long p = reinterpret_cast<unsigned long long>(data);
-  if (empty || !data) return {p, p};
-  return {p + (unsigned long long)(lowest * item_size), p + (unsigned long long)((highest + 1) * item_size)};
-}
-__device__ __forceinline__ bool memory_overlaps(byte_range a, byte_range b) {
-  return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
-}
-
 __device__ __forceinline__ double nan_f64() { return __longlong_as_double(0x7ff8000000000000LL); }
 __device__ __forceinline__ double inf_f64() { return __longlong_as_double(0x7ff0000000000000LL); }
 
-// ---- math, overloaded on float and double
+// ---- math, overloaded on float and double: CUDA's math library, for kernels
+// and for portable_runtime.h
 namespace fm {
 #define PLAIT_FM1(name)                                                   \
   __device__ __forceinline__ float name(float x) { return ::name##f(x); } \
@@ -162,252 +88,14 @@ PLAIT_FM2(atan2) PLAIT_FM2(pow) PLAIT_FM2(fmod) PLAIT_FM2(copysign)
 #undef PLAIT_FM1
 #undef PLAIT_FM2
 template <typename T> __device__ __forceinline__ bool isnan(T x) { return x != x; }
-template <typename T> __device__ __forceinline__ bool isinf(T x) {
-  if constexpr (traits<T>::is_float) return fabs(x) == T(inf_f64()); else return false;
-}
+// Integers are never infinite; floats are when their magnitude is.
+template <typename T> __device__ __forceinline__ bool isinf(T) { return false; }
+__device__ __forceinline__ bool isinf(float x) { return fabs(x) == float(inf_f64()); }
+__device__ __forceinline__ bool isinf(double x) { return fabs(x) == inf_f64(); }
 template <typename T> __device__ __forceinline__ bool isfinite(T x) { return !isnan(x) && !isinf(x); }
 }  // namespace fm
 
-// ---- arithmetic
-template <typename T>
-__device__ __forceinline__ T floordiv(T a, T b) {
-  if constexpr (traits<T>::is_float) {
-    if (b == 0) return a / b;
-    T rem = fm::fmod(a, b);
-    T quot = (a - rem) / b;
-    if (rem != 0 && ((b < 0) != (rem < 0))) quot -= 1;
-    if (quot == 0) return fm::copysign(T(0), a / b);
-    T whole = fm::floor(quot);
-    if (quot - whole > T(0.5)) whole += 1;
-    return whole;
-  } else if constexpr (!traits<T>::is_signed) {
-    if (b == 0) return 0;
-    return (T)(a / b);
-  } else {
-    if (b == 0) return 0;
-    if (b == -1) return (T)(0 - (typename traits<T>::unsigned_type)a);
-    T quot = (T)(a / b);
-    if ((a % b != 0) && ((a < 0) != (b < 0))) --quot;
-    return quot;
-  }
-}
-
-template <typename T>
-__device__ __forceinline__ T mod(T a, T b) {
-  if constexpr (traits<T>::is_float) {
-    if (b == 0) return fm::fmod(a, b);
-    T rem = fm::fmod(a, b);
-    if (rem != 0) {
-      if ((b < 0) != (rem < 0)) rem += b;
-    } else {
-      rem = fm::copysign(T(0), b);
-    }
-    return rem;
-  } else if constexpr (!traits<T>::is_signed) {
-    if (b == 0) return 0;
-    return (T)(a % b);
-  } else {
-    if (b == 0 || b == -1) return 0;
-    T rem = (T)(a % b);
-    if (rem != 0 && ((rem < 0) != (b < 0))) rem = (T)(rem + b);
-    return rem;
-  }
-}
-
-template <typename T, typename Errors>
-__device__ __forceinline__ T div_checked(T a, T b, Errors* err, int line, int col) {
-  if (b == 0) {
-    raise_error(err, kind_zero_division_error, line, col, msg_float_division_by_zero);
-    return 0;
-  }
-  return a / b;
-}
-
-template <typename T, typename Errors>
-__device__ __forceinline__ T floordiv_checked(T a, T b, Errors* err, int line, int col) {
-  if (b == 0) {
-    raise_error(err, kind_zero_division_error, line, col,
-                traits<T>::is_float ? msg_float_floor_division_by_zero : msg_integer_division_by_zero);
-    return 0;
-  }
-  return floordiv(a, b);
-}
-
-template <typename T, typename Errors>
-__device__ __forceinline__ T mod_checked(T a, T b, Errors* err, int line, int col) {
-  if (b == 0) {
-    raise_error(err, kind_zero_division_error, line, col,
-                traits<T>::is_float ? msg_float_modulo : msg_integer_modulo_by_zero);
-    return 0;
-  }
-  return mod(a, b);
-}
-
-template <typename T, typename Errors>
-__device__ __forceinline__ T pow_int(T base, T exponent, Errors* err, int line, int col) {
-  if (is_negative(exponent)) {
-    raise_error(err, kind_value_error, line, col, msg_negative_integer_power);
-    return 0;
-  }
-  typedef typename traits<T>::unsigned_type U;
-  U result = 1;
-  U factor = (U)base;
-  for (U e = (U)exponent; e != 0; e >>= 1) {
-    if (e & 1) result = (U)(result * factor);
-    factor = (U)(factor * factor);
-  }
-  return (T)result;
-}
-
-template <typename T, typename Errors>
-__device__ __forceinline__ T pow_python_int(T base, T exponent, Errors* err, int line, int col) {
-  if (exponent < 0) {
-    raise_error(err, kind_value_error, line, col, msg_negative_python_int_power);
-    return 0;
-  }
-  return pow_int(base, exponent, err, line, col);
-}
-
-template <typename T, typename E>
-__device__ __forceinline__ T pow_float(T base, E exponent) {
-  return fm::pow(base, (T)exponent);
-}
-
-template <typename T, typename E, typename Errors>
-__device__ __forceinline__ T pow_float_checked(T base, E exponent, Errors* err, int line, int col) {
-  if (base == 0 && exponent < 0) {
-    raise_error(err, kind_zero_division_error, line, col, msg_zero_to_negative_power);
-    return 0;
-  }
-  // Python's float power overflows with an error, not to inf.
-  const T r = pow_float(base, exponent);
-  if (fm::isinf(r) && fm::isfinite(base) && fm::isfinite((T)exponent))
-    raise_error(err, kind_overflow_error, line, col, msg_float_power_overflow);
-  return r;
-}
-
-template <typename T>
-__device__ __forceinline__ T minimum(T a, T b) {
-  if constexpr (traits<T>::is_float) {
-    if (a != a) return a;
-    if (b != b) return b;
-  }
-  return b < a ? b : a;
-}
-
-template <typename T>
-__device__ __forceinline__ T maximum(T a, T b) {
-  if constexpr (traits<T>::is_float) {
-    if (a != a) return a;
-    if (b != b) return b;
-  }
-  return b > a ? b : a;
-}
-
-template <typename T> __device__ __forceinline__ T py_min(T a, T b) { return b < a ? b : a; }
-template <typename T> __device__ __forceinline__ T py_max(T a, T b) { return b > a ? b : a; }
-
-template <typename T, typename C>
-__device__ __forceinline__ T shl(T a, C count) {
-  if (is_negative(count) || count >= (C)(sizeof(T) * 8)) return 0;
-  return (T)((typename traits<T>::unsigned_type)a << count);
-}
-
-template <typename T, typename C>
-__device__ __forceinline__ T shr(T a, C count) {
-  if (is_negative(count) || count >= (C)(sizeof(T) * 8)) return is_negative(a) ? T(-1) : T(0);
-  return (T)(a >> count);
-}
-
-template <typename T>
-__device__ __forceinline__ T abs_int(T a) {
-  if constexpr (!traits<T>::is_signed) return a;
-  else return a < 0 ? (T)(0 - (typename traits<T>::unsigned_type)a) : a;
-}
-
-// ---- casts
-// Float to int with NumPy's results on x86: for int32 and int64, NaN and
-// out-of-range values give the most negative value; 8- and 16-bit ints go
-// through int32 and uint32 through int64, keeping the low bits; uint64
-// converts [2^63, 2^64) exactly, gives 0 above, and goes through int64 below.
-template <typename I, typename F>
-__device__ __forceinline__ I float_to_int(F x) {
-  if constexpr (sizeof(I) == 4 && traits<I>::is_signed) {
-    if (!(x >= F(-2147483648.0) && x < F(2147483648.0))) return traits<int32_t>::low();
-    return (I)x;
-  } else if constexpr (sizeof(I) == 8 && traits<I>::is_signed) {
-    if (!(x >= F(-9223372036854775808.0) && x < F(9223372036854775808.0))) return traits<int64_t>::low();
-    return (I)x;
-  } else if constexpr (sizeof(I) == 8) {
-    const F half = F(9223372036854775808.0);
-    if (x >= half) return x < half * F(2) ? (I)x : I(0);
-    return (I)float_to_int<int64_t>(x);
-  } else if constexpr (sizeof(I) < 4) {
-    return (I)float_to_int<int32_t>(x);
-  } else {
-    return (I)float_to_int<int64_t>(x);
-  }
-}
-
-template <typename I, typename F, typename Errors>
-__device__ __forceinline__ I checked_float_to_int(F x, Errors* err, int line, int col) {
-  const F limit = (F)(double)((uint64_t)1 << (sizeof(I) * 8 - 1));
-  if (x != x) {
-    raise_error(err, kind_value_error, line, col, msg_float_nan_to_integer);
-    return 0;
-  }
-  if (fm::isinf(x)) {
-    raise_error(err, kind_overflow_error, line, col, msg_float_infinity_to_integer);
-    return 0;
-  }
-  if (!(x >= -limit && x < limit)) {
-    raise_error(err, kind_overflow_error, line, col,
-                sizeof(I) == 4 ? msg_int_too_large_for_int32 : msg_int_too_large_for_int64);
-    return 0;
-  }
-  return (I)x;
-}
-
-// A Python int (held as int64) meeting a narrower or unsigned integer value
-// (NEP 50): it must fit, or NumPy raises OverflowError.
-template <typename I, typename Errors>
-__device__ __forceinline__ I checked_python_int(int64_t x, Errors* err, int line, int col) {
-  const bool fits = traits<I>::is_signed ? x >= (int64_t)traits<I>::low() && x <= (int64_t)traits<I>::high()
-                                         : x >= 0 && (uint64_t)x <= (uint64_t)traits<I>::high();
-  if (fits) return (I)x;
-  int message = msg_python_int_out_of_int32;
-  if (traits<I>::is_signed) {
-    if (sizeof(I) == 1) message = msg_python_int_out_of_int8;
-    if (sizeof(I) == 2) message = msg_python_int_out_of_int16;
-  } else {
-    message = sizeof(I) == 1   ? msg_python_int_out_of_uint8
-              : sizeof(I) == 2 ? msg_python_int_out_of_uint16
-              : sizeof(I) == 4 ? msg_python_int_out_of_uint32
-                               : msg_python_int_out_of_uint64;
-  }
-  raise_error(err, kind_overflow_error, line, col, message, x);
-  return 0;
-}
-
-// ---- math.* error rules
-enum class math_inf : int { none, overflow, domain, pow };
-
-template <typename Errors, typename F, typename... A>
-__device__ __forceinline__ auto py_math(Errors* err, int line, int col, math_inf on_inf, F fn, A... args) {
-  auto result = fn(args...);
-  if (fm::isnan(result)) {
-    if (!(fm::isnan(args) || ...)) raise_error(err, kind_value_error, line, col, msg_math_domain_error);
-  } else if (fm::isinf(result) && (fm::isfinite(args) && ...)) {
-    math_inf kind = on_inf;
-    if (kind == math_inf::pow) {
-      const double values[] = {(double)args...};
-      kind = values[0] == 0 ? math_inf::domain : math_inf::overflow;
-    }
-    if (kind == math_inf::overflow) raise_error(err, kind_overflow_error, line, col, msg_math_range_error);
-    if (kind == math_inf::domain) raise_error(err, kind_value_error, line, col, msg_math_domain_error);
-  }
-  return result;
-}
+#include "portable_runtime.h"
 
 // ---- atomics: native where the hardware has the operation, else a
 // compare-and-swap loop on the bits of the value (an 8- or 16-bit value

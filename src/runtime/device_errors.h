@@ -1,7 +1,8 @@
-// The device error record and the run-time error messages device code
-// reports by number, shared by the CUDA code generator (which prints the
-// numbers into the device runtime) and the CUDA runtime (which formats the
-// record after a call).
+// The device error record and the run-time error messages that device code
+// and portable_runtime.h report by number, shared by the code generators
+// (codegen/runtime_text.cpp prints the numbers into the device runtime and
+// into CPU kernels, with the formats, which CPU kernels fill in when they
+// raise) and the CUDA runtime (which formats the record after a call).
 //
 // Device code cannot format strings, so it records an error as
 // {kind, line, col, message number, three integers} in the device error

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "codegen/cpu/codegen_cpp.h"
+#include "codegen/runtime_text.h"
 #include "ir/ir.h"
 #include "jit/loader.h"
 #include "jit/toolchain.h"
@@ -398,7 +399,20 @@ TEST(CodegenCpu, ScalarErrors) {
   fy = 1.0;
   im = -2;
   EXPECT_EQ(k.run({&fx, &fy, &im}, r, &ctx), PLAIT_VALUE_ERROR);
+  EXPECT_STREQ(ctx.error_message, "Integers to negative integer powers are not allowed.");
   EXPECT_EQ(ctx.error_line, 5);
+}
+
+// The host runtime text holds the portable runtime once, in place of its
+// #include, and the formats of the messages it raises by number.
+TEST(CodegenCpu, HostRuntimeTextHoldsThePortableRuntimeAndTheMessages) {
+  const std::string& text = codegen::host_runtime_text();
+  EXPECT_EQ(text.find("#include \"portable_runtime.h\""), std::string::npos);
+  const size_t traits = text.find("struct traits<double> {");
+  ASSERT_NE(traits, std::string::npos);
+  EXPECT_EQ(text.find("struct traits<double> {", traits + 1), std::string::npos);
+  EXPECT_NE(text.find("  msg_math_domain_error = 13,\n"), std::string::npos);
+  EXPECT_NE(text.find("    \"index %lld is out of bounds for axis %lld with size %lld\",\n"), std::string::npos);
 }
 
 // Min/Max, Python min/max, shifts, float->int casts, round-half-even, bools.

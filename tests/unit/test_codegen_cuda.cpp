@@ -680,6 +680,7 @@ TEST(CodegenCuda, DeviceErrorMessagesAreFormattedOnTheHost) {
   EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_math_domain_error = 13,"), std::string::npos);
   EXPECT_NE(codegen::cuda::device_runtime_text().find("msg_assert_failed = 24,"), std::string::npos);
   EXPECT_NE(codegen::cuda::device_runtime_text().find("kind_index_error = 1,"), std::string::npos);
+  EXPECT_EQ(codegen::cuda::device_runtime_text().find("#include \"portable_runtime.h\""), std::string::npos);
 }
 
 }  // namespace

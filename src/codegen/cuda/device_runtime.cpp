@@ -1,9 +1,8 @@
 // The device and host support texts of generated CUDA code: the texts of
-// runtime/, with the enumerations that device code shares with the host.
+// runtime/, with the enumerations of error kinds and messages.
 #include "codegen/cuda/device_runtime.h"
 
-#include "runtime/abi.h"
-#include "runtime/device_errors.h"
+#include "codegen/runtime_text.h"
 
 namespace plait {
 // The texts of runtime/cuda_device_runtime.cuh and runtime/cuda_host_runtime.h
@@ -24,17 +23,8 @@ const std::string& device_runtime_text() {
         "typedef unsigned int uint32_t;\ntypedef unsigned long long uint64_t;\n"
         "#else\n#include <cstdint>\n#endif\n\n"
         "namespace plait {\n\n";
-    out += "enum error_kind_code : int {\n";
-    out += "  kind_index_error = " + std::to_string(PLAIT_INDEX_ERROR) + ",\n";
-    out += "  kind_zero_division_error = " + std::to_string(PLAIT_ZERO_DIVISION_ERROR) + ",\n";
-    out += "  kind_value_error = " + std::to_string(PLAIT_VALUE_ERROR) + ",\n";
-    out += "  kind_overflow_error = " + std::to_string(PLAIT_OVERFLOW_ERROR) + ",\n";
-    out += "};\n\nenum device_message_code : int {\n";
-    for (const runtime::DeviceMessageInfo& m : runtime::device_messages()) {
-      out += "  " + std::string(m.name) + " = " + std::to_string(static_cast<int>(m.id)) + ",\n";
-    }
-    out += "};\n\n";
-    out += kCudaDeviceRuntimeText;
+    out += error_codes_text() + "\n";
+    out += with_portable_runtime(kCudaDeviceRuntimeText);
     out += "\n}  // namespace plait\n";
     return out;
   }();
