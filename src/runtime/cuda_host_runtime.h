@@ -166,32 +166,13 @@ inline plait::allocation<T> allocate_device_array(plait_context* ctx, int line, 
                                                   const int64_t* shape, bool fortran_order, plait::fill_kind fill,
                                                   T fill_value, int32_t fill_kernel) {
   plait::allocation<T> out;
-  uint64_t count = 1;
-  bool too_big = false;
-  for (int d = 0; d < ndim; ++d) {
-    if (shape[d] < 0) {
-      plait::raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "negative dimensions are not allowed");
-      return out;
-    }
-    if (__builtin_mul_overflow(count, static_cast<uint64_t>(shape[d]), &count)) too_big = true;
-  }
-  uint64_t bytes = 0;
-  if (too_big || __builtin_mul_overflow(count, static_cast<uint64_t>(sizeof(T)), &bytes) ||
-      bytes > (uint64_t(1) << 62)) {
-    plait::raise_error(ctx, PLAIT_MEMORY_ERROR, line, col, "array is too big; the size overflows");
-    return out;
-  }
+  uint64_t count = 0, bytes = 0;
+  if (!plait::array_size(ctx, line, col, ndim, shape, sizeof(T), &count, &bytes)) return out;
   void* storage = ctx->cuda->alloc(ctx, bytes == 0 ? 256 : bytes);
   if (storage == nullptr) return out;
   out.owner = plait::array_owner(storage, ctx->cuda->free);
   out.data = static_cast<T*>(storage);
-  int64_t stride = 1;
-  for (int k = 0; k < ndim; ++k) {
-    const int d = fortran_order ? k : ndim - 1 - k;
-    out.shape[d] = shape[d];
-    out.strides[d] = stride;
-    stride *= shape[d];
-  }
+  plait::set_layout(out, ndim, shape, fortran_order);
   if (count > 0 && fill == plait::fill_kind::zeros) {
     if (ctx->cuda->zero(ctx, storage, bytes) != 0) return out;
   } else if (count > 0 && fill != plait::fill_kind::uninitialized) {

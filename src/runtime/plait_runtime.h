@@ -288,6 +288,40 @@ struct allocation {
 
 enum class fill_kind : int { uninitialized, zeros, ones, value };
 
+// The element count and byte size of a new array of `ndim` extents `shape`
+// with elements of `item_size` bytes, or false with the error recorded:
+// negative extents are NumPy's ValueError, sizes that overflow a MemoryError.
+inline bool array_size(plait_context* ctx, int line, int col, int ndim, const int64_t* shape, uint64_t item_size,
+                       uint64_t* count, uint64_t* bytes) {
+  *count = 1;
+  bool too_big = false;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] < 0) {
+      raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "negative dimensions are not allowed");
+      return false;
+    }
+    if (__builtin_mul_overflow(*count, static_cast<uint64_t>(shape[d]), count)) too_big = true;
+  }
+  if (too_big || __builtin_mul_overflow(*count, item_size, bytes) || *bytes > (uint64_t(1) << 62)) {
+    raise_error(ctx, PLAIT_MEMORY_ERROR, line, col, "array is too big; the size overflows");
+    return false;
+  }
+  return true;
+}
+
+// A new array's extents and strides (in elements): C order (the last
+// dimension contiguous) or Fortran order.
+template <typename T>
+inline void set_layout(allocation<T>& out, int ndim, const int64_t* shape, bool fortran_order) {
+  int64_t stride = 1;
+  for (int k = 0; k < ndim; ++k) {
+    const int d = fortran_order ? k : ndim - 1 - k;
+    out.shape[d] = shape[d];
+    out.strides[d] = stride;
+    stride *= shape[d];
+  }
+}
+
 // Allocates an array of `ndim` extents `shape`, 64-byte aligned, in C order
 // (last dimension contiguous) or Fortran order, filled as `fill` says.
 // Negative extents are NumPy's ValueError; sizes that overflow or cannot be
@@ -296,21 +330,8 @@ template <typename T>
 inline allocation<T> allocate_array(plait_context* ctx, int line, int col, int ndim, const int64_t* shape,
                                     bool fortran_order, fill_kind fill, T fill_value) {
   allocation<T> out;
-  uint64_t count = 1;
-  bool too_big = false;
-  for (int d = 0; d < ndim; ++d) {
-    if (shape[d] < 0) {
-      raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "negative dimensions are not allowed");
-      return out;
-    }
-    if (__builtin_mul_overflow(count, static_cast<uint64_t>(shape[d]), &count)) too_big = true;
-  }
-  uint64_t bytes = 0;
-  if (too_big || __builtin_mul_overflow(count, static_cast<uint64_t>(sizeof(T)), &bytes) ||
-      bytes > (uint64_t(1) << 62)) {
-    raise_error(ctx, PLAIT_MEMORY_ERROR, line, col, "array is too big; the size overflows");
-    return out;
-  }
+  uint64_t count = 0, bytes = 0;
+  if (!array_size(ctx, line, col, ndim, shape, sizeof(T), &count, &bytes)) return out;
   // Large arrays are aligned to 2 MiB and asked for huge pages (as NumPy
   // does from 4 MiB on): one page fault per 2 MiB instead of per 4 KiB. They
   // come from the caller's pool when it has one (ctx->memory), which hands
@@ -339,13 +360,7 @@ inline allocation<T> allocate_array(plait_context* ctx, int line, int col, int n
     out.owner = array_owner(storage, std::free);
   }
   out.data = static_cast<T*>(storage);
-  int64_t stride = 1;
-  for (int k = 0; k < ndim; ++k) {
-    const int d = fortran_order ? k : ndim - 1 - k;
-    out.shape[d] = shape[d];
-    out.strides[d] = stride;
-    stride *= shape[d];
-  }
+  set_layout(out, ndim, shape, fortran_order);
   if (fill == fill_kind::zeros) {
     std::memset(storage, 0, static_cast<size_t>(bytes));
   } else if (fill != fill_kind::uninitialized) {
