@@ -15,10 +15,11 @@
 //  4. codegen/cuda/codegen_cuda.h, generate_cuda: the host part and one
 //     __global__ kernel per outermost parallel loop (docs/cuda.md). The
 //     emitter still plans as it prints, by calling the planners of
-//     codegen/cuda:
+//     transforms/gpu and codegen/cuda:
 //     - how a parallel loop's iterations map to threads, one thread or a team
 //       per iteration, and which inner loops the team spreads
-//       (worker_plan.h, plan_worker; cuda_emitter_parallel_kernel.cpp);
+//       (transforms/gpu/worker_plan.h, plan_worker;
+//       cuda_emitter_parallel_kernel.cpp);
 //     - the kernel versions the host chooses between at run time (several
 //       iterations per thread, pairs, rows kept in registers, CSR rows staged
 //       per block: cuda_emitter_parallel_kernel.cpp, with worker_rows.cpp and

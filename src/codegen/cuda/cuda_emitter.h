@@ -242,8 +242,6 @@ class CudaEmitter : public CEmitter {
 
   // ------------------------------------------------------------ kernels
 
-  std::vector<const For*> collapse_nest(const For* outer);
-
   // The parameters of a kernel that runs `body`: host scalars it uses and
   // arrays it uses, as "type name" (device) and "name" (host) pairs.
   struct Captures {
@@ -368,8 +366,8 @@ class CudaEmitter : public CEmitter {
   // with body `body` (worker_plan.h, ReductionForm).
   static std::string combine_functor(const Stmt& body, const Reduction& r);
 
-  // A value kept in registers (cuda::CachedValue): the per-thread array of
-  // cuda::row_cache_slots elements, and whether this loop computes it into them.
+  // A value kept in registers (gpu::CachedValue): the per-thread array of
+  // gpu::row_cache_slots elements, and whether this loop computes it into them.
   struct RegisterValue {
     std::string registers;
     bool filling = false;
@@ -379,7 +377,7 @@ class CudaEmitter : public CEmitter {
   // rows kept in registers, and values it computes into registers (filling)
   // or reads from them.
   struct LoopRegisters {
-    std::vector<std::pair<const cuda::CachedRow*, std::string>> rows;
+    std::vector<std::pair<const gpu::CachedRow*, std::string>> rows;
     std::vector<std::pair<const ExprNode*, RegisterValue>> values;
   };
 
@@ -394,10 +392,10 @@ class CudaEmitter : public CEmitter {
   void emit_spread_loop(const For* loop, size_t index = 0, const LoopRegisters* registers = nullptr);
 
   // A spread loop whose threads run two iterations at once, k and k +
-  // p_team (cuda::PairedLoop): each statement for both, the second under
+  // p_team (gpu::PairedLoop): each statement for both, the second under
   // `if (p_in)`; a fused loop runs once, its body for both in each
   // iteration, so that the loads of both are in flight together.
-  void emit_paired_spread_loop(const For* loop, const cuda::PairedLoop& paired);
+  void emit_paired_spread_loop(const For* loop, const gpu::PairedLoop& paired);
 
   // The worker body of a team-mapped parallel loop, statement by statement
   // (worker_plan.h). The barrier rule: a team_sync goes before a statement
@@ -471,11 +469,11 @@ class CudaEmitter : public CEmitter {
 
   // The host condition under which every temporary of a team's worker
   // stays in registers (a row kept only in registers whose loops all have
-  // at most cuda::row_cache_slots iterations per thread), or "" when the host
+  // at most gpu::row_cache_slots iterations per thread), or "" when the host
   // cannot tell.
   // `rows`: the worker's rows kept in registers, `written`: the scalars its
   // body assigns.
-  std::string temporaries_in_registers(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows,
+  std::string temporaries_in_registers(const WorkerPlan& plan, const std::vector<gpu::CachedRow>& rows,
                                        const VarSet& nest_vars, const VarSet& written,
                                        const std::vector<ArrayVar>& local, const std::vector<Temporary>& temporaries,
                                        const std::string& team);
@@ -484,7 +482,7 @@ class CudaEmitter : public CEmitter {
   // most the registers' iterations per thread of a team of `team` (and,
   // with `whole_groups`, a multiple of the group width), or "" when a bound
   // depends on the worker. `written`: the scalars the worker body assigns.
-  std::string rows_in_registers_test(const WorkerPlan& plan, const std::vector<const cuda::CachedRow*>& rows,
+  std::string rows_in_registers_test(const WorkerPlan& plan, const std::vector<const gpu::CachedRow*>& rows,
                                      const VarSet& nest_vars, const VarSet& written, const std::vector<ArrayVar>& local,
                                      const std::string& team, bool whole_groups);
 
@@ -492,7 +490,7 @@ class CudaEmitter : public CEmitter {
   // registers (rows_fit_), or "" when it has none: its spread loops keep
   // rows in registers and their bounds are known before the launch
   // (arguments as temporaries_in_registers's).
-  std::string rows_fit_test(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows, const VarSet& nest_vars,
+  std::string rows_fit_test(const WorkerPlan& plan, const std::vector<gpu::CachedRow>& rows, const VarSet& nest_vars,
                             const VarSet& written, const std::vector<ArrayVar>& local, const std::string& team);
 
   // Host code before the launch of a kernel with temporaries: the largest
@@ -515,7 +513,7 @@ class CudaEmitter : public CEmitter {
   std::string kernel_bound(const Expr& bound, const std::string& param);
 
   // The loop over workers of a team kernel whose row loop `staged` has
-  // consecutive ranges of rows (cuda::staged_rows_loop; docs/cuda.md, "CSR
+  // consecutive ranges of rows (gpu::staged_rows_loop; docs/cuda.md, "CSR
   // rows staged per block"). Each pass of the block takes its teams'
   // consecutive workers: it loads their rows' bounds (one more than the
   // workers, the last row's end) into shared memory, and when the rows'
@@ -532,7 +530,7 @@ class CudaEmitter : public CEmitter {
                                     const std::function<void()>& emit_loop_variables);
 
   // The worker loop of a straight-line one-thread worker
-  // (cuda::straight_line_worker) that runs `batch` iterations per thread
+  // (gpu::straight_line_worker) that runs `batch` iterations per thread
   // (docs/cuda.md, "Several iterations per thread"). Iteration u of a thread
   // is p_k0 + u * p_apart: 256 apart, so that a block covers 256 * batch
   // consecutive iterations and each access stays coalesced; or, when every
@@ -559,7 +557,7 @@ class CudaEmitter : public CEmitter {
   // outer indices, which advance once per row, and no index is divided in
   // the loop (docs/cuda.md, "Rows of tiles").
   void emit_batched_worker_loop(const std::vector<NestLevel>& levels, const Stmt& body, int batch,
-                                const cuda::ContiguousAccesses& lanes, bool rows);
+                                const gpu::ContiguousAccesses& lanes, bool rows);
 
   // The team that the sliced pragmas of a team worker's spread loops ask for
   // (docs/cuda.md, "Sizes from the pragmas"): the largest of single_block's
@@ -576,14 +574,6 @@ class CudaEmitter : public CEmitter {
   void emit_parallel_kernel(const For* loop);
 
   // ------------------------------------------------------------ persistent time loops
-
-  // The loops of a persistent kernel's parallel loop whose iterations share
-  // the grid: the collapsed nest, extended through perfectly nested loops
-  // whose iterations are independent (simd and parallel loops without
-  // reductions, serial loops that serial_loop_independent proves) and whose
-  // bounds do not depend on the outer ones. Each element is computed as in
-  // the nest, and consecutive threads take consecutive innermost iterations.
-  std::vector<const For*> persistent_nest(const For* loop);
 
   // Whether a persistent kernel's parallel loop would need teams of threads
   // (whose size the host picks at each launch).
@@ -873,7 +863,7 @@ class CudaEmitter : public CEmitter {
   // Rows kept in registers, by each of their names, while the iterations
   // of a spread loop that use the registers are emitted (slot `p_c`).
   struct RowRegisters {
-    std::string registers;  // the per-thread array of cuda::row_cache_slots elements
+    std::string registers;  // the per-thread array of gpu::row_cache_slots elements
     bool filling = false;   // the first loop that accesses the row: loads fill the registers
     bool registers_only = false;
   };
@@ -891,7 +881,7 @@ class CudaEmitter : public CEmitter {
   // The register of the current iteration in rows and values: p_c, or with
   // groups p_c * width + p_u.
   std::string row_slot_ = "p_c";
-  // CSR rows staged per block (cuda::staged_rows_loop), while their
+  // CSR rows staged per block (gpu::staged_rows_loop), while their
   // kernel is emitted: the row loop, and the shared arrays of its terms by
   // reduction (emit_staged_rows_worker_loop).
   const For* staged_loop_ = nullptr;

@@ -35,7 +35,7 @@ Stmt CudaEmitter::device_serial_loop(const Stmt& s, std::string* why) {
                            schedule, loop->loc);
   VarSet outside;
   for (const Var& v : captures_of({wrapper->as<For>()->body}).scalars) outside.insert(v.get());
-  if (!cuda::plan_worker(wrapper->as<For>()->body, {worker.get()}, outside).team) {
+  if (!gpu::plan_worker(wrapper->as<For>()->body, {worker.get()}, outside).team) {
     *why = "its steps cannot run on the threads of one team";
     return nullptr;
   }

@@ -21,20 +21,23 @@
 #include "codegen/cuda/device_stops.h"
 #include "codegen/cuda/register_arrays.h"
 #include "codegen/cuda/step_barriers.h"
-#include "codegen/cuda/worker_plan.h"
 #include "codegen/overlap_test.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
+#include "transforms/gpu/worker_plan.h"
 
 namespace plait::codegen {
 
+// The planner of the workers (transforms/gpu/worker_plan.h).
+namespace gpu = transforms::gpu;
+
 using namespace ir;
-using cuda::ArrayAccess;
-using cuda::Placement;
 using cuda::RegisterLoop;
 using cuda::RegisterPlan;
-using cuda::WorkerPlan;
+using gpu::ArrayAccess;
+using gpu::Placement;
+using gpu::WorkerPlan;
 
 namespace cuda_emitter {
 
@@ -57,7 +60,7 @@ inline constexpr int kWideBlockLimit = 512;
 // elements: L2-bound at 10% L1 hits under ncu). Teams of 2 were faster than
 // 4 and 8 there and at NPBench's 2 per row (docs/cuda.md, "Team size").
 inline constexpr int kSmallTeam = 2;
-// CSR rows staged per block (cuda::staged_rows_loop): the terms a block
+// CSR rows staged per block (gpu::staged_rows_loop): the terms a block
 // computes for its rows at once, per reduction (16 KB of float64; the 128
 // rows of a block of 256 threads in teams of 2, at 16 elements on average).
 inline constexpr int kStagedElements = 2048;

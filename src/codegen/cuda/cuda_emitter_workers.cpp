@@ -91,7 +91,7 @@ void CudaEmitter::emit_staged_rows_worker_loop(const WorkerPlan& plan, const Nes
 }
 
 void CudaEmitter::emit_batched_worker_loop(const std::vector<NestLevel>& levels, const Stmt& body, int batch,
-                                           const cuda::ContiguousAccesses& lanes, bool rows) {
+                                           const gpu::ContiguousAccesses& lanes, bool rows) {
   const std::string width = std::to_string(batch);
   // The statements, nested blocks flattened (every copy of a scalar is
   // declared up front, so blocks need no scope of their own).
@@ -468,8 +468,8 @@ void CudaEmitter::emit_batched_worker_loop(const std::vector<NestLevel>& levels,
 
 CudaEmitter::PragmaTeam CudaEmitter::pragma_team(const WorkerPlan& plan, int cap) const {
   PragmaTeam out;
-  const int width = cuda::group_width(plan);
-  for (const For* f : cuda::spread_loops(plan)) {
+  const int width = gpu::group_width(plan);
+  for (const For* f : gpu::spread_loops(plan)) {
     const LoopSchedule& s = f->schedule;
     int team = 0;
     if (s.single_block) {
