@@ -559,25 +559,16 @@ class CudaEmitter : public CEmitter {
   void emit_batched_worker_loop(const std::vector<NestLevel>& levels, const Stmt& body, int batch,
                                 const gpu::ContiguousAccesses& lanes, bool rows);
 
-  // The team that the sliced pragmas of a team worker's spread loops ask for
-  // (docs/cuda.md, "Sizes from the pragmas"): the largest of single_block's
-  // whole block, block(N)'s N threads and le(N)'s team for N iterations (the
-  // host's rule for a trip count of N: at most 4 iterations, or groups, per
-  // thread). 0 when no spread loop has one. `cap`: the kernel's largest team.
-  struct PragmaTeam {
-    int team = 0;
-    bool whole_block = false;  // single_block: the wide version's team is its whole block too
-    std::string asked_by;      // "single_block at line 12", for explain()
-  };
-  PragmaTeam pragma_team(const WorkerPlan& plan, int cap) const;
-
+  // The kernel of a parallel loop outside parallel loops, whose workers
+  // follow the plan transforms/gpu/plan_workers recorded on the loop.
   void emit_parallel_kernel(const For* loop);
 
   // ------------------------------------------------------------ persistent time loops
 
   // Whether a persistent kernel's parallel loop would need teams of threads
-  // (whose size the host picks at each launch).
-  bool worker_is_team(const For* loop);
+  // (whose size the host picks at each launch), by the plan of its step
+  // (WorkerLoopPlan::step).
+  static bool worker_is_team(const For* loop);
 
   // Why a serial host loop whose body has parallel loops cannot run as one
   // persistent kernel, or "" when it can (docs/cuda.md). The rule: the body
@@ -706,27 +697,6 @@ class CudaEmitter : public CEmitter {
   // arrays that do not share memory, as for the copies on chip).
   void emit_register_choice(int index, const RegisterPlan& plan, const std::string& trip, OnChipLaunch* on);
 
-  // What a serial host loop holds, for emit_device_serial_loop.
-  struct SerialLoopContents : IRVisitor {
-    bool parallel = false;  // a parallel loop at any depth
-    bool spread = false;    // a simd loop or a loop with reductions, which the host would launch at every step
-    bool other = false;     // a matrix product, a return, an array binding or allocation
-    using IRVisitor::visit;
-
-   protected:
-    void visit(const For* n) override {
-      // The host's reductions and array statements are parallel simd loops;
-      // a parallel loop of the user's stays one (the persistent rule's).
-      parallel = parallel || n->schedule.kind == LoopKind::Parallel;
-      spread = spread || is_vectorized(n->schedule.kind) || !n->schedule.reductions.empty();
-      IRVisitor::visit(n);
-    }
-    void visit(const MatMul*) override { other = true; }
-    void visit(const Return*) override { other = true; }
-    void visit(const ArrayBind*) override { other = true; }
-    void visit(const Allocate*) override { other = true; }
-  };
-
   // A serial host loop whose steps launch kernels (reductions, array
   // statements: a triangular solve's dot products, cholesky's; parallel loops
   // that the persistent rule refuses: gramschmidt's) as one kernel of one
@@ -739,10 +709,12 @@ class CudaEmitter : public CEmitter {
   // kDeviceLoopMaxElements; otherwise the loop launches its kernels at every
   // step. Returns false, with a remark saying why where a
   // loop launching kernels is refused.
-  // The parallel loop of one iteration around `s` whose worker runs the
-  // serial loop `s` on the device, or null with `why` set (empty when the
-  // loop launches nothing at its steps that a team could take).
-  Stmt device_serial_loop(const Stmt& s, std::string* why);
+  // The parallel loop of one iteration whose worker runs the serial loop
+  // `s` on the device (the loop as its recorded plan holds it, a copy
+  // without the plan), the plan recorded on `s` (WorkerLoopPlan::device_loop)
+  // its own; or null with `why` set (empty when the loop launches nothing at
+  // its steps that a team could take).
+  static Stmt device_serial_loop(const Stmt& s, std::string* why);
 
   bool emit_device_serial_loop(const Stmt& s);
 

@@ -9,36 +9,30 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   if (analysis::leaves_loop(loop->body))
     PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(sc.kind)) + " loop over `" + loop->var->name +
                          "` contains a break or return; the lowering must make it serial");
+  const gpu::WorkerLoopPlan* recorded = gpu::worker_loop_plan(loop);
+  if (!recorded || !recorded->kernel)
+    PLAIT_INTERNAL_ERROR("the parallel loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) +
+                         ") has no worker plan: transforms/gpu/plan_workers must run last");
+  const gpu::KernelWorkers& workers = *recorded->kernel;
+  if (workers.launch.threads != launch_.threads || workers.launch.max_team != launch_.max_team)
+    PLAIT_INTERNAL_ERROR("the workers of the parallel loop over `" + loop->var->name + "` were planned for " +
+                         workers.launch.to_string() + ", not " + launch_.to_string());
   const std::vector<const For*> nest = gpu::collapse_nest(loop);
   const For* innermost = nest.back();
   if (static_cast<int>(sc.reductions.size()) > kScratchSlots) {
     throw CompileError(ErrorKind::Unsupported, "too many reductions in one parallel loop for the CUDA target",
                        fn_.source, loop->loc);
   }
-  // block(N) on a parallel dimension: the kernel's blocks have N threads
-  // (docs/cuda.md, "Sizes from the pragmas"), the innermost such
-  // dimension's N when several have one; the configured size comes back
-  // when the kernel is emitted.
+  // The kernel's blocks (block(N) of a parallel dimension, or the
+  // configured size, which comes back when the kernel is emitted) and its
+  // largest team, as planned.
   struct RestoreBlockSize {
     int& size;
     int value;
     ~RestoreBlockSize() { size = value; }
   } const restore_block_size{block_size_, block_size_};
-  const For* strip_level = nullptr;
-  for (const For* f : nest)
-    if (f->schedule.block_strip > 0) strip_level = f;
-  if (strip_level) {
-    const int n = strip_level->schedule.block_strip;
-    if (n < 32 || n > 1024 || (n & (n - 1)) != 0)
-      throw CompileError(ErrorKind::Pragma,
-                         "block(" + std::to_string(n) +
-                             ") of a parallel dimension sets the threads of its CUDA kernel's blocks: a power of "
-                             "two from 32 to 1024",
-                         fn_.source, strip_level->schedule.pragma_loc);
-    block_size_ = n;
-  }
-  // The largest team of this kernel: the configured one, at most its block.
-  const int team_cap = std::min(launch_.team_cap(), block_size_);
+  block_size_ = workers.block;
+  const int team_cap = workers.team_cap;
 
   // Host: the iteration space.
   line("{");
@@ -66,24 +60,19 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   for (const Var& v : sc.privates) private_vars.insert(v.get());
   Captures cap = captures_of({innermost->body});
 
-  // How workers map to threads.
-  VarSet outside = reduction_vars;
-  outside.insert(private_vars.begin(), private_vars.end());
-  for (const Var& v : cap.scalars)
-    if (!nest_vars.count(v.get())) outside.insert(v.get());
-  WorkerPlan plan = gpu::plan_worker(innermost->body, nest_vars, outside);
-  // A team size from the pragmas is the team whatever the number of
-  // workers and whether or not the host can count the rows.
-  const PragmaTeam asked = plan.team && !whole_block_worker_ ? pragma_team(plan, team_cap) : PragmaTeam{};
-  if (asked.team) plan.teams_when_few = false;
+  // How workers map to threads, as planned (with the team the pragmas ask
+  // for); the trip counts the host can compute may still make a team one
+  // thread (below).
+  WorkerPlan plan = workers.worker;
+  const gpu::PragmaTeam& asked = workers.asked;
   {
     // What the pragmas' sizes do here, or why they do nothing.
-    if (strip_level)
-      remark(strip_level->schedule.pragma_loc, "block(" + std::to_string(block_size_) +
-                                                   ") of a parallel dimension: the CUDA kernel of the loop "
-                                                   "at line " +
-                                                   std::to_string(loop->loc.line) + " has blocks of " +
-                                                   std::to_string(block_size_) + " threads");
+    if (workers.block_pragma)
+      remark(*workers.block_pragma, "block(" + std::to_string(block_size_) +
+                                        ") of a parallel dimension: the CUDA kernel of the loop "
+                                        "at line " +
+                                        std::to_string(loop->loc.line) + " has blocks of " +
+                                        std::to_string(block_size_) + " threads");
     for (const For* f : nest)
       if (f->schedule.single_block || f->schedule.most_trips > 0)
         remark(f->schedule.pragma_loc,

@@ -5,14 +5,11 @@
 namespace plait::codegen::cuda_emitter {
 
 bool CudaEmitter::worker_is_team(const For* loop) {
-  const std::vector<const For*> nest = gpu::persistent_nest(loop);
-  VarSet nest_vars, outside;
-  for (const For* f : nest) nest_vars.insert(f->var.get());
-  for (const Var& v : loop->schedule.privates) outside.insert(v.get());
-  for (const Var& v : captures_of({nest.back()->body}).scalars)
-    if (!nest_vars.count(v.get())) outside.insert(v.get());
-  const WorkerPlan plan = gpu::plan_worker(nest.back()->body, nest_vars, outside);
-  return plan.team && !plan.teams_when_few;
+  const gpu::WorkerLoopPlan* plan = gpu::worker_loop_plan(loop);
+  if (!plan || !plan->step)
+    PLAIT_INTERNAL_ERROR("the parallel loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) +
+                         ") has no plan for a persistent kernel's step: transforms/gpu/plan_workers must run last");
+  return plan->step->team && !plan->step->teams_when_few;
 }
 
 std::string CudaEmitter::persistent_refusal(const For* loop) {

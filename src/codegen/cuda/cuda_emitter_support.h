@@ -25,11 +25,12 @@
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
-#include "transforms/gpu/worker_plan.h"
+#include "transforms/gpu/plan_workers.h"
 
 namespace plait::codegen {
 
-// The planner of the workers (transforms/gpu/worker_plan.h).
+// The worker planner (transforms/gpu/worker_plan.h) and what its pass
+// records (plan_workers.h).
 namespace gpu = transforms::gpu;
 
 using namespace ir;
@@ -37,6 +38,7 @@ using cuda::RegisterLoop;
 using cuda::RegisterPlan;
 using gpu::ArrayAccess;
 using gpu::Placement;
+using gpu::pragma_sizes;
 using gpu::WorkerPlan;
 
 namespace cuda_emitter {
@@ -193,15 +195,6 @@ class SizedLoops : public IRVisitor {
     IRVisitor::visit(n);
   }
 };
-
-// The sizes a loop's sliced pragma gives, as written: "single_block", "le(64)".
-inline std::string pragma_sizes(const LoopSchedule& s) {
-  std::string out;
-  if (s.single_block) out += "single_block";
-  if (s.block_strip > 0) out += std::string(out.empty() ? "" : ", ") + "block(" + std::to_string(s.block_strip) + ")";
-  if (s.most_trips > 0) out += std::string(out.empty() ? "" : ", ") + "le(" + std::to_string(s.most_trips) + ")";
-  return out;
-}
 
 // Whether device code built from a subtree can record a run-time error.
 class HasErrorSites : public IRVisitor {
