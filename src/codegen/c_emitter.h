@@ -211,9 +211,6 @@ class CEmitter {
   // The runtime's name of an allocation's fill.
   static const char* fill_name(ir::FillKind fill);
   static bool ends_with_return(const ir::Stmt& body);
-  // The only loop of `body` (a For, or a Block of Declares of that loop's
-  // variable and the loop), or null.
-  static const ir::For* single_loop(const ir::Stmt& body);
 
   const ir::Function& fn_;
   std::string path_;

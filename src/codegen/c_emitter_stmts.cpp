@@ -122,25 +122,6 @@ bool CEmitter::ends_with_return(const Stmt& body) {
   return !b->stmts.empty() && b->stmts.back()->kind == NodeKind::Return;
 }
 
-const For* CEmitter::single_loop(const Stmt& body) {
-  if (const For* f = body->as<For>()) return f;
-  const Block* b = body->as<Block>();
-  if (!b) return nullptr;
-  const For* inner = nullptr;
-  for (const Stmt& st : b->stmts) {
-    if (const For* f = st->as<For>()) {
-      if (inner) return nullptr;
-      inner = f;
-    } else if (!st->as<Declare>()) {
-      return nullptr;
-    }
-  }
-  if (!inner) return nullptr;
-  for (const Stmt& st : b->stmts)
-    if (const Declare* d = st->as<Declare>(); d && d->var != inner->var) return nullptr;
-  return inner;
-}
-
 void CEmitter::emit_prologue() {
   ArrayCollector arrays;
   arrays.visit(fn_.body);

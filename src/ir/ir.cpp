@@ -285,6 +285,25 @@ bool is_parallel_loop(const Stmt& s) {
   return f && is_parallel(f->schedule.kind);
 }
 
+const For* single_loop(const Stmt& body) {
+  if (const For* f = body->as<For>()) return f;
+  const Block* b = body->as<Block>();
+  if (!b) return nullptr;
+  const For* inner = nullptr;
+  for (const Stmt& st : b->stmts) {
+    if (const For* f = st->as<For>()) {
+      if (inner) return nullptr;
+      inner = f;
+    } else if (!st->as<Declare>()) {
+      return nullptr;
+    }
+  }
+  if (!inner) return nullptr;
+  for (const Stmt& st : b->stmts)
+    if (const Declare* d = st->as<Declare>(); d && d->var != inner->var) return nullptr;
+  return inner;
+}
+
 Stmt Assert::make(Expr cond, int error_kind, std::string message, SourceLoc l) {
   PLAIT_ASSERT(cond != nullptr && cond->type.is_bool());
   return std::make_shared<Assert>(std::move(cond), error_kind, std::move(message), l);

@@ -435,6 +435,10 @@ struct For : StmtNode {
   static Stmt make(Var v, Expr begin, Expr end, Expr step, Stmt body, LoopSchedule sc = {}, SourceLoc l = {});
 };
 
+// The only loop of `body` (a For, or a Block of Declares of that loop's
+// variable and the loop), or null.
+const For* single_loop(const Stmt& body);
+
 struct While : StmtNode {
   static constexpr NodeKind kKind = NodeKind::While;
   While(Expr c, Stmt b, SourceLoc l) : StmtNode(kKind, l), cond(std::move(c)), body(std::move(b)) {}

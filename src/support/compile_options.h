@@ -30,7 +30,7 @@ struct CudaLaunchConfig {
   // Threads per block: 64, 128, 256, 512 or 1024.
   int threads = 256;
   // Groups of iterations per thread that team loops keep in registers
-  // (worker_plan.h, row_cache_slots): 1, 2, 4 or 8.
+  // (transforms/gpu/worker_plan.h, row_cache_slots): 1, 2, 4 or 8.
   int row_groups = 4;
   // The largest team of threads per iteration of a team-mapped loop: a
   // power of two from 32 to `threads`; 0 means `threads`.

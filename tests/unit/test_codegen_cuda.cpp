@@ -20,6 +20,7 @@
 #include "jit/toolchain.h"
 #include "runtime/abi.h"
 #include "runtime/device_errors.h"
+#include "transforms/gpu/plan_workers.h"
 
 namespace plait {
 namespace {
@@ -48,6 +49,13 @@ Function function(const std::string& name, std::vector<Param> params, std::vecto
   f.body = Block::make(std::move(body));
   f.results = std::move(results);
   return f;
+}
+
+// The CUDA sources of `f` after the pass the CUDA pipeline ends with, which
+// plans the workers the emitter prints.
+codegen::CudaSources generate(Function f, const CompileOptions& options = {}) {
+  transforms::gpu::plan_workers(f, options.cuda_launch);
+  return codegen::generate_cuda(f, options);
 }
 
 // out[i] = a[i] + b[i] over a parallel loop.
@@ -291,7 +299,7 @@ void expect_nvrtc_compiles(const std::string& device_source, const std::vector<s
 }
 
 TEST(CodegenCuda, ParallelLoopIsOneKernelLaunchedWithFourIterationsPerThread) {
-  codegen::CudaSources out = codegen::generate_cuda(vector_add(), CompileOptions{});
+  codegen::CudaSources out = generate(vector_add(), CompileOptions{});
   ASSERT_EQ(out.kernel_names, std::vector<std::string>{"plait_vadd_k0"});
   EXPECT_FALSE(out.device_errors);
   EXPECT_NE(out.device.find("extern \"C\" __global__ void __launch_bounds__(256) plait_vadd_k0("), std::string::npos);
@@ -328,7 +336,7 @@ TEST(CodegenCuda, ParallelLoopIsOneKernelLaunchedWithFourIterationsPerThread) {
 }
 
 TEST(CodegenCuda, ReductionAccumulatesOnTheDeviceFromTheValueBeforeTheLoop) {
-  codegen::CudaSources out = codegen::generate_cuda(sum(), CompileOptions{});
+  codegen::CudaSources out = generate(sum(), CompileOptions{});
   EXPECT_NE(out.device.find("double v_total = double(0);"), std::string::npos);
   EXPECT_NE(out.device.find("plait::reduce_add(p_acc0, v_total);"), std::string::npos);
 
@@ -350,13 +358,13 @@ TEST(CodegenCuda, ReductionAccumulatesOnTheDeviceFromTheValueBeforeTheLoop) {
 }
 
 TEST(CodegenCuda, AtomicUpdatesUseDeviceAtomics) {
-  codegen::CudaSources out = codegen::generate_cuda(histogram(), CompileOptions{});
+  codegen::CudaSources out = generate(histogram(), CompileOptions{});
   EXPECT_NE(out.device.find("plait::atomic_add<int32_t>(&a_hist_data["), std::string::npos);
   expect_nvrtc_compiles(out.device, out.kernel_names);
 }
 
 TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
-  codegen::CudaSources out = codegen::generate_cuda(row_sums(), CompileOptions{});
+  codegen::CudaSources out = generate(row_sums(), CompileOptions{});
   // The inner loop is strided over the team in groups of 4 iterations (one
   // access of the row per group, 32 bytes when aligned), its reduction
   // combined across the team, and the store runs in lane 0 only, with no
@@ -397,7 +405,7 @@ TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
 }
 
 TEST(CodegenCuda, RelaxationsStoreOnlyChangedElementsAndRowsInL2RunInOneWave) {
-  codegen::CudaSources out = codegen::generate_cuda(relaxed_rows(), CompileOptions{});
+  codegen::CudaSources out = generate(relaxed_rows(), CompileOptions{});
   ASSERT_EQ(out.kernel_names.size(), 2u) << out.device;
   EXPECT_EQ(out.kernel_names[1], out.kernel_names[0] + "_rows");
   // Each iteration compares the element it loaded with its new value.
@@ -433,7 +441,7 @@ TEST(CodegenCuda, RelaxationsStoreOnlyChangedElementsAndRowsInL2RunInOneWave) {
 }
 
 TEST(CodegenCuda, RowsLongerThanTheBlocksRegistersRunInTheWideVersion) {
-  codegen::CudaSources out = codegen::generate_cuda(row_scaled_by_sum(), CompileOptions{});
+  codegen::CudaSources out = generate(row_scaled_by_sum(), CompileOptions{});
   // Each with its version for rows that fit in the registers.
   ASSERT_EQ(out.kernel_names.size(), 4u) << out.device;
   EXPECT_EQ(out.kernel_names[1], out.kernel_names[0] + "_wide");
@@ -474,16 +482,16 @@ TEST(CodegenCuda, RowsLongerThanTheBlocksRegistersRunInTheWideVersion) {
   // A configured largest team, or blocks of 512 already: no wide version.
   CompileOptions capped;
   capped.cuda_launch.max_team = 128;
-  EXPECT_EQ(codegen::generate_cuda(row_scaled_by_sum(), capped).kernel_names.size(), 2u);
+  EXPECT_EQ(generate(row_scaled_by_sum(), capped).kernel_names.size(), 2u);
   CompileOptions large;
   large.cuda_launch.threads = 512;
-  EXPECT_EQ(codegen::generate_cuda(row_scaled_by_sum(), large).kernel_names.size(), 2u);
+  EXPECT_EQ(generate(row_scaled_by_sum(), large).kernel_names.size(), 2u);
 
   expect_nvrtc_compiles(out.device, out.kernel_names);
 }
 
 TEST(CodegenCuda, AtomicUpdatesOfASmallArrayArePrivatisedInSharedMemory) {
-  codegen::CudaSources out = codegen::generate_cuda(histogram(), CompileOptions{});
+  codegen::CudaSources out = generate(histogram(), CompileOptions{});
   EXPECT_NE(out.device.find("__shared__ __align__(8) int32_t p_private0[2048];"), std::string::npos) << out.device;
   EXPECT_NE(out.device.find("const bool p_privatised = a_hist_n0 <= 2048;"), std::string::npos);
   EXPECT_NE(out.device.find("plait::atomic_add<int32_t>(&p_private0["), std::string::npos);
@@ -499,7 +507,7 @@ TEST(CodegenCuda, AllocationInsideAParallelLoopTakesTheWorkersSliceOfOneBuffer) 
                               FillKind::Zeros, nullptr, at(3));
   Stmt loop = For::make(i, i64(0), ArrayDim::make(x, 0), i64(1), Block::make({Declare::make(tmp), alloc}),
                         schedule(LoopKind::Parallel), at(2));
-  const codegen::CudaSources out = codegen::generate_cuda(function("alloc", {{nullptr, x}}, {loop}), CompileOptions{});
+  const codegen::CudaSources out = generate(function("alloc", {{nullptr, x}}, {loop}), CompileOptions{});
   EXPECT_NE(out.device.find("unsigned char* const p_mine = p_temps + "), std::string::npos) << out.device;
   EXPECT_NE(out.device.find("a_tmp_data = reinterpret_cast<double*>(p_mine + "), std::string::npos) << out.device;
   EXPECT_NE(out.device.find("plait::msg_negative_dimensions"), std::string::npos);
@@ -518,7 +526,7 @@ TEST(CodegenCuda, TemporaryWhoseShapeTheHostCannotComputeIsACompileError) {
   Stmt loop = For::make(i, i64(0), ArrayDim::make(x, 0), i64(1), Block::make({Declare::make(tmp), alloc}),
                         schedule(LoopKind::Parallel), at(2));
   try {
-    codegen::generate_cuda(function("alloc", {{nullptr, x}}, {loop}), CompileOptions{});
+    generate(function("alloc", {{nullptr, x}}, {loop}), CompileOptions{});
     FAIL() << "expected a CompileError";
   } catch (const CompileError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
@@ -536,7 +544,7 @@ bool has_remark(const codegen::CudaSources& out, const std::string& text) {
 }
 
 TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
-  codegen::CudaSources out = codegen::generate_cuda(time_loop(false), CompileOptions{});
+  codegen::CudaSources out = generate(time_loop(false), CompileOptions{});
   // The persistent kernel, its on-chip version, its version with the arrays
   // in registers, then the kernels of the launches per step.
   ASSERT_EQ(out.kernel_names,
@@ -639,7 +647,7 @@ TEST(CodegenCuda, TimeLoopOfParallelLoopsIsOnePersistentKernelChosenAtRunTime) {
 }
 
 TEST(CodegenCuda, TimeLoopThatNeedsTheHostLaunchesEachStepAndSaysWhy) {
-  codegen::CudaSources out = codegen::generate_cuda(time_loop(true), CompileOptions{});
+  codegen::CudaSources out = generate(time_loop(true), CompileOptions{});
   EXPECT_EQ(out.kernel_names.size(), 2u);
   EXPECT_EQ(out.device.find("plait::grid_sync("), std::string::npos);
   EXPECT_TRUE(has_remark(out, "serial loop over `t` (line 2) does not run as one "

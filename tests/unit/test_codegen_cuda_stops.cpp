@@ -20,6 +20,7 @@
 #include "jit/loader.h"
 #include "jit/toolchain.h"
 #include "runtime/abi.h"
+#include "transforms/gpu/plan_workers.h"
 
 namespace plait {
 namespace {
@@ -55,6 +56,14 @@ Function function(const std::string& name, std::vector<Param> params, std::vecto
   f.body = Block::make(std::move(body));
   return f;
 }
+
+// The CUDA sources of `f` after the pass the CUDA pipeline ends with, which
+// plans the workers the emitter prints.
+codegen::CudaSources generate(Function f, const CompileOptions& options = {}) {
+  transforms::gpu::plan_workers(f, options.cuda_launch);
+  return codegen::generate_cuda(f, options);
+}
+
 // a[k] // b[k] on int64, which raises ZeroDivisionError where b[k] is 0.
 Expr floor_div(const ArrayVar& a, const ArrayVar& b, const Expr& k) {
   return Binary::make(BinaryOp::FloorDiv, Load::make(a, {k}), Load::make(b, {k}), ScalarType::i64(), true);
@@ -86,7 +95,7 @@ TEST(CodegenCuda, KernelsTestTheErrorRecordAtTheirEntryAndBackEdges) {
                         Block::make({Store::make(out, {vref(i)}, floor_div(a, b, vref(i)), false, at(3))}),
                         schedule(LoopKind::Parallel), at(2));
   codegen::CudaSources out_src =
-      codegen::generate_cuda(function("div", {{nullptr, a}, {nullptr, b}, {nullptr, out}}, {loop}), CompileOptions{});
+      generate(function("div", {{nullptr, a}, {nullptr, b}, {nullptr, out}}, {loop}), CompileOptions{});
   EXPECT_TRUE(out_src.device_errors);
   const std::string kernel = kernel_text(out_src.device, "plait_div_k0");
   const size_t entry = kernel.find("  if (plait::stopped(p_err)) return;  // an error stops the call\n");
@@ -114,8 +123,7 @@ TEST(CodegenCuda, KernelsWhoseThreadsWaitForEachOtherTestTheRecordOncePerBlockOr
                         Block::make({Assign::make(s, FloatImm::make(0.0, ScalarType::f64()), at(3)), inner,
                                      Store::make(out, {vref(i)}, vref(s), false, at(7))}),
                         schedule(LoopKind::Parallel), at(2));
-  codegen::CudaSources src =
-      codegen::generate_cuda(function("rowsum", {{nullptr, m}, {nullptr, out}}, {loop}), CompileOptions{});
+  codegen::CudaSources src = generate(function("rowsum", {{nullptr, m}, {nullptr, out}}, {loop}), CompileOptions{});
   const std::string kernel = kernel_text(src.device, "plait_rowsum_k0");
   EXPECT_NE(kernel.find("  if (plait::block_stopped(p_err)) return;  // an error stops the call\n"), std::string::npos)
       << kernel;
@@ -143,8 +151,8 @@ TEST(CodegenCuda, KernelsWhoseDeviceCodeMayRaiseAreMarked) {
   Stmt copy = For::make(j, i64(0), ArrayDim::make(a, 0), i64(1),
                         Block::make({Store::make(a, {vref(j)}, Load::make(b, {vref(j)}), false, at(5))}),
                         schedule(LoopKind::Parallel), at(4));
-  codegen::CudaSources src = codegen::generate_cuda(
-      function("mixed", {{nullptr, a}, {nullptr, b}, {nullptr, c}}, {divide, copy}), CompileOptions{});
+  codegen::CudaSources src =
+      generate(function("mixed", {{nullptr, a}, {nullptr, b}, {nullptr, c}}, {divide, copy}), CompileOptions{});
   EXPECT_TRUE(src.device_errors);
   ASSERT_EQ(src.kernel_raises.size(), src.kernel_names.size());
   size_t raising = 0;
@@ -168,7 +176,7 @@ TEST(CodegenCuda, PersistentKernelsLeaveTogetherAtTheGridBarrierAfterAnError) {
                         Block::make({Store::make(a, {vref(i)}, Load::make(b, {vref(i)}), false, at(6))}),
                         schedule(LoopKind::Parallel), at(5));
   Stmt time = For::make(t, i64(0), vref(steps), i64(1), Block::make({divide, copy}), schedule(LoopKind::Serial), at(2));
-  codegen::CudaSources src = codegen::generate_cuda(
+  codegen::CudaSources src = generate(
       function("steps", {{steps, nullptr}, {nullptr, a}, {nullptr, b}, {nullptr, c}}, {time}), CompileOptions{});
   ASSERT_GE(src.kernel_names.size(), 3u);
   ASSERT_EQ(src.kernel_names[1], "plait_steps_k0_onchip");
@@ -231,7 +239,7 @@ TEST(CodegenCuda, OneDeviceThreadStopsItsLoopAtTheFailingStatement) {
   ArrayVar a = arr("a", ScalarKind::Int64), b = arr("b", ScalarKind::Int64);
   Stmt body = Block::make({Store::make(a, {i64(0)}, floor_div(a, b, i64(0)), false, at(3))});
   Stmt loop = While::make(Compare::make(CompareOp::LT, Load::make(a, {i64(0)}), i64(10)), body, at(2));
-  codegen::CudaSources src = codegen::generate_cuda(function("spin", {{nullptr, a}, {nullptr, b}}, {loop}), {});
+  codegen::CudaSources src = generate(function("spin", {{nullptr, a}, {nullptr, b}}, {loop}), {});
   const std::string region = kernel_text(src.device, "plait_spin_k0");
   EXPECT_NE(region.find("if (plait::stopped(p_err)) return;  // an error stops the call"), std::string::npos);
   EXPECT_NE(region.find("plait::floordiv_checked<int64_t>(a_a_data[int64_t(0)], a_b_data[int64_t(0)], &p_errs"),
@@ -252,7 +260,7 @@ TEST(CodegenCuda, HostLoopsStopAtTheFirstCopyThatReportsADeviceError) {
                         Block::make({Store::make(a, {vref(i)}, floor_div(a, b, vref(i)), false, at(4))}),
                         schedule(LoopKind::Parallel), at(3));
   Stmt loop = While::make(Compare::make(CompareOp::LT, Load::make(a, {i64(0)}), i64(10)), Block::make({grow}), at(2));
-  codegen::CudaSources src = codegen::generate_cuda(function("spin", {{nullptr, a}, {nullptr, b}}, {loop}), {});
+  codegen::CudaSources src = generate(function("spin", {{nullptr, a}, {nullptr, b}}, {loop}), {});
   EXPECT_NE(src.host.find("while (true) {"), std::string::npos) << src.host;
 
   const std::string dir = ::testing::TempDir() + "plait_codegen_cuda_stops_" + std::to_string(::getpid());

@@ -139,7 +139,11 @@ TEST_F(CompilerDriver, LaunchConfigurationReachesTheDevicePart) {
   options_.target = Target::CUDA;
   LoweredKernel lowered = lower_kernel(source_, "inc", Signature::parse("f64[::1]"), {}, options_);
   EXPECT_NE(generate_source(lowered.function, options_).find("__launch_bounds__(256)"), std::string::npos);
+  // The workers are planned for the configuration (transforms/gpu/plan_workers),
+  // which the code generator must then have.
   options_.cuda_launch.threads = 1024;
+  EXPECT_THROW(generate_source(lowered.function, options_), InternalError);
+  lowered = lower_kernel(source_, "inc", Signature::parse("f64[::1]"), {}, options_);
   const std::string device = generate_source(lowered.function, options_);
   EXPECT_NE(device.find("__launch_bounds__(1024)"), std::string::npos);
   EXPECT_NE(device.find("// launch configuration: threads 1024, row groups 4, largest team 1024"),

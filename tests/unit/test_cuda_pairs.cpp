@@ -10,14 +10,14 @@
 #include <string>
 
 #include "codegen/cuda/codegen_cuda.h"
-#include "codegen/cuda/worker_plan.h"
 #include "driver/compiler.h"
 #include "ir/ir_visitor.h"
+#include "transforms/gpu/worker_plan.h"
 
 namespace plait {
 namespace {
 
-using codegen::cuda::PairedLoop;
+using transforms::gpu::PairedLoop;
 
 ir::Function lower(const std::string& text, const std::string& signature) {
   SourceFile source;
@@ -75,7 +75,7 @@ const char* const kRowProducts =
 TEST(CudaPairs, RowProductFusesItsDotProductAndCopiesTheColumnAndTheSum) {
   const ir::Function f = lower(kRowProducts, "f64[:, ::1], f64[:, ::1], f64[:, ::1]");
   PairedLoop paired;
-  ASSERT_TRUE(codegen::cuda::paired_loop(loop_over(f, "j"), &paired));
+  ASSERT_TRUE(transforms::gpu::paired_loop(loop_over(f, "j"), &paired));
   ASSERT_EQ(paired.stmts.size(), paired.fused.size());
   EXPECT_EQ(std::count(paired.fused.begin(), paired.fused.end(), true), 1);
   for (size_t k = 0; k < paired.stmts.size(); ++k) {
@@ -113,7 +113,7 @@ TEST(CudaPairs, LoopsWithFixedBoundsRunOnceForBothOthersOncePerIteration) {
       "            out[i, j] = s + t\n",
       "f64[:, ::1], f64[::1], f64[:, ::1]");
   PairedLoop paired;
-  ASSERT_TRUE(codegen::cuda::paired_loop(loop_over(f, "j"), &paired));
+  ASSERT_TRUE(transforms::gpu::paired_loop(loop_over(f, "j"), &paired));
   std::set<std::string> fused, alone;
   for (size_t k = 0; k < paired.stmts.size(); ++k)
     if (const ir::For* inner = paired.stmts[k]->as<ir::For>())
@@ -154,7 +154,7 @@ TEST(CudaPairs, IterationsRunOneAtATimeWithoutALoopForBoth) {
                                      c.body + "            out[i, j] = s\n",
                                  "f64[:, ::1], f64[:, ::1]");
     PairedLoop paired;
-    EXPECT_FALSE(codegen::cuda::paired_loop(loop_over(f, "j"), &paired)) << c.why;
+    EXPECT_FALSE(transforms::gpu::paired_loop(loop_over(f, "j"), &paired)) << c.why;
     const std::string text = explain(f);
     EXPECT_NE(text.find("spread over the threads of the team"), std::string::npos) << c.why << "\n" << text;
     EXPECT_EQ(text.find("two of its iterations"), std::string::npos) << c.why << "\n" << text;
@@ -179,7 +179,7 @@ TEST(CudaPairs, ASpreadLoopWithItsOwnReductionIsNotPaired) {
   ASSERT_NE(j, nullptr);
   ASSERT_FALSE(j->schedule.reductions.empty());
   PairedLoop paired;
-  EXPECT_FALSE(codegen::cuda::paired_loop(j, &paired));
+  EXPECT_FALSE(transforms::gpu::paired_loop(j, &paired));
 }
 
 TEST(CudaPairs, TheHostSizesTheTeamForTwoIterationsPerThread) {

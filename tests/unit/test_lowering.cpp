@@ -648,7 +648,7 @@ TEST(Fusion, OnTheGpuEveryRowOfA4DSoftmaxIsAWorker) {
   // each allocating its own row of e inside the innermost of them; the
   // statements still fuse.
   EXPECT_EQ(count_of(text, "parallel for"), 1) << text;
-  EXPECT_EQ(count_of(text, "collapse(3) {"), 1) << text;
+  EXPECT_EQ(count_of(text, "collapse(3) plan(kernel: "), 1) << text;
   EXPECT_EQ(count_of(text, "empty<f32[::1]>((x.shape[3],))"), 1) << text;
   EXPECT_TRUE(contains(text, "x.shape[2], 1:int) {\n        let ")) << text;
 }
@@ -681,7 +681,7 @@ TEST(Fusion, OnTheGpuAMatrixProductIsOneWorkerPerElement) {
   const char* sig = "float, float, f64[:, ::1], f64[:, ::1], f64[:, ::1]";
   std::string text = ir_text(src, "gemm", sig, cuda);
   // Rows and columns collapse; the privates of both loops are listed once.
-  EXPECT_GE(count_of(text, "collapse(2) private("), 1) << text;
+  EXPECT_GE(count_of(text, "collapse(2) plan(kernel: "), 1) << text;
   // (In the usual version: C does not share memory with A or B.)
   std::vector<std::string> names = collapsed_privates(text.substr(text.rfind("\n  } else {")));
   EXPECT_EQ(names.size(), 3u) << text;

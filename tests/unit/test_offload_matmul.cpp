@@ -161,7 +161,7 @@ TEST(OffloadMatmul, CovarianceSplitsItsMirrorIntoALoopAfterTheProduct) {
   ASSERT_NE(end, std::string::npos);
   const std::string fallback = ir.substr(product, end - product), after = ir.substr(end);
   EXPECT_EQ(fallback.find("empty<"), std::string::npos) << fallback;
-  EXPECT_EQ(after.find("\n  }\n  parallel for i in range(0:int, M, 1:int) {"), 0u) << after;
+  EXPECT_EQ(after.find("\n  }\n  parallel for i in range(0:int, M, 1:int) plan(kernel: "), 0u) << after;
   EXPECT_NE(after.find("empty<"), std::string::npos);
   EXPECT_EQ(after.find("reduction(+:"), std::string::npos) << after;
 }

@@ -7,7 +7,9 @@
 //   a __global__ kernel, blocks of CudaLaunchConfig::threads threads
 //   (options.cuda_launch, 256 by default), grid-stride loop
 //   over its iterations: each iteration is one thread, or a team of threads
-//   over which its inner loops are spread (worker_plan.h);
+//   over which its inner loops are spread, as transforms/gpu/plan_workers
+//   planned (the function must come from the CUDA pipeline, which ends with
+//   that pass, for the same launch configuration);
 // - `#pragma atomic` += / -= on small 1-D arrays accumulate in a copy in
 //   shared memory per block first;
 // - reductions across the parallel loop: warp shuffles, then one atomic per

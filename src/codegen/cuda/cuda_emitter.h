@@ -258,8 +258,6 @@ class CudaEmitter : public CEmitter {
 
   // ------------------------------------------------------------ kernels
 
-  std::vector<const For*> collapse_nest(const For* outer);
-
   // The parameters of a kernel that runs `body`: host scalars it uses and
   // arrays it uses, as "type name" (device) and "name" (host) pairs.
   struct Captures {
@@ -384,8 +382,8 @@ class CudaEmitter : public CEmitter {
   // with body `body` (worker_plan.h, ReductionForm).
   static std::string combine_functor(const Stmt& body, const Reduction& r);
 
-  // A value kept in registers (cuda::CachedValue): the per-thread array of
-  // cuda::row_cache_slots elements, and whether this loop computes it into them.
+  // A value kept in registers (gpu::CachedValue): the per-thread array of
+  // gpu::row_cache_slots elements, and whether this loop computes it into them.
   struct RegisterValue {
     std::string registers;
     bool filling = false;
@@ -395,7 +393,7 @@ class CudaEmitter : public CEmitter {
   // rows kept in registers, and values it computes into registers (filling)
   // or reads from them.
   struct LoopRegisters {
-    std::vector<std::pair<const cuda::CachedRow*, std::string>> rows;
+    std::vector<std::pair<const gpu::CachedRow*, std::string>> rows;
     std::vector<std::pair<const ExprNode*, RegisterValue>> values;
   };
 
@@ -410,10 +408,10 @@ class CudaEmitter : public CEmitter {
   void emit_spread_loop(const For* loop, size_t index = 0, const LoopRegisters* registers = nullptr);
 
   // A spread loop whose threads run two iterations at once, k and k +
-  // p_team (cuda::PairedLoop): each statement for both, the second under
+  // p_team (gpu::PairedLoop): each statement for both, the second under
   // `if (p_in)`; a fused loop runs once, its body for both in each
   // iteration, so that the loads of both are in flight together.
-  void emit_paired_spread_loop(const For* loop, const cuda::PairedLoop& paired);
+  void emit_paired_spread_loop(const For* loop, const gpu::PairedLoop& paired);
 
   // The worker body of a team-mapped parallel loop, statement by statement
   // (worker_plan.h). The barrier rule: a team_sync goes before a statement
@@ -487,11 +485,11 @@ class CudaEmitter : public CEmitter {
 
   // The host condition under which every temporary of a team's worker
   // stays in registers (a row kept only in registers whose loops all have
-  // at most cuda::row_cache_slots iterations per thread), or "" when the host
+  // at most gpu::row_cache_slots iterations per thread), or "" when the host
   // cannot tell.
   // `rows`: the worker's rows kept in registers, `written`: the scalars its
   // body assigns.
-  std::string temporaries_in_registers(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows,
+  std::string temporaries_in_registers(const WorkerPlan& plan, const std::vector<gpu::CachedRow>& rows,
                                        const VarSet& nest_vars, const VarSet& written,
                                        const std::vector<ArrayVar>& local, const std::vector<Temporary>& temporaries,
                                        const std::string& team);
@@ -500,7 +498,7 @@ class CudaEmitter : public CEmitter {
   // most the registers' iterations per thread of a team of `team` (and,
   // with `whole_groups`, a multiple of the group width), or "" when a bound
   // depends on the worker. `written`: the scalars the worker body assigns.
-  std::string rows_in_registers_test(const WorkerPlan& plan, const std::vector<const cuda::CachedRow*>& rows,
+  std::string rows_in_registers_test(const WorkerPlan& plan, const std::vector<const gpu::CachedRow*>& rows,
                                      const VarSet& nest_vars, const VarSet& written, const std::vector<ArrayVar>& local,
                                      const std::string& team, bool whole_groups);
 
@@ -508,7 +506,7 @@ class CudaEmitter : public CEmitter {
   // registers (rows_fit_), or "" when it has none: its spread loops keep
   // rows in registers and their bounds are known before the launch
   // (arguments as temporaries_in_registers's).
-  std::string rows_fit_test(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows, const VarSet& nest_vars,
+  std::string rows_fit_test(const WorkerPlan& plan, const std::vector<gpu::CachedRow>& rows, const VarSet& nest_vars,
                             const VarSet& written, const std::vector<ArrayVar>& local, const std::string& team);
 
   // Host code before the launch of a kernel with temporaries: the largest
@@ -531,7 +529,7 @@ class CudaEmitter : public CEmitter {
   std::string kernel_bound(const Expr& bound, const std::string& param);
 
   // The loop over workers of a team kernel whose row loop `staged` has
-  // consecutive ranges of rows (cuda::staged_rows_loop; docs/cuda.md, "CSR
+  // consecutive ranges of rows (gpu::staged_rows_loop; docs/cuda.md, "CSR
   // rows staged per block"). Each pass of the block takes its teams'
   // consecutive workers: it loads their rows' bounds (one more than the
   // workers, the last row's end) into shared memory, and when the rows'
@@ -548,7 +546,7 @@ class CudaEmitter : public CEmitter {
                                     const std::function<void()>& emit_loop_variables);
 
   // The worker loop of a straight-line one-thread worker
-  // (cuda::straight_line_worker) that runs `batch` iterations per thread
+  // (gpu::straight_line_worker) that runs `batch` iterations per thread
   // (docs/cuda.md, "Several iterations per thread"). Iteration u of a thread
   // is p_k0 + u * p_apart: 256 apart, so that a block covers 256 * batch
   // consecutive iterations and each access stays coalesced; or, when every
@@ -575,35 +573,18 @@ class CudaEmitter : public CEmitter {
   // outer indices, which advance once per row, and no index is divided in
   // the loop (docs/cuda.md, "Rows of tiles").
   void emit_batched_worker_loop(const std::vector<NestLevel>& levels, const Stmt& body, int batch,
-                                const cuda::ContiguousAccesses& lanes, bool rows);
+                                const gpu::ContiguousAccesses& lanes, bool rows);
 
-  // The team that the sliced pragmas of a team worker's spread loops ask for
-  // (docs/cuda.md, "Sizes from the pragmas"): the largest of single_block's
-  // whole block, block(N)'s N threads and le(N)'s team for N iterations (the
-  // host's rule for a trip count of N: at most 4 iterations, or groups, per
-  // thread). 0 when no spread loop has one. `cap`: the kernel's largest team.
-  struct PragmaTeam {
-    int team = 0;
-    bool whole_block = false;  // single_block: the wide version's team is its whole block too
-    std::string asked_by;      // "single_block at line 12", for explain()
-  };
-  PragmaTeam pragma_team(const WorkerPlan& plan, int cap) const;
-
+  // The kernel of a parallel loop outside parallel loops, whose workers
+  // follow the plan transforms/gpu/plan_workers recorded on the loop.
   void emit_parallel_kernel(const For* loop);
 
   // ------------------------------------------------------------ persistent time loops
 
-  // The loops of a persistent kernel's parallel loop whose iterations share
-  // the grid: the collapsed nest, extended through perfectly nested loops
-  // whose iterations are independent (simd and parallel loops without
-  // reductions, serial loops that serial_loop_independent proves) and whose
-  // bounds do not depend on the outer ones. Each element is computed as in
-  // the nest, and consecutive threads take consecutive innermost iterations.
-  std::vector<const For*> persistent_nest(const For* loop);
-
   // Whether a persistent kernel's parallel loop would need teams of threads
-  // (whose size the host picks at each launch).
-  bool worker_is_team(const For* loop);
+  // (whose size the host picks at each launch), by the plan of its step
+  // (WorkerLoopPlan::step).
+  static bool worker_is_team(const For* loop);
 
   // Why a serial host loop whose body has parallel loops cannot run as one
   // persistent kernel, or "" when it can (docs/cuda.md). The rule: the body
@@ -732,27 +713,6 @@ class CudaEmitter : public CEmitter {
   // arrays that do not share memory, as for the copies on chip).
   void emit_register_choice(int index, const RegisterPlan& plan, const std::string& trip, OnChipLaunch* on);
 
-  // What a serial host loop holds, for emit_device_serial_loop.
-  struct SerialLoopContents : IRVisitor {
-    bool parallel = false;  // a parallel loop at any depth
-    bool spread = false;    // a simd loop or a loop with reductions, which the host would launch at every step
-    bool other = false;     // a matrix product, a return, an array binding or allocation
-    using IRVisitor::visit;
-
-   protected:
-    void visit(const For* n) override {
-      // The host's reductions and array statements are parallel simd loops;
-      // a parallel loop of the user's stays one (the persistent rule's).
-      parallel = parallel || n->schedule.kind == LoopKind::Parallel;
-      spread = spread || is_vectorized(n->schedule.kind) || !n->schedule.reductions.empty();
-      IRVisitor::visit(n);
-    }
-    void visit(const MatMul*) override { other = true; }
-    void visit(const Return*) override { other = true; }
-    void visit(const ArrayBind*) override { other = true; }
-    void visit(const Allocate*) override { other = true; }
-  };
-
   // A serial host loop whose steps launch kernels (reductions, array
   // statements: a triangular solve's dot products, cholesky's; parallel loops
   // that the persistent rule refuses: gramschmidt's) as one kernel of one
@@ -765,10 +725,12 @@ class CudaEmitter : public CEmitter {
   // kDeviceLoopMaxElements; otherwise the loop launches its kernels at every
   // step. Returns false, with a remark saying why where a
   // loop launching kernels is refused.
-  // The parallel loop of one iteration around `s` whose worker runs the
-  // serial loop `s` on the device, or null with `why` set (empty when the
-  // loop launches nothing at its steps that a team could take).
-  Stmt device_serial_loop(const Stmt& s, std::string* why);
+  // The parallel loop of one iteration whose worker runs the serial loop
+  // `s` on the device (the loop as its recorded plan holds it, a copy
+  // without the plan), the plan recorded on `s` (WorkerLoopPlan::device_loop)
+  // its own; or null with `why` set (empty when the loop launches nothing at
+  // its steps that a team could take).
+  static Stmt device_serial_loop(const Stmt& s, std::string* why);
 
   bool emit_device_serial_loop(const Stmt& s);
 
@@ -890,7 +852,7 @@ class CudaEmitter : public CEmitter {
   // Rows kept in registers, by each of their names, while the iterations
   // of a spread loop that use the registers are emitted (slot `p_c`).
   struct RowRegisters {
-    std::string registers;  // the per-thread array of cuda::row_cache_slots elements
+    std::string registers;  // the per-thread array of gpu::row_cache_slots elements
     bool filling = false;   // the first loop that accesses the row: loads fill the registers
     bool registers_only = false;
   };
@@ -908,7 +870,7 @@ class CudaEmitter : public CEmitter {
   // The register of the current iteration in rows and values: p_c, or with
   // groups p_c * width + p_u.
   std::string row_slot_ = "p_c";
-  // CSR rows staged per block (cuda::staged_rows_loop), while their
+  // CSR rows staged per block (gpu::staged_rows_loop), while their
   // kernel is emitted: the row loop, and the shared arrays of its terms by
   // reduction (emit_staged_rows_worker_loop).
   const For* staged_loop_ = nullptr;

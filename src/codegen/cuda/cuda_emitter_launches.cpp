@@ -73,34 +73,6 @@ void CudaEmitter::emit_body_statements(const Stmt& body) {
   emit_contents(body);
 }
 
-std::vector<const For*> CudaEmitter::collapse_nest(const For* outer) {
-  std::vector<const For*> nest{outer};
-  VarSet vars{outer->var.get()};
-  auto bounds_use_nest = [&](const For* inner) {
-    return analysis::reads_any(inner->begin, vars) || analysis::reads_any(inner->end, vars) ||
-           analysis::reads_any(inner->step, vars);
-  };
-  while (static_cast<int>(nest.size()) < outer->schedule.collapse) {
-    const For* inner = single_loop(nest.back()->body);
-    if (!inner || bounds_use_nest(inner)) return nest;
-    nest.push_back(inner);
-    vars.insert(inner->var.get());
-  }
-  // A vector loop alone in the innermost level's body, with no reductions
-  // and a straight-line body (an array statement's nest: parallel over
-  // rows, simd over columns) has independent iterations: it joins the
-  // iteration space as a parallel loop would, so that the nest runs in
-  // one-thread workers of several iterations, in tiles of rows
-  // (docs/cuda.md, "Array statements as collapsed nests").
-  const For* inner = single_loop(nest.back()->body);
-  std::string why;
-  if (inner && inner->schedule.kind == LoopKind::Vectorized && inner->schedule.reductions.empty() &&
-      inner->schedule.array_reductions.empty() && !bounds_use_nest(inner) &&
-      cuda::straight_line_worker(inner->body, &why))
-    nest.push_back(inner);
-  return nest;
-}
-
 CudaEmitter::Captures CudaEmitter::captures_of(const std::vector<Stmt>& stmts) {
   Captures c;
   ScalarCollector scalars;
@@ -291,7 +263,7 @@ std::string CudaEmitter::shared_array(const std::string& name, const std::string
 }
 
 std::string CudaEmitter::combine_functor(const Stmt& body, const Reduction& r) {
-  if (cuda::reduction_form(body, r) == cuda::ReductionForm::NanPropagating)
+  if (gpu::reduction_form(body, r) == gpu::ReductionForm::NanPropagating)
     return r.op == ReduceOp::Max ? "plait::op_maximum()" : "plait::op_minimum()";
   return op_functor(r.op);
 }

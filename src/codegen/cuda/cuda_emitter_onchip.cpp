@@ -97,9 +97,9 @@ std::string CudaEmitter::register_refusal(const For* loop, const std::vector<Stm
                                           const std::vector<ArrayVar>& arrays, RegisterPlan* plan) {
   const std::vector<const For*> loops = step_parallel_loops(stmts);
   for (const For* f : loops)
-    if (persistent_nest(f).size() != 1)
+    if (gpu::persistent_nest(f).size() != 1)
       return "the parallel loop at line " + std::to_string(f->loc.line) + " is a nest of " +
-             std::to_string(persistent_nest(f).size()) + " loops";
+             std::to_string(gpu::persistent_nest(f).size()) + " loops";
   StoredArrays stored;
   stored.visit(loop->body);
   std::vector<ArrayVar> written;

@@ -9,36 +9,30 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   if (analysis::leaves_loop(loop->body))
     PLAIT_INTERNAL_ERROR(std::string(loop_kind_name(sc.kind)) + " loop over `" + loop->var->name +
                          "` contains a break or return; the lowering must make it serial");
-  const std::vector<const For*> nest = collapse_nest(loop);
+  const gpu::WorkerLoopPlan* recorded = gpu::worker_loop_plan(loop);
+  if (!recorded || !recorded->kernel)
+    PLAIT_INTERNAL_ERROR("the parallel loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) +
+                         ") has no worker plan: transforms/gpu/plan_workers must run last");
+  const gpu::KernelWorkers& workers = *recorded->kernel;
+  if (workers.launch.threads != launch_.threads || workers.launch.max_team != launch_.max_team)
+    PLAIT_INTERNAL_ERROR("the workers of the parallel loop over `" + loop->var->name + "` were planned for " +
+                         workers.launch.to_string() + ", not " + launch_.to_string());
+  const std::vector<const For*> nest = gpu::collapse_nest(loop);
   const For* innermost = nest.back();
   if (static_cast<int>(sc.reductions.size()) > kScratchSlots) {
     throw CompileError(ErrorKind::Unsupported, "too many reductions in one parallel loop for the CUDA target",
                        fn_.source, loop->loc);
   }
-  // block(N) on a parallel dimension: the kernel's blocks have N threads
-  // (docs/cuda.md, "Sizes from the pragmas"), the innermost such
-  // dimension's N when several have one; the configured size comes back
-  // when the kernel is emitted.
+  // The kernel's blocks (block(N) of a parallel dimension, or the
+  // configured size, which comes back when the kernel is emitted) and its
+  // largest team, as planned.
   struct RestoreBlockSize {
     int& size;
     int value;
     ~RestoreBlockSize() { size = value; }
   } const restore_block_size{block_size_, block_size_};
-  const For* strip_level = nullptr;
-  for (const For* f : nest)
-    if (f->schedule.block_strip > 0) strip_level = f;
-  if (strip_level) {
-    const int n = strip_level->schedule.block_strip;
-    if (n < 32 || n > 1024 || (n & (n - 1)) != 0)
-      throw CompileError(ErrorKind::Pragma,
-                         "block(" + std::to_string(n) +
-                             ") of a parallel dimension sets the threads of its CUDA kernel's blocks: a power of "
-                             "two from 32 to 1024",
-                         fn_.source, strip_level->schedule.pragma_loc);
-    block_size_ = n;
-  }
-  // The largest team of this kernel: the configured one, at most its block.
-  const int team_cap = std::min(launch_.team_cap(), block_size_);
+  block_size_ = workers.block;
+  const int team_cap = workers.team_cap;
 
   // Host: the iteration space.
   line("{");
@@ -66,31 +60,26 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   for (const Var& v : sc.privates) private_vars.insert(v.get());
   Captures cap = captures_of({innermost->body});
 
-  // How workers map to threads.
-  VarSet outside = reduction_vars;
-  outside.insert(private_vars.begin(), private_vars.end());
-  for (const Var& v : cap.scalars)
-    if (!nest_vars.count(v.get())) outside.insert(v.get());
-  WorkerPlan plan = cuda::plan_worker(innermost->body, nest_vars, outside);
-  // A team size from the pragmas is the team whatever the number of
-  // workers and whether or not the host can count the rows.
-  const PragmaTeam asked = plan.team && !whole_block_worker_ ? pragma_team(plan, team_cap) : PragmaTeam{};
-  if (asked.team) plan.teams_when_few = false;
+  // How workers map to threads, as planned (with the team the pragmas ask
+  // for); the trip counts the host can compute may still make a team one
+  // thread (below).
+  WorkerPlan plan = workers.worker;
+  const gpu::PragmaTeam& asked = workers.asked;
   {
     // What the pragmas' sizes do here, or why they do nothing.
-    if (strip_level)
-      remark(strip_level->schedule.pragma_loc, "block(" + std::to_string(block_size_) +
-                                                   ") of a parallel dimension: the CUDA kernel of the loop "
-                                                   "at line " +
-                                                   std::to_string(loop->loc.line) + " has blocks of " +
-                                                   std::to_string(block_size_) + " threads");
+    if (workers.block_pragma)
+      remark(*workers.block_pragma, "block(" + std::to_string(block_size_) +
+                                        ") of a parallel dimension: the CUDA kernel of the loop "
+                                        "at line " +
+                                        std::to_string(loop->loc.line) + " has blocks of " +
+                                        std::to_string(block_size_) + " threads");
     for (const For* f : nest)
       if (f->schedule.single_block || f->schedule.most_trips > 0)
         remark(f->schedule.pragma_loc,
                "the pragma's " + pragma_sizes(f->schedule) + " is not used on CUDA for a parallel dimension");
     SizedLoops sized;
     sized.visit(innermost->body);
-    const std::vector<const For*> spread = plan.team ? cuda::spread_loops(plan) : std::vector<const For*>{};
+    const std::vector<const For*> spread = plan.team ? gpu::spread_loops(plan) : std::vector<const For*>{};
     for (const For* f : sized.loops) {
       if (std::find(spread.begin(), spread.end(), f) != spread.end()) continue;
       remark(f->schedule.pragma_loc,
@@ -127,13 +116,13 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
     for (const VarInfo* v : nest_vars) body_written.erase(v);
     std::string by_worker;  // trip counts of the spread loops whose bounds read the worker's variables
     scopes_.emplace_back(nest_vars.begin(), nest_vars.end());
-    for (const For* f : cuda::spread_loops(plan)) {
+    for (const For* f : gpu::spread_loops(plan)) {
       // A loop whose iterations run in pairs counts twice: at most two per thread.
-      cuda::PairedLoop paired;
+      gpu::PairedLoop paired;
       // (Rendered only where the host evaluates it: a load in the bounds
       // says in a remark that the host reads the element.)
       auto trip = [&] {
-        return std::string(cuda::paired_loop(f, &paired) ? "2 * " : "") + "plait::trip_count(" + expr(f->begin) + ", " +
+        return std::string(gpu::paired_loop(f, &paired) ? "2 * " : "") + "plait::trip_count(" + expr(f->begin) + ", " +
                expr(f->end) + ", " + expr(f->step) + ")";
       };
       auto evaluable = [&](const VarSet& not_known) {
@@ -201,7 +190,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   if (small_team && levels.size() == 1 && privatised.empty() && temporaries.empty()) {
     std::string why;
     staged =
-        cuda::staged_rows_loop(plan, innermost->body, innermost->var.get(), innermost->step, &staged_elements, &why);
+        gpu::staged_rows_loop(plan, innermost->body, innermost->var.get(), innermost->step, &staged_elements, &why);
     if (!staged && !why.empty()) {
       remark(loop->loc, "the rows of its inner loop are not staged per block: " + why);
     }
@@ -219,7 +208,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
     unbatched = "it updates arrays in shared memory";
   else if (!temporaries.empty())
     unbatched = "it allocates arrays";
-  else if (cuda::straight_line_worker(innermost->body, &unbatched))
+  else if (gpu::straight_line_worker(innermost->body, &unbatched))
     batch = levels.size() > 1 ? kNestBatchIterations : kBatchIterations;
   // One-thread workers that are not batched: the loads they make first,
   // for several iterations at once (PrefetchableLoads).
@@ -229,10 +218,10 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
     remark(loop->loc, "each thread loads " + std::string(prefetch.size() == 1 ? "the element" : "the elements") +
                           " its workers read first for " + std::to_string(kPrefetchIterations) +
                           " workers before running them (" + unbatched + ")");
-  cuda::ContiguousAccesses lanes;
+  gpu::ContiguousAccesses lanes;
   const IntImm* step = innermost->step->as<IntImm>();
   if (batch > 1 && levels.size() == 1 && (!step || step->value == 1))
-    lanes = cuda::contiguous_accesses(innermost->body, innermost->var.get());
+    lanes = gpu::contiguous_accesses(innermost->body, innermost->var.get());
 
   std::vector<std::string> params, args;
   for (const Level& lv : levels) {
@@ -257,14 +246,14 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
     }
   }
   std::string team;  // host: the team size, when the worker is a team
-  const int width = plan.team ? cuda::group_width(plan) : 1;
+  const int width = plan.team ? gpu::group_width(plan) : 1;
   // The rows a team's worker keeps in registers between its spread loops
   // (worker_plan.h, plan_cached_rows), for its wide version, its version
   // for rows that fit and its temporaries' test.
   ScalarCollector worker_written;
   worker_written.visit(innermost->body);
-  const std::vector<cuda::CachedRow> cached_rows =
-      plan.team ? cuda::plan_cached_rows(plan, worker_written.written) : std::vector<cuda::CachedRow>{};
+  const std::vector<gpu::CachedRow> cached_rows =
+      plan.team ? gpu::plan_cached_rows(plan, worker_written.written) : std::vector<gpu::CachedRow>{};
   // A team that keeps rows in registers and wants more threads than the
   // block has (a row longer than the block's registers hold) runs in a
   // second version of the kernel with blocks twice as large: the rest of
@@ -598,7 +587,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
       // Every thread of a team holds the team's value: lane 0 contributes it.
       if (plan.team)
         line("if (p_lane != 0) " + var_name(red.var) + " = " + reduction_identity(red.op, red.var->type.kind) + ";");
-      const bool propagating = cuda::reduction_form(loop->body, red) == cuda::ReductionForm::NanPropagating;
+      const bool propagating = gpu::reduction_form(loop->body, red) == gpu::ReductionForm::NanPropagating;
       line(std::string("plait::reduce_") +
            (propagating ? (red.op == ReduceOp::Max ? "maximum" : "minimum") : reduce_op_name_word(red.op)) + "(" +
            accumulators[r] + ", " + var_name(red.var) + ");");
@@ -838,7 +827,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
           what +
               ": when every row kept in registers fits in them (each loop that keeps one runs at "
               "most " +
-              std::to_string(cuda::row_cache_slots(width, launch_.row_groups)) + " iterations per thread of the team" +
+              std::to_string(gpu::row_cache_slots(width, launch_.row_groups)) + " iterations per thread of the team" +
               (width > 1 ? ", in whole groups of " + std::to_string(width) : std::string()) +
               ", checked at each launch), the kernel's version " + kernel_names_[static_cast<size_t>(fit_index)] +
               (wide_fit_index >= 0 ? " (or " + kernel_names_[static_cast<size_t>(wide_fit_index)] + " for the wide one)"

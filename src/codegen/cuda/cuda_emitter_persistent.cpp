@@ -4,31 +4,12 @@
 
 namespace plait::codegen::cuda_emitter {
 
-std::vector<const For*> CudaEmitter::persistent_nest(const For* loop) {
-  std::vector<const For*> nest = collapse_nest(loop);
-  VarSet vars;
-  for (const For* f : nest) vars.insert(f->var.get());
-  while (const For* inner = single_loop(nest.back()->body)) {
-    if (!inner->schedule.reductions.empty() || !inner->schedule.array_reductions.empty()) break;
-    if (inner->schedule.kind == LoopKind::Serial && !cuda::serial_loop_independent(inner)) break;
-    if (analysis::reads_any(inner->begin, vars) || analysis::reads_any(inner->end, vars) ||
-        analysis::reads_any(inner->step, vars))
-      break;
-    nest.push_back(inner);
-    vars.insert(inner->var.get());
-  }
-  return nest;
-}
-
 bool CudaEmitter::worker_is_team(const For* loop) {
-  const std::vector<const For*> nest = persistent_nest(loop);
-  VarSet nest_vars, outside;
-  for (const For* f : nest) nest_vars.insert(f->var.get());
-  for (const Var& v : loop->schedule.privates) outside.insert(v.get());
-  for (const Var& v : captures_of({nest.back()->body}).scalars)
-    if (!nest_vars.count(v.get())) outside.insert(v.get());
-  const WorkerPlan plan = cuda::plan_worker(nest.back()->body, nest_vars, outside);
-  return plan.team && !plan.teams_when_few;
+  const gpu::WorkerLoopPlan* plan = gpu::worker_loop_plan(loop);
+  if (!plan || !plan->step)
+    PLAIT_INTERNAL_ERROR("the parallel loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) +
+                         ") has no plan for a persistent kernel's step: transforms/gpu/plan_workers must run last");
+  return plan->step->team && !plan->step->teams_when_few;
 }
 
 std::string CudaEmitter::persistent_refusal(const For* loop) {
@@ -110,7 +91,7 @@ bool CudaEmitter::plan_sizing(const std::vector<Stmt>& stmts, bool nested, VarSe
                               std::vector<SizingAction>& actions) {
   for (const Stmt& st : stmts) {
     if (is_parallel_loop(st)) {
-      for (const For* f : persistent_nest(st->as<For>()))
+      for (const For* f : gpu::persistent_nest(st->as<For>()))
         for (const Expr& e : {f->begin, f->end, f->step})
           if (!step_evaluable(e, step_locals)) return false;
       actions.push_back({nullptr, st->as<For>()});
@@ -154,7 +135,7 @@ void CudaEmitter::emit_persistent_sizing(const For* loop, const std::string& beg
       continue;
     }
     std::string total;
-    for (const For* f : persistent_nest(action.count))
+    for (const For* f : gpu::persistent_nest(action.count))
       total += (total.empty() ? "" : " * ") + std::string("plait::trip_count(") + expr(f->begin) + ", " + expr(f->end) +
                ", " + expr(f->step) + ")";
     line(workers + " = std::max<int64_t>(" + workers + ", " + total + ");");
@@ -165,7 +146,7 @@ void CudaEmitter::emit_persistent_sizing(const For* loop, const std::string& beg
 }
 
 void CudaEmitter::emit_persistent_parallel_loop(const For* loop) {
-  const std::vector<const For*> nest = persistent_nest(loop);
+  const std::vector<const For*> nest = gpu::persistent_nest(loop);
   line_directive(loop->loc);
   line("{");
   ++indent_;

@@ -6,40 +6,26 @@ namespace plait::codegen::cuda_emitter {
 
 Stmt CudaEmitter::device_serial_loop(const Stmt& s, std::string* why) {
   const For* loop = s->as<For>();
-  SerialLoopContents contents;
+  gpu::SerialLoopContents contents;
   contents.visit(loop->body);
   if (!contents.spread) return nullptr;
-  if (contents.other) {
-    // With parallel loops of the user's the loop is one the persistent
-    // rule judged already (remarked there).
-    if (!contents.parallel) *why = "its body returns, binds or allocates arrays, or calls cuBLAS";
-    return nullptr;
-  }
-  // Scalars the steps assign are the kernel's own: none may be needed after the loop.
-  ScalarCollector scalars;
-  scalars.visit(loop->body);
-  for (const VarInfo* v : scalars.written) {
-    if (declared(v)) {
-      *why = "`" + v->name + "` is assigned in the loop body and used outside it";
-      return nullptr;
-    }
-  }
-  if (analysis::live_after(fn_.body, loop, loop->var.get())) {
-    *why = "`" + loop->var->name + "` is read after the loop";
+  const gpu::WorkerLoopPlan* plan = gpu::worker_loop_plan(loop);
+  if (!plan || !plan->device_loop)
+    PLAIT_INTERNAL_ERROR("the serial loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) +
+                         ") has no plan for the device: transforms/gpu/plan_workers must run last");
+  const gpu::DeviceLoop& device = *plan->device_loop;
+  if (!device.kernel) {
+    *why = device.refusal;
     return nullptr;
   }
   const Var worker = std::make_shared<VarInfo>(VarInfo{"_device", ScalarType::py_int(), loop->loc, false});
   LoopSchedule schedule;
   schedule.kind = LoopKind::Parallel;
-  Stmt wrapper = For::make(worker, IntImm::make(0), IntImm::make(1), IntImm::make(1), Block::make({s}, loop->loc),
-                           schedule, loop->loc);
-  VarSet outside;
-  for (const Var& v : captures_of({wrapper->as<For>()->body}).scalars) outside.insert(v.get());
-  if (!cuda::plan_worker(wrapper->as<For>()->body, {worker.get()}, outside).team) {
-    *why = "its steps cannot run on the threads of one team";
-    return nullptr;
-  }
-  return wrapper;
+  auto wrapper_plan = std::make_shared<gpu::WorkerLoopPlan>();
+  wrapper_plan->kernel = device.kernel;
+  schedule.plans.push_back(std::move(wrapper_plan));
+  return For::make(worker, IntImm::make(0), IntImm::make(1), IntImm::make(1),
+                   Block::make(device.kernel->worker.stmts, loop->loc), schedule, loop->loc);
 }
 
 bool CudaEmitter::emit_device_serial_loop(const Stmt& s) {
@@ -53,7 +39,7 @@ bool CudaEmitter::emit_device_serial_loop(const Stmt& s) {
       remark(loop->loc, what + " launches its kernels at every step, not as one kernel on the device: " + why);
     return false;
   }
-  SerialLoopContents contents;
+  gpu::SerialLoopContents contents;
   contents.visit(loop->body);
   ArrayCollector arrays;
   arrays.visit(loop->body);
@@ -71,7 +57,7 @@ bool CudaEmitter::emit_device_serial_loop(const Stmt& s) {
   line("if (" + (small.empty() ? std::string("true") : small) + ") {");
   ++indent_;
   whole_block_worker_ = true;
-  device_time_loop_ = loop;
+  device_time_loop_ = single_loop(wrapper->as<For>()->body);
   emit_parallel_kernel(wrapper->as<For>());
   device_time_loop_ = nullptr;
   whole_block_worker_ = false;

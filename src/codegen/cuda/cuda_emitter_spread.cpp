@@ -5,8 +5,8 @@
 namespace plait::codegen::cuda_emitter {
 
 void CudaEmitter::emit_spread_loop(const For* loop, size_t index, const LoopRegisters* registers) {
-  if (cuda::PairedLoop paired;
-      (!registers || (registers->rows.empty() && registers->values.empty())) && cuda::paired_loop(loop, &paired))
+  if (gpu::PairedLoop paired;
+      (!registers || (registers->rows.empty() && registers->values.empty())) && gpu::paired_loop(loop, &paired))
     return emit_paired_spread_loop(loop, paired);
   line_directive(loop->loc);
   line("{");
@@ -24,7 +24,7 @@ void CudaEmitter::emit_spread_loop(const For* loop, size_t index, const LoopRegi
     before.push_back(b);
     line("const " + ctype(r.var->type) + " " + b + " = " + var_name(r.var) + ";");
     line(var_name(r.var) + " = " + reduction_identity(r.op, r.var->type.kind) + ";");
-    if (cuda::reduction_form(loop->body, r) != cuda::ReductionForm::OrderDependent) continue;
+    if (gpu::reduction_form(loop->body, r) != gpu::ReductionForm::OrderDependent) continue;
     if (nan_seen.empty()) {
       nan_seen = temp("nan_seen");
       line("int32_t " + nan_seen + " = 0;");
@@ -65,7 +65,7 @@ void CudaEmitter::emit_spread_loop(const For* loop, size_t index, const LoopRegi
   // iteration). Each address has a flag of its own: a stencil's neighbours
   // (A[j - 1], A[j + 1]) are never aligned together with A[j], which still
   // is.
-  const cuda::GroupAccesses group = width > 1 ? cuda::group_accesses(loop) : cuda::GroupAccesses{};
+  const gpu::GroupAccesses group = width > 1 ? gpu::group_accesses(loop) : gpu::GroupAccesses{};
   // Groups: `full` whole groups, then `tail` iterations in a partial one
   // (0: none), which thread `full mod team` takes (`tail_mine`).
   const std::string full = width > 1 ? temp("full") : trip, tail = width > 1 ? temp("tail") : "",
@@ -224,8 +224,7 @@ void CudaEmitter::emit_spread_loop(const For* loop, size_t index, const LoopRegi
       for (const ArrayInfo* a : row->names)
         cached_rows_[a] = RowRegisters{name, row->loops.front() == index, row->registers_only};
     for (const auto& [node, value] : registers->values) cached_values_[node] = value;
-    const int per_thread =
-        cuda::row_cache_slots(width, launch_.row_groups) / width;  // groups (iterations) in registers
+    const int per_thread = gpu::row_cache_slots(width, launch_.row_groups) / width;  // groups (iterations) in registers
     const std::string slots = std::to_string(per_thread);
     row_slot_ = width > 1 ? "p_c * " + w + " + p_u" : "p_c";
     const std::string slot_iteration = "(p_lane + p_c * p_team)" + (width > 1 ? " * " + w : std::string());
@@ -252,7 +251,7 @@ void CudaEmitter::emit_spread_loop(const For* loop, size_t index, const LoopRegi
     // Plain references, not structured bindings: the lambdas below capture
     // them, which clang before 16 rejects for bindings.
     for (const auto& row_and_name : registers->rows) {
-      const cuda::CachedRow* row = row_and_name.first;
+      const gpu::CachedRow* row = row_and_name.first;
       const std::string& name = row_and_name.second;
       if (!row->load || row->loops.front() != index) continue;
       line("#pragma unroll");
@@ -436,7 +435,7 @@ void CudaEmitter::emit_spread_loop(const For* loop, size_t index, const LoopRegi
   line("}");
 }
 
-void CudaEmitter::emit_paired_spread_loop(const For* loop, const cuda::PairedLoop& paired) {
+void CudaEmitter::emit_paired_spread_loop(const For* loop, const gpu::PairedLoop& paired) {
   line_directive(loop->loc);
   line("{");
   ++indent_;

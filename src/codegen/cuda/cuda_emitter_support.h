@@ -21,20 +21,25 @@
 #include "codegen/cuda/device_stops.h"
 #include "codegen/cuda/register_arrays.h"
 #include "codegen/cuda/step_barriers.h"
-#include "codegen/cuda/worker_plan.h"
 #include "codegen/overlap_test.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
+#include "transforms/gpu/plan_workers.h"
 
 namespace plait::codegen {
 
+// The worker planner (transforms/gpu/worker_plan.h) and what its pass
+// records (plan_workers.h).
+namespace gpu = transforms::gpu;
+
 using namespace ir;
-using cuda::ArrayAccess;
-using cuda::Placement;
 using cuda::RegisterLoop;
 using cuda::RegisterPlan;
-using cuda::WorkerPlan;
+using gpu::ArrayAccess;
+using gpu::Placement;
+using gpu::pragma_sizes;
+using gpu::WorkerPlan;
 
 namespace cuda_emitter {
 
@@ -57,7 +62,7 @@ inline constexpr int kWideBlockLimit = 512;
 // elements: L2-bound at 10% L1 hits under ncu). Teams of 2 were faster than
 // 4 and 8 there and at NPBench's 2 per row (docs/cuda.md, "Team size").
 inline constexpr int kSmallTeam = 2;
-// CSR rows staged per block (cuda::staged_rows_loop): the terms a block
+// CSR rows staged per block (gpu::staged_rows_loop): the terms a block
 // computes for its rows at once, per reduction (16 KB of float64; the 128
 // rows of a block of 256 threads in teams of 2, at 16 elements on average).
 inline constexpr int kStagedElements = 2048;
@@ -190,15 +195,6 @@ class SizedLoops : public IRVisitor {
     IRVisitor::visit(n);
   }
 };
-
-// The sizes a loop's sliced pragma gives, as written: "single_block", "le(64)".
-inline std::string pragma_sizes(const LoopSchedule& s) {
-  std::string out;
-  if (s.single_block) out += "single_block";
-  if (s.block_strip > 0) out += std::string(out.empty() ? "" : ", ") + "block(" + std::to_string(s.block_strip) + ")";
-  if (s.most_trips > 0) out += std::string(out.empty() ? "" : ", ") + "le(" + std::to_string(s.most_trips) + ")";
-  return out;
-}
 
 // Whether device code built from a subtree can record a run-time error.
 class HasErrorSites : public IRVisitor {

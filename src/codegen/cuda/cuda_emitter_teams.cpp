@@ -9,11 +9,11 @@ void CudaEmitter::emit_team_body(const WorkerPlan& plan, const Stmt& body) {
   written.visit(body);
   // Groups of consecutive iterations when some spread loop has accesses
   // that a group makes at once.
-  group_width_ = staged_loop_ ? 1 : cuda::group_width(plan);
+  group_width_ = staged_loop_ ? 1 : gpu::group_width(plan);
   // Rows and values kept in registers between the spread loops, by loop.
-  const std::vector<cuda::CachedRow> rows = cuda::plan_cached_rows(plan, written.written);
-  const int slot_count = cuda::row_cache_slots(group_width_, launch_.row_groups);
-  const std::vector<cuda::CachedValue> values = cuda::plan_cached_values(plan, rows, written.written, slot_count);
+  const std::vector<gpu::CachedRow> rows = gpu::plan_cached_rows(plan, written.written);
+  const int slot_count = gpu::row_cache_slots(group_width_, launch_.row_groups);
+  const std::vector<gpu::CachedValue> values = gpu::plan_cached_values(plan, rows, written.written, slot_count);
   RowsOfLoop rows_of_loop;
   const std::string slots = std::to_string(slot_count);
   // The registers start each worker at zero: a slot that one loop fills
@@ -21,7 +21,7 @@ void CudaEmitter::emit_team_body(const WorkerPlan& plan, const Stmt& body) {
   // otherwise hold the previous worker's value as far as the compiler
   // can tell, and stay live around the loop over workers (the loop
   // softmax took 79 registers per thread instead of 64).
-  for (const cuda::CachedRow& row : rows) {
+  for (const gpu::CachedRow& row : rows) {
     const std::string registers = temp("row");
     line(ctype(row.array->type.dtype) + " " + registers + "[" + slots + "]{};");
     std::string lines;
@@ -35,7 +35,7 @@ void CudaEmitter::emit_team_body(const WorkerPlan& plan, const Stmt& body) {
                (row.registers_only ? "they never go to memory"
                                    : "the first loop reads them from memory, the others from registers"));
   }
-  for (const cuda::CachedValue& value : values) {
+  for (const gpu::CachedValue& value : values) {
     const std::string registers = temp("value");
     line(ctype(value.first->type) + " " + registers + "[" + slots + "]{};");
     rows_of_loop[value.first_loop].values.push_back({value.first, RegisterValue{registers, true, value.first}});
@@ -67,7 +67,7 @@ void CudaEmitter::emit_team_statements(const WorkerPlan& plan, const VarSet& wri
       emit_team_nested(s, plan.nested[k], written, pending);
       continue;
     }
-    std::vector<ArrayAccess> accesses = cuda::array_accesses(s, placement, written);
+    std::vector<ArrayAccess> accesses = gpu::array_accesses(s, placement, written);
     team_barrier_before(s, accesses, pending);
     switch (placement) {
       case Placement::Nested:
@@ -138,7 +138,7 @@ void CudaEmitter::emit_team_statements(const WorkerPlan& plan, const VarSet& wri
 void CudaEmitter::team_barrier_before(const Stmt& s, const std::vector<ArrayAccess>& accesses,
                                       std::vector<ArrayAccess>& pending) {
   std::string array_name;
-  if (!cuda::needs_barrier(pending, accesses, &array_name)) return;
+  if (!gpu::needs_barrier(pending, accesses, &array_name)) return;
   line("plait::team_sync(p_team);  // `" + array_name + "` is written by one thread and accessed by another");
   remark(s->loc, "barrier before line " + std::to_string(s->loc.line) + ": `" + array_name +
                      "` is written by one thread of the team and accessed by another");
@@ -151,13 +151,13 @@ std::vector<ArrayAccess> CudaEmitter::team_accesses(const WorkerPlan& plan, cons
   for (size_t k = 0; k < plan.stmts.size(); ++k) {
     std::vector<ArrayAccess> more;
     if (plan.placement[k] == Placement::Nested) {
-      more = cuda::control_accesses(plan.stmts[k]);
+      more = gpu::control_accesses(plan.stmts[k]);
       for (const WorkerPlan& sub : plan.nested[k]) {
         std::vector<ArrayAccess> inner = team_accesses(sub, written, changing);
         more.insert(more.end(), inner.begin(), inner.end());
       }
     } else {
-      more = cuda::array_accesses(plan.stmts[k], plan.placement[k], written, changing);
+      more = gpu::array_accesses(plan.stmts[k], plan.placement[k], written, changing);
     }
     out.insert(out.end(), more.begin(), more.end());
   }
@@ -166,7 +166,7 @@ std::vector<ArrayAccess> CudaEmitter::team_accesses(const WorkerPlan& plan, cons
 
 void CudaEmitter::emit_team_nested(const Stmt& s, const std::vector<WorkerPlan>& subs, const VarSet& written,
                                    std::vector<ArrayAccess>& pending) {
-  team_barrier_before(s, cuda::control_accesses(s), pending);
+  team_barrier_before(s, gpu::control_accesses(s), pending);
   line_directive(s->loc);
   if (const If* i = s->as<If>()) {
     std::vector<ArrayAccess> else_pending = pending;
@@ -318,14 +318,14 @@ CudaEmitter::TemporaryPlan CudaEmitter::plan_temporaries(const Stmt& body, const
   return plan;
 }
 
-std::string CudaEmitter::temporaries_in_registers(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows,
+std::string CudaEmitter::temporaries_in_registers(const WorkerPlan& plan, const std::vector<gpu::CachedRow>& rows,
                                                   const VarSet& nest_vars, const VarSet& written,
                                                   const std::vector<ArrayVar>& local,
                                                   const std::vector<Temporary>& temporaries, const std::string& team) {
-  std::vector<const cuda::CachedRow*> kept;
+  std::vector<const gpu::CachedRow*> kept;
   for (const Temporary& t : temporaries) {
-    const cuda::CachedRow* row = nullptr;
-    for (const cuda::CachedRow& r : rows)
+    const gpu::CachedRow* row = nullptr;
+    for (const gpu::CachedRow& r : rows)
       if (r.registers_only && r.names.count(t.site.alloc->array.get())) row = &r;
     if (!row) return "";
     kept.push_back(row);
@@ -333,23 +333,23 @@ std::string CudaEmitter::temporaries_in_registers(const WorkerPlan& plan, const 
   return rows_in_registers_test(plan, kept, nest_vars, written, local, team, false);
 }
 
-std::string CudaEmitter::rows_in_registers_test(const WorkerPlan& plan, const std::vector<const cuda::CachedRow*>& rows,
+std::string CudaEmitter::rows_in_registers_test(const WorkerPlan& plan, const std::vector<const gpu::CachedRow*>& rows,
                                                 const VarSet& nest_vars, const VarSet& written,
                                                 const std::vector<ArrayVar>& local, const std::string& team,
                                                 bool whole_groups) {
   VarSet worker = nest_vars;
   worker.insert(written.begin(), written.end());
-  const int width = cuda::group_width(plan);
+  const int width = gpu::group_width(plan);
   std::string cond;
   std::set<std::string> tests;
-  for (const cuda::CachedRow* row : rows) {
+  for (const gpu::CachedRow* row : rows) {
     for (const auto& bounds : row->bounds) {
       for (const Expr& e : bounds)
         if (!host_evaluable(e, worker, local)) return "";
       const std::string trip =
           "plait::trip_count(" + expr(bounds[0]) + ", " + expr(bounds[1]) + ", " + expr(bounds[2]) + ")";
       std::vector<std::string> row_tests = {
-          trip + " <= int64_t(" + std::to_string(cuda::row_cache_slots(width, launch_.row_groups)) + ") * " + team};
+          trip + " <= int64_t(" + std::to_string(gpu::row_cache_slots(width, launch_.row_groups)) + ") * " + team};
       if (whole_groups && width > 1) row_tests.push_back(trip + " % " + std::to_string(width) + " == 0");
       for (const std::string& test : row_tests)
         if (tests.insert(test).second) cond += (cond.empty() ? "" : " && ") + test;
@@ -358,12 +358,12 @@ std::string CudaEmitter::rows_in_registers_test(const WorkerPlan& plan, const st
   return cond;
 }
 
-std::string CudaEmitter::rows_fit_test(const WorkerPlan& plan, const std::vector<cuda::CachedRow>& rows,
+std::string CudaEmitter::rows_fit_test(const WorkerPlan& plan, const std::vector<gpu::CachedRow>& rows,
                                        const VarSet& nest_vars, const VarSet& written,
                                        const std::vector<ArrayVar>& local, const std::string& team) {
   if (rows.empty()) return "";
-  std::vector<const cuda::CachedRow*> all;
-  for (const cuda::CachedRow& r : rows) all.push_back(&r);
+  std::vector<const gpu::CachedRow*> all;
+  for (const gpu::CachedRow& r : rows) all.push_back(&r);
   return rows_in_registers_test(plan, all, nest_vars, written, local, team, true);
 }
 

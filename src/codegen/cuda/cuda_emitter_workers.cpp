@@ -91,7 +91,7 @@ void CudaEmitter::emit_staged_rows_worker_loop(const WorkerPlan& plan, const Nes
 }
 
 void CudaEmitter::emit_batched_worker_loop(const std::vector<NestLevel>& levels, const Stmt& body, int batch,
-                                           const cuda::ContiguousAccesses& lanes, bool rows) {
+                                           const gpu::ContiguousAccesses& lanes, bool rows) {
   const std::string width = std::to_string(batch);
   // The statements, nested blocks flattened (every copy of a scalar is
   // declared up front, so blocks need no scope of their own).
@@ -464,42 +464,6 @@ void CudaEmitter::emit_batched_worker_loop(const std::vector<NestLevel>& levels,
       line("}");
     }
   }
-}
-
-CudaEmitter::PragmaTeam CudaEmitter::pragma_team(const WorkerPlan& plan, int cap) const {
-  PragmaTeam out;
-  const int width = cuda::group_width(plan);
-  for (const For* f : cuda::spread_loops(plan)) {
-    const LoopSchedule& s = f->schedule;
-    int team = 0;
-    if (s.single_block) {
-      team = block_size_;
-    } else if (s.block_strip > 0) {
-      team = s.block_strip;
-      if ((team & (team - 1)) != 0 || team > block_size_)
-        throw CompileError(ErrorKind::Pragma,
-                           "block(" + std::to_string(team) +
-                               ") of a dimension spread over a team of threads sets "
-                               "the team's threads on CUDA: a power of two up to the block's " +
-                               std::to_string(block_size_),
-                           fn_.source, s.pragma_loc);
-    } else if (s.most_trips > 0) {
-      const int64_t share = (s.most_trips + width - 1) / width;
-      team = 32;
-      while (team < cap && int64_t(team) * 4 < share) team *= 2;
-    }
-    if (team == 0) continue;
-    // A block has 15 named barriers besides __syncthreads's, one per team
-    // of more than a warp and less than the block (plait_cuda::team_for).
-    if (team > 32 && team < block_size_ && block_size_ / team > 15) team *= 2;
-    if (team > out.team) {
-      out.team = team;
-      out.asked_by = pragma_sizes(s) + " at line " + std::to_string(s.pragma_loc.line);
-    }
-    out.whole_block = out.whole_block || s.single_block;
-  }
-  out.whole_block = out.whole_block && out.team == block_size_;
-  return out;
 }
 
 }  // namespace plait::codegen::cuda_emitter

@@ -1,7 +1,7 @@
 // Pass (CPU): software prefetching for loops over rows: which vector loop in
 // the body of a loop over rows runs in chunks that prefetch the memory the
 // body's other passes over a row stream in and out. The pass records each
-// loop's plan on the loop (LoopSchedule::plan); the CPU emitter prints the
+// loop's plan on the loop (LoopSchedule::plans); the CPU emitter prints the
 // chunks and their prefetches (cpp_emitter_loops.cpp) where the loop's form
 // allows them.
 #pragma once

@@ -1,8 +1,8 @@
 // Worker planning: the rows and values a team worker keeps in registers
 // across its loops (worker_plan.h).
-#include "codegen/cuda/worker_plan_support.h"
+#include "transforms/gpu/worker_plan_support.h"
 
-namespace plait::codegen::cuda {
+namespace plait::transforms::gpu {
 
 using namespace ir;
 using namespace planning;
@@ -227,4 +227,4 @@ std::vector<CachedValue> plan_cached_values(const WorkerPlan& plan, const std::v
   return values;
 }
 
-}  // namespace plait::codegen::cuda
+}  // namespace plait::transforms::gpu

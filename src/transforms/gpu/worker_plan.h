@@ -25,7 +25,7 @@
 
 #include "ir/ir.h"
 
-namespace plait::codegen::cuda {
+namespace plait::transforms::gpu {
 
 // Where a statement of a team's worker body runs.
 enum class Placement : uint8_t {
@@ -69,6 +69,23 @@ enum class ReductionForm : uint8_t {
 
 // The form of reduction `r` of a loop with body `body` (from the assignments to its variable).
 ReductionForm reduction_form(const ir::Stmt& body, const ir::Reduction& r);
+
+// The loops of the kernel of an outermost parallel loop whose iterations
+// are its workers: the loops its collapse clause joins (while a bound reads
+// none of the outer loops' variables), and a vector loop alone in the
+// innermost one's body, without reductions and with a straight-line body (an
+// array statement's nest: parallel over rows, simd over columns), whose
+// iterations are independent as a parallel loop's (docs/cuda.md, "Array
+// statements as collapsed nests").
+std::vector<const ir::For*> collapse_nest(const ir::For* outer);
+
+// The loops of a persistent kernel's parallel loop whose iterations share
+// the grid: the collapsed nest, extended through perfectly nested loops
+// whose iterations are independent (simd and parallel loops without
+// reductions, serial loops that serial_loop_independent proves) and whose
+// bounds do not depend on the outer ones. Each element is computed as in
+// the nest, and consecutive threads take consecutive innermost iterations.
+std::vector<const ir::For*> persistent_nest(const ir::For* loop);
 
 // `worker_vars`: the variables of the (collapsed) parallel loop nest;
 // `outside`: scalars that live outside the worker body (host scalars, the
@@ -261,4 +278,4 @@ std::vector<ArrayAccess> control_accesses(const ir::Stmt& stmt);
 // Whether `next` must wait for a barrier after `earlier`; `why` names the array.
 bool needs_barrier(const std::vector<ArrayAccess>& earlier, const std::vector<ArrayAccess>& next, std::string* why);
 
-}  // namespace plait::codegen::cuda
+}  // namespace plait::transforms::gpu

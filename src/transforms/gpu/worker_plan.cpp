@@ -1,9 +1,9 @@
 // Planning of team-mapped workers for the CUDA back end: which inner loops
 // are spread over a team of threads, where each other statement runs, and
 // where barriers go (see worker_plan.h).
-#include "codegen/cuda/worker_plan_support.h"
+#include "transforms/gpu/worker_plan_support.h"
 
-namespace plait::codegen::cuda {
+namespace plait::transforms::gpu {
 
 using namespace ir;
 using namespace planning;
@@ -39,6 +39,43 @@ ReductionForm reduction_form(const Stmt& body, const Reduction& r) {
 bool serial_loop_independent(const For* loop) {
   std::string why;
   return independent_iterations(loop, &why);
+}
+
+std::vector<const For*> collapse_nest(const For* outer) {
+  std::vector<const For*> nest{outer};
+  VarSet vars{outer->var.get()};
+  auto bounds_use_nest = [&](const For* inner) {
+    return analysis::reads_any(inner->begin, vars) || analysis::reads_any(inner->end, vars) ||
+           analysis::reads_any(inner->step, vars);
+  };
+  while (static_cast<int>(nest.size()) < outer->schedule.collapse) {
+    const For* inner = single_loop(nest.back()->body);
+    if (!inner || bounds_use_nest(inner)) return nest;
+    nest.push_back(inner);
+    vars.insert(inner->var.get());
+  }
+  const For* inner = single_loop(nest.back()->body);
+  std::string why;
+  if (inner && inner->schedule.kind == LoopKind::Vectorized && inner->schedule.reductions.empty() &&
+      inner->schedule.array_reductions.empty() && !bounds_use_nest(inner) && straight_line_worker(inner->body, &why))
+    nest.push_back(inner);
+  return nest;
+}
+
+std::vector<const For*> persistent_nest(const For* loop) {
+  std::vector<const For*> nest = collapse_nest(loop);
+  VarSet vars;
+  for (const For* f : nest) vars.insert(f->var.get());
+  while (const For* inner = single_loop(nest.back()->body)) {
+    if (!inner->schedule.reductions.empty() || !inner->schedule.array_reductions.empty()) break;
+    if (inner->schedule.kind == LoopKind::Serial && !serial_loop_independent(inner)) break;
+    if (analysis::reads_any(inner->begin, vars) || analysis::reads_any(inner->end, vars) ||
+        analysis::reads_any(inner->step, vars))
+      break;
+    nest.push_back(inner);
+    vars.insert(inner->var.get());
+  }
+  return nest;
 }
 
 namespace {
@@ -420,4 +457,4 @@ WorkerPlan plan_worker(const Stmt& body, const VarSet& worker_vars, const VarSet
   return plan;
 }
 
-}  // namespace plait::codegen::cuda
+}  // namespace plait::transforms::gpu

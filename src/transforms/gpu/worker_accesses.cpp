@@ -1,9 +1,9 @@
 // Worker planning: groups of a spread loop's iterations, the array accesses
 // of a team's statements and the barriers between them, and the CSR row
 // loops a block can stage (worker_plan.h).
-#include "codegen/cuda/worker_plan_support.h"
+#include "transforms/gpu/worker_plan_support.h"
 
-namespace plait::codegen::cuda {
+namespace plait::transforms::gpu {
 
 using namespace ir;
 using namespace planning;
@@ -310,4 +310,4 @@ const For* staged_rows_loop(const WorkerPlan& plan, const Stmt& worker_body, con
   return f;
 }
 
-}  // namespace plait::codegen::cuda
+}  // namespace plait::transforms::gpu

@@ -1,9 +1,9 @@
 // The visitors and helpers the parts of worker planning share
 // (worker_plan.h): worker_plan.cpp, worker_rows.cpp and worker_accesses.cpp.
-// Private to codegen/cuda.
+// Private to transforms/gpu.
 #pragma once
 
-#include "codegen/cuda/worker_plan.h"
+#include "transforms/gpu/worker_plan.h"
 
 #include <algorithm>
 #include <cctype>
@@ -18,7 +18,7 @@
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
 
-namespace plait::codegen::cuda::planning {
+namespace plait::transforms::gpu::planning {
 
 using namespace ir;
 
@@ -665,4 +665,4 @@ inline bool read_outside(const std::vector<Stmt>& stmts, const VarInfo* v, const
   return false;
 }
 
-}  // namespace plait::codegen::cuda::planning
+}  // namespace plait::transforms::gpu::planning
