@@ -3,9 +3,9 @@
 #include <memory>
 
 #include "analysis/access_scan.h"
+#include "analysis/free_scalars.h"
 #include "analysis/loop_exits.h"
 #include "ir/ir_mutator.h"
-#include "ir/ir_visitor.h"
 
 namespace plait::transforms::cpu {
 
@@ -15,29 +15,13 @@ using analysis::scan;
 
 namespace {
 
-// The scalars declared inside a loop's body (by a Declare, or as the variable
-// of a loop in it). Once declarations are placed every local is declared by
-// an enclosing block, so a scalar the body uses is declared outside the loop
-// exactly when it is not one of these.
-class DeclaredInside : public IRVisitor {
- public:
-  VarSet vars;
-  using IRVisitor::visit;
-  void visit(const Declare* n) override {
-    if (n->var) vars.insert(n->var.get());
-  }
-  void visit(const For* n) override {
-    vars.insert(n->var.get());
-    IRVisitor::visit(n);
-  }
-};
-
 // Checks, statement by statement, that the body of a loop can run in one
 // team of threads, and gathers what the team shares.
 class RegionCheck {
  public:
-  RegionCheck(const VarSet& declared_inside, ParallelRegionPlan* plan)
-      : declared_inside_(declared_inside), plan_(plan) {}
+  // `outside`: the scalars the loop's body uses that are declared around the
+  // loop (analysis/free_scalars).
+  RegionCheck(const VarSet& outside, ParallelRegionPlan* plan) : outside_(outside), plan_(plan) {}
 
   // Why `s` cannot run in the region ("" when it can).
   std::string stmt(const Stmt& s) {
@@ -63,9 +47,10 @@ class RegionCheck {
       } else if (plan_->num_threads != f->schedule.num_threads) {
         return "its parallel loops ask for different numbers of threads";
       }
-      // An `omp for` reduction combines into a shared variable.
+      // An `omp for` reduction combines into a shared variable: one declared
+      // inside the loop is declared before the region instead.
       for (const Reduction& red : f->schedule.reductions)
-        if (declared_inside_.count(red.var.get()) && hoisted_vars_.insert(red.var.get()).second)
+        if (!outside_.count(red.var.get()) && hoisted_vars_.insert(red.var.get()).second)
           plan_->hoisted_vars.push_back(red.var);
       return "";
     }
@@ -92,7 +77,7 @@ class RegionCheck {
     return "";
   }
 
-  const VarSet& declared_inside_;
+  const VarSet& outside_;
   ParallelRegionPlan* plan_;
   VarSet hoisted_vars_;
   ArraySet hoisted_arrays_;
@@ -114,9 +99,9 @@ ParallelRegionPlan region_plan(const For* loop) {
   plan.may_stop = analysis::may_stop(all);
   plan.written = all.written;
   plan.bound = all.bound;
-  DeclaredInside inside;
-  inside.visit(loop->body);
-  plan.refusal = RegionCheck(inside.vars, &plan).stmt(loop->body);
+  VarSet outside;
+  for (const Var& v : analysis::free_scalars({loop->body})) outside.insert(v.get());
+  plan.refusal = RegionCheck(outside, &plan).stmt(loop->body);
   return plan;
 }
 
