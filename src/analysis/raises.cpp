@@ -62,4 +62,40 @@ RaiseFacts raises(const ir::Expr& e) {
   return scan.facts;
 }
 
+void HasErrorSites::visit(const ir::Load* n) {
+  found = found || n->checked;
+  IRVisitor::visit(n);
+}
+
+void HasErrorSites::visit(const ir::Store* n) {
+  found = found || n->checked;
+  IRVisitor::visit(n);
+}
+
+void HasErrorSites::visit(const ir::AtomicUpdate* n) {
+  found = found || n->checked;
+  IRVisitor::visit(n);
+}
+
+void HasErrorSites::visit(const ir::Cast* n) {
+  found = found || (n->checked && n->value->type.is_float() && n->type.is_int()) ||
+          (n->checked && n->value->type.is_int() && n->type.is_int());
+  IRVisitor::visit(n);
+}
+
+void HasErrorSites::visit(const ir::Binary* n) {
+  found = found || n->zero_check || (n->op == ir::BinaryOp::Pow && n->type.is_int());
+  IRVisitor::visit(n);
+}
+
+void HasErrorSites::visit(const ir::Call* n) {
+  found = found || n->python_math;
+  IRVisitor::visit(n);
+}
+
+void HasErrorSites::visit(const ir::Assert* n) {
+  found = true;
+  IRVisitor::visit(n);
+}
+
 }  // namespace plait::analysis

@@ -38,4 +38,24 @@ class RaiseScan : public ir::IRVisitor {
   void visit(const ir::Allocate* n) override;
 };
 
+// Whether CUDA device code built from a subtree can record a run-time
+// error: every check the IR marks counts (a checked division by a constant
+// too, and checked integer conversions), as the device code keeps them all.
+// The CUDA back end passes the error record to a kernel whose code has one,
+// and its host evaluates before a launch only expressions without one.
+class HasErrorSites : public ir::IRVisitor {
+ public:
+  bool found = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const ir::Load* n) override;
+  void visit(const ir::Store* n) override;
+  void visit(const ir::AtomicUpdate* n) override;
+  void visit(const ir::Cast* n) override;
+  void visit(const ir::Binary* n) override;
+  void visit(const ir::Call* n) override;
+  void visit(const ir::Assert* n) override;
+};
+
 }  // namespace plait::analysis

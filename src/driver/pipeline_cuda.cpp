@@ -14,26 +14,19 @@
 //     CompileOptions::verify_ir, and the dump of plaitc --dump-dir.
 //  4. codegen/cuda/codegen_cuda.h, generate_cuda: the host part and one
 //     __global__ kernel per outermost parallel loop (docs/cuda.md), whose
-//     workers follow the plans plan_workers recorded. The emitter still
-//     plans as it prints, asking transforms/gpu/worker_plan.h and the
-//     planners of codegen/cuda:
-//     - whether a team stays one thread because the host cannot count the
-//       trip counts of its spread loops before the launch, and the team size
-//       the host computes from them (the host's expressions, from the
-//       scalars in the emitter's scope: cuda_emitter_parallel_kernel.cpp);
-//     - the kernel versions the host chooses between at run time (several
-//       iterations per thread, pairs, rows kept in registers, CSR rows staged
-//       per block: cuda_emitter_parallel_kernel.cpp, with worker_rows.cpp and
-//       worker_accesses.cpp);
+//     workers, team sizing and versions follow the plans plan_workers
+//     recorded (transforms/gpu/kernel_versions.h: several iterations per
+//     thread, small teams, rows kept in registers, CSR rows staged per
+//     block, wide blocks, teams of a warp, the temporaries the host sizes). The emitter still plans as it
+//     prints, asking transforms/gpu/worker_plan.h and the planners of
+//     codegen/cuda:
 //     - time loops run as one persistent kernel (by the recorded plans of
 //       their steps' loops), the barriers between a step's loops
 //       (step_barriers.h) and arrays kept in registers (register_arrays.h):
 //       cuda_emitter_persistent.cpp and cuda_emitter_onchip.cpp;
 //     - whether a serial loop runs by one team on the device, after the
 //       persistent rule refuses it, and when its arrays are small (by its
-//       recorded plan: cuda_emitter_serial.cpp);
-//     - temporaries of parallel loops allocated once or kept in registers
-//       (cuda_emitter_teams.cpp, plan_temporaries).
+//       recorded plan: cuda_emitter_serial.cpp).
 #include "driver/pass_runner.h"
 #include "driver/pipeline.h"
 #include "transforms/detect_reductions.h"

@@ -39,12 +39,11 @@ TEST(PlanWorkers, ARowSumIsATeamThatSpreadsTheSum) {
   EXPECT_TRUE(contains(text, "parallel for i in range(0:int, A.shape[0], 1:int) plan(kernel: a team per iteration ["))
       << text;
   EXPECT_TRUE(contains(text, ", spread `_r")) << text;
-  EXPECT_TRUE(contains(text, "teams of at most 256 threads)")) << text;
+  EXPECT_TRUE(contains(text, "teams of at most 256 threads")) << text;
   // The configured largest team caps it.
   CompileOptions capped;
   capped.cuda_launch.max_team = 64;
-  EXPECT_TRUE(
-      contains(ir::to_string(lower(kRowSums, "f64[:, ::1], f64[::1]", capped)), "teams of at most 64 threads)"));
+  EXPECT_TRUE(contains(ir::to_string(lower(kRowSums, "f64[:, ::1], f64[::1]", capped)), "teams of at most 64 threads"));
 }
 
 // The parallel loops of a time loop's step are planned for the persistent
@@ -60,7 +59,9 @@ TEST(PlanWorkers, TheParallelLoopsOfAStepArePlannedForAPersistentKernel) {
                           "        for i in range(1, a.shape[0] - 1):\n"
                           "            a[i] = (b[i - 1] + b[i + 1]) * 0.5\n",
                           "f64[::1], f64[::1], int"));
-  const std::string both = "plan(kernel: one thread per iteration; in a persistent kernel: one thread per iteration)";
+  const std::string both =
+      "plan(kernel: one thread per iteration, 4 iterations per thread; in a persistent kernel: one thread per "
+      "iteration)";
   EXPECT_NE(text.find(both), text.rfind(both)) << text;
 }
 

@@ -331,46 +331,6 @@ class CudaEmitter : public CEmitter {
 
   static std::string reduction_identity(ReduceOp op, ScalarKind k);
 
-  // Atomic updates of small arrays that a parallel loop's blocks combine in
-  // shared memory first: 1-D arrays bound outside the loop, updated only by
-  // `#pragma atomic` += or -= on numbers, never read or stored in the loop.
-  class PrivatisableAtomics : public IRVisitor {
-   public:
-    std::vector<ArrayVar> arrays;  // in first-update order
-    using IRVisitor::visit;
-    std::vector<ArrayVar> result() const {
-      std::vector<ArrayVar> out;
-      for (const ArrayVar& a : arrays)
-        if (!excluded_.count(a.get())) out.push_back(a);
-      return out;
-    }
-
-   protected:
-    void visit(const AtomicUpdate* n) override {
-      const ScalarKind k = n->array->type.dtype;
-      const bool ok =
-          n->array->type.ndim == 1 && k != ScalarKind::Bool && (n->op == AtomicOp::Add || n->op == AtomicOp::Sub);
-      if (!ok) excluded_.insert(n->array.get());
-      if (seen_.insert(n->array.get()).second) arrays.push_back(n->array);
-      IRVisitor::visit(n);
-    }
-    void visit(const Load* n) override {
-      excluded_.insert(n->array.get());
-      IRVisitor::visit(n);
-    }
-    void visit(const Store* n) override {
-      excluded_.insert(n->array.get());
-      IRVisitor::visit(n);
-    }
-    void visit(const ArrayBind* n) override {
-      excluded_.insert(n->src.get());
-      excluded_.insert(n->dst.get());
-    }
-
-   private:
-    ArraySet seen_, excluded_;
-  };
-
   static constexpr int kPrivateCopyBytes = 8192;  // shared memory per privatised array and block
 
   static std::string op_functor(ReduceOp op) { return std::string("plait::op_") + reduce_op_name_word(op) + "()"; }
@@ -459,29 +419,9 @@ class CudaEmitter : public CEmitter {
   // slice of one buffer, at byte offset `offset`, with room for `capacity`
   // elements (both kernel parameters).
   struct Temporary {
-    AllocationSite site;  // its guards: the branch conditions the host evaluates
+    const gpu::Temporary* planned;  // its allocation and the branch conditions the host evaluates
     std::string offset, capacity;
   };
-
-  // The temporaries of a worker body, and the scalar definitions of the body
-  // the host repeats to size them (the broadcast flags of array expressions,
-  // say): assignments at the top of the body, before the first statement
-  // that allocates, of integer or bool values of the loop variables, host
-  // scalars and array shapes, to scalars assigned nowhere else in the body.
-  struct TemporaryPlan {
-    std::vector<Temporary> temporaries;
-    std::vector<const Assign*> definitions;
-    VarSet varying;       // the loop variables and the definitions that depend on them
-    bool varies = false;  // a size or a guard depends on them
-  };
-
-  // Checks the temporaries: each shape is computable on the host before the
-  // launch from the nest's loop variables, host scalars, array shapes and
-  // those definitions, and one allocated inside a loop of the body is not
-  // bound to another name (the next allocation reuses its memory). Branch
-  // conditions the host cannot evaluate, or only with floating point (which
-  // may round differently on the GPU), count as taken.
-  TemporaryPlan plan_temporaries(const Stmt& body, const Captures& cap, const VarSet& nest_vars);
 
   // The host condition under which every temporary of a team's worker
   // stays in registers (a row kept only in registers whose loops all have
@@ -514,10 +454,11 @@ class CudaEmitter : public CEmitter {
   // the branch conditions around it), the slice of a worker (each
   // temporary 16-byte aligned), and the buffer for the workers in flight;
   // returns the grid, cut so that the buffer stays within its budget.
-  std::string emit_temporaries_buffer(const TemporaryPlan& plan, const std::vector<NestLevel>& levels,
-                                      const std::string& total, const std::string& grid,
-                                      const std::string& workers_per_block, const std::string& buffer,
-                                      const std::string& slice, const std::string& in_registers);
+  std::string emit_temporaries_buffer(const gpu::KernelTemporaries& plan, const std::vector<Temporary>& temporaries,
+                                      const std::vector<NestLevel>& levels, const std::string& total,
+                                      const std::string& grid, const std::string& workers_per_block,
+                                      const std::string& buffer, const std::string& slice,
+                                      const std::string& in_registers);
 
   // An allocation in a kernel: the array takes its place in the worker's
   // slice (Temporary); a fill is done by the worker's thread, or spread
@@ -832,8 +773,6 @@ class CudaEmitter : public CEmitter {
   const RegisterPlan* register_plan_ = nullptr;
   const RegisterLoop* register_loop_ = nullptr;
   int register_slot_ = -1;
-  // The worker of emit_device_serial_loop's kernel: one team of the whole block.
-  bool whole_block_worker_ = false;
   // The persistent kernel being emitted: whether its step may raise.
   bool step_may_raise_ = false;
   // The serial loop that emit_device_serial_loop runs on one block's team.

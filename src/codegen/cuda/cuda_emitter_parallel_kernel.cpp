@@ -60,11 +60,12 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   for (const Var& v : sc.privates) private_vars.insert(v.get());
   Captures cap = captures_of({innermost->body});
 
-  // How workers map to threads, as planned (with the team the pragmas ask
-  // for); the trip counts the host can compute may still make a team one
-  // thread (below).
-  WorkerPlan plan = workers.worker;
+  // How workers map to threads as launched, how the host sizes their teams
+  // and the kernel's versions, as planned (transforms/gpu/kernel_versions.h).
+  const gpu::KernelVersions& versions = workers.versions;
+  const WorkerPlan& plan = versions.worker;
   const gpu::PragmaTeam& asked = workers.asked;
+  const bool small_team = versions.small_team;
   {
     // What the pragmas' sizes do here, or why they do nothing.
     if (workers.block_pragma)
@@ -77,66 +78,42 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
       if (f->schedule.single_block || f->schedule.most_trips > 0)
         remark(f->schedule.pragma_loc,
                "the pragma's " + pragma_sizes(f->schedule) + " is not used on CUDA for a parallel dimension");
+    const WorkerPlan& planned = workers.worker;
     SizedLoops sized;
     sized.visit(innermost->body);
-    const std::vector<const For*> spread = plan.team ? gpu::spread_loops(plan) : std::vector<const For*>{};
+    const std::vector<const For*> spread = planned.team ? gpu::spread_loops(planned) : std::vector<const For*>{};
     for (const For* f : sized.loops) {
       if (std::find(spread.begin(), spread.end(), f) != spread.end()) continue;
       remark(f->schedule.pragma_loc,
              "the pragma's " + pragma_sizes(f->schedule) + " is not used on CUDA: " +
-                 (plan.team ? "its dimension's loop is not spread over the team of threads that runs each "
-                              "iteration of the parallel loop at line " +
-                                  std::to_string(loop->loc.line)
-                            : "the parallel loop at line " + std::to_string(loop->loc.line) +
-                                  " runs each iteration in one thread"));
+                 (planned.team ? "its dimension's loop is not spread over the team of threads that runs each "
+                                 "iteration of the parallel loop at line " +
+                                     std::to_string(loop->loc.line)
+                               : "the parallel loop at line " + std::to_string(loop->loc.line) +
+                                     " runs each iteration in one thread"));
     }
   }
-  // The team size follows the largest trip count of the spread loops that
-  // the host can compute before the launch. When none can be (the trip
-  // count varies between workers, as for CSR rows) the worker stays one
-  // thread: short rows would leave most of a team idle (a warp per row of
-  // 10 elements ran 4.3x slower than a thread per row: BENCHMARKS.md,
-  // "GPU: sizes from the sliced pragmas").
-  // Trip counts that follow the worker's own variables only (a triangle's
-  // rows, `C[i, :i + 1]`) are taken at the first and the last worker: a
-  // team size is a cost choice, not a matter of correctness.
+  // The host's team size: from the largest trip count of the spread loops
+  // it counts (gpu::HostTrips), those whose bounds read the worker's loop
+  // variables at the first and the last worker.
   std::string trips;
   // The host's function of the worker's variables that `trips` calls, if
   // any: emitted where the host computes the team from `trips`.
   std::string trips_at_worker;
-  // Inner loops whose trip counts vary between workers and are not known
-  // before the launch (CSR rows): a team of kSmallTeam threads.
-  bool small_team = false;
-  if (plan.team) {
-    ScalarCollector worker_written;
-    worker_written.visit(innermost->body);
-    VarSet worker = nest_vars;
-    worker.insert(worker_written.written.begin(), worker_written.written.end());
-    VarSet body_written = worker_written.written;
-    for (const VarInfo* v : nest_vars) body_written.erase(v);
-    std::string by_worker;  // trip counts of the spread loops whose bounds read the worker's variables
+  if (versions.whole_block) {
+    // One worker: the whole block, whatever the trip counts (team_for
+    // gives the block's threads from 16 iterations per thread).
+    trips = "int64_t(" + std::to_string(16 * block_size_) + ")";
+  } else if (plan.team) {
+    std::string by_worker;  // trip counts of the spread loops counted at the first and the last worker
     scopes_.emplace_back(nest_vars.begin(), nest_vars.end());
-    for (const For* f : gpu::spread_loops(plan)) {
+    for (const gpu::HostTrips& h : versions.host_trips) {
+      const For* f = h.loop;
       // A loop whose iterations run in pairs counts twice: at most two per thread.
-      gpu::PairedLoop paired;
-      // (Rendered only where the host evaluates it: a load in the bounds
-      // says in a remark that the host reads the element.)
-      auto trip = [&] {
-        return std::string(gpu::paired_loop(f, &paired) ? "2 * " : "") + "plait::trip_count(" + expr(f->begin) + ", " +
-               expr(f->end) + ", " + expr(f->step) + ")";
-      };
-      auto evaluable = [&](const VarSet& not_known) {
-        return host_evaluable(f->begin, not_known, cap.local_arrays) &&
-               host_evaluable(f->end, not_known, cap.local_arrays) &&
-               host_evaluable(f->step, not_known, cap.local_arrays);
-      };
-      if (evaluable(worker)) {
-        const std::string t = trip();
-        trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
-      } else if (evaluable(body_written)) {
-        const std::string t = trip();
-        by_worker = by_worker.empty() ? t : "std::max<int64_t>(" + by_worker + ", " + t + ")";
-      }
+      const std::string t = std::string(h.paired ? "2 * " : "") + "plait::trip_count(" + expr(f->begin) + ", " +
+                            expr(f->end) + ", " + expr(f->step) + ")";
+      std::string& into = h.per_worker ? by_worker : trips;
+      into = into.empty() ? t : "std::max<int64_t>(" + into + ", " + t + ")";
     }
     scopes_.pop_back();
     if (!by_worker.empty()) {
@@ -151,77 +128,32 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
       const std::string t = "std::max<int64_t>(" + at + "(" + first + "), " + at + "(" + last + "))";
       trips = trips.empty() ? t : "std::max<int64_t>(" + trips + ", " + t + ")";
     }
-    if (whole_block_worker_) {
-      // One worker: the whole block, whatever the trip counts (team_for
-      // gives the block's threads from 16 iterations per thread).
-      trips = "int64_t(" + std::to_string(16 * block_size_) + ")";
-      trips_at_worker.clear();
-      plan.teams_when_few = false;
-    } else if (trips.empty() && !asked.team) {
-      // A small team unless the cost rule prefers one thread anyway, or
-      // the worker allocates arrays (not measured with small teams: it
-      // stays one thread, as before them).
-      AllocationSites allocations;
-      allocations.visit(innermost->body);
-      small_team = !plan.teams_when_few && allocations.sites.empty();
-      if (!small_team) {
-        plan.team = false;
-        plan.notes.clear();
-        plan.notes.push_back({loop->loc,
-                              "the parallel loop stays one thread per iteration: the trip counts of its "
-                              "inner loops vary between iterations (not known before the launch)"});
-      }
-    }
   }
   for (const auto& [loc, note] : plan.notes) remark(loc, note);
-  PrivatisableAtomics atomics;
-  atomics.visit(innermost->body);
-  std::vector<ArrayVar> privatised;
-  for (const ArrayVar& a : atomics.result())
-    if (std::find(cap.arrays.begin(), cap.arrays.end(), a) != cap.arrays.end()) privatised.push_back(a);
+  const std::vector<ArrayVar>& privatised = versions.privatised;
 
-  const TemporaryPlan temporary_plan = plan_temporaries(innermost->body, cap, nest_vars);
-  const std::vector<Temporary>& temporaries = temporary_plan.temporaries;
+  if (!versions.temporaries.refusal.empty())
+    throw CompileError(ErrorKind::Unsupported, versions.temporaries.refusal, fn_.source,
+                       versions.temporaries.refusal_loc);
+  std::vector<Temporary> temporaries;
+  for (const gpu::Temporary& t : versions.temporaries.arrays) temporaries.push_back({&t, temp("toff"), temp("tcap")});
 
-  // CSR rows staged per block: a small team's row loop whose terms the
-  // block computes for all its rows at once (emit_staged_rows_worker_loop).
-  const For* staged = nullptr;
-  ArrayVar staged_elements;  // its extent: the rows' total length, for the host's choice
-  if (small_team && levels.size() == 1 && privatised.empty() && temporaries.empty()) {
-    std::string why;
-    staged =
-        gpu::staged_rows_loop(plan, innermost->body, innermost->var.get(), innermost->step, &staged_elements, &why);
-    if (!staged && !why.empty()) {
-      remark(loop->loc, "the rows of its inner loop are not staged per block: " + why);
-    }
-  }
+  // CSR rows staged per block (emit_staged_rows_worker_loop).
+  const For* staged = versions.staged;
+  const ArrayVar& staged_elements = versions.staged_elements;  // its extent: the rows' total length
+  if (!versions.not_staged.empty())
+    remark(loop->loc, "the rows of its inner loop are not staged per block: " + versions.not_staged);
 
-  // Several iterations per thread for straight-line one-thread workers
-  // (emit_batched_worker_loop).
-  int batch = 1;
-  std::string unbatched;
-  if (plan.team)
-    unbatched = "its iterations are teams of threads";
-  else if (!sc.reductions.empty() || !sc.array_reductions.empty())
-    unbatched = "it has reductions";
-  else if (!privatised.empty())
-    unbatched = "it updates arrays in shared memory";
-  else if (!temporaries.empty())
-    unbatched = "it allocates arrays";
-  else if (gpu::straight_line_worker(innermost->body, &unbatched))
-    batch = levels.size() > 1 ? kNestBatchIterations : kBatchIterations;
-  // One-thread workers that are not batched: the loads they make first,
-  // for several iterations at once (PrefetchableLoads).
-  std::vector<const Load*> prefetch;
-  if (batch == 1 && !plan.team && temporaries.empty()) prefetch = PrefetchableLoads(innermost->body, nest_vars).loads;
+  // Several iterations per thread (emit_batched_worker_loop), or the loads
+  // of several workers made first.
+  const int batch = versions.batch;
+  const std::string& unbatched = versions.unbatched;
+  const std::vector<const Load*>& prefetch = versions.prefetch;
   if (!prefetch.empty())
     remark(loop->loc, "each thread loads " + std::string(prefetch.size() == 1 ? "the element" : "the elements") +
                           " its workers read first for " + std::to_string(kPrefetchIterations) +
                           " workers before running them (" + unbatched + ")");
-  gpu::ContiguousAccesses lanes;
-  const IntImm* step = innermost->step->as<IntImm>();
-  if (batch > 1 && levels.size() == 1 && (!step || step->value == 1))
-    lanes = gpu::contiguous_accesses(innermost->body, innermost->var.get());
+  const gpu::ContiguousAccesses& lanes = versions.lanes;
 
   std::vector<std::string> params, args;
   for (const Level& lv : levels) {
@@ -247,22 +179,14 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   }
   std::string team;  // host: the team size, when the worker is a team
   const int width = plan.team ? gpu::group_width(plan) : 1;
-  // The rows a team's worker keeps in registers between its spread loops
-  // (worker_plan.h, plan_cached_rows), for its wide version, its version
-  // for rows that fit and its temporaries' test.
+  // The rows a team's worker keeps in registers between its spread loops,
+  // for the test of its version for rows that fit and its temporaries'.
   ScalarCollector worker_written;
   worker_written.visit(innermost->body);
-  const std::vector<gpu::CachedRow> cached_rows =
-      plan.team ? gpu::plan_cached_rows(plan, worker_written.written) : std::vector<gpu::CachedRow>{};
-  // A team that keeps rows in registers and wants more threads than the
-  // block has (a row longer than the block's registers hold) runs in a
-  // second version of the kernel with blocks twice as large: the rest of
-  // the row is otherwise read from memory again (docs/cuda.md, "Wide
-  // blocks for long rows").
-  const bool wide_version = plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_ &&
-                            temporaries.empty() && privatised.empty() && launch_.max_team == 0 &&
-                            2 * block_size_ <= kWideBlockLimit && !cached_rows.empty() &&
-                            (!asked.team || (asked.whole_block && !trips.empty()));
+  const std::vector<gpu::CachedRow>& cached_rows = versions.cached_rows;
+  // A version with blocks twice as large for rows longer than a block's
+  // registers hold.
+  const bool wide_version = versions.wide;
   std::string wide;  // host: whether the wide version runs
   if (plan.team) {
     team = temp("team");
@@ -279,7 +203,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
     // A whole-block worker's team is the block; other teams stop at the
     // configured largest team.
     const std::string team_for = "plait_cuda::team_for(" + share + ", " +
-                                 std::to_string(whole_block_worker_ ? block_size_ : team_cap) + ", " +
+                                 std::to_string(versions.whole_block ? block_size_ : team_cap) + ", " +
                                  std::to_string(block_size_) + ")";
     if (small_team) {
       line("const int32_t " + team + " = " + std::to_string(kSmallTeam) + ";");
@@ -341,7 +265,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   // A batched collapsed nest has a second version whose blocks take tiles
   // of one row (emit_batched_worker_loop), which the host runs when the
   // innermost loop's trip count leaves few of a tile's threads idle.
-  const bool rows_version = batch > 1 && levels.size() > 1;
+  const bool rows_version = versions.rows;
 
   // Device: the kernel, and its wide or rows version.
   const int index = add_kernel("plait_" + sanitize(fn_.name) + "_k" + std::to_string(kernel_names_.size()), raises);
@@ -353,22 +277,17 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   // fit in them (and so does its wide version), which the host runs when
   // `fit_test` holds (rows_fit_).
   const std::string fit_test =
-      plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_
-          ? rows_fit_test(plan, cached_rows, nest_vars, worker_written.written, cap.local_arrays, team)
-          : std::string();
+      versions.fit ? rows_fit_test(plan, cached_rows, nest_vars, worker_written.written, cap.local_arrays, team)
+                   : std::string();
+  if (versions.fit && fit_test.empty())
+    PLAIT_INTERNAL_ERROR("the host cannot test whether the rows of the parallel loop over `" + loop->var->name +
+                         "` fit in the registers, which its plan counts on");
   const int fit_index = fit_test.empty() ? -1 : add_kernel(name + "_fit", raises);
   const int wide_fit_index = fit_index >= 0 && wide_version ? add_kernel(name + "_wide_fit", raises) : -1;
   // A team kernel whose loops keep no rows in registers has a version for
   // teams of a warp, the team as a constant, which the host runs when its
-  // rule gives a warp (rows of up to 128 iterations, 512 with groups): the
-  // lane arithmetic of short rows folds. Row sums of 16 to 512 float32 ran
-  // 1.76x to 1.13x faster with the team a constant, while the loop softmax,
-  // whose rows stay in registers, ran 4% slower (docs/cuda.md, "Teams of a
-  // warp").
-  const int warp_index =
-      plan.team && !small_team && !plan.teams_when_few && !whole_block_worker_ && !asked.team && cached_rows.empty()
-          ? add_kernel(name + "_warp", raises)
-          : -1;
+  // rule gives a warp.
+  const int warp_index = versions.warp ? add_kernel(name + "_warp", raises) : -1;
   // The version being emitted stages its rows (emit_staged_rows_worker_loop).
   bool staging = false;
   // `constant_team`: the team of the version being emitted when the host
@@ -436,7 +355,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
       const std::string thread = "((int64_t)blockIdx.x * blockDim.x + threadIdx.x)";
       line("unsigned char* const p_mine = p_temps + " + (plan.team ? "(" + thread + " >> p_team_shift)" : thread) +
            " * p_temp_stride;");
-      for (const Temporary& t : temporaries) temp_offsets_[t.site.alloc] = {t.offset, t.capacity};
+      for (const Temporary& t : temporaries) temp_offsets_[t.planned->alloc] = {t.offset, t.capacity};
       team_worker_ = plan.team;
     }
     // The loop over workers: one per thread, several per thread, or one
@@ -656,13 +575,17 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   ++indent_;
   std::string grid = grid_of(block_size_);
   if (!temporaries.empty()) {
-    grid = emit_temporaries_buffer(temporary_plan, levels, total, grid,
+    const std::string in_registers =
+        versions.temporaries.in_registers
+            ? temporaries_in_registers(plan, cached_rows, nest_vars, worker_written.written, cap.local_arrays,
+                                       temporaries, team)
+            : "";
+    if (versions.temporaries.in_registers && in_registers.empty())
+      PLAIT_INTERNAL_ERROR("the host cannot test whether the temporaries of the parallel loop over `" +
+                           loop->var->name + "` stay in registers, which its plan counts on");
+    grid = emit_temporaries_buffer(versions.temporaries, temporaries, levels, total, grid,
                                    plan.team ? std::to_string(block_size_) + " / " + team : std::to_string(block_size_),
-                                   temps_buffer, temps_stride,
-                                   plan.team
-                                       ? temporaries_in_registers(plan, cached_rows, nest_vars, worker_written.written,
-                                                                  cap.local_arrays, temporaries, team)
-                                       : "");
+                                   temps_buffer, temps_stride, in_registers);
   }
   auto launch = [&](int kernel, const std::string& grid, int block) {
     if (resident) {

@@ -56,11 +56,9 @@ bool CudaEmitter::emit_device_serial_loop(const Stmt& s) {
   }
   line("if (" + (small.empty() ? std::string("true") : small) + ") {");
   ++indent_;
-  whole_block_worker_ = true;
   device_time_loop_ = single_loop(wrapper->as<For>()->body);
   emit_parallel_kernel(wrapper->as<For>());
   device_time_loop_ = nullptr;
-  whole_block_worker_ = false;
   --indent_;
   line("} else {");
   ++indent_;

@@ -34,9 +34,11 @@ namespace plait::codegen {
 namespace gpu = transforms::gpu;
 
 using namespace ir;
+using analysis::HasErrorSites;
 using cuda::RegisterLoop;
 using cuda::RegisterPlan;
 using gpu::ArrayAccess;
+using gpu::kSmallTeam;
 using gpu::Placement;
 using gpu::pragma_sizes;
 using gpu::WorkerPlan;
@@ -51,17 +53,6 @@ inline constexpr int64_t kMaxReductionBlocks = 2048;
 // (8192 warps fill 132 SMs' 2048 threads twice over): a worker whose loops
 // the cost rule keeps serial gets a team of threads instead.
 inline constexpr int64_t kFewWorkers = 8192;
-// The largest block of a kernel's wide version (emit_parallel_kernel): with
-// __launch_bounds__(1024) a thread has at most 64 registers, fewer than the
-// rows it would keep in them take.
-inline constexpr int kWideBlockLimit = 512;
-// The team of a worker whose inner loops' trip counts vary between workers
-// and are not known before the launch (CSR rows): short rows leave few of its
-// threads idle, and its threads read consecutive elements where one thread
-// per row reads a row apart from its neighbours' (spmv's 1e6 rows of 10
-// elements: L2-bound at 10% L1 hits under ncu). Teams of 2 were faster than
-// 4 and 8 there and at NPBench's 2 per row (docs/cuda.md, "Team size").
-inline constexpr int kSmallTeam = 2;
 // CSR rows staged per block (gpu::staged_rows_loop): the terms a block
 // computes for its rows at once, per reduction (16 KB of float64; the 128
 // rows of a block of 256 threads in teams of 2, at 16 elements on average).
@@ -90,15 +81,8 @@ inline constexpr int kResidentSlot = kBarrierSlot - kResidentSlots;
 // Scalars that a device region assigns and only later parallel loops of its
 // block read stay on the device too: slots kRegionSlot.. kResidentSlot - 1.
 inline constexpr int kRegionSlot = kResidentSlot - kResidentSlots;
-// Iterations per thread of a straight-line one-thread worker
-// (emit_batched_worker_loop).
-inline constexpr int kBatchIterations = 4;
-// ... and of a collapsed nest of several loops: each iteration's indices and
-// 64-bit addresses take registers, and with 4 iterations the 2-D stencil's
-// sweeps took 62 per thread (half the threads of an SM resident: 68% of the
-// copy bandwidth at 4096 x 4096 float64; with 2, 74%: docs/cuda.md).
-inline constexpr int kNestBatchIterations = 2;
-// Workers per thread whose first loads are made together (PrefetchableLoads).
+// Workers per thread whose first loads are made together
+// (KernelVersions::prefetch).
 inline constexpr int kPrefetchIterations = 4;
 
 inline std::string dtype_suffix(ScalarKind k) {
@@ -196,44 +180,6 @@ class SizedLoops : public IRVisitor {
   }
 };
 
-// Whether device code built from a subtree can record a run-time error.
-class HasErrorSites : public IRVisitor {
- public:
-  bool found = false;
-  using IRVisitor::visit;
-
- protected:
-  void visit(const Load* n) override {
-    found = found || n->checked;
-    IRVisitor::visit(n);
-  }
-  void visit(const Store* n) override {
-    found = found || n->checked;
-    IRVisitor::visit(n);
-  }
-  void visit(const AtomicUpdate* n) override {
-    found = found || n->checked;
-    IRVisitor::visit(n);
-  }
-  void visit(const Cast* n) override {
-    found = found || (n->checked && n->value->type.is_float() && n->type.is_int()) ||
-            (n->checked && n->value->type.is_int() && n->type.is_int());
-    IRVisitor::visit(n);
-  }
-  void visit(const Binary* n) override {
-    found = found || n->zero_check || (n->op == BinaryOp::Pow && n->type.is_int());
-    IRVisitor::visit(n);
-  }
-  void visit(const Call* n) override {
-    found = found || n->python_math;
-    IRVisitor::visit(n);
-  }
-  void visit(const Assert* n) override {
-    found = true;
-    IRVisitor::visit(n);
-  }
-};
-
 // The arrays a subtree writes (stores and atomic updates), and those it reads.
 class StoredArrays : public IRVisitor {
  public:
@@ -254,114 +200,6 @@ class StoredArrays : public IRVisitor {
     arrays.insert(n->array.get());
     IRVisitor::visit(n);
   }
-};
-
-// The loads a one-thread worker can make for several of its iterations
-// before running any of them: in the statements the body runs first
-// (assignments and stores before any branch or loop), evaluated whatever the
-// values (not inside a select or the right of `and`/`or`), unchecked, of an
-// array the loop never writes, at indices computed from the loop variables
-// and scalars the body does not assign (no loads). A histogram reads its
-// value this way, then updates a bin: the next iterations' values are in
-// flight while the atomics run.
-class PrefetchableLoads : public IRVisitor {
- public:
-  std::vector<const Load*> loads;
-
-  PrefetchableLoads(const Stmt& body, const VarSet& nest_vars) : nest_vars_(nest_vars) {
-    StoredArrays stored;
-    stored.visit(body);
-    stored_ = stored.arrays;
-    ScalarCollector scalars;
-    scalars.visit(body);
-    assigned_ = scalars.written;
-    const Block* b = body->as<Block>();
-    for (const Stmt& st : b ? b->stmts : std::vector<Stmt>{body}) {
-      if (st->kind == NodeKind::Declare) continue;
-      if (st->kind != NodeKind::Assign && st->kind != NodeKind::Store) break;
-      visit(st);
-    }
-  }
-  using IRVisitor::visit;
-
- protected:
-  void visit(const Load* n) override {
-    if (n->checked || stored_.count(n->array.get())) return;
-    StoredArrays inner;
-    ScalarCollector vars;
-    for (const Expr& i : n->indices) {
-      inner.visit(i);
-      vars.visit(i);
-    }
-    if (!inner.loaded.empty()) return;
-    for (const Var& v : vars.used)
-      if (assigned_.count(v.get()) && !nest_vars_.count(v.get())) return;
-    if (std::find(loads.begin(), loads.end(), n) == loads.end()) loads.push_back(n);
-  }
-  void visit(const Select* n) override { visit(n->cond); }
-  void visit(const Logical* n) override { visit(n->a); }
-
- private:
-  const VarSet& nest_vars_;
-  ArraySet stored_;
-  VarSet assigned_;
-};
-
-// Whether an expression computes with integers and bools only (no float
-// value, no math function): the host and the GPU evaluate it alike.
-class IntegralOnly : public IRVisitor {
- public:
-  bool ok = true;
-  using IRVisitor::visit;
-
- protected:
-#define PLAIT_EXPR_NODE(n)                                                 \
-  void visit(const n* node) override {                                     \
-    if (node->type.is_float() || node->kind == NodeKind::Call) ok = false; \
-    IRVisitor::visit(node);                                                \
-  }
-#include "ir/ir_nodes.def"
-};
-
-// The allocations of a parallel loop's worker body: for each, the branch
-// conditions around it (condition, and whether the allocation is on its
-// true side) and whether a loop of the body encloses it.
-struct AllocationSite {
-  const Allocate* alloc;
-  std::vector<std::pair<Expr, bool>> guards;
-  bool in_loop;
-};
-
-class AllocationSites : public IRVisitor {
- public:
-  std::vector<AllocationSite> sites;
-  ArraySet bound_from;  // sources of ArrayBind
-  using IRVisitor::visit;
-
- protected:
-  void visit(const Allocate* n) override { sites.push_back({n, guards_, loops_ > 0}); }
-  void visit(const ArrayBind* n) override { bound_from.insert(n->src.get()); }
-  void visit(const If* n) override {
-    guards_.emplace_back(n->cond, true);
-    visit(n->then_case);
-    guards_.back().second = false;
-    visit(n->else_case);
-    guards_.pop_back();
-  }
-  void visit(const For* n) override {
-    ++loops_;
-    IRVisitor::visit(n);
-    --loops_;
-  }
-  void visit(const While* n) override {
-    ++loops_;
-    IRVisitor::visit(n);
-    --loops_;
-  }
-
- private:
-  std::vector<std::pair<Expr, bool>> guards_;
-  int loops_ = 0;
 };
 
 // ------------------------------------------------------------------ emitter

@@ -220,104 +220,6 @@ bool CudaEmitter::host_evaluable(const Expr& e, const VarSet& worker, const std:
   return !facts.touches_elements && !errors.found;
 }
 
-CudaEmitter::TemporaryPlan CudaEmitter::plan_temporaries(const Stmt& body, const Captures& cap,
-                                                         const VarSet& nest_vars) {
-  TemporaryPlan plan;
-  AllocationSites allocations;
-  allocations.visit(body);
-  if (allocations.sites.empty()) return plan;
-  ScalarCollector written;
-  written.visit(body);
-  VarSet defined, varying = nest_vars;
-  auto evaluable = [&](const Expr& e) {
-    ScalarCollector vars;
-    vars.visit(e);
-    for (const Var& v : vars.used)
-      if (!nest_vars.count(v.get()) && !defined.count(v.get()) &&
-          (written.written.count(v.get()) || !declared(v.get())))
-        return false;
-    ArrayCollector arrays;
-    arrays.visit(e);
-    for (const ArrayVar& a : arrays.used)
-      if (std::find(cap.local_arrays.begin(), cap.local_arrays.end(), a) != cap.local_arrays.end()) return false;
-    StmtFacts facts;
-    facts.visit(e);
-    HasErrorSites errors;
-    errors.visit(e);
-    return !facts.touches_elements && !errors.found;
-  };
-  auto exact = [&](const Expr& e) {
-    IntegralOnly integral;
-    integral.visit(e);
-    return integral.ok && evaluable(e);
-  };
-  auto varies = [&](const Expr& e) { return analysis::reads_any(e, varying); };
-  // Definitions: count each scalar's assignments in the body first.
-  VarMap<int> assignments;
-  {
-    class Assignments : public IRVisitor {
-     public:
-      explicit Assignments(VarMap<int>& c) : counts(c) {}
-      VarMap<int>& counts;
-      using IRVisitor::visit;
-
-     protected:
-      void visit(const Assign* n) override {
-        ++counts[n->var.get()];
-        IRVisitor::visit(n);
-      }
-    } count(assignments);
-    count.visit(body);
-  }
-  const Block* block = body->as<Block>();
-  for (const Stmt& st : block ? block->stmts : std::vector<Stmt>{body}) {
-    StmtFacts facts;
-    facts.visit(st);
-    if (facts.binds_arrays) break;
-    const Assign* a = st->as<Assign>();
-    if (!a || assignments[a->var.get()] != 1 || a->var->type.is_float() || !exact(a->value)) continue;
-    if (varies(a->value)) varying.insert(a->var.get());
-    defined.insert(a->var.get());
-    plan.definitions.push_back(a);
-  }
-  for (const AllocationSite& site : allocations.sites) {
-    const ArrayVar& a = site.alloc->array;
-    const SourceLoc& loc = site.alloc->loc;
-    // The lowering refuses an array bound in a parallel loop and used
-    // outside it, so each is declared in the body.
-    if (std::find(cap.local_arrays.begin(), cap.local_arrays.end(), a) == cap.local_arrays.end())
-      PLAIT_INTERNAL_ERROR("`" + a->name + "` is allocated in a parallel loop but declared outside it");
-    if (site.in_loop && allocations.bound_from.count(a.get())) {
-      throw CompileError(ErrorKind::Unsupported,
-                         "`" + a->name +
-                             "` is allocated in a loop inside a parallel loop and bound to another "
-                             "name; on the CUDA target each allocation there reuses the memory of the previous one",
-                         fn_.source, loc);
-    }
-    Temporary t{site, temp("toff"), temp("tcap")};
-    for (const Expr& e : site.alloc->shape) {
-      if (!evaluable(e)) {
-        throw CompileError(ErrorKind::Unsupported,
-                           "the shape of `" + a->name +
-                               "`, allocated inside a parallel loop, must be computable "
-                               "before the launch on the CUDA target (from the parallel loop's variables, scalars "
-                               "set before the loop and array shapes)",
-                           fn_.source, loc);
-      }
-      plan.varies = plan.varies || varies(e);
-    }
-    t.site.guards.clear();
-    for (const auto& g : site.guards) {
-      if (!exact(g.first)) continue;
-      t.site.guards.push_back(g);
-      plan.varies = plan.varies || varies(g.first);
-    }
-    plan.temporaries.push_back(std::move(t));
-  }
-  plan.varying = varying;
-  return plan;
-}
-
 std::string CudaEmitter::temporaries_in_registers(const WorkerPlan& plan, const std::vector<gpu::CachedRow>& rows,
                                                   const VarSet& nest_vars, const VarSet& written,
                                                   const std::vector<ArrayVar>& local,
@@ -326,7 +228,7 @@ std::string CudaEmitter::temporaries_in_registers(const WorkerPlan& plan, const 
   for (const Temporary& t : temporaries) {
     const gpu::CachedRow* row = nullptr;
     for (const gpu::CachedRow& r : rows)
-      if (r.registers_only && r.names.count(t.site.alloc->array.get())) row = &r;
+      if (r.registers_only && r.names.count(t.planned->alloc->array.get())) row = &r;
     if (!row) return "";
     kept.push_back(row);
   }
@@ -367,11 +269,12 @@ std::string CudaEmitter::rows_fit_test(const WorkerPlan& plan, const std::vector
   return rows_in_registers_test(plan, all, nest_vars, written, local, team, true);
 }
 
-std::string CudaEmitter::emit_temporaries_buffer(const TemporaryPlan& plan, const std::vector<NestLevel>& levels,
-                                                 const std::string& total, const std::string& grid,
-                                                 const std::string& workers_per_block, const std::string& buffer,
-                                                 const std::string& slice, const std::string& in_registers) {
-  const std::vector<Temporary>& temporaries = plan.temporaries;
+std::string CudaEmitter::emit_temporaries_buffer(const gpu::KernelTemporaries& plan,
+                                                 const std::vector<Temporary>& temporaries,
+                                                 const std::vector<NestLevel>& levels, const std::string& total,
+                                                 const std::string& grid, const std::string& workers_per_block,
+                                                 const std::string& buffer, const std::string& slice,
+                                                 const std::string& in_registers) {
   const bool varies = plan.varies;
   std::vector<std::string> largest;
   for (size_t k = 0; k < temporaries.size(); ++k) {
@@ -407,13 +310,13 @@ std::string CudaEmitter::emit_temporaries_buffer(const TemporaryPlan& plan, cons
   for (size_t k = 0; k < temporaries.size(); ++k) {
     const Temporary& t = temporaries[k];
     std::string taken;
-    for (const auto& [cond, side] : t.site.guards)
+    for (const auto& [cond, side] : t.planned->guards)
       taken += (taken.empty() ? "" : " && ") + std::string(side ? "(" : "!(") + expr(cond) + ")";
     line("if (" + (taken.empty() ? std::string("true") : taken) + ") {");
     ++indent_;
     const std::string count = temp("count");
     line("uint64_t " + count + " = 1;");
-    for (const Expr& e : t.site.alloc->shape) {
+    for (const Expr& e : t.planned->alloc->shape) {
       const std::string n = temp("n");
       line("const int64_t " + n + " = " + index_value(e) + ";");
       // Negative extents count as 0 here (the kernel reports them);
@@ -434,11 +337,11 @@ std::string CudaEmitter::emit_temporaries_buffer(const TemporaryPlan& plan, cons
   if (!held.empty()) line("const bool " + held + " = " + in_registers + ";");
   for (size_t k = 0; k < temporaries.size(); ++k) {
     const Temporary& t = temporaries[k];
-    const std::string bytes = std::to_string(element_bytes(t.site.alloc->array->type.dtype));
+    const std::string bytes = std::to_string(element_bytes(t.planned->alloc->array->type.dtype));
     line("const int64_t " + t.offset + " = " + (held.empty() ? slice : held + " ? 0 : " + slice) + ";");
     line("const int64_t " + t.capacity + " = static_cast<int64_t>(" + largest[k] + ");");
     line("if (" + largest[k] + " > (uint64_t(1) << 44) / " + bytes + ") {");
-    line("  plait::raise_error(ctx, PLAIT_MEMORY_ERROR, " + loc_args(t.site.alloc->loc) +
+    line("  plait::raise_error(ctx, PLAIT_MEMORY_ERROR, " + loc_args(t.planned->alloc->loc) +
          ", \"array is too big; the size overflows\");");
     line("  return ctx->error_kind;");
     line("}");

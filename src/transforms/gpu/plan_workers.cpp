@@ -96,6 +96,20 @@ std::string describe_kernel(const KernelWorkers& k) {
            std::to_string(k.block_pragma->line) + ")";
   if (k.worker.team) out += ", teams of at most " + std::to_string(k.team_cap) + " threads";
   if (k.asked.team) out += ", a team of " + std::to_string(k.asked.team) + " (" + k.asked.asked_by + ")";
+  const KernelVersions& v = k.versions;
+  if (v.worker.team != k.worker.team) out += ", launched as one thread per iteration";
+  if (v.small_team) out += ", a team of " + std::to_string(kSmallTeam);
+  if (v.whole_block) out += ", the whole block";
+  if (v.batch > 1) out += ", " + std::to_string(v.batch) + " iterations per thread";
+  if (!v.prefetch.empty()) out += ", " + std::to_string(v.prefetch.size()) + " loads prefetched";
+  if (!v.privatised.empty()) out += ", " + std::to_string(v.privatised.size()) + " arrays combined per block";
+  std::vector<std::string> versions;
+  if (v.staged) versions.emplace_back("staged rows");
+  if (v.rows) versions.emplace_back("rows");
+  if (v.wide) versions.emplace_back("wide");
+  if (v.fit) versions.emplace_back("fit");
+  if (v.warp) versions.emplace_back("warp");
+  for (size_t i = 0; i < versions.size(); ++i) out += (i ? ", " : ", versions: ") + versions[i];
   return out;
 }
 
@@ -290,6 +304,7 @@ KernelWorkers WorkerPlanner::kernel_workers(const For* loop, const VarSet& aroun
   // workers and whether or not the host can count the rows.
   if (k.worker.team) k.asked = pragma_team(k.worker, k.block, k.team_cap);
   if (k.asked.team) k.worker.teams_when_few = false;
+  k.versions = plan_kernel_versions(loop, k.worker, k.asked, k.block, launch_, around);
   return k;
 }
 
@@ -380,6 +395,7 @@ KernelWorkers WorkerPlanner::device_loop_workers(const Stmt& loop, const VarSet&
   k.worker = plan_worker(body, {}, outside);
   k.block = launch_.threads;
   k.team_cap = std::min(launch_.team_cap(), k.block);
+  k.versions = whole_block_versions(body, k.worker);
   return k;
 }
 

@@ -13,27 +13,19 @@
 #include "ir/ir.h"
 #include "ir/ir_visitor.h"
 #include "support/compile_options.h"
+#include "transforms/gpu/kernel_versions.h"
 #include "transforms/gpu/worker_plan.h"
 
 namespace plait::transforms::gpu {
-
-// The team that the sliced pragmas of a team worker's spread loops ask for
-// (docs/cuda.md, "Sizes from the pragmas"): the largest of single_block's
-// whole block, block(N)'s N threads and le(N)'s team for N iterations (the
-// host's rule for a trip count of N: at most 4 iterations, or groups, per
-// thread). 0 when no spread loop has one.
-struct PragmaTeam {
-  int team = 0;
-  bool whole_block = false;  // single_block: the wide version's team is its whole block too
-  std::string asked_by;      // "single_block at line 12", for explain()
-};
 
 // The sizes a loop's sliced pragma gives, as written: "single_block", "le(64)".
 std::string pragma_sizes(const ir::LoopSchedule& s);
 
 // The workers of a kernel and the threads they have.
 struct KernelWorkers {
-  WorkerPlan worker;  // with a team size from the pragmas, never teams_when_few
+  // The worker as planned from the body (never teams_when_few when the
+  // pragmas ask for a team); versions.worker is the worker as launched.
+  WorkerPlan worker;
   // Threads per block: block(N) of a parallel dimension of the nest (the
   // innermost such dimension's N, a power of two from 32 to 1024), else the
   // configured block (CudaLaunchConfig::threads).
@@ -42,6 +34,7 @@ struct KernelWorkers {
   int team_cap = 0;                       // the largest team: the configured one, at most the block
   PragmaTeam asked;                       // the team the pragmas ask for, whatever the number of workers
   CudaLaunchConfig launch;                // the configuration planned for, which the emitter must have
+  KernelVersions versions;                // the worker as launched, the team's sizing and the kernel's versions
 };
 
 // A serial loop that runs on the device as one kernel (docs/cuda.md,

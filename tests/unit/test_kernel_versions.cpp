@@ -1,0 +1,165 @@
+// The kernel versions and team sizing that transforms/gpu/plan_workers plans
+// with each kernel's workers (transforms/gpu/kernel_versions.h), as the IR's
+// dump shows them, and the temporaries' refusal the CUDA emitter raises.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "codegen/cuda/codegen_cuda.h"
+#include "driver/compiler.h"
+#include "ir/ir_printer.h"
+
+namespace plait {
+namespace {
+
+ir::Function lower(const std::string& text, const std::string& signature) {
+  SourceFile source;
+  source.path = "versions.py";
+  source.text = text;
+  source.first_line = 1;
+  Globals globals{{"np", GlobalValue{GlobalValue::Kind::Module, "numpy"}}};
+  CompileOptions options;
+  options.target = Target::CUDA;
+  options.boundscheck = false;
+  return lower_kernel(source, "k", Signature::parse(signature), globals, options).function;
+}
+
+// The plan of the first kernel in the dump: "plan(kernel: ...)".
+std::string kernel_plan(const ir::Function& f) {
+  const std::string text = ir::to_string(f);
+  const size_t at = text.find("plan(kernel: ");
+  if (at == std::string::npos) return "no kernel plan in:\n" + text;
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A straight-line one-thread worker takes several iterations per thread;
+// a collapsed nest two, with a version whose blocks take tiles of one row.
+TEST(KernelVersions, StraightLineWorkersAreBatched) {
+  EXPECT_TRUE(contains(kernel_plan(lower("def k(x, y):\n"
+                                         "    #pragma parallel for\n"
+                                         "    for i in range(x.shape[0]):\n"
+                                         "        y[i] = 2.0 * x[i]\n",
+                                         "f64[::1], f64[::1]")),
+                       "one thread per iteration, 4 iterations per thread)"));
+  const std::string nest =
+      kernel_plan(lower("def k(x, y):\n"
+                        "    #pragma parallel for\n"
+                        "    for i in range(x.shape[0]):\n"
+                        "        #pragma parallel for\n"
+                        "        for j in range(x.shape[1]):\n"
+                        "            y[i, j] = 2.0 * x[i, j]\n",
+                        "f64[:, ::1], f64[:, ::1]"));
+  EXPECT_TRUE(contains(nest, "2 iterations per thread, versions: rows)")) << nest;
+}
+
+// A worker with an `if` is not batched; the loads it makes first are made
+// for several workers at once.
+TEST(KernelVersions, BranchingWorkersPrefetchTheirFirstLoads) {
+  const std::string plan =
+      kernel_plan(lower("def k(x, y):\n"
+                        "    #pragma parallel for\n"
+                        "    for i in range(x.shape[0]):\n"
+                        "        v = x[i]\n"
+                        "        if v > 0.0:\n"
+                        "            y[i] = v\n",
+                        "f64[::1], f64[::1]"));
+  EXPECT_TRUE(contains(plan, "one thread per iteration, 1 loads prefetched)")) << plan;
+}
+
+// A row sum's team is sized by the host from the row's length, with a
+// version for teams of a warp (no rows kept in registers).
+TEST(KernelVersions, ARowSumHasAVersionForTeamsOfAWarp) {
+  const std::string plan =
+      kernel_plan(lower("def k(A, out):\n"
+                        "    #pragma parallel for\n"
+                        "    for i in range(A.shape[0]):\n"
+                        "        out[i] = np.sum(A[i, :])\n",
+                        "f64[:, ::1], f64[::1]"));
+  EXPECT_TRUE(contains(plan, "a team per iteration [")) << plan;
+  EXPECT_TRUE(contains(plan, ", versions: warp)")) << plan;
+}
+
+// A softmax's row stays in registers between its three loops: a version
+// with blocks twice as large for rows longer than a block's registers hold,
+// and versions for rows that fit in them; no warp version (the team as a
+// constant made it slower there).
+TEST(KernelVersions, RowsKeptInRegistersHaveWideAndFittingVersions) {
+  const std::string plan =
+      kernel_plan(lower("def k(x, out):\n"
+                        "    #pragma parallel for\n"
+                        "    for i in range(x.shape[0]):\n"
+                        "        m = x[i, 0]\n"
+                        "        #pragma simd reduction(max: m)\n"
+                        "        for j1 in range(x.shape[1]):\n"
+                        "            m = max(m, x[i, j1])\n"
+                        "        s = 0.0\n"
+                        "        #pragma simd reduction(+: s)\n"
+                        "        for j2 in range(x.shape[1]):\n"
+                        "            s += np.exp(x[i, j2] - m)\n"
+                        "        #pragma simd\n"
+                        "        for j3 in range(x.shape[1]):\n"
+                        "            out[i, j3] = np.exp(x[i, j3] - m) / s\n",
+                        "f32[:, ::1], f32[:, ::1]"));
+  EXPECT_TRUE(contains(plan, ", versions: wide, fit)")) << plan;
+}
+
+const char* const kCsrRows =
+    "def k(indptr, indices, data, x, y):\n"
+    "    #pragma parallel for\n"
+    "    for i in range(y.shape[0]):\n"
+    "        acc = 0.0\n"
+    "        #pragma simd reduction(+: acc)\n"
+    "        for k in range(indptr[i], indptr[i + 1]):\n"
+    "            acc += data[k] * x[indices[k]]\n"
+    "        y[i] = acc\n";
+
+// CSR rows: the host cannot count a row's length before the launch, so the
+// team is small, with a version whose blocks stage their rows' terms.
+TEST(KernelVersions, CsrRowsTakeASmallTeamAndAStagedVersion) {
+  const std::string plan = kernel_plan(lower(kCsrRows, "i64[::1], i64[::1], f64[::1], f64[::1], f64[::1]"));
+  EXPECT_TRUE(contains(plan, ", a team of 2, versions: staged rows)")) << plan;
+}
+
+// A worker that allocates stays one thread when the host cannot count its
+// rows (small teams do not take temporaries).
+TEST(KernelVersions, AWorkerWithTemporariesAndUncountedRowsStaysOneThread) {
+  const std::string plan =
+      kernel_plan(lower("def k(indptr, data, y):\n"
+                        "    #pragma parallel for\n"
+                        "    for i in range(y.shape[0]):\n"
+                        "        t = np.zeros(3)\n"
+                        "        t[0] = np.sum(data[indptr[i]:indptr[i + 1]])\n"
+                        "        y[i] = t[0]\n",
+                        "i64[::1], f64[::1], f64[::1]"));
+  EXPECT_TRUE(contains(plan, "launched as one thread per iteration")) << plan;
+}
+
+// A temporary whose shape the host cannot compute before the launch is
+// refused by the emitter, from the plan: planning itself raises nothing (a
+// loop the emitter never runs as a kernel is not refused).
+TEST(KernelVersions, ATemporaryTheHostCannotSizeIsRefusedWhereTheKernelIsEmitted) {
+  const ir::Function f = lower(
+      "def k(n, y):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(y.shape[0]):\n"
+      "        t = np.zeros(n[i])\n"
+      "        y[i] = np.sum(t)\n",
+      "i64[::1], f64[::1]");
+  try {
+    codegen::generate_cuda(f, CompileOptions{});
+    ADD_FAILURE() << "a temporary sized from an element compiled";
+  } catch (const CompileError& e) {
+    EXPECT_TRUE(contains(e.what(),
+                         "the shape of `t`, allocated inside a parallel loop, must be computable before the "
+                         "launch on the CUDA target"))
+        << e.what();
+    EXPECT_TRUE(contains(e.what(), "File \"versions.py\", line 4")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace plait
