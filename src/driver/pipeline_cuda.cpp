@@ -14,9 +14,10 @@
 //     CompileOptions::verify_ir, and the dump of plaitc --dump-dir.
 //  4. codegen/cuda/codegen_cuda.h, generate_cuda: the host part and one
 //     __global__ kernel per outermost parallel loop (docs/cuda.md), whose
-//     workers follow the plans plan_workers recorded. The emitter still
-//     plans as it prints, asking transforms/gpu/worker_plan.h and the
-//     planners of codegen/cuda:
+//     workers follow the plans plan_workers recorded, and one persistent
+//     kernel per time loop that plan_persistent_loops accepted, with the
+//     barriers, versions and sizing it recorded. The emitter still plans as
+//     it prints, asking transforms/gpu/worker_plan.h:
 //     - whether a team stays one thread because the host cannot count the
 //       trip counts of its spread loops before the launch, and the team size
 //       the host computes from them (the host's expressions, from the
@@ -25,10 +26,6 @@
 //       iterations per thread, pairs, rows kept in registers, CSR rows staged
 //       per block: cuda_emitter_parallel_kernel.cpp, with worker_rows.cpp and
 //       worker_accesses.cpp);
-//     - time loops run as one persistent kernel (by the recorded plans of
-//       their steps' loops), the barriers between a step's loops
-//       (step_barriers.h) and arrays kept in registers (register_arrays.h):
-//       cuda_emitter_persistent.cpp and cuda_emitter_onchip.cpp;
 //     - whether a serial loop runs by one team on the device, after the
 //       persistent rule refuses it, and when its arrays are small (by its
 //       recorded plan: cuda_emitter_serial.cpp);
@@ -38,6 +35,7 @@
 #include "driver/pipeline.h"
 #include "transforms/detect_reductions.h"
 #include "transforms/fuse_loop_nests.h"
+#include "transforms/gpu/plan_persistent_loops.h"
 #include "transforms/gpu/plan_workers.h"
 #include "transforms/hoist_allocations.h"
 #include "transforms/insert_bounds_checks.h"
@@ -79,9 +77,12 @@ void run_cuda_passes(PassRunner& run, const CompileOptions& options) {
   // warp. No scalarised vector loops: a CUDA thread leaves its iteration
   // alone.)
   run("offload_matmul", transforms::offload_matmul);
-  // Last (a planning pass: its plans point into the loops' bodies): how the
-  // iterations of each loop the emitter may run as a kernel map to threads.
+  // Planning passes, last (their plans point into the loops' bodies): how
+  // the iterations of each loop the emitter may run as a kernel map to
+  // threads; then which time loops run as one persistent kernel (refused
+  // where a step's parallel loop has teams of threads, by its plan).
   run("plan_workers", [&](ir::Function& f) { transforms::gpu::plan_workers(f, options.cuda_launch); });
+  run("plan_persistent_loops", transforms::gpu::plan_persistent_loops);
 }
 
 }  // namespace plait
