@@ -17,20 +17,20 @@
 //     workers, team sizing and versions follow the plans plan_workers
 //     recorded (transforms/gpu/kernel_versions.h: several iterations per
 //     thread, small teams, rows kept in registers, CSR rows staged per
-//     block, wide blocks, teams of a warp, the temporaries the host sizes). The emitter still plans as it
-//     prints, asking transforms/gpu/worker_plan.h and the planners of
-//     codegen/cuda:
-//     - time loops run as one persistent kernel (by the recorded plans of
-//       their steps' loops), the barriers between a step's loops
-//       (step_barriers.h) and arrays kept in registers (register_arrays.h):
-//       cuda_emitter_persistent.cpp and cuda_emitter_onchip.cpp;
-//     - whether a serial loop runs by one team on the device, after the
-//       persistent rule refuses it, and when its arrays are small (by its
-//       recorded plan: cuda_emitter_serial.cpp).
+//     block, wide blocks, teams of a warp, the temporaries the host sizes),
+//     and one persistent kernel per time loop that plan_persistent_loops
+//     accepted, with the barriers, versions and sizing it recorded. A
+//     serial loop outside parallel loops runs as that persistent kernel, else
+//     on one team of the device where plan_workers planned one (the host
+//     tests at each call that its arrays are small), else on the host,
+//     launching its kernels at each step (cuda_emitter_stmts.cpp, emit_loop).
+//     The emitter asks transforms/gpu/worker_plan.h only how to print a
+//     team's body (pairs, groups, rows and values in registers, barriers).
 #include "driver/pass_runner.h"
 #include "driver/pipeline.h"
 #include "transforms/detect_reductions.h"
 #include "transforms/fuse_loop_nests.h"
+#include "transforms/gpu/plan_persistent_loops.h"
 #include "transforms/gpu/plan_workers.h"
 #include "transforms/hoist_allocations.h"
 #include "transforms/insert_bounds_checks.h"
@@ -72,9 +72,12 @@ void run_cuda_passes(PassRunner& run, const CompileOptions& options) {
   // warp. No scalarised vector loops: a CUDA thread leaves its iteration
   // alone.)
   run("offload_matmul", transforms::offload_matmul);
-  // Last (a planning pass: its plans point into the loops' bodies): how the
-  // iterations of each loop the emitter may run as a kernel map to threads.
+  // Planning passes, last (their plans point into the loops' bodies): how
+  // the iterations of each loop the emitter may run as a kernel map to
+  // threads; then which time loops run as one persistent kernel (refused
+  // where a step's parallel loop has teams of threads, by its plan).
   run("plan_workers", [&](ir::Function& f) { transforms::gpu::plan_workers(f, options.cuda_launch); });
+  run("plan_persistent_loops", transforms::gpu::plan_persistent_loops);
 }
 
 }  // namespace plait

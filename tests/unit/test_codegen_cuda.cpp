@@ -20,6 +20,7 @@
 #include "jit/toolchain.h"
 #include "runtime/abi.h"
 #include "runtime/device_errors.h"
+#include "transforms/gpu/plan_persistent_loops.h"
 #include "transforms/gpu/plan_workers.h"
 
 namespace plait {
@@ -51,10 +52,11 @@ Function function(const std::string& name, std::vector<Param> params, std::vecto
   return f;
 }
 
-// The CUDA sources of `f` after the pass the CUDA pipeline ends with, which
-// plans the workers the emitter prints.
+// The CUDA sources of `f` after the passes the CUDA pipeline ends with,
+// which plan the workers and the persistent kernels the emitter prints.
 codegen::CudaSources generate(Function f, const CompileOptions& options = {}) {
   transforms::gpu::plan_workers(f, options.cuda_launch);
+  transforms::gpu::plan_persistent_loops(f);
   return codegen::generate_cuda(f, options);
 }
 

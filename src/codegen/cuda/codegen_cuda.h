@@ -9,7 +9,7 @@
 //   over its iterations: each iteration is one thread, or a team of threads
 //   over which its inner loops are spread, as transforms/gpu/plan_workers
 //   planned (the function must come from the CUDA pipeline, which ends with
-//   that pass, for the same launch configuration);
+//   the planning passes, for the same launch configuration);
 // - `#pragma atomic` += / -= on small 1-D arrays accumulate in a copy in
 //   shared memory per block first;
 // - reductions across the parallel loop: warp shuffles, then one atomic per
@@ -17,8 +17,10 @@
 //   initialises with the value before the loop and reads back after;
 // - a serial loop whose steps are parallel loops (and scalar statements that
 //   need nothing from the host) is one persistent kernel that runs all the
-//   steps, with a barrier after each parallel loop; the host picks one block,
-//   a cooperative grid or launches per step at each call (docs/cuda.md);
+//   steps, with a barrier after each parallel loop, where
+//   transforms/gpu/plan_persistent_loops planned one; the host picks one
+//   block, a cooperative grid or launches per step at each call
+//   (docs/cuda.md);
 // - statements outside parallel loops that read or write array elements run
 //   on the GPU as single-thread kernels (consecutive ones together), with
 //   the host scalars they assign passed through the scratch buffer; array

@@ -522,64 +522,26 @@ class CudaEmitter : public CEmitter {
 
   // ------------------------------------------------------------ persistent time loops
 
-  // Whether a persistent kernel's parallel loop would need teams of threads
-  // (whose size the host picks at each launch), by the plan of its step
-  // (WorkerLoopPlan::step).
-  static bool worker_is_team(const For* loop);
-
-  // Why a serial host loop whose body has parallel loops cannot run as one
-  // persistent kernel, or "" when it can (docs/cuda.md). The rule: the body
-  // holds only parallel loops whose workers are single threads without
-  // reductions, declarations of scalars, assignments of scalars, assertions,
-  // and `if`s over such statements, where the values, assertions and
-  // conditions read no element of an array that the body writes; it binds
-  // no arrays; and every scalar it assigns (the parallel loops' variables
-  // included) is assigned before it is read in a step and not read after the
-  // loop. So every thread computes the same scalars and takes the same
-  // branches, the steps need nothing from the host, and the host needs
-  // nothing from them but the loop variable's last value.
-  std::string persistent_refusal(const For* loop);
-
-  // `stored`: the arrays the loop body writes. The step's scalar statements
-  // may read elements of the others: no thread writes them during the kernel.
-  std::string step_refusal(const std::vector<Stmt>& stmts, const ArraySet& stored);
-
-  // Whether the host can compute an expression of a step before the launch:
-  // from host scalars, `step_locals` (the loop variable and the scalars the
-  // step assigns) and array extents, with nothing that can fail.
-  bool step_evaluable(const Expr& e, const VarSet& step_locals);
-
-  // What the host does to size a persistent kernel's grid: replay a scalar
-  // statement of the step, or count a parallel loop's iterations.
-  struct SizingAction {
-    Stmt replay;
-    const For* count = nullptr;
-  };
-
-  // Plans the sizing of `stmts` (a step, or a branch of it when `nested`):
-  // top-level assignments the host can evaluate are replayed; scalars
-  // assigned otherwise become unknown; each parallel loop, in either branch of
-  // an `if`, is counted. Returns false when a loop's bounds are unknown.
-  bool plan_sizing(const std::vector<Stmt>& stmts, bool nested, VarSet& step_locals,
-                   std::vector<SizingAction>& actions);
-
   // Host code that sets `workers` to the largest iteration count of a
   // parallel loop of the time loop (either branch of an `if`) at its first
-  // and last step, or to -1 when a bound is not known before the launch.
-  void emit_persistent_sizing(const For* loop, const std::string& begin, const std::string& step,
-                              const std::string& trip, const std::string& workers);
+  // and last step, by the sizing of its `plan`, or to -1 when a bound is not
+  // known before the launch.
+  void emit_persistent_sizing(const For* loop, const gpu::PersistentLoopPlan& plan, const std::string& begin,
+                              const std::string& step, const std::string& trip, const std::string& workers);
 
   // A parallel loop inside a persistent kernel: every thread of the grid
   // evaluates the bounds, then takes iterations p_first, p_first + p_stride...
   void emit_persistent_parallel_loop(const For* loop);
 
   // A serial host loop whose steps are parallel loops (and scalar statements
-  // that need nothing from the host) as one persistent kernel: every thread
-  // of one launch runs all steps, with a barrier after each parallel loop.
-  // The host picks the launch at run time from the step's worker count
-  // (plait_cuda::persistent_grid): one block, a cooperative grid, or the
-  // launches per step of emit_serial_for. Returns false, with a remark
-  // saying why when the body has parallel loops, where the rule refuses.
+  // that need nothing from the host) as one persistent kernel, by the plan
+  // transforms/gpu/plan_persistent_loops recorded on it: every thread of one
+  // launch runs all steps, with a barrier after each parallel loop but those
+  // the plan's barriers drop. The host picks the launch at run time from the
+  // step's worker count (plait_cuda::persistent_grid): one block, a
+  // cooperative grid, or the launches per step of emit_serial_for. Returns
+  // false, with a remark saying why when the body has parallel loops, where
+  // the plan refuses.
   bool emit_persistent_time_loop(const For* loop);
 
   // The product of an array's extents, as an int64_t expression.
@@ -602,15 +564,6 @@ class CudaEmitter : public CEmitter {
   void emit_onchip_copies(const std::vector<ArrayVar>& arrays, const ArraySet* written);
 
   // ------------------------------------------------ arrays in registers
-
-  // The parallel loops of a persistent kernel's steps (in `if`s too).
-  static std::vector<const For*> step_parallel_loops(const std::vector<Stmt>& stmts);
-
-  // Why the persistent kernel of `loop` (steps `stmts`, touching `arrays`)
-  // has no version with its arrays in registers, or "" with `plan` filled
-  // (register_arrays.h; docs/cuda.md, "Arrays in registers").
-  std::string register_refusal(const For* loop, const std::vector<Stmt>& stmts, const std::vector<ArrayVar>& arrays,
-                               RegisterPlan* plan);
 
   // The array of the register plan being emitted that `a` is, or null.
   const ArrayVar* register_array(const ArrayInfo* a) const;
@@ -765,7 +718,7 @@ class CudaEmitter : public CEmitter {
   // followed by a barrier.
   bool persistent_step_ = false;
   // The parallel loops of the persistent kernel being emitted that need no
-  // barrier after them (step_barriers.h).
+  // barrier after them (by its plan: transforms/gpu/step_barriers.h).
   std::set<const For*> barrier_not_needed_;
   // The plan of the persistent kernel being emitted with its arrays in
   // registers (emit_register_kernel), and where in it the emission is: the

@@ -80,34 +80,6 @@ void CudaEmitter::emit_onchip_copies(const std::vector<ArrayVar>& arrays, const 
   if (!written) line("__syncthreads();");
 }
 
-std::vector<const For*> CudaEmitter::step_parallel_loops(const std::vector<Stmt>& stmts) {
-  std::vector<const For*> loops;
-  for (const Stmt& st : stmts) {
-    if (is_parallel_loop(st)) {
-      loops.push_back(st->as<For>());
-    } else if (const If* i = st->as<If>()) {
-      for (const Stmt* branch : {&i->then_case, &i->else_case})
-        for (const For* f : step_parallel_loops(statements_of(*branch))) loops.push_back(f);
-    }
-  }
-  return loops;
-}
-
-std::string CudaEmitter::register_refusal(const For* loop, const std::vector<Stmt>& stmts,
-                                          const std::vector<ArrayVar>& arrays, RegisterPlan* plan) {
-  const std::vector<const For*> loops = step_parallel_loops(stmts);
-  for (const For* f : loops)
-    if (gpu::persistent_nest(f).size() != 1)
-      return "the parallel loop at line " + std::to_string(f->loc.line) + " is a nest of " +
-             std::to_string(gpu::persistent_nest(f).size()) + " loops";
-  StoredArrays stored;
-  stored.visit(loop->body);
-  std::vector<ArrayVar> written;
-  for (const ArrayVar& a : arrays)
-    if (stored.arrays.count(a.get())) written.push_back(a);
-  return cuda::plan_register_arrays(loops, written, plan);
-}
-
 const ArrayVar* CudaEmitter::register_array(const ArrayInfo* a) const {
   if (!register_plan_) return nullptr;
   for (const ArrayVar& r : register_plan_->arrays)

@@ -4,119 +4,9 @@
 
 namespace plait::codegen::cuda_emitter {
 
-bool CudaEmitter::worker_is_team(const For* loop) {
-  const gpu::WorkerLoopPlan* plan = gpu::worker_loop_plan(loop);
-  if (!plan || !plan->step)
-    PLAIT_INTERNAL_ERROR("the parallel loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) +
-                         ") has no plan for a persistent kernel's step: transforms/gpu/plan_workers must run last");
-  return plan->step->team && !plan->step->teams_when_few;
-}
-
-std::string CudaEmitter::persistent_refusal(const For* loop) {
-  StoredArrays stored;
-  stored.visit(loop->body);
-  std::string why = step_refusal(statements_of(loop->body), stored.arrays);
-  if (!why.empty()) return why;
-  ArrayCollector arrays;
-  arrays.visit(loop->body);
-  if (!arrays.bound.empty() || !arrays.declared.empty()) return "the loop body binds or allocates arrays";
-  ScalarCollector scalars;
-  scalars.visit(loop->body);
-  for (const Var& v : scalars.used) {
-    if (!scalars.written.count(v.get()) || !declared(v.get())) continue;
-    if (analysis::live_after(fn_.body, loop, v.get()) || analysis::may_read_before_write(loop->body, v.get()))
-      return "`" + v->name +
-             "` is assigned in the loop body and read after the loop or in the next step (the host "
-             "needs its value)";
-  }
-  return "";
-}
-
-std::string CudaEmitter::step_refusal(const std::vector<Stmt>& stmts, const ArraySet& stored) {
-  auto reads_elements = [&stored](const Expr& e) {
-    StoredArrays reads;
-    reads.visit(e);
-    for (const ArrayInfo* a : reads.loaded)
-      if (stored.count(a)) return true;
-    return false;
-  };
-  for (const Stmt& st : stmts) {
-    const std::string where = "line " + std::to_string(st->loc.line);
-    if (is_parallel_loop(st)) {
-      const For* f = st->as<For>();
-      if (!f->schedule.reductions.empty() || !f->schedule.array_reductions.empty())
-        return "the parallel loop at " + where + " has a reduction, whose value goes to the host after each step";
-      if (worker_is_team(f))
-        return "the parallel loop at " + where + " runs teams of threads, whose size is chosen at each launch";
-      continue;
-    }
-    if (const Declare* d = st->as<Declare>(); d && d->var) continue;
-    if (const Assign* a = st->as<Assign>()) {
-      if (reads_elements(a->value))
-        return where + " assigns `" + a->var->name +
-               "` from elements of an array the loop writes, outside its "
-               "parallel loops";
-      continue;
-    }
-    if (const Assert* a = st->as<Assert>()) {
-      if (reads_elements(a->cond)) return where + " asserts on elements of an array the loop writes";
-      continue;
-    }
-    if (const If* i = st->as<If>()) {
-      if (reads_elements(i->cond)) return where + " branches on elements of an array the loop writes";
-      std::string why = step_refusal(statements_of(i->then_case), stored);
-      if (why.empty() && i->else_case) why = step_refusal(statements_of(i->else_case), stored);
-      if (!why.empty()) return why;
-      continue;
-    }
-    if (st->as<MatMul>()) return where + " hands a matrix product or solve to cuBLAS, which the host calls";
-    return where + " is not a parallel loop, a scalar assignment, an assertion or an `if`";
-  }
-  return "";
-}
-
-bool CudaEmitter::step_evaluable(const Expr& e, const VarSet& step_locals) {
-  ScalarCollector vars;
-  vars.visit(e);
-  for (const Var& v : vars.used)
-    if (!declared(v.get()) && !step_locals.count(v.get())) return false;
-  StmtFacts facts;
-  facts.visit(e);
-  HasErrorSites errors;
-  errors.visit(e);
-  return !facts.touches_elements && !errors.found;
-}
-
-bool CudaEmitter::plan_sizing(const std::vector<Stmt>& stmts, bool nested, VarSet& step_locals,
-                              std::vector<SizingAction>& actions) {
-  for (const Stmt& st : stmts) {
-    if (is_parallel_loop(st)) {
-      for (const For* f : gpu::persistent_nest(st->as<For>()))
-        for (const Expr& e : {f->begin, f->end, f->step})
-          if (!step_evaluable(e, step_locals)) return false;
-      actions.push_back({nullptr, st->as<For>()});
-    } else if (const Assign* a = st->as<Assign>()) {
-      if (!nested && step_evaluable(a->value, step_locals)) {
-        step_locals.insert(a->var.get());
-        actions.push_back({st, nullptr});
-      } else {
-        step_locals.erase(a->var.get());
-      }
-    } else if (const If* i = st->as<If>()) {
-      if (!plan_sizing(statements_of(i->then_case), true, step_locals, actions)) return false;
-      if (i->else_case && !plan_sizing(statements_of(i->else_case), true, step_locals, actions)) return false;
-    } else if (st->as<Declare>() && !nested) {
-      actions.push_back({st, nullptr});
-    }
-  }
-  return true;
-}
-
-void CudaEmitter::emit_persistent_sizing(const For* loop, const std::string& begin, const std::string& step,
-                                         const std::string& trip, const std::string& workers) {
-  VarSet step_locals{loop->var.get()};
-  std::vector<SizingAction> actions;
-  if (!plan_sizing(statements_of(loop->body), false, step_locals, actions)) {
+void CudaEmitter::emit_persistent_sizing(const For* loop, const gpu::PersistentLoopPlan& plan, const std::string& begin,
+                                         const std::string& step, const std::string& trip, const std::string& workers) {
+  if (!plan.sizing) {
     line("const int64_t " + workers + " = -1;");
     return;
   }
@@ -129,7 +19,7 @@ void CudaEmitter::emit_persistent_sizing(const For* loop, const std::string& beg
   line("[[maybe_unused]] " + ctype(t->type) + " " + var_name(t) + " = static_cast<" + ctype(t->type) + ">(" + begin +
        " + " + at + " * " + step + ");");
   scopes_.back().insert(t.get());
-  for (const SizingAction& action : actions) {
+  for (const gpu::SizingAction& action : *plan.sizing) {
     if (action.replay) {
       emit(action.replay);
       continue;
@@ -239,11 +129,15 @@ void CudaEmitter::emit_persistent_parallel_loop(const For* loop) {
 
 bool CudaEmitter::emit_persistent_time_loop(const For* loop) {
   const std::vector<Stmt> stmts = statements_of(loop->body);
-  if (step_parallel_loops(stmts).empty()) return false;
+  const gpu::PersistentLoopPlan* plan = gpu::persistent_loop_plan(loop);
+  if (!plan) {
+    if (gpu::step_parallel_loops(stmts).empty()) return false;
+    PLAIT_INTERNAL_ERROR("the serial loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) +
+                         ") has no plan for a persistent kernel: transforms/gpu/plan_persistent_loops must run");
+  }
   const std::string what = "serial loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) + ")";
-  const std::string why = persistent_refusal(loop);
-  if (!why.empty()) {
-    remark(loop->loc, what + " does not run as one persistent kernel: " + why);
+  if (!plan->runs_persistent()) {
+    remark(loop->loc, what + " does not run as one persistent kernel: " + plan->refusal);
     return false;
   }
   const Var& t = loop->var;
@@ -274,18 +168,8 @@ bool CudaEmitter::emit_persistent_time_loop(const For* loop) {
   add_array_params(cap.arrays, &onchip_params, &unused_args, "p_global_");
   // The barriers the steps' parallel loops can do without, when the arrays
   // do not share memory (the kernel's `p_apart`; tested at each call).
-  // A step whose parallel loops may raise keeps a barrier after each of
-  // them: there every block learns of an error before the code after the
-  // loop runs. (A statement of the step outside them is followed by its
-  // own barrier test.)
-  step_may_raise_ = false;
-  bool loops_may_raise = false;
-  for (const Stmt& st : stmts) {
-    const bool raises = analysis::raises(st).any();
-    step_may_raise_ = step_may_raise_ || raises;
-    loops_may_raise = loops_may_raise || (raises && ir::is_parallel_loop(st));
-  }
-  const cuda::StepBarriers barriers = loops_may_raise ? cuda::StepBarriers{} : cuda::plan_step_barriers(stmts);
+  step_may_raise_ = plan->step_may_raise;
+  const gpu::StepBarriers& barriers = plan->barriers;
   const std::string apart = temp("apart");
   if (!barriers.not_needed.empty()) {
     params.push_back("bool p_apart");
@@ -299,12 +183,9 @@ bool CudaEmitter::emit_persistent_time_loop(const For* loop) {
   args.push_back("plait_cuda::scratch_slot(ctx, " + std::to_string(kBarrierSlot) + ")");
   args.push_back("ctx->cuda->scratch");
   const bool raises = note_error_sites({loop->body});
-  // Arrays that the steps may read and write on chip (one block, on the host's checks).
-  const bool onchip = !cap.arrays.empty();
-  // And in registers, where their accesses allow it.
-  RegisterPlan regs;
-  const std::string no_registers = onchip ? register_refusal(loop, stmts, cap.arrays, &regs) : "";
-  const bool in_registers = onchip && no_registers.empty();
+  // Versions on copies of the arrays in shared memory and in registers.
+  const bool onchip = plan->onchip;
+  const bool in_registers = plan->registers.has_value();
 
   barrier_not_needed_ = barriers.not_needed;
   for (const auto& [f, note] : barriers.notes) remark(f->loc, what + ": " + note);
@@ -357,7 +238,7 @@ bool CudaEmitter::emit_persistent_time_loop(const For* loop) {
     device_ << "}\n";
     if (onchip)
       emit_onchip_kernel(what + ": all steps in one block", onchip_index, onchip_params, body, loop, cap.arrays);
-    if (in_registers) emit_register_kernel(what, registers_index, params, loop, regs, emit_steps);
+    if (in_registers) emit_register_kernel(what, registers_index, params, loop, *plan->registers, emit_steps);
     barrier_not_needed_.clear();
   }
 
@@ -370,7 +251,7 @@ bool CudaEmitter::emit_persistent_time_loop(const For* loop) {
   line("const int64_t " + trip + " = " + trip_count(loop, begin, end, step) + ";");
   line("if (" + trip + " > 0) {");
   ++indent_;
-  emit_persistent_sizing(loop, begin, step, trip, workers);
+  emit_persistent_sizing(loop, *plan, begin, step, trip, workers);
   const std::string block = std::to_string(kPersistentBlockSize) + "u";
   OnChipLaunch on{-1, "false", "", "", -1, "", "", ""};
   if (onchip || !barriers.not_needed.empty()) {
@@ -381,7 +262,7 @@ bool CudaEmitter::emit_persistent_time_loop(const For* loop) {
     line("const bool " + apart + " = " + test + ";");
   }
   if (onchip) on = emit_onchip_choice(onchip_index, cap.arrays, trip, apart);
-  if (in_registers) emit_register_choice(registers_index, regs, trip, &on);
+  if (in_registers) emit_register_choice(registers_index, *plan->registers, trip, &on);
   line("const uint32_t " + grid + " = plait_cuda::persistent_grid(ctx, " + std::to_string(index) + ", " + workers +
        ", " + block + ", " + on.condition + (in_registers ? " || " + on.registers_condition : std::string()) + ");");
   line("if (" + grid + " > 0) {");
@@ -417,12 +298,12 @@ bool CudaEmitter::emit_persistent_time_loop(const For* loop) {
                         (onchip ? std::string(" (on copies of the arrays there in the second case, copied in before "
                                               "the first step and the written ones back after the last)")
                                 : std::string()) +
-                        (in_registers ? registers_remark(regs) : std::string()) +
+                        (in_registers ? registers_remark(*plan->registers) : std::string()) +
                         "; W <= 4194304: a cooperative launch of at most the resident blocks, a grid barrier after "
                         "each parallel loop" +
                         but_some + "; else (or without cooperative launches) one launch per parallel loop per step");
   if (onchip && !in_registers)
-    remark(loop->loc, what + ": its arrays are not kept in registers in one block: " + no_registers);
+    remark(loop->loc, what + ": its arrays are not kept in registers in one block: " + plan->no_registers);
   return true;
 }
 

@@ -19,12 +19,11 @@
 #include "codegen/cuda/codegen_cuda.h"
 #include "codegen/cuda/device_runtime.h"
 #include "codegen/cuda/device_stops.h"
-#include "codegen/cuda/register_arrays.h"
-#include "codegen/cuda/step_barriers.h"
 #include "codegen/overlap_test.h"
 #include "ir/ir_printer.h"
 #include "ir/ir_visitor.h"
 #include "runtime/abi.h"
+#include "transforms/gpu/plan_persistent_loops.h"
 #include "transforms/gpu/plan_workers.h"
 
 namespace plait::codegen {
@@ -35,12 +34,12 @@ namespace gpu = transforms::gpu;
 
 using namespace ir;
 using analysis::HasErrorSites;
-using cuda::RegisterLoop;
-using cuda::RegisterPlan;
 using gpu::ArrayAccess;
 using gpu::kSmallTeam;
 using gpu::Placement;
 using gpu::pragma_sizes;
+using gpu::RegisterLoop;
+using gpu::RegisterPlan;
 using gpu::WorkerPlan;
 
 namespace cuda_emitter {

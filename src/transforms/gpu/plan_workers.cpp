@@ -344,7 +344,7 @@ PragmaTeam WorkerPlanner::pragma_team(const WorkerPlan& plan, int block, int cap
   return out;
 }
 
-// The plan the persistent rule asks for (CudaEmitter::worker_is_team): the
+// The plan the persistent rule asks for (plan_persistent_loops.cpp): the
 // persistent kernel's own scalars (the serial loop's variable, the step's
 // locals) are not the loop's outside scalars.
 WorkerPlan WorkerPlanner::step_workers(const For* loop, const VarSet& around_serial_loop) const {

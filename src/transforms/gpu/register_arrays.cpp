@@ -1,6 +1,6 @@
 // Arrays of a one-block persistent kernel kept in registers (see
 // register_arrays.h).
-#include "codegen/cuda/register_arrays.h"
+#include "transforms/gpu/register_arrays.h"
 
 #include <algorithm>
 #include <set>
@@ -8,7 +8,7 @@
 #include "analysis/var_uses.h"
 #include "ir/ir_visitor.h"
 
-namespace plait::codegen::cuda {
+namespace plait::transforms::gpu {
 
 using namespace ir;
 
@@ -124,4 +124,4 @@ std::string plan_register_arrays(const std::vector<const For*>& loops, const std
   return "";
 }
 
-}  // namespace plait::codegen::cuda
+}  // namespace plait::transforms::gpu

@@ -17,7 +17,7 @@
 
 #include "ir/ir.h"
 
-namespace plait::codegen::cuda {
+namespace plait::transforms::gpu {
 
 // The registers one thread spends on the arrays' elements, at most, in
 // 32-bit words: a block of 1024 threads has 64 registers per thread.
@@ -55,4 +55,4 @@ struct RegisterPlan {
 std::string plan_register_arrays(const std::vector<const ir::For*>& loops, const std::vector<ir::ArrayVar>& written,
                                  RegisterPlan* plan);
 
-}  // namespace plait::codegen::cuda
+}  // namespace plait::transforms::gpu

@@ -1,6 +1,6 @@
 // Barriers between the parallel loops of a persistent kernel's step (see
 // step_barriers.h).
-#include "codegen/cuda/step_barriers.h"
+#include "transforms/gpu/step_barriers.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "analysis/var_uses.h"
 #include "ir/ir_visitor.h"
 
-namespace plait::codegen::cuda {
+namespace plait::transforms::gpu {
 
 using namespace ir;
 
@@ -186,4 +186,4 @@ StepBarriers plan_step_barriers(const std::vector<Stmt>& step) {
   return plan;
 }
 
-}  // namespace plait::codegen::cuda
+}  // namespace plait::transforms::gpu

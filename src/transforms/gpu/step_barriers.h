@@ -16,7 +16,7 @@
 
 #include "ir/ir.h"
 
-namespace plait::codegen::cuda {
+namespace plait::transforms::gpu {
 
 struct StepBarriers {
   // The parallel loops after which the step needs no barrier.
@@ -35,4 +35,4 @@ struct StepBarriers {
 // loops follow it), as does a loop followed by any other statement.
 StepBarriers plan_step_barriers(const std::vector<ir::Stmt>& step);
 
-}  // namespace plait::codegen::cuda
+}  // namespace plait::transforms::gpu
