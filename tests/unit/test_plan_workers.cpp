@@ -120,7 +120,7 @@ TEST(PlanWorkers, TheEmitterNeedsThePlan) {
     codegen::generate_cuda(f, CompileOptions{});
     ADD_FAILURE() << "a kernel without a plan";
   } catch (const InternalError& e) {
-    EXPECT_TRUE(contains(e.what(), "has no worker plan: transforms/gpu/plan_workers must run last")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "has no worker plan: transforms/gpu/plan_workers must run before the emitter")) << e.what();
   }
 }
 

@@ -12,7 +12,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   const gpu::WorkerLoopPlan* recorded = gpu::worker_loop_plan(loop);
   if (!recorded || !recorded->kernel)
     PLAIT_INTERNAL_ERROR("the parallel loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) +
-                         ") has no worker plan: transforms/gpu/plan_workers must run last");
+                         ") has no worker plan: transforms/gpu/plan_workers must run before the emitter");
   const gpu::KernelWorkers& workers = *recorded->kernel;
   if (workers.launch.threads != launch_.threads || workers.launch.max_team != launch_.max_team)
     PLAIT_INTERNAL_ERROR("the workers of the parallel loop over `" + loop->var->name + "` were planned for " +

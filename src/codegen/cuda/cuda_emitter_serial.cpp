@@ -12,7 +12,7 @@ Stmt CudaEmitter::device_serial_loop(const Stmt& s, std::string* why) {
   const gpu::WorkerLoopPlan* plan = gpu::worker_loop_plan(loop);
   if (!plan || !plan->device_loop)
     PLAIT_INTERNAL_ERROR("the serial loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) +
-                         ") has no plan for the device: transforms/gpu/plan_workers must run last");
+                         ") has no plan for the device: transforms/gpu/plan_workers must run before the emitter");
   const gpu::DeviceLoop& device = *plan->device_loop;
   if (!device.kernel) {
     *why = device.refusal;

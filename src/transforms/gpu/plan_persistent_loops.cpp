@@ -104,30 +104,6 @@ class MentionedArrays : public IRVisitor {
   ArraySet seen_;
 };
 
-// Whether the host's evaluation of an expression that loads nothing may
-// fail: a checked conversion to an integer, a division that checks for
-// zero, an integer power or a function of Python's math module (what
-// records an error on the device).
-class MayFail : public IRVisitor {
- public:
-  bool found = false;
-  using IRVisitor::visit;
-
- protected:
-  void visit(const Cast* n) override {
-    found = found || (n->checked && n->type.is_int() && (n->value->type.is_float() || n->value->type.is_int()));
-    IRVisitor::visit(n);
-  }
-  void visit(const Binary* n) override {
-    found = found || n->zero_check || (n->op == BinaryOp::Pow && n->type.is_int());
-    IRVisitor::visit(n);
-  }
-  void visit(const Call* n) override {
-    found = found || n->python_math;
-    IRVisitor::visit(n);
-  }
-};
-
 // Whether the persistent rule refuses the parallel loop `loop` of a step
 // because its worker is a team (by the plan plan_workers recorded).
 bool worker_is_team(const For* loop) {
@@ -207,7 +183,7 @@ std::string register_refusal(const For* loop, const std::vector<Stmt>& stmts, co
 bool step_evaluable(const Expr& e, const VarSet& around, const VarSet& step_locals) {
   for (const VarInfo* v : analysis::uses_of(e).reads)
     if (!around.count(v) && !step_locals.count(v)) return false;
-  MayFail fails;
+  analysis::HasErrorSites fails;
   fails.visit(e);
   return accessed_arrays(e, false).empty() && !fails.found;
 }

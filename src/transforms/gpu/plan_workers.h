@@ -3,8 +3,9 @@
 // or a team of threads (worker_plan.h, plan_worker); the pass plans the
 // workers of every loop the emitter may run so and records the plans on the
 // loop (LoopSchedule::plans, a WorkerLoopPlan, shown in the IR's dump), which
-// the CUDA emitter prints (codegen/cuda). It runs last: a plan points at its
-// loop's body.
+// the CUDA emitter prints (codegen/cuda). It runs after every pass that
+// changes loops, as a plan points at its loop's body; only
+// plan_persistent_loops, which reads its plans, follows it.
 #pragma once
 
 #include <optional>
