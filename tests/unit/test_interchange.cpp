@@ -40,7 +40,8 @@ TEST(Interchange, MatrixProductRunsBlocksOfRowsInsideChunksOfColumns) {
       "  let _tmp_array2:f64[:, ::1]\n"
       "  assert (A.shape[1] == B.shape[0]), \"matmul: the inner dimensions of the operands differ\"\n"
       "  _tmp_array2 = empty<f64[:, ::1]>((A.shape[0], B.shape[1]))\n"
-      "  for _i4_chunk in range(0:int, B.shape[1], 256:int) plan(one parallel region for its 1 parallel loop(s)) {\n"
+      "  for _i4_chunk in range(0:int, B.shape[1], 256:int) plan(one parallel region for its 1 parallel loop(s)) "
+      "plan(team: for _i3_block) {\n"
       // _i3 is assigned by the serial row loops inside each block: private.
       "    parallel for _i3_block in range(0:int, A.shape[0], 4:int) private(_i3) {\n"
       "      let _tmp6_buf:f64[::1]\n"

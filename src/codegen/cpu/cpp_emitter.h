@@ -42,6 +42,7 @@
 #include "codegen/overlap_test.h"
 #include "ir/ir_visitor.h"
 #include "transforms/cpu/plan_parallel_regions.h"
+#include "transforms/cpu/plan_region_statements.h"
 #include "transforms/cpu/plan_row_prefetch.h"
 
 namespace plait::codegen {
@@ -54,10 +55,15 @@ using analysis::AccessScan;
 using analysis::intersects;
 using analysis::may_stop;
 using analysis::scan;
+using transforms::cpu::collapse_nest;
 using transforms::cpu::has_vector_variant;
 using transforms::cpu::kPrefetchChunk;
 using transforms::cpu::ParallelRegionPlan;
+using transforms::cpu::Placement;
 using transforms::cpu::PrefetchTarget;
+using transforms::cpu::RegionStatementsPlan;
+using transforms::cpu::RegionStep;
+using transforms::cpu::RegionSteps;
 using transforms::cpu::RowPrefetchPlan;
 
 // The iterations assumed for a loop inside a parallel loop's body, whose
@@ -183,15 +189,6 @@ class ExtremumUpdates : public IRVisitor {
   std::vector<Forms> forms_;  // in the order of the loop's reductions
 };
 
-// How a statement directly inside a parallel region (outside its `omp for`
-// loops) runs.
-enum class Placement {
-  Structure,  // holds parallel loops: every thread walks it (loops, ifs, blocks)
-  Redundant,  // pure and writes only thread-local variables: every thread runs it
-  Check,      // an Assert whose condition cannot fail: every thread checks it
-  Single,     // one thread runs it; the barrier after it publishes its writes
-};
-
 // How an array lives in the generated code.
 class CppEmitter : public CEmitter {
  public:
@@ -312,13 +309,10 @@ class CppEmitter : public CEmitter {
 
   void emit_atomic(const AtomicUpdate* u) override;
 
-  // The loops run as one by collapse(k): `outer` and the loops perfectly
-  // nested in it, as many as the schedule asks and the shape allows (an
-  // inner loop whose bounds read an outer loop variable stops the nest).
-  std::vector<const For*> collapse_nest(const For* outer);
-
   void emit_loop(const Stmt& s) override { emit_for(s->as<For>()); }
-  void emit_for(const For* loop);
+  // `step`: the plan of a loop at a parallel region's level (an `omp for`,
+  // or a serial loop every thread runs).
+  void emit_for(const For* loop, const RegionStep* step = nullptr);
 
   // Whether evaluating the bounds of `nest` may record an error: an
   // expression that raises, or a step that may be zero.
@@ -369,32 +363,22 @@ class CppEmitter : public CEmitter {
   // once per parallel loop and step. Every thread walks the serial loop (and
   // the ifs and serial loops between it and the parallel loops), computing
   // the same bounds and conditions; each parallel loop is an `omp for`
-  // shared out over the team; other statements run in one thread under
-  // `omp single`, whose closing barrier publishes what they wrote, or, when
-  // they are pure and write only the thread's own variables, in every
-  // thread. Variables declared before the region are shared; those declared
-  // inside belong to each thread (a single passes them on with copyprivate).
+  // shared out over the team. Where each other statement runs (one thread
+  // under `omp single`, or every thread) and where the barriers go are the
+  // plan of transforms/cpu/plan_region_statements.h, which this prints.
 
-  // Reads made by every thread since the last barrier: a construct that
-  // writes any of them waits for the team first.
-  struct PendingReads {
-    VarSet vars;
-    ArraySet loaded, dims;
-    bool empty() const { return vars.empty() && loaded.empty() && dims.empty(); }
-  };
-
-  // The parallel region being printed: the plan of its loop
-  // (transforms/cpu/plan_parallel_regions.h) and where the printing stands.
+  // The parallel region being printed: the plans of its loop
+  // (transforms/cpu/plan_parallel_regions.h, plan_region_statements.h) and
+  // where the printing stands.
   struct Region {
-    explicit Region(const ParallelRegionPlan& p) : plan(p) {
+    Region(const ParallelRegionPlan& p, const RegionStatementsPlan& s) : plan(p), statements(s) {
       for (const Var& v : p.hoisted_vars) hoisted_vars.insert(v.get());
       for (const ArrayVar& a : p.hoisted_arrays) hoisted_arrays.insert(a.get());
     }
     const ParallelRegionPlan& plan;
+    const RegionStatementsPlan& statements;
     VarSet hoisted_vars;
     ArraySet hoisted_arrays;
-    size_t outer_scopes = 0;  // scopes_ below this index are outside the region
-    PendingReads pending;
     // Where the plan says the loop may record an error, every thread leaves
     // the region after the construct that recorded it (an `omp for`, a
     // single: see check_failed), and the call stops after the region.
@@ -402,17 +386,6 @@ class CppEmitter : public CEmitter {
     std::string passes;  // each thread's count of the constructs it checked
     std::string exit;    // the label after the serial loop
   };
-
-  Placement placement(const Stmt& s, const AccessScan& sc) const;
-
-  bool shared_in_region(const VarInfo* v) const;
-
-  // Records what every thread has just read of what the region changes.
-  void note_reads(const AccessScan& sc);
-
-  // A barrier before a construct that writes what other threads may still
-  // be reading.
-  void barrier_before(const AccessScan& writes);
 
   // The trip count of `f` when it can be computed before the region starts
   // (bounds that nothing in the region changes), else kAssumedInnerTrips.
@@ -424,20 +397,22 @@ class CppEmitter : public CEmitter {
 
   // The barriers of one pass over region-level code `s` (one per `omp for`
   // and per group of statements run by one thread), estimated like
-  // region_work, before the region's own variables exist.
+  // region_work, with the scalars the region shares as its plan records
+  // them (RegionStatementsPlan::shared).
   std::string region_syncs(const Stmt& s);
 
   // The serial loop that a region is made of (`root` set), or a serial
-  // loop inside the region around parallel loops: every thread runs it.
-  void emit_region_loop(const For* loop, std::unique_ptr<Region> root);
+  // loop inside the region around parallel loops (its plan `step`): every
+  // thread runs it.
+  void emit_region_loop(const For* loop, std::unique_ptr<Region> root, const RegionStep* step);
 
-  void emit_region_stmts(const Stmt& body);
+  void emit_region_stmts(const RegionSteps& steps);
 
-  void emit_region_stmt(const Stmt& s, Placement p);
+  void emit_region_stmt(const RegionStep& step);
 
-  void nested_region(const Stmt& s);
+  void nested_region(const RegionSteps& steps);
 
-  void emit_single(const std::vector<Stmt>& group);
+  void emit_single(const RegionStep& step);
 
   // The flag of this pass of the region's constructs that may record an
   // error. Each checked construct uses the other flag of the pair, so a fast

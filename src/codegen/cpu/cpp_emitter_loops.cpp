@@ -5,17 +5,25 @@
 
 namespace plait::codegen::cpu {
 
-void CppEmitter::emit_for(const For* loop) {
+void CppEmitter::emit_for(const For* loop, const RegionStep* step) {
   const LoopSchedule& sc = loop->schedule;
   if (const ParallelRegionPlan* plan = sc.plan<ParallelRegionPlan>()) {
     PLAIT_ASSERT(!region_ && omp_depth_ == 0);  // plan_parallel_regions plans no region inside these
-    if (plan->runs_as_region()) return emit_region_loop(loop, std::make_unique<Region>(*plan));
+    if (plan->runs_as_region()) {
+      const auto* statements = sc.plan<RegionStatementsPlan>();
+      if (!statements)
+        PLAIT_INTERNAL_ERROR("the loop over `" + loop->var->name +
+                             "` runs as one parallel region without a plan of its statements: the pass "
+                             "transforms/cpu/plan_region_statements must run");
+      return emit_region_loop(loop, std::make_unique<Region>(*plan, *statements), nullptr);
+    }
     remarks_.push_back({loop->loc, "codegen_cpp",
                         "loop over '" + loop->var->name + "': each parallel loop inside starts its own threads (" +
                             plan->refusal + ")"});
   }
-  if (region_level_ && sc.kind == LoopKind::Serial) return emit_region_loop(loop, nullptr);
   const bool work_shared = region_level_;  // an `omp for` of the enclosing region
+  PLAIT_ASSERT(!work_shared || step);      // the plan's step of the loop
+  if (work_shared && sc.kind == LoopKind::Serial) return emit_region_loop(loop, nullptr, step);
   region_level_ = false;
   if (sc.kind != LoopKind::Serial) {
     if (analysis::leaves_loop(loop->body))
@@ -101,15 +109,8 @@ void CppEmitter::emit_for(const For* loop) {
   }
   if (bounds_may_raise(nest)) stop_on_error();
   const For* innermost = nest.back();
-  if (work_shared) {
-    // Every thread has read the bounds; the loop may write what they read.
-    for (const For* f : nest) {
-      note_reads(scan(f->begin));
-      note_reads(scan(f->end));
-      note_reads(scan(f->step));
-    }
-    barrier_before(scan(loop));
-  }
+  // The loop may write what other threads have read since the last barrier.
+  if (work_shared && step->barrier) line("#pragma omp barrier");
 
   std::string trips;
   for (const Level& lv : levels) trips += (trips.empty() ? "" : " * ") + ("static_cast<double>(" + lv.trip + ")");
@@ -279,15 +280,12 @@ void CppEmitter::emit_for(const For* loop) {
     --indent_;
     line("}");
   }
-  if (work_shared) {
-    region_->pending = {};  // the barrier ending the `omp for`
-    if (body_stops) check_failed();
-  }
+  if (work_shared && body_stops) check_failed();
   for (const Level* lv : copy_back) {
     const Var& v = lv->loop->var;
     const std::string assign = "if (" + lv->trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
                                lv->begin + " + (" + lv->trip + " - 1) * " + lv->step + ");";
-    if (work_shared && shared_in_region(v.get())) {
+    if (work_shared && step->single_copy_back.count(v.get())) {
       line("#pragma omp single");
       line(assign);
     } else {
