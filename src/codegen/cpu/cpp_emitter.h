@@ -37,10 +37,10 @@
 #include "analysis/access_scan.h"
 #include "analysis/loop_exits.h"
 #include "analysis/raises.h"
-#include "analysis/var_uses.h"
 #include "codegen/c_emitter.h"
 #include "codegen/overlap_test.h"
 #include "ir/ir_visitor.h"
+#include "transforms/cpu/plan_omp_loops.h"
 #include "transforms/cpu/plan_parallel_regions.h"
 #include "transforms/cpu/plan_region_statements.h"
 #include "transforms/cpu/plan_row_prefetch.h"
@@ -56,8 +56,10 @@ using analysis::intersects;
 using analysis::may_stop;
 using analysis::scan;
 using transforms::cpu::collapse_nest;
+using transforms::cpu::has_omp_loop_plan;
 using transforms::cpu::has_vector_variant;
 using transforms::cpu::kPrefetchChunk;
+using transforms::cpu::OmpLoopPlan;
 using transforms::cpu::ParallelRegionPlan;
 using transforms::cpu::Placement;
 using transforms::cpu::PrefetchTarget;
@@ -121,72 +123,6 @@ class AssignedScalars : public IRVisitor {
 
  private:
   VarSet seen_;
-};
-
-// How the float max/min reductions of a loop are updated. The builtin in
-// `m = max(m, x)` returns m unless x compares greater: a NaN m stays and a
-// NaN x never replaces m, so only a NaN that m held before the loop reaches
-// the result. np.maximum/np.minimum propagate any NaN. Both combine in any
-// order. The reversed builtin `m = max(x, m)` returns x unless m compares
-// greater: a NaN x replaces m and the next element replaces the NaN, so the
-// result depends on the order of the updates.
-class ExtremumUpdates : public IRVisitor {
- public:
-  explicit ExtremumUpdates(const std::vector<Reduction>& reductions) {
-    for (const Reduction& r : reductions)
-      if (r.var->type.is_float() && (r.op == ReduceOp::Max || r.op == ReduceOp::Min)) forms_.push_back({r.var.get()});
-  }
-  // Variables updated only in the reversed form.
-  VarSet only_reversed() const {
-    VarSet vars;
-    for (const Forms& f : forms_)
-      if (f.reversed && !f.builtin && !f.propagating) vars.insert(f.var);
-    return vars;
-  }
-  // The first variable updated in the reversed form and in another one; null
-  // when there is none.
-  const VarInfo* mixed() const {
-    for (const Forms& f : forms_)
-      if (f.reversed && (f.builtin || f.propagating)) return f.var;
-    return nullptr;
-  }
-  // The first variable updated in the reversed form; null when there is none.
-  const VarInfo* reversed() const {
-    for (const Forms& f : forms_)
-      if (f.reversed) return f.var;
-    return nullptr;
-  }
-  // Whether `v` is updated by np.maximum/np.minimum.
-  bool propagating(const VarInfo* v) const {
-    for (const Forms& f : forms_)
-      if (f.var == v) return f.propagating;
-    return false;
-  }
-  using IRVisitor::visit;
-
- protected:
-  void visit(const Assign* n) override {
-    for (Forms& f : forms_) {
-      const Binary* b = n->value->as<Binary>();
-      if (f.var != n->var.get() || !b) continue;
-      const VarRef* second = b->b->as<VarRef>();
-      if (b->op == BinaryOp::Max || b->op == BinaryOp::Min) {
-        f.propagating = true;
-      } else if (second && second->var.get() == f.var) {
-        f.reversed = true;
-      } else {
-        f.builtin = true;
-      }
-    }
-    IRVisitor::visit(n);
-  }
-
- private:
-  struct Forms {
-    const VarInfo* var;
-    bool reversed = false, builtin = false, propagating = false;
-  };
-  std::vector<Forms> forms_;  // in the order of the loop's reductions
 };
 
 // How an array lives in the generated code.
@@ -433,14 +369,6 @@ class CppEmitter : public CEmitter {
   // `parallel:` modifier keeps a combined `parallel for simd` vectorised
   // when the team is not started.
   static std::string if_clause(const std::string& work, const For* innermost, bool combined);
-
-  // The statements at the top of a parallel loop's body that allocate a
-  // temporary uninitialised, with extents the loop does not change, and
-  // name it (its declarations and bindings), when the temporary does not
-  // outlive the iteration: the one-row buffer `e` of a softmax. NumPy's
-  // empty() promises no contents, so one buffer per thread serves every
-  // iteration the thread runs, instead of an allocation per iteration.
-  static std::vector<Stmt> per_thread_statements(const std::vector<const For*>& nest);
 
   // The OpenMP pragma of a loop; the reductions in `thread_order` are left
   // out (emit_thread_order combines them), and so is simd, which would not
