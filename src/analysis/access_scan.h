@@ -1,7 +1,8 @@
 // What a piece of IR touches: the arrays and scalars it reads and writes, and
 // what else it does (record a run-time error, allocate, leave a loop, hold a
-// parallel loop). The CPU's parallel regions are planned and printed from it
-// (transforms/cpu/plan_parallel_regions.h, codegen/cpu/cpp_emitter_regions.cpp).
+// parallel loop). The CPU's parallel regions are planned from it
+// (transforms/cpu/plan_parallel_regions.h, plan_region_statements.h), and the
+// CPU emitter estimates their work with it.
 #pragma once
 
 #include <set>

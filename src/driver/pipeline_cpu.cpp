@@ -15,16 +15,16 @@
 //     CompileOptions::verify_ir, and the dump of plaitc --dump-dir.
 //  4. codegen/cpu/codegen_cpp.h, generate_cpp: the C++ translation unit.
 //     It prints the plans the planning passes recorded on loops
-//     (LoopSchedule::plans: prefetching chunks, parallel regions). What it
-//     still decides as it prints, because it follows from what is declared
-//     where at that point: in a region, which statements run in one thread
-//     (`omp single`) or in all, and where barriers go
-//     (cpp_emitter_regions.cpp); a parallel loop's per-thread temporaries
-//     and its partial results kept in iteration order for NaN-aware maxima
-//     (cpp_emitter_loops.cpp).
+//     (LoopSchedule::plans: parallel regions and the placement of their
+//     statements and barriers, the order of float max/min reductions and
+//     per-thread temporaries, prefetching chunks). What it still decides as
+//     it prints: a region's estimates of its work and barriers for its `if`
+//     clause (cpp_emitter_regions.cpp).
 #include "driver/pass_runner.h"
 #include "driver/pipeline.h"
+#include "transforms/cpu/plan_omp_loops.h"
 #include "transforms/cpu/plan_parallel_regions.h"
+#include "transforms/cpu/plan_region_statements.h"
 #include "transforms/cpu/plan_row_prefetch.h"
 #include "transforms/cpu/scalarize_raising_loops.h"
 #include "transforms/detect_reductions.h"
@@ -69,11 +69,16 @@ void run_cpu_passes(PassRunner& run, const CompileOptions& options) {
   // Vector loops whose body may raise run without simd, so that an error
   // stops them at its iteration.
   run("scalarize_raising_loops", transforms::cpu::scalarize_raising_loops);
-  // Planning, last (a plan points into its loop's body): the vector pass of a
-  // loop over rows that runs in chunks prefetching the other passes' rows;
-  // the serial loops whose parallel loops share one team of threads.
-  run("plan_row_prefetch", transforms::cpu::plan_row_prefetch);
+  // Planning, last. The serial loops whose parallel loops share one team of
+  // threads; then, before the plans that point into loops' bodies, each
+  // parallel loop's and float max/min reduction's order and the temporaries
+  // each thread allocates once; the vector pass of a loop over rows that
+  // runs in chunks prefetching the other passes' rows; in each region, which
+  // statements run in one thread or in all, and where the barriers go.
   run("plan_parallel_regions", transforms::cpu::plan_parallel_regions);
+  run("plan_omp_loops", transforms::cpu::plan_omp_loops);
+  run("plan_row_prefetch", transforms::cpu::plan_row_prefetch);
+  run("plan_region_statements", transforms::cpu::plan_region_statements);
 }
 
 }  // namespace plait

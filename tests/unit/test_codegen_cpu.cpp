@@ -1,6 +1,7 @@
-// Tests of the CPU code generator: IR functions built by hand are turned into
-// C++, compiled with the host toolchain (warnings are errors), loaded, run
-// through the kernel ABI, and their results checked.
+// Tests of the CPU code generator: IR functions built by hand are planned
+// (transforms/cpu/plan_omp_loops, whose plans the emitter prints) and turned
+// into C++, compiled with the host toolchain (warnings are errors), loaded,
+// run through the kernel ABI, and their results checked.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "jit/loader.h"
 #include "jit/toolchain.h"
 #include "runtime/abi.h"
+#include "transforms/cpu/plan_omp_loops.h"
 
 namespace plait {
 namespace {
@@ -72,7 +74,9 @@ Kernel build(const Function& f) {
   static void* const openmp_runtime = ::dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
   (void)openmp_runtime;
   Kernel k;
-  k.source = codegen::generate_cpp(f, CompileOptions{});
+  Function planned = f;
+  transforms::cpu::plan_omp_loops(planned);
+  k.source = codegen::generate_cpp(planned, CompileOptions{});
   const std::string dir = ::testing::TempDir() + "plait_codegen_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const std::string base = dir + "/" + f.name;

@@ -140,7 +140,7 @@ TEST(VerifyIr, BothPipelinesVerifyAfterEveryStep) {
     EXPECT_EQ(steps[1], "fuse_loop_nests");
     EXPECT_EQ(steps[3], "place_declarations");  // declares s, c and the loops' locals
     EXPECT_EQ(steps.back().substr(0, steps.back().find(' ')),
-              target == Target::CPU ? "plan_parallel_regions" : "plan_persistent_loops");
+              target == Target::CPU ? "plan_region_statements" : "plan_persistent_loops");
   }
 }
 

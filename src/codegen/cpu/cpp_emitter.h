@@ -37,11 +37,12 @@
 #include "analysis/access_scan.h"
 #include "analysis/loop_exits.h"
 #include "analysis/raises.h"
-#include "analysis/var_uses.h"
 #include "codegen/c_emitter.h"
 #include "codegen/overlap_test.h"
 #include "ir/ir_visitor.h"
+#include "transforms/cpu/plan_omp_loops.h"
 #include "transforms/cpu/plan_parallel_regions.h"
+#include "transforms/cpu/plan_region_statements.h"
 #include "transforms/cpu/plan_row_prefetch.h"
 
 namespace plait::codegen {
@@ -54,10 +55,17 @@ using analysis::AccessScan;
 using analysis::intersects;
 using analysis::may_stop;
 using analysis::scan;
+using transforms::cpu::collapse_nest;
+using transforms::cpu::has_omp_loop_plan;
 using transforms::cpu::has_vector_variant;
 using transforms::cpu::kPrefetchChunk;
+using transforms::cpu::OmpLoopPlan;
 using transforms::cpu::ParallelRegionPlan;
+using transforms::cpu::Placement;
 using transforms::cpu::PrefetchTarget;
+using transforms::cpu::RegionStatementsPlan;
+using transforms::cpu::RegionStep;
+using transforms::cpu::RegionSteps;
 using transforms::cpu::RowPrefetchPlan;
 
 // The iterations assumed for a loop inside a parallel loop's body, whose
@@ -115,81 +123,6 @@ class AssignedScalars : public IRVisitor {
 
  private:
   VarSet seen_;
-};
-
-// How the float max/min reductions of a loop are updated. The builtin in
-// `m = max(m, x)` returns m unless x compares greater: a NaN m stays and a
-// NaN x never replaces m, so only a NaN that m held before the loop reaches
-// the result. np.maximum/np.minimum propagate any NaN. Both combine in any
-// order. The reversed builtin `m = max(x, m)` returns x unless m compares
-// greater: a NaN x replaces m and the next element replaces the NaN, so the
-// result depends on the order of the updates.
-class ExtremumUpdates : public IRVisitor {
- public:
-  explicit ExtremumUpdates(const std::vector<Reduction>& reductions) {
-    for (const Reduction& r : reductions)
-      if (r.var->type.is_float() && (r.op == ReduceOp::Max || r.op == ReduceOp::Min)) forms_.push_back({r.var.get()});
-  }
-  // Variables updated only in the reversed form.
-  VarSet only_reversed() const {
-    VarSet vars;
-    for (const Forms& f : forms_)
-      if (f.reversed && !f.builtin && !f.propagating) vars.insert(f.var);
-    return vars;
-  }
-  // The first variable updated in the reversed form and in another one; null
-  // when there is none.
-  const VarInfo* mixed() const {
-    for (const Forms& f : forms_)
-      if (f.reversed && (f.builtin || f.propagating)) return f.var;
-    return nullptr;
-  }
-  // The first variable updated in the reversed form; null when there is none.
-  const VarInfo* reversed() const {
-    for (const Forms& f : forms_)
-      if (f.reversed) return f.var;
-    return nullptr;
-  }
-  // Whether `v` is updated by np.maximum/np.minimum.
-  bool propagating(const VarInfo* v) const {
-    for (const Forms& f : forms_)
-      if (f.var == v) return f.propagating;
-    return false;
-  }
-  using IRVisitor::visit;
-
- protected:
-  void visit(const Assign* n) override {
-    for (Forms& f : forms_) {
-      const Binary* b = n->value->as<Binary>();
-      if (f.var != n->var.get() || !b) continue;
-      const VarRef* second = b->b->as<VarRef>();
-      if (b->op == BinaryOp::Max || b->op == BinaryOp::Min) {
-        f.propagating = true;
-      } else if (second && second->var.get() == f.var) {
-        f.reversed = true;
-      } else {
-        f.builtin = true;
-      }
-    }
-    IRVisitor::visit(n);
-  }
-
- private:
-  struct Forms {
-    const VarInfo* var;
-    bool reversed = false, builtin = false, propagating = false;
-  };
-  std::vector<Forms> forms_;  // in the order of the loop's reductions
-};
-
-// How a statement directly inside a parallel region (outside its `omp for`
-// loops) runs.
-enum class Placement {
-  Structure,  // holds parallel loops: every thread walks it (loops, ifs, blocks)
-  Redundant,  // pure and writes only thread-local variables: every thread runs it
-  Check,      // an Assert whose condition cannot fail: every thread checks it
-  Single,     // one thread runs it; the barrier after it publishes its writes
 };
 
 // How an array lives in the generated code.
@@ -312,13 +245,10 @@ class CppEmitter : public CEmitter {
 
   void emit_atomic(const AtomicUpdate* u) override;
 
-  // The loops run as one by collapse(k): `outer` and the loops perfectly
-  // nested in it, as many as the schedule asks and the shape allows (an
-  // inner loop whose bounds read an outer loop variable stops the nest).
-  std::vector<const For*> collapse_nest(const For* outer);
-
   void emit_loop(const Stmt& s) override { emit_for(s->as<For>()); }
-  void emit_for(const For* loop);
+  // `step`: the plan of a loop at a parallel region's level (an `omp for`,
+  // or a serial loop every thread runs).
+  void emit_for(const For* loop, const RegionStep* step = nullptr);
 
   // Whether evaluating the bounds of `nest` may record an error: an
   // expression that raises, or a step that may be zero.
@@ -369,32 +299,22 @@ class CppEmitter : public CEmitter {
   // once per parallel loop and step. Every thread walks the serial loop (and
   // the ifs and serial loops between it and the parallel loops), computing
   // the same bounds and conditions; each parallel loop is an `omp for`
-  // shared out over the team; other statements run in one thread under
-  // `omp single`, whose closing barrier publishes what they wrote, or, when
-  // they are pure and write only the thread's own variables, in every
-  // thread. Variables declared before the region are shared; those declared
-  // inside belong to each thread (a single passes them on with copyprivate).
+  // shared out over the team. Where each other statement runs (one thread
+  // under `omp single`, or every thread) and where the barriers go are the
+  // plan of transforms/cpu/plan_region_statements.h, which this prints.
 
-  // Reads made by every thread since the last barrier: a construct that
-  // writes any of them waits for the team first.
-  struct PendingReads {
-    VarSet vars;
-    ArraySet loaded, dims;
-    bool empty() const { return vars.empty() && loaded.empty() && dims.empty(); }
-  };
-
-  // The parallel region being printed: the plan of its loop
-  // (transforms/cpu/plan_parallel_regions.h) and where the printing stands.
+  // The parallel region being printed: the plans of its loop
+  // (transforms/cpu/plan_parallel_regions.h, plan_region_statements.h) and
+  // where the printing stands.
   struct Region {
-    explicit Region(const ParallelRegionPlan& p) : plan(p) {
+    Region(const ParallelRegionPlan& p, const RegionStatementsPlan& s) : plan(p), statements(s) {
       for (const Var& v : p.hoisted_vars) hoisted_vars.insert(v.get());
       for (const ArrayVar& a : p.hoisted_arrays) hoisted_arrays.insert(a.get());
     }
     const ParallelRegionPlan& plan;
+    const RegionStatementsPlan& statements;
     VarSet hoisted_vars;
     ArraySet hoisted_arrays;
-    size_t outer_scopes = 0;  // scopes_ below this index are outside the region
-    PendingReads pending;
     // Where the plan says the loop may record an error, every thread leaves
     // the region after the construct that recorded it (an `omp for`, a
     // single: see check_failed), and the call stops after the region.
@@ -402,17 +322,6 @@ class CppEmitter : public CEmitter {
     std::string passes;  // each thread's count of the constructs it checked
     std::string exit;    // the label after the serial loop
   };
-
-  Placement placement(const Stmt& s, const AccessScan& sc) const;
-
-  bool shared_in_region(const VarInfo* v) const;
-
-  // Records what every thread has just read of what the region changes.
-  void note_reads(const AccessScan& sc);
-
-  // A barrier before a construct that writes what other threads may still
-  // be reading.
-  void barrier_before(const AccessScan& writes);
 
   // The trip count of `f` when it can be computed before the region starts
   // (bounds that nothing in the region changes), else kAssumedInnerTrips.
@@ -424,20 +333,22 @@ class CppEmitter : public CEmitter {
 
   // The barriers of one pass over region-level code `s` (one per `omp for`
   // and per group of statements run by one thread), estimated like
-  // region_work, before the region's own variables exist.
+  // region_work, with the scalars the region shares as its plan records
+  // them (RegionStatementsPlan::shared).
   std::string region_syncs(const Stmt& s);
 
   // The serial loop that a region is made of (`root` set), or a serial
-  // loop inside the region around parallel loops: every thread runs it.
-  void emit_region_loop(const For* loop, std::unique_ptr<Region> root);
+  // loop inside the region around parallel loops (its plan `step`): every
+  // thread runs it.
+  void emit_region_loop(const For* loop, std::unique_ptr<Region> root, const RegionStep* step);
 
-  void emit_region_stmts(const Stmt& body);
+  void emit_region_stmts(const RegionSteps& steps);
 
-  void emit_region_stmt(const Stmt& s, Placement p);
+  void emit_region_stmt(const RegionStep& step);
 
-  void nested_region(const Stmt& s);
+  void nested_region(const RegionSteps& steps);
 
-  void emit_single(const std::vector<Stmt>& group);
+  void emit_single(const RegionStep& step);
 
   // The flag of this pass of the region's constructs that may record an
   // error. Each checked construct uses the other flag of the pair, so a fast
@@ -458,14 +369,6 @@ class CppEmitter : public CEmitter {
   // `parallel:` modifier keeps a combined `parallel for simd` vectorised
   // when the team is not started.
   static std::string if_clause(const std::string& work, const For* innermost, bool combined);
-
-  // The statements at the top of a parallel loop's body that allocate a
-  // temporary uninitialised, with extents the loop does not change, and
-  // name it (its declarations and bindings), when the temporary does not
-  // outlive the iteration: the one-row buffer `e` of a softmax. NumPy's
-  // empty() promises no contents, so one buffer per thread serves every
-  // iteration the thread runs, instead of an allocation per iteration.
-  static std::vector<Stmt> per_thread_statements(const std::vector<const For*>& nest);
 
   // The OpenMP pragma of a loop; the reductions in `thread_order` are left
   // out (emit_thread_order combines them), and so is simd, which would not

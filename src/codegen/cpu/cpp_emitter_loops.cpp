@@ -5,17 +5,25 @@
 
 namespace plait::codegen::cpu {
 
-void CppEmitter::emit_for(const For* loop) {
+void CppEmitter::emit_for(const For* loop, const RegionStep* step) {
   const LoopSchedule& sc = loop->schedule;
   if (const ParallelRegionPlan* plan = sc.plan<ParallelRegionPlan>()) {
     PLAIT_ASSERT(!region_ && omp_depth_ == 0);  // plan_parallel_regions plans no region inside these
-    if (plan->runs_as_region()) return emit_region_loop(loop, std::make_unique<Region>(*plan));
+    if (plan->runs_as_region()) {
+      const auto* statements = sc.plan<RegionStatementsPlan>();
+      if (!statements)
+        PLAIT_INTERNAL_ERROR("the loop over `" + loop->var->name +
+                             "` runs as one parallel region without a plan of its statements: the pass "
+                             "transforms/cpu/plan_region_statements must run");
+      return emit_region_loop(loop, std::make_unique<Region>(*plan, *statements), nullptr);
+    }
     remarks_.push_back({loop->loc, "codegen_cpp",
                         "loop over '" + loop->var->name + "': each parallel loop inside starts its own threads (" +
                             plan->refusal + ")"});
   }
-  if (region_level_ && sc.kind == LoopKind::Serial) return emit_region_loop(loop, nullptr);
   const bool work_shared = region_level_;  // an `omp for` of the enclosing region
+  PLAIT_ASSERT(!work_shared || step);      // the plan's step of the loop
+  if (work_shared && sc.kind == LoopKind::Serial) return emit_region_loop(loop, nullptr, step);
   region_level_ = false;
   if (sc.kind != LoopKind::Serial) {
     if (analysis::leaves_loop(loop->body))
@@ -27,17 +35,15 @@ void CppEmitter::emit_for(const For* loop) {
 
   line("{");
   ++indent_;
-  // A float max/min reduction updated as `m = max(x, m)` depends on the
-  // order (ExtremumUpdates): a vector loop with one runs in order; a
-  // parallel loop gives each thread its chunk in order, folds it from NaN
-  // and combines the threads' results in thread order (emit_thread_order);
-  // a parallel loop that mixes that form with another on one variable runs
-  // in order.
-  ExtremumUpdates extrema(sc.reductions);
-  if (sc.kind != LoopKind::Serial) extrema.visit(loop->body);
-  const VarInfo* order_var = sc.kind == LoopKind::Vectorized ? extrema.reversed()
-                             : parallel                      ? extrema.mixed()
-                                                             : nullptr;
+  // The order of its float max/min reductions and its per-thread
+  // temporaries (transforms/cpu/plan_omp_loops.h).
+  const OmpLoopPlan* omp = sc.plan<OmpLoopPlan>();
+  if (!omp && has_omp_loop_plan(sc))
+    PLAIT_INTERNAL_ERROR("the loop over `" + loop->var->name +
+                         "` has no OpenMP loop plan: the pass transforms/cpu/plan_omp_loops must run");
+  static const OmpLoopPlan kNoPlan;  // a serial loop without float max/min reductions: nothing to order
+  const OmpLoopPlan& order = omp ? *omp : kNoPlan;
+  const VarInfo* order_var = order.in_order;
   const bool in_order = order_var != nullptr;
   if (in_order)
     remarks_.push_back({loop->loc, "codegen_cpp",
@@ -45,7 +51,7 @@ void CppEmitter::emit_for(const For* loop) {
                             "' runs in order: its float max/min reduction of '" + order_var->name +
                             "' is written max(x, " + order_var->name + "), whose result depends on where NaNs are" +
                             (parallel ? ", and updated in another form too" : "")});
-  const VarSet thread_order = parallel && !in_order ? extrema.only_reversed() : VarSet{};
+  const VarSet& thread_order = order.thread_order;
   if (!thread_order.empty()) {
     std::string names;
     for (const Reduction& r : sc.reductions)
@@ -56,26 +62,11 @@ void CppEmitter::emit_for(const For* loop) {
                             "chunk in order and the threads' results combine in thread order" +
                             (is_vectorized(sc.kind) ? " (without simd)" : "")});
   }
-  // The other float max/min reductions. OpenMP's own max/min combine the
-  // partial results (a tree of vmaxps over the lanes) leaving NaN to the
-  // instruction, which drops one on one side. The partial results of the
-  // builtin form hold no NaN, so the value before the loop is set aside,
-  // the reduction starts from the identity, and the builtin takes the
-  // value set aside as its first argument after the loop. Inside a
-  // region every thread would need that value before any changes the
-  // variable (barriers), and np.maximum's partial results can be NaN:
-  // those use plait_max/plait_min (emit_reduction_declarations), whose
-  // combination keeps a NaN from either side, one lane at a time.
-  VarSet nan_kept;
+  // The value before the loop, set aside for the builtin after it; the
+  // reduction starts from the identity.
   std::vector<std::pair<const Reduction*, std::string>> before;
   for (const Reduction& r : sc.reductions) {
-    if (in_order || !r.var->type.is_float() || (r.op != ReduceOp::Max && r.op != ReduceOp::Min) ||
-        thread_order.count(r.var.get()))
-      continue;
-    if (work_shared || extrema.propagating(r.var.get())) {
-      nan_kept.insert(r.var.get());
-      continue;
-    }
+    if (!order.set_aside.count(r.var.get())) continue;
     const std::string b = temp("before");
     const std::string t = ctype(r.var->type);
     line("const " + t + " " + b + " = " + var_name(r.var) + ";");
@@ -101,23 +92,14 @@ void CppEmitter::emit_for(const For* loop) {
   }
   if (bounds_may_raise(nest)) stop_on_error();
   const For* innermost = nest.back();
-  if (work_shared) {
-    // Every thread has read the bounds; the loop may write what they read.
-    for (const For* f : nest) {
-      note_reads(scan(f->begin));
-      note_reads(scan(f->end));
-      note_reads(scan(f->step));
-    }
-    barrier_before(scan(loop));
-  }
+  // The loop may write what other threads have read since the last barrier.
+  if (work_shared && step->barrier) line("#pragma omp barrier");
 
   std::string trips;
   for (const Level& lv : levels) trips += (trips.empty() ? "" : " * ") + ("static_cast<double>(" + lv.trip + ")");
   // Per-thread temporaries: the team starts first (`omp parallel`), each
   // thread allocates them, then the iterations are shared out (`omp for`).
-  const std::vector<Stmt> per_thread = parallel && !in_order && !work_shared && !region_ && omp_depth_ == 0
-                                           ? per_thread_statements(nest)
-                                           : std::vector<Stmt>{};
+  const std::vector<Stmt>& per_thread = order.per_thread;
   std::set<const StmtNode*> hoisted;
   // Both start the team first (`omp parallel`) and share out the
   // iterations in it (`omp for`).
@@ -185,7 +167,7 @@ void CppEmitter::emit_for(const For* loop) {
   // diagnostic about the OpenMP pragma names the user's pragma line.
   if (sc.kind != LoopKind::Serial) line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
   if (sc.kind != LoopKind::Serial && !in_order)
-    line(pragma(loop, levels.size(), innermost, work_shared || own_team, trips, thread_order, nan_kept));
+    line(pragma(loop, levels.size(), innermost, work_shared || own_team, trips, thread_order, order.nan_kept));
   // Every thread of a region walks the statements around its loops.
   if (in_order && work_shared) line("#pragma omp single");
   for (size_t d = 0; d < levels.size(); ++d) {
@@ -279,15 +261,12 @@ void CppEmitter::emit_for(const For* loop) {
     --indent_;
     line("}");
   }
-  if (work_shared) {
-    region_->pending = {};  // the barrier ending the `omp for`
-    if (body_stops) check_failed();
-  }
+  if (work_shared && body_stops) check_failed();
   for (const Level* lv : copy_back) {
     const Var& v = lv->loop->var;
     const std::string assign = "if (" + lv->trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
                                lv->begin + " + (" + lv->trip + " - 1) * " + lv->step + ");";
-    if (work_shared && shared_in_region(v.get())) {
+    if (work_shared && step->single_copy_back.count(v.get())) {
       line("#pragma omp single");
       line(assign);
     } else {
@@ -395,73 +374,6 @@ std::string CppEmitter::num_threads_clause(const LoopSchedule& sc) {
 std::string CppEmitter::if_clause(const std::string& work, const For* innermost, bool combined) {
   return std::string(" if(") + (combined ? "parallel: " : "") + work + " * " + std::to_string(body_cost(innermost)) +
          ".0 >= static_cast<double>(ctx->parallel_work_threshold))";
-}
-
-std::vector<Stmt> CppEmitter::per_thread_statements(const std::vector<const For*>& nest) {
-  const For* innermost = nest.back();
-  const Block* body = innermost->body->as<Block>();
-  if (!body) return {};
-  const analysis::VarUses in_body = analysis::uses_of(innermost->body);
-  VarSet loop_vars;
-  for (const For* f : nest) loop_vars.insert(f->var.get());
-  // How often each array is bound (Allocate, ArrayBind) in the body, its
-  // ArrayBinds, and whether an expression reads array elements.
-  struct Binds : IRVisitor {
-    ArrayMap<int> count;
-    std::vector<const ArrayBind*> binds;
-    bool loads = false;
-    using IRVisitor::visit;
-    void visit(const Allocate* a) override {
-      ++count[a->array.get()];
-      IRVisitor::visit(a);
-    }
-    void visit(const ArrayBind* b) override {
-      ++count[b->dst.get()];
-      binds.push_back(b);
-    }
-    void visit(const Load*) override { loads = true; }
-  } all;
-  all.visit(innermost->body);
-  size_t run = 0;
-  while (run < body->stmts.size() &&
-         (body->stmts[run]->kind == NodeKind::Declare || body->stmts[run]->kind == NodeKind::Allocate ||
-          body->stmts[run]->kind == NodeKind::ArrayBind))
-    ++run;
-  ArraySet declared, chosen;
-  for (size_t k = 0; k < run; ++k)
-    if (const Declare* d = body->stmts[k]->as<Declare>(); d && d->array) declared.insert(d->array.get());
-  for (size_t k = 0; k < run; ++k) {
-    const Allocate* a = body->stmts[k]->as<Allocate>();
-    if (!a || a->fill != FillKind::Uninitialized) continue;
-    bool ok = true;
-    for (const Expr& e : a->shape) {
-      Binds reads;
-      reads.visit(e);
-      const analysis::VarUses u = analysis::uses_of(e);
-      ok = ok && !reads.loads;
-      for (const VarInfo* v : u.reads) ok = ok && !in_body.writes.count(v) && !loop_vars.count(v);
-      for (const ArrayInfo* x : u.arrays) ok = ok && !in_body.array_binds.count(x);
-    }
-    // The temporary and the names bound to it in the run: each declared in
-    // the body, bound once, and bound to no name that outlives the body.
-    ArraySet group = {a->array.get()};
-    for (size_t j = k + 1; j < run; ++j)
-      if (const ArrayBind* b = body->stmts[j]->as<ArrayBind>(); b && group.count(b->src.get()))
-        group.insert(b->dst.get());
-    for (const ArrayInfo* m : group) ok = ok && declared.count(m) && all.count[m] == 1;
-    for (const ArrayBind* b : all.binds) ok = ok && (!group.count(b->src.get()) || group.count(b->dst.get()));
-    if (ok) chosen.insert(group.begin(), group.end());
-  }
-  std::vector<Stmt> out;
-  for (size_t k = 0; k < run; ++k) {
-    const Stmt& st = body->stmts[k];
-    const ArrayInfo* named = nullptr;
-    if (const Declare* d = st->as<Declare>()) named = d->array.get();
-    if (const Allocate* a = st->as<Allocate>()) named = a->array.get();
-    if (const ArrayBind* b = st->as<ArrayBind>()) named = b->dst.get();
-    if (named && chosen.count(named)) out.push_back(st);
-  }
-  return out;
 }
 
 std::string CppEmitter::pragma(const For* loop, size_t depth, const For* innermost, bool work_shared,

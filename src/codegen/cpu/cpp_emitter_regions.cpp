@@ -10,51 +10,12 @@ int64_t CppEmitter::body_cost(const For* innermost) {
   return std::max<int64_t>(cost.nodes, 1) * (cost.has_loop ? kAssumedInnerTrips : 1);
 }
 
-Placement CppEmitter::placement(const Stmt& s, const AccessScan& sc) const {
-  if (sc.has_parallel) return Placement::Structure;
-  if (const Declare* d = s->as<Declare>()) {
-    if (d->array) return Placement::Single;  // empties the shared array
-    return region_->hoisted_vars.count(d->var.get()) ? Placement::Single : Placement::Redundant;
-  }
-  if (s->kind == NodeKind::Assert) return Placement::Check;
-  if (sc.facts.expressions || sc.facts.allocations || sc.returns || sc.facts.checks || sc.has_loop || sc.escapes ||
-      !sc.written.empty() || !sc.bound.empty())
-    return Placement::Single;
-  for (const VarInfo* v : sc.assigned)
-    if (shared_in_region(v)) return Placement::Single;
-  return Placement::Redundant;
-}
-
-bool CppEmitter::shared_in_region(const VarInfo* v) const {
-  for (size_t i = 0; i < region_->outer_scopes; ++i)
-    if (scopes_[i].count(v)) return true;
-  return false;
-}
-
-void CppEmitter::note_reads(const AccessScan& sc) {
-  for (const VarInfo* v : sc.read)
-    if (region_->plan.assigned.count(v) && shared_in_region(v)) region_->pending.vars.insert(v);
-  for (const ArrayInfo* a : sc.loaded)
-    if (region_->plan.written.count(a) || region_->plan.bound.count(a)) region_->pending.loaded.insert(a);
-  for (const ArrayInfo* a : sc.dims)
-    if (region_->plan.bound.count(a)) region_->pending.dims.insert(a);
-}
-
-void CppEmitter::barrier_before(const AccessScan& writes) {
-  const PendingReads& p = region_->pending;
-  if (intersects(writes.assigned, p.vars) || intersects(writes.written, p.loaded) ||
-      intersects(writes.bound, p.loaded) || intersects(writes.bound, p.dims)) {
-    line("#pragma omp barrier");
-    region_->pending = {};
-  }
-}
-
 std::string CppEmitter::trips_estimate(const For* f) {
   auto invariant = [&](const Expr& e) {
     const AccessScan sc = scan(e);
     if (sc.facts.expressions || !sc.loaded.empty() || intersects(sc.dims, region_->plan.bound)) return false;
     for (const VarInfo* v : sc.read)
-      if (!declared(v) || region_->plan.assigned.count(v)) return false;
+      if (!region_->statements.shared.count(v) || region_->plan.assigned.count(v)) return false;
     return true;
   };
   const IntImm* step = f->step->as<IntImm>();
@@ -101,7 +62,7 @@ std::string CppEmitter::region_syncs(const Stmt& s) {
       } else if (st->kind != NodeKind::Assert) {
         single =
             sc.facts.expressions || sc.facts.allocations || sc.has_loop || !sc.written.empty() || !sc.bound.empty();
-        for (const VarInfo* v : sc.assigned) single = single || declared(v);
+        for (const VarInfo* v : sc.assigned) single = single || region_->statements.shared.count(v);
       }
       if (single && !in_group) ++groups;
       in_group = single;
@@ -123,12 +84,13 @@ std::string CppEmitter::region_syncs(const Stmt& s) {
   return nested.empty() ? std::to_string(groups) + ".0" : "(" + std::to_string(groups) + ".0" + nested + ")";
 }
 
-void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root) {
+void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root, const RegionStep* step) {
   line("{");
   ++indent_;
   const LoopBounds bounds = declare_loop_bounds(loop);
-  const std::string &begin = bounds.begin, &end = bounds.end, &step = bounds.step, &trip = bounds.trip, &k = bounds.k;
-  line("const int64_t " + trip + " = " + checked_trip_count(loop, begin, end, step) + ";");
+  const std::string &begin = bounds.begin, &end = bounds.end, &step_value = bounds.step, &trip = bounds.trip,
+                    &k = bounds.k;
+  line("const int64_t " + trip + " = " + checked_trip_count(loop, begin, end, step_value) + ";");
   const bool is_root = root != nullptr;
   std::string outer_stop;
   if (is_root) {
@@ -162,34 +124,27 @@ void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root)
     line("{");
     ++indent_;
     if (region_->plan.may_stop) line("int64_t " + region_->passes + " = 0;");
-    region_->outer_scopes = scopes_.size();
     region_level_ = true;
     outer_stop = std::exchange(stop_, "");
-  } else {
-    note_reads(scan(loop->begin));
-    note_reads(scan(loop->end));
-    note_reads(scan(loop->step));
   }
+  const RegionSteps& body = is_root ? region_->statements.body : step->nested[0];
   line("for (int64_t " + k + " = 0; " + k + " < " + trip + "; ++" + k + ") {");
   ++indent_;
   scopes_.emplace_back();
   // Each thread counts with its own copy of the loop variable.
   const Var& v = loop->var;
   line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" + begin +
-       " + " + k + " * " + step + ");");
+       " + " + k + " * " + step_value + ");");
   scopes_.back().insert(v.get());
-  const PendingReads at_entry = region_->pending;
   ++loop_depth_;
-  emit_region_stmts(loop->body);
+  emit_region_stmts(body);
   --loop_depth_;
-  // The next iteration may write what this one read after its last barrier.
-  if (!region_->pending.empty()) line("#pragma omp barrier");
-  region_->pending = at_entry;  // the loop may run no iteration
+  if (body.barrier_at_end) line("#pragma omp barrier");
   scopes_.pop_back();
   --indent_;
   line("}");
   const std::string copy_back = "if (" + trip + " > 0) " + var_name(v) + " = static_cast<" + ctype(v->type) + ">(" +
-                                begin + " + (" + trip + " - 1) * " + step + ");";
+                                begin + " + (" + trip + " - 1) * " + step_value + ");";
   if (is_root) {
     if (region_->plan.may_stop) line(region_->exit + ":;");
     --indent_;
@@ -205,56 +160,35 @@ void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root)
     if (declared(v.get())) line(copy_back);
     if (stops) stop_on_error();
   } else if (declared(v.get())) {
-    if (shared_in_region(v.get())) {
-      AccessScan writes;
-      writes.assigned.insert(v.get());
-      barrier_before(writes);
+    if (step->single_copy_back.count(v.get())) {
+      if (step->barrier_before_copy_back) line("#pragma omp barrier");
       line("#pragma omp single");
-      line(copy_back);
-      region_->pending = {};
-    } else {
-      line(copy_back);
     }
+    line(copy_back);
   }
   --indent_;
   line("}");
 }
 
-void CppEmitter::emit_region_stmts(const Stmt& body) {
-  std::vector<Stmt> stmts;
-  if (const Block* b = body->as<Block>()) {
-    stmts = b->stmts;
-  } else {
-    stmts.push_back(body);
-  }
-  for (size_t i = 0; i < stmts.size();) {
-    const Placement p = placement(stmts[i], scan(stmts[i]));
-    if (p != Placement::Single) {
-      emit_region_stmt(stmts[i], p);
-      ++i;
-      continue;
+void CppEmitter::emit_region_stmts(const RegionSteps& steps) {
+  for (const RegionStep& step : steps.steps) {
+    if (step.placement == Placement::Single) {
+      emit_single(step);
+    } else {
+      emit_region_stmt(step);
     }
-    // Consecutive single statements share one `omp single` (one barrier);
-    // an allocation ends the group, whose failure every thread checks.
-    size_t j = i + 1;
-    while (j < stmts.size() && stmts[j - 1]->kind != NodeKind::Allocate &&
-           placement(stmts[j], scan(stmts[j])) == Placement::Single)
-      ++j;
-    emit_single(std::vector<Stmt>(stmts.begin() + static_cast<std::ptrdiff_t>(i),
-                                  stmts.begin() + static_cast<std::ptrdiff_t>(j)));
-    i = j;
   }
 }
 
-void CppEmitter::emit_region_stmt(const Stmt& s, Placement p) {
-  switch (p) {
+void CppEmitter::emit_region_stmt(const RegionStep& step) {
+  const Stmt& s = step.stmts[0];
+  switch (step.placement) {
     case Placement::Single:
       return;
     case Placement::Redundant:
       region_level_ = false;
       emit(s);
       region_level_ = true;
-      note_reads(scan(s));
       return;
     case Placement::Check: {
       // Every thread checks the same condition: all leave together.
@@ -263,69 +197,48 @@ void CppEmitter::emit_region_stmt(const Stmt& s, Placement p) {
       emit(s);
       region_level_ = true;
       stop_ = outer;
-      note_reads(scan(s));
       return;
     }
     case Placement::Structure:
       break;
   }
+  line_directive(s->loc);
   if (const If* i = s->as<If>()) {
-    line_directive(s->loc);
-    note_reads(scan(i->cond));
     line("if (" + expr(i->cond) + ") {");
-    const PendingReads at_entry = region_->pending;
-    nested_region(i->then_case);
+    nested_region(step.nested[0]);
     if (i->else_case) {
-      PendingReads after_then = region_->pending;
-      region_->pending = at_entry;
       line("} else {");
-      nested_region(i->else_case);
-      region_->pending.vars.insert(after_then.vars.begin(), after_then.vars.end());
-      region_->pending.loaded.insert(after_then.loaded.begin(), after_then.loaded.end());
-      region_->pending.dims.insert(after_then.dims.begin(), after_then.dims.end());
-    } else {
-      region_->pending.vars.insert(at_entry.vars.begin(), at_entry.vars.end());
-      region_->pending.loaded.insert(at_entry.loaded.begin(), at_entry.loaded.end());
-      region_->pending.dims.insert(at_entry.dims.begin(), at_entry.dims.end());
+      nested_region(step.nested[1]);
     }
     line("}");
     return;
   }
   if (s->kind == NodeKind::Block) {
-    line_directive(s->loc);
     line("{");
-    nested_region(s);
+    nested_region(step.nested[0]);
     line("}");
     return;
   }
-  emit(s);  // a loop: an `omp for`, or a serial loop every thread runs
+  // A loop: an `omp for`, or a serial loop every thread runs.
+  emit_for(s->as<For>(), &step);
 }
 
-void CppEmitter::nested_region(const Stmt& s) {
+void CppEmitter::nested_region(const RegionSteps& steps) {
   ++indent_;
   scopes_.emplace_back();
-  emit_region_stmts(s);
+  emit_region_stmts(steps);
   scopes_.pop_back();
   --indent_;
 }
 
-void CppEmitter::emit_single(const std::vector<Stmt>& group) {
-  AccessScan writes;
-  for (const Stmt& s : group) writes.visit(s);
-  barrier_before(writes);
-  // A variable that a statement of the group declares for the rest of the
-  // block is declared before the construct, in every thread.
-  for (const Stmt& s : group) {
-    const Assign* a = s->as<Assign>();
-    if (a && !declared(a->var.get())) {
-      line("[[maybe_unused]] " + ctype(a->var->type) + " " + var_name(a->var) + "{};");
-      scopes_.back().insert(a->var.get());
-    }
+void CppEmitter::emit_single(const RegionStep& step) {
+  if (step.barrier) line("#pragma omp barrier");
+  for (const Var& v : step.declared_before) {
+    line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
+    scopes_.back().insert(v.get());
   }
-  const bool stops = may_stop(writes);
   std::set<std::string> copied;
-  for (const VarInfo* v : writes.assigned)
-    if (declared(v) && !shared_in_region(v)) copied.insert(var_names_.at(v));
+  for (const VarInfo* v : step.copied) copied.insert(var_names_.at(v));
   std::string list;
   for (const std::string& name : copied) list += (list.empty() ? "" : ", ") + name;
   line("#pragma omp single" + (list.empty() ? std::string() : " copyprivate(" + list + ")"));
@@ -334,9 +247,9 @@ void CppEmitter::emit_single(const std::vector<Stmt>& group) {
   scopes_.emplace_back();
   region_level_ = false;
   auto emit_group = [&] {
-    for (const Stmt& s : group) emit(s);
+    for (const Stmt& s : step.stmts) emit(s);
   };
-  if (stops) {
+  if (step.may_stop) {
     // An error skips the rest of the group; the one thread notes it for
     // all (check_failed).
     with_stop_label(emit_group);
@@ -348,8 +261,7 @@ void CppEmitter::emit_single(const std::vector<Stmt>& group) {
   scopes_.pop_back();
   --indent_;
   line("}");
-  region_->pending = {};
-  if (stops) check_failed();
+  if (step.may_stop) check_failed();
 }
 
 void CppEmitter::check_failed() {

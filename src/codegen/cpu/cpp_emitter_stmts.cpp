@@ -62,21 +62,6 @@ void CppEmitter::emit_atomic(const AtomicUpdate* u) {
       [&](const std::string& element, const std::string& value) { return fn + "(&" + element + ", " + value + ");"; });
 }
 
-std::vector<const For*> CppEmitter::collapse_nest(const For* outer) {
-  std::vector<const For*> nest{outer};
-  VarSet vars{outer->var.get()};
-  while (static_cast<int>(nest.size()) < outer->schedule.collapse) {
-    const For* inner = single_loop(nest.back()->body);
-    if (!inner) return nest;
-    if (analysis::reads_any(inner->begin, vars) || analysis::reads_any(inner->end, vars) ||
-        analysis::reads_any(inner->step, vars))
-      return nest;
-    nest.push_back(inner);
-    vars.insert(inner->var.get());
-  }
-  return nest;
-}
-
 void CppEmitter::emit_allocate(const Allocate* al) {
   // A failed allocation stops the code like any error; where nothing can
   // leave (a vector loop, a thread's temporaries) the array stays empty and

@@ -4,9 +4,9 @@
 // serial loop, shares out the iterations of each parallel loop (`omp for`)
 // and runs the statements between them in one thread or in all. The pass
 // decides which loops do and records the decision on the loop, with what the
-// region shares among its threads or why the loop cannot run as one; the CPU
-// emitter prints the region (codegen/cpu/cpp_emitter_regions.cpp), placing
-// its statements and barriers as it prints them.
+// region shares among its threads or why the loop cannot run as one;
+// plan_region_statements.h places the region's statements and barriers, and
+// the CPU emitter prints the region (codegen/cpu/cpp_emitter_regions.cpp).
 #pragma once
 
 #include <string>
@@ -43,8 +43,8 @@ struct ParallelRegionPlan : ir::LoopPlan {
 // Records a ParallelRegionPlan on every serial loop that holds a parallel
 // loop and is neither inside a parallel or vector loop nor inside a loop that
 // runs as a region: the loops where the emitter would otherwise start a team
-// for each parallel loop. It runs last: the emitter's regions see the loops
-// as the other passes left them.
+// for each parallel loop. It runs after the passes that change loops: the
+// emitter's regions see the loops as those passes left them.
 void plan_parallel_regions(ir::Function& function);
 
 }  // namespace plait::transforms::cpu

@@ -82,8 +82,8 @@ RowPrefetchPlan row_prefetch_plan(const ir::For* rows);
 
 // Records row_prefetch_plan on every loop whose plan prefetches. The emitter
 // runs it where the loop it prints is not itself a vector loop (the plan of
-// a collapsed nest is its innermost loop's). It runs last: a plan points at
-// its loop's body.
+// a collapsed nest is its innermost loop's). It runs after every pass that
+// rebuilds loops other than their own (a plan points at its loop's body).
 void plan_row_prefetch(ir::Function& function);
 
 }  // namespace plait::transforms::cpu
