@@ -128,12 +128,18 @@ class Privatizer : public ir::IRMutator {
       ir::Expr size = ir::ArrayDim::make(a, 0, f->loc);
       for (int d = 1; d < a->type.ndim; ++d)
         size = ir::Binary::make(ir::BinaryOp::Mul, size, ir::ArrayDim::make(a, d, f->loc), ScalarType::py_int(), false, f->loc);
-      ir::Expr fits = ir::Compare::make(ir::CompareOp::LE, size,
-                                        ir::IntImm::make(kMaxPrivateElements, ScalarType::py_int(), f->loc), f->loc);
+      // An array without elements keeps its atomics: an OpenMP reduction
+      // over an array section of length 0 crashes libgomp.
+      ir::Expr fits = ir::Logical::make(
+          ir::LogicalOp::And,
+          ir::Compare::make(ir::CompareOp::GT, size, ir::IntImm::make(0, ScalarType::py_int(), f->loc), f->loc),
+          ir::Compare::make(ir::CompareOp::LE, size,
+                            ir::IntImm::make(kMaxPrivateElements, ScalarType::py_int(), f->loc), f->loc),
+          f->loc);
       small = small ? ir::Logical::make(ir::LogicalOp::And, small, fits, f->loc) : fits;
       remarks.push_back({f->loc, "privatize_atomics",
                          "atomic updates of '" + a->name + "' use one copy per thread, added up after the loop, when "
-                         "it has at most " + std::to_string(kMaxPrivateElements) + " elements"});
+                         "it has at least one element and at most " + std::to_string(kMaxPrivateElements) + " elements"});
     }
     if (chosen.empty()) return self;
     PlainUpdates plain(chosen);

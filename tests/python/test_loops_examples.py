@@ -148,6 +148,33 @@ def test_histogram_atomic_float(n):
     check(weighted_histogram, bins, weights, np.zeros(7), rtol=1e-12)
 
 
+@pytest.mark.parametrize("shape", ((0,), (0, 3), (3, 0)), ids=str)
+def test_atomic_updates_of_an_array_without_elements(shape):
+    # No per-thread copies of an array without elements (an OpenMP reduction
+    # over an empty array section crashes); with no updates nothing runs.
+    @plait.jit
+    def updates(rows, weights, out):
+        #pragma parallel for
+        for i in range(rows.shape[0]):
+            for j in range(out.shape[1]):
+                #pragma atomic
+                out[rows[i], j] += weights[i]
+
+    @plait.jit
+    def updates_1d(bins, weights, out):
+        #pragma parallel for
+        for i in range(bins.shape[0]):
+            #pragma atomic
+            out[bins[i]] += weights[i]
+
+    empty = np.zeros(0, dtype=np.int64)
+    if len(shape) == 1:
+        check(updates_1d, empty, np.zeros(0), np.zeros(shape))
+    else:
+        rows = empty if shape[0] == 0 else np.array([0, 2, 2], dtype=np.int64)
+        check(updates, rows, make(rng_for("empty-updates", shape), np.float64, rows.shape[0]), np.zeros(shape))
+
+
 @plait.jit
 def atomic_max_min(bins, values, hi, lo):
     #pragma parallel for
