@@ -183,4 +183,21 @@ inline Expr broadcast_index(const ir::Var& flag, const Expr& index, SourceLoc lo
   return ir::Select::make(ir::VarRef::make(flag, loc), int_imm(0, loc), index, loc);
 }
 
+// Whether `axis` of `view` is a whole dimension of its array, read at the
+// view's own index: the array's bounds are the view's there.
+inline bool whole_array_axis(const TensorPtr& view, size_t axis) {
+  if (!view->array || !view->array_index) return false;
+  auto dim = view->shape[axis]->as<ir::ArrayDim>();
+  if (!dim || dim->array != view->array) return false;
+  std::vector<Expr> probes;
+  for (size_t d = 0; d < view->rank(); ++d) {
+    auto v = std::make_shared<ir::VarInfo>();
+    v->name = "_probe";
+    v->type = ScalarType::py_int();
+    probes.push_back(ir::VarRef::make(v));
+  }
+  std::vector<Expr> at = view->array_index(probes);
+  return dim->dim < static_cast<int>(at.size()) && at[dim->dim] == probes[axis];
+}
+
 }  // namespace plait::lowering

@@ -91,7 +91,8 @@ bool Lowerer::indexes_a_view(const ir::ArrayVar& array, const ast::Expr& index) 
   return consumed < array->type.ndim;
 }
 
-TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, const ast::Expr* source, SourceLoc loc) {
+TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, const ast::Expr* source, SourceLoc loc,
+                              const LoweredParts* lowered) {
   if (!index) return base;
   const std::string array_name = base->array ? base->array->name : std::string("the array");
   std::vector<const ast::Expr*> parts;
@@ -111,6 +112,10 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
   };
   std::vector<Part> mapped;
   size_t base_dim = 0;
+  // An integer array among the parts (a gather): the view takes its axis
+  // whole, and gather() then indexes that axis with the array.
+  TensorPtr gather_index;
+  size_t gather_part = 0, gather_axis = 0;
   auto slice_part = [&](const Expr& n, Expr lo, Expr hi, int64_t step, SourceLoc l) {
     Part p{Part::Range, nullptr, step, nullptr, source_text(l)};
     auto lo_c = lo ? lo->as<ir::IntImm>() : nullptr;
@@ -188,8 +193,17 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
         continue;
       }
     }
-    Value iv = lower(*part);
-    if (is_array_like(iv)) unsupported("indexing with an array (fancy indexing) is not supported", part->loc);
+    auto found = lowered ? lowered->find(part) : LoweredParts::const_iterator{};
+    Value iv = lowered && found != lowered->end() ? found->second : lower(*part);
+    if (is_array_like(iv)) {
+      gather_index = gather_index_tensor(iv, gather_index != nullptr, part->loc);
+      gather_part = mapped.size();
+      gather_axis = 0;
+      for (const Part& p : mapped) gather_axis += p.kind == Part::Fixed ? 0 : 1;
+      mapped.push_back(Part{Part::Range, int_imm(0, part->loc), 1, n, ""});
+      ++base_dim;
+      continue;
+    }
     Expr i = as_scalar(iv, "an index", part->loc);
     if (!i->type.is_int()) type_error("array indices must be integers, got " + describe(i->type), part->loc);
     i = cast(i, ScalarType::py_int());
@@ -202,6 +216,20 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
   while (base_dim < base->rank()) {
     mapped.push_back(Part{Part::Range, int_imm(0, loc), 1, base->shape[base_dim], ""});
     ++base_dim;
+  }
+  // NumPy's rule for one array index: its dimensions replace its axis in
+  // place, unless integers (advanced indices too) stand apart from it, past
+  // a slice or None: then they come first.
+  bool gather_first = false;
+  if (gather_index) {
+    size_t first = mapped.size(), last = 0;
+    for (size_t k = 0; k < parts.size() && k < mapped.size(); ++k) {
+      if (mapped[k].kind != Part::Fixed && k != gather_part) continue;
+      first = std::min(first, k);
+      last = std::max(last, k);
+    }
+    for (size_t k = first; k < last; ++k)
+      gather_first = gather_first || (mapped[k].kind != Part::Fixed && k != gather_part);
   }
   auto t = std::make_shared<Tensor>();
   t->type = base->type;
@@ -238,9 +266,10 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
     auto inner = base->array_index;
     t->array_index = [inner, map_index](const std::vector<Expr>& idx) { return inner(map_index(idx)); };
     t->source = source;
-    return snapshot_able(t, source, loc);
+    TensorPtr view = snapshot_able(t, source, loc);
+    return gather_index ? gather(view, gather_axis, gather_index, gather_first, loc) : view;
   }
-  return t;
+  return gather_index ? gather(t, gather_axis, gather_index, gather_first, loc) : t;
 }
 
 // ================================================================ elementwise

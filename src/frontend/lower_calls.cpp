@@ -435,6 +435,16 @@ bool Lowerer::call_numpy_array(const std::string& fn, const ast::Call& c, const 
                                                     "amin", "mean", "argmax", "argmin"};
   bool any_array = false;
   for (const auto& a : args) any_array = any_array || is_array_like(a);
+  if (fn == "add.at") {
+    scatter_add(c, args);
+    out->kind = Value::Kind::None;
+    out->loc = c.loc;
+    return true;
+  }
+  if (fn == "bincount") {
+    *out = bincount(c, args);
+    return true;
+  }
   if (kReductions.count(fn)) {
     if (args.empty()) type_error("numpy." + fn + "() needs an array", c.loc);
     std::string name = fn == "amax" ? "max" : fn == "amin" ? "min" : fn;

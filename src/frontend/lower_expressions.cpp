@@ -486,7 +486,8 @@ Value Lowerer::lower_attribute(const ast::Attribute& a) {
   unsupported("the attribute '." + attr + "' of " + value_kind_name(base.kind) + " is not supported", a.loc);
 }
 
-std::vector<Expr> Lowerer::element_indices(const ir::ArrayVar& array, const ast::Expr& index, SourceLoc loc) {
+std::vector<Expr> Lowerer::element_indices(const ir::ArrayVar& array, const ast::Expr& index, SourceLoc loc,
+                                           LoweredParts* gather) {
   std::vector<const ast::Expr*> parts;
   if (auto t = index.as<ast::Tuple>()) {
     for (const auto& e : t->elts) parts.push_back(e.get());
@@ -501,7 +502,13 @@ std::vector<Expr> Lowerer::element_indices(const ir::ArrayVar& array, const ast:
           "every dimension with an integer",
           p->loc);
     Value v = lower(*p);
-    if (is_array_like(v)) unsupported("indexing with an array (fancy indexing) is not supported", p->loc);
+    if (is_array_like(v) && !gather) unsupported(kAssignThroughArrayIndex, p->loc);
+    if (gather) {
+      // A read: the parts lowered so far go to array_view, which lowers
+      // each part once.
+      (*gather)[p] = v;
+      if (is_array_like(v)) return {};
+    }
     Expr e = as_scalar(v, "an index", p->loc);
     if (!e->type.is_int()) fail(ErrorKind::Type, "array indices must be integers, got " + describe(e->type), p->loc);
     out.push_back(cast(e, ScalarType{ScalarKind::Int64, e->type.weak}));
@@ -550,7 +557,12 @@ Value Lowerer::lower_subscript(const ast::Subscript& s) {
     type_error(std::string(value_kind_name(base.kind)) + " cannot be indexed", s.value->loc);
   if (indexes_a_view(base.array, *s.index))
     return Value::of_tensor(array_view(to_tensor(base, s.loc), s.index.get(), &s, s.loc), s.loc);
-  std::vector<Expr> idx = element_indices(base.array, *s.index, s.loc);
+  LoweredParts parts;
+  std::vector<Expr> idx = element_indices(base.array, *s.index, s.loc, &parts);
+  if (idx.empty() && base.array->type.ndim > 0) {
+    // An integer array among the indices: a gather.
+    return Value::of_tensor(array_view(to_tensor(base, s.loc), s.index.get(), &s, s.loc, &parts), s.loc);
+  }
   return Value::of(ir::Load::make(base.array, idx, false, s.loc));
 }
 

@@ -71,6 +71,15 @@ void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
       check_pragmas_allowed(s);
       const auto& e = *s.as<ast::ExprStmt>()->value;
       if (e.as<ast::Constant>()) break;  // a stray string or number: no effect
+      // np.add.at(y, idx, v): a scatter, the one call with an effect.
+      if (auto call = e.as<ast::Call>()) {
+        auto at = call->func->as<ast::Attribute>();
+        Value f = at && at->attr == "at" ? lower(*call->func) : Value();
+        if (f.kind == Value::Kind::Function && f.name == "numpy.add.at") {
+          lower_call(*call);
+          break;
+        }
+      }
       unsupported(
           "expression statements have no effect in a kernel (function calls with side effects are not "
           "supported)",
@@ -256,14 +265,15 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
     Value base = lower(*s->value);
     if (base.kind == Value::Kind::Array) base.node = s->value.get();
     if (base.kind == Value::Kind::Tensor && base.tensor->array) {
-      if (!inferring_)
-        assign_tensor(array_view(base.tensor, s->index.get(), s, s->loc), to_tensor(value, loc), out, loc,
-                      current_stmt_);
+      TensorPtr view = array_view(base.tensor, s->index.get(), s, s->loc);
+      if (view->gathered) unsupported(kAssignThroughArrayIndex, s->loc);
+      if (!inferring_) assign_tensor(view, to_tensor(value, loc), out, loc, current_stmt_);
       return;
     }
     if (base.kind != Value::Kind::Array) type_error("only arrays support item assignment", s->value->loc);
     if (indexes_a_view(base.array, *s->index) || is_array_like(value)) {
       TensorPtr view = array_view(to_tensor(base, s->loc), s->index.get(), s, s->loc);
+      if (view->gathered) unsupported(kAssignThroughArrayIndex, s->loc);
       if (!inferring_) assign_tensor(view, to_tensor(value, loc), out, loc, current_stmt_);
       return;
     }
@@ -357,6 +367,7 @@ void Lowerer::lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out) 
                      " to " + describe(have) + " in place (NumPy's same_kind rule)",
                  a.loc);
     TensorPtr target = to_tensor(current, a.loc);
+    if (target->gathered) unsupported(kAssignThroughArrayIndex, a.target->loc);
     if (!target->array) unsupported("in-place update of an array expression that is not a view", a.target->loc);
     if (!inferring_) assign_tensor(target, updated.tensor, out, a.loc, current_stmt_);
     return;

@@ -114,6 +114,10 @@ void collect_written_arrays(const ast::StmtList& body, std::set<std::string>& ou
       for (auto& t : a->targets)
         if (t->as<ast::Subscript>()) base(t.get());
     if (auto a = s->as<ast::AugAssign>()) base(a->target.get());
+    // np.add.at(y, ...) writes y.
+    if (auto e = s->as<ast::ExprStmt>())
+      if (auto c = e->value->as<ast::Call>())
+        if (auto at = c->func->as<ast::Attribute>(); at && at->attr == "at" && !c->args.empty()) base(c->args[0].get());
     if (auto f = s->as<ast::For>()) collect_written_arrays(f->body, out);
     if (auto w = s->as<ast::While>()) collect_written_arrays(w->body, out);
     if (auto i = s->as<ast::If>()) {

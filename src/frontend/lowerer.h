@@ -70,6 +70,7 @@ struct Tensor {
   ir::ArrayVar array;
   std::function<std::vector<Expr>(const std::vector<Expr>& index)> array_index;
   const ast::Expr* source = nullptr;
+  bool gathered = false;  // indexed by an integer array (a gather): not a view, never a target
   size_t rank() const { return shape.size(); }
 };
 using TensorPtr = std::shared_ptr<const Tensor>;
@@ -140,8 +141,13 @@ struct Value {
   }
 };
 
+// The parts of a subscript already lowered, by their syntax.
+using LoweredParts = std::map<const ast::Expr*, Value>;
 
-
+// The refusal of stores through an integer array (`y[idx] = v`, `y[idx] += v`).
+inline constexpr const char* kAssignThroughArrayIndex =
+    "assigning through an array index (y[idx] = v, y[idx] += v) is not supported: write a loop over the indices, "
+    "or np.add.at(y, idx, v) to accumulate";
 
 // The type a local name has after inference: a scalar or an array.
 struct LocalType {
@@ -226,7 +232,11 @@ class Lowerer {
   Value lower_attribute(const ast::Attribute& a);
   Expr scalar(const ast::Expr& e, const char* context);
   Expr as_scalar(const Value& v, const char* context, SourceLoc loc);
-  std::vector<Expr> element_indices(const ir::ArrayVar& array, const ast::Expr& index, SourceLoc loc);
+  // The indices of one element. With `gather` (reads), an integer array
+  // among the parts ends the walk: the parts lowered so far are recorded
+  // there and the result is empty.
+  std::vector<Expr> element_indices(const ir::ArrayVar& array, const ast::Expr& index, SourceLoc loc,
+                                    LoweredParts* gather = nullptr);
   // x converted to t when x is a Python int meeting a narrower or unsigned
   // strong integer type t (NEP 50): a literal that fits converts silently,
   // anything else through a checked cast that raises OverflowError.
@@ -251,7 +261,13 @@ class Lowerer {
   TensorPtr to_tensor(const Value& v, SourceLoc loc);
   // The source text at `l` without spaces (a slice's label: ":M", "1:N-1").
   std::string source_text(SourceLoc l) const;
-  TensorPtr array_view(const TensorPtr& base, const ast::Expr* index, const ast::Expr* source, SourceLoc loc);
+  TensorPtr array_view(const TensorPtr& base, const ast::Expr* index, const ast::Expr* source, SourceLoc loc,
+                       const LoweredParts* lowered = nullptr);
+  // ------------------------------------------------------------ gathers (lower_gathers.cpp), scatters
+  TensorPtr gather_index_tensor(const Value& v, bool second, SourceLoc loc);
+  TensorPtr gather(const TensorPtr& view, size_t axis, const TensorPtr& index, bool first, SourceLoc loc);
+  void scatter_add(const ast::Call& c, const std::vector<Value>& args);
+  Value bincount(const ast::Call& c, const std::vector<Value>& args);
   bool indexes_a_view(const ir::ArrayVar& array, const ast::Expr& index);
   ir::Var broadcast_flag(const Expr& e, const Expr& broadcast, std::vector<Stmt>& out, SourceLoc loc);
   Expr named_if_large(const Expr& extent, SourceLoc loc);
