@@ -21,12 +21,14 @@ namespace plait::python {
 
 namespace {
 
-// Held for the process's lifetime: the classes of plait/cuda.py, and torch
-// with its dtypes (imported at the first tensor argument).
+// Held for the process's lifetime: the classes of plait/cuda.py, torch with
+// its dtypes (imported at the first tensor argument) and cupy (at the first
+// CuPy array).
 PyObject* g_device_array_class = nullptr;
 PyObject* g_unavailable_error = nullptr;
 PyObject* g_torch = nullptr;
 PyObject* g_torch_dtypes = nullptr;  // torch dtype -> plait dtype code, for the dtypes kernels take
+PyObject* g_cupy = nullptr;
 bool g_cuda_ready = false;
 int g_device_ordinal = -1;  // the GPU plait runs on, asked once
 
@@ -168,8 +170,7 @@ CudaCallPlan::CudaCallPlan(const Dispatcher& d, nb::handle args) : args_(nb::bor
     nb::object stream = nb::handle(g_torch).attr("cuda").attr("current_stream")();
     stream_ = nb::cast<uintptr_t>(stream.attr("cuda_stream"));
   } else if (cupy_) {
-    nb::object cupy = nb::module_::import_("cupy");
-    stream_ = nb::cast<uintptr_t>(cupy.attr("cuda").attr("get_current_stream")().attr("ptr"));
+    stream_ = nb::cast<uintptr_t>(nb::handle(g_cupy).attr("cuda").attr("get_current_stream")().attr("ptr"));
   }
 }
 
@@ -292,6 +293,7 @@ void CudaCallPlan::classify_torch_tensor(const Dispatcher& d, size_t index, PyOb
 }
 
 void CudaCallPlan::classify_cupy_array(const Dispatcher& d, size_t index, PyObject* obj) {
+  if (g_cupy == nullptr) g_cupy = nb::module_::import_("cupy").release().ptr();
   cupy_ = true;
   nb::handle array(obj);
   check_device(d, index, array.attr("device").attr("id"));
