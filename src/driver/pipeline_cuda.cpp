@@ -24,8 +24,11 @@
 //     on one team of the device where plan_workers planned one (the host
 //     tests at each call that its arrays are small), else on the host,
 //     launching its kernels at each step (cuda_emitter_stmts.cpp, emit_loop).
-//     The emitter asks transforms/gpu/worker_plan.h only how to print a
-//     team's body (pairs, groups, rows and values in registers, barriers).
+//     A team's body follows the decisions plan_workers recorded with its
+//     kernel too (transforms/gpu/team_body_plan.h: groups, pairs, rows and
+//     values in registers, barriers, broadcasts, reductions' forms); the
+//     emitter asks transforms/gpu/worker_plan.h only for the registers a
+//     row takes and for the loops of a kernel's nest and those it spreads.
 #include "driver/pass_runner.h"
 #include "driver/pipeline.h"
 #include "transforms/detect_reductions.h"

@@ -3,11 +3,17 @@
 // emitter's refusal to print a kernel nobody planned.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "codegen/cuda/codegen_cuda.h"
 #include "driver/compiler.h"
 #include "ir/ir_printer.h"
+#include "ir/ir_visitor.h"
+#include "transforms/gpu/plan_workers.h"
 
 namespace plait {
 namespace {
@@ -100,6 +106,97 @@ TEST(PlanWorkers, BlockOfAParallelDimensionSetsTheKernelsBlocks) {
     EXPECT_TRUE(contains(e.what(), "block(100) of a parallel dimension sets the threads of its CUDA kernel's blocks"))
         << e.what();
   }
+}
+
+// The first loop over `name` in a function.
+class LoopOver : public ir::IRVisitor {
+ public:
+  explicit LoopOver(std::string name) : name_(std::move(name)) {}
+  const ir::For* found = nullptr;
+  using ir::IRVisitor::visit;
+
+ protected:
+  void visit(const ir::For* n) override {
+    if (!found && n->var->name == name_) found = n;
+    ir::IRVisitor::visit(n);
+  }
+
+ private:
+  std::string name_;
+};
+
+const transforms::gpu::KernelWorkers& kernel_of(const ir::Function& f, const std::string& name) {
+  LoopOver loop(name);
+  loop.visit(f.body);
+  if (!loop.found) throw std::runtime_error("no loop over " + name);
+  const transforms::gpu::WorkerLoopPlan* plan = transforms::gpu::worker_loop_plan(loop.found);
+  if (!plan || !plan->kernel) throw std::runtime_error("no kernel plan for the loop over " + name);
+  return *plan->kernel;
+}
+
+// The arrays of the barriers recorded before the statements of a team's
+// body, at any depth, by line.
+void collect_barriers(const transforms::gpu::WorkerPlan& plan, std::map<int, std::set<std::string>>* out) {
+  for (size_t k = 0; k < plan.stmts.size(); ++k) {
+    if (!plan.barrier.at(k).empty()) (*out)[plan.stmts[k]->loc.line].insert(plan.barrier[k]);
+    if (plan.placement[k] == transforms::gpu::Placement::Nested)
+      for (const transforms::gpu::WorkerPlan& sub : plan.nested[k]) collect_barriers(sub, out);
+  }
+}
+
+std::map<int, std::set<std::string>> barriers_by_line(const transforms::gpu::WorkerPlan& plan) {
+  std::map<int, std::set<std::string>> out;
+  collect_barriers(plan, &out);
+  return out;
+}
+
+// A spread loop that reads what another thread's iteration of an earlier
+// one wrote waits for it at a barrier, recorded before it; loops that share
+// only what they read need none.
+TEST(PlanWorkers, ABarrierIsRecordedBetweenSpreadLoopsThatShareAWrittenArray) {
+  const std::string signature = "f64[:, ::1], f64[:, ::1], f64[:, ::1]";
+  const ir::Function shared = lower(
+      "def k(A, B, C):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(A.shape[0]):\n"
+      "        B[i, :] = A[i, :] * 2.0\n"
+      "        C[i, 1:] = B[i, :-1] + 1.0\n",
+      signature);
+  const transforms::gpu::KernelWorkers& written = kernel_of(shared, "i");
+  ASSERT_TRUE(written.versions.worker.team);
+  const std::map<int, std::set<std::string>> lines = barriers_by_line(written.versions.worker);
+  EXPECT_EQ(lines, (std::map<int, std::set<std::string>>{{5, {"B"}}}));
+  const ir::Function apart = lower(
+      "def k(A, B, C):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(A.shape[0]):\n"
+      "        B[i, :] = A[i, :] * 2.0\n"
+      "        C[i, 1:] = A[i, 1:] + 1.0\n",
+      signature);
+  const transforms::gpu::KernelWorkers& read = kernel_of(apart, "i");
+  ASSERT_TRUE(read.versions.worker.team);
+  EXPECT_TRUE(barriers_by_line(read.versions.worker).empty());
+}
+
+// A team's spread loop whose body holds a loop with fixed bounds runs its
+// iterations in pairs, as recorded with the kernel.
+TEST(PlanWorkers, ASpreadLoopWithADotProductIsRecordedAsPaired) {
+  const ir::Function f = lower(
+      "def k(A, B, out):\n"
+      "    #pragma parallel for\n"
+      "    for i in range(A.shape[0]):\n"
+      "        for j in range(B.shape[1]):\n"
+      "            s = 0.0\n"
+      "            for kk in range(A.shape[1]):\n"
+      "                s += A[i, kk] * B[kk, j]\n"
+      "            out[i, j] = s\n",
+      "f64[:, ::1], f64[:, ::1], f64[:, ::1]");
+  const transforms::gpu::KernelWorkers& k = kernel_of(f, "i");
+  ASSERT_TRUE(k.versions.worker.team);
+  LoopOver j("j");
+  j.visit(f.body);
+  ASSERT_EQ(k.team_body.paired.count(j.found), 1u);
+  EXPECT_EQ(k.team_body.groups.count(j.found), 0u);
 }
 
 // The emitter prints the recorded plans: a parallel loop without one is

@@ -338,9 +338,9 @@ class CudaEmitter : public CEmitter {
   // A kernel-wide __shared__ array, declared once at the top of the kernel.
   std::string shared_array(const std::string& name, const std::string& type, int count);
 
-  // The functor that combines partial values of reduction `r` of a loop
-  // with body `body` (worker_plan.h, ReductionForm).
-  static std::string combine_functor(const Stmt& body, const Reduction& r);
+  // The functor that combines partial values of a reduction `r` of form
+  // `form` (worker_plan.h, ReductionForm).
+  static std::string combine_functor(gpu::ReductionForm form, const Reduction& r);
 
   // A value kept in registers (gpu::CachedValue): the per-thread array of
   // gpu::row_cache_slots elements, and whether this loop computes it into them.
@@ -374,32 +374,19 @@ class CudaEmitter : public CEmitter {
   void emit_paired_spread_loop(const For* loop, const gpu::PairedLoop& paired);
 
   // The worker body of a team-mapped parallel loop, statement by statement
-  // (worker_plan.h). The barrier rule: a team_sync goes before a statement
-  // exactly when it accesses an array that an earlier statement of the same
-  // iteration wrote, or writes one that an earlier statement read, in
-  // another thread of the team (both by lane 0, or both in spread loops over
-  // the same iteration space at the same index, is the same thread). Team
-  // reductions and broadcasts end with a barrier, which resets the rule.
-  // Inside a loop that all threads run in step, the accesses of its later
-  // iterations count as earlier ones too, with spread loops whose bounds or
-  // indices change between iterations taken as other threads.
-  void emit_team_body(const WorkerPlan& plan, const Stmt& body);
+  // (worker_plan.h), with the barriers, broadcasts, rows and values in
+  // registers, groups and pairs of the kernel's plan (team_body_, planned by
+  // transforms/gpu/team_body_plan).
+  void emit_team_body(const WorkerPlan& plan);
 
   // `rows_of_loop`: the rows and values kept in registers, by statement of
   // the worker body (the top level only).
   using RowsOfLoop = std::map<size_t, LoopRegisters>;
-  void emit_team_statements(const WorkerPlan& plan, const VarSet& written, std::vector<ArrayAccess>& pending,
-                            const RowsOfLoop* rows_of_loop = nullptr);
-
-  void team_barrier_before(const Stmt& s, const std::vector<ArrayAccess>& accesses, std::vector<ArrayAccess>& pending);
-
-  // The array accesses of a placed statement list (see emit_team_body).
-  static std::vector<ArrayAccess> team_accesses(const WorkerPlan& plan, const VarSet& written, const VarSet* changing);
+  void emit_team_statements(const WorkerPlan& plan, const RowsOfLoop* rows_of_loop = nullptr);
 
   // An `if` or a loop that every thread of the team runs in step, its
   // statements placed by their own plans.
-  void emit_team_nested(const Stmt& s, const std::vector<WorkerPlan>& subs, const VarSet& written,
-                        std::vector<ArrayAccess>& pending);
+  void emit_team_nested(const Stmt& s, const std::vector<WorkerPlan>& subs);
 
   // Whether the host can evaluate an inner loop bound before the launch:
   // host scalars and extents of arrays bound outside the worker (not its
@@ -483,7 +470,7 @@ class CudaEmitter : public CEmitter {
   // in some row, whatever P holds, so staging evaluates no term that the
   // loop would not: the body's errors are the loop's. The passes are the
   // same for all threads of the block, whose barriers they hold.
-  void emit_staged_rows_worker_loop(const WorkerPlan& plan, const NestLevel& level, const Stmt& body, const For* staged,
+  void emit_staged_rows_worker_loop(const WorkerPlan& plan, const NestLevel& level, const For* staged,
                                     const std::function<void()>& emit_loop_variables);
 
   // The worker loop of a straight-line one-thread worker
@@ -773,6 +760,9 @@ class CudaEmitter : public CEmitter {
   // the name of the lane index (p_u), and the stores made once per group,
   // by the name of their plait::lanes value (its loads are in lane_loads_).
   int group_width_ = 1;
+  // The workers of the kernel being emitted (emit_parallel_kernel): its
+  // team body's decisions and its rows kept in registers.
+  const gpu::KernelWorkers* workers_ = nullptr;
   std::string group_lane_;
   std::unordered_map<const Store*, std::string> group_stores_;
   // __shared__ declarations of the kernel being emitted, by name.

@@ -262,8 +262,8 @@ std::string CudaEmitter::shared_array(const std::string& name, const std::string
   return name;
 }
 
-std::string CudaEmitter::combine_functor(const Stmt& body, const Reduction& r) {
-  if (gpu::reduction_form(body, r) == gpu::ReductionForm::NanPropagating)
+std::string CudaEmitter::combine_functor(gpu::ReductionForm form, const Reduction& r) {
+  if (form == gpu::ReductionForm::NanPropagating)
     return r.op == ReduceOp::Max ? "plait::op_maximum()" : "plait::op_minimum()";
   return op_functor(r.op);
 }

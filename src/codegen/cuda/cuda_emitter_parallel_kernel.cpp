@@ -14,6 +14,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
     PLAIT_INTERNAL_ERROR("the parallel loop over `" + loop->var->name + "` (line " + std::to_string(loop->loc.line) +
                          ") has no worker plan: transforms/gpu/plan_workers must run before the emitter");
   const gpu::KernelWorkers& workers = *recorded->kernel;
+  workers_ = &workers;
   if (workers.launch.threads != launch_.threads || workers.launch.max_team != launch_.max_team)
     PLAIT_INTERNAL_ERROR("the workers of the parallel loop over `" + loop->var->name + "` were planned for " +
                          workers.launch.to_string() + ", not " + launch_.to_string());
@@ -178,7 +179,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
     }
   }
   std::string team;  // host: the team size, when the worker is a team
-  const int width = plan.team ? gpu::group_width(plan) : 1;
+  const int width = workers.team_body.group_width;
   // The rows a team's worker keeps in registers between its spread loops,
   // for the test of its version for rows that fit and its temporaries'.
   ScalarCollector worker_written;
@@ -386,7 +387,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
         }
       };
       if (staging) {
-        emit_staged_rows_worker_loop(plan, levels.front(), innermost->body, staged, emit_loop_variables);
+        emit_staged_rows_worker_loop(plan, levels.front(), staged, emit_loop_variables);
         return;
       }
       if (plan.team) {
@@ -446,7 +447,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
         // The team's previous iteration may still read the temporaries'
         // slice that this one writes (also after a `continue`).
         if (!temporaries.empty()) line("plait::team_sync(p_team);  // the temporaries' slice is reused");
-        emit_team_body(plan, innermost->body);
+        emit_team_body(plan);
       } else {
         with_device_stop([&] { emit_body_statements(innermost->body); });
       }
@@ -506,7 +507,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
       // Every thread of a team holds the team's value: lane 0 contributes it.
       if (plan.team)
         line("if (p_lane != 0) " + var_name(red.var) + " = " + reduction_identity(red.op, red.var->type.kind) + ";");
-      const bool propagating = gpu::reduction_form(loop->body, red) == gpu::ReductionForm::NanPropagating;
+      const bool propagating = workers.reduction_forms[r] == gpu::ReductionForm::NanPropagating;
       line(std::string("plait::reduce_") +
            (propagating ? (red.op == ReduceOp::Max ? "maximum" : "minimum") : reduce_op_name_word(red.op)) + "(" +
            accumulators[r] + ", " + var_name(red.var) + ");");

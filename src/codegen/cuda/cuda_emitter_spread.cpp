@@ -5,9 +5,10 @@
 namespace plait::codegen::cuda_emitter {
 
 void CudaEmitter::emit_spread_loop(const For* loop, size_t index, const LoopRegisters* registers) {
-  if (gpu::PairedLoop paired;
-      (!registers || (registers->rows.empty() && registers->values.empty())) && gpu::paired_loop(loop, &paired))
-    return emit_paired_spread_loop(loop, paired);
+  const gpu::TeamBody& team_body = workers_->team_body;
+  if (auto paired = team_body.paired.find(loop); paired != team_body.paired.end())
+    return emit_paired_spread_loop(loop, paired->second);
+  const std::vector<gpu::ReductionForm>& forms = team_body.reductions.at(loop);
   line_directive(loop->loc);
   line("{");
   ++indent_;
@@ -19,12 +20,13 @@ void CudaEmitter::emit_spread_loop(const For* loop, size_t index, const LoopRegi
   line("const int64_t " + trip + " = plait::trip_count(" + begin + ", " + end + ", " + step + ");");
   std::vector<std::string> before;
   std::string nan_seen;  // OrderDependent reductions: whether this thread saw a NaN
-  for (const Reduction& r : loop->schedule.reductions) {
+  for (size_t i = 0; i < loop->schedule.reductions.size(); ++i) {
+    const Reduction& r = loop->schedule.reductions[i];
     const std::string b = temp("before");
     before.push_back(b);
     line("const " + ctype(r.var->type) + " " + b + " = " + var_name(r.var) + ";");
     line(var_name(r.var) + " = " + reduction_identity(r.op, r.var->type.kind) + ";");
-    if (gpu::reduction_form(loop->body, r) != gpu::ReductionForm::OrderDependent) continue;
+    if (forms[i] != gpu::ReductionForm::OrderDependent) continue;
     if (nan_seen.empty()) {
       nan_seen = temp("nan_seen");
       line("int32_t " + nan_seen + " = 0;");
@@ -65,7 +67,7 @@ void CudaEmitter::emit_spread_loop(const For* loop, size_t index, const LoopRegi
   // iteration). Each address has a flag of its own: a stencil's neighbours
   // (A[j - 1], A[j + 1]) are never aligned together with A[j], which still
   // is.
-  const gpu::GroupAccesses group = width > 1 ? gpu::group_accesses(loop) : gpu::GroupAccesses{};
+  const gpu::GroupAccesses group = width > 1 ? team_body.groups.at(loop) : gpu::GroupAccesses{};
   // Groups: `full` whole groups, then `tail` iterations in a partial one
   // (0: none), which thread `full mod team` takes (`tail_mine`).
   const std::string full = width > 1 ? temp("full") : trip, tail = width > 1 ? temp("tail") : "",
@@ -384,7 +386,7 @@ void CudaEmitter::emit_spread_loop(const For* loop, size_t index, const LoopRegi
       const std::string t = ctype(red.var->type);
       const std::string partials =
           shared_array("p_part_" + std::string(dtype_suffix(red.var->type.kind)), t, block_size_ / 32);
-      const std::string op = combine_functor(loop->body, red);
+      const std::string op = combine_functor(forms[r], red);
       line(var_name(red.var) + " = " + op + "(" + before[r] + ", plait::team_combine(" + var_name(red.var) + ", " + op +
            ", p_team, " + partials + "));");
     }

@@ -34,7 +34,6 @@ namespace gpu = transforms::gpu;
 
 using namespace ir;
 using analysis::HasErrorSites;
-using gpu::ArrayAccess;
 using gpu::kSmallTeam;
 using gpu::Placement;
 using gpu::pragma_sizes;

@@ -4,16 +4,16 @@
 
 namespace plait::codegen::cuda_emitter {
 
-void CudaEmitter::emit_team_body(const WorkerPlan& plan, const Stmt& body) {
-  ScalarCollector written;
-  written.visit(body);
-  // Groups of consecutive iterations when some spread loop has accesses
-  // that a group makes at once.
-  group_width_ = staged_loop_ ? 1 : gpu::group_width(plan);
+void CudaEmitter::emit_team_body(const WorkerPlan& plan) {
+  if (!workers_) PLAIT_INTERNAL_ERROR("a team's body outside the kernel of its workers");
+  const gpu::TeamBody& team_body = workers_->team_body;
+  // Groups of consecutive iterations (the staged row loop's bounds and
+  // terms are in shared memory: one iteration at a time).
+  group_width_ = staged_loop_ ? 1 : team_body.group_width;
   // Rows and values kept in registers between the spread loops, by loop.
-  const std::vector<gpu::CachedRow> rows = gpu::plan_cached_rows(plan, written.written);
+  const std::vector<gpu::CachedRow>& rows = workers_->versions.cached_rows;
+  const std::vector<gpu::CachedValue>& values = team_body.cached_values;
   const int slot_count = gpu::row_cache_slots(group_width_, launch_.row_groups);
-  const std::vector<gpu::CachedValue> values = gpu::plan_cached_values(plan, rows, written.written, slot_count);
   RowsOfLoop rows_of_loop;
   const std::string slots = std::to_string(slot_count);
   // The registers start each worker at zero: a slot that one loop fills
@@ -53,22 +53,25 @@ void CudaEmitter::emit_team_body(const WorkerPlan& plan, const Stmt& body) {
                slots + " elements) for the loops at lines " + lines + ", which compute it again");
   }
   filled_values_.clear();
-  std::vector<ArrayAccess> pending;
-  emit_team_statements(plan, written.written, pending, &rows_of_loop);
+  emit_team_statements(plan, &rows_of_loop);
   group_width_ = 1;
 }
 
-void CudaEmitter::emit_team_statements(const WorkerPlan& plan, const VarSet& written, std::vector<ArrayAccess>& pending,
-                                       const RowsOfLoop* rows_of_loop) {
+void CudaEmitter::emit_team_statements(const WorkerPlan& plan, const RowsOfLoop* rows_of_loop) {
+  if (plan.barrier.size() != plan.stmts.size())
+    PLAIT_INTERNAL_ERROR("a team's body without its barriers: transforms/gpu/plan_workers must run before the emitter");
   for (size_t k = 0; k < plan.stmts.size(); ++k) {
     const Stmt& s = plan.stmts[k];
     const Placement placement = plan.placement[k];
+    if (const std::string& array_name = plan.barrier[k]; !array_name.empty()) {
+      line("plait::team_sync(p_team);  // `" + array_name + "` is written by one thread and accessed by another");
+      remark(s->loc, "barrier before line " + std::to_string(s->loc.line) + ": `" + array_name +
+                         "` is written by one thread of the team and accessed by another");
+    }
     if (placement == Placement::Nested) {
-      emit_team_nested(s, plan.nested[k], written, pending);
+      emit_team_nested(s, plan.nested[k]);
       continue;
     }
-    std::vector<ArrayAccess> accesses = gpu::array_accesses(s, placement, written);
-    team_barrier_before(s, accesses, pending);
     switch (placement) {
       case Placement::Nested:
         break;
@@ -83,23 +86,14 @@ void CudaEmitter::emit_team_statements(const WorkerPlan& plan, const VarSet& wri
             if (entry.second.filling || filled_values_.count(entry.second.source)) registers.values.push_back(entry);
         }
         emit_spread_loop(f, k, registers.rows.empty() ? nullptr : &registers);
-        if (!f->schedule.reductions.empty())
-          pending.clear();
-        else
-          pending.insert(pending.end(), accesses.begin(), accesses.end());
         break;
       }
       case Placement::AllThreads:
         emit(s);
-        pending.insert(pending.end(), accesses.begin(), accesses.end());
         break;
       case Placement::FirstThread: {
         // Scalars it assigns that live on after it go to the other threads.
-        ScalarCollector assigns;
-        assigns.visit(s);
-        std::vector<Var> broadcast;
-        for (const Var& v : assigns.used)
-          if (assigns.written.count(v.get()) && declared(v.get())) broadcast.push_back(v);
+        const std::vector<Var>& broadcast = plan.broadcast[k];
         line("if (p_lane == 0) {");
         ++indent_;
         scopes_.emplace_back();
@@ -118,90 +112,48 @@ void CudaEmitter::emit_team_statements(const WorkerPlan& plan, const VarSet& wri
                            (broadcast.empty() ? ""
                                               : ", and the scalars it assigns are broadcast "
                                                 "through shared memory"));
-        if (broadcast.empty()) {
-          pending.insert(pending.end(), accesses.begin(), accesses.end());
-          break;
-        }
+        if (broadcast.empty()) break;
         line("if (p_team > 1) {");
         line("  plait::team_sync(p_team);");
         for (size_t b = 0; b < broadcast.size(); ++b)
           line("  " + var_name(broadcast[b]) + " = " + slots[b] + "[p_slot];");
         line("  plait::team_sync(p_team);");
         line("}");
-        pending.clear();
         break;
       }
     }
   }
 }
 
-void CudaEmitter::team_barrier_before(const Stmt& s, const std::vector<ArrayAccess>& accesses,
-                                      std::vector<ArrayAccess>& pending) {
-  std::string array_name;
-  if (!gpu::needs_barrier(pending, accesses, &array_name)) return;
-  line("plait::team_sync(p_team);  // `" + array_name + "` is written by one thread and accessed by another");
-  remark(s->loc, "barrier before line " + std::to_string(s->loc.line) + ": `" + array_name +
-                     "` is written by one thread of the team and accessed by another");
-  pending.clear();
-}
-
-std::vector<ArrayAccess> CudaEmitter::team_accesses(const WorkerPlan& plan, const VarSet& written,
-                                                    const VarSet* changing) {
-  std::vector<ArrayAccess> out;
-  for (size_t k = 0; k < plan.stmts.size(); ++k) {
-    std::vector<ArrayAccess> more;
-    if (plan.placement[k] == Placement::Nested) {
-      more = gpu::control_accesses(plan.stmts[k]);
-      for (const WorkerPlan& sub : plan.nested[k]) {
-        std::vector<ArrayAccess> inner = team_accesses(sub, written, changing);
-        more.insert(more.end(), inner.begin(), inner.end());
-      }
-    } else {
-      more = gpu::array_accesses(plan.stmts[k], plan.placement[k], written, changing);
-    }
-    out.insert(out.end(), more.begin(), more.end());
-  }
-  return out;
-}
-
-void CudaEmitter::emit_team_nested(const Stmt& s, const std::vector<WorkerPlan>& subs, const VarSet& written,
-                                   std::vector<ArrayAccess>& pending) {
-  team_barrier_before(s, gpu::control_accesses(s), pending);
+void CudaEmitter::emit_team_nested(const Stmt& s, const std::vector<WorkerPlan>& subs) {
   line_directive(s->loc);
   if (const If* i = s->as<If>()) {
-    std::vector<ArrayAccess> else_pending = pending;
     line("if (" + expr(i->cond) + ") {");
     ++indent_;
     scopes_.emplace_back();
-    emit_team_statements(subs[0], written, pending);
+    emit_team_statements(subs[0]);
     scopes_.pop_back();
     --indent_;
     if (!subs[1].stmts.empty()) {
       line("} else {");
       ++indent_;
       scopes_.emplace_back();
-      emit_team_statements(subs[1], written, else_pending);
+      emit_team_statements(subs[1]);
       scopes_.pop_back();
       --indent_;
     }
     line("}");
-    pending.insert(pending.end(), else_pending.begin(), else_pending.end());
     return;
   }
   const For* f = s->as<For>();
-  ScalarCollector changes;
-  changes.visit(s);
-  const std::vector<ArrayAccess> carried = team_accesses(subs[0], written, &changes.written);
-  pending.insert(pending.end(), carried.begin(), carried.end());
   emit_serial_for(f, [&] {
     // The steps of a serial loop on one block's team: the whole launch
     // runs each step in step, so it tests the record once per step and
     // leaves together (no thread waits at a barrier for one that left).
     if (f == device_time_loop_ && analysis::raises(f->body).any())
       line("if (plait::block_stopped(p_err)) return;  // an error stops the call");
-    emit_team_statements(subs[0], written, pending);
+    emit_team_statements(subs[0]);
   });
-  pending.insert(pending.end(), carried.begin(), carried.end());
 }
 
 bool CudaEmitter::host_evaluable(const Expr& e, const VarSet& worker, const std::vector<ArrayVar>& local) {
@@ -241,7 +193,7 @@ std::string CudaEmitter::rows_in_registers_test(const WorkerPlan& plan, const st
                                                 bool whole_groups) {
   VarSet worker = nest_vars;
   worker.insert(written.begin(), written.end());
-  const int width = gpu::group_width(plan);
+  const int width = workers_->team_body.group_width;
   std::string cond;
   std::set<std::string> tests;
   for (const gpu::CachedRow* row : rows) {

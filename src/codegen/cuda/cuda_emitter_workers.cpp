@@ -4,8 +4,8 @@
 
 namespace plait::codegen::cuda_emitter {
 
-void CudaEmitter::emit_staged_rows_worker_loop(const WorkerPlan& plan, const NestLevel& level, const Stmt& body,
-                                               const For* staged, const std::function<void()>& emit_loop_variables) {
+void CudaEmitter::emit_staged_rows_worker_loop(const WorkerPlan& plan, const NestLevel& level, const For* staged,
+                                               const std::function<void()>& emit_loop_variables) {
   const Var& worker_var = level.loop->var;
   const Var& v = staged->var;
   const std::vector<Reduction>& reductions = staged->schedule.reductions;
@@ -80,7 +80,7 @@ void CudaEmitter::emit_staged_rows_worker_loop(const WorkerPlan& plan, const Nes
   emit_loop_variables();
   loop_depth_ = 1;  // the loop over passes
   staged_loop_ = staged;
-  emit_team_body(plan, body);
+  emit_team_body(plan);
   staged_loop_ = nullptr;
   loop_depth_ = 0;
   scopes_.pop_back();

@@ -305,6 +305,11 @@ KernelWorkers WorkerPlanner::kernel_workers(const For* loop, const VarSet& aroun
   if (k.worker.team) k.asked = pragma_team(k.worker, k.block, k.team_cap);
   if (k.asked.team) k.worker.teams_when_few = false;
   k.versions = plan_kernel_versions(loop, k.worker, k.asked, k.block, launch_, around);
+  VarSet declared = around;
+  declared.insert(nest_vars.begin(), nest_vars.end());
+  k.team_body =
+      plan_team_body(k.versions.worker, innermost->body, k.versions.cached_rows, declared, launch_.row_groups);
+  for (const Reduction& r : loop->schedule.reductions) k.reduction_forms.push_back(reduction_form(loop->body, r));
   return k;
 }
 
@@ -396,6 +401,7 @@ KernelWorkers WorkerPlanner::device_loop_workers(const Stmt& loop, const VarSet&
   k.block = launch_.threads;
   k.team_cap = std::min(launch_.team_cap(), k.block);
   k.versions = whole_block_versions(body, k.worker);
+  k.team_body = plan_team_body(k.versions.worker, body, k.versions.cached_rows, around, launch_.row_groups);
   return k;
 }
 

@@ -15,6 +15,7 @@
 #include "ir/ir_visitor.h"
 #include "support/compile_options.h"
 #include "transforms/gpu/kernel_versions.h"
+#include "transforms/gpu/team_body_plan.h"
 #include "transforms/gpu/worker_plan.h"
 
 namespace plait::transforms::gpu {
@@ -36,6 +37,11 @@ struct KernelWorkers {
   PragmaTeam asked;                       // the team the pragmas ask for, whatever the number of workers
   CudaLaunchConfig launch;                // the configuration planned for, which the emitter must have
   KernelVersions versions;                // the worker as launched, the team's sizing and the kernel's versions
+  // The decisions of the body of the worker as launched, when it is a team
+  // (its barriers and broadcasts are in versions.worker).
+  TeamBody team_body;
+  // The forms of the loop's reductions, in the order of its schedule.
+  std::vector<ReductionForm> reduction_forms;
 };
 
 // A serial loop that runs on the device as one kernel (docs/cuda.md,

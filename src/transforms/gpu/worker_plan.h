@@ -48,6 +48,13 @@ struct WorkerPlan {
   // By statement, for Placement::Nested: the plans of a loop's body, or of
   // an `if`'s then and else branches.
   std::vector<std::vector<WorkerPlan>> nested;
+  // By statement, in the plan of a team as launched (plan_team_body): the
+  // array that one thread writes and another accesses across the boundary
+  // before the statement, where the team waits at a barrier ("" for none);
+  // and, for Placement::FirstThread, the scalars it assigns that are
+  // declared before it, which lane 0 broadcasts to the team after it.
+  std::vector<std::string> barrier;
+  std::vector<std::vector<ir::Var>> broadcast;
   // Why each loop got its mapping, for kernel.explain().
   std::vector<std::pair<SourceLoc, std::string>> notes;
 };
