@@ -321,4 +321,28 @@ bool may_read_before_write(const ir::Stmt& s, const ir::ArrayInfo* array) {
   return exposed(s, Local{nullptr, array}, &w, &d);
 }
 
+void ScalarMentions::note(const ir::Var& v) {
+  if (seen_.insert(v.get()).second) used.push_back(v);
+}
+
+void ScalarMentions::visit(const ir::VarRef* n) {
+  note(n->var);
+}
+
+void ScalarMentions::visit(const ir::Assign* n) {
+  note(n->var);
+  written.insert(n->var.get());
+  IRVisitor::visit(n);
+}
+
+void ScalarMentions::visit(const ir::For* n) {
+  note(n->var);
+  written.insert(n->var.get());
+  IRVisitor::visit(n);
+}
+
+void ScalarMentions::visit(const ir::Declare* n) {
+  if (n->var) note(n->var);
+}
+
 }  // namespace plait::analysis

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "ir/ir_visitor.h"
 
 namespace plait::analysis {
 
@@ -21,6 +22,26 @@ struct VarUses {
   // (dst, src) of every view binding `dst = src`: dst's writes reach src's
   // memory.
   std::vector<std::pair<const ir::ArrayInfo*, const ir::ArrayInfo*>> views;
+};
+
+// The scalars a subtree mentions (read, assigned, declared or looped over)
+// in the order of their first mention, and those it assigns (loop variables
+// included): the order in which code that receives them lists them.
+class ScalarMentions : public ir::IRVisitor {
+ public:
+  std::vector<ir::Var> used;
+  ir::VarSet written;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const ir::VarRef* n) override;
+  void visit(const ir::Assign* n) override;
+  void visit(const ir::For* n) override;
+  void visit(const ir::Declare* n) override;
+
+ private:
+  void note(const ir::Var& v);
+  ir::VarSet seen_;
 };
 
 VarUses uses_of(const ir::Stmt& s);

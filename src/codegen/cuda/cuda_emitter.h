@@ -111,7 +111,7 @@ class CudaEmitter : public CEmitter {
   static bool declares(const std::vector<Stmt>& stmts, size_t end, const VarInfo* v);
 
   // Whether a collector saw `v` (read or written).
-  static bool collected(const ScalarCollector& c, const VarInfo* v);
+  static bool collected(const ScalarMentions& c, const VarInfo* v);
 
   // Whether a host statement becomes (part of) a single-thread device region.
   static bool runs_on_device(const Stmt& s);

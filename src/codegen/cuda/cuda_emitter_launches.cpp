@@ -75,7 +75,7 @@ void CudaEmitter::emit_body_statements(const Stmt& body) {
 
 CudaEmitter::Captures CudaEmitter::captures_of(const std::vector<Stmt>& stmts) {
   Captures c;
-  ScalarCollector scalars;
+  ScalarMentions scalars;
   ArrayCollector arrays;
   for (const Stmt& s : stmts) {
     scalars.visit(s);

@@ -182,7 +182,7 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   const int width = workers.team_body.group_width;
   // The rows a team's worker keeps in registers between its spread loops,
   // for the test of its version for rows that fit and its temporaries'.
-  ScalarCollector worker_written;
+  ScalarMentions worker_written;
   worker_written.visit(innermost->body);
   const std::vector<gpu::CachedRow>& cached_rows = versions.cached_rows;
   // A version with blocks twice as large for rows longer than a block's

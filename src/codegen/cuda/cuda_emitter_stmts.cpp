@@ -41,13 +41,13 @@ VarSet CudaEmitter::stays_on_device(const std::vector<Stmt>& run, const std::vec
     if (!cap.written.count(v.get()) || region_slots_used_ + static_cast<int>(out.size()) >= kResidentSlots) continue;
     bool ok = declares(stmts, stmts.size(), v.get());
     for (size_t j = next; j < stmts.size() && ok; ++j) {
-      ScalarCollector uses;
+      ScalarMentions uses;
       uses.visit(stmts[j]);
       if (!collected(uses, v.get())) continue;
       const For* f = stmts[j]->as<For>();
       StmtFacts facts;
       if (f) facts.visit(f->body);
-      ScalarCollector bounds;
+      ScalarMentions bounds;
       if (f) {
         bounds.visit(f->begin);
         bounds.visit(f->end);
@@ -71,7 +71,7 @@ bool CudaEmitter::results_stay_on_device(const std::vector<Stmt>& stmts, size_t 
   for (const Reduction& r : f->schedule.reductions) {
     if (!declares(stmts, k, r.var.get())) return false;
     for (size_t j = k + 1; j < stmts.size(); ++j) {
-      ScalarCollector uses;
+      ScalarMentions uses;
       uses.visit(stmts[j]);
       if (collected(uses, r.var.get()) && (j >= end || uses.written.count(r.var.get()))) return false;
     }
@@ -85,7 +85,7 @@ bool CudaEmitter::declares(const std::vector<Stmt>& stmts, size_t end, const Var
   return false;
 }
 
-bool CudaEmitter::collected(const ScalarCollector& c, const VarInfo* v) {
+bool CudaEmitter::collected(const ScalarMentions& c, const VarInfo* v) {
   return std::any_of(c.used.begin(), c.used.end(), [&](const Var& u) { return u.get() == v; });
 }
 

@@ -34,6 +34,7 @@ namespace gpu = transforms::gpu;
 
 using namespace ir;
 using analysis::HasErrorSites;
+using analysis::ScalarMentions;
 using gpu::kSmallTeam;
 using gpu::Placement;
 using gpu::pragma_sizes;
@@ -92,37 +93,6 @@ inline int element_bytes(ScalarKind k) {
 }
 
 // ------------------------------------------------------------------ analyses
-
-// The scalars a subtree mentions (read or assigned, loop variables included)
-// in first-use order, and those it assigns.
-class ScalarCollector : public IRVisitor {
- public:
-  std::vector<Var> used;
-  VarSet written;
-  using IRVisitor::visit;
-
- protected:
-  void note(const Var& v) {
-    if (seen_.insert(v.get()).second) used.push_back(v);
-  }
-  void visit(const VarRef* n) override { note(n->var); }
-  void visit(const Assign* n) override {
-    note(n->var);
-    written.insert(n->var.get());
-    IRVisitor::visit(n);
-  }
-  void visit(const For* n) override {
-    note(n->var);
-    written.insert(n->var.get());
-    IRVisitor::visit(n);
-  }
-  void visit(const Declare* n) override {
-    if (n->var) note(n->var);
-  }
-
- private:
-  VarSet seen_;
-};
 
 // What decides where a statement outside parallel loops runs (with the
 // statement's exits: analysis::loop_exits).

@@ -157,7 +157,7 @@ void CudaEmitter::emit_team_nested(const Stmt& s, const std::vector<WorkerPlan>&
 }
 
 bool CudaEmitter::host_evaluable(const Expr& e, const VarSet& worker, const std::vector<ArrayVar>& local) {
-  ScalarCollector vars;
+  ScalarMentions vars;
   vars.visit(e);
   for (const Var& v : vars.used)
     if (worker.count(v.get()) || !declared(v.get())) return false;

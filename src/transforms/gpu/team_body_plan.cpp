@@ -14,38 +14,6 @@ using namespace ir;
 
 namespace {
 
-// The scalars a statement mentions, in the order of their first mention,
-// and those it assigns (loop variables included): a broadcast follows that
-// order.
-class Mentions : public IRVisitor {
- public:
-  std::vector<Var> used;
-  VarSet written;
-  using IRVisitor::visit;
-
- protected:
-  void note(const Var& v) {
-    if (seen_.insert(v.get()).second) used.push_back(v);
-  }
-  void visit(const VarRef* n) override { note(n->var); }
-  void visit(const Assign* n) override {
-    note(n->var);
-    written.insert(n->var.get());
-    IRVisitor::visit(n);
-  }
-  void visit(const For* n) override {
-    note(n->var);
-    written.insert(n->var.get());
-    IRVisitor::visit(n);
-  }
-  void visit(const Declare* n) override {
-    if (n->var) note(n->var);
-  }
-
- private:
-  VarSet seen_;
-};
-
 // The array accesses of a placed statement list, all its statements at
 // any depth, as a later iteration of a loop assigning `changing` sees them.
 std::vector<ArrayAccess> team_accesses(const WorkerPlan& plan, const VarSet& written, const VarSet* changing) {
@@ -106,7 +74,7 @@ class Barriers {
           pending.insert(pending.end(), accesses.begin(), accesses.end());
           break;
         case Placement::FirstThread: {
-          Mentions mentions;
+          analysis::ScalarMentions mentions;
           mentions.visit(s);
           for (const Var& v : mentions.used)
             if (mentions.written.count(v.get()) && declared(v.get())) plan.broadcast[k].push_back(v);
