@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import load_average, machine_lines, markdown_table  # noqa: E402
 
 from plait.bench import npbench  # noqa: E402
+from plait.bench.peers import PlaitPeer  # noqa: E402
 
 
 def time_rounds(peers, fns, module, inputs, rounds, budget_s):
@@ -53,8 +54,8 @@ def time_rounds(peers, fns, module, inputs, rounds, budget_s):
 def measure_kernel(kernel_dir, name, target, preset, rounds, budget_s):
     """One table row for kernel `name`, or a row that says why it has none."""
     module = npbench.load_kernel(kernel_dir, name)
-    peers = {"checked": npbench.PlaitPeer(target, boundscheck=True),
-             "unchecked": npbench.PlaitPeer(target, boundscheck=False)}
+    peers = {"checked": PlaitPeer(target, boundscheck=True),
+             "unchecked": PlaitPeer(target, boundscheck=False)}
     inputs = module.initialize(preset)
     references = npbench.numpy_references(module, preset, inputs)
     fns = {}
@@ -84,7 +85,7 @@ def main(argv=None):
     kernel_dir = npbench.find_kernel_dir()
     package = npbench.kernel_package(kernel_dir)
     kernels = [k for k in (args.kernels or "").split(",") if k] or list(package.KERNELS)
-    unavailable = npbench.PlaitPeer(args.target).unavailable()
+    unavailable = PlaitPeer(args.target).unavailable()
     if unavailable:
         sys.exit(f"target {args.target} unavailable: {unavailable}")
     print("\n".join(machine_lines([f"target {args.target}, preset {args.preset}"])))

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from plait.bench import npbench
+from plait.bench.peers import JaxPeer, NumpyPeer, Peer, PlaitPeer, TorchPeer
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "npbench"
 KERNELS = npbench.kernel_package(KERNEL_DIR).KERNELS
@@ -43,7 +44,7 @@ def _references(module, inputs, preset="test"):
 def test_plait_matches_numpy(name):
     module = npbench.load_kernel(KERNEL_DIR, name)
     inputs = module.initialize("test")
-    peer = npbench.PlaitPeer("cpu")
+    peer = PlaitPeer("cpu")
     problem = npbench.validate(peer, peer.implementation(module), module, "test", inputs,
                                _references(module, inputs))
     assert problem is None, problem
@@ -59,7 +60,7 @@ def test_validation_rejects_an_implementation_that_does_nothing(name):
     # trisolv's x: only the extra input and the x check catch these.
     module = npbench.load_kernel(KERNEL_DIR, name)
     inputs = module.initialize("test")
-    problem = npbench.validate(npbench.NumpyPeer(), _do_nothing, module, "test", inputs,
+    problem = npbench.validate(NumpyPeer(), _do_nothing, module, "test", inputs,
                                _references(module, inputs))
     assert problem is not None
 
@@ -111,7 +112,7 @@ def test_cupy_version_matches_numpy_with_numpy_standing_in_for_cupy(name, monkey
     monkeypatch.setitem(sys.modules, "cupy", _numpy_as_cupy())
     module = npbench.load_kernel(KERNEL_DIR, name)
     inputs = module.initialize("test")
-    problem = npbench.validate(npbench.NumpyPeer(), module.kernel_cupy, module, "test", inputs,
+    problem = npbench.validate(NumpyPeer(), module.kernel_cupy, module, "test", inputs,
                                _references(module, inputs))
     assert problem is None, problem
 
@@ -121,7 +122,7 @@ def test_jax_version_matches_numpy_on_the_cpu(name):
     pytest.importorskip("jax")
     module = npbench.load_kernel(KERNEL_DIR, name)
     inputs = module.initialize("test")
-    peer = npbench.JaxPeer(require_gpu=False)
+    peer = JaxPeer(require_gpu=False)
     assert peer.unavailable() is None
     problem = npbench.validate(peer, peer.implementation(module), module, "test", inputs,
                                _references(module, inputs))
@@ -133,7 +134,7 @@ def test_torch_version_matches_numpy_on_the_cpu(name):
     pytest.importorskip("torch")
     module = npbench.load_kernel(KERNEL_DIR, name)
     inputs = module.initialize("test")
-    peer = npbench.TorchPeer(False, device="cpu")
+    peer = TorchPeer(False, device="cpu")
     problem = npbench.validate(peer, peer.implementation(module), module, "test", inputs,
                                _references(module, inputs))
     assert problem is None, problem
@@ -145,7 +146,7 @@ def test_torch_compile_version_matches_numpy_on_the_cpu(name):
     pytest.importorskip("torch")
     module = npbench.load_kernel(KERNEL_DIR, name)
     inputs = module.initialize("test")
-    peer = npbench.TorchPeer(True, device="cpu")
+    peer = TorchPeer(True, device="cpu")
     problem = npbench.validate(peer, peer.implementation(module), module, "test", inputs,
                                _references(module, inputs))
     assert problem is None, problem
@@ -197,7 +198,7 @@ def _gemm():
 
 def _run_with(fn, **limits):
     module, inputs, references = _gemm()
-    peer = npbench.Peer()
+    peer = Peer()
     peer.name = "under_test"
     peer.implementation = lambda module: fn
     return npbench.run_peer(peer, module, "gemm", "test", inputs, references, 3, np.random.default_rng(0),
@@ -284,7 +285,7 @@ def test_numpy_reference_run_counts_as_its_first_timed_run():
     npbench.numpy_references(module, "test", inputs, seconds)
     assert len(seconds) == 1 and seconds[0] > 0
     # A reference run longer than the budget is NumPy's only run (preset paper).
-    peer = npbench.NumpyPeer()
+    peer = NumpyPeer()
     result = npbench.run_peer(peer, module, "gemm", "test", inputs, npbench.numpy_references(module, "test", inputs),
                               10, np.random.default_rng(0), False, budget_s=0.5, min_runs=1, first_times=[0.75])
     assert result.ok and result.times == [0.75]
