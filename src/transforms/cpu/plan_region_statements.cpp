@@ -7,6 +7,7 @@
 #include "analysis/var_uses.h"
 #include "ir/ir_mutator.h"
 #include "transforms/cpu/plan_parallel_regions.h"
+#include "transforms/host_scopes.h"
 
 namespace plait::transforms::cpu {
 
@@ -242,84 +243,30 @@ class RegionStatements {
 
 // Walks the code outside regions, keeping the scalars declared there in scope
 // as the emitter's scopes do, and records the plans of the regions' loops.
-class StatementsPlanner : public IRMutator {
- public:
-  explicit StatementsPlanner(const Function& function) {
-    scopes_.emplace_back();
-    for (const Param& p : function.params)
-      if (p.scalar) scopes_.back().insert(p.scalar.get());
-  }
-
+class StatementsPlanner : public HostScopes {
  protected:
-  using IRMutator::visit;
+  using HostScopes::visit;
 
-  Stmt visit(const Block* n, const Stmt& self) override {
-    scopes_.emplace_back();
-    Stmt out = IRMutator::visit(n, self);
-    scopes_.pop_back();
-    return out;
-  }
-  Stmt visit(const Declare* n, const Stmt& self) override {
-    if (n->var) scopes_.back().insert(n->var.get());
-    return self;
-  }
-  // An assignment to a scalar that no declaration holds declares it, as in
-  // the emitter (IR built without place_declarations).
-  Stmt visit(const Assign* n, const Stmt& self) override {
-    if (!declared(n->var.get())) scopes_.back().insert(n->var.get());
-    return self;
-  }
-  Stmt visit(const If* n, const Stmt& self) override {
-    Stmt then_case = scoped(n->then_case);
-    Stmt else_case = n->else_case ? scoped(n->else_case) : nullptr;
-    if (then_case == n->then_case && else_case == n->else_case) return self;
-    return If::make(n->cond, std::move(then_case), std::move(else_case), n->loc);
-  }
-  Stmt visit(const While* n, const Stmt& self) override {
-    Stmt body = scoped(n->body);
-    if (body == n->body) return self;
-    return While::make(n->cond, std::move(body), n->loc);
-  }
   Stmt visit(const For* n, const Stmt& self) override {
     const auto* region = n->schedule.plan<ParallelRegionPlan>();
     if (region && region->runs_as_region()) {
       // The region declares its accumulators before it, beside the loop.
-      for (const Var& v : region->hoisted_vars) scopes_.back().insert(v.get());
-      VarSet around;
-      for (const VarSet& scope : scopes_) around.insert(scope.begin(), scope.end());
+      for (const Var& v : region->hoisted_vars) declare(v.get());
+      const VarSet around = declared();
       auto plan = std::make_shared<RegionStatementsPlan>();
       for (const Var& v : analysis::free_scalars({self}, around))
         if (around.count(v.get())) plan->shared.insert(v.get());
-      plan->body = RegionStatements(*region, scopes_).loop_body(n);
+      plan->body = RegionStatements(*region, scopes()).loop_body(n);
       LoopSchedule schedule = n->schedule;
       schedule.plans.push_back(std::move(plan));
       return For::make(n->var, n->begin, n->end, n->step, n->body, std::move(schedule), n->loc);
     }
     // Inside a parallel or vector loop no loop runs as a region.
     if (n->schedule.kind != LoopKind::Serial) return self;
-    scopes_.emplace_back();
-    scopes_.back().insert(n->var.get());
-    Stmt body = mutate(n->body);
-    scopes_.pop_back();
+    Stmt body = scoped(n->body, n->var.get());
     if (body == n->body) return self;
     return For::make(n->var, n->begin, n->end, n->step, std::move(body), n->schedule, n->loc);
   }
-
- private:
-  bool declared(const VarInfo* v) const {
-    for (const VarSet& scope : scopes_)
-      if (scope.count(v)) return true;
-    return false;
-  }
-  // A branch or a body, in a scope of its own.
-  Stmt scoped(const Stmt& s) {
-    scopes_.emplace_back();
-    Stmt out = mutate(s);
-    scopes_.pop_back();
-    return out;
-  }
-
-  std::vector<VarSet> scopes_;
 };
 
 std::string render(const RegionSteps& steps) {
@@ -380,7 +327,7 @@ std::vector<const For*> collapse_nest(const For* outer) {
 }
 
 void plan_region_statements(Function& function) {
-  function.body = StatementsPlanner(function).mutate(function.body);
+  function.body = StatementsPlanner().walk(function);
 }
 
 }  // namespace plait::transforms::cpu

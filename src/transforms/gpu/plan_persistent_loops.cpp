@@ -14,6 +14,7 @@
 #include "ir/ir_mutator.h"
 #include "transforms/gpu/plan_workers.h"
 #include "transforms/gpu/worker_plan_support.h"
+#include "transforms/host_scopes.h"
 
 namespace plait::transforms::gpu {
 
@@ -220,82 +221,19 @@ bool plan_sizing(const std::vector<Stmt>& stmts, bool nested, const VarSet& arou
 // Walks the code the CUDA emitter runs on the host (everything outside
 // parallel loops), keeping the scalars declared there in scope as the
 // emitter's scopes do, and records the plans of its time loops.
-class PersistentPlanner : public IRMutator {
+class PersistentPlanner : public HostScopes {
  public:
-  explicit PersistentPlanner(const Function& function) : fn_(function) {
-    scopes_.emplace_back();
-    for (const Param& p : function.params)
-      if (p.scalar) scopes_.back().insert(p.scalar.get());
-  }
-
-  // A body (a loop's, a branch's, the function's), in a scope of its own.
-  Stmt visit_body(const Stmt& body) {
-    scopes_.emplace_back();
-    Stmt out = body;
-    if (const Block* b = body->as<Block>()) {
-      bool changed = false;
-      std::vector<Stmt> stmts;
-      for (const Stmt& s : b->stmts) {
-        stmts.push_back(mutate(s));
-        changed = changed || stmts.back() != s;
-      }
-      if (changed) out = Block::make(std::move(stmts), b->loc);
-    } else {
-      out = mutate(body);
-    }
-    scopes_.pop_back();
-    return out;
-  }
+  explicit PersistentPlanner(const Function& function) : fn_(function) {}
 
  protected:
-  using IRMutator::visit;
-
-  Stmt visit(const Block*, const Stmt& self) override { return visit_body(self); }
-  Stmt visit(const Declare* n, const Stmt& self) override {
-    if (n->var) scopes_.back().insert(n->var.get());
-    return self;
-  }
-  // An assignment to a scalar that no declaration holds declares it, as in
-  // the emitter (IR built without place_declarations).
-  Stmt visit(const Assign* n, const Stmt& self) override {
-    if (!in_scope(n->var.get())) scopes_.back().insert(n->var.get());
-    return self;
-  }
-  Stmt visit(const If* n, const Stmt& self) override {
-    Stmt then_case = visit_body(n->then_case);
-    Stmt else_case = n->else_case ? visit_body(n->else_case) : nullptr;
-    if (then_case == n->then_case && else_case == n->else_case) return self;
-    return If::make(n->cond, std::move(then_case), std::move(else_case), n->loc);
-  }
-  Stmt visit(const While* n, const Stmt& self) override {
-    Stmt body = visit_body(n->body);
-    if (body == n->body) return self;
-    return While::make(n->cond, std::move(body), n->loc);
-  }
-  Stmt visit(const MatMul* n, const Stmt& self) override {
-    // The loops run on the host when the library declines.
-    Stmt loops = visit_body(n->loops);
-    if (loops == n->loops) return self;
-    return MatMul::make(n->c, n->a, n->a_transposed, n->b, n->b_transposed, n->m, n->n, n->k, n->alpha, n->beta,
-                        std::move(loops), n->loc, n->triangle);
-  }
+  using HostScopes::visit;
   Stmt visit(const For* n, const Stmt& self) override;
 
  private:
-  bool in_scope(const VarInfo* v) const {
-    return std::any_of(scopes_.begin(), scopes_.end(), [&](const VarSet& scope) { return scope.count(v) > 0; });
-  }
-  VarSet declared() const {
-    VarSet out;
-    for (const VarSet& scope : scopes_) out.insert(scope.begin(), scope.end());
-    return out;
-  }
-
   PersistentLoopPlan plan_loop(const For* loop, const VarSet& around) const;
   std::string refusal(const For* loop, const std::vector<Stmt>& stmts, const VarSet& around) const;
 
   const Function& fn_;
-  std::vector<VarSet> scopes_;
 };
 
 Stmt PersistentPlanner::visit(const For* n, const Stmt& self) {
@@ -307,11 +245,7 @@ Stmt PersistentPlanner::visit(const For* n, const Stmt& self) {
   // A persistent kernel's body is device code; a refused loop's steps run
   // on the host.
   Stmt body = n->body;
-  if (!plan || !plan->runs_persistent()) {
-    scopes_.push_back({n->var.get()});
-    body = visit_body(n->body);
-    scopes_.pop_back();
-  }
+  if (!plan || !plan->runs_persistent()) body = scoped(n->body, n->var.get());
   if (!plan) return body == n->body ? self : For::make(n->var, n->begin, n->end, n->step, body, n->schedule, n->loc);
   LoopSchedule schedule = n->schedule;
   schedule.plans.push_back(std::move(plan));
@@ -372,7 +306,7 @@ PersistentLoopPlan PersistentPlanner::plan_loop(const For* loop, const VarSet& a
 }  // namespace
 
 void plan_persistent_loops(Function& function) {
-  function.body = PersistentPlanner(function).visit_body(function.body);
+  function.body = PersistentPlanner(function).walk(function);
 }
 
 }  // namespace plait::transforms::gpu
