@@ -12,7 +12,7 @@ from .tuning import tuning_space
 
 
 def jit(fn=None, *, target="cpu", cache=True, boundscheck=None, fastmath=False, num_threads=None,
-        auto_simd=False, tune=None, autotune=False):
+        auto_simd=False, tune=None, autotune=False, fusion="partial"):
     """Compiles a Python function into a parallel native kernel.
 
     Usable as @plait.jit, @plait.jit(...) and plait.jit(...)(fn).
@@ -33,6 +33,9 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=None, fastmath=False, 
                    constant the kernel reads as a global name); the fastest is kept, in the
                    disk cache too (docs/cuda.md, "Launch configuration and autotuning")
       autotune:    target="cuda" only: tune threads (128, 256, 512) and row_groups (2, 4)
+      fusion:      how programs of sparse operators are fused (docs/sparse.md): "partial"
+                   (redundancy-aware, the default), or for comparison "maximal" (one loop
+                   nest per result) or "none" (one loop nest per operator)
     """
     if target not in ("cpu", "cuda"):
         raise ValueError(f"target {target!r} is not supported; available: cpu, cuda")
@@ -56,7 +59,7 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=None, fastmath=False, 
                        fastmath=bool(fastmath), num_threads=num_threads, auto_simd=bool(auto_simd))
         if target == "cuda":
             return CudaDispatcher(func, tuning=space, **options)
-        return Dispatcher(func, **options)
+        return Dispatcher(func, fusion=fusion, **options)
 
     if fn is None:
         return decorate

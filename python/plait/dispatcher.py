@@ -14,6 +14,7 @@ import sys
 import types
 
 from . import _core
+from . import sparse_calls
 from .source import capture_source
 
 _TRUE_WORDS = ("1", "true", "yes", "on")
@@ -135,7 +136,7 @@ class Dispatcher(_core.Dispatcher):
     _target = "cpu"  # CudaDispatcher (plait/cuda.py): "cuda"
 
     def __init__(self, py_func, *, scope=None, cache=True, boundscheck=None, fastmath=False, num_threads=None,
-                 auto_simd=False):
+                 auto_simd=False, fusion="partial"):
         super().__init__()
         # Read now, as Python compiled it: a file edited after the import
         # must not change what the kernel computes (plait/source.py).
@@ -148,9 +149,15 @@ class Dispatcher(_core.Dispatcher):
         self._boundscheck = _core.default_boundscheck if boundscheck is None else bool(boundscheck)
         self._fastmath = fastmath
         self._auto_simd = auto_simd
+        if fusion not in ("partial", "maximal", "none"):
+            raise ValueError(f"fusion must be 'partial', 'maximal' or 'none', got {fusion!r}")
+        self._fusion = fusion
         self._kernels = {}  # signature text -> _core.Kernel, in compile order
+        self._array_calls = {}  # which parameters are sparse -> sparse_calls.ArrayCalls
+        self._sparse_notes = set()  # what calls did to sparse arguments, for explain()
+        self._param_names = _kernel_parameters(py_func)
         threads = _default_num_threads() if num_threads is None else num_threads
-        self._setup(py_func.__name__, py_func.__code__.co_filename, _kernel_parameters(py_func), threads, self._target)
+        self._setup(py_func.__name__, py_func.__code__.co_filename, self._param_names, threads, self._target)
 
     def __repr__(self):
         return f"<plait.Dispatcher {self.py_func.__qualname__} signatures={self.signatures}>"
@@ -165,6 +172,29 @@ class Dispatcher(_core.Dispatcher):
         bound = self._signature.bind(*args, **(kwargs or {}))
         bound.apply_defaults()
         return tuple(bound.args)
+
+    def _call_sparse(self, args):
+        """A call with SciPy sparse arguments (the C++ call path hands it
+        here): each as canonical CSR arrays, through an ArrayCalls."""
+        arrangement, parts = [], []
+        for name, value in zip(self._param_names, args):
+            if sparse_calls.is_sparse(value):
+                csr = sparse_calls.canonical_csr(value, name, self._sparse_notes)
+                arrangement.append(sparse_calls._is_matrix_class(value))
+                parts += [csr.data, csr.indices, csr.indptr, int(csr.shape[1])]
+            else:
+                arrangement.append(None)
+                parts.append(value)
+        arrangement = tuple(arrangement)
+        calls = self._array_calls.get(arrangement)
+        if calls is None:
+            calls = self._array_calls[arrangement] = sparse_calls.ArrayCalls(self, arrangement)
+        calls.num_threads = self.num_threads
+        results = calls(*parts)
+        kernel = calls.kernels.get(sparse_calls._normal(calls._signature_of(*parts)))
+        if kernel is None or not kernel.declared_results:
+            return results
+        return sparse_calls.fold_results(kernel, results, parts)
 
     def _source_text(self):
         return self._source.text
@@ -205,6 +235,7 @@ class Dispatcher(_core.Dispatcher):
             cxx=os.environ.get("PLAIT_CXX", ""),
             target=self._target,
             auto_simd=self._auto_simd,
+            fusion=getattr(self, "_fusion", "partial"),
             **(launch or {}),
         )
 
@@ -236,7 +267,10 @@ class Dispatcher(_core.Dispatcher):
 
     def explain(self, signature=None):
         """What the compiler did with each loop: parallelised, vectorised, why not."""
-        return self._kernel(signature).explain
+        text = self._kernel(signature).explain
+        for note in sorted(self._sparse_notes):
+            text += f"\n  call: {note}"
+        return text
 
     def library_path(self, signature=None):
         """The compiled shared object in the cache."""

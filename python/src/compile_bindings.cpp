@@ -72,7 +72,8 @@ int64_t parallel_work_threshold() {
 Kernel compile(const std::string& path, const std::string& text, int first_line, const std::string& name,
                const std::string& signature_text, nb::dict modules, nb::dict constants, bool boundscheck, bool fastmath,
                bool disk_cache, const std::string& cache_dir, const std::string& dump_dir, const std::string& cxx,
-               const std::string& target, bool auto_simd, int cuda_threads, int cuda_row_groups, int cuda_max_team) {
+               const std::string& target, bool auto_simd, int cuda_threads, int cuda_row_groups, int cuda_max_team,
+               const std::string& fusion) {
   plait::Signature signature;
   try {
     signature = plait::Signature::parse(signature_text);
@@ -90,6 +91,13 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
   options.verify_ir = plait::verify_ir_from_environment();
   options.cxx = cxx;
   options.auto_simd = auto_simd;
+  if (fusion == "maximal") {
+    options.fusion = plait::Fusion::Maximal;
+  } else if (fusion == "none") {
+    options.fusion = plait::Fusion::None;
+  } else if (fusion != "partial") {
+    throw nb::value_error(("fusion must be 'partial', 'maximal' or 'none', not '" + fusion + "'").c_str());
+  }
   options.cuda_launch.threads = cuda_threads;
   options.cuda_launch.row_groups = cuda_row_groups;
   options.cuda_launch.max_team = cuda_max_team;

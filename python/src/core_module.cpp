@@ -66,10 +66,10 @@ NB_MODULE(_core, m) {
       "(free blocks, free bytes, budget in bytes) of the pool of large arrays' memory.");
   m.def("release_host_memory", &plait::jit::release_free_host_memory,
         "Gives the pool's free blocks back to the operating system.");
-  m.def("compile", &compile, "path"_a, "text"_a, "first_line"_a, "name"_a, "signature"_a, "modules"_a,
-        "constants"_a, "boundscheck"_a, "fastmath"_a, "disk_cache"_a, "cache_dir"_a, "dump_dir"_a, "cxx"_a,
-        "target"_a = "cpu", "auto_simd"_a = false, "cuda_threads"_a = plait::CudaLaunchConfig{}.threads,
-        "cuda_row_groups"_a = plait::CudaLaunchConfig{}.row_groups, "cuda_max_team"_a = 0,
+  m.def("compile", &compile, "path"_a, "text"_a, "first_line"_a, "name"_a, "signature"_a, "modules"_a, "constants"_a,
+        "boundscheck"_a, "fastmath"_a, "disk_cache"_a, "cache_dir"_a, "dump_dir"_a, "cxx"_a, "target"_a = "cpu",
+        "auto_simd"_a = false, "cuda_threads"_a = plait::CudaLaunchConfig{}.threads,
+        "cuda_row_groups"_a = plait::CudaLaunchConfig{}.row_groups, "cuda_max_team"_a = 0, "fusion"_a = "partial",
         "Compiles one specialisation of a kernel and returns a Kernel.");
   m.def("lookup_record", &lookup_record, "key"_a, "cache_dir"_a,
         "The text of the disk cache's record `key` (64 hex digits), or None when it is missing or damaged "
@@ -88,6 +88,19 @@ NB_MODULE(_core, m) {
                      for (const auto& t : k.compiled->results) names.push_back(plait::to_string(t));
                      return names;
                    })
+      .def_prop_ro(
+          "abi_signature", [](const Kernel& k) { return k.compiled->signature.abi().to_string(); },
+          "The signature of the entry point: each sparse matrix as its arrays and column count.")
+      .def_prop_ro(
+          "declared_results",
+          [](const Kernel& k) {
+            std::vector<std::string> names;
+            for (const auto& t : k.compiled->declared_results) names.push_back(plait::to_string(t));
+            return names;
+          },
+          "When a result is a sparse matrix: the results as the function gives them (`results` has its arrays).")
+      .def_prop_ro("declared_tuple", [](const Kernel& k) { return k.compiled->declared_tuple; })
+      .def_prop_ro("declared_list", [](const Kernel& k) { return k.compiled->declared_list; })
       .def_prop_ro("returns_tuple", [](const Kernel& k) { return k.compiled->returns_tuple; })
       .def_prop_ro("returns_list", [](const Kernel& k) { return k.compiled->returns_list; })
       .def_prop_ro(

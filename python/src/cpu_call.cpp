@@ -120,6 +120,7 @@ uint8_t classify(const Dispatcher& d, size_t index, PyObject* obj, ArgSlot& slot
     slot.f64 = PyFloat_AS_DOUBLE(obj);
     return scalar_code(PLAIT_FLOAT64, true);
   }
+  if (is_scipy_sparse(obj)) throw SparseArgument{};
   raise_unsupported_type(d, index, obj);
 }
 
@@ -323,9 +324,13 @@ PyObject* call_cpu(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
   }
   std::string key(nargs, '\0');
   bool guarded = false;
-  for (size_t i = 0; i < nargs; ++i) {
-    key[i] = static_cast<char>(classify(d, i, args[i], slots[i], guarded));
-    pointers[i] = &slots[i];
+  try {
+    for (size_t i = 0; i < nargs; ++i) {
+      key[i] = static_cast<char>(classify(d, i, args[i], slots[i], guarded));
+      pointers[i] = &slots[i];
+    }
+  } catch (const SparseArgument&) {
+    return PyObject_CallMethod(self, "_call_sparse", "(O)", args_tuple);
   }
 
   auto found = d.table.find(key);
@@ -380,7 +385,11 @@ std::string cpu_signature(const Dispatcher& d, nb::handle args) {
   std::string key(nargs, '\0');
   std::vector<ArgSlot> slots(nargs);
   bool guarded = false;
-  for (size_t i = 0; i < nargs; ++i) key[i] = static_cast<char>(classify(d, i, args[i].ptr(), slots[i], guarded));
+  try {
+    for (size_t i = 0; i < nargs; ++i) key[i] = static_cast<char>(classify(d, i, args[i].ptr(), slots[i], guarded));
+  } catch (const SparseArgument&) {
+    throw nb::type_error("a sparse matrix argument: the kernel's signature is known once it is called");
+  }
   return signature_of(key);
 }
 

@@ -48,6 +48,10 @@ bool is_masked_array(PyObject* obj) {
 
 }  // namespace
 
+bool is_scipy_sparse(PyObject* obj) {
+  return PyObject_HasAttrString(obj, "tocsr") == 1 && PyObject_HasAttrString(obj, "format") == 1;
+}
+
 [[noreturn]] void raise_argument_error(const Dispatcher& d, size_t index, const std::string& why) {
   const std::string param = index < d.params.size() ? d.params[index] : std::to_string(index);
   const std::string message = d.name + "() argument '" + param + "' " + why;
@@ -164,7 +168,8 @@ void define_dispatcher(nb::module_& m) {
           "_register",
           [](Dispatcher& d, const Kernel& kernel) {
             std::string key;
-            for (const auto& type : kernel.compiled->signature.args) key.push_back(static_cast<char>(encode(type)));
+            for (const auto& type : kernel.compiled->signature.abi().args)
+              key.push_back(static_cast<char>(encode(type)));
             d.table.emplace(key, kernel.compiled);
           },
           "kernel"_a, "Makes calls whose argument types match the kernel's signature use it.")

@@ -30,6 +30,14 @@ struct Dispatcher {
 };
 
 // Raises TypeError "<kernel>() argument '<param>' <why>".
+// Thrown by a call path's classification on a SciPy sparse matrix: the call
+// goes through the Python method _call_sparse, which passes each sparse
+// matrix as its arrays (plait/sparse_calls.py).
+struct SparseArgument {};
+
+// Whether obj is a SciPy sparse matrix or array (it has `format` and `tocsr`).
+bool is_scipy_sparse(PyObject* obj);
+
 [[noreturn]] void raise_argument_error(const Dispatcher& d, size_t index, const std::string& why);
 // Raises TypeError for a NumPy masked array, whose mask kernels would ignore.
 void refuse_masked_array(const Dispatcher& d, size_t index, PyObject* obj);

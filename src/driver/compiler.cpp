@@ -183,6 +183,9 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
   kernel->results = lowered.function.results;
   kernel->returns_tuple = lowered.function.returns_tuple;
   kernel->returns_list = lowered.function.returns_list;
+  kernel->declared_results = lowered.function.declared_results;
+  kernel->declared_tuple = lowered.function.declared_tuple;
+  kernel->declared_list = lowered.function.declared_list;
   kernel->writes_param = analysis::written_parameters(lowered.function);
   kernel->ir_text = lowered.ir_text;
   kernel->python_source = source;

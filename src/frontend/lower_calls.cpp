@@ -361,6 +361,10 @@ Value Lowerer::call_numpy(const std::string& fn, const ast::Call& c, const std::
 }
 
 Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
+  if (involves_sparse(c)) {
+    Value v = lower_algebra(c);
+    return v.kind == Value::Kind::Algebra && !v.algebra->sparse() ? realize(v, c.loc) : v;
+  }
   Value callee = lower(*c.func);
   if (callee.kind == Value::Kind::DType) {
     // np.float32(x) and friends: a conversion to a NumPy scalar.

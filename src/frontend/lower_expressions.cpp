@@ -224,6 +224,11 @@ Expr Lowerer::compare_signed_with_uint64(ir::CompareOp o, Expr a, Expr b, Source
 // ================================================================ expressions
 
 Value Lowerer::lower(const ast::Expr& e) {
+  if (e.kind != ast::ExprKind::Name && e.kind != ast::ExprKind::Call && involves_sparse(e)) {
+    // The tensor-algebra level computes it; a dense result is computed here.
+    Value v = lower_algebra(e);
+    return v.kind == Value::Kind::Algebra && !v.algebra->sparse() ? realize(v, e.loc) : v;
+  }
   switch (e.kind) {
     case ast::ExprKind::Name: {
       Value v = lookup_name(*e.as<ast::Name>());

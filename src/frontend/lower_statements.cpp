@@ -257,6 +257,13 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
       ir::ArrayVar tmp = materialize(value.tensor, out, loc, current_stmt_);
       return assign_array(n->id, Value::of_array(tmp, loc), out, loc);
     }
+    if (value.kind == Value::Kind::Algebra) {
+      check_sparse_assignment(n->id, loc);
+      types_[n->id].sparse =
+          SparseType{value.algebra->program->result->type.kind, value.algebra->index, value.algebra->matrix};
+      sparse_values_[n->id] = value;
+      return;
+    }
     if (value.kind == Value::Kind::Tuple)
       unsupported("tuples can only be unpacked into names (a, b = ...), not kept in a variable", target.loc);
     type_error("cannot assign " + std::string(value_kind_name(value.kind)) + " to a variable in a kernel", loc);
@@ -568,7 +575,17 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
     for (auto& it : items) {
       if (it.kind == Value::Kind::Tensor)
         it = Value::of_array(materialize(it.tensor, out, r.loc, current_stmt_), r.loc);
-      if (it.kind == Value::Kind::Scalar) {
+      if (it.kind == Value::Kind::Algebra) {
+        const tensor::TensorVar& t = *it.algebra->program->result;
+        SparseType st{t.type.kind, it.algebra->index, it.algebra->matrix};
+        if (t.format.mode_order[0] != 0)
+          unsupported(
+              "a transposed sparse matrix is returned as CSC, which kernels do not return yet; return "
+              "its .tocsr() outside the kernel",
+              r.value->loc);
+        sparse_return_values(it, values, r.loc);
+        types.push_back(ValueType::of(st));
+      } else if (it.kind == Value::Kind::Scalar) {
         values.push_back({it.scalar, nullptr});
         types.push_back(ValueType::of(it.scalar->type));
       } else if (it.kind == Value::Kind::Array) {
@@ -599,6 +616,13 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
                  r.loc);
     for (size_t i = 0; i < types.size(); ++i) {
       ValueType& have = (*results_)[i];
+      if (have.is_sparse() || types[i].is_sparse()) {
+        if (!(have == types[i]))
+          type_error("this return gives " + to_string(types[i]) + " where the return at line " +
+                         std::to_string(first_return_loc_.line) + " gives " + to_string(have),
+                     r.loc);
+        continue;
+      }
       if (have.is_array() != types[i].is_array())
         type_error("this return gives an array where the return at line " + std::to_string(first_return_loc_.line) +
                        " gives a number (or the other way round)",
@@ -622,8 +646,11 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
     }
     return;
   }
+  std::vector<ValueType> abi;
+  for (const ValueType& t : *results_)
+    for (const ValueType& part : abi_types(t)) abi.push_back(part);
   for (size_t i = 0; i < values.size(); ++i)
-    if (values[i].scalar) values[i].scalar = cast(values[i].scalar, (*results_)[i].scalar);
+    if (values[i].scalar) values[i].scalar = cast(values[i].scalar, abi[i].scalar);
   out.push_back(ir::Return::make(values, r.loc));
 }
 

@@ -42,6 +42,8 @@ const char* value_kind_name(Value::Kind k) {
       return "a dtype";
     case Value::Kind::None:
       return "None";
+    case Value::Kind::Algebra:
+      return "a sparse matrix expression";
     case Value::Kind::String:
       return "a string";
   }
@@ -169,10 +171,14 @@ void Lowerer::declare_params(const ast::FunctionDef& fn) {
     param_names_.insert(p.name);
     LocalType lt;
     lt.first_loc = p.loc;
-    if (t.is_array())
+    if (t.is_sparse()) {
+      lt.sparse = t.sparse;
+      declare_sparse_param(p.name, t.sparse, p.loc);
+    } else if (t.is_array()) {
       lt.array = t.array;
-    else
+    } else {
       lt.scalar = t.scalar;
+    }
     types_[p.name] = lt;
   }
 }
@@ -248,6 +254,11 @@ Value Lowerer::global_value(const std::string& id, SourceLoc loc) {
 
 Value Lowerer::lookup_name(const ast::Name& name) {
   const std::string& id = name.id;
+  if (auto sparse = sparse_values_.find(id); sparse != sparse_values_.end()) return sparse->second;
+  if (auto t = types_.find(id); t != types_.end() && t->second.sparse) {
+    if (inferring_) throw TypeNotKnownYet{};
+    unsupported("'" + id + "' is read before the sparse matrix it is bound to is computed", name.loc);
+  }
   if (assigned_names_.count(id) || param_names_.count(id)) {
     if (inferring_) {
       auto it = types_.find(id);
@@ -326,6 +337,7 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   collect_assigned_names(fn.body, assigned_names_);
   assigned_names_.insert(fn.annotated_names.begin(), fn.annotated_names.end());
   collect_written_arrays(fn.body, written_arrays_);
+  once_at_top_ = assigned_once_at_top(fn.body);
   for (const auto& p : fn.params) assigned_names_.erase(p.name);
   bindings_ = definite_assignment(fn.body, assigned_names_);
   if (!bindings_.unbound.empty()) {
@@ -349,6 +361,7 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   inferring_ = false;
   array_units_.clear();
   for (const auto& [name, lt] : types_) {
+    if (lt.sparse) continue;  // sparse values are sparse_values_
     Local l;
     if (lt.array) {
       l.array = std::make_shared<ir::ArrayInfo>();
@@ -370,6 +383,10 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   out.name = fn.name;
   out.source = file_;
   for (const auto& p : fn.params) {
+    if (sparse_params_.count(p.name)) {
+      for (const ir::Param& part : sparse_params_.at(p.name)) out.params.push_back(part);
+      continue;
+    }
     ir::Param param;
     param.scalar = locals_.at(p.name).var;
     param.array = locals_.at(p.name).array;
@@ -392,6 +409,19 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   if (results_) out.results = *results_;
   out.returns_tuple = returns_tuple_;
   out.returns_list = returns_list_;
+  bool sparse_result = false;
+  for (const ValueType& t : out.results) sparse_result = sparse_result || t.is_sparse();
+  if (sparse_result) {
+    // The entry point returns each sparse matrix as its arrays, in a tuple.
+    out.declared_results = out.results;
+    out.declared_tuple = out.returns_tuple;
+    out.declared_list = out.returns_list;
+    out.results.clear();
+    for (const ValueType& t : out.declared_results)
+      for (const ValueType& part : abi_types(t)) out.results.push_back(part);
+    out.returns_tuple = true;
+    out.returns_list = false;
+  }
   return out;
 }
 

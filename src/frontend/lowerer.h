@@ -15,6 +15,7 @@
 #include "frontend/definite_assignment.h"
 #include "ir/ir.h"
 #include "support/compile_options.h"
+#include "tensor/index_notation.h"
 
 namespace plait::lowering {
 
@@ -86,6 +87,8 @@ struct LoopDim {
   ir::LoopSchedule schedule;
 };
 
+struct AlgebraValue;
+
 // Thrown in the inference phase when an expression reads a local whose type
 // is not known yet; the statement is retried in the next round.
 struct TypeNotKnownYet {};
@@ -93,11 +96,12 @@ struct TypeNotKnownYet {};
 // What an expression evaluates to in the front end. Only scalars become IR
 // expressions; the rest exist at compile time (shapes, modules, dtypes).
 struct Value {
-  enum class Kind { Scalar, Array, Tensor, Tuple, Function, DType, None, String };
+  enum class Kind { Scalar, Array, Tensor, Tuple, Function, DType, None, String, Algebra };
   Kind kind = Kind::None;
   Expr scalar;
   ir::ArrayVar array;
   TensorPtr tensor;  // Tensor: an array-valued expression, evaluated lazily
+  std::shared_ptr<const AlgebraValue> algebra;  // Algebra
   std::vector<Value> elems;
   std::string name;  // Function: qualified name ("numpy.sqrt", "builtins.max"); String: the text
   ScalarKind dtype = ScalarKind::Float64;
@@ -132,6 +136,13 @@ struct Value {
     v.loc = l;
     return v;
   }
+  static Value of_algebra(std::shared_ptr<const AlgebraValue> a, SourceLoc l) {
+    Value v;
+    v.kind = Kind::Algebra;
+    v.algebra = std::move(a);
+    v.loc = l;
+    return v;
+  }
   static Value dtype_of(ScalarKind k, SourceLoc l) {
     Value v;
     v.kind = Kind::DType;
@@ -139,6 +150,23 @@ struct Value {
     v.loc = l;
     return v;
   }
+};
+
+// A value of the tensor-algebra level (lower_sparse.cpp): what a program of
+// index-notation statements computes, a sparse matrix or a dense array, not
+// run until it is needed (a dense result is run where its expression is;
+// a sparse one where it is returned or used).
+struct AlgebraValue {
+  tensor::ProgramPtr program;
+  bool matrix = false;                   // SciPy's matrix class (csr_matrix): `*` is a product
+  ScalarKind index = ScalarKind::Int32;  // a sparse result's index dtype
+  // A matrix product's operands, when the program's result is one: a chain
+  // of products can be associated the other way.
+  std::vector<Value> factors;
+  // Programs that compute the same result another way (the other
+  // association of a chain); the cheapest runs, chosen at run time.
+  std::vector<tensor::ProgramPtr> alternatives;
+  bool sparse() const { return program->result->is_sparse(); }
 };
 
 // The parts of a subscript already lowered, by their syntax.
@@ -153,6 +181,7 @@ inline constexpr const char* kAssignThroughArrayIndex =
 struct LocalType {
   std::optional<ScalarType> scalar;
   std::optional<ArrayType> array;
+  std::optional<SparseType> sparse;
   SourceLoc first_loc;
 };
 
@@ -173,6 +202,8 @@ std::string describe(const ArrayType& t);
 bool same_tree(const ast::Expr* a, const ast::Expr* b);
 void collect_assigned_names(const ast::StmtList& body, std::set<std::string>& out);
 void collect_written_arrays(const ast::StmtList& body, std::set<std::string>& out);
+// The names one statement at the function's top level assigns, and nothing else.
+std::set<std::string> assigned_once_at_top(const ast::StmtList& body);
 
 class Lowerer {
  public:
@@ -255,6 +286,51 @@ class Lowerer {
   Value call_math(const std::string& fn, const ast::Call& c, const std::vector<Value>& args);
   Value call_builtin(const std::string& fn, const ast::Call& c, const std::vector<Value>& args);
   Expr unary_float(ir::Intrinsic fn, Expr x, bool python_math, SourceLoc loc);
+
+  // ------------------------------------------------------------ sparse operator programs (lower_sparse*.cpp)
+  void declare_sparse_param(const std::string& name, const SparseType& t, SourceLoc loc);
+  // Whether e computes with a sparse matrix: the tensor-algebra level lowers it.
+  bool involves_sparse(const ast::Expr& e) const;
+  Value lower_algebra(const ast::Expr& e);
+  // An operand of an operator of the algebra: an algebra value, or a dense
+  // array or scalar (a matrix product of dense operands stays a statement).
+  Value algebra_operand(const ast::Expr& e);
+  Value algebra_call(const ast::Call& c);
+  Value algebra_method(const std::string& method, const Value& self, const ast::Call& c);
+  Value plait_sparse_call(const std::string& fn, const ast::Call& c);
+  Value algebra_attribute(const ast::Attribute& a);
+  Value algebra_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc, bool matrix_product_star);
+  Value algebra_matmul(const Value& a, const Value& b, SourceLoc loc);
+  Value algebra_elementwise(ir::BinaryOp op, const Value& sparse, const Value& other, SourceLoc loc, bool sparse_left,
+                            const char* what);
+  Value algebra_sum(const Value& self, int axis, bool mean, SourceLoc loc);
+  Value algebra_map(const Value& self, ir::Intrinsic fn, SourceLoc loc, const char* what);
+  Value algebra_pattern_map(const Value& self, SourceLoc loc, const char* what, ScalarType type,
+                            const std::function<tensor::IndexExpr(const tensor::IndexExpr&)>& f);
+  Value algebra_transpose(const Value& self, SourceLoc loc);
+  Value algebra_toarray(const Value& self, SourceLoc loc);
+  // An axis argument: 0 or 1 (-2 and -1 counted from the end), -1 for None.
+  int axis_constant(const Value& v, const std::string& fn, bool allow_none, SourceLoc loc);
+  // The tensor of an operand: an algebra value's result, a dense array's, a scalar's.
+  tensor::TensorVarPtr algebra_tensor(const Value& v, SourceLoc loc);
+  // v's dense array, dimension by dimension broadcast to `extents` (right-aligned).
+  tensor::IndexExpr broadcast_access(const tensor::TensorVarPtr& t, const std::vector<tensor::IndexVar>& vars,
+                                     const std::vector<Expr>& extents, SourceLoc loc);
+  tensor::IndexVar index_var(const std::string& name);
+  tensor::TensorVarPtr algebra_temp(ScalarType type, tensor::Format format, std::vector<Expr> shape);
+  Value with_statement(std::vector<tensor::StatementPtr> before, tensor::StatementPtr s, bool matrix, ScalarKind index);
+  // Runs an algebra value's program where the current statement is: its
+  // result as an array (or a scalar), or for a sparse result an algebra
+  // value over the computed values.
+  Value realize(const Value& v, SourceLoc loc);
+  void check_sparse_assignment(const std::string& name, SourceLoc loc);
+  // A sparse value returned: its values, column indices, row pointers and other extent.
+  void sparse_return_values(const Value& v, std::vector<ir::ReturnValue>& out, SourceLoc loc);
+  std::map<std::string, Value> sparse_values_;  // sparse parameters and locals
+  std::set<std::string> once_at_top_;           // locals assigned once, at the function's top level
+  int algebra_counter_ = 0;
+  bool associating_ = false;                 // building the other association of a chain
+  std::vector<ValueType> declared_results_;  // with sparse results folded (Function::declared_results)
 
   // ------------------------------------------------------------ array expressions (lower_array_exprs.cpp)
   bool is_array_like(const Value& v) const { return v.kind == Value::Kind::Array || v.kind == Value::Kind::Tensor; }
@@ -376,7 +452,7 @@ class Lowerer {
   // operands before it in `and`/`or` and comparison chains, the test of a
   // conditional expression.
   std::vector<Expr> guards_;
-  std::vector<ir::Param> params_;
+  std::map<std::string, std::vector<ir::Param>> sparse_params_;  // a sparse parameter's arrays and extent
 };
 
 }  // namespace plait::lowering

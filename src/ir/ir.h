@@ -594,6 +594,12 @@ struct Function {
   std::vector<ValueType> results;  // empty: returns None
   bool returns_tuple = false;      // `return a, b` (or a 1-tuple), or `return [a, b]`
   bool returns_list = false;       // `return [a, b]`: the caller makes a list (returns_tuple is set too)
+  // When a result is a sparse matrix: the results as the Python function
+  // gives them, each one of `results` expanded by abi_types (in a tuple),
+  // for the caller to fold back; empty otherwise.
+  std::vector<ValueType> declared_results;
+  bool declared_tuple = false;
+  bool declared_list = false;
   std::vector<Remark> remarks;
 };
 

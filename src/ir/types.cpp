@@ -210,7 +210,22 @@ std::string to_string(const ArrayType& t) {
   return s + "]";
 }
 
-std::string to_string(const ValueType& t) { return t.is_array() ? to_string(t.array) : to_string(t.scalar); }
+std::string to_string(const SparseType& t) {
+  return std::string(t.matrix ? "csr_matrix[" : "csr[") + to_string(ScalarType{t.dtype, false}) + ", " +
+         to_string(ScalarType{t.index, false}) + "]";
+}
+
+std::string to_string(const ValueType& t) {
+  if (t.is_sparse()) return to_string(t.sparse);
+  return t.is_array() ? to_string(t.array) : to_string(t.scalar);
+}
+
+std::vector<ValueType> abi_types(const ValueType& t) {
+  if (!t.is_sparse()) return {t};
+  ArrayType values{t.sparse.dtype, 1, Layout::C};
+  ArrayType index{t.sparse.index, 1, Layout::C};
+  return {ValueType::of(values), ValueType::of(index), ValueType::of(index), ValueType::of(ScalarType::py_int())};
+}
 
 namespace {
 
@@ -231,11 +246,30 @@ ScalarType parse_scalar(const std::string& name, const std::string& whole) {
                               "\" (expected b1, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64, bool, int or float)");
 }
 
+ValueType parse_sparse_type(const std::string& s, size_t bracket, const std::string& whole) {
+  SparseType t;
+  t.matrix = s.compare(0, bracket, "csr_matrix") == 0;
+  std::string inside = s.substr(bracket + 1, s.size() - bracket - 2);
+  size_t comma = inside.find(',');
+  if (comma == std::string::npos)
+    throw std::invalid_argument("a sparse type names its value and index types: \"csr[f64, i32]\", not \"" + s + "\"");
+  ScalarType values = parse_scalar(inside.substr(0, comma), whole);
+  ScalarType index = parse_scalar(inside.substr(comma + 1), whole);
+  if (values.weak) throw std::invalid_argument("sparse values are b1, i8 ... u64, f32 or f64 in \"" + s + "\"");
+  if (index.kind != ScalarKind::Int32 && index.kind != ScalarKind::Int64)
+    throw std::invalid_argument("sparse indices are i32 or i64 in \"" + s + "\"");
+  t.dtype = values.kind;
+  t.index = index.kind;
+  return ValueType::of(t);
+}
+
 ValueType parse_value_type(const std::string& item, const std::string& whole) {
   std::string s = strip_spaces(item);
   size_t bracket = s.find('[');
   if (bracket == std::string::npos) return ValueType::of(parse_scalar(s, whole));
   if (s.back() != ']') throw std::invalid_argument("missing ']' in \"" + item + "\"");
+  const std::string head = s.substr(0, bracket);
+  if (head == "csr" || head == "csr_matrix") return parse_sparse_type(s, bracket, whole);
   ScalarType elem = parse_scalar(s.substr(0, bracket), whole);
   if (elem.weak) throw std::invalid_argument("array element types are b1, i8, i16, i32, i64, u8, u16, u32, u64, f32 or f64, not '" + s.substr(0, bracket) + "'");
   std::string dims = s.substr(bracket + 1, s.size() - bracket - 2);
@@ -287,6 +321,19 @@ Signature Signature::parse(const std::string& text) {
   if (!trim(current).empty()) sig.args.push_back(parse_value_type(current, text));
   else if (!sig.args.empty()) throw std::invalid_argument("trailing ',' in signature \"" + text + "\"");
   return sig;
+}
+
+Signature Signature::abi() const {
+  Signature out;
+  for (const ValueType& t : args)
+    for (const ValueType& part : abi_types(t)) out.args.push_back(part);
+  return out;
+}
+
+bool Signature::has_sparse() const {
+  for (const ValueType& t : args)
+    if (t.is_sparse()) return true;
+  return false;
 }
 
 std::string Signature::to_string() const {

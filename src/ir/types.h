@@ -102,20 +102,49 @@ struct ArrayType {
 // 1-D contiguous arrays are C: "f64[::1]".
 std::string to_string(const ArrayType& t);
 
+// A SciPy sparse matrix in CSR form: its values of `dtype`, its index arrays
+// (indices and indptr) of `index` (int32 or int64); a csr_matrix when
+// `matrix`, else a csr_array. Kernels take it as its arrays (abi_types).
+struct SparseType {
+  ScalarKind dtype = ScalarKind::Float64;
+  ScalarKind index = ScalarKind::Int32;
+  bool matrix = false;
+  bool operator==(const SparseType& o) const { return dtype == o.dtype && index == o.index && matrix == o.matrix; }
+  bool operator!=(const SparseType& o) const { return !(*this == o); }
+};
+
+// "csr[f64, i32]" (a csr_array), "csr_matrix[f32, i64]".
+std::string to_string(const SparseType& t);
+
 // The type of one kernel argument or returned value.
 struct ValueType {
-  enum class Tag : uint8_t { Scalar, Array } tag = Tag::Scalar;
+  enum class Tag : uint8_t { Scalar, Array, Sparse } tag = Tag::Scalar;
   ScalarType scalar;
   ArrayType array;
+  SparseType sparse;
 
   bool is_array() const { return tag == Tag::Array; }
+  bool is_sparse() const { return tag == Tag::Sparse; }
   static ValueType of(ScalarType s) { ValueType v; v.tag = Tag::Scalar; v.scalar = s; return v; }
   static ValueType of(ArrayType a) { ValueType v; v.tag = Tag::Array; v.array = a; return v; }
+  static ValueType of(SparseType t) {
+    ValueType v;
+    v.tag = Tag::Sparse;
+    v.sparse = t;
+    return v;
+  }
   bool operator==(const ValueType& o) const {
-    return tag == o.tag && (is_array() ? array == o.array : scalar == o.scalar);
+    if (tag != o.tag) return false;
+    if (is_sparse()) return sparse == o.sparse;
+    return is_array() ? array == o.array : scalar == o.scalar;
   }
 };
 std::string to_string(const ValueType& t);
+
+// The arguments a kernel's entry point takes for one argument of type t: t
+// itself, or for a sparse matrix its values, column indices and row
+// pointers (contiguous 1-D arrays) and its column count (a Python int).
+std::vector<ValueType> abi_types(const ValueType& t);
 
 // A call signature: the types of the arguments in order, e.g. from
 // "i64[::1], i32[::1], f64[::1], f64[::1]". Parsing errors throw
@@ -124,6 +153,9 @@ struct Signature {
   std::vector<ValueType> args;
   static Signature parse(const std::string& text);
   std::string to_string() const;
+  // The signature of the entry point: each argument as abi_types gives it.
+  Signature abi() const;
+  bool has_sparse() const;
   bool operator==(const Signature& o) const { return args == o.args; }
 };
 

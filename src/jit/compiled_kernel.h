@@ -23,6 +23,11 @@ struct CompiledKernel {
   std::vector<ValueType> results;
   bool returns_tuple = false;
   bool returns_list = false;  // `return [a, b]`: the results make a Python list
+  // When a result is a sparse matrix, the results as the Python function
+  // gives them (ir::Function::declared_results); `results` are the arrays.
+  std::vector<ValueType> declared_results;
+  bool declared_tuple = false;
+  bool declared_list = false;
   // Per parameter: whether the kernel may write its elements
   // (analysis/written_params); the caller refuses read-only arrays there.
   std::vector<bool> writes_param;

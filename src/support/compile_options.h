@@ -50,6 +50,11 @@ std::string launch_config_error(const CudaLaunchConfig& config);
 // NPBench's geometric mean (BENCHMARKS.md, "Cost of bounds checks").
 constexpr bool default_boundscheck = true;
 
+// How the tensor-algebra level fuses a sparse operator program
+// (tensor/fusion.h): redundancy-aware partial fusion, or for comparison
+// everything in one nest (maximal) or one nest per operator (none).
+enum class Fusion : uint8_t { Partial, Maximal, None };
+
 struct CompileOptions {
   Target target = Target::CPU;
   // Target::CUDA only.
@@ -58,6 +63,7 @@ struct CompileOptions {
   // the drivers set it, by default to default_boundscheck.
   bool boundscheck = false;
   bool fastmath = false;
+  Fusion fusion = Fusion::Partial;
   // Adds `simd` to the innermost dimension of array statements whose
   // sliced-index pragma does not mention it (plait.jit(auto_simd=True)).
   bool auto_simd = false;

@@ -1,0 +1,335 @@
+// The operators of sparse operator programs, as SciPy defines them on
+// csr_array and csr_matrix: each builds one index-notation statement
+// (tensor/index_notation.h) over its operands' tensors.
+#include "frontend/array_lowering.h"
+#include "ir/ir_printer.h"
+
+namespace plait::lowering {
+
+namespace {
+
+using tensor::IndexVar;
+using tensor::TensorVarPtr;
+
+bool is_sparse_value(const Value& v) {
+  return v.kind == Value::Kind::Algebra && v.algebra->sparse();
+}
+
+const std::vector<tensor::StatementPtr>& stmts_of(const Value& v) {
+  static const std::vector<tensor::StatementPtr> none;
+  return v.kind == Value::Kind::Algebra ? v.algebra->program->stmts : none;
+}
+
+// NumPy's accumulator type of a sum: small integers and bools sum in the
+// platform integer.
+ScalarType sum_type(ScalarType t) {
+  if (t.is_bool() || (t.is_signed_int() && t.bits() < 64)) return ScalarType::i64();
+  if (t.is_unsigned() && t.bits() < 64) return ScalarType::u64();
+  return t.strong();
+}
+
+}  // namespace
+
+Value Lowerer::lower_algebra(const ast::Expr& e) {
+  switch (e.kind) {
+    case ast::ExprKind::Name: {
+      const std::string& id = e.as<ast::Name>()->id;
+      auto it = sparse_values_.find(id);
+      if (it != sparse_values_.end()) return it->second;
+      if (inferring_) throw TypeNotKnownYet{};
+      unsupported("'" + id + "' is a sparse matrix here but not where it is read", e.loc);
+    }
+    case ast::ExprKind::BinOp: {
+      const auto& b = *e.as<ast::BinOp>();
+      Value a = algebra_operand(*b.left);
+      Value c = algebra_operand(*b.right);
+      return algebra_binary(b.op, a, c, e.loc, false);
+    }
+    case ast::ExprKind::UnaryOp: {
+      const auto& u = *e.as<ast::UnaryOp>();
+      Value a = algebra_operand(*u.operand);
+      if (u.op == ast::UnaryOpKind::UAdd) return a;
+      if (u.op != ast::UnaryOpKind::USub) unsupported("this unary operator is not defined on sparse matrices", e.loc);
+      return algebra_binary(ast::BinOpKind::Mult, a, Value::of(int_imm(-1, e.loc)), e.loc, false);
+    }
+    case ast::ExprKind::Attribute:
+      return algebra_attribute(*e.as<ast::Attribute>());
+    case ast::ExprKind::Call:
+      return algebra_call(*e.as<ast::Call>());
+    default:
+      unsupported("this expression is not defined on sparse matrices", e.loc);
+  }
+}
+
+Value Lowerer::algebra_operand(const ast::Expr& e) {
+  if (involves_sparse(e)) return lower_algebra(e);
+  // A matrix product of dense operands under a sparse operator stays a
+  // statement, so that fusion can compute it only where it is needed.
+  if (auto b = e.as<ast::BinOp>(); b && b->op == ast::BinOpKind::MatMult) {
+    Value l = algebra_operand(*b->left);
+    Value r = algebra_operand(*b->right);
+    auto matrix = [](const Value& v) {
+      if (v.kind == Value::Kind::Array) return v.array->type.ndim == 2;
+      return v.kind == Value::Kind::Tensor && v.tensor->rank() == 2;
+    };
+    if (matrix(l) && matrix(r)) return algebra_matmul(l, r, e.loc);
+    if (l.kind == Value::Kind::Algebra || r.kind == Value::Kind::Algebra) return algebra_matmul(l, r, e.loc);
+    if (is_array_like(l) || is_array_like(r)) return matmul(l, r, e.loc);
+  }
+  return lower(e);
+}
+
+TensorVarPtr Lowerer::algebra_tensor(const Value& v, SourceLoc loc) {
+  if (v.kind == Value::Kind::Algebra) return v.algebra->program->result;
+  auto t = std::make_shared<tensor::TensorVar>();
+  t->operand = true;
+  if (v.kind == Value::Kind::Scalar) {
+    t->type = v.scalar->type;
+    if (inferring_ || v.scalar->as<ir::IntImm>() || v.scalar->as<ir::FloatImm>() || v.scalar->as<ir::BoolImm>()) {
+      t->scalar = v.scalar;
+    } else {
+      // Evaluated where the operator is written, as Python evaluates it.
+      ir::Var held = temp_var(v.scalar->type, loc);
+      pending_.push_back(ir::Assign::make(held, v.scalar, loc));
+      t->scalar = ir::VarRef::make(held, loc);
+    }
+    t->name = ir::to_string(t->scalar);
+    return t;
+  }
+  if (v.kind != Value::Kind::Array && v.kind != Value::Kind::Tensor)
+    type_error(
+        std::string("a sparse operator takes arrays, numbers and sparse matrices, not ") + value_kind_name(v.kind),
+        loc);
+  ir::ArrayVar array = v.kind == Value::Kind::Array ? v.array : materialize(v.tensor, pending_, loc, current_stmt_);
+  t->name = array->name;
+  if (!inferring_) {
+    // Bound to a name of its own: a later rebinding of the user's name does not change the operand.
+    ir::ArrayVar own = temp_array(array->type, loc);
+    pending_.push_back(ir::ArrayBind::make(own, array, loc));
+    own->name = "_" + array->name + own->name;
+    array = own;
+  }
+  t->type = ScalarType{array->type.dtype, false};
+  t->format = tensor::Format::dense(array->type.ndim);
+  t->values = array;
+  for (int d = 0; d < array->type.ndim; ++d) {
+    t->shape.push_back(ir::ArrayDim::make(array, d, loc));
+    t->dims.push_back(t->name + ".shape[" + std::to_string(d) + "]");
+  }
+  return t;
+}
+
+tensor::IndexExpr Lowerer::broadcast_access(const TensorVarPtr& t, const std::vector<IndexVar>& vars,
+                                            const std::vector<Expr>& extents, SourceLoc loc) {
+  if (t->rank() == 0) return tensor::access(t, {});
+  if (t->rank() > static_cast<int>(vars.size()))
+    type_error(
+        "operands could not be broadcast together: a " + std::to_string(t->rank()) + "-D array with a sparse matrix",
+        loc);
+  const size_t skip = vars.size() - static_cast<size_t>(t->rank());
+  std::vector<IndexVar> own(vars.begin() + static_cast<std::ptrdiff_t>(skip), vars.end());
+  auto node = std::make_shared<tensor::IndexExprNode>(*tensor::access(t, own));
+  for (int d = 0; d < t->rank(); ++d) {
+    const Expr& have = t->shape[d];
+    const Expr& want = extents[skip + d];
+    if (!inferring_) {
+      Expr ok = ir::Logical::make(ir::LogicalOp::Or, ir::Compare::make(ir::CompareOp::EQ, have, want, loc),
+                                  ir::Compare::make(ir::CompareOp::EQ, have, int_imm(1, loc), loc), loc);
+      pending_.push_back(ir::Assert::make(
+          ok, PLAIT_VALUE_ERROR, "operands could not be broadcast together with the sparse matrix's shape", loc));
+    }
+    ir::Var flag = inferring_ ? nullptr : broadcast_flag(have, want, pending_, loc);
+    node->broadcast.push_back(flag ? ir::VarRef::make(flag, loc) : nullptr);
+  }
+  return node;
+}
+
+Value Lowerer::algebra_matmul(const Value& a, const Value& b, SourceLoc loc) {
+  if (is_sparse_value(a) && is_sparse_value(b))
+    unsupported("the product of two sparse matrices (SpGEMM) is not supported; make one of them dense (.toarray())",
+                loc);
+  TensorVarPtr x = algebra_tensor(a, loc);
+  TensorVarPtr y = algebra_tensor(b, loc);
+  if (x->rank() == 0 || y->rank() == 0)
+    type_error("matmul: an operand is a scalar; use * to scale a sparse matrix", loc);
+  if (x->rank() > 2 || y->rank() > 2) unsupported("matmul with a sparse matrix takes 1-D or 2-D arrays", loc);
+  const ScalarType type = promote(x->type, y->type);
+  IndexVar k = index_var("k");
+  std::vector<IndexVar> xv, yv, out;
+  std::vector<Expr> shape;
+  std::vector<std::string> dims;
+  if (x->rank() == 2) {
+    IndexVar i = index_var("i");
+    xv = {i, k};
+    out.push_back(i);
+    shape.push_back(x->shape[0]);
+    dims.push_back(x->dims[0]);
+  } else {
+    xv = {k};
+  }
+  if (y->rank() == 2) {
+    IndexVar j = index_var("j");
+    yv = {k, j};
+    out.push_back(j);
+    shape.push_back(y->shape[1]);
+    dims.push_back(y->dims[1]);
+  } else {
+    yv = {k};
+  }
+  if (!inferring_) {
+    pending_.push_back(ir::Assert::make(ir::Compare::make(ir::CompareOp::EQ, x->shape[x->rank() - 1], y->shape[0], loc),
+                                        PLAIT_VALUE_ERROR, "matmul: the inner dimensions of the operands differ", loc));
+  }
+  auto s = std::make_shared<tensor::Statement>();
+  s->out = algebra_temp(type, tensor::Format::dense(static_cast<int>(out.size())), shape);
+  s->out->dims = dims;
+  s->vars = out;
+  s->rhs = tensor::reduce(ir::ReduceOp::Add, k,
+                          tensor::binary(ir::BinaryOp::Mul, tensor::access(x, xv), tensor::access(y, yv), type));
+  s->loc = loc;
+  s->what = "@";
+  const bool matrix =
+      (a.kind == Value::Kind::Algebra && a.algebra->matrix) || (b.kind == Value::Kind::Algebra && b.algebra->matrix);
+  Value result = with_statement(tensor::merge_statements(stmts_of(a), stmts_of(b)), s, matrix, ScalarKind::Int32);
+  auto value = std::make_shared<AlgebraValue>(*result.algebra);
+  value->factors = {a, b};
+  if (!inferring_ && !associating_) {
+    // A chain of two products with one sparse matrix, the other way round:
+    // (A @ X) @ W as A @ (X @ W), or the reverse. Which is cheaper depends
+    // on A's stored entries, known at run time (realize chooses).
+    associating_ = true;
+    auto dense_matrix = [](const Value& v) {
+      return (v.kind == Value::Kind::Array && v.array->type.ndim == 2) ||
+             (v.kind == Value::Kind::Tensor && v.tensor->rank() == 2);
+    };
+    auto product = [](const Value& v) -> const AlgebraValue* {
+      if (v.kind != Value::Kind::Algebra || v.algebra->sparse() || v.algebra->factors.size() != 2) return nullptr;
+      return v.algebra.get();
+    };
+    Value other;
+    if (const AlgebraValue* left = product(a);
+        left && is_sparse_value(left->factors[0]) && dense_matrix(left->factors[1]) && dense_matrix(b)) {
+      other = algebra_matmul(left->factors[0], algebra_matmul(left->factors[1], b, loc), loc);
+    } else if (const AlgebraValue* right = product(b);
+               right && is_sparse_value(a) && dense_matrix(right->factors[0]) && dense_matrix(right->factors[1])) {
+      other = algebra_matmul(algebra_matmul(a, right->factors[0], loc), right->factors[1], loc);
+    }
+    associating_ = false;
+    if (other.kind == Value::Kind::Algebra) value->alternatives.push_back(other.algebra->program);
+  }
+  return Value::of_algebra(value, loc);
+}
+
+Value Lowerer::algebra_elementwise(ir::BinaryOp op, const Value& sparse, const Value& other, SourceLoc loc,
+                                   bool sparse_left, const char* what) {
+  TensorVarPtr s = algebra_tensor(sparse, loc);
+  TensorVarPtr d = algebra_tensor(other, loc);
+  if (d->is_sparse())
+    unsupported(std::string(what) + " of two sparse matrices is not supported (it iterates two patterns at once)", loc);
+  ScalarType type = promote(s->type, d->type);
+  if (op == ir::BinaryOp::Div && !type.is_float()) type = ScalarType::f64();
+  IndexVar i = index_var("i");
+  IndexVar j = index_var("j");
+  tensor::IndexExpr x = tensor::access(s, {i, j});
+  tensor::IndexExpr y = broadcast_access(d, {i, j}, s->shape, loc);
+  auto st = std::make_shared<tensor::Statement>();
+  st->out = algebra_temp(type, s->format, s->shape);
+  st->out->pos = s->pos;
+  st->out->crd = s->crd;
+  st->out->nnz = s->nnz;
+  st->out->dims = s->dims;
+  st->out->pattern = s->pattern;
+  st->vars = {i, j};
+  st->rhs = sparse_left ? tensor::binary(op, x, y, type) : tensor::binary(op, y, x, type);
+  st->loc = loc;
+  st->what = what;
+  return with_statement(tensor::merge_statements(stmts_of(sparse), stmts_of(other)), st, sparse.algebra->matrix,
+                        sparse.algebra->index);
+}
+
+Value Lowerer::algebra_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc,
+                              bool matrix_product_star) {
+  const bool sa = is_sparse_value(a);
+  const bool sb = is_sparse_value(b);
+  if (op == ast::BinOpKind::MatMult) return algebra_matmul(a, b, loc);
+  if (a.kind == Value::Kind::Algebra && !sa) return algebra_binary(op, realize(a, loc), b, loc, matrix_product_star);
+  if (b.kind == Value::Kind::Algebra && !sb) return algebra_binary(op, a, realize(b, loc), loc, matrix_product_star);
+  const Value& s = sa ? a : b;
+  const Value& o = sa ? b : a;
+  const bool scalar = o.kind == Value::Kind::Scalar;
+  switch (op) {
+    case ast::BinOpKind::Mult:
+      // csr_matrix's `*` is the matrix product, except by a number.
+      if (s.algebra->matrix && !scalar && !matrix_product_star) return algebra_matmul(a, b, loc);
+      if (!scalar && !sa == !sb) break;
+      return algebra_elementwise(ir::BinaryOp::Mul, s, o, loc, sa, "*");
+    case ast::BinOpKind::Div:
+      if (sa && scalar) return algebra_elementwise(ir::BinaryOp::Div, s, o, loc, true, "/");
+      unsupported(sa ? "dividing a sparse matrix by an array gives a dense result (inf and nan where it stores no "
+                       "value); use S.multiply(1.0 / x) to keep it sparse"
+                     : "dividing by a sparse matrix divides by its zeros; use .toarray() first",
+                  loc);
+    case ast::BinOpKind::Add:
+    case ast::BinOpKind::Sub:
+      unsupported(
+          "adding or subtracting with a sparse matrix is not supported yet; use .toarray() for a dense "
+          "result",
+          loc);
+    default:
+      break;
+  }
+  unsupported(std::string("the operator ") + ast::binop_symbol(op) + " is not supported with a sparse matrix", loc);
+}
+
+Value Lowerer::algebra_sum(const Value& self, int axis, bool mean, SourceLoc loc) {
+  if (self.algebra->matrix && axis >= 0)
+    unsupported(
+        "csr_matrix.sum(axis=...) returns a numpy.matrix, which kernels do not produce; pass a "
+        "scipy.sparse.csr_array",
+        loc);
+  TensorVarPtr s = algebra_tensor(self, loc);
+  ScalarType acc = sum_type(s->type);
+  IndexVar i = index_var("i");
+  IndexVar j = index_var("j");
+  tensor::IndexExpr body = tensor::cast(tensor::access(s, {i, j}), acc);
+  std::vector<IndexVar> out;
+  std::vector<Expr> shape;
+  std::vector<std::string> dims;
+  if (axis == 1) {
+    out = {i};
+    shape = {s->shape[0]};
+    dims = {s->dims[0]};
+    body = tensor::reduce(ir::ReduceOp::Add, j, body);
+  } else if (axis == 0) {
+    out = {j};
+    shape = {s->shape[1]};
+    dims = {s->dims[1]};
+    body = tensor::reduce(ir::ReduceOp::Add, i, body);
+  } else {
+    body = tensor::reduce(ir::ReduceOp::Add, i, tensor::reduce(ir::ReduceOp::Add, j, body));
+  }
+  if (mean) {
+    Expr count = axis == 1 ? s->shape[1] : axis == 0 ? s->shape[0] : mul(s->shape[0], s->shape[1], loc);
+    ScalarType t = acc.is_float() ? acc : ScalarType::f64();
+    body = tensor::binary(ir::BinaryOp::Div, body, tensor::literal(ir::Cast::make(t, count, false, loc)), t);
+  }
+  auto st = std::make_shared<tensor::Statement>();
+  st->out = algebra_temp(body->type, tensor::Format::dense(static_cast<int>(out.size())), shape);
+  st->out->dims = dims;
+  st->vars = out;
+  st->rhs = body;
+  st->loc = loc;
+  st->what = mean ? "mean" : "sum";
+  return with_statement(stmts_of(self), st, false, ScalarKind::Int32);
+}
+
+Value Lowerer::algebra_map(const Value& self, ir::Intrinsic fn, SourceLoc loc, const char* what) {
+  const ScalarType t = self.algebra->program->result->type;
+  const bool keeps_type =
+      fn == ir::Intrinsic::Abs || fn == ir::Intrinsic::Floor || fn == ir::Intrinsic::Ceil || fn == ir::Intrinsic::Trunc;
+  const ScalarType type = t.is_float() || keeps_type ? t : ScalarType::f64();
+  return algebra_pattern_map(self, loc, what, type,
+                             [&](const tensor::IndexExpr& x) { return tensor::call(fn, x, type); });
+}
+
+}  // namespace plait::lowering
