@@ -116,3 +116,4 @@ __all__ = [
     "to_host",
     "vidx",
 ]
+from . import sparse  # noqa: E402

@@ -1,12 +1,15 @@
 """python -m plait.bench <suite> [options]: runs a benchmark suite.
 
 Suites: npbench (NPBench's 20 kernels against NumPy, Numba and, on the GPU,
-CuPy, JAX and PyTorch); `python -m plait.bench npbench --help` lists its options.
+CuPy, JAX and PyTorch); sparse (sparse kernels written with SciPy against
+SciPy, PyTorch and, on the GPU, CuPy and PyG). `python -m plait.bench
+<suite> --help` lists a suite's options.
 """
 
+import importlib
 import sys
 
-SUITES = ("npbench",)
+SUITES = ("npbench", "sparse")
 
 
 def main(argv):
@@ -16,9 +19,7 @@ def main(argv):
     if not argv or argv[0] not in SUITES:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    from . import npbench
-
-    return npbench.main(argv[1:])
+    return importlib.import_module(f".{argv[0]}", __package__).main(argv[1:])
 
 
 sys.exit(main(sys.argv[1:]))

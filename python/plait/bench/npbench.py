@@ -309,13 +309,13 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
 
 
-def speedups(results, kernels, peers):
-    """{peer: {kernel: NumPy time / peer time}} for validated pairs."""
+def speedups(results, kernels, peers, baseline="numpy"):
+    """{peer: {kernel: baseline time / peer time}} for validated pairs."""
     table = {}
     for peer in peers:
         row = {}
         for kernel in kernels:
-            base, mine = results.get((kernel, "numpy")), results.get((kernel, peer))
+            base, mine = results.get((kernel, baseline)), results.get((kernel, peer))
             if base and mine and base.ok and mine.ok:
                 row[kernel] = base.median / mine.median
         table[peer] = row
@@ -385,10 +385,9 @@ def _num(x):
     return "" if x == "" or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.6g}"
 
 
-def draw_heatmap(path, results, kernels, peers, title):
-    """Speedup over NumPy, frameworks as columns, kernels as rows, the
-    geometric mean on top (NPBench's layout). Returns why it was not drawn, or
-    None."""
+def draw_heatmap(path, results, kernels, peers, title, baseline="numpy"):
+    """Speedup over the baseline, frameworks as columns, kernels as rows, the
+    geometric mean on top (NPBench's layout). Returns why it was not drawn, or None."""
     try:
         import matplotlib
 
@@ -397,7 +396,7 @@ def draw_heatmap(path, results, kernels, peers, title):
         from matplotlib.colors import TwoSlopeNorm
     except ImportError:
         return "matplotlib is not installed: no heatmap"
-    speed = speedups(results, kernels, peers)
+    speed = speedups(results, kernels, peers, baseline)
     rows = ["geomean", *kernels]
     grid = np.full((len(rows), len(peers)), np.nan)
     for c, peer in enumerate(peers):
