@@ -25,6 +25,9 @@ std::optional<int64_t> lower_bound(const ir::Expr& e, const LowerBounds& known) 
   switch (e->kind) {
     case ir::NodeKind::IntImm: return checked(e->as<ir::IntImm>()->value);
     case ir::NodeKind::ArrayDim: return 0;
+    case ir::NodeKind::Load:
+      if (e->as<ir::Load>()->array->nonnegative) return 0;
+      return std::nullopt;
     case ir::NodeKind::VarRef: {
       auto it = known.find(e->as<ir::VarRef>()->var.get());
       if (it == known.end()) return std::nullopt;

@@ -73,6 +73,8 @@ void Lowerer::declare_sparse_param(const std::string& name, const SparseType& t,
   s->values = array("data", t.dtype);
   ir::ArrayVar indices = array("indices", t.index);
   ir::ArrayVar indptr = array("indptr", t.index);
+  indices->nonnegative = true;
+  indptr->nonnegative = true;
   auto ncols = std::make_shared<ir::VarInfo>("_" + name + "_ncols", ScalarType::py_int(), loc, true);
   sparse_params_[name].push_back(ir::Param{ncols, nullptr});
   s->pos = {nullptr, indptr};

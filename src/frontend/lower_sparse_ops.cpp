@@ -308,10 +308,26 @@ Value Lowerer::algebra_sum(const Value& self, int axis, bool mean, SourceLoc loc
   } else {
     body = tensor::reduce(ir::ReduceOp::Add, i, tensor::reduce(ir::ReduceOp::Add, j, body));
   }
+  std::vector<tensor::StatementPtr> before = stmts_of(self);
   if (mean) {
+    // The sum first, then the division: a sum over the rows (axis 0) has to
+    // finish before any of its elements is divided.
+    auto sum = std::make_shared<tensor::Statement>();
+    sum->out = algebra_temp(body->type, tensor::Format::dense(static_cast<int>(out.size())), shape);
+    sum->out->dims = dims;
+    sum->vars = out;
+    sum->rhs = body;
+    sum->loc = loc;
+    sum->what = "sum";
+    before.push_back(sum);
     Expr count = axis == 1 ? s->shape[1] : axis == 0 ? s->shape[0] : mul(s->shape[0], s->shape[1], loc);
+    // SciPy divides by the count as a Python float.
+    if (!inferring_)
+      pending_.push_back(ir::Assert::make(ir::Compare::make(ir::CompareOp::NE, count, int_imm(0, loc), loc),
+                                          PLAIT_ZERO_DIVISION_ERROR, "float division by zero", loc));
     ScalarType t = acc.is_float() ? acc : ScalarType::f64();
-    body = tensor::binary(ir::BinaryOp::Div, body, tensor::literal(ir::Cast::make(t, count, false, loc)), t);
+    body = tensor::binary(ir::BinaryOp::Div, tensor::access(sum->out, out),
+                          tensor::literal(ir::Cast::make(t, count, false, loc)), t);
   }
   auto st = std::make_shared<tensor::Statement>();
   st->out = algebra_temp(body->type, tensor::Format::dense(static_cast<int>(out.size())), shape);
@@ -320,7 +336,7 @@ Value Lowerer::algebra_sum(const Value& self, int axis, bool mean, SourceLoc loc
   st->rhs = body;
   st->loc = loc;
   st->what = mean ? "mean" : "sum";
-  return with_statement(stmts_of(self), st, false, ScalarKind::Int32);
+  return with_statement(std::move(before), st, false, ScalarKind::Int32);
 }
 
 Value Lowerer::algebra_map(const Value& self, ir::Intrinsic fn, SourceLoc loc, const char* what) {

@@ -323,7 +323,7 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
 
 void Lowerer::lower_assign(const ast::Assign& a, std::vector<Stmt>& out) {
   if (a.targets.size() == 1 && a.targets[0]->as<ast::Name>()) {
-    if (auto call = a.value->as<ast::Call>()) {
+    if (auto call = a.value->as<ast::Call>(); call && !involves_sparse(*call)) {
       Value f = lower(*call->func);
       if (f.kind == Value::Kind::Function && f.name == "plait.vidx") {
         vidx_aliases_[a.targets[0]->as<ast::Name>()->id] = call;

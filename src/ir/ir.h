@@ -48,12 +48,17 @@ struct ArrayInfo {
   ArrayInfo() = default;
   ArrayInfo(std::string n, ArrayType t, SourceLoc l, bool param)
       : name(std::move(n)), type(t), loc(l), is_param(param) {}
-  ArrayInfo(const ArrayInfo& other) : name(other.name), type(other.type), loc(other.loc), is_param(other.is_param) {}
+  ArrayInfo(const ArrayInfo& other)
+      : name(other.name), type(other.type), loc(other.loc), is_param(other.is_param), nonnegative(other.nonnegative) {}
   ArrayInfo& operator=(const ArrayInfo&) = delete;
   std::string name;
   ArrayType type;
   SourceLoc loc;
   bool is_param = false;
+  // Its elements are never negative: a sparse matrix's index arrays, as
+  // SciPy's format has them. An index read from it needs no wrap-around; one
+  // out of range still meets the bounds checks.
+  bool nonnegative = false;
   const uint64_t id = next_info_id();
 };
 using ArrayVar = std::shared_ptr<ArrayInfo>;

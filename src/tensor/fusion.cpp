@@ -203,7 +203,6 @@ FusionPlan plan_fusion(const Program& program, FusionMode mode) {
 
   for (const StatementPtr& s : stmts) {
     LoopOrder order = loop_order(*s);
-    plan.remarks.emplace_back(s->loc, to_string(*s) + "    [loops " + to_string(order) + "]");
     if (mode != FusionMode::None && !plan.nests.empty()) {
       Nest& nest = plan.nests.back();
       size_t shared = 0;
@@ -222,6 +221,22 @@ FusionPlan plan_fusion(const Program& program, FusionMode mode) {
     plan.nests.push_back(std::move(nest));
   }
 
+  // A dense product alone in its nest sums in a scalar inside its output's
+  // loops, the form the BLAS library takes (transforms/offload_matmul).
+  for (Nest& nest : plan.nests) {
+    if (nest.stmts.size() != 1 || nest.stmts[0]->out->is_sparse()) continue;
+    bool dense = true;
+    for (const IndexExprNode* a : accesses(nest.stmts[0]->rhs)) dense = dense && !a->tensor->is_sparse();
+    if (!dense || !nest.orders[0].accumulates) continue;
+    nest.orders[0] = loop_order(*nest.stmts[0], true);
+    nest.shared = nest.orders[0].loops.size();
+  }
+
+  for (const Nest& nest : plan.nests)
+    for (size_t q = 0; q < nest.stmts.size(); ++q)
+      plan.remarks.emplace_back(nest.stmts[q]->loc, to_string(*nest.stmts[q]) + "    [loops " +
+                                                        to_string(nest.orders[q], *nest.stmts[q]) + "]");
+
   // Load-store redundancy: a temporary made and read inside one nest keeps
   // only the dimensions its shared loops do not index.
   for (size_t n = 0; n < plan.nests.size(); ++n) {
@@ -230,7 +245,8 @@ FusionPlan plan_fusion(const Program& program, FusionMode mode) {
       std::string names;
       for (const auto& s : nest.stmts) names += (names.empty() ? "" : ", ") + s->out->name;
       std::string loops;
-      for (size_t l = 0; l < nest.shared; ++l) loops += (l ? ", " : "") + nest.orders[0].loops[l].var.name;
+      const std::map<int, std::string> shown = display_names(*nest.stmts[0]);
+      for (size_t l = 0; l < nest.shared; ++l) loops += (l ? ", " : "") + shown.at(nest.orders[0].loops[l].var.id);
       plan.remarks.emplace_back(nest.stmts[0]->loc, "fused: " + names + " share the loops over " + loops);
     }
     for (size_t q = 0; q < nest.stmts.size(); ++q) {
@@ -250,8 +266,9 @@ FusionPlan plan_fusion(const Program& program, FusionMode mode) {
       if (std::find(dropped.begin(), dropped.end(), true) == dropped.end()) continue;
       plan.shrunk[p.out.get()] = dropped;
       std::string kept;
+      const std::map<int, std::string> shown = display_names(p);
       for (size_t d = 0; d < p.vars.size(); ++d)
-        if (!dropped[d]) kept += (kept.empty() ? "" : ",") + p.vars[d].name;
+        if (!dropped[d]) kept += (kept.empty() ? "" : ",") + shown.at(p.vars[d].id);
       plan.remarks.emplace_back(p.loc, "load-store redundancy: " + p.out->name + " is never stored whole; kept as " +
                                            (all ? std::string("a scalar") : "(" + kept + ")") +
                                            " per iteration of the shared loops");

@@ -1,6 +1,8 @@
 #include "tensor/index_notation.h"
 
 #include <functional>
+#include <iterator>
+#include <map>
 #include <set>
 
 #include "ir/ir_printer.h"
@@ -186,13 +188,51 @@ std::string to_string(const IndexExpr& e) {
   return "?";
 }
 
+std::map<int, std::string> display_names(const Statement& s) {
+  // The output's variables i, j, ... in order, then the others k, l, ...:
+  // each statement reads the same whatever else the program holds.
+  static const char* const kNames[] = {"i", "j", "k", "l", "m", "n", "p", "q", "r", "s", "t", "u"};
+  std::map<int, std::string> names;
+  auto name = [&](const IndexVar& v) {
+    if (!v.valid() || names.count(v.id)) return;
+    const size_t n = names.size();
+    names[v.id] = n < std::size(kNames) ? kNames[n] : "i" + std::to_string(n);
+  };
+  for (const IndexVar& v : s.vars) name(v);
+  std::function<void(const IndexExpr&)> walk = [&](const IndexExpr& e) {
+    if (!e) return;
+    if (e->kind == ExprKind::Reduce) name(e->var);
+    for (const IndexVar& v : e->vars) name(v);
+    walk(e->a);
+    walk(e->b);
+  };
+  walk(s.rhs);
+  return names;
+}
+
 std::string to_string(const Statement& s) {
-  std::string rhs = to_string(s.rhs);
+  const std::map<int, std::string> names = display_names(s);
+  IndexExpr shown = s.rhs;
+  std::vector<IndexVar> vars = s.vars;
+  for (IndexVar& v : vars)
+    if (v.valid()) v.name = names.at(v.id);
+  std::function<IndexExpr(const IndexExpr&)> relabel = [&](const IndexExpr& e) -> IndexExpr {
+    if (!e) return e;
+    auto copy = std::make_shared<IndexExprNode>(*e);
+    for (IndexVar& v : copy->vars)
+      if (v.valid()) v.name = names.at(v.id);
+    if (copy->kind == ExprKind::Reduce) copy->var.name = names.at(copy->var.id);
+    copy->a = relabel(e->a);
+    copy->b = relabel(e->b);
+    return copy;
+  };
+  shown = relabel(shown);
+  std::string rhs = to_string(shown);
   // The outermost parentheses of a binary operation say nothing.
   if (rhs.size() > 1 && rhs.front() == '(' && rhs.back() == ')' && s.rhs->kind == ExprKind::Binary &&
       binary_text(s.rhs->binary))
     rhs = rhs.substr(1, rhs.size() - 2);
-  return s.out->name + vars_text(s.vars) + " = " + rhs;
+  return s.out->name + vars_text(vars) + " = " + rhs;
 }
 
 }  // namespace plait::tensor

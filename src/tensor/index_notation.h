@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -123,7 +124,11 @@ IndexExpr rename(const IndexExpr& e, const IndexVar& from, const IndexVar& to);
 
 // "sum_k(B(i,k) * C(k,j))".
 std::string to_string(const IndexExpr& e);
-// "t1(i,j) = S(i,j) * sum_k(B(i,k) * C(k,j))".
+// "t1(i,j) = S(i,j) * sum_k(B(i,k) * C(k,j))", the variables named by
+// display_names.
 std::string to_string(const Statement& s);
+// Names of a statement's variables for printing: the output's i, j, ..., then
+// the rest in order of appearance.
+std::map<int, std::string> display_names(const Statement& s);
 
 }  // namespace plait::tensor

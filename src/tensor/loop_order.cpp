@@ -76,7 +76,7 @@ LevelChoice compressed_level(const IndexExpr& body, const IndexVar& v, const std
   return choice;
 }
 
-LoopOrder loop_order(const Statement& s) {
+LoopOrder loop_order(const Statement& s, bool sums_inside) {
   LoopOrder order;
   std::vector<IndexVar> sums;
   IndexExpr body = s.rhs;
@@ -107,6 +107,7 @@ LoopOrder loop_order(const Statement& s) {
     }
   }
   for (size_t d = 0; d + 1 < outs.size(); ++d) place(outs[d]);
+  if (sums_inside && !outs.empty()) place(outs.back());
   for (const IndexVar& v : sums) place(v);
   if (!outs.empty()) place(outs.back());
 
@@ -149,11 +150,13 @@ LoopOrder loop_order(const Statement& s) {
   return order;
 }
 
-std::string to_string(const LoopOrder& order) {
+std::string to_string(const LoopOrder& order, const Statement& st) {
+  const std::map<int, std::string> names = display_names(st);
   std::string s;
   for (size_t p = 0; p < order.loops.size(); ++p) {
     const Loop& l = order.loops[p];
-    s += (p ? ", " : "") + l.var.name;
+    auto name = names.find(l.var.id);
+    s += (p ? ", " : "") + (name != names.end() ? name->second : l.var.name);
     if (l.positions()) s += " (stored in " + l.tensor->name + ")";
   }
   return s;

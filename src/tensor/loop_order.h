@@ -63,7 +63,10 @@ std::vector<std::pair<IndexExpr, size_t>> placed_factors(const LoopOrder& order,
 // Throws Refusal for a statement outside what the level iterates: two
 // different sparse patterns over one variable, a compressed level whose
 // variable is bound before its parent's.
-LoopOrder loop_order(const Statement& s);
+// With `sums_inside`, every sum is a scalar inside the output's loops (the
+// order of a dense product that the BLAS library may take,
+// transforms/offload_matmul).
+LoopOrder loop_order(const Statement& s, bool sums_inside = false);
 
 // How a compressed level of an access in `body` can iterate `v` when the
 // variables in `bound` are bound: the access's tensor and level, or a null
@@ -75,7 +78,7 @@ struct LevelChoice {
 LevelChoice compressed_level(const IndexExpr& body, const IndexVar& v, const std::vector<IndexVar>& bound,
                              SourceLoc loc);
 
-// "i, k (positions of A), j".
-std::string to_string(const LoopOrder& order);
+// "i, k (stored in A), j", with the statement's display names.
+std::string to_string(const LoopOrder& order, const Statement& s);
 
 }  // namespace plait::tensor

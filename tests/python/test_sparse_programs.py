@@ -1,0 +1,353 @@
+"""Sparse operator programs against SciPy: each decorated function returns
+what the undecorated one returns (values and dense/sparse kind), on sparse
+matrices with empty rows, a dense row, 0 and 1 stored entries, empty shapes,
+int32 and int64 indices, float32 and float64 values, csr_array and
+csr_matrix, and non-canonical inputs; in the three fusion modes. explain()
+pins the fusion decisions and the operation counts."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import plait
+from plait.errors import CompileError
+
+FUSIONS = ("partial", "maximal", "none")
+SHAPES = ((0, 0), (0, 3), (3, 0), (1, 1), (1, 6), (6, 1), (7, 5), (13, 17))
+
+
+def random_csr(rng, shape, density=0.35, dtype=np.float64, index=np.int32, matrix=False, dense_row=True,
+               canonical=True, positive=False):
+    """A random CSR matrix: some empty rows, one dense row, and (canonical=False)
+    unsorted column indices with duplicates."""
+    n, m = shape
+    dense = rng.random(shape) < density
+    if dense_row and n > 1 and m > 0:
+        dense[n // 2] = True
+        dense[0] = False
+    values = rng.random(shape) + (0.5 if positive else -0.5)
+    rows, cols = np.nonzero(dense)
+    vals = values[rows, cols].astype(dtype)
+    if not canonical and len(rows):
+        # Each entry split in two halves, in a shuffled order.
+        half = (vals / 2).astype(dtype)
+        rows, cols, vals = np.concatenate([rows, rows]), np.concatenate([cols, cols]), np.concatenate([half, vals - half])
+        order = rng.permutation(len(rows))
+        rows, cols, vals = rows[order], cols[order], vals[order]
+        order = np.argsort(rows, kind="stable")
+        rows, cols, vals = rows[order], cols[order], vals[order]
+    indptr = np.zeros(n + 1, dtype=index)
+    np.add.at(indptr, rows + 1, 1)
+    indptr = np.cumsum(indptr).astype(index)
+    cls = sp.csr_matrix if matrix else sp.csr_array
+    out = cls((vals, cols.astype(index), indptr), shape=shape)
+    if not canonical:
+        out.has_canonical_format = False
+        out.has_sorted_indices = False
+    return out
+
+
+def dense(rng, *shape, dtype=np.float64):
+    return (rng.random(shape) - 0.5).astype(dtype)
+
+
+def check_same(got, want, rtol=1e-6):
+    if sp.issparse(want):
+        assert sp.issparse(got), f"expected a sparse result, got {type(got).__name__}"
+        assert isinstance(got, sp.sparray) == isinstance(want, sp.sparray)
+        assert got.shape == want.shape
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got.toarray(), want.toarray(), rtol=rtol, atol=rtol)
+        return
+    assert not sp.issparse(got)
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
+
+def spmv(A, x):
+    return A @ x
+
+
+def spmm(A, X):
+    return A @ X
+
+
+def sddmm(S, B, C):
+    return S.multiply(B @ C)
+
+
+def gnn_left(A, X, W):
+    return A @ X @ W
+
+
+def gnn_right(A, X, W):
+    return A @ (X @ W)
+
+
+def sddmm_spmm(S, C, D, E):
+    return S.multiply(C @ D) @ E
+
+
+def sddmm_spmm_two_statements(S, C, D, E):
+    T = S.multiply(C @ D)
+    return T @ E
+
+
+def row_normalise(S):
+    return S.multiply(1.0 / S.sum(axis=1)[:, None])
+
+
+def softmax(S):
+    return plait.sparse.softmax(S, axis=1)
+
+
+def to_array(S):
+    return S.toarray()
+
+
+def row_sums(S):
+    return S.sum(axis=1)
+
+
+def sparse_exp(S):
+    return plait.sparse.exp(S)
+
+
+def sparse_row_max(S):
+    return plait.sparse.row_max(S)
+
+
+def sparse_row_sum(S):
+    return plait.sparse.row_sum(S)
+
+
+def sparse_mask(S, D):
+    return plait.sparse.mask(S, D)
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_core_programs(rng, fusion, shape):
+    n, m = shape
+    S = random_csr(rng, shape)
+    A = random_csr(rng, (n, n))
+    k, h = 4, 3
+    cases = [
+        (spmv, (S, dense(rng, m))),
+        (spmm, (S, dense(rng, m, 5))),
+        (sddmm, (S, dense(rng, n, k), dense(rng, k, m))),
+        (gnn_left, (A, dense(rng, n, 6), dense(rng, 6, h))),
+        (gnn_right, (A, dense(rng, n, 6), dense(rng, 6, h))),
+        (sddmm_spmm, (S, dense(rng, n, k), dense(rng, k, m), dense(rng, m, h))),
+        (sddmm_spmm_two_statements, (S, dense(rng, n, k), dense(rng, k, m), dense(rng, m, h))),
+    ]
+    for fn, args in cases:
+        check_same(plait.jit(fn, fusion=fusion)(*args), fn(*args))
+
+
+@pytest.mark.parametrize("index", (np.int32, np.int64))
+@pytest.mark.parametrize("dtype", (np.float32, np.float64))
+@pytest.mark.parametrize("matrix", (False, True))
+def test_types(rng, index, dtype, matrix):
+    S = random_csr(rng, (9, 7), dtype=dtype, index=index, matrix=matrix)
+    x = dense(rng, 7, dtype=dtype)
+    B, C = dense(rng, 9, 3, dtype=dtype), dense(rng, 3, 7, dtype=dtype)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    check_same(plait.jit(spmv)(S, x), spmv(S, x), rtol)
+    got, want = plait.jit(sddmm)(S, B, C), sddmm(S, B, C)
+    check_same(got, want, rtol)
+    # The result's index arrays are its own, as SciPy's are.
+    assert not np.shares_memory(got.indices, S.indices) and not np.shares_memory(got.indptr, S.indptr)
+    assert got.indices.dtype == S.indices.dtype
+
+
+def test_mixed_value_types(rng):
+    S = random_csr(rng, (8, 6), dtype=np.float32)
+    x = dense(rng, 6, dtype=np.float64)
+    check_same(plait.jit(spmv)(S, x), spmv(S, x))
+    Si = sp.csr_array((np.arange(1, 5, dtype=np.int32), [0, 2, 1, 3], [0, 2, 2, 4]), shape=(3, 4))
+    check_same(plait.jit(spmv)(Si, np.ones(4, np.int64)), spmv(Si, np.ones(4, np.int64)))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_reductions_and_maps(rng, shape):
+    S = random_csr(rng, shape, positive=True)
+
+    def sums(S):
+        return S.sum(axis=0), S.sum(axis=1), S.sum()
+
+    def means(S):
+        return S.mean(axis=1), S.mean(axis=0)
+
+    def maps(S, a):
+        return (S * a) / 3, -S, a * S, S.sqrt(), S.power(2), abs(S), S.tanh()
+
+    def shape_and_nnz(S):
+        return S.shape[0], S.shape[1], S.nnz
+
+    if 0 in shape:
+        # SciPy's mean divides by the extent as a Python float.
+        with pytest.raises(ZeroDivisionError):
+            means(S)
+        with pytest.raises(ZeroDivisionError):
+            plait.jit(means)(S)
+    for fn, args in ((sums, (S,)), (maps, (S, 2.5)), (shape_and_nnz, (S,))) + (((means, (S,)),) if 0 not in shape else ()):
+        got, want = plait.jit(fn)(*args), fn(*args)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            if isinstance(w, int):
+                assert g == w
+            else:
+                check_same(g, w)
+    check_same(plait.jit(to_array)(S), S.toarray())
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_pattern_wise(rng, shape):
+    S = random_csr(rng, shape)
+    D = dense(rng, *shape)
+    check_same(plait.jit(softmax)(S), softmax(S))
+    for fn, args in ((sparse_exp, (S,)), (sparse_row_max, (S,)), (sparse_row_sum, (S,)), (sparse_mask, (S, D))):
+        check_same(plait.jit(fn)(*args), fn(*args))
+    rows = S + sp.eye_array(*shape, format="csr") if min(shape) > 0 else S
+    check_same(plait.jit(row_normalise)(rows), row_normalise(rows))
+
+
+def test_broadcast_multiply(rng):
+    S = random_csr(rng, (6, 5))
+
+    def mul(S, d):
+        return S.multiply(d)
+
+    for d in (dense(rng, 6, 5), dense(rng, 6, 1), dense(rng, 1, 5), dense(rng, 5), np.ones((1, 1))):
+        check_same(plait.jit(mul)(S, d), mul(S, d))
+    with pytest.raises(ValueError, match="broadcast"):
+        plait.jit(mul)(S, dense(rng, 4, 5))
+
+
+def test_transpose(rng):
+    S = random_csr(rng, (7, 5))
+
+    def t_spmv(S, y):
+        return S.T @ y
+
+    def t_sum(S):
+        return S.T.sum(axis=1)
+
+    y = dense(rng, 7)
+    check_same(plait.jit(t_spmv)(S, y), t_spmv(S, y))
+    check_same(plait.jit(t_sum)(S), t_sum(S))
+
+
+def test_non_canonical_and_other_formats(rng):
+    S = random_csr(rng, (9, 8), canonical=False)
+    assert not S.has_canonical_format
+    x = dense(rng, 8)
+    jitted = plait.jit(spmv)
+    check_same(jitted(S, x), spmv(S, x))
+    assert "canonical copy" in jitted.explain()
+    # The argument is not changed.
+    assert not S.has_canonical_format
+    jitted = plait.jit(sddmm)
+    B, C = dense(rng, 9, 3), dense(rng, 3, 8)
+    check_same(jitted(S, B, C), sddmm(S.copy(), B, C))
+    for other in (S.tocoo(), S.tocsc(), sp.csc_matrix(S)):
+        jitted = plait.jit(spmv)
+        check_same(jitted(other, x), spmv(other, x))
+        assert "converted to CSR" in jitted.explain()
+
+
+def test_zero_and_one_stored_entries(rng):
+    for nnz in (0, 1):
+        S = sp.csr_array((np.ones(nnz), np.zeros(nnz, np.int32), np.array([0] + [nnz] * 4, np.int32)), shape=(4, 3))
+        for fn, args in ((spmv, (S, dense(rng, 3))), (sddmm, (S, dense(rng, 4, 2), dense(rng, 2, 3))),
+                         (softmax, (S,)), (sddmm_spmm, (S, dense(rng, 4, 2), dense(rng, 2, 3), dense(rng, 3, 2)))):
+            check_same(plait.jit(fn)(*args), fn(*args))
+
+
+def test_sparse_locals(rng):
+    def program(S, B, C, E):
+        T = S.multiply(B @ C)
+        U = plait.sparse.softmax(T)
+        return U @ E, U
+
+    S = random_csr(rng, (8, 6))
+    args = (S, dense(rng, 8, 3), dense(rng, 3, 6), dense(rng, 6, 2))
+    got, want = plait.jit(program)(*args), program(*args)
+    check_same(got[0], want[0])
+    check_same(got[1], want[1])
+
+
+def explain_of(fn, *args, **options):
+    jitted = plait.jit(fn, **options)
+    jitted(*args)
+    return jitted.explain()
+
+
+def test_fusion_decisions(rng):
+    S = random_csr(rng, (8, 6))
+    B, C, E = dense(rng, 8, 3), dense(rng, 3, 6), dense(rng, 6, 2)
+    partial = explain_of(sddmm_spmm, S, B, C, E)
+    assert "dead-value redundancy" in partial
+    assert "share the loops over i, j" in partial
+    assert "kept as a scalar per iteration" in partial
+    # Each stored entry: a K-term dot product, its scaling, and an H-term update.
+    assert "operations 2*C.shape[1]*S.nnz + 2*E.shape[1]*S.nnz + S.nnz" in partial
+    maximal = explain_of(sddmm_spmm, S, B, C, E, fusion="maximal")
+    # Every product inside the sums: K * H operations per stored entry.
+    assert "t32(i,j) = sum_k(sum_l(((S(i,k) * (C(i,l) * D(l,k))) * E(k,j))))" in maximal
+    assert "operations 4*C.shape[1]*E.shape[1]*S.nnz" in maximal
+    unfused = explain_of(sddmm_spmm, S, B, C, E, fusion="none")
+    assert "dead-value" not in unfused and "never stored whole" not in unfused
+    # The N x M product is computed whole.
+    assert "operations 2*C.shape[0]*C.shape[1]*D.shape[1] + 2*E.shape[1]*S.nnz + S.nnz" in unfused
+
+    A = random_csr(rng, (8, 8))
+    X, W = dense(rng, 8, 5), dense(rng, 5, 2)
+    text = explain_of(gnn_left, A, X, W)
+    assert "kept as (j) per iteration of the shared loops" in text
+    assert "association 1: operations 2*A.shape[0]*W.shape[1]*X.shape[1] + 2*A.nnz*X.shape[1]" in text
+    assert "association 2: operations 2*W.shape[1]*X.shape[0]*X.shape[1] + 2*A.nnz*W.shape[1]" in text
+    # Maximal fusion multiplies inside the sums: O(nnz * H * J).
+    assert "operations 3*A.nnz*W.shape[1]*X.shape[1]" in explain_of(gnn_left, A, X, W, fusion="maximal")
+
+
+def test_reduction_redundancy(rng):
+    def scaled(S, d, X):
+        return (S.multiply(d[:, None]) @ X)
+
+    S = random_csr(rng, (7, 6))
+    d, X = dense(rng, 7), dense(rng, 6, 4)
+    check_same(plait.jit(scaled)(S, d, X), scaled(S, d, X))
+
+
+@pytest.mark.parametrize("source, message", [
+    ("def f(S):\n    return S + S\n", "not supported"),
+    ("def f(S):\n    return S @ S\n", "SpGEMM"),
+    ("def f(S):\n    return plait.sparse.softmax(S, axis=0)\n", "axis=0"),
+    ("def f(S):\n    for i in range(2):\n        T = S * 2.0\n    return T\n", "top level"),
+    ("def f(S):\n    return S.max(axis=1)\n", "'max'"),
+])
+def test_refusals(tmp_path, source, message):
+    path = tmp_path / "kernels.py"
+    path.write_text("import plait\n" + source)
+    namespace = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    S = random_csr(np.random.default_rng(0), (4, 4))
+    with pytest.raises(CompileError, match=message) as info:
+        plait.jit(namespace["f"])(S)
+    assert "^" in str(info.value)
+
+
+def test_csr_matrix_rules(rng):
+    S = random_csr(rng, (5, 4), matrix=True)
+    x = dense(rng, 4)
+
+    def star(S, x):
+        return S * x
+
+    check_same(plait.jit(star)(S, x), star(S, x))  # csr_matrix's * is a product
+    with pytest.raises(CompileError, match="numpy.matrix"):
+        plait.jit(row_sums)(S)

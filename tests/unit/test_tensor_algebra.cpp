@@ -1,0 +1,132 @@
+// The tensor-algebra level (src/tensor/) through the front end: sparse
+// signatures, the index notation of each operator, the fusion decisions and
+// operation counts of the three fusion modes, and what it refuses.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "driver/pipeline.h"
+#include "frontend/lower_to_ir.h"
+#include "frontend/parser.h"
+#include "ir/ir_printer.h"
+#include "tensor/cost.h"
+
+namespace plait {
+namespace {
+
+Globals plait_globals() {
+  Globals g;
+  g["np"].module = "numpy";
+  g["plait"].module = "plait";
+  return g;
+}
+
+// The tensor-algebra remarks of lowering `source` for `signature`, one per line.
+std::string remarks_of(const std::string& source, const std::string& signature, Fusion fusion = Fusion::Partial) {
+  SourceFile file{"k.py", source, 1};
+  ast::FunctionDef fn = parse_function(file, "f");
+  CompileOptions options;
+  options.fusion = fusion;
+  options.boundscheck = true;
+  options.verify_ir = true;
+  ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), plait_globals(), options);
+  run_pipeline(f, options);
+  std::string out;
+  for (const ir::Remark& r : f.remarks)
+    if (r.pass == "tensor algebra") out += r.message + "\n";
+  return out;
+}
+
+std::string error_of(const std::string& source, const std::string& signature) {
+  try {
+    remarks_of(source, signature);
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no CompileError for:\n" << source;
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+const char* const kSddmm = "def f(S, B, C):\n    return S.multiply(B @ C)\n";
+const char* const kSddmmSignature = "csr[f64, i32], f64[:, ::1], f64[:, ::1]";
+
+TEST(SparseSignature, SpellsAndExpandsCsr) {
+  Signature s = Signature::parse("csr[f64, i32], csr_matrix[f32, i64], f64[::1]");
+  EXPECT_EQ(s.to_string(), "csr[f64, i32], csr_matrix[f32, i64], f64[::1]");
+  EXPECT_TRUE(s.has_sparse());
+  EXPECT_EQ(s.abi().to_string(), "f64[::1], i32[::1], i32[::1], int, f32[::1], i64[::1], i64[::1], int, f64[::1]");
+  EXPECT_THROW(Signature::parse("csr[f64]"), std::invalid_argument);
+  EXPECT_THROW(Signature::parse("csr[f64, f32]"), std::invalid_argument);
+}
+
+TEST(TensorAlgebra, SddmmComputesOnlyAtTheStoredEntries) {
+  std::string text = remarks_of(kSddmm, kSddmmSignature);
+  EXPECT_TRUE(contains(text, "dead-value redundancy")) << text;
+  EXPECT_TRUE(contains(text, "= S(i,j) * sum_k((B(i,k) * C(k,j)))    [loops i, j (stored in S)]")) << text;
+  EXPECT_TRUE(contains(text, "operations 2*B.shape[1]*S.nnz + S.nnz")) << text;
+}
+
+TEST(TensorAlgebra, MaximalFusionMultipliesInsideTheSum) {
+  std::string text = remarks_of(kSddmm, kSddmmSignature, Fusion::Maximal);
+  EXPECT_TRUE(contains(text, "= sum_k((S(i,j) * (B(i,k) * C(k,j))))")) << text;
+  EXPECT_TRUE(contains(text, "operations 3*B.shape[1]*S.nnz")) << text;
+}
+
+TEST(TensorAlgebra, NoFusionFormsTheWholeProduct) {
+  std::string text = remarks_of(kSddmm, kSddmmSignature, Fusion::None);
+  EXPECT_FALSE(contains(text, "dead-value")) << text;
+  EXPECT_TRUE(contains(text, "operations 2*B.shape[0]*B.shape[1]*C.shape[1] + S.nnz")) << text;
+}
+
+TEST(TensorAlgebra, SpmmMmKeepsTheIntermediateRowOnly) {
+  const char* source = "def f(A, X, W):\n    return A @ X @ W\n";
+  const char* signature = "csr[f32, i64], f32[:, ::1], f32[:, ::1]";
+  std::string text = remarks_of(source, signature);
+  EXPECT_TRUE(contains(text, "share the loops over i")) << text;
+  EXPECT_TRUE(contains(text, "kept as (j) per iteration of the shared loops")) << text;
+  // Both associations, each with its count; the cheaper runs.
+  EXPECT_TRUE(contains(text, "association 1: operations 2*A.shape[0]*W.shape[1]*X.shape[1] + 2*A.nnz*X.shape[1]"))
+      << text;
+  EXPECT_TRUE(contains(text, "association 2: operations 2*W.shape[1]*X.shape[0]*X.shape[1] + 2*A.nnz*W.shape[1]"))
+      << text;
+  std::string maximal = remarks_of(source, signature, Fusion::Maximal);
+  EXPECT_TRUE(contains(maximal, "operations 3*A.nnz*W.shape[1]*X.shape[1]")) << maximal;
+  EXPECT_FALSE(contains(maximal, "association")) << maximal;
+}
+
+TEST(TensorAlgebra, SoftmaxSharesTheRowLoop) {
+  std::string text = remarks_of("def f(S):\n    return plait.sparse.softmax(S, axis=1)\n", "csr[f64, i32]");
+  EXPECT_TRUE(contains(text, "= max_j(S(i,j))")) << text;
+  EXPECT_TRUE(contains(text, "share the loops over i")) << text;
+  EXPECT_TRUE(contains(text, "kept as a scalar per iteration of the shared loops")) << text;
+}
+
+TEST(TensorAlgebra, Refusals) {
+  EXPECT_TRUE(contains(error_of("def f(S):\n    return S + S\n", "csr[f64, i32]"), "not supported"));
+  EXPECT_TRUE(contains(error_of("def f(S):\n    return S @ S\n", "csr[f64, i32]"), "SpGEMM"));
+  EXPECT_TRUE(contains(error_of("def f(S, T):\n    return S.multiply(T)\n", "csr[f64, i32], csr[f64, i32]"),
+                       "two sparse matrices"));
+  EXPECT_TRUE(contains(error_of("def f(S):\n    return S.sum(axis=1)\n", "csr_matrix[f64, i32]"), "numpy.matrix"));
+  std::string loop =
+      error_of("def f(S):\n    for i in range(2):\n        T = S * 2.0\n    return T\n", "csr[f64, i32]");
+  EXPECT_TRUE(contains(loop, "top level")) << loop;
+}
+
+TEST(TensorCost, SumsOfProductsOfSymbols) {
+  using tensor::Cost;
+  ir::Expr one = ir::IntImm::make(1);
+  Cost rows = Cost::symbol("S.shape[0]", one);
+  Cost nnz = Cost::symbol("S.nnz", one);
+  Cost k = Cost::symbol("B.shape[1]", one);
+  // The stored entries of a row times the rows: the stored entries.
+  EXPECT_EQ((rows * nnz.per("S.shape[0]", one) * (Cost::constant(2) * k + Cost::constant(1))).to_string(),
+            "2*B.shape[1]*S.nnz + S.nnz");
+  EXPECT_EQ((Cost::constant(0) + Cost::constant(0)).to_string(), "0");
+}
+
+}  // namespace
+}  // namespace plait
