@@ -246,6 +246,9 @@ void CudaCallPlan::classify(const Dispatcher& d, size_t index, PyObject* obj) {
     key_[index] = static_cast<char>(scalar_code(PLAIT_FLOAT64, true));
     return;
   }
+  if (is_scipy_sparse(obj))
+    raise_argument_error(
+        d, index, "is a SciPy sparse matrix; sparse operator programs run on target='cpu' only (docs/sparse.md)");
   raise_argument_error(d, index,
                        "has unsupported type '" + type_name(obj) +
                            "'; CUDA kernels take CuPy arrays, PyTorch CUDA tensors, NumPy arrays, plait.DeviceArray "

@@ -12,25 +12,29 @@ namespace plait {
 namespace {
 
 constexpr std::string_view kKeywords[] = {
-    "False", "None",   "True",    "and",      "as",     "assert", "async", "await", "break",
-    "class", "continue", "def",   "del",      "elif",   "else",   "except", "finally", "for",
-    "from",  "global", "if",      "import",   "in",     "is",     "lambda", "nonlocal", "not",
-    "or",    "pass",   "raise",   "return",   "try",    "while",  "with",   "yield",
+    "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+    "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+    "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+    "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield",
 };
 
 // The most indentation levels a file may open (Python's tokenizer's limit).
 constexpr size_t kMaxIndentLevels = 100;
 
 constexpr std::string_view kThreeCharOps[] = {"**=", "//=", ">>=", "<<=", "..."};
-constexpr std::string_view kTwoCharOps[] = {"**", "//", "<<", ">>", "<=", ">=", "==", "!=", "->", ":=",
-                                            "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@="};
+constexpr std::string_view kTwoCharOps[] = {
+    "**", "//", "<<", ">>", "<=", ">=", "==", "!=", "->", ":=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@="};
 constexpr std::string_view kOneCharOps = "+-*/%@&|^~<>()[]{},:.;=";
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 bool is_name_start(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || static_cast<unsigned char>(c) >= 0x80;
 }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_name_char(char c) {
+  return is_name_start(c) || is_digit(c);
+}
 
 // The value of an alphanumeric character as a digit in base 36, else -1.
 int digit_value(char c) {
@@ -340,7 +344,8 @@ class Lexer {
   void lex_number() {
     const std::string& line = lines_[li_];
     const size_t start = ci_;
-    if (line[ci_] == '0' && ci_ + 1 < line.size() && std::string_view("xXoObB").find(line[ci_ + 1]) != std::string_view::npos) {
+    if (line[ci_] == '0' && ci_ + 1 < line.size() &&
+        std::string_view("xXoObB").find(line[ci_ + 1]) != std::string_view::npos) {
       const char letter = static_cast<char>(line[ci_ + 1] | 0x20);
       const int base = letter == 'x' ? 16 : letter == 'o' ? 8 : 2;
       const std::string kind_name = letter == 'x' ? "hexadecimal" : letter == 'o' ? "octal" : "binary";
@@ -382,7 +387,8 @@ class Lexer {
     if (ci_ < line.size() && (line[ci_] == 'e' || line[ci_] == 'E')) {
       size_t exponent = ci_ + 1;
       if (exponent < line.size() && (line[exponent] == '+' || line[exponent] == '-')) ++exponent;
-      if (exponent >= line.size() || !is_digit(line[exponent])) fail("invalid decimal literal", loc_here(start, exponent));
+      if (exponent >= line.size() || !is_digit(line[exponent]))
+        fail("invalid decimal literal", loc_here(start, exponent));
       is_float = true;
       digits += 'e';
       if (line[ci_ + 1] == '-') digits += '-';
@@ -424,15 +430,34 @@ class Lexer {
                        std::optional<DeferredError>& deferred) const {
     const char e = line[i + 1];
     switch (e) {
-      case '\\': case '\'': case '"': value += e; return i + 2;
-      case 'n': value += '\n'; return i + 2;
-      case 't': value += '\t'; return i + 2;
-      case 'r': value += '\r'; return i + 2;
-      case 'a': value += '\a'; return i + 2;
-      case 'b': value += '\b'; return i + 2;
-      case 'f': value += '\f'; return i + 2;
-      case 'v': value += '\v'; return i + 2;
-      default: break;
+      case '\\':
+      case '\'':
+      case '"':
+        value += e;
+        return i + 2;
+      case 'n':
+        value += '\n';
+        return i + 2;
+      case 't':
+        value += '\t';
+        return i + 2;
+      case 'r':
+        value += '\r';
+        return i + 2;
+      case 'a':
+        value += '\a';
+        return i + 2;
+      case 'b':
+        value += '\b';
+        return i + 2;
+      case 'f':
+        value += '\f';
+        return i + 2;
+      case 'v':
+        value += '\v';
+        return i + 2;
+      default:
+        break;
     }
     if (e >= '0' && e <= '7') {
       uint32_t code = 0;
@@ -560,8 +585,7 @@ class Lexer {
       const std::string& open = brackets_.back().text;
       const char expected = open == "(" ? ')' : open == "[" ? ']' : '}';
       if (op[0] != expected) {
-        fail("closing parenthesis '" + std::string(op) + "' does not match opening parenthesis '" + open + "'",
-             where);
+        fail("closing parenthesis '" + std::string(op) + "' does not match opening parenthesis '" + open + "'", where);
       }
       brackets_.pop_back();
       emit(TokenKind::Op, std::string(op), where);
@@ -585,17 +609,28 @@ class Lexer {
 
 const char* token_kind_name(TokenKind kind) {
   switch (kind) {
-    case TokenKind::Name: return "name";
-    case TokenKind::Keyword: return "keyword";
-    case TokenKind::Int: return "integer";
-    case TokenKind::Float: return "float";
-    case TokenKind::String: return "string";
-    case TokenKind::Op: return "operator";
-    case TokenKind::Newline: return "end of line";
-    case TokenKind::Indent: return "indent";
-    case TokenKind::Dedent: return "dedent";
-    case TokenKind::Pragma: return "pragma";
-    case TokenKind::EndOfInput: return "end of input";
+    case TokenKind::Name:
+      return "name";
+    case TokenKind::Keyword:
+      return "keyword";
+    case TokenKind::Int:
+      return "integer";
+    case TokenKind::Float:
+      return "float";
+    case TokenKind::String:
+      return "string";
+    case TokenKind::Op:
+      return "operator";
+    case TokenKind::Newline:
+      return "end of line";
+    case TokenKind::Indent:
+      return "indent";
+    case TokenKind::Dedent:
+      return "dedent";
+    case TokenKind::Pragma:
+      return "pragma";
+    case TokenKind::EndOfInput:
+      return "end of input";
   }
   return "token";
 }
@@ -604,6 +639,8 @@ bool is_python_keyword(std::string_view word) {
   return std::find(std::begin(kKeywords), std::end(kKeywords), word) != std::end(kKeywords);
 }
 
-LexedSource tokenize(const SourceFile& file) { return Lexer(file).run(); }
+LexedSource tokenize(const SourceFile& file) {
+  return Lexer(file).run();
+}
 
 }  // namespace plait

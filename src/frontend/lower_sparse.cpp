@@ -205,8 +205,7 @@ Value Lowerer::realize(const Value& v, SourceLoc loc) {
                          (programs.size() > 1 ? std::to_string(lowered.size() + 1) + ": " : "") + "operations " +
                          costs.back().to_string()});
       lowered.push_back(tensor::lower_to_loops(
-          *program, plan,
-          [this](const std::string& hint) { return "_" + hint + "_" + std::to_string(temp_counter_++); }, loc));
+          plan, [this](const std::string& hint) { return "_" + hint + "_" + std::to_string(temp_counter_++); }, loc));
       if (program != a.program) {
         // The alternative's result under the program's name.
         const tensor::TensorVar& alt = *program->result;

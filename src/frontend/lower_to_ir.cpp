@@ -350,15 +350,20 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   // Phase 1: infer until no local's type changes. Types only widen, and the
   // lattice is small (5 kinds x weak/strong), so this ends in a few rounds.
   inferring_ = true;
+  // Each pass over the body starts with only the parameters' sparse values:
+  // a sparse local is bound where its assignment is lowered.
+  const std::map<std::string, Value> sparse_params = sparse_values_;
   for (int round = 0;; ++round) {
     if (round > 32) PLAIT_INTERNAL_ERROR("type inference did not converge");
     changed_ = false;
+    sparse_values_ = sparse_params;
     std::vector<Stmt> scratch;
     lower_block(fn.body, scratch);
     if (!changed_) break;
   }
   // Phase 2: create the IR variables with their final types and emit.
   inferring_ = false;
+  sparse_values_ = sparse_params;
   array_units_.clear();
   for (const auto& [name, lt] : types_) {
     if (lt.sparse) continue;  // sparse values are sparse_values_

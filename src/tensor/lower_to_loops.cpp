@@ -61,8 +61,7 @@ struct OutputStorage {
 
 class Lowering {
  public:
-  Lowering(const Program& program, const FusionPlan& plan, const NameMaker& names, SourceLoc loc)
-      : program_(program), plan_(plan), names_(names), loc_(loc) {}
+  Lowering(const FusionPlan& plan, const NameMaker& names, SourceLoc loc) : plan_(plan), names_(names), loc_(loc) {}
 
   std::vector<Stmt> run() {
     std::vector<Stmt> out;
@@ -373,7 +372,6 @@ class Lowering {
         level == 0 && parallel_outer(nest)));
   }
 
-  const Program& program_;
   const FusionPlan& plan_;
   const NameMaker& names_;
   SourceLoc loc_;
@@ -386,9 +384,8 @@ class Lowering {
 
 }  // namespace
 
-std::vector<ir::Stmt> lower_to_loops(const Program& program, const FusionPlan& plan, const NameMaker& names,
-                                     SourceLoc loc) {
-  return Lowering(program, plan, names, loc).run();
+std::vector<ir::Stmt> lower_to_loops(const FusionPlan& plan, const NameMaker& names, SourceLoc loc) {
+  return Lowering(plan, names, loc).run();
 }
 
 }  // namespace plait::tensor

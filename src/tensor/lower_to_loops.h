@@ -17,10 +17,9 @@ namespace plait::tensor {
 // Fresh names for the variables and arrays the lowering makes.
 using NameMaker = std::function<std::string(const std::string& hint)>;
 
-// The statements that run `program` as `plan` says. On return the program's
-// result has its storage (values, and for a sparse result its pattern's pos
+// The statements that run a program as its `plan` says. On return the
+// program's result has its storage (values, and for a sparse result its pattern's pos
 // and crd). Throws Refusal.
-std::vector<ir::Stmt> lower_to_loops(const Program& program, const FusionPlan& plan, const NameMaker& names,
-                                     SourceLoc loc);
+std::vector<ir::Stmt> lower_to_loops(const FusionPlan& plan, const NameMaker& names, SourceLoc loc);
 
 }  // namespace plait::tensor

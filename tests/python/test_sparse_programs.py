@@ -351,3 +351,21 @@ def test_csr_matrix_rules(rng):
     check_same(plait.jit(star)(S, x), star(S, x))  # csr_matrix's * is a product
     with pytest.raises(CompileError, match="numpy.matrix"):
         plait.jit(row_sums)(S)
+
+
+def test_parameter_rebound_and_dense_left_operand(rng):
+    def rebound(S, x):
+        y = S @ x
+        S = S * 2.0
+        return y, S @ x
+
+    def left(X, S):
+        return X @ S
+
+    S = random_csr(rng, (6, 5))
+    x = dense(rng, 5)
+    got, want = plait.jit(rebound)(S, x), rebound(S, x)
+    check_same(got[0], want[0])
+    check_same(got[1], want[1])
+    X = dense(rng, 3, 6)
+    check_same(plait.jit(left)(X, S), left(X, S))
