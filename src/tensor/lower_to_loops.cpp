@@ -183,7 +183,9 @@ class Lowering {
   // ---------------------------------------------------------------- loops
 
   // The loop `l` with its variable bound while `fill` makes its body.
-  Stmt make_loop(const Loop& l, const std::function<void(std::vector<Stmt>&)>& fill, bool parallel = false) {
+  // `range` (dense loops only): the loop's first and end coordinates, instead of 0 and its extent.
+  Stmt make_loop(const Loop& l, const std::function<void(std::vector<Stmt>&)>& fill, bool parallel = false,
+                 std::pair<Expr, Expr> range = {}) {
     std::vector<Stmt> body;
     ir::Var v;
     Expr begin, end;
@@ -201,8 +203,8 @@ class Lowering {
       coords_[l.var.id] = ir::VarRef::make(c, loc_);
     } else {
       v = new_var(ScalarType::py_int(), l.var.name);
-      begin = int_imm(0, loc_);
-      end = as_index(l.extent, loc_);
+      begin = range.first ? range.first : int_imm(0, loc_);
+      end = range.second ? range.second : as_index(l.extent, loc_);
       coords_[l.var.id] = ir::VarRef::make(v, loc_);
     }
     bound_.push_back(l.var);
@@ -359,17 +361,87 @@ class Lowering {
     }
     // The statements' own variables of this loop name the same coordinate.
     const Loop& loop = nest.orders[0].loops[level];
-    out.push_back(make_loop(
-        loop,
-        [&](std::vector<Stmt>& body) {
-          for (size_t q = 1; q < nest.stmts.size(); ++q) {
-            coords_[nest.orders[q].loops[level].var.id] = coords_[loop.var.id];
-            bound_.push_back(nest.orders[q].loops[level].var);
-          }
-          emit_shared(nest, level + 1, body);
-          bound_.resize(bound_.size() - (nest.stmts.size() - 1));
-        },
-        level == 0 && parallel_outer(nest)));
+    auto fill = [&](std::vector<Stmt>& body) {
+      for (size_t q = 1; q < nest.stmts.size(); ++q) {
+        coords_[nest.orders[q].loops[level].var.id] = coords_[loop.var.id];
+        bound_.push_back(nest.orders[q].loops[level].var);
+      }
+      emit_shared(nest, level + 1, body);
+      bound_.resize(bound_.size() - (nest.stmts.size() - 1));
+    };
+    const bool parallel = level == 0 && parallel_outer(nest);
+    const TensorVar* rows = parallel ? balanced_rows(nest) : nullptr;
+    out.push_back(rows ? chunks_of_rows(loop, *rows, fill) : make_loop(loop, fill, parallel));
+  }
+
+  // The sparse matrix whose rows the nest's outer loop runs over while a
+  // statement iterates their stored entries, or null.
+  const TensorVar* balanced_rows(const Nest& nest) {
+    for (size_t q = 0; q < nest.stmts.size(); ++q) {
+      const Statement& s = *nest.stmts[q];
+      const IndexVar& row = nest.orders[q].loops[0].var;
+      std::vector<std::pair<const TensorVar*, std::vector<IndexVar>>> sparse = {{s.out.get(), s.vars}};
+      for (const IndexExprNode* a : accesses(s.rhs)) sparse.emplace_back(a->tensor.get(), a->vars);
+      for (const auto& [t, vars] : sparse) {
+        if (!t->is_sparse() || t->format.rank() != 2 || t->format.levels[0] != LevelKind::Dense) continue;
+        if (vars[t->format.mode_order[0]] == row && !loop_extent_differs(nest.orders[0].loops[0], *t)) return t;
+      }
+    }
+    return nullptr;
+  }
+
+  static bool loop_extent_differs(const Loop& loop, const TensorVar& t) {
+    return loop.positions() || !loop.extent || loop.extent.get() != t.shape[t.format.mode_order[0]].get();
+  }
+
+  // The rows in chunks of equal work (stored entries plus rows: pos[r] + r
+  // grows by each row's entries and one), so that a power-law matrix's long
+  // rows do not leave threads idle: the chunks run in parallel, each finds
+  // its rows by a binary search in pos.
+  Stmt chunks_of_rows(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<Stmt>&)>& fill) {
+    constexpr int64_t kChunks = 256;
+    const ir::ArrayVar& pos = t.pos[1];
+    Expr rows = as_index(loop.extent, loc_);
+    ir::Var chunk = new_var(ScalarType::py_int(), "_rows_by_work");
+    auto work = [&](const Expr& r) { return add(as_index(ir::Load::make(pos, {r}, false, loc_), loc_), r, loc_); };
+    auto binop = [&](ir::BinaryOp op, Expr a, Expr b) {
+      return ir::Binary::make(op, std::move(a), std::move(b), ScalarType::py_int(), false, loc_);
+    };
+    std::vector<Stmt> body;
+    Expr total = work(rows);
+    // The first row whose work before it reaches `target`.
+    auto row_at = [&](Expr target, const std::string& hint) {
+      ir::Var lo = new_var(ScalarType::py_int(), hint);
+      ir::Var hi = new_var(ScalarType::py_int(), hint + "_end");
+      ir::Var mid = new_var(ScalarType::py_int(), hint + "_mid");
+      body.push_back(ir::Assign::make(lo, int_imm(0, loc_), loc_));
+      body.push_back(ir::Assign::make(hi, rows, loc_));
+      Expr m = ir::VarRef::make(mid, loc_);
+      Stmt step = ir::Block::make(
+          {ir::Assign::make(mid,
+                            binop(ir::BinaryOp::FloorDiv,
+                                  add(ir::VarRef::make(lo, loc_), ir::VarRef::make(hi, loc_), loc_), int_imm(2, loc_)),
+                            loc_),
+           ir::If::make(ir::Compare::make(ir::CompareOp::LT, work(m), target, loc_),
+                        ir::Assign::make(lo, add(m, int_imm(1, loc_), loc_), loc_), ir::Assign::make(hi, m, loc_),
+                        loc_)},
+          loc_);
+      body.push_back(ir::While::make(
+          ir::Compare::make(ir::CompareOp::LT, ir::VarRef::make(lo, loc_), ir::VarRef::make(hi, loc_), loc_), step,
+          loc_));
+      return ir::VarRef::make(lo, loc_);
+    };
+    Expr c = ir::VarRef::make(chunk, loc_);
+    Expr first =
+        row_at(binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, c, total), int_imm(kChunks, loc_)), "_first_row");
+    Expr end = row_at(binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, add(c, int_imm(1, loc_), loc_), total),
+                            int_imm(kChunks, loc_)),
+                      "_end_row");
+    body.push_back(make_loop(loop, fill, false, {first, end}));
+    ir::LoopSchedule schedule;
+    schedule.kind = ir::LoopKind::Parallel;
+    return ir::For::make(chunk, int_imm(0, loc_), int_imm(kChunks, loc_), int_imm(1, loc_),
+                         ir::Block::make(std::move(body), loc_), schedule, loc_);
   }
 
   const FusionPlan& plan_;
