@@ -85,6 +85,7 @@ class ArrayCalls(_core.Dispatcher):
         self._owner = owner
         self._sparse_params = sparse_params
         self.kernels = {}  # the entry point's signature -> _core.Kernel
+        self.folds = False  # whether a kernel returns a sparse matrix (as arrays, to fold)
         names = []
         for name, matrix in zip(owner._param_names, sparse_params):
             names += [name] if matrix is None else [f"{name}.data", f"{name}.indices", f"{name}.indptr",
@@ -95,6 +96,7 @@ class ArrayCalls(_core.Dispatcher):
     def _compile(self, abi_signature):
         kernel = self._owner._compile(fold_signature(abi_signature, self._sparse_params))
         self.kernels[_normal(kernel.abi_signature)] = kernel
+        self.folds = self.folds or bool(kernel.declared_results)
         return kernel
 
     def _bind(self, args, kwargs):

@@ -485,7 +485,7 @@ Value Lowerer::lower_attribute(const ast::Attribute& a) {
       if (c != kConsts.end()) return Value::of(ir::FloatImm::make(c->second, ScalarType::py_float(), a.loc));
       return Value::function("math." + attr, a.loc);
     }
-    if (mod == "plait") return Value::function("plait." + attr, a.loc);
+    if (mod == "plait" || mod == "plait.sparse") return Value::function(mod + "." + attr, a.loc);
     if (mod.rfind("numpy.", 0) == 0) return Value::function(mod + "." + attr, a.loc);
   }
   unsupported("the attribute '." + attr + "' of " + value_kind_name(base.kind) + " is not supported", a.loc);

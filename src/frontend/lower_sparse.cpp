@@ -112,15 +112,7 @@ bool Lowerer::involves_sparse(const ast::Expr& e) const {
       return involves_sparse(*e.as<ast::Attribute>()->value);
     case ast::ExprKind::Call: {
       const auto& c = *e.as<ast::Call>();
-      if (auto f = c.func->as<ast::Attribute>()) {
-        if (auto m = f->value->as<ast::Attribute>())
-          if (auto root = m->value->as<ast::Name>(); root && m->attr == "sparse") {
-            auto g = globals_.find(root->id);
-            if (g != globals_.end() && g->second.kind == GlobalValue::Kind::Module && g->second.module == "plait")
-              return true;
-          }
-        if (involves_sparse(*f->value)) return true;
-      }
+      if (auto f = c.func->as<ast::Attribute>(); f && involves_sparse(*f->value)) return true;
       for (const auto& a : c.args)
         if (involves_sparse(*a)) return true;
       for (const auto& k : c.keywords)

@@ -42,16 +42,16 @@ Value Lowerer::algebra_attribute(const ast::Attribute& a) {
 }
 
 Value Lowerer::algebra_call(const ast::Call& c) {
-  if (auto f = c.func->as<ast::Attribute>()) {
-    if (auto m = f->value->as<ast::Attribute>(); m && m->attr == "sparse")
-      if (auto root = m->value->as<ast::Name>())
-        if (auto g = globals_.find(root->id);
-            g != globals_.end() && g->second.kind == GlobalValue::Kind::Module && g->second.module == "plait")
-          return plait_sparse_call(f->attr, c);
-    if (involves_sparse(*f->value)) {
-      Value self = algebra_operand(*f->value);
-      if (self.kind == Value::Kind::Algebra) return algebra_method(f->attr, self, c);
-    }
+  if (auto f = c.func->as<ast::Attribute>(); f && involves_sparse(*f->value)) {
+    Value self = algebra_operand(*f->value);
+    if (self.kind == Value::Kind::Algebra) return algebra_method(f->attr, self, c);
+  }
+  // plait.sparse.softmax, sparse.softmax (an alias of the module), softmax (imported from it).
+  if (!involves_sparse(*c.func)) {
+    Value callee = lower(*c.func);
+    const std::string prefix = "plait.sparse.";
+    if (callee.kind == Value::Kind::Function && callee.name.rfind(prefix, 0) == 0)
+      return plait_sparse_call(callee.name.substr(prefix.size()), c);
   }
   if (auto n = c.func->as<ast::Name>(); n && n->id == "abs" && c.args.size() == 1) {
     Value self = algebra_operand(*c.args[0]);

@@ -140,20 +140,25 @@ Cost ops(const IndexExpr& e) {
 
 }  // namespace
 
+Cost nest_cost(const Nest& nest) {
+  Cost total = Cost::constant(0);
+  for (const LoopOrder& order : nest.orders) {
+    std::vector<Cost> outer(order.loops.size() + 1, Cost::constant(1));
+    for (size_t l = 0; l < order.loops.size(); ++l) outer[l + 1] = outer[l] * trips(order.loops[l]);
+    // Factors placed before the statement's own loops run once per iteration of the shared ones.
+    bool first = true;
+    for (const auto& [f, depth] : placed_factors(order, nest.shared)) {
+      total = total + outer[depth] * (ops(f) + Cost::constant(first ? 0 : 1));
+      first = false;
+    }
+    if (order.accumulates) total = total + outer.back();
+  }
+  return total;
+}
+
 Cost plan_cost(const FusionPlan& plan) {
   Cost total = Cost::constant(0);
-  for (const Nest& nest : plan.nests)
-    for (const LoopOrder& order : nest.orders) {
-      // Factors placed before the statement's own loops run once per iteration of the shared ones.
-      std::vector<Cost> outer(order.loops.size() + 1, Cost::constant(1));
-      for (size_t l = 0; l < order.loops.size(); ++l) outer[l + 1] = outer[l] * trips(order.loops[l]);
-      bool first = true;
-      for (const auto& [f, depth] : placed_factors(order, nest.shared)) {
-        total = total + outer[depth] * (ops(f) + Cost::constant(first ? 0 : 1));
-        first = false;
-      }
-      if (order.accumulates) total = total + outer.back();
-    }
+  for (const Nest& nest : plan.nests) total = total + nest_cost(nest);
   return total;
 }
 

@@ -36,5 +36,7 @@ class Cost {
 // operations of its body (each factor counted in the loop it is placed in,
 // each sum's combine and each accumulation once per trip).
 Cost plan_cost(const FusionPlan& plan);
+// The operations of one nest of a plan.
+Cost nest_cost(const Nest& nest);
 
 }  // namespace plait::tensor

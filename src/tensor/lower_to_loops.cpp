@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "tensor/cost.h"
+
 namespace plait::tensor {
 
 namespace {
@@ -371,7 +373,17 @@ class Lowering {
     };
     const bool parallel = level == 0 && parallel_outer(nest);
     const TensorVar* rows = parallel ? balanced_rows(nest) : nullptr;
-    out.push_back(rows ? chunks_of_rows(loop, *rows, fill) : make_loop(loop, fill, parallel));
+    if (!rows) {
+      out.push_back(make_loop(loop, fill, parallel));
+      return;
+    }
+    // Threads pay off from about 1e5 operations (the nest's cost formula at
+    // run time); below, the rows run in order.
+    constexpr double kParallelWork = 1e5;
+    Expr enough = ir::Compare::make(ir::CompareOp::GE, nest_cost(nest).value(loc_),
+                                    ir::FloatImm::make(kParallelWork, ScalarType::f64(), loc_), loc_);
+    Stmt chunked = chunks_of_rows(loop, *rows, fill);
+    out.push_back(ir::If::make(enough, chunked, make_loop(loop, fill, false), loc_));
   }
 
   // The sparse matrix whose rows the nest's outer loop runs over while a

@@ -369,3 +369,28 @@ def test_parameter_rebound_and_dense_left_operand(rng):
     check_same(got[1], want[1])
     X = dense(rng, 3, 6)
     check_same(plait.jit(left)(X, S), left(X, S))
+
+
+def test_plait_sparse_spellings(rng):
+    from plait import sparse as ps
+    from plait.sparse import softmax as imported_softmax
+
+    def by_alias(S):
+        return ps.softmax(S, axis=1)
+
+    def by_import(S):
+        return imported_softmax(S)
+
+    S = random_csr(rng, (7, 6))
+    for fn in (by_alias, by_import):
+        check_same(plait.jit(fn)(S), fn(S))
+
+
+def test_large_enough_for_threads(rng):
+    # Over 1e5 operations the rows run in parallel chunks of equal work.
+    n = 3000
+    S = sp.random_array((n, n), density=0.01, format="csr", random_state=3)
+    S = S + sp.diags_array((np.arange(n) % 7 == 0) * 5.0, format="csr")
+    X = dense(rng, n, 8)
+    check_same(plait.jit(spmm)(S, X), spmm(S, X), rtol=1e-10)
+    check_same(plait.jit(softmax)(S), softmax(S), rtol=1e-10)
