@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
+#include "ir/ir_visitor.h"
 #include "tensor/cost.h"
 
 namespace plait::tensor {
@@ -24,6 +26,32 @@ Expr as_index(Expr e, SourceLoc loc) {
 
 Expr add(Expr a, Expr b, SourceLoc loc) {
   return ir::Binary::make(ir::BinaryOp::Add, std::move(a), std::move(b), ScalarType::py_int(), false, loc);
+}
+
+// Whether a loop's body may run in SIMD lanes: it holds no loop, and each
+// store writes an element of its own iteration, indexed by the loop's
+// variable or (a canonical pattern's columns being distinct in a row) by the
+// coordinate it reads. Scalars are sums (transforms/detect_reductions
+// records them) or written before they are read.
+bool lanes_independent(const std::vector<ir::Stmt>& body, const ir::Var& v, const ir::Var& c) {
+  struct Scan : ir::IRVisitor {
+    const ir::VarInfo* own[2];
+    bool ok = true;
+    using IRVisitor::visit;
+    void visit(const ir::For*) override { ok = false; }
+    void visit(const ir::While*) override { ok = false; }
+    void visit(const ir::Store* s) override {
+      bool indexed = false;
+      for (const ir::Expr& i : s->indices)
+        if (auto r = i->as<ir::VarRef>(); r && (r->var.get() == own[0] || r->var.get() == own[1])) indexed = true;
+      ok = ok && indexed;
+      IRVisitor::visit(s);
+    }
+  } scan;
+  scan.own[0] = v.get();
+  scan.own[1] = c ? c.get() : nullptr;
+  for (const ir::Stmt& s : body) scan.visit(s);
+  return scan.ok;
 }
 
 Expr identity(ir::ReduceOp op, ScalarType t, SourceLoc loc) {
@@ -189,8 +217,14 @@ class Lowering {
   Stmt make_loop(const Loop& l, const std::function<void(std::vector<Stmt>&)>& fill, bool parallel = false,
                  std::pair<Expr, Expr> range = {}) {
     std::vector<Stmt> body;
-    ir::Var v;
+    ir::Var v, c;
     Expr begin, end;
+    // A sum inside the loop may iterate the same stored entries again (a
+    // row's softmax denominator under each of the row's entries): the outer
+    // loop's position is restored after this one.
+    const ir::ArrayInfo* crd = l.positions() ? l.tensor->crd[l.level].get() : nullptr;
+    std::optional<Expr> outer_position;
+    if (crd && positions_.count(crd)) outer_position = positions_.at(crd);
     if (l.positions()) {
       const TensorVar& t = *l.tensor;
       v = new_var(ScalarType::py_int(), "_p" + l.var.name);
@@ -198,10 +232,10 @@ class Lowering {
       const ir::ArrayVar& pos = t.pos[l.level];
       begin = as_index(ir::Load::make(pos, {parent}, false, loc_), loc_);
       end = as_index(ir::Load::make(pos, {add(parent, int_imm(1, loc_), loc_)}, false, loc_), loc_);
-      ir::Var c = new_var(ScalarType::py_int(), l.var.name);
+      c = new_var(ScalarType::py_int(), l.var.name);
       body.push_back(ir::Assign::make(
           c, as_index(ir::Load::make(t.crd[l.level], {ir::VarRef::make(v, loc_)}, false, loc_), loc_), loc_));
-      positions_[t.crd[l.level].get()] = ir::VarRef::make(v, loc_);
+      positions_[crd] = ir::VarRef::make(v, loc_);
       coords_[l.var.id] = ir::VarRef::make(c, loc_);
     } else {
       v = new_var(ScalarType::py_int(), l.var.name);
@@ -212,8 +246,12 @@ class Lowering {
     bound_.push_back(l.var);
     fill(body);
     bound_.pop_back();
+    if (outer_position) positions_[crd] = *outer_position;
     ir::LoopSchedule schedule;
     if (parallel) schedule.kind = ir::LoopKind::Parallel;
+    // An innermost loop runs in SIMD lanes where its iterations are independent
+    // (vector math for exp and the like, sums in lanes).
+    if (!parallel && lanes_independent(body, v, c)) schedule.kind = ir::LoopKind::Vectorized;
     return ir::For::make(v, begin, end, int_imm(1, loc_), ir::Block::make(std::move(body), loc_), schedule, loc_);
   }
 

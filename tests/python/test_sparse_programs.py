@@ -142,6 +142,7 @@ def test_core_programs(rng, fusion, shape):
         (gnn_right, (A, dense(rng, n, 6), dense(rng, 6, h))),
         (sddmm_spmm, (S, dense(rng, n, k), dense(rng, k, m), dense(rng, m, h))),
         (sddmm_spmm_two_statements, (S, dense(rng, n, k), dense(rng, k, m), dense(rng, m, h))),
+        (softmax, (S,)),
     ]
     for fn, args in cases:
         check_same(plait.jit(fn, fusion=fusion)(*args), fn(*args))
