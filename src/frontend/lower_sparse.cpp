@@ -137,6 +137,16 @@ tensor::TensorVarPtr Lowerer::algebra_temp(ScalarType type, tensor::Format forma
   return t;
 }
 
+tensor::TensorVarPtr Lowerer::pattern_temp(ScalarType type, const tensor::TensorVar& s) {
+  tensor::TensorVarPtr t = algebra_temp(type, s.format, s.shape);
+  t->pos = s.pos;
+  t->crd = s.crd;
+  t->nnz = s.nnz;
+  t->dims = s.dims;
+  t->pattern = s.pattern;
+  return t;
+}
+
 Value Lowerer::with_statement(std::vector<tensor::StatementPtr> before, tensor::StatementPtr s, bool matrix,
                               ScalarKind index) {
   auto program = std::make_shared<tensor::Program>();

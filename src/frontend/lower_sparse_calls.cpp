@@ -174,12 +174,7 @@ Value Lowerer::algebra_pattern_map(const Value& self, SourceLoc loc, const char*
   IndexVar i = index_var("i");
   IndexVar j = index_var("j");
   auto st = std::make_shared<tensor::Statement>();
-  st->out = algebra_temp(type, s->format, s->shape);
-  st->out->pos = s->pos;
-  st->out->crd = s->crd;
-  st->out->nnz = s->nnz;
-  st->out->dims = s->dims;
-  st->out->pattern = s->pattern;
+  st->out = pattern_temp(type, *s);
   st->vars = {i, j};
   st->rhs = f(tensor::access(s, {i, j}));
   st->loc = loc;

@@ -233,12 +233,7 @@ Value Lowerer::algebra_elementwise(ir::BinaryOp op, const Value& sparse, const V
   tensor::IndexExpr x = tensor::access(s, {i, j});
   tensor::IndexExpr y = broadcast_access(d, {i, j}, s->shape, loc);
   auto st = std::make_shared<tensor::Statement>();
-  st->out = algebra_temp(type, s->format, s->shape);
-  st->out->pos = s->pos;
-  st->out->crd = s->crd;
-  st->out->nnz = s->nnz;
-  st->out->dims = s->dims;
-  st->out->pattern = s->pattern;
+  st->out = pattern_temp(type, *s);
   st->vars = {i, j};
   st->rhs = sparse_left ? tensor::binary(op, x, y, type) : tensor::binary(op, y, x, type);
   st->loc = loc;

@@ -318,6 +318,8 @@ class Lowerer {
                                      const std::vector<Expr>& extents, SourceLoc loc);
   tensor::IndexVar index_var(const std::string& name);
   tensor::TensorVarPtr algebra_temp(ScalarType type, tensor::Format format, std::vector<Expr> shape);
+  // A temporary of `type` stored at the positions of sparse tensor s (its pattern).
+  tensor::TensorVarPtr pattern_temp(ScalarType type, const tensor::TensorVar& s);
   Value with_statement(std::vector<tensor::StatementPtr> before, tensor::StatementPtr s, bool matrix, ScalarKind index);
   // Runs an algebra value's program where the current statement is: its
   // result as an array (or a scalar), or for a sparse result an algebra
