@@ -38,7 +38,8 @@ constexpr const char* kUsage =
     "Compiles the function FUNCTION of FILE.py for the argument types SIGNATURE,\n"
     "e.g. --signature \"u32[::1], u32[::1], f64[::1], f64[::1]\". Element and NumPy\n"
     "scalar types: b1, i8, i16, i32, i64, u8, u16, u32, u64, f32, f64 (the width\n"
-    "in bits); Python scalars: bool, int, float.\n"
+    "in bits); Python scalars: bool, int, float; SciPy CSR matrices: csr[f64, i32]\n"
+    "or csr_matrix[f32, i64] (values, index type).\n"
     "\n"
     "options:\n"
     "  --emit ir|cpp|so|cu|ptx|remarks\n"
@@ -57,6 +58,9 @@ constexpr const char* kUsage =
     "                     IndexError (the default)\n"
     "  --no-boundscheck   no index is checked\n"
     "  --fastmath         let the C++ compiler reassociate floating-point math\n"
+    "  --fusion partial|maximal|none\n"
+    "                     how programs of sparse operators are fused (default:\n"
+    "                     partial; docs/sparse.md)\n"
     "  --no-cache         build afresh, neither using nor filling the disk cache\n"
     "  --cache-dir DIR    the disk cache directory (default: $PLAIT_CACHE_DIR,\n"
     "                     $XDG_CACHE_HOME/plait or ~/.cache/plait)\n"
@@ -185,6 +189,17 @@ Command parse_command_line(const std::vector<std::string>& args) {
     } else if (arg == "--fastmath") {
       no_value();
       command.options.fastmath = true;
+    } else if (arg == "--fusion") {
+      const std::string mode = value();
+      if (mode == "partial") {
+        command.options.fusion = plait::Fusion::Partial;
+      } else if (mode == "maximal") {
+        command.options.fusion = plait::Fusion::Maximal;
+      } else if (mode == "none") {
+        command.options.fusion = plait::Fusion::None;
+      } else {
+        throw UsageError("--fusion takes partial, maximal or none, not '" + mode + "'");
+      }
     } else if (arg == "--no-cache") {
       no_value();
       command.options.disk_cache = false;
@@ -375,10 +390,10 @@ int run(const Command& command) {
       break;
     }
     case Emit::Remarks:
-      write_output(command, ".remarks",
-                   plait::remarks_report(
-                       plait::lower_kernel(source, command.function, signature, globals, command.options),
-                       command.options));
+      write_output(
+          command, ".remarks",
+          plait::remarks_report(plait::lower_kernel(source, command.function, signature, globals, command.options),
+                                command.options));
       break;
     case Emit::SharedObject:
       emit_shared_object(command, source, signature, globals);

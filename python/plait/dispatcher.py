@@ -193,7 +193,7 @@ class Dispatcher(_core.Dispatcher):
         results = calls(*parts)
         if not calls.folds:
             return results
-        kernel = calls.kernels.get(sparse_calls._normal(calls._signature_of(*parts)))
+        kernel = calls.kernels.get(calls._signature_of(*parts))
         if kernel is None or not kernel.declared_results:
             return results
         return sparse_calls.fold_results(kernel, results, parts)

@@ -84,7 +84,7 @@ class ArrayCalls(_core.Dispatcher):
         super().__init__()
         self._owner = owner
         self._sparse_params = sparse_params
-        self.kernels = {}  # the entry point's signature -> _core.Kernel
+        self.kernels = {}  # the entry point's signature (as _signature_of spells it) -> _core.Kernel
         self.folds = False  # whether a kernel returns a sparse matrix (as arrays, to fold)
         names = []
         for name, matrix in zip(owner._param_names, sparse_params):
@@ -95,16 +95,12 @@ class ArrayCalls(_core.Dispatcher):
 
     def _compile(self, abi_signature):
         kernel = self._owner._compile(fold_signature(abi_signature, self._sparse_params))
-        self.kernels[_normal(kernel.abi_signature)] = kernel
+        self.kernels[kernel.abi_signature] = kernel
         self.folds = self.folds or bool(kernel.declared_results)
         return kernel
 
     def _bind(self, args, kwargs):
         return tuple(args)
-
-
-def _normal(text):
-    return "".join(text.split())
 
 
 def fold_results(kernel, results, arguments):

@@ -69,7 +69,6 @@ void Lowerer::declare_sparse_param(const std::string& name, const SparseType& t,
   s->name = name;
   s->type = ScalarType{t.dtype, false};
   s->format = tensor::Format::csr();
-  s->operand = true;
   s->values = array("data", t.dtype);
   ir::ArrayVar indices = array("indices", t.index);
   ir::ArrayVar indptr = array("indptr", t.index);
@@ -165,69 +164,60 @@ Value Lowerer::realize(const Value& v, SourceLoc loc) {
   const AlgebraValue& a = *v.algebra;
   const tensor::TensorVar& result = *a.program->result;
   if (a.program->stmts.empty()) return v;  // an operand: already stored
-  auto fresh_result = [&]() {
-    // The result as a new operand: its storage is what the program stored.
+  // A sparse result becomes an operand: its storage is what the program stored.
+  auto stored_sparse = [&](ir::ArrayVar values) {
     auto stored = std::make_shared<tensor::TensorVar>(result);
-    stored->operand = true;
-    stored->name = result.name;
+    if (values) stored->values = values;
     auto program = std::make_shared<tensor::Program>();
     program->result = stored;
     auto value = std::make_shared<AlgebraValue>(a);
     value->program = program;
-    return std::make_pair(stored, Value::of_algebra(value, loc));
+    value->other_association = nullptr;
+    return Value::of_algebra(value, loc);
   };
   if (inferring_) {
     if (result.rank() == 0) return Value::of(placeholder(result.type));
     if (!result.is_sparse())
       return Value::of_array(temp_array(ArrayType{result.type.kind, result.rank(), Layout::C}, loc), loc);
-    auto [stored, value] = fresh_result();
-    stored->values = temp_array(ArrayType{result.type.kind, 1, Layout::C}, loc);
-    return value;
+    return stored_sparse(temp_array(ArrayType{result.type.kind, 1, Layout::C}, loc));
   }
   const tensor::FusionMode mode = options_.fusion == Fusion::Maximal ? tensor::FusionMode::Maximal
                                   : options_.fusion == Fusion::None  ? tensor::FusionMode::None
                                                                      : tensor::FusionMode::Partial;
-  std::vector<Stmt> stmts;
+  // The program, and in partial fusion the other association of a chain:
+  // each lowered with its cost; the cheaper runs, chosen at run time.
+  std::vector<tensor::ProgramPtr> programs = {a.program};
+  if (mode == tensor::FusionMode::Partial && a.other_association) programs.push_back(a.other_association);
+  std::vector<std::vector<Stmt>> lowered;
+  std::vector<tensor::Cost> costs;
   try {
-    // The program, and in partial fusion its other associations: each
-    // lowered with its cost; the cheapest at run time runs.
-    std::vector<tensor::ProgramPtr> programs = {a.program};
-    if (mode == tensor::FusionMode::Partial)
-      programs.insert(programs.end(), a.alternatives.begin(), a.alternatives.end());
-    std::vector<std::vector<Stmt>> lowered;
-    std::vector<tensor::Cost> costs;
     for (const auto& program : programs) {
       tensor::FusionPlan plan = tensor::plan_fusion(*program, mode);
       for (const auto& [at, message] : plan.remarks)
         function_remarks_.push_back(ir::Remark{at, "tensor algebra", message});
       costs.push_back(tensor::plan_cost(plan));
-      function_remarks_.push_back(
-          ir::Remark{loc, "tensor algebra",
-                     std::string(programs.size() > 1 ? "association " : "") +
-                         (programs.size() > 1 ? std::to_string(lowered.size() + 1) + ": " : "") + "operations " +
-                         costs.back().to_string()});
+      const std::string which = programs.size() > 1 ? "association " + std::to_string(lowered.size() + 1) + ": " : "";
+      function_remarks_.push_back(ir::Remark{loc, "tensor algebra", which + "operations " + costs.back().to_string()});
       lowered.push_back(tensor::lower_to_loops(
           plan, [this](const std::string& hint) { return "_" + hint + "_" + std::to_string(temp_counter_++); }, loc));
-      if (program != a.program) {
-        // The alternative's result under the program's name.
-        const tensor::TensorVar& alt = *program->result;
-        lowered.back().push_back(ir::ArrayBind::make(result.values, alt.values, loc));
-      }
-    }
-    stmts = lowered[0];
-    if (programs.size() > 1) {
-      function_remarks_.push_back(ir::Remark{
-          loc, "tensor algebra", "association: the cheaper of the two runs, chosen at each call by the counts above"});
-      Expr first_cheaper = ir::Compare::make(ir::CompareOp::LE, costs[0].value(loc), costs[1].value(loc), loc);
-      stmts = {ir::If::make(first_cheaper, ir::Block::make(lowered[0], loc), ir::Block::make(lowered[1], loc), loc)};
     }
   } catch (const tensor::Refusal& r) {
     unsupported(r.message, r.loc.line ? r.loc : loc);
   }
-  for (Stmt& s : stmts) pending_.push_back(std::move(s));
+  if (programs.size() == 1) {
+    for (Stmt& s : lowered[0]) pending_.push_back(std::move(s));
+  } else {
+    // The other association's result under the program's name.
+    lowered[1].push_back(ir::ArrayBind::make(result.values, programs[1]->result->values, loc));
+    function_remarks_.push_back(ir::Remark{
+        loc, "tensor algebra", "association: the cheaper of the two runs, chosen at each call by the counts above"});
+    Expr first_cheaper = ir::Compare::make(ir::CompareOp::LE, costs[0].value(loc), costs[1].value(loc), loc);
+    pending_.push_back(
+        ir::If::make(first_cheaper, ir::Block::make(lowered[0], loc), ir::Block::make(lowered[1], loc), loc));
+  }
   if (result.rank() == 0) return Value::of(result.scalar);
   if (!result.is_sparse()) return Value::of_array(result.values, loc);
-  return fresh_result().second;
+  return stored_sparse(nullptr);
 }
 
 void Lowerer::check_sparse_assignment(const std::string& name, SourceLoc loc) {
@@ -241,11 +231,10 @@ void Lowerer::check_sparse_assignment(const std::string& name, SourceLoc loc) {
 void Lowerer::sparse_return_values(const Value& v, std::vector<ir::ReturnValue>& out, SourceLoc loc) {
   Value r = realize(v, loc);
   const tensor::TensorVar& t = *r.algebra->program->result;
-  const int outer = t.format.mode_order[0];
   out.push_back({nullptr, t.values});
   out.push_back({nullptr, t.crd[1]});
   out.push_back({nullptr, t.pos[1]});
-  out.push_back({t.shape[1 - outer], nullptr});
+  out.push_back({t.shape[1], nullptr});
 }
 
 }  // namespace plait::lowering

@@ -56,7 +56,7 @@ Value Lowerer::algebra_call(const ast::Call& c) {
   if (auto n = c.func->as<ast::Name>(); n && n->id == "abs" && c.args.size() == 1) {
     Value self = algebra_operand(*c.args[0]);
     if (self.kind == Value::Kind::Algebra && self.algebra->sparse())
-      return algebra_map(self, ir::Intrinsic::Abs, c.loc, "abs");
+      return algebra_map(self, ir::Intrinsic::Abs, c.loc);
   }
   unsupported(
       "this function does not take sparse matrices in kernels (their methods, @, * and the plait.sparse "
@@ -112,14 +112,14 @@ Value Lowerer::algebra_method(const std::string& method, const Value& self, cons
     TensorVarPtr s = algebra_tensor(self, c.loc);
     ScalarType type = promote(s->type, p.scalar->type);
     TensorVarPtr exponent = algebra_tensor(p, c.loc);
-    return algebra_pattern_map(self, c.loc, "power", type, [&](const tensor::IndexExpr& x) {
+    return algebra_pattern_map(self, c.loc, type, [&](const tensor::IndexExpr& x) {
       return tensor::binary(ir::BinaryOp::Pow, x, tensor::access(exponent, {}), type);
     });
   }
   auto fn = zero_keeping_methods().find(method);
   if (fn != zero_keeping_methods().end()) {
     nargs(0, 0, {});
-    return algebra_map(self, fn->second, c.loc, method.c_str());
+    return algebra_map(self, fn->second, c.loc);
   }
   unsupported("the sparse matrix method '" + method +
                   "' is not supported in kernels (multiply, dot, sum, mean, toarray, transpose, power and the "
@@ -164,12 +164,12 @@ Value Lowerer::algebra_toarray(const Value& self, SourceLoc loc) {
   st->vars = {i, j};
   st->rhs = tensor::access(s, {i, j});
   st->loc = loc;
-  st->what = "toarray";
   return with_statement(self.algebra->program->stmts, st, false, ScalarKind::Int32);
 }
 
-Value Lowerer::algebra_pattern_map(const Value& self, SourceLoc loc, const char* what, ScalarType type,
-                                   const std::function<tensor::IndexExpr(const tensor::IndexExpr&)>& f) {
+Value Lowerer::algebra_pattern_map(const Value& self, SourceLoc loc, ScalarType type,
+                                   const std::function<tensor::IndexExpr(const tensor::IndexExpr&)>& f,
+                                   const std::vector<tensor::StatementPtr>* before) {
   TensorVarPtr s = algebra_tensor(self, loc);
   IndexVar i = index_var("i");
   IndexVar j = index_var("j");
@@ -178,8 +178,7 @@ Value Lowerer::algebra_pattern_map(const Value& self, SourceLoc loc, const char*
   st->vars = {i, j};
   st->rhs = f(tensor::access(s, {i, j}));
   st->loc = loc;
-  st->what = what;
-  return with_statement(self.algebra->program->stmts, st, self.algebra->matrix, self.algebra->index);
+  return with_statement(before ? *before : self.algebra->program->stmts, st, self.algebra->matrix, self.algebra->index);
 }
 
 Value Lowerer::plait_sparse_call(const std::string& fn, const ast::Call& c) {
@@ -201,7 +200,7 @@ Value Lowerer::plait_sparse_call(const std::string& fn, const ast::Call& c) {
   if ((fn == "exp" || fn == "softmax" || fn == "row_max") && !s->type.is_float())
     type_error(name + "() takes a sparse matrix of floats", c.loc);
   auto per_row = [&](ir::ReduceOp op, const std::function<tensor::IndexExpr(const tensor::IndexExpr&)>& f,
-                     const char* what, std::vector<tensor::StatementPtr> before) {
+                     std::vector<tensor::StatementPtr> before) {
     IndexVar i = index_var("i");
     IndexVar j = index_var("j");
     auto st = std::make_shared<tensor::Statement>();
@@ -210,23 +209,22 @@ Value Lowerer::plait_sparse_call(const std::string& fn, const ast::Call& c) {
     st->vars = {i};
     st->rhs = tensor::reduce(op, j, f(tensor::access(s, {i, j})));
     st->loc = c.loc;
-    st->what = what;
     return with_statement(std::move(before), st, false, ScalarKind::Int32);
   };
   auto identity = [](const tensor::IndexExpr& x) { return x; };
   if (fn == "exp") {
     expect(1, {});
-    return algebra_pattern_map(self, c.loc, "plait.sparse.exp", ft,
+    return algebra_pattern_map(self, c.loc, ft,
                                [&](const tensor::IndexExpr& x) { return tensor::call(ir::Intrinsic::Exp, x, ft); });
   }
   if (fn == "row_max") {
     expect(1, {});
-    return per_row(ir::ReduceOp::Max, identity, "row_max", self.algebra->program->stmts);
+    return per_row(ir::ReduceOp::Max, identity, self.algebra->program->stmts);
   }
   if (fn == "row_sum") {
     expect(1, {});
     return per_row(
-        ir::ReduceOp::Add, [&](const tensor::IndexExpr& x) { return tensor::cast(x, ft); }, "row_sum",
+        ir::ReduceOp::Add, [&](const tensor::IndexExpr& x) { return tensor::cast(x, ft); },
         self.algebra->program->stmts);
   }
   if (fn == "mask") {
@@ -234,7 +232,7 @@ Value Lowerer::plait_sparse_call(const std::string& fn, const ast::Call& c) {
     if (args.size() != 2) type_error(name + "() takes a sparse matrix and an array", c.loc);
     TensorVarPtr d = algebra_tensor(args[1], c.loc);
     if (d->is_sparse()) type_error(name + "() takes a dense array second", c.loc);
-    return algebra_pattern_map(self, c.loc, "plait.sparse.mask", d->type, [&](const tensor::IndexExpr& x) {
+    return algebra_pattern_map(self, c.loc, d->type, [&](const tensor::IndexExpr& x) {
       IndexVar i = x->vars[0];
       IndexVar j = x->vars[1];
       return broadcast_access(d, {i, j}, s->shape, c.loc);
@@ -249,22 +247,20 @@ Value Lowerer::plait_sparse_call(const std::string& fn, const ast::Call& c) {
                       "softmax the transpose's rows: plait.sparse.softmax(S.T.tocsr(), axis=1).T",
                   c.loc);
     // m(i) = max_j S(i,j); s(i) = sum_j exp(S(i,j) - m(i)); out(i,j) = exp(S(i,j) - m(i)) / s(i)
-    Value m = per_row(ir::ReduceOp::Max, identity, "softmax: row max", self.algebra->program->stmts);
+    Value m = per_row(ir::ReduceOp::Max, identity, self.algebra->program->stmts);
     TensorVarPtr mt = m.algebra->program->result;
     auto shifted = [&](const tensor::IndexExpr& x) {
       return tensor::call(ir::Intrinsic::Exp,
                           tensor::binary(ir::BinaryOp::Sub, x, tensor::access(mt, {x->vars[0]}), ft), ft);
     };
-    Value sum = per_row(ir::ReduceOp::Add, shifted, "softmax: row sum", m.algebra->program->stmts);
+    Value sum = per_row(ir::ReduceOp::Add, shifted, m.algebra->program->stmts);
     TensorVarPtr st = sum.algebra->program->result;
-    auto stored_self = std::make_shared<AlgebraValue>(*self.algebra);
-    auto program = std::make_shared<tensor::Program>(*self.algebra->program);
-    program->stmts = sum.algebra->program->stmts;
-    stored_self->program = program;
     return algebra_pattern_map(
-        Value::of_algebra(stored_self, c.loc), c.loc, "plait.sparse.softmax", ft, [&](const tensor::IndexExpr& x) {
+        self, c.loc, ft,
+        [&](const tensor::IndexExpr& x) {
           return tensor::binary(ir::BinaryOp::Div, shifted(x), tensor::access(st, {x->vars[0]}), ft);
-        });
+        },
+        &sum.algebra->program->stmts);
   }
   unsupported(name + " is not a function of plait.sparse (softmax, exp, row_max, row_sum and mask are)", c.loc);
 }

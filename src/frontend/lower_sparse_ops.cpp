@@ -43,14 +43,14 @@ Value Lowerer::lower_algebra(const ast::Expr& e) {
       const auto& b = *e.as<ast::BinOp>();
       Value a = algebra_operand(*b.left);
       Value c = algebra_operand(*b.right);
-      return algebra_binary(b.op, a, c, e.loc, false);
+      return algebra_binary(b.op, a, c, e.loc);
     }
     case ast::ExprKind::UnaryOp: {
       const auto& u = *e.as<ast::UnaryOp>();
       Value a = algebra_operand(*u.operand);
       if (u.op == ast::UnaryOpKind::UAdd) return a;
       if (u.op != ast::UnaryOpKind::USub) unsupported("this unary operator is not defined on sparse matrices", e.loc);
-      return algebra_binary(ast::BinOpKind::Mult, a, Value::of(int_imm(-1, e.loc)), e.loc, false);
+      return algebra_binary(ast::BinOpKind::Mult, a, Value::of(int_imm(-1, e.loc)), e.loc);
     }
     case ast::ExprKind::Attribute:
       return algebra_attribute(*e.as<ast::Attribute>());
@@ -82,7 +82,6 @@ Value Lowerer::algebra_operand(const ast::Expr& e) {
 TensorVarPtr Lowerer::algebra_tensor(const Value& v, SourceLoc loc) {
   if (v.kind == Value::Kind::Algebra) return v.algebra->program->result;
   auto t = std::make_shared<tensor::TensorVar>();
-  t->operand = true;
   if (v.kind == Value::Kind::Scalar) {
     t->type = v.scalar->type;
     if (inferring_ || v.scalar->as<ir::IntImm>() || v.scalar->as<ir::FloatImm>() || v.scalar->as<ir::BoolImm>()) {
@@ -187,7 +186,6 @@ Value Lowerer::algebra_matmul(const Value& a, const Value& b, SourceLoc loc) {
   s->rhs = tensor::reduce(ir::ReduceOp::Add, k,
                           tensor::binary(ir::BinaryOp::Mul, tensor::access(x, xv), tensor::access(y, yv), type));
   s->loc = loc;
-  s->what = "@";
   const bool matrix =
       (a.kind == Value::Kind::Algebra && a.algebra->matrix) || (b.kind == Value::Kind::Algebra && b.algebra->matrix);
   Value result = with_statement(tensor::merge_statements(stmts_of(a), stmts_of(b)), s, matrix, ScalarKind::Int32);
@@ -215,7 +213,7 @@ Value Lowerer::algebra_matmul(const Value& a, const Value& b, SourceLoc loc) {
       other = algebra_matmul(algebra_matmul(a, right->factors[0], loc), right->factors[1], loc);
     }
     associating_ = false;
-    if (other.kind == Value::Kind::Algebra) value->alternatives.push_back(other.algebra->program);
+    if (other.kind == Value::Kind::Algebra) value->other_association = other.algebra->program;
   }
   return Value::of_algebra(value, loc);
 }
@@ -237,25 +235,25 @@ Value Lowerer::algebra_elementwise(ir::BinaryOp op, const Value& sparse, const V
   st->vars = {i, j};
   st->rhs = sparse_left ? tensor::binary(op, x, y, type) : tensor::binary(op, y, x, type);
   st->loc = loc;
-  st->what = what;
   return with_statement(tensor::merge_statements(stmts_of(sparse), stmts_of(other)), st, sparse.algebra->matrix,
                         sparse.algebra->index);
 }
 
-Value Lowerer::algebra_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc,
-                              bool matrix_product_star) {
+Value Lowerer::algebra_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc) {
   const bool sa = is_sparse_value(a);
   const bool sb = is_sparse_value(b);
   if (op == ast::BinOpKind::MatMult) return algebra_matmul(a, b, loc);
-  if (a.kind == Value::Kind::Algebra && !sa) return algebra_binary(op, realize(a, loc), b, loc, matrix_product_star);
-  if (b.kind == Value::Kind::Algebra && !sb) return algebra_binary(op, a, realize(b, loc), loc, matrix_product_star);
-  const Value& s = sa ? a : b;
-  const Value& o = sa ? b : a;
+  if (a.kind == Value::Kind::Algebra && !sa) return algebra_binary(op, realize(a, loc), b, loc);
+  if (b.kind == Value::Kind::Algebra && !sb) return algebra_binary(op, a, realize(b, loc), loc);
+  const Value& x = a;
+  const Value& y = b;
+  const Value& s = sa ? x : y;
+  const Value& o = sa ? y : x;
   const bool scalar = o.kind == Value::Kind::Scalar;
   switch (op) {
     case ast::BinOpKind::Mult:
       // csr_matrix's `*` is the matrix product, except by a number.
-      if (s.algebra->matrix && !scalar && !matrix_product_star) return algebra_matmul(a, b, loc);
+      if (s.algebra->matrix && !scalar) return algebra_matmul(x, y, loc);
       if (!scalar && !sa == !sb) break;
       return algebra_elementwise(ir::BinaryOp::Mul, s, o, loc, sa, "*");
     case ast::BinOpKind::Div:
@@ -313,7 +311,6 @@ Value Lowerer::algebra_sum(const Value& self, int axis, bool mean, SourceLoc loc
     sum->vars = out;
     sum->rhs = body;
     sum->loc = loc;
-    sum->what = "sum";
     before.push_back(sum);
     Expr count = axis == 1 ? s->shape[1] : axis == 0 ? s->shape[0] : mul(s->shape[0], s->shape[1], loc);
     // SciPy divides by the count as a Python float.
@@ -330,17 +327,15 @@ Value Lowerer::algebra_sum(const Value& self, int axis, bool mean, SourceLoc loc
   st->vars = out;
   st->rhs = body;
   st->loc = loc;
-  st->what = mean ? "mean" : "sum";
   return with_statement(std::move(before), st, false, ScalarKind::Int32);
 }
 
-Value Lowerer::algebra_map(const Value& self, ir::Intrinsic fn, SourceLoc loc, const char* what) {
+Value Lowerer::algebra_map(const Value& self, ir::Intrinsic fn, SourceLoc loc) {
   const ScalarType t = self.algebra->program->result->type;
   const bool keeps_type =
       fn == ir::Intrinsic::Abs || fn == ir::Intrinsic::Floor || fn == ir::Intrinsic::Ceil || fn == ir::Intrinsic::Trunc;
   const ScalarType type = t.is_float() || keeps_type ? t : ScalarType::f64();
-  return algebra_pattern_map(self, loc, what, type,
-                             [&](const tensor::IndexExpr& x) { return tensor::call(fn, x, type); });
+  return algebra_pattern_map(self, loc, type, [&](const tensor::IndexExpr& x) { return tensor::call(fn, x, type); });
 }
 
 }  // namespace plait::lowering

@@ -646,9 +646,7 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
     }
     return;
   }
-  std::vector<ValueType> abi;
-  for (const ValueType& t : *results_)
-    for (const ValueType& part : abi_types(t)) abi.push_back(part);
+  const std::vector<ValueType> abi = Signature{*results_}.abi().args;
   for (size_t i = 0; i < values.size(); ++i)
     if (values[i].scalar) values[i].scalar = cast(values[i].scalar, abi[i].scalar);
   out.push_back(ir::Return::make(values, r.loc));

@@ -254,10 +254,12 @@ Value Lowerer::global_value(const std::string& id, SourceLoc loc) {
 
 Value Lowerer::lookup_name(const ast::Name& name) {
   const std::string& id = name.id;
-  if (auto sparse = sparse_values_.find(id); sparse != sparse_values_.end()) return sparse->second;
-  if (auto t = types_.find(id); t != types_.end() && t->second.sparse) {
-    if (inferring_) throw TypeNotKnownYet{};
-    unsupported("'" + id + "' is read before the sparse matrix it is bound to is computed", name.loc);
+  if (!sparse_params_.empty()) {
+    if (auto sparse = sparse_values_.find(id); sparse != sparse_values_.end()) return sparse->second;
+    if (auto t = types_.find(id); t != types_.end() && t->second.sparse) {
+      if (inferring_) throw TypeNotKnownYet{};
+      unsupported("'" + id + "' is read before the sparse matrix it is bound to is computed", name.loc);
+    }
   }
   if (assigned_names_.count(id) || param_names_.count(id)) {
     if (inferring_) {
@@ -421,9 +423,7 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
     out.declared_results = out.results;
     out.declared_tuple = out.returns_tuple;
     out.declared_list = out.returns_list;
-    out.results.clear();
-    for (const ValueType& t : out.declared_results)
-      for (const ValueType& part : abi_types(t)) out.results.push_back(part);
+    out.results = Signature{out.declared_results}.abi().args;
     out.returns_tuple = true;
     out.returns_list = false;
   }

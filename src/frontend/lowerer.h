@@ -163,9 +163,9 @@ struct AlgebraValue {
   // A matrix product's operands, when the program's result is one: a chain
   // of products can be associated the other way.
   std::vector<Value> factors;
-  // Programs that compute the same result another way (the other
-  // association of a chain); the cheapest runs, chosen at run time.
-  std::vector<tensor::ProgramPtr> alternatives;
+  // A program that computes the same result another way (the other
+  // association of a chain), or null; the cheaper runs, chosen at run time.
+  tensor::ProgramPtr other_association;
   bool sparse() const { return program->result->is_sparse(); }
 };
 
@@ -299,14 +299,17 @@ class Lowerer {
   Value algebra_method(const std::string& method, const Value& self, const ast::Call& c);
   Value plait_sparse_call(const std::string& fn, const ast::Call& c);
   Value algebra_attribute(const ast::Attribute& a);
-  Value algebra_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc, bool matrix_product_star);
+  Value algebra_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc);
   Value algebra_matmul(const Value& a, const Value& b, SourceLoc loc);
   Value algebra_elementwise(ir::BinaryOp op, const Value& sparse, const Value& other, SourceLoc loc, bool sparse_left,
                             const char* what);
   Value algebra_sum(const Value& self, int axis, bool mean, SourceLoc loc);
-  Value algebra_map(const Value& self, ir::Intrinsic fn, SourceLoc loc, const char* what);
-  Value algebra_pattern_map(const Value& self, SourceLoc loc, const char* what, ScalarType type,
-                            const std::function<tensor::IndexExpr(const tensor::IndexExpr&)>& f);
+  Value algebra_map(const Value& self, ir::Intrinsic fn, SourceLoc loc);
+  // A statement with self's pattern whose values are f(self's value); it
+  // runs after `before` (default: self's statements).
+  Value algebra_pattern_map(const Value& self, SourceLoc loc, ScalarType type,
+                            const std::function<tensor::IndexExpr(const tensor::IndexExpr&)>& f,
+                            const std::vector<tensor::StatementPtr>* before = nullptr);
   Value algebra_transpose(const Value& self, SourceLoc loc);
   Value algebra_toarray(const Value& self, SourceLoc loc);
   // An axis argument: 0 or 1 (-2 and -1 counted from the end), -1 for None.
@@ -326,13 +329,13 @@ class Lowerer {
   // value over the computed values.
   Value realize(const Value& v, SourceLoc loc);
   void check_sparse_assignment(const std::string& name, SourceLoc loc);
-  // A sparse value returned: its values, column indices, row pointers and other extent.
+  // A sparse value returned (CSR; lower_return refuses a transposed one): its
+  // values, column indices, row pointers and column count.
   void sparse_return_values(const Value& v, std::vector<ir::ReturnValue>& out, SourceLoc loc);
   std::map<std::string, Value> sparse_values_;  // sparse parameters and locals
   std::set<std::string> once_at_top_;           // locals assigned once, at the function's top level
   int algebra_counter_ = 0;
-  bool associating_ = false;                 // building the other association of a chain
-  std::vector<ValueType> declared_results_;  // with sparse results folded (Function::declared_results)
+  bool associating_ = false;  // building the other association of a chain
 
   // ------------------------------------------------------------ array expressions (lower_array_exprs.cpp)
   bool is_array_like(const Value& v) const { return v.kind == Value::Kind::Array || v.kind == Value::Kind::Tensor; }

@@ -330,12 +330,6 @@ Signature Signature::abi() const {
   return out;
 }
 
-bool Signature::has_sparse() const {
-  for (const ValueType& t : args)
-    if (t.is_sparse()) return true;
-  return false;
-}
-
 std::string Signature::to_string() const {
   std::string s;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -155,7 +155,6 @@ struct Signature {
   std::string to_string() const;
   // The signature of the entry point: each argument as abi_types gives it.
   Signature abi() const;
-  bool has_sparse() const;
   bool operator==(const Signature& o) const { return args == o.args; }
 };
 

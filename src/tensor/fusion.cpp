@@ -12,27 +12,10 @@ namespace {
 
 using Remarks = std::vector<std::pair<SourceLoc, std::string>>;
 
-std::vector<IndexExpr> factors(const IndexExpr& e) {
-  if (e->kind == ExprKind::Binary && e->binary == ir::BinaryOp::Mul) {
-    std::vector<IndexExpr> out = factors(e->a);
-    for (const IndexExpr& f : factors(e->b)) out.push_back(f);
-    return out;
-  }
-  return {e};
-}
-
 IndexExpr product(const std::vector<IndexExpr>& fs, ScalarType type) {
   IndexExpr out = fs[0];
   for (size_t k = 1; k < fs.size(); ++k) out = binary(ir::BinaryOp::Mul, out, fs[k], type);
   return out;
-}
-
-IndexExpr with_operands(const IndexExpr& e, IndexExpr a, IndexExpr b) {
-  if (a == e->a && b == e->b) return e;
-  auto copy = std::make_shared<IndexExprNode>(*e);
-  copy->a = std::move(a);
-  copy->b = std::move(b);
-  return copy;
 }
 
 // Reduction redundancy: sum_k(a * b) with a free of k becomes a * sum_k(b).

@@ -18,15 +18,6 @@ std::shared_ptr<IndexExprNode> node(ExprKind kind, ScalarType type) {
   return n;
 }
 
-// The same node with new operands (a, b may be the old ones).
-IndexExpr with_operands(const IndexExprNode& n, IndexExpr a, IndexExpr b) {
-  if (a == n.a && b == n.b) return nullptr;
-  auto copy = std::make_shared<IndexExprNode>(n);
-  copy->a = std::move(a);
-  copy->b = std::move(b);
-  return copy;
-}
-
 const char* binary_text(ir::BinaryOp op) {
   switch (op) {
     case ir::BinaryOp::Add:
@@ -49,6 +40,23 @@ std::string vars_text(const std::vector<IndexVar>& vars) {
 }
 
 }  // namespace
+
+IndexExpr with_operands(const IndexExpr& e, IndexExpr a, IndexExpr b) {
+  if (a == e->a && b == e->b) return e;
+  auto copy = std::make_shared<IndexExprNode>(*e);
+  copy->a = std::move(a);
+  copy->b = std::move(b);
+  return copy;
+}
+
+std::vector<IndexExpr> factors(const IndexExpr& e) {
+  if (e->kind == ExprKind::Binary && e->binary == ir::BinaryOp::Mul) {
+    std::vector<IndexExpr> out = factors(e->a);
+    for (const IndexExpr& f : factors(e->b)) out.push_back(f);
+    return out;
+  }
+  return {e};
+}
 
 IndexExpr access(const TensorVarPtr& t, std::vector<IndexVar> vars) {
   auto n = node(ExprKind::Access, ScalarType{t->type.kind, false});
@@ -143,10 +151,7 @@ IndexExpr replace_access(const IndexExpr& e, const TensorVar* t,
                          const std::function<IndexExpr(const IndexExprNode&)>& with) {
   if (!e) return e;
   if (e->kind == ExprKind::Access) return e->tensor.get() == t ? with(*e) : e;
-  IndexExpr a = replace_access(e->a, t, with);
-  IndexExpr b = replace_access(e->b, t, with);
-  IndexExpr changed = with_operands(*e, a, b);
-  return changed ? changed : e;
+  return with_operands(e, replace_access(e->a, t, with), replace_access(e->b, t, with));
 }
 
 IndexExpr rename(const IndexExpr& e, const IndexVar& from, const IndexVar& to) {

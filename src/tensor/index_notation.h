@@ -40,7 +40,6 @@ struct TensorVar {
   ScalarType type;   // element type (strong)
   Format format;
   std::vector<ir::Expr> shape;  // int extents, one per dimension
-  bool operand = false;
   // Storage in the loop IR: a dense tensor's array (rank dimensions), or a
   // sparse tensor's 1-D values with per level the pos and crd arrays (null
   // for dense levels). A sparse result shares its pattern's pos and crd:
@@ -94,8 +93,7 @@ struct Statement {
   TensorVarPtr out;
   std::vector<IndexVar> vars;  // one per dimension of out
   IndexExpr rhs;
-  SourceLoc loc;     // the operator's position in the user's code
-  std::string what;  // the operator, for explain(): "@", "multiply", "sum(axis=1)"
+  SourceLoc loc;  // the operator's position in the user's code
 };
 using StatementPtr = std::shared_ptr<const Statement>;
 
@@ -116,6 +114,11 @@ bool mentions(const IndexExpr& e, const IndexVar& v);
 bool reads(const IndexExpr& e, const TensorVar* t);
 // The accesses of e, outermost first.
 std::vector<const IndexExprNode*> accesses(const IndexExpr& e);
+// e with operands a and b (e itself when they are its own).
+IndexExpr with_operands(const IndexExpr& e, IndexExpr a, IndexExpr b);
+// The factors of a product (binary() casts every operand to the product's
+// type, so a product's factors share its type); e alone when it is not one.
+std::vector<IndexExpr> factors(const IndexExpr& e);
 // e with every access of t replaced by `with(access)`.
 IndexExpr replace_access(const IndexExpr& e, const TensorVar* t,
                          const std::function<IndexExpr(const IndexExprNode&)>& with);

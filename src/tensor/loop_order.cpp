@@ -26,17 +26,7 @@ ir::Expr extent_of(const IndexExpr& e, const IndexVar& v, std::string* name) {
 }
 
 std::vector<std::pair<IndexExpr, size_t>> placed_factors(const LoopOrder& order, size_t first) {
-  std::vector<IndexExpr> fs;
-  std::function<void(const IndexExpr&)> split = [&](const IndexExpr& e) {
-    if (e->kind == ExprKind::Binary && e->binary == ir::BinaryOp::Mul && e->a->type == e->type &&
-        e->b->type == e->type) {
-      split(e->a);
-      split(e->b);
-    } else {
-      fs.push_back(e);
-    }
-  };
-  split(order.body);
+  const std::vector<IndexExpr> fs = factors(order.body);
   std::vector<std::pair<IndexExpr, size_t>> out;
   for (const IndexExpr& f : fs) {
     size_t depth = first;

@@ -57,7 +57,6 @@ const char* const kSddmmSignature = "csr[f64, i32], f64[:, ::1], f64[:, ::1]";
 TEST(SparseSignature, SpellsAndExpandsCsr) {
   Signature s = Signature::parse("csr[f64, i32], csr_matrix[f32, i64], f64[::1]");
   EXPECT_EQ(s.to_string(), "csr[f64, i32], csr_matrix[f32, i64], f64[::1]");
-  EXPECT_TRUE(s.has_sparse());
   EXPECT_EQ(s.abi().to_string(), "f64[::1], i32[::1], i32[::1], int, f32[::1], i64[::1], i64[::1], int, f64[::1]");
   EXPECT_THROW(Signature::parse("csr[f64]"), std::invalid_argument);
   EXPECT_THROW(Signature::parse("csr[f64, f32]"), std::invalid_argument);

@@ -160,17 +160,12 @@ def bootstrap_ci(times, rng, resamples=1000):
     return float(np.percentile(medians, 2.5)), float(np.percentile(medians, 97.5))
 
 
-def time_runs(peer, fn, module, inputs, repeat, budget_s, times, min_runs=MIN_RUNS):
-    """Appends run times in seconds to `times`: `repeat` runs, more when the
-    median is short, fewer (but at least `min_runs`) when they would take more
-    than `budget_s`. Filling a list given by the caller keeps the runs made
-    before a time limit interrupts a later one."""
-    def one_run():
-        args = peer.prepare(inputs, module.PARAMETERS)
-        start = time.perf_counter()
-        peer.call(fn, args)
-        times.append(time.perf_counter() - start)
-
+def repeat_runs(one_run, repeat, budget_s, times, min_runs=MIN_RUNS):
+    """Calls one_run() (which appends one run's time in seconds to `times`):
+    `repeat` runs, more when the median is short, fewer (but at least
+    `min_runs`) when they would take more than `budget_s`. Filling a list
+    given by the caller keeps the runs made before a time limit interrupts a
+    later one."""
     while len(times) < repeat and (len(times) < min_runs or sum(times) < budget_s):
         one_run()
     median = float(np.median(times))
@@ -179,6 +174,17 @@ def time_runs(peer, fn, module, inputs, repeat, budget_s, times, min_runs=MIN_RU
         while len(times) < wanted:
             one_run()
     return times
+
+
+def time_runs(peer, fn, module, inputs, repeat, budget_s, times, min_runs=MIN_RUNS):
+    """repeat_runs of one NPBench kernel, its inputs prepared before each run."""
+    def one_run():
+        args = peer.prepare(inputs, module.PARAMETERS)
+        start = time.perf_counter()
+        peer.call(fn, args)
+        times.append(time.perf_counter() - start)
+
+    return repeat_runs(one_run, repeat, budget_s, times, min_runs)
 
 
 class TimeLimitExceeded(BaseException):

@@ -71,8 +71,22 @@ def first_line(exc):
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-def _missing(module_name):
+def missing(module_name):
     return None if importlib.util.find_spec(module_name) else f"{module_name} is not installed"
+
+
+def cupy_unavailable():
+    """Why CuPy cannot run here, or None."""
+    reason = missing("cupy")
+    if reason is None:
+        import cupy
+
+        try:
+            if cupy.cuda.runtime.getDeviceCount() < 1:
+                return "cupy finds no GPU"
+        except Exception as e:  # noqa: BLE001 -- CuPy's error types differ across versions
+            return f"cupy cannot use the GPU ({first_line(e)})"
+    return reason
 
 
 class NumpyPeer(Peer):
@@ -83,7 +97,7 @@ class NumbaPeer(Peer):
     name = "numba"
 
     def unavailable(self):
-        reason = _missing("numba")
+        reason = missing("numba")
         if reason is None:
             # Numba warns about non-contiguous dots and loops it cannot
             # parallelise; the versions are written as its users write them.
@@ -156,16 +170,7 @@ class CupyPeer(Peer):
     name = "cupy"
 
     def unavailable(self):
-        reason = _missing("cupy")
-        if reason is None:
-            import cupy
-
-            try:
-                if cupy.cuda.runtime.getDeviceCount() < 1:
-                    return "cupy finds no GPU"
-            except Exception as e:  # noqa: BLE001 -- CuPy's error types differ across versions
-                return f"cupy cannot use the GPU ({first_line(e)})"
-        return reason
+        return cupy_unavailable()
 
     def release(self):
         import cupy
@@ -203,7 +208,7 @@ class JaxPeer(Peer):
         self.require_gpu = require_gpu
 
     def unavailable(self):
-        reason = _missing("jax")
+        reason = missing("jax")
         if reason is None:
             os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
             import jax
@@ -240,7 +245,7 @@ class TorchPeer(Peer):
         self.name = "torch_compile" if compiled else "torch"
 
     def unavailable(self):
-        reason = _missing("torch")
+        reason = missing("torch")
         if reason is None and self.device == "cuda":
             import torch
 

@@ -66,10 +66,7 @@ from plait import sparse as plait_sparse
 
 from . import sparse_data
 from .npbench import (
-    MAX_RUNS,
     MIN_RUNS,
-    SHORT_RUN_BUDGET_S,
-    SHORT_RUN_S,
     TimeLimitExceeded,
     _Progress,
     bootstrap_ci,
@@ -77,6 +74,7 @@ from .npbench import (
     format_time,
     geomean,
     machine_description,
+    repeat_runs,
     time_limit,
 )
 from .peers import first_line
@@ -214,21 +212,13 @@ class Result:
 
 
 def time_runs(peer, fn, args, repeat, budget_s, min_runs, times):
-    """Appends run times to `times` (kept when a time limit interrupts):
-    `repeat` runs, more when the median is short, fewer (at least
-    `min_runs`) past `budget_s` seconds."""
+    """npbench.repeat_runs of one peer's version of a kernel on prepared arguments."""
     def one_run():
         start = time.perf_counter()
         peer.call(fn, args)
         times.append(time.perf_counter() - start)
 
-    while len(times) < repeat and (len(times) < min_runs or sum(times) < budget_s):
-        one_run()
-    median = float(np.median(times))
-    if median < SHORT_RUN_S:
-        wanted = min(MAX_RUNS, max(repeat, int(SHORT_RUN_BUDGET_S / max(median, 1e-6))))
-        while len(times) < wanted:
-            one_run()
+    repeat_runs(one_run, repeat, budget_s, times, min_runs)
 
 
 def run_peer(peer, kernel, data_name, inputs, reference, validate, repeat, rng, verbose, budget_s=math.inf,

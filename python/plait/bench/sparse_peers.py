@@ -21,12 +21,11 @@ when CuPy is installed, else the host inputs (copied at each call). Torch
 tensors hold int64 indices, PyTorch's index type.
 """
 
-import importlib.util
 import warnings
 
 import numpy as np
 
-from .peers import first_line
+from .peers import cupy_unavailable, first_line, missing
 
 
 class SparsePeer:
@@ -64,10 +63,6 @@ class SparsePeer:
 
     def release(self):
         """Frees cached device memory after a kernel."""
-
-
-def _missing(module_name):
-    return None if importlib.util.find_spec(module_name) else f"{module_name} is not installed"
 
 
 def _cuda_only(target, name):
@@ -130,16 +125,7 @@ class CupyPeer(SparsePeer):
         self.target = target
 
     def unavailable(self):
-        reason = _cuda_only(self.target, "cupy") or _missing("cupy")
-        if reason is None:
-            import cupy
-
-            try:
-                if cupy.cuda.runtime.getDeviceCount() < 1:
-                    return "cupy finds no GPU"
-            except Exception as e:  # noqa: BLE001 -- CuPy's error types differ across versions
-                return f"cupy cannot use the GPU ({first_line(e)})"
-        return reason
+        return _cuda_only(self.target, "cupy") or cupy_unavailable()
 
     def prepare(self, kernel, args):
         import cupy
@@ -240,7 +226,7 @@ class TorchPeer(SparsePeer):
         self.device = "cuda" if target == "cuda" else "cpu"
 
     def unavailable(self):
-        reason = _missing("torch")
+        reason = missing("torch")
         if reason is None:
             import torch
 
@@ -290,14 +276,14 @@ class PygPeer(TorchPeer):
 
     def unavailable(self):
         reason = _cuda_only(self.target, "pyg") or super().unavailable()
-        if reason is None and _missing("torch_sparse") and _missing("torch_geometric"):
+        if reason is None and missing("torch_sparse") and missing("torch_geometric"):
             return "neither torch_sparse nor torch_geometric is installed"
         return reason
 
     def implementation(self, kernel, fn):
         if kernel not in self.KERNELS:
             return None
-        if _missing("torch_sparse") is None:
+        if missing("torch_sparse") is None:
             from torch_sparse import matmul
         else:
             from torch_geometric.utils import spmm as matmul
@@ -307,7 +293,7 @@ class PygPeer(TorchPeer):
 
     def prepare(self, kernel, args):
         out = super().prepare(kernel, args)
-        if _missing("torch_sparse") is None:
+        if missing("torch_sparse") is None:
             from torch_sparse import SparseTensor
 
             A = out[0]
