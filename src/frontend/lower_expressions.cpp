@@ -223,6 +223,66 @@ Expr Lowerer::compare_signed_with_uint64(ir::CompareOp o, Expr a, Expr b, Source
 
 // ================================================================ expressions
 
+Value Lowerer::binary_value(const ast::BinOp& b, const Value& lv, const Value& rv) {
+  if (is_array_like(lv) || is_array_like(rv)) return tensor_binary(b.op, lv, rv, b.loc);
+  Expr l = as_scalar(lv, "arithmetic", b.left->loc);
+  Expr r = as_scalar(rv, "arithmetic", b.right->loc);
+  return Value::of(binary(b.op, l, r, b.loc));
+}
+
+Value Lowerer::unary_value(const ast::UnaryOp& u, const Value& operand) {
+  if (is_array_like(operand)) {
+    if (u.op == ast::UnaryOpKind::Not)
+      type_error("'not' of an array is ambiguous; use np.logical_not or ~ on a bool array", u.loc);
+    const ast::UnaryOpKind op = u.op;
+    const SourceLoc loc = u.loc;
+    return elementwise(
+        {operand},
+        [this, op, loc](const std::vector<Expr>& x) {
+          if (op == ast::UnaryOpKind::UAdd) return x[0];
+          if (op == ast::UnaryOpKind::USub) {
+            if (x[0]->type.is_bool()) unsupported("negative of a bool array; convert it with astype(int)", loc);
+            return ir::Unary::make(ir::UnaryOp::Neg, x[0], loc);
+          }
+          if (x[0]->type.is_float()) type_error("bad operand type for unary ~: " + describe(x[0]->type), loc);
+          return ir::Unary::make(x[0]->type.is_bool() ? ir::UnaryOp::Not : ir::UnaryOp::BitNot, x[0], loc);
+        },
+        u.loc);
+  }
+  Expr x = as_scalar(operand, "arithmetic", u.operand->loc);
+  switch (u.op) {
+    case ast::UnaryOpKind::Not: {
+      // `not x` is a Python bool whatever x is.
+      Expr t = truthy(x, u.loc);
+      return Value::of(std::make_shared<ir::Unary>(ir::UnaryOp::Not, t, ScalarType::py_bool(), u.loc));
+    }
+    case ast::UnaryOpKind::USub:
+    case ast::UnaryOpKind::UAdd: {
+      if (x->type.is_bool()) {
+        if (!x->type.weak) unsupported("unary minus on a NumPy bool; convert it with int()", u.loc);
+        x = cast(x, ScalarType::py_int());
+      }
+      if (u.op == ast::UnaryOpKind::UAdd) return Value::of(x);
+      if (auto i = x->as<ir::IntImm>())
+        return Value::of(ir::IntImm::make(
+            wrap_int(static_cast<int64_t>(0 - static_cast<uint64_t>(i->value)), x->type.kind), x->type, u.loc));
+      if (auto f = x->as<ir::FloatImm>()) return Value::of(ir::FloatImm::make(-f->value, x->type, u.loc));
+      return Value::of(ir::Unary::make(ir::UnaryOp::Neg, x, u.loc));
+    }
+    case ast::UnaryOpKind::Invert: {
+      if (x->type.is_float()) type_error("bad operand type for unary ~: " + describe(x->type), u.loc);
+      if (x->type.is_bool()) {
+        if (x->type.weak)
+          x = cast(x, ScalarType::py_int());  // ~True == -2
+        else
+          return Value::of(ir::Unary::make(ir::UnaryOp::Not, x, u.loc));
+      }
+      return Value::of(ir::Unary::make(ir::UnaryOp::BitNot, x, u.loc));
+    }
+  }
+  PLAIT_INTERNAL_ERROR("unknown unary operator");
+}
+
 Value Lowerer::lower(const ast::Expr& e) {
   if (e.kind != ast::ExprKind::Name && e.kind != ast::ExprKind::Call && involves_sparse(e)) {
     // The tensor-algebra level computes it; a dense result is computed here.
@@ -254,64 +314,11 @@ Value Lowerer::lower(const ast::Expr& e) {
       const auto& b = *e.as<ast::BinOp>();
       Value lv = lower(*b.left);
       Value rv = lower(*b.right);
-      if (is_array_like(lv) || is_array_like(rv)) return tensor_binary(b.op, lv, rv, e.loc);
-      Expr l = as_scalar(lv, "arithmetic", b.left->loc);
-      Expr r = as_scalar(rv, "arithmetic", b.right->loc);
-      return Value::of(binary(b.op, l, r, e.loc));
+      return binary_value(b, lv, rv);
     }
     case ast::ExprKind::UnaryOp: {
       const auto& u = *e.as<ast::UnaryOp>();
-      Value operand = lower(*u.operand);
-      if (is_array_like(operand)) {
-        if (u.op == ast::UnaryOpKind::Not)
-          type_error("'not' of an array is ambiguous; use np.logical_not or ~ on a bool array", e.loc);
-        const ast::UnaryOpKind op = u.op;
-        const SourceLoc loc = e.loc;
-        return elementwise(
-            {operand},
-            [this, op, loc](const std::vector<Expr>& x) {
-              if (op == ast::UnaryOpKind::UAdd) return x[0];
-              if (op == ast::UnaryOpKind::USub) {
-                if (x[0]->type.is_bool()) unsupported("negative of a bool array; convert it with astype(int)", loc);
-                return ir::Unary::make(ir::UnaryOp::Neg, x[0], loc);
-              }
-              if (x[0]->type.is_float()) type_error("bad operand type for unary ~: " + describe(x[0]->type), loc);
-              return ir::Unary::make(x[0]->type.is_bool() ? ir::UnaryOp::Not : ir::UnaryOp::BitNot, x[0], loc);
-            },
-            e.loc);
-      }
-      Expr x = as_scalar(operand, "arithmetic", u.operand->loc);
-      switch (u.op) {
-        case ast::UnaryOpKind::Not: {
-          // `not x` is a Python bool whatever x is.
-          Expr t = truthy(x, e.loc);
-          return Value::of(std::make_shared<ir::Unary>(ir::UnaryOp::Not, t, ScalarType::py_bool(), e.loc));
-        }
-        case ast::UnaryOpKind::USub:
-        case ast::UnaryOpKind::UAdd: {
-          if (x->type.is_bool()) {
-            if (!x->type.weak) unsupported("unary minus on a NumPy bool; convert it with int()", e.loc);
-            x = cast(x, ScalarType::py_int());
-          }
-          if (u.op == ast::UnaryOpKind::UAdd) return Value::of(x);
-          if (auto i = x->as<ir::IntImm>())
-            return Value::of(ir::IntImm::make(
-                wrap_int(static_cast<int64_t>(0 - static_cast<uint64_t>(i->value)), x->type.kind), x->type, e.loc));
-          if (auto f = x->as<ir::FloatImm>()) return Value::of(ir::FloatImm::make(-f->value, x->type, e.loc));
-          return Value::of(ir::Unary::make(ir::UnaryOp::Neg, x, e.loc));
-        }
-        case ast::UnaryOpKind::Invert: {
-          if (x->type.is_float()) type_error("bad operand type for unary ~: " + describe(x->type), e.loc);
-          if (x->type.is_bool()) {
-            if (x->type.weak)
-              x = cast(x, ScalarType::py_int());  // ~True == -2
-            else
-              return Value::of(ir::Unary::make(ir::UnaryOp::Not, x, e.loc));
-          }
-          return Value::of(ir::Unary::make(ir::UnaryOp::BitNot, x, e.loc));
-        }
-      }
-      break;
+      return unary_value(u, lower(*u.operand));
     }
     case ast::ExprKind::BoolOp: {
       const auto& b = *e.as<ast::BoolOp>();

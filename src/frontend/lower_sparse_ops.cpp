@@ -43,11 +43,15 @@ Value Lowerer::lower_algebra(const ast::Expr& e) {
       const auto& b = *e.as<ast::BinOp>();
       Value a = algebra_operand(*b.left);
       Value c = algebra_operand(*b.right);
+      // Dense operands only (`(S @ x) * 2`): the array language's operator.
+      if (b.op != ast::BinOpKind::MatMult && !is_sparse_value(a) && !is_sparse_value(c))
+        return binary_value(b, realize(a, b.left->loc), realize(c, b.right->loc));
       return algebra_binary(b.op, a, c, e.loc);
     }
     case ast::ExprKind::UnaryOp: {
       const auto& u = *e.as<ast::UnaryOp>();
       Value a = algebra_operand(*u.operand);
+      if (!is_sparse_value(a)) return unary_value(u, realize(a, u.operand->loc));
       if (u.op == ast::UnaryOpKind::UAdd) return a;
       if (u.op != ast::UnaryOpKind::USub) unsupported("this unary operator is not defined on sparse matrices", e.loc);
       return algebra_binary(ast::BinOpKind::Mult, a, Value::of(int_imm(-1, e.loc)), e.loc);
@@ -243,10 +247,14 @@ Value Lowerer::algebra_binary(ast::BinOpKind op, const Value& a, const Value& b,
   const bool sa = is_sparse_value(a);
   const bool sb = is_sparse_value(b);
   if (op == ast::BinOpKind::MatMult) return algebra_matmul(a, b, loc);
-  if (a.kind == Value::Kind::Algebra && !sa) return algebra_binary(op, realize(a, loc), b, loc);
-  if (b.kind == Value::Kind::Algebra && !sb) return algebra_binary(op, a, realize(b, loc), loc);
-  const Value& x = a;
-  const Value& y = b;
+  // One operand is sparse. A dense operand of `*` stays a statement (`S * (B @ C)` is SDDMM, as
+  // S.multiply is), unless it is a number; for the others it is computed.
+  auto settled = [&](const Value& v) {
+    const bool stays = op == ast::BinOpKind::Mult && v.algebra->program->result->rank() > 0;
+    return stays ? v : realize(v, loc);
+  };
+  const Value x = a.kind == Value::Kind::Algebra && !sa ? settled(a) : a;
+  const Value y = b.kind == Value::Kind::Algebra && !sb ? settled(b) : b;
   const Value& s = sa ? x : y;
   const Value& o = sa ? y : x;
   const bool scalar = o.kind == Value::Kind::Scalar;

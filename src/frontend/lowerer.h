@@ -258,6 +258,9 @@ class Lowerer {
 
   // ------------------------------------------------------------ expressions
   Value lower(const ast::Expr& e);
+  // An arithmetic operator on lowered operands (arrays, array expressions, scalars).
+  Value binary_value(const ast::BinOp& b, const Value& lv, const Value& rv);
+  Value unary_value(const ast::UnaryOp& u, const Value& operand);
   Value lower_call(const ast::Call& c, ir::ArrayVar into = nullptr);
   Value lower_subscript(const ast::Subscript& s);
   Value lower_attribute(const ast::Attribute& a);

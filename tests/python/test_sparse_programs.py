@@ -395,3 +395,29 @@ def test_large_enough_for_threads(rng):
     X = dense(rng, n, 8)
     check_same(plait.jit(spmm)(S, X), spmm(S, X), rtol=1e-10)
     check_same(plait.jit(softmax)(S), softmax(S), rtol=1e-10)
+
+
+def test_dense_arithmetic_on_dense_results(rng):
+    def scaled_product(S, x):
+        return (S @ x) * 2.0
+
+    def sums_plus(S, y):
+        return S.sum(axis=1) + y
+
+    def negated_sums(S):
+        return -(S.sum(axis=1))
+
+    S = random_csr(rng, (6, 5))
+    for fn, args in ((scaled_product, (S, dense(rng, 5))), (sums_plus, (S, dense(rng, 6))), (negated_sums, (S,))):
+        check_same(plait.jit(fn)(*args), fn(*args))
+
+
+def test_star_with_a_product_is_sddmm(rng):
+    def star(S, B, C):
+        return S * (B @ C)
+
+    S = random_csr(rng, (7, 6))
+    B, C = dense(rng, 7, 3), dense(rng, 3, 6)
+    jitted = plait.jit(star)
+    check_same(jitted(S, B, C), star(S, B, C))
+    assert "dead-value redundancy" in jitted.explain()
