@@ -174,14 +174,15 @@ class Dispatcher(_core.Dispatcher):
         return tuple(bound.args)
 
     def _call_sparse(self, args):
-        """A call with SciPy sparse arguments (the C++ call path hands it
-        here): each as canonical CSR arrays, through an ArrayCalls."""
+        """A call with sparse arguments (the C++ call path hands it here):
+        each as canonical CSR arrays, through an ArrayCalls."""
         arrangement, parts = [], []
         for name, value in zip(self._param_names, args):
             if sparse_calls.is_sparse(value):
-                csr = sparse_calls.canonical_csr(value, name, self._sparse_notes)
-                arrangement.append(sparse_calls._is_matrix_class(value))
-                parts += [csr.data, csr.indices, csr.indptr, int(csr.shape[1])]
+                *arrays, matrix = sparse_calls.csr_parts(value, self.py_func.__name__, name, self._sparse_notes,
+                                                         self._target)
+                arrangement.append(matrix)
+                parts += arrays
             else:
                 arrangement.append(None)
                 parts.append(value)

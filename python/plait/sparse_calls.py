@@ -1,4 +1,4 @@
-"""Calls with SciPy sparse matrices (plait/dispatcher.py's _call_sparse).
+"""Calls with sparse matrices (plait/dispatcher.py's _call_sparse).
 
 A kernel takes a sparse matrix as its arrays: values, column indices, row
 pointers and the column count (the compiler's signature spells it
@@ -6,7 +6,12 @@ pointers and the column count (the compiler's signature spells it
 the dispatcher's _call_sparse, which makes each one canonical CSR (once per
 call, with a note for explain()), calls a second _core.Dispatcher that takes
 the arrays (so that the kernel's table lookup and call stay in C++), and
-folds sparse results back into SciPy matrices.
+folds sparse results back into matrices of the arguments' library.
+
+Sparse arguments: SciPy matrices and arrays on both targets; on the CUDA
+target also cupyx.scipy.sparse matrices and torch sparse tensors, whose
+arrays the kernel reads in place (SciPy's are copied to the GPU as NumPy
+arrays are).
 """
 
 import numpy as np
@@ -16,14 +21,44 @@ from . import _core
 _INDEX_CODES = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
 
 
+def sparse_kind(value):
+    """"scipy", "cupyx" or "torch" for a sparse matrix, else None."""
+    module = type(value).__module__
+    if module.startswith("torch"):
+        layout = getattr(value, "layout", None)
+        return "torch" if layout is not None and str(layout) != "torch.strided" else None
+    if hasattr(value, "tocsr") and hasattr(value, "format"):
+        return "cupyx" if module.startswith("cupyx") else "scipy"
+    return None
+
+
 def is_sparse(value):
-    return hasattr(value, "tocsr") and hasattr(value, "format")
+    return sparse_kind(value) is not None
 
 
 def _is_matrix_class(value):
     import scipy.sparse as sp
 
     return isinstance(value, sp.spmatrix)
+
+
+def csr_parts(value, kernel, name, notes, target):
+    """(values, indices, indptr, column count, whether `*` is a matrix product)
+    of argument `name` of `kernel`, a sparse matrix, as canonical CSR; `notes`
+    gets what was done."""
+    kind = sparse_kind(value)
+    if kind != "scipy" and target != "cuda":
+        where = "a cupyx.scipy.sparse matrix" if kind == "cupyx" else "a torch sparse tensor"
+        raise TypeError(f"{kernel}() argument '{name}' is {where}: sparse arguments of target='cpu' kernels are "
+                        "SciPy matrices; pass it to a target='cuda' kernel")
+    if kind == "torch":
+        csr = _canonical_torch(value, kernel, name, notes)
+        return csr.values(), csr.col_indices(), csr.crow_indices(), int(csr.shape[1]), False
+    if kind == "cupyx":
+        csr = _canonical_cupyx(value, name, notes)
+        return csr.data, csr.indices, csr.indptr, int(csr.shape[1]), True
+    csr = canonical_csr(value, name, notes)
+    return csr.data, csr.indices, csr.indptr, int(csr.shape[1]), _is_matrix_class(value)
 
 
 def canonical_csr(value, name, notes):
@@ -43,6 +78,87 @@ def canonical_csr(value, name, notes):
         csr = csr.copy() if csr is value else csr
         csr.sum_duplicates()
     return csr
+
+
+def _canonical_cupyx(value, name, notes):
+    """A cupyx.scipy.sparse matrix as canonical CSR (on the GPU)."""
+    csr = value
+    if value.format != "csr":
+        notes.add(f"argument '{name}' ({value.format.upper()}) is converted to CSR on each call")
+        csr = value.tocsr()
+    if not csr.has_canonical_format:
+        notes.add(f"argument '{name}' has unsorted or duplicate column indices: a canonical copy (sorted, "
+                  "duplicates summed) is made on each call")
+        csr = csr.copy() if csr is value else csr
+        csr.sum_duplicates()
+    return csr
+
+
+def _canonical_torch(value, kernel, name, notes):
+    """A torch sparse tensor as canonical CSR (on its device). PyTorch's CSR
+    invariants ask for sorted, distinct column indices in each row but check
+    them only on request, so they are checked here (on the device)."""
+    import torch
+
+    if value.ndim != 2:
+        raise TypeError(f"{kernel}() argument '{name}' is a {value.ndim}-D torch sparse tensor; sparse arguments "
+                        "are matrices")
+    if value.layout != torch.sparse_csr:
+        notes.add(f"argument '{name}' ({str(value.layout).replace('torch.', '')}) is converted to CSR on each call")
+        coo = value if value.layout == torch.sparse_coo else value.to_sparse_coo()
+        return _coalesced_csr(coo._indices(), coo._values(), value.shape)
+    if _torch_rows_sorted(value):
+        return value
+    notes.add(f"argument '{name}' has unsorted or duplicate column indices: a canonical copy (sorted, "
+              "duplicates summed, as torch's coalesce) is made on each call")
+    crow, col = value.crow_indices(), value.col_indices()
+    rows = torch.repeat_interleave(torch.arange(value.shape[0], device=col.device), crow.diff().long())
+    return _coalesced_csr(torch.stack([rows, col.long()]), value.values(), value.shape)
+
+
+def _coalesced_csr(indices, values, shape):
+    """The CSR tensor of COO entries, duplicates summed. The COO tensor is
+    built afresh: one converted from CSR counts as coalesced already."""
+    import torch
+
+    return torch.sparse_coo_tensor(indices, values, shape).coalesce().to_sparse_csr()
+
+
+# Torch CSR tensors found canonical: id -> (a weak reference, the version
+# counters of their index tensors), so that a tensor passed again is not
+# checked again (the check synchronises with the GPU) unless its indices
+# were written since.
+_SORTED_TORCH = {}
+_SORTED_KEPT = 1024
+
+
+def _torch_rows_sorted(csr):
+    """Whether the column indices of each row of a torch CSR tensor increase."""
+    import weakref
+
+    versions = (csr.col_indices()._version, csr.crow_indices()._version)
+    known = _SORTED_TORCH.get(id(csr))
+    if known is not None and known[0]() is csr and known[1] == versions:
+        return True
+    if not _rows_sorted_on_device(csr):
+        return False
+    if len(_SORTED_TORCH) >= _SORTED_KEPT:
+        _SORTED_TORCH.clear()
+    _SORTED_TORCH[id(csr)] = (weakref.ref(csr), versions)
+    return True
+
+
+def _rows_sorted_on_device(csr):
+    import torch
+
+    col, crow = csr.col_indices(), csr.crow_indices()
+    n = col.numel()
+    if n < 2:
+        return True
+    starts = torch.zeros(n, dtype=torch.bool, device=col.device)
+    inner = crow[1:-1]
+    starts[inner[inner < n].long()] = True  # the first position of each row after the first
+    return bool(((col[1:] > col[:-1]) | starts[1:]).all())
 
 
 def fold_signature(abi_signature, sparse_params):
@@ -95,7 +211,7 @@ class ArrayCalls(_core.Dispatcher):
 
     def _compile(self, abi_signature):
         kernel = self._owner._compile(fold_signature(abi_signature, self._sparse_params))
-        self.kernels[kernel.abi_signature] = kernel
+        self.kernels[abi_signature] = kernel
         self.folds = self.folds or bool(kernel.declared_results)
         return kernel
 
@@ -105,8 +221,6 @@ class ArrayCalls(_core.Dispatcher):
 
 def fold_results(kernel, results, arguments):
     """The Python results of a kernel that returns sparse matrices as arrays."""
-    import scipy.sparse as sp
-
     given = set(id(a) for a in arguments)
     out, k = [], 0
     for declared in kernel.declared_results:
@@ -117,12 +231,37 @@ def fold_results(kernel, results, arguments):
         data, indices, indptr, ncols = results[k:k + 4]
         k += 4
         # A result never shares an argument's index arrays, as SciPy's never does.
-        indices = indices.copy() if id(indices) in given else indices
-        indptr = indptr.copy() if id(indptr) in given else indptr
-        cls = sp.csr_matrix if declared.startswith("csr_matrix") else sp.csr_array
-        out.append(cls((data, indices, indptr), shape=(len(indptr) - 1, ncols), copy=False))
+        indices = _copy(indices) if id(indices) in given else indices
+        indptr = _copy(indptr) if id(indptr) in given else indptr
+        out.append(_matrix(declared, data, indices, indptr, ncols))
     if kernel.declared_list:
         return out
     if kernel.declared_tuple:
         return tuple(out)
     return out[0] if out else None
+
+
+def _copy(array):
+    return array.clone() if type(array).__module__.startswith("torch") else array.copy()
+
+
+def _matrix(declared, data, indices, indptr, ncols):
+    """A sparse result in the library of its arrays: torch tensors give a torch
+    sparse CSR tensor, CuPy arrays a cupyx csr_matrix, NumPy arrays SciPy's
+    csr_array or csr_matrix (as declared)."""
+    shape = (int(indptr.shape[0]) - 1, int(ncols))
+    module = type(data).__module__
+    if module.startswith("torch"):
+        import torch
+
+        return torch.sparse_csr_tensor(indptr, indices, data, size=shape)
+    if module.startswith("cupy"):
+        import cupyx.scipy.sparse as csp
+
+        return csp.csr_matrix((data, indices, indptr), shape=shape)
+    if not isinstance(data, np.ndarray):  # plait.DeviceArray
+        data, indices, indptr = (a.to_host() for a in (data, indices, indptr))
+    import scipy.sparse as sp
+
+    cls = sp.csr_matrix if declared.startswith("csr_matrix") else sp.csr_array
+    return cls((data, indices, indptr), shape=shape, copy=False)

@@ -341,7 +341,12 @@ nb::tuple CudaCallPlan::copied_values() const {
 }
 
 PyObject* call_cuda(Dispatcher& d, PyObject* self, PyObject* args) {
-  auto owned = std::make_unique<CudaCallPlan>(d, nb::handle(args));
+  std::unique_ptr<CudaCallPlan> owned;
+  try {
+    owned = std::make_unique<CudaCallPlan>(d, nb::handle(args));
+  } catch (const SparseArgument&) {
+    return PyObject_CallMethod(self, "_call_sparse", "(O)", args);
+  }
   CudaCallPlan& plan = *owned;
   plan.stage();
   KernelPtr kernel;
@@ -374,7 +379,11 @@ PyObject* call_cuda(Dispatcher& d, PyObject* self, PyObject* args) {
 }
 
 std::string cuda_signature(const Dispatcher& d, nb::handle args) {
-  return CudaCallPlan(d, args).signature();
+  try {
+    return CudaCallPlan(d, args).signature();
+  } catch (const SparseArgument&) {
+    throw nb::type_error("a sparse matrix argument: the kernel's signature is known once it is called");
+  }
 }
 
 void define_cuda_call(nb::module_& m) {

@@ -57,6 +57,15 @@ bool has_attribute(PyObject* obj, const char* name) {
   return attribute(obj, name).is_valid();
 }
 
+// A torch tensor in a sparse layout (sparse_csr, sparse_coo, ...): its
+// layout is not torch.strided.
+bool is_torch_sparse(PyObject* obj) {
+  static PyObject* strided = nullptr;
+  if (strided == nullptr) strided = nb::object(nb::module_::import_("torch").attr("strided")).release().ptr();
+  nb::object layout = attribute(obj, "layout");
+  return layout.is_valid() && layout.ptr() != strided;
+}
+
 // The plait dtype code of an array's dtype attribute, or -1.
 int dtype_code_of(nb::handle dtype) {
   return PyArray_DescrCheck(dtype.ptr()) ? dtype_code(reinterpret_cast<PyArray_Descr*>(dtype.ptr())) : -1;
@@ -203,6 +212,7 @@ void CudaCallPlan::classify(const Dispatcher& d, size_t index, PyObject* obj) {
       return;
     }
     if (type_module_starts_with(obj, "torch") && has_attribute(obj, "is_cuda")) {
+      if (is_torch_sparse(obj)) throw SparseArgument{};
       classify_torch_tensor(d, index, obj);
       return;
     }
@@ -221,6 +231,8 @@ void CudaCallPlan::classify(const Dispatcher& d, size_t index, PyObject* obj) {
       add_device_array(d, index, view, dtype, dtype_code_of(dtype));
       return;
     }
+    // cupyx.scipy.sparse matrices go through _call_sparse, as SciPy's do.
+    if (type_module_starts_with(obj, "cupyx") && is_scipy_sparse(obj)) throw SparseArgument{};
     if (type_module_starts_with(obj, "cupy") && has_attribute(obj, "data")) {
       classify_cupy_array(d, index, obj);
       return;
@@ -246,9 +258,7 @@ void CudaCallPlan::classify(const Dispatcher& d, size_t index, PyObject* obj) {
     key_[index] = static_cast<char>(scalar_code(PLAIT_FLOAT64, true));
     return;
   }
-  if (is_scipy_sparse(obj))
-    raise_argument_error(
-        d, index, "is a SciPy sparse matrix; sparse operator programs run on target='cpu' only (docs/sparse.md)");
+  if (is_scipy_sparse(obj)) throw SparseArgument{};
   raise_argument_error(d, index,
                        "has unsupported type '" + type_name(obj) +
                            "'; CUDA kernels take CuPy arrays, PyTorch CUDA tensors, NumPy arrays, plait.DeviceArray "

@@ -5,7 +5,10 @@
 //     NumPy arguments whose memory overlaps (views of one array) are copied
 //     as one span, each a view of it with its own strides, so that they
 //     overlap on the GPU as on the host;
-//   - Python and NumPy scalars are passed by value.
+//   - Python and NumPy scalars are passed by value;
+//   - sparse matrices (SciPy, cupyx.scipy.sparse, torch sparse tensors) make
+//     the classification throw SparseArgument: the call goes through
+//     _call_sparse (plait/sparse_calls.py) with each matrix's arrays.
 // Classifying the arguments (their type codes, the values the kernel gets,
 // which NumPy arrays share a span) needs no GPU, except for the device check
 // of a PyTorch or CuPy array; stage() makes the copies. Arrays the kernel

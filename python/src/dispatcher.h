@@ -30,7 +30,8 @@ struct Dispatcher {
 };
 
 // Raises TypeError "<kernel>() argument '<param>' <why>".
-// Thrown by a call path's classification on a SciPy sparse matrix: the call
+// Thrown by a call path's classification on a sparse matrix (SciPy; on the
+// CUDA target also cupyx.scipy.sparse and torch sparse tensors): the call
 // goes through the Python method _call_sparse, which passes each sparse
 // matrix as its arrays (plait/sparse_calls.py).
 struct SparseArgument {};

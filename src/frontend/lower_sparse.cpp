@@ -199,7 +199,8 @@ Value Lowerer::realize(const Value& v, SourceLoc loc) {
       const std::string which = programs.size() > 1 ? "association " + std::to_string(lowered.size() + 1) + ": " : "";
       function_remarks_.push_back(ir::Remark{loc, "tensor algebra", which + "operations " + costs.back().to_string()});
       lowered.push_back(tensor::lower_to_loops(
-          plan, [this](const std::string& hint) { return "_" + hint + "_" + std::to_string(temp_counter_++); }, loc));
+          plan, [this](const std::string& hint) { return "_" + hint + "_" + std::to_string(temp_counter_++); },
+          options_.target, loc));
     }
   } catch (const tensor::Refusal& r) {
     unsupported(r.message, r.loc.line ? r.loc : loc);

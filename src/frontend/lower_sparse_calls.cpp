@@ -94,11 +94,9 @@ Value Lowerer::algebra_method(const std::string& method, const Value& self, cons
   }
   if (method == "toarray" || method == "todense") {
     nargs(0, 0, {});
-    if (method == "todense" || self.algebra->matrix)
-      unsupported(method +
-                      "() returns a numpy.matrix for csr_matrix; kernels return arrays: use a csr_array's "
-                      "toarray()",
-                  c.loc);
+    // Both give an ndarray, except a csr_matrix's todense(), a numpy.matrix.
+    if (method == "todense" && self.algebra->matrix)
+      unsupported("todense() returns a numpy.matrix for csr_matrix; kernels return arrays: use toarray()", c.loc);
     return algebra_toarray(self, c.loc);
   }
   if (method == "transpose") {

@@ -229,7 +229,8 @@ Value Lowerer::algebra_elementwise(ir::BinaryOp op, const Value& sparse, const V
   if (d->is_sparse())
     unsupported(std::string(what) + " of two sparse matrices is not supported (it iterates two patterns at once)", loc);
   ScalarType type = promote(s->type, d->type);
-  if (op == ir::BinaryOp::Div && !type.is_float()) type = ScalarType::f64();
+  // SciPy divides a sparse matrix by a number in float64, whatever its dtype.
+  if (op == ir::BinaryOp::Div) type = ScalarType::f64();
   IndexVar i = index_var("i");
   IndexVar j = index_var("j");
   tensor::IndexExpr x = tensor::access(s, {i, j});

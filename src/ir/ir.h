@@ -402,6 +402,9 @@ struct LoopSchedule {
   int block_strip = 0;  // block(N); 0 = none
   int most_trips = 0;   // le(N); 0 = none
   bool single_block = false;
+  // The sizes are the compiler's choice (the long rows of a sparse matrix,
+  // tensor/lower_to_loops.cpp), not a pragma's: no remark when unused.
+  bool sizes_by_compiler = false;
   std::vector<Reduction> reductions;   // scalars combined across iterations
   std::vector<ArrayReduction> array_reductions;  // arrays combined across iterations
   std::vector<Var> privates;           // private(...): the pragma's and those passes find

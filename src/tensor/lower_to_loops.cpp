@@ -91,7 +91,8 @@ struct OutputStorage {
 
 class Lowering {
  public:
-  Lowering(const FusionPlan& plan, const NameMaker& names, SourceLoc loc) : plan_(plan), names_(names), loc_(loc) {}
+  Lowering(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc)
+      : plan_(plan), names_(names), target_(target), loc_(loc) {}
 
   std::vector<Stmt> run() {
     std::vector<Stmt> out;
@@ -415,6 +416,10 @@ class Lowering {
       out.push_back(make_loop(loop, fill, parallel));
       return;
     }
+    if (target_ == Target::CUDA) {
+      rows_by_length(loop, *rows, fill, out);
+      return;
+    }
     // Threads pay off from about 1e5 operations (the nest's cost formula at
     // run time); below, the rows run in order.
     constexpr double kParallelWork = 1e5;
@@ -442,6 +447,65 @@ class Lowering {
 
   static bool loop_extent_differs(const Loop& loop, const TensorVar& t) {
     return loop.positions() || !loop.extent || loop.extent.get() != t.shape[t.format.mode_order[0]].get();
+  }
+
+  // On the GPU each row is a worker of its own: a team of threads. The CUDA
+  // back end gives rows whose lengths it cannot count before the launch a
+  // team of 2 threads that spread the row's entries, right for short rows but
+  // slow for a power-law matrix's long ones. So where a row's loops over its
+  // entries are innermost (those are the loops spread), the rows run in two
+  // kernels: rows of at most kShortRow entries, then the longer ones, whose
+  // loops ask for a warp (le() on their schedules, marked as the compiler's
+  // sizes). Where the loops over entries hold dense loops (SpMM, SDDMM), the
+  // team spreads those, sized by their extents, and one kernel runs all rows.
+  void rows_by_length(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<Stmt>&)>& fill,
+                      std::vector<Stmt>& out) {
+    constexpr int64_t kShortRow = 64;
+    constexpr int kWarpTrips = 128;  // the trip count the back end gives a warp (docs/cuda.md, "Team size")
+    const ir::ArrayVar& pos = t.pos[1];
+    bool entries_innermost = true;
+    std::vector<Stmt> kernels;
+    for (bool long_rows : {false, true}) {
+      kernels.push_back(make_loop(
+          loop,
+          [&](std::vector<Stmt>& body) {
+            Expr r = coords_.at(loop.var.id);
+            Expr length = ir::Binary::make(
+                ir::BinaryOp::Sub, as_index(ir::Load::make(pos, {add(r, int_imm(1, loc_), loc_)}, false, loc_), loc_),
+                as_index(ir::Load::make(pos, {r}, false, loc_), loc_), ScalarType::py_int(), false, loc_);
+            std::vector<Stmt> row;
+            fill(row);
+            for (Stmt& s : row) {
+              const ir::For* f = s->as<ir::For>();
+              if (!f) continue;
+              entries_innermost = entries_innermost && !holds_loop(f->body);
+              ir::LoopSchedule schedule = f->schedule;
+              schedule.most_trips = long_rows ? kWarpTrips : 0;
+              schedule.sizes_by_compiler = long_rows;
+              s = ir::For::make(f->var, f->begin, f->end, f->step, f->body, schedule, f->loc);
+            }
+            body.push_back(ir::If::make(ir::Compare::make(long_rows ? ir::CompareOp::GT : ir::CompareOp::LE, length,
+                                                          int_imm(kShortRow, loc_), loc_),
+                                        ir::Block::make(std::move(row), loc_), nullptr, loc_));
+          },
+          true));
+    }
+    if (!entries_innermost) {
+      out.push_back(make_loop(loop, fill, true));
+      return;
+    }
+    for (Stmt& k : kernels) out.push_back(std::move(k));
+  }
+
+  static bool holds_loop(const Stmt& s) {
+    struct Scan : ir::IRVisitor {
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const ir::For*) override { found = true; }
+      void visit(const ir::While*) override { found = true; }
+    } scan;
+    scan.visit(s);
+    return scan.found;
   }
 
   // The rows in chunks of equal work (stored entries plus rows: pos[r] + r
@@ -496,6 +560,7 @@ class Lowering {
 
   const FusionPlan& plan_;
   const NameMaker& names_;
+  Target target_;
   SourceLoc loc_;
   std::map<int, Expr> coords_;                         // index variable -> coordinate
   std::map<const ir::ArrayInfo*, Expr> positions_;     // crd array -> the position being iterated
@@ -506,8 +571,8 @@ class Lowering {
 
 }  // namespace
 
-std::vector<ir::Stmt> lower_to_loops(const FusionPlan& plan, const NameMaker& names, SourceLoc loc) {
-  return Lowering(plan, names, loc).run();
+std::vector<ir::Stmt> lower_to_loops(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc) {
+  return Lowering(plan, names, target, loc).run();
 }
 
 }  // namespace plait::tensor

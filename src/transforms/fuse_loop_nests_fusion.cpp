@@ -35,8 +35,30 @@ bool Fuser::same_slice(const ArrayInfo* cls, const ir::For* a, const BodyInfo& a
   return check(a, ai) && check(b, bi);
 }
 
+namespace {
+
+// The largest trip-count bound (le(N)) that the compiler set on the loops
+// inside `body`. Nests whose inner loops it sized differently stay apart:
+// fused, they would share one team of threads on the GPU (the long rows of a
+// sparse matrix ask for a warp where the others take a small team).
+int asked_trips(const Stmt& body) {
+  struct Scan : ir::IRVisitor {
+    int most = 0;
+    using IRVisitor::visit;
+    void visit(const ir::For* f) override {
+      if (f->schedule.sizes_by_compiler) most = std::max(most, f->schedule.most_trips);
+      IRVisitor::visit(f);
+    }
+  } scan;
+  scan.visit(body);
+  return scan.most;
+}
+
+}  // namespace
+
 bool Fuser::can_fuse(const ir::For* a, const ir::For* b) {
   if (!simple_loop(a) || !simple_loop(b)) return false;
+  if (asked_trips(a->body) != asked_trips(b->body)) return false;
   if (ir::is_parallel(a->schedule.kind) != ir::is_parallel(b->schedule.kind)) return false;
   if (!same_expr(extent(a), extent(b))) return false;
   BodyInfo ai = inspect(a->body), bi = inspect(b->body);

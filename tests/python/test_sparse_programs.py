@@ -350,8 +350,29 @@ def test_csr_matrix_rules(rng):
         return S * x
 
     check_same(plait.jit(star)(S, x), star(S, x))  # csr_matrix's * is a product
+    check_same(plait.jit(to_array)(S), S.toarray())  # an ndarray for both classes
     with pytest.raises(CompileError, match="numpy.matrix"):
         plait.jit(row_sums)(S)
+
+    def dense_matrix(S):
+        return S.todense()
+
+    with pytest.raises(CompileError, match="numpy.matrix"):
+        plait.jit(dense_matrix)(S)
+    T = random_csr(rng, (5, 4))
+    check_same(plait.jit(dense_matrix)(T), T.todense())  # a csr_array's todense() is an ndarray
+
+
+def test_division_by_a_number_is_float64_as_in_scipy(rng):
+    def divide(S, a):
+        return S / a
+
+    for dtype in (np.float32, np.float64):
+        S = random_csr(rng, (6, 5), dtype=dtype)
+        for a in (3.0, np.float32(3.0), 2):
+            check_same(plait.jit(divide)(S, a), divide(S, a))
+    S = sp.csr_array(np.array([[1, 0], [2, 3]], dtype=np.int32))
+    check_same(plait.jit(divide)(S, 2), divide(S, 2))
 
 
 def test_parameter_rebound_and_dense_left_operand(rng):

@@ -16,9 +16,11 @@ its table each):
 A peer says why it cannot run here (not installed, no GPU, wrong target).
 Inputs reach a peer's device and format before the clock starts (untimed);
 a timed call is the call plus a wait for the device. On the GPU, Plait gets
-the CuPy peer's inputs (cupyx sparse matrices and CuPy arrays, in place)
-when CuPy is installed, else the host inputs (copied at each call). Torch
-tensors hold int64 indices, PyTorch's index type.
+torch CUDA tensors (sparse CSR tensors with the matrices' own int32
+indices, read in place; they follow SciPy's csr_array, as the kernels'
+matrices do) when PyTorch with CUDA is installed, else the host inputs
+(copied at each call). The torch peer's tensors hold int64 indices,
+PyTorch's index type.
 """
 
 import warnings
@@ -79,7 +81,7 @@ class PlaitPeer(SparsePeer):
     def __init__(self, target, fusion=None):
         self.target, self.fusion = target, fusion
         self.name = {None: "plait", "maximal": "plait-maximal", "none": "plait-unfused"}[fusion]
-        self._cupy = None
+        self._torch = None
 
     def unavailable(self):
         try:
@@ -90,8 +92,8 @@ class PlaitPeer(SparsePeer):
             reason = plait.cuda_unavailable_reason()
             if reason:
                 return reason
-            cupy = CupyPeer(self.target)
-            self._cupy = cupy if cupy.unavailable() is None else None
+            torch = TorchPeer(self.target)
+            self._torch = torch if torch.unavailable() is None else None
         return None
 
     def implementation(self, kernel, fn):
@@ -103,19 +105,26 @@ class PlaitPeer(SparsePeer):
         return plait.jit(fn, **options)
 
     def prepare(self, kernel, args):
-        return self._cupy.prepare(kernel, args) if self._cupy else super().prepare(kernel, args)
+        if not self._torch:
+            return super().prepare(kernel, args)
+        import scipy.sparse as sp
+        import torch
+
+        out = [_torch_csr(a, "cuda", index=None) if sp.issparse(a) else torch.from_numpy(a).cuda() for a in args]
+        self.synchronize()
+        return out
 
     def synchronize(self):
-        if self._cupy:
-            self._cupy.synchronize()
+        if self._torch:
+            self._torch.synchronize()
         elif self.target == "cuda":
             from plait import _core
 
             _core.synchronize(0)
 
     def release(self):
-        if self._cupy:
-            self._cupy.release()
+        if self._torch:
+            self._torch.release()
 
 
 class CupyPeer(SparsePeer):
@@ -156,11 +165,13 @@ class CupyPeer(SparsePeer):
 
 # ================================================================ PyTorch
 
-def _torch_csr(S, device):
+def _torch_csr(S, device, index=np.int64):
+    """S as a torch sparse CSR tensor on `device`, its indices in `index`
+    (None: S's own index type)."""
     import torch
 
-    return torch.sparse_csr_tensor(torch.from_numpy(S.indptr.astype(np.int64)),
-                                   torch.from_numpy(S.indices.astype(np.int64)),
+    index = index or S.indices.dtype
+    return torch.sparse_csr_tensor(torch.from_numpy(S.indptr.astype(index)), torch.from_numpy(S.indices.astype(index)),
                                    torch.from_numpy(S.data), S.shape).to(device)
 
 

@@ -143,7 +143,8 @@ class SizedLoops : public IRVisitor {
  protected:
   void visit(const For* n) override {
     const LoopSchedule& s = n->schedule;
-    if (s.block_strip > 0 || s.most_trips > 0 || s.single_block) loops.push_back(n);
+    const bool sized = s.block_strip > 0 || s.most_trips > 0 || s.single_block;
+    if (sized && !s.sizes_by_compiler) loops.push_back(n);
     IRVisitor::visit(n);
   }
 };

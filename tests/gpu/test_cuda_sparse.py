@@ -1,0 +1,283 @@
+"""Sparse operator programs on the GPU, differentially: each program runs
+compiled for target="cuda" on SciPy matrices (copied to the GPU),
+cupyx.scipy.sparse matrices and torch sparse CSR tensors (read in place),
+and as the undecorated function on the SciPy matrices; values, shapes and
+the kind of result (sparse or dense, and the library) must match. cupyx
+matrices follow SciPy's csr_matrix (their reference is one), torch tensors
+SciPy's csr_array. Shapes
+with empty rows, a dense row, 0 and 1 stored entries, empty matrices;
+int32 and int64 indices; float32 and float64; non-canonical inputs.
+Skipped, with the reason, where CUDA is unavailable."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import plait
+
+pytestmark = pytest.mark.skipif(not plait.cuda_available(),
+                                reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
+
+
+def _optional(module):
+    try:
+        return __import__(module)
+    except ImportError:
+        return None
+
+
+cupy = _optional("cupy")
+torch = _optional("torch")
+if torch is not None and not torch.cuda.is_available():
+    torch = None
+if cupy is not None:
+    import cupyx.scipy.sparse as csp
+
+LIBS = ["scipy",
+        pytest.param("cupyx", marks=pytest.mark.skipif(cupy is None, reason="CuPy is not installed")),
+        pytest.param("torch", marks=pytest.mark.skipif(torch is None, reason="PyTorch with CUDA is not installed"))]
+SHAPES = ((0, 0), (3, 0), (1, 1), (6, 1), (7, 5), (13, 17), (300, 257))
+
+
+def random_csr(rng, shape, density=0.35, dtype=np.float64, index=np.int32, canonical=True, positive=False,
+               matrix=False):
+    """A random csr_array (or csr_matrix) with an empty first row and a dense
+    middle row; canonical=False splits each entry in two, in a shuffled order."""
+    n, m = shape
+    mask = rng.random(shape) < density
+    if n > 1 and m > 0:
+        mask[n // 2] = True
+        mask[0] = False
+    values = rng.random(shape) + (0.5 if positive else -0.5)
+    rows, cols = np.nonzero(mask)
+    vals = values[rows, cols].astype(dtype)
+    if not canonical and len(rows):
+        half = (vals / 2).astype(dtype)
+        rows, cols = np.concatenate([rows, rows]), np.concatenate([cols, cols])
+        vals = np.concatenate([half, vals - half])
+        order = rng.permutation(len(rows))
+        rows, cols, vals = rows[order], cols[order], vals[order]
+        order = np.argsort(rows, kind="stable")
+        rows, cols, vals = rows[order], cols[order], vals[order]
+    indptr = np.zeros(n + 1, dtype=index)
+    np.add.at(indptr, rows + 1, 1)
+    cls = sp.csr_matrix if matrix else sp.csr_array
+    out = cls((vals, cols.astype(index), np.cumsum(indptr).astype(index)), shape=shape)
+    if not canonical:
+        out.has_canonical_format = False
+        out.has_sorted_indices = False
+    return out
+
+
+def on_gpu(value, lib):
+    """A SciPy matrix or NumPy array as `lib`'s (scipy: unchanged)."""
+    if lib == "scipy":
+        return value
+    if sp.issparse(value):
+        if lib == "cupyx":
+            return csp.csr_matrix((cupy.asarray(value.data), cupy.asarray(value.indices.astype(np.int32)),
+                                   cupy.asarray(value.indptr.astype(np.int32))), shape=value.shape)
+        return torch.sparse_csr_tensor(torch.from_numpy(value.indptr), torch.from_numpy(value.indices),
+                                       torch.from_numpy(value.data), size=value.shape,
+                                       check_invariants=False).cuda()
+    if isinstance(value, np.ndarray):
+        return cupy.asarray(value) if lib == "cupyx" else torch.from_numpy(np.ascontiguousarray(value)).cuda()
+    return value
+
+
+def on_host(value, lib):
+    """(dense NumPy values, whether sparse) of a result."""
+    if sp.issparse(value):
+        return value.toarray(), True
+    if cupy is not None and isinstance(value, cupy.ndarray):
+        return cupy.asnumpy(value), False
+    if cupy is not None and csp.issparse(value):
+        assert value.format == "csr"
+        return value.get().toarray(), True
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.layout == torch.sparse_csr:
+            return value.to_dense().cpu().numpy(), True
+        assert value.layout == torch.strided
+        return value.cpu().numpy(), False
+    return np.asarray(value), False
+
+
+def check(got, want, lib, rtol):
+    values, sparse = on_host(got, lib)
+    assert sparse == sp.issparse(want), (type(got), type(want))
+    want = want.toarray() if sp.issparse(want) else np.asarray(want)
+    assert values.shape == want.shape
+    assert values.dtype == want.dtype, (values.dtype, want.dtype)
+    np.testing.assert_allclose(values, want, rtol=rtol, atol=rtol)
+    if lib == "scipy":
+        assert isinstance(got, np.ndarray) or sp.issparse(got) or np.isscalar(got)
+
+
+def spmv(A, x):
+    return A @ x
+
+
+def spmm(A, X):
+    return A @ X
+
+
+def sddmm(S, B, C):
+    return S.multiply(B @ C)
+
+
+def gnn(A, X, W):
+    return A @ X @ W
+
+
+def sddmm_spmm(S, C, D, E):
+    return S.multiply(C @ D) @ E
+
+
+def row_normalise(S):
+    return S.multiply(1.0 / S.sum(axis=1)[:, None])
+
+
+def softmax(S):
+    return plait.sparse.softmax(S, axis=1)
+
+
+def reductions(S):
+    return S.sum(axis=1), S.mean(axis=1), S.sum()
+
+
+def column_sums(S):
+    return S.sum(axis=0)
+
+
+def transposed_spmv(S, y):
+    return S.T @ y
+
+
+def scaled(S):
+    return abs(S * 2.0) / 3.0
+
+
+def to_array(S):
+    return S.toarray()
+
+
+def inputs(name, rng, shape, dtype, matrix=False):
+    n, m = shape
+    d = lambda *s: (rng.random(s) - 0.5).astype(dtype)  # noqa: E731
+    S = random_csr(rng, shape, dtype=dtype, positive=name == "row_normalise", matrix=matrix)
+    return {
+        "spmv": lambda: (S, d(m)),
+        "spmm": lambda: (S, d(m, 5)),
+        "sddmm": lambda: (S, d(n, 4), d(4, m)),
+        "gnn": lambda: (random_csr(rng, (n, n), dtype=dtype, matrix=matrix), d(n, 6), d(6, 3)),
+        "sddmm_spmm": lambda: (S, d(n, 4), d(4, m), d(m, 3)),
+        "row_normalise": lambda: (S,),
+        "softmax": lambda: (S,),
+        "reductions": lambda: (S,),
+        "column_sums": lambda: (S,),
+        "transposed_spmv": lambda: (S, d(n)),
+        "scaled": lambda: (S,),
+        "to_array": lambda: (S,),
+    }[name]()
+
+
+PROGRAMS = {f.__name__: f for f in (spmv, spmm, sddmm, gnn, sddmm_spmm, row_normalise, softmax, reductions,
+                                     column_sums, transposed_spmv, scaled, to_array)}
+# Reductions with an axis of a csr_matrix return numpy.matrix, which kernels
+# do not return: refused at the line, as on the CPU.
+MATRIX_REFUSED = ("row_normalise", "reductions", "column_sums")
+
+
+@pytest.mark.parametrize("lib", LIBS)
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_programs_match_scipy(name, lib, rng):
+    fn = PROGRAMS[name]
+    kernel = plait.jit(fn, target="cuda")
+    matrix = lib == "cupyx"
+    if matrix and name in MATRIX_REFUSED:
+        with pytest.raises(plait.CompileError, match="numpy.matrix"):
+            kernel(*[on_gpu(a, lib) for a in inputs(name, rng, (7, 5), np.float64, matrix)])
+        return
+    for shape in SHAPES:
+        if name == "reductions" and shape[1] == 0:
+            continue  # SciPy's mean over no columns divides by zero (a ZeroDivisionError, tested on the CPU)
+        for dtype in (np.float64, np.float32):
+            args = inputs(name, rng, shape, dtype, matrix)
+            want = fn(*args)
+            got = kernel(*[on_gpu(a, lib) for a in args])
+            rtol = 1e-9 if dtype == np.float64 else 2e-4
+            if isinstance(want, tuple):
+                assert isinstance(got, tuple) and len(got) == len(want)
+                for g, w in zip(got, want):
+                    check(g, w, lib, rtol)
+            else:
+                check(got, want, lib, rtol)
+
+
+@pytest.mark.parametrize("fusion", ["maximal", "none"])
+@pytest.mark.parametrize("name", ["sddmm_spmm", "gnn", "softmax", "row_normalise"])
+def test_fusion_modes_match_scipy(name, fusion, rng):
+    fn = PROGRAMS[name]
+    kernel = plait.jit(fn, target="cuda", fusion=fusion)
+    for shape in ((1, 1), (13, 17), (300, 257)):
+        args = inputs(name, rng, shape, np.float64)
+        check(kernel(*args), fn(*args), "scipy", 1e-9)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_non_canonical_and_int64_inputs_are_canonicalised(lib, rng):
+    if lib == "cupyx":
+        index_types = (np.int32,)  # cupyx.scipy.sparse holds int32 indices
+    else:
+        index_types = (np.int32, np.int64)
+    kernel = plait.jit(softmax, target="cuda")
+    for index in index_types:
+        S = random_csr(rng, (40, 33), index=index, canonical=False, matrix=lib == "cupyx")
+        want = softmax(S.copy())
+        check(kernel(on_gpu(S, lib)), want, lib, 1e-9)
+    assert "canonical copy" in kernel.explain()
+    if lib == "torch":  # a COO tensor with duplicates, converted and coalesced
+        C = random_csr(rng, (40, 33), canonical=False).tocoo()
+        T = torch.sparse_coo_tensor(torch.from_numpy(np.vstack([C.row, C.col]).astype(np.int64)),
+                                    torch.from_numpy(C.data), C.shape).cuda()
+        check(kernel(T), softmax(C.tocsr()), lib, 1e-9)
+        assert "(sparse_coo) is converted to CSR" in kernel.explain()
+
+
+def test_cupyx_results_are_cupyx_and_torch_results_are_torch(rng):
+    if cupy is None or torch is None:
+        pytest.skip("CuPy and PyTorch with CUDA are both needed")
+    S = random_csr(rng, (20, 9), matrix=True)
+    B, C = rng.random((20, 3)), rng.random((3, 9))
+    kernel = plait.jit(sddmm, target="cuda")
+    got = kernel(on_gpu(S, "cupyx"), cupy.asarray(B), cupy.asarray(C))
+    assert csp.isspmatrix_csr(got)
+    got = kernel(on_gpu(S, "torch"), torch.from_numpy(B).cuda(), torch.from_numpy(C).cuda())
+    assert got.layout == torch.sparse_csr and got.is_cuda
+    # The result never shares the argument's index arrays.
+    T = on_gpu(S, "cupyx")
+    R = plait.jit(scaled, target="cuda")(T)
+    assert R.indices.data.ptr != T.indices.data.ptr
+
+
+@pytest.mark.skipif(cupy is None, reason="CuPy is not installed")
+def test_gpu_sparse_arguments_of_cpu_kernels_are_refused_by_name(rng):
+    S = on_gpu(random_csr(rng, (4, 4)), "cupyx")
+    with pytest.raises(TypeError, match=r"spmv\(\) argument 'A' is a cupyx.scipy.sparse matrix"):
+        plait.jit(spmv)(S, np.ones(4))
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch with CUDA is not installed")
+def test_torch_indices_written_in_place_are_checked_again(rng):
+    S = random_csr(rng, (10, 12), density=0.5)
+    T = on_gpu(S, "torch")
+    kernel = plait.jit(softmax, target="cuda")
+    check(kernel(T), softmax(S), "torch", 1e-9)
+    # The dense middle row's second entry gets its first entry's column: a duplicate.
+    p = int(S.indptr[5])
+    T.col_indices()[p + 1] = int(S.indices[p])
+    D = S.copy()
+    D.indices[p + 1] = D.indices[p]
+    D.has_canonical_format = False
+    D.has_sorted_indices = False
+    check(kernel(T), softmax(D), "torch", 1e-9)
