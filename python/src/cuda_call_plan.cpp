@@ -145,6 +145,29 @@ bool element_aligned(PyArrayObject* array) {
   return true;
 }
 
+// torch.cuda.current_stream() as a raw stream. torch.cuda.current_stream()
+// builds a Stream object through several Python functions on every call;
+// torch._C's own functions, where this PyTorch has them, give the same
+// stream of the current device directly. They are kept for the process
+// (never released: the interpreter may be gone at exit).
+uintptr_t torch_current_stream() {
+  static PyObject* current_device = nullptr;
+  static PyObject* raw_stream = nullptr;
+  static bool looked = false;
+  if (!looked) {
+    looked = true;
+    nb::object c = nb::handle(g_torch).attr("_C");
+    nb::object device = attribute(c.ptr(), "_cuda_getDevice");
+    nb::object stream = attribute(c.ptr(), "_cuda_getCurrentRawStream");
+    if (device.is_valid() && stream.is_valid()) {
+      current_device = device.release().ptr();
+      raw_stream = stream.release().ptr();
+    }
+  }
+  if (raw_stream != nullptr) return nb::cast<uintptr_t>(nb::handle(raw_stream)(nb::handle(current_device)()));
+  return nb::cast<uintptr_t>(nb::handle(g_torch).attr("cuda").attr("current_stream")().attr("cuda_stream"));
+}
+
 }  // namespace
 
 void set_cuda_classes(nb::handle device_array, nb::handle unavailable_error) {
@@ -176,8 +199,7 @@ CudaCallPlan::CudaCallPlan(const Dispatcher& d, nb::handle args) : args_(nb::bor
   plan_shared_spans();
   place_host_arrays();
   if (torch_) {
-    nb::object stream = nb::handle(g_torch).attr("cuda").attr("current_stream")();
-    stream_ = nb::cast<uintptr_t>(stream.attr("cuda_stream"));
+    stream_ = torch_current_stream();
   } else if (cupy_) {
     stream_ = nb::cast<uintptr_t>(nb::handle(g_cupy).attr("cuda").attr("get_current_stream")().attr("ptr"));
   }
