@@ -16,7 +16,9 @@ bool contains(const std::vector<IndexVar>& vars, const IndexVar& v) {
 ir::Expr extent_of(const IndexExpr& e, const IndexVar& v, std::string* name) {
   for (const IndexExprNode* a : accesses(e))
     for (size_t d = 0; d < a->vars.size(); ++d)
-      if (a->vars[d] == v) {
+      // A dimension that may broadcast (an extent of 1 at run time) does not
+      // give the loop's extent.
+      if (a->vars[d] == v && !(d < a->broadcast.size() && a->broadcast[d])) {
         if (name)
           *name =
               d < a->tensor->dims.size() ? a->tensor->dims[d] : a->tensor->name + ".shape[" + std::to_string(d) + "]";

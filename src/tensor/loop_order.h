@@ -50,7 +50,8 @@ struct LoopOrder {
   bool zero_output() const { return accumulates || writes_part; }
 };
 
-// The extent of `v` in e (from the first access that reads it), or null;
+// The extent of `v` in e (from the first access that reads it in a dimension
+// that cannot broadcast), or null;
 // `name` gets its name for cost formulas.
 ir::Expr extent_of(const IndexExpr& e, const IndexVar& v, std::string* name = nullptr);
 

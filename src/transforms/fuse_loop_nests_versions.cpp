@@ -183,6 +183,82 @@ bool Fuser::same_value_earlier(const Expr& e, const std::vector<Stmt>& stmts, si
   return true;
 }
 
+namespace {
+
+// The arrays that a parallel loop among `stmts` binds (an allocation or a
+// binding in its body).
+ArraySet bound_in_parallel_loops(const std::vector<Stmt>& stmts) {
+  struct Scan : ir::IRVisitor {
+    int loops = 0;
+    ArraySet bound;
+    using IRVisitor::visit;
+    void visit(const ir::For* f) override {
+      const bool parallel = ir::is_parallel(f->schedule.kind);
+      loops += parallel;
+      IRVisitor::visit(f);
+      loops -= parallel;
+    }
+    void visit(const ir::Allocate* a) override {
+      if (loops) bound.insert(a->array.get());
+      IRVisitor::visit(a);
+    }
+    void visit(const ir::ArrayBind* b) override {
+      if (loops) bound.insert(b->dst.get());
+    }
+  } scan;
+  for (const auto& st : stmts) scan.visit(st);
+  return scan.bound;
+}
+
+// Replaces arrays by others (`fresh`) wherever they are named.
+struct FreshArrays : ir::IRMutator {
+  ArrayMap<ir::ArrayVar> fresh;
+  ir::ArrayVar renamed(const ir::ArrayVar& a) const {
+    auto it = fresh.find(a.get());
+    return it == fresh.end() ? a : it->second;
+  }
+  Expr visit(const ir::Load* l, const Expr&) override {
+    bool changed = false;
+    return ir::Load::make(renamed(l->array), mutate_exprs(l->indices, &changed), l->checked, l->loc);
+  }
+  Expr visit(const ir::ArrayDim* d, const Expr&) override {
+    return ir::ArrayDim::make(renamed(d->array), d->dim, d->loc);
+  }
+  Expr visit(const ir::ArraysOverlap* o, const Expr&) override {
+    return ir::ArraysOverlap::make(renamed(o->a), renamed(o->b), o->unless_same_view, o->loc);
+  }
+  Stmt visit(const ir::Store* st, const Stmt&) override {
+    bool changed = false;
+    return ir::Store::make(renamed(st->array), mutate_exprs(st->indices, &changed), mutate(st->value), st->checked,
+                           st->loc);
+  }
+  Stmt visit(const ir::AtomicUpdate* u, const Stmt&) override {
+    bool changed = false;
+    return ir::AtomicUpdate::make(renamed(u->array), mutate_exprs(u->indices, &changed), u->op, mutate(u->value),
+                                  u->checked, u->loc);
+  }
+  Stmt visit(const ir::Allocate* a, const Stmt&) override {
+    bool changed = false;
+    return ir::Allocate::make(renamed(a->array), mutate_exprs(a->shape, &changed), a->fill, mutate(a->fill_value),
+                              a->loc);
+  }
+  Stmt visit(const ir::ArrayBind* b, const Stmt&) override {
+    return ir::ArrayBind::make(renamed(b->dst), renamed(b->src), b->loc);
+  }
+  Stmt visit(const ir::For* f, const Stmt&) override {
+    ir::LoopSchedule schedule = f->schedule;
+    for (auto& r : schedule.array_reductions) r.array = renamed(r.array);
+    return ir::For::make(f->var, mutate(f->begin), mutate(f->end), mutate(f->step), mutate(f->body), schedule, f->loc);
+  }
+  Stmt visit(const ir::MatMul* m, const Stmt&) override {
+    return ir::MatMul::make(renamed(m->c), renamed(m->a), m->a_transposed, renamed(m->b), m->b_transposed, mutate(m->m),
+                            mutate(m->n), mutate(m->k), mutate(m->alpha), mutate(m->beta), mutate(m->loops), m->loc,
+                            m->triangle);
+  }
+};
+
+}  // namespace
+
 void Fuser::version_broadcasts(std::vector<Stmt>& stmts) {
   CanonicalExtents canon(facts_);
   ir::VarMap<Expr> flags;    // flag -> its value at the start of the region
@@ -257,6 +333,22 @@ void Fuser::version_broadcasts(std::vector<Stmt>& stmts) {
     else if (plain)
       usual.push_back(plain);
   }
+  // Arrays that the region's parallel loops bind and nothing outside the
+  // region names get their own copies in the usual version, so that each
+  // version's loop binds arrays of its own, declared in it, as a parallel
+  // loop needs (a sparse program's row temporaries).
+  FreshArrays fresh_arrays;
+  {
+    const std::vector<Stmt> region(stmts.begin() + static_cast<long>(*start), stmts.begin() + static_cast<long>(end));
+    const ArrayMap<int> mentioned = count_mentions(ir::Block::make(region, stmts[*start]->loc));
+    for (const ir::ArrayInfo* a : bound_in_parallel_loops(usual)) {
+      auto m = mentioned.find(a);
+      if (facts_.params.count(a) || m == mentioned.end() || m->second != total_mentions_[a]) continue;
+      fresh_arrays.fresh[a] = std::make_shared<ir::ArrayInfo>(*a);
+    }
+    if (!fresh_arrays.fresh.empty())
+      for (auto& st : usual) st = fresh_arrays.mutate(st);
+  }
   // The usual version is analysed on its own: the arrays bound in the
   // region and mentioned nowhere else count only its mentions; the others
   // count both versions'.
@@ -272,6 +364,10 @@ void Fuser::version_broadcasts(std::vector<Stmt>& stmts) {
   for (const auto& [a, n] : in_region) {
     bool local = n == total_mentions_[a] && !facts_.params.count(a);
     total_mentions_[a] = local ? in_usual[a] : total_mentions_[a] - n + in_general[a] + in_usual[a] + in_prologue[a];
+  }
+  for (const auto& [a, copy] : fresh_arrays.fresh) {
+    total_mentions_[a] = in_general[a];
+    total_mentions_[copy.get()] = in_usual[copy.get()];
   }
   // Flags whose value depended on another flag (the target's broadcast,
   // after the value's) are plain extent tests in the usual version: version

@@ -4,32 +4,20 @@ cupyx.scipy.sparse matrices and torch sparse CSR tensors (read in place),
 and as the undecorated function on the SciPy matrices; values, shapes and
 the kind of result (sparse or dense, and the library) must match. cupyx
 matrices follow SciPy's csr_matrix (their reference is one), torch tensors
-SciPy's csr_array. Shapes
-with empty rows, a dense row, 0 and 1 stored entries, empty matrices;
-int32 and int64 indices; float32 and float64; non-canonical inputs.
-Skipped, with the reason, where CUDA is unavailable."""
+SciPy's csr_array. Shapes with empty rows, a dense row, 0 and 1 stored
+entries, empty matrices; int32 and int64 indices; float32 and float64;
+non-canonical inputs. Skipped, with the reason, where CUDA is unavailable."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import plait
+from sparse_cases import random_csr
+from test_cuda_run import cupy, torch
 
 pytestmark = pytest.mark.skipif(not plait.cuda_available(),
                                 reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
-
-
-def _optional(module):
-    try:
-        return __import__(module)
-    except ImportError:
-        return None
-
-
-cupy = _optional("cupy")
-torch = _optional("torch")
-if torch is not None and not torch.cuda.is_available():
-    torch = None
 if cupy is not None:
     import cupyx.scipy.sparse as csp
 
@@ -37,36 +25,6 @@ LIBS = ["scipy",
         pytest.param("cupyx", marks=pytest.mark.skipif(cupy is None, reason="CuPy is not installed")),
         pytest.param("torch", marks=pytest.mark.skipif(torch is None, reason="PyTorch with CUDA is not installed"))]
 SHAPES = ((0, 0), (3, 0), (1, 1), (6, 1), (7, 5), (13, 17), (300, 257))
-
-
-def random_csr(rng, shape, density=0.35, dtype=np.float64, index=np.int32, canonical=True, positive=False,
-               matrix=False):
-    """A random csr_array (or csr_matrix) with an empty first row and a dense
-    middle row; canonical=False splits each entry in two, in a shuffled order."""
-    n, m = shape
-    mask = rng.random(shape) < density
-    if n > 1 and m > 0:
-        mask[n // 2] = True
-        mask[0] = False
-    values = rng.random(shape) + (0.5 if positive else -0.5)
-    rows, cols = np.nonzero(mask)
-    vals = values[rows, cols].astype(dtype)
-    if not canonical and len(rows):
-        half = (vals / 2).astype(dtype)
-        rows, cols = np.concatenate([rows, rows]), np.concatenate([cols, cols])
-        vals = np.concatenate([half, vals - half])
-        order = rng.permutation(len(rows))
-        rows, cols, vals = rows[order], cols[order], vals[order]
-        order = np.argsort(rows, kind="stable")
-        rows, cols, vals = rows[order], cols[order], vals[order]
-    indptr = np.zeros(n + 1, dtype=index)
-    np.add.at(indptr, rows + 1, 1)
-    cls = sp.csr_matrix if matrix else sp.csr_array
-    out = cls((vals, cols.astype(index), np.cumsum(indptr).astype(index)), shape=shape)
-    if not canonical:
-        out.has_canonical_format = False
-        out.has_sorted_indices = False
-    return out
 
 
 def on_gpu(value, lib):
@@ -281,3 +239,11 @@ def test_torch_indices_written_in_place_are_checked_again(rng):
     D.has_canonical_format = False
     D.has_sorted_indices = False
     check(kernel(T), softmax(D), "torch", 1e-9)
+
+
+def test_scipy_matrices_with_device_arrays_give_scipy_results(rng):
+    S = random_csr(rng, (20, 9))
+    B, C = rng.random((20, 3)), rng.random((3, 9))
+    got = plait.jit(sddmm, target="cuda")(S, plait.to_device(B), plait.to_device(C))
+    assert isinstance(got, sp.csr_array)
+    check(got, sddmm(S, B, C), "scipy", 1e-9)

@@ -11,44 +11,10 @@ import scipy.sparse as sp
 
 import plait
 from plait.errors import CompileError
+from sparse_cases import dense, random_csr
 
 FUSIONS = ("partial", "maximal", "none")
 SHAPES = ((0, 0), (0, 3), (3, 0), (1, 1), (1, 6), (6, 1), (7, 5), (13, 17))
-
-
-def random_csr(rng, shape, density=0.35, dtype=np.float64, index=np.int32, matrix=False, dense_row=True,
-               canonical=True, positive=False):
-    """A random CSR matrix: some empty rows, one dense row, and (canonical=False)
-    unsorted column indices with duplicates."""
-    n, m = shape
-    dense = rng.random(shape) < density
-    if dense_row and n > 1 and m > 0:
-        dense[n // 2] = True
-        dense[0] = False
-    values = rng.random(shape) + (0.5 if positive else -0.5)
-    rows, cols = np.nonzero(dense)
-    vals = values[rows, cols].astype(dtype)
-    if not canonical and len(rows):
-        # Each entry split in two halves, in a shuffled order.
-        half = (vals / 2).astype(dtype)
-        rows, cols, vals = np.concatenate([rows, rows]), np.concatenate([cols, cols]), np.concatenate([half, vals - half])
-        order = rng.permutation(len(rows))
-        rows, cols, vals = rows[order], cols[order], vals[order]
-        order = np.argsort(rows, kind="stable")
-        rows, cols, vals = rows[order], cols[order], vals[order]
-    indptr = np.zeros(n + 1, dtype=index)
-    np.add.at(indptr, rows + 1, 1)
-    indptr = np.cumsum(indptr).astype(index)
-    cls = sp.csr_matrix if matrix else sp.csr_array
-    out = cls((vals, cols.astype(index), indptr), shape=shape)
-    if not canonical:
-        out.has_canonical_format = False
-        out.has_sorted_indices = False
-    return out
-
-
-def dense(rng, *shape, dtype=np.float64):
-    return (rng.random(shape) - 0.5).astype(dtype)
 
 
 def check_same(got, want, rtol=1e-6):
@@ -442,3 +408,49 @@ def test_star_with_a_product_is_sddmm(rng):
     jitted = plait.jit(star)
     check_same(jitted(S, B, C), star(S, B, C))
     assert "dead-value redundancy" in jitted.explain()
+
+
+def test_gpu_sparse_matrices_are_refused_by_cpu_kernels():
+    # A stand-in with cupyx's module and SciPy's attributes: the CPU call path
+    # hands it to the sparse calls, which refuse it by name.
+    gpu_matrix = type("csr_matrix", (), {"format": "csr", "tocsr": lambda self: self,
+                                         "__module__": "cupyx.scipy.sparse._csr"})
+    with pytest.raises(TypeError, match=r"spmv\(\) argument 'A' is a cupyx.scipy.sparse matrix"):
+        plait.jit(spmv)(gpu_matrix(), np.ones(3))
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_chains_of_a_computed_sparse_matrix_with_broadcast_operands(rng, fusion):
+    # A sparse operand computed with a dense array (its broadcast flags version
+    # the nests) times a chain of dense products: each version of the rows'
+    # loop binds its own row temporary.
+    def scaled_chain(S, D, X, W):
+        return (S.multiply(D) @ X) @ W
+
+    def masked_chain(S, D, X, W):
+        T = plait.sparse.mask(S, D)
+        return T @ (X @ W)
+
+    for fn in (scaled_chain, masked_chain):
+        kernel = plait.jit(fn, fusion=fusion)
+        for shape in ((0, 0), (1, 1), (7, 5), (13, 17)):
+            n, m = shape
+            args = (random_csr(rng, shape), dense(rng, n, m), dense(rng, m, 4), dense(rng, 4, 3))
+            check_same(kernel(*args), fn(*args))
+        # A row of D broadcast down the rows: the other version of the nests.
+        args = (random_csr(rng, (7, 5)), dense(rng, 1, 5), dense(rng, 5, 4), dense(rng, 4, 3))
+        check_same(kernel(*args), fn(*args))
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_mask_broadcasts_its_dense_operand(rng, fusion):
+    # The rows and columns come from S, never from a dense operand that broadcasts.
+    def masked(S, D):
+        return plait.sparse.mask(S, D)
+
+    kernel = plait.jit(masked, fusion=fusion)
+    for shape in ((1, 1), (7, 5), (13, 17)):
+        n, m = shape
+        S = random_csr(rng, shape)
+        for D in (dense(rng, n, m), dense(rng, 1, m), dense(rng, n, 1), dense(rng, m), dense(rng, 1, 1)):
+            check_same(kernel(S, D), masked(S, D))

@@ -1,0 +1,43 @@
+"""Random sparse and dense operands shared by the sparse tests of the CPU
+(tests/python) and the GPU (tests/gpu)."""
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def random_csr(rng, shape, density=0.35, dtype=np.float64, index=np.int32, matrix=False, dense_row=True,
+               canonical=True, positive=False):
+    """A random csr_array (csr_matrix with matrix=True): an empty first row
+    and a dense middle row (dense_row), and with canonical=False each entry
+    split in two halves in a shuffled order (unsorted column indices with
+    duplicates)."""
+    n, m = shape
+    mask = rng.random(shape) < density
+    if dense_row and n > 1 and m > 0:
+        mask[n // 2] = True
+        mask[0] = False
+    values = rng.random(shape) + (0.5 if positive else -0.5)
+    rows, cols = np.nonzero(mask)
+    vals = values[rows, cols].astype(dtype)
+    if not canonical and len(rows):
+        half = (vals / 2).astype(dtype)
+        rows, cols = np.concatenate([rows, rows]), np.concatenate([cols, cols])
+        vals = np.concatenate([half, vals - half])
+        order = rng.permutation(len(rows))
+        rows, cols, vals = rows[order], cols[order], vals[order]
+        order = np.argsort(rows, kind="stable")
+        rows, cols, vals = rows[order], cols[order], vals[order]
+    indptr = np.zeros(n + 1, dtype=index)
+    np.add.at(indptr, rows + 1, 1)
+    indptr = np.cumsum(indptr).astype(index)
+    cls = sp.csr_matrix if matrix else sp.csr_array
+    out = cls((vals, cols.astype(index), indptr), shape=shape)
+    if not canonical:
+        out.has_canonical_format = False
+        out.has_sorted_indices = False
+    return out
+
+
+def dense(rng, *shape, dtype=np.float64):
+    """Values in [-0.5, 0.5): never all zeros."""
+    return (rng.random(shape) - 0.5).astype(dtype)
