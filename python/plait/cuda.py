@@ -6,7 +6,10 @@ Arguments of a CUDA kernel:
   - NumPy arrays are copied to the GPU before the call and back after it;
     NumPy arguments whose memory overlaps (views of one array) are copied as
     one span, so that they overlap on the GPU as on the host;
-  - Python and NumPy scalars are passed by value.
+  - Python and NumPy scalars are passed by value;
+  - sparse matrices: cupyx.scipy.sparse matrices and torch sparse tensors
+    are read in place, SciPy matrices copied (plait/sparse_calls.py); a
+    sparse result comes back in the library of the arguments' arrays.
 Arrays the kernel allocates and returns come back as PyTorch tensors when an
 argument was a tensor, else CuPy arrays when one was a CuPy array, else
 plait.DeviceArray when one was, else NumPy arrays (copied from the GPU).

@@ -54,16 +54,15 @@ def csr_parts(value, kernel, name, notes, target):
     if kind == "torch":
         csr = _canonical_torch(value, kernel, name, notes)
         return csr.values(), csr.col_indices(), csr.crow_indices(), int(csr.shape[1]), False
-    if kind == "cupyx":
-        csr = _canonical_cupyx(value, name, notes)
-        return csr.data, csr.indices, csr.indptr, int(csr.shape[1]), True
-    csr = canonical_csr(value, name, notes)
-    return csr.data, csr.indices, csr.indptr, int(csr.shape[1]), _is_matrix_class(value)
+    csr = canonical_csr(value, name, notes)  # cupyx's matrices have SciPy's methods (on the GPU)
+    matrix = kind == "cupyx" or _is_matrix_class(value)  # cupyx has csr_matrix only
+    return csr.data, csr.indices, csr.indptr, int(csr.shape[1]), matrix
 
 
 def canonical_csr(value, name, notes):
-    """value as canonical CSR (sorted column indices, no duplicates, one index
-    dtype), converted or copied when it is not; `notes` gets what was done."""
+    """value, a SciPy or cupyx matrix, as canonical CSR (sorted column indices,
+    no duplicates, one index dtype), converted or copied when it is not;
+    `notes` gets what was done."""
     csr = value
     if value.format != "csr":
         notes.add(f"argument '{name}' ({value.format.upper()}) is converted to CSR on each call")
@@ -75,20 +74,6 @@ def canonical_csr(value, name, notes):
     if not csr.has_canonical_format:
         notes.add(f"argument '{name}' has unsorted or duplicate column indices: a canonical copy (sorted, "
                   "duplicates summed, as SciPy's sum_duplicates) is made on each call")
-        csr = csr.copy() if csr is value else csr
-        csr.sum_duplicates()
-    return csr
-
-
-def _canonical_cupyx(value, name, notes):
-    """A cupyx.scipy.sparse matrix as canonical CSR (on the GPU)."""
-    csr = value
-    if value.format != "csr":
-        notes.add(f"argument '{name}' ({value.format.upper()}) is converted to CSR on each call")
-        csr = value.tocsr()
-    if not csr.has_canonical_format:
-        notes.add(f"argument '{name}' has unsorted or duplicate column indices: a canonical copy (sorted, "
-                  "duplicates summed) is made on each call")
         csr = csr.copy() if csr is value else csr
         csr.sum_duplicates()
     return csr
