@@ -231,21 +231,23 @@ def _copy(array):
 
 
 def _matrix(declared, data, indices, indptr, ncols):
-    """A sparse result in the library of its arrays: torch tensors give a torch
-    sparse CSR tensor, CuPy arrays a cupyx csr_matrix, NumPy arrays SciPy's
-    csr_array or csr_matrix (as declared)."""
+    """A sparse result in the library of its values, which the kernel made: a
+    torch sparse CSR tensor for a torch tensor, a cupyx csr_matrix for a CuPy
+    array, else SciPy's csr_array or csr_matrix (as declared). Index arrays of
+    another library (a SciPy argument's, on the GPU target) are moved to it."""
     shape = (int(indptr.shape[0]) - 1, int(ncols))
     module = type(data).__module__
     if module.startswith("torch"):
         import torch
 
+        indices, indptr = (torch.as_tensor(a, device=data.device) for a in (indices, indptr))
         return torch.sparse_csr_tensor(indptr, indices, data, size=shape)
     if module.startswith("cupy"):
+        import cupy
         import cupyx.scipy.sparse as csp
 
-        return csp.csr_matrix((data, indices, indptr), shape=shape)
-    if not isinstance(data, np.ndarray):  # plait.DeviceArray
-        data, indices, indptr = (a.to_host() for a in (data, indices, indptr))
+        return csp.csr_matrix((data, cupy.asarray(indices), cupy.asarray(indptr)), shape=shape)
+    data, indices, indptr = (a if isinstance(a, np.ndarray) else a.to_host() for a in (data, indices, indptr))
     import scipy.sparse as sp
 
     cls = sp.csr_matrix if declared.startswith("csr_matrix") else sp.csr_array

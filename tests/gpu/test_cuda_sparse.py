@@ -119,6 +119,14 @@ def to_array(S):
     return S.toarray()
 
 
+def mask_row(S, D):
+    return plait.sparse.mask(S, D)
+
+
+def scaled_chain(S, D, X, W):
+    return (S.multiply(D) @ X) @ W
+
+
 def inputs(name, rng, shape, dtype, matrix=False):
     n, m = shape
     d = lambda *s: (rng.random(s) - 0.5).astype(dtype)  # noqa: E731
@@ -136,11 +144,13 @@ def inputs(name, rng, shape, dtype, matrix=False):
         "transposed_spmv": lambda: (S, d(n)),
         "scaled": lambda: (S,),
         "to_array": lambda: (S,),
+        "mask_row": lambda: (S, d(1, m)),  # broadcast down the rows
+        "scaled_chain": lambda: (S, d(1, m), d(m, 4), d(4, 3)),
     }[name]()
 
 
 PROGRAMS = {f.__name__: f for f in (spmv, spmm, sddmm, gnn, sddmm_spmm, row_normalise, softmax, reductions,
-                                     column_sums, transposed_spmv, scaled, to_array)}
+                                     column_sums, transposed_spmv, scaled, to_array, mask_row, scaled_chain)}
 # Reductions with an axis of a csr_matrix return numpy.matrix, which kernels
 # do not return: refused at the line, as on the CPU.
 MATRIX_REFUSED = ("row_normalise", "reductions", "column_sums")
@@ -247,3 +257,17 @@ def test_scipy_matrices_with_device_arrays_give_scipy_results(rng):
     got = plait.jit(sddmm, target="cuda")(S, plait.to_device(B), plait.to_device(C))
     assert isinstance(got, sp.csr_array)
     check(got, sddmm(S, B, C), "scipy", 1e-9)
+
+
+def test_scipy_matrices_with_gpu_dense_arguments_give_their_library(rng):
+    S = random_csr(rng, (20, 9))
+    B, C = rng.random((20, 3)), rng.random((3, 9))
+    kernel = plait.jit(sddmm, target="cuda")
+    if cupy is not None:
+        got = kernel(S, cupy.asarray(B), cupy.asarray(C))
+        assert csp.isspmatrix_csr(got)
+        check(got, sddmm(S, B, C), "cupyx", 1e-9)
+    if torch is not None:
+        got = kernel(S, torch.from_numpy(B).cuda(), torch.from_numpy(C).cuda())
+        assert got.layout == torch.sparse_csr and got.is_cuda
+        check(got, sddmm(S, B, C), "torch", 1e-9)
