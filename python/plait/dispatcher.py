@@ -178,8 +178,9 @@ class Dispatcher(_core.Dispatcher):
         each as canonical CSR arrays, through an ArrayCalls."""
         arrangement, parts = [], []
         for name, value in zip(self._param_names, args):
-            if sparse_calls.is_sparse(value):
-                *arrays, matrix = sparse_calls.csr_parts(value, self.py_func.__name__, name, self._sparse_notes,
+            kind = sparse_calls.sparse_kind(value)
+            if kind is not None:
+                *arrays, matrix = sparse_calls.csr_parts(value, kind, self.py_func.__name__, name, self._sparse_notes,
                                                          self._target)
                 arrangement.append(matrix)
                 parts += arrays

@@ -32,21 +32,16 @@ def sparse_kind(value):
     return None
 
 
-def is_sparse(value):
-    return sparse_kind(value) is not None
-
-
 def _is_matrix_class(value):
     import scipy.sparse as sp
 
     return isinstance(value, sp.spmatrix)
 
 
-def csr_parts(value, kernel, name, notes, target):
+def csr_parts(value, kind, kernel, name, notes, target):
     """(values, indices, indptr, column count, whether `*` is a matrix product)
-    of argument `name` of `kernel`, a sparse matrix, as canonical CSR; `notes`
-    gets what was done."""
-    kind = sparse_kind(value)
+    of argument `name` of `kernel`, a sparse matrix of `kind` (sparse_kind), as
+    canonical CSR; `notes` gets what was done."""
     if kind != "scipy" and target != "cuda":
         where = "a cupyx.scipy.sparse matrix" if kind == "cupyx" else "a torch sparse tensor"
         raise TypeError(f"{kernel}() argument '{name}' is {where}: sparse arguments of target='cpu' kernels are "
