@@ -1,3 +1,4 @@
+// Values, loops, statements and nests of the lowering (lowering.h).
 #include "tensor/lower_to_loops.h"
 
 #include <algorithm>
@@ -7,10 +8,11 @@
 
 #include "ir/ir_visitor.h"
 #include "tensor/cost.h"
+#include "tensor/lowering.h"
 
 namespace plait::tensor {
 
-namespace {
+namespace detail {
 
 using ir::Expr;
 using ir::Stmt;
@@ -27,6 +29,8 @@ Expr as_index(Expr e, SourceLoc loc) {
 Expr add(Expr a, Expr b, SourceLoc loc) {
   return ir::Binary::make(ir::BinaryOp::Add, std::move(a), std::move(b), ScalarType::py_int(), false, loc);
 }
+
+namespace {
 
 // Whether a loop's body may run in SIMD lanes: it holds no loop, and each
 // store writes an element of its own iteration, indexed by the loop's
@@ -82,497 +86,346 @@ ir::BinaryOp combine(ir::ReduceOp op) {
   return ir::BinaryOp::Add;
 }
 
-// Where a statement's output lives while its nest runs.
-struct OutputStorage {
-  ir::ArrayVar array;      // whole, or kept per iteration of the shared loops
-  std::vector<bool> kept;  // per dimension of the output: indexes `array`
-  ir::Var scalar;          // kept as one scalar
-};
-
-class Lowering {
- public:
-  Lowering(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc)
-      : plan_(plan), names_(names), target_(target), loc_(loc) {}
-
-  std::vector<Stmt> run() {
-    std::vector<Stmt> out;
-    for (const Nest& nest : plan_.nests) lower_nest(nest, out);
-    return out;
-  }
-
- private:
-  ir::Var new_var(ScalarType t, const std::string& hint) {
-    auto v = std::make_shared<ir::VarInfo>();
-    v->name = names_(hint);
-    v->type = t;
-    v->loc = loc_;
-    return v;
-  }
-  ir::ArrayVar new_array(ArrayType t, const std::string& hint) {
-    auto a = std::make_shared<ir::ArrayInfo>();
-    a->name = names_(hint);
-    a->type = t;
-    a->loc = loc_;
-    return a;
-  }
-
-  // ---------------------------------------------------------------- positions and values
-
-  // The position of level k of t's access `vars` (its parent positions bound).
-  Expr position(const TensorVar& t, const std::vector<IndexVar>& vars, int k) {
-    if (t.format.levels[k] == LevelKind::Compressed) {
-      auto it = positions_.find(t.crd[k].get());
-      if (it == positions_.end())
-        throw Refusal{loc_, "internal: the stored entries of '" + t.name + "' are read outside their loop"};
-      return it->second;
-    }
-    Expr coord = coordinate(vars[t.format.mode_order[k]]);
-    if (k == 0) return coord;
-    Expr parent = position(t, vars, k - 1);
-    Expr scaled = ir::Binary::make(ir::BinaryOp::Mul, parent, as_index(t.shape[t.format.mode_order[k]], loc_),
-                                   ScalarType::py_int(), false, loc_);
-    return add(scaled, coord, loc_);
-  }
-
-  Expr coordinate(const IndexVar& v) {
-    if (!v.valid()) return int_imm(0, loc_);
-    auto it = coords_.find(v.id);
-    if (it == coords_.end()) throw Refusal{loc_, "internal: index variable " + v.name + " is not bound"};
-    return it->second;
-  }
-
-  Expr load(const IndexExprNode& a) {
-    const TensorVar& t = *a.tensor;
-    if (t.rank() == 0 && t.scalar) return t.scalar;
-    auto local = storage_.find(&t);
-    if (local != storage_.end()) return load_output(t, local->second, a.vars);
-    if (t.is_sparse()) return ir::Load::make(t.values, {position(t, a.vars, t.format.rank() - 1)}, false, loc_);
-    std::vector<Expr> idx;
-    for (size_t d = 0; d < a.vars.size(); ++d) {
-      Expr c = coordinate(a.vars[d]);
-      if (d < a.broadcast.size() && a.broadcast[d]) c = ir::Select::make(a.broadcast[d], int_imm(0, loc_), c, loc_);
-      idx.push_back(c);
-    }
-    return ir::Load::make(t.values, idx, false, loc_);
-  }
-
-  std::vector<Expr> output_index(const TensorVar& t, const OutputStorage& s, const std::vector<IndexVar>& vars) {
-    if (t.is_sparse()) return {position(t, vars, t.format.rank() - 1)};
-    std::vector<Expr> idx;
-    for (size_t d = 0; d < vars.size(); ++d)
-      if (s.kept.empty() || s.kept[d]) idx.push_back(coordinate(vars[d]));
-    return idx;
-  }
-
-  Expr load_output(const TensorVar& t, const OutputStorage& s, const std::vector<IndexVar>& vars) {
-    if (s.scalar) return ir::VarRef::make(s.scalar, loc_);
-    return ir::Load::make(s.array, output_index(t, s, vars), false, loc_);
-  }
-
-  // The value of e; statements it needs first (the loops of its sums) go to `pre`.
-  Expr value(const IndexExpr& e, std::vector<Stmt>& pre) {
-    switch (e->kind) {
-      case ExprKind::Access:
-        return load(*e);
-      case ExprKind::Literal:
-        return e->literal;
-      case ExprKind::Cast:
-        return ir::Cast::make(e->type, value(e->a, pre), false, loc_);
-      case ExprKind::Unary:
-        return ir::Unary::make(e->unary, value(e->a, pre), loc_);
-      case ExprKind::Binary: {
-        Expr a = value(e->a, pre);
-        Expr b = value(e->b, pre);
-        return ir::Binary::make(e->binary, a, b, e->type, false, loc_);
-      }
-      case ExprKind::Call:
-        return ir::Call::make(e->fn, {value(e->a, pre)}, e->type, false, loc_);
-      case ExprKind::Reduce:
-        return reduction(*e, pre);
-    }
-    return nullptr;
-  }
-
-  Expr reduction(const IndexExprNode& r, std::vector<Stmt>& pre) {
-    ir::Var acc = new_var(r.type, "_acc");
-    pre.push_back(ir::Assign::make(acc, identity(r.reduce, r.type, loc_), loc_));
-    Loop loop;
-    loop.var = r.var;
-    LevelChoice level = compressed_level(r.a, r.var, bound_, loc_);
-    loop.tensor = level.tensor;
-    loop.level = level.level;
-    if (!loop.tensor) loop.extent = extent_of(r.a, r.var);
-    if (!loop.tensor && !loop.extent) throw Refusal{loc_, "internal: no extent for " + r.var.name};
-    pre.push_back(make_loop(loop, [&](std::vector<Stmt>& body) {
-      Expr x = value(r.a, body);
-      Expr next = ir::Binary::make(combine(r.reduce), ir::VarRef::make(acc, loc_), x, r.type, false, loc_);
-      body.push_back(ir::Assign::make(acc, next, loc_));
-    }));
-    return ir::VarRef::make(acc, loc_);
-  }
-
-  // ---------------------------------------------------------------- loops
-
-  // The loop `l` with its variable bound while `fill` makes its body.
-  // `range` (dense loops only): the loop's first and end coordinates, instead of 0 and its extent.
-  Stmt make_loop(const Loop& l, const std::function<void(std::vector<Stmt>&)>& fill, bool parallel = false,
-                 std::pair<Expr, Expr> range = {}) {
-    std::vector<Stmt> body;
-    ir::Var v, c;
-    Expr begin, end;
-    // A sum inside the loop may iterate the same stored entries again (a
-    // row's softmax denominator under each of the row's entries): the outer
-    // loop's position is restored after this one.
-    const ir::ArrayInfo* crd = l.positions() ? l.tensor->crd[l.level].get() : nullptr;
-    std::optional<Expr> outer_position;
-    if (crd && positions_.count(crd)) outer_position = positions_.at(crd);
-    if (l.positions()) {
-      const TensorVar& t = *l.tensor;
-      v = new_var(ScalarType::py_int(), "_p" + l.var.name);
-      Expr parent = l.level == 0 ? int_imm(0, loc_) : position(t, vars_of(t), l.level - 1);
-      const ir::ArrayVar& pos = t.pos[l.level];
-      begin = as_index(ir::Load::make(pos, {parent}, false, loc_), loc_);
-      end = as_index(ir::Load::make(pos, {add(parent, int_imm(1, loc_), loc_)}, false, loc_), loc_);
-      c = new_var(ScalarType::py_int(), l.var.name);
-      body.push_back(ir::Assign::make(
-          c, as_index(ir::Load::make(t.crd[l.level], {ir::VarRef::make(v, loc_)}, false, loc_), loc_), loc_));
-      positions_[crd] = ir::VarRef::make(v, loc_);
-      coords_[l.var.id] = ir::VarRef::make(c, loc_);
-    } else {
-      v = new_var(ScalarType::py_int(), l.var.name);
-      begin = range.first ? range.first : int_imm(0, loc_);
-      end = range.second ? range.second : as_index(l.extent, loc_);
-      coords_[l.var.id] = ir::VarRef::make(v, loc_);
-    }
-    bound_.push_back(l.var);
-    fill(body);
-    bound_.pop_back();
-    if (outer_position) positions_[crd] = *outer_position;
-    ir::LoopSchedule schedule;
-    if (parallel) schedule.kind = ir::LoopKind::Parallel;
-    // An innermost loop runs in SIMD lanes where its iterations are independent
-    // (vector math for exp and the like, sums in lanes).
-    if (!parallel && lanes_independent(body, v, c)) schedule.kind = ir::LoopKind::Vectorized;
-    return ir::For::make(v, begin, end, int_imm(1, loc_), ir::Block::make(std::move(body), loc_), schedule, loc_);
-  }
-
-  // The variables a tensor is accessed with in the statement being lowered.
-  std::vector<IndexVar> vars_of(const TensorVar& t) {
-    auto it = access_vars_.find(&t);
-    if (it == access_vars_.end()) throw Refusal{loc_, "internal: no access of '" + t.name + "'"};
-    return it->second;
-  }
-
-  void note_accesses(const Statement& s) {
-    access_vars_[s.out.get()] = s.vars;
-    for (const IndexExprNode* a : accesses(s.rhs)) access_vars_[a->tensor.get()] = a->vars;
-  }
-
-  // ---------------------------------------------------------------- statements
-
-  // The loops of statement `s` from `first` on, and its store.
-  void lower_tail(const Statement& s, const LoopOrder& order, size_t first, std::vector<Stmt>& out) {
-    note_accesses(s);
-    // Loop invariants: each factor of the product is computed in the
-    // outermost of the statement's loops whose variables it reads.
-    std::vector<IndexExpr> fs;
-    std::vector<size_t> depth;
-    for (const auto& [f, d] : placed_factors(order, first)) {
-      fs.push_back(f);
-      depth.push_back(d);
-    }
-    emit_level(s, order, first, fs, depth, ir::Expr(), out);
-  }
-
-  void emit_level(const Statement& s, const LoopOrder& order, size_t level, const std::vector<IndexExpr>& fs,
-                  const std::vector<size_t>& depth, Expr partial, std::vector<Stmt>& out) {
-    for (size_t f = 0; f < fs.size(); ++f) {
-      if (depth[f] != level) continue;
-      Expr x = value(fs[f], out);
-      partial = partial ? ir::Binary::make(ir::BinaryOp::Mul, partial, x, order.body->type, false, loc_) : x;
-      if (level < order.loops.size()) {
-        ir::Var held = new_var(order.body->type, "_f");
-        out.push_back(ir::Assign::make(held, partial, loc_));
-        partial = ir::VarRef::make(held, loc_);
-      }
-    }
-    if (level == order.loops.size()) {
-      store(s, order, partial, out);
-      return;
-    }
-    out.push_back(make_loop(order.loops[level], [&](std::vector<Stmt>& body) {
-      emit_level(s, order, level + 1, fs, depth, partial, body);
-    }));
-  }
-
-  void store(const Statement& s, const LoopOrder& order, Expr v, std::vector<Stmt>& out) {
-    const OutputStorage& st = storage_.at(s.out.get());
-    if (order.accumulates)
-      v = ir::Binary::make(ir::BinaryOp::Add, load_output(*s.out, st, s.vars), v, v->type, false, loc_);
-    if (st.scalar) {
-      out.push_back(ir::Assign::make(st.scalar, v, loc_));
-      return;
-    }
-    out.push_back(ir::Store::make(st.array, output_index(*s.out, st, s.vars), v, false, loc_));
-  }
-
-  // ---------------------------------------------------------------- nests
-
-  // Storage of an output kept whole: allocated before its nest.
-  void allocate_whole(const Statement& s, bool zero, std::vector<Stmt>& out) {
-    TensorVar& t = *s.out;
-    OutputStorage st;
-    if (t.rank() == 0) {
-      st.scalar = new_var(t.type, t.name);
-      t.scalar = ir::VarRef::make(st.scalar, loc_);
-      out.push_back(ir::Assign::make(st.scalar, identity(ir::ReduceOp::Add, t.type, loc_), loc_));
-      storage_[&t] = st;
-      return;
-    }
-    if (t.is_sparse()) {
-      t.values = new_array(ArrayType{t.type.kind, 1, Layout::C}, t.name + "_values");
-      out.push_back(ir::Allocate::make(t.values, {as_index(t.nnz, loc_)},
-                                       zero ? ir::FillKind::Zeros : ir::FillKind::Uninitialized, nullptr, loc_));
-    } else {
-      t.values = new_array(ArrayType{t.type.kind, t.rank(), Layout::C}, t.name);
-      std::vector<Expr> shape;
-      for (const Expr& e : t.shape) shape.push_back(as_index(e, loc_));
-      out.push_back(
-          ir::Allocate::make(t.values, shape, zero ? ir::FillKind::Zeros : ir::FillKind::Uninitialized, nullptr, loc_));
-    }
-    st.array = t.values;
-    storage_[&t] = st;
-  }
-
-  // Storage of a shrunk temporary, made in each iteration of the shared loops.
-  void allocate_local(const Statement& s, const std::vector<bool>& dropped, bool zero, std::vector<Stmt>& out) {
-    const TensorVar& t = *s.out;
-    OutputStorage st;
-    std::vector<Expr> shape;
-    for (size_t d = 0; d < dropped.size(); ++d) {
-      st.kept.push_back(!dropped[d]);
-      if (!dropped[d]) shape.push_back(as_index(t.shape[d], loc_));
-    }
-    if (shape.empty()) {
-      st.scalar = new_var(t.type, "_" + t.name);
-      if (zero) out.push_back(ir::Assign::make(st.scalar, identity(ir::ReduceOp::Add, t.type, loc_), loc_));
-    } else {
-      st.array = new_array(ArrayType{t.type.kind, static_cast<int>(shape.size()), Layout::C}, "_" + t.name);
-      out.push_back(
-          ir::Allocate::make(st.array, shape, zero ? ir::FillKind::Zeros : ir::FillKind::Uninitialized, nullptr, loc_));
-    }
-    storage_[&t] = st;
-  }
-
-  // Whether the nest's outer loop may run its iterations in parallel: a
-  // dense loop over an output variable of every statement, each writing
-  // only the outputs of its own iteration.
-  bool parallel_outer(const Nest& nest) {
-    if (nest.shared == 0) return false;
-    for (size_t q = 0; q < nest.stmts.size(); ++q) {
-      const Loop& l = nest.orders[q].loops[0];
-      if (l.positions() || l.reduction) return false;
-      const Statement& s = *nest.stmts[q];
-      if (plan_.shrunk.count(s.out.get())) continue;
-      if (s.vars.empty()) return false;
-      int dim = s.out->is_sparse() ? s.out->format.mode_order[0] : 0;
-      if (s.vars[dim] != l.var) return false;
-    }
-    return true;
-  }
-
-  void lower_nest(const Nest& nest, std::vector<Stmt>& out) {
-    for (size_t q = 0; q < nest.stmts.size(); ++q) {
-      const Statement& s = *nest.stmts[q];
-      if (!plan_.shrunk.count(s.out.get())) allocate_whole(s, nest.orders[q].zero_output(), out);
-    }
-    for (const auto& s : nest.stmts) note_accesses(*s);
-    emit_shared(nest, 0, out);
-  }
-
-  void emit_shared(const Nest& nest, size_t level, std::vector<Stmt>& out) {
-    if (level == nest.shared) {
-      for (size_t q = 0; q < nest.stmts.size(); ++q) {
-        const Statement& s = *nest.stmts[q];
-        auto shrunk = plan_.shrunk.find(s.out.get());
-        if (shrunk != plan_.shrunk.end()) allocate_local(s, shrunk->second, nest.orders[q].zero_output(), out);
-        lower_tail(s, nest.orders[q], level, out);
-      }
-      return;
-    }
-    // The statements' own variables of this loop name the same coordinate.
-    const Loop& loop = nest.orders[0].loops[level];
-    auto fill = [&](std::vector<Stmt>& body) {
-      for (size_t q = 1; q < nest.stmts.size(); ++q) {
-        coords_[nest.orders[q].loops[level].var.id] = coords_[loop.var.id];
-        bound_.push_back(nest.orders[q].loops[level].var);
-      }
-      emit_shared(nest, level + 1, body);
-      bound_.resize(bound_.size() - (nest.stmts.size() - 1));
-    };
-    const bool parallel = level == 0 && parallel_outer(nest);
-    const TensorVar* rows = parallel ? balanced_rows(nest) : nullptr;
-    if (!rows) {
-      out.push_back(make_loop(loop, fill, parallel));
-      return;
-    }
-    if (target_ == Target::CUDA) {
-      rows_by_length(loop, *rows, fill, out);
-      return;
-    }
-    // Threads pay off from about 1e5 operations (the nest's cost formula at
-    // run time); below, the rows run in order.
-    constexpr double kParallelWork = 1e5;
-    Expr enough = ir::Compare::make(ir::CompareOp::GE, nest_cost(nest).value(loc_),
-                                    ir::FloatImm::make(kParallelWork, ScalarType::f64(), loc_), loc_);
-    Stmt chunked = chunks_of_rows(loop, *rows, fill);
-    out.push_back(ir::If::make(enough, chunked, make_loop(loop, fill, false), loc_));
-  }
-
-  // The sparse matrix whose rows the nest's outer loop runs over while a
-  // statement iterates their stored entries, or null.
-  const TensorVar* balanced_rows(const Nest& nest) {
-    for (size_t q = 0; q < nest.stmts.size(); ++q) {
-      const Statement& s = *nest.stmts[q];
-      const IndexVar& row = nest.orders[q].loops[0].var;
-      std::vector<std::pair<const TensorVar*, std::vector<IndexVar>>> sparse = {{s.out.get(), s.vars}};
-      for (const IndexExprNode* a : accesses(s.rhs)) sparse.emplace_back(a->tensor.get(), a->vars);
-      for (const auto& [t, vars] : sparse) {
-        if (!t->is_sparse() || t->format.rank() != 2 || t->format.levels[0] != LevelKind::Dense) continue;
-        if (vars[t->format.mode_order[0]] == row && !loop_extent_differs(nest.orders[0].loops[0], *t)) return t;
-      }
-    }
-    return nullptr;
-  }
-
-  static bool loop_extent_differs(const Loop& loop, const TensorVar& t) {
-    return loop.positions() || !loop.extent || loop.extent.get() != t.shape[t.format.mode_order[0]].get();
-  }
-
-  // On the GPU each row is a worker of its own: a team of threads. The CUDA
-  // back end gives rows whose lengths it cannot count before the launch a
-  // team of 2 threads that spread the row's entries, right for short rows but
-  // slow for a power-law matrix's long ones. So where a row's loops over its
-  // entries are innermost (those are the loops spread), the rows run in two
-  // kernels: rows of at most kShortRow entries, then the longer ones, whose
-  // loops ask for a warp (le() on their schedules, marked as the compiler's
-  // sizes). Where the loops over entries hold dense loops (SpMM, SDDMM), the
-  // team spreads those, sized by their extents, and one kernel runs all rows.
-  void rows_by_length(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<Stmt>&)>& fill,
-                      std::vector<Stmt>& out) {
-    constexpr int64_t kShortRow = 64;
-    constexpr int kWarpTrips = 128;  // the trip count the back end gives a warp (docs/cuda.md, "Team size")
-    const ir::ArrayVar& pos = t.pos[1];
-    bool entries_innermost = true;
-    std::vector<Stmt> kernels;
-    for (bool long_rows : {false, true}) {
-      kernels.push_back(make_loop(
-          loop,
-          [&](std::vector<Stmt>& body) {
-            Expr r = coords_.at(loop.var.id);
-            Expr length = ir::Binary::make(
-                ir::BinaryOp::Sub, as_index(ir::Load::make(pos, {add(r, int_imm(1, loc_), loc_)}, false, loc_), loc_),
-                as_index(ir::Load::make(pos, {r}, false, loc_), loc_), ScalarType::py_int(), false, loc_);
-            std::vector<Stmt> row;
-            fill(row);
-            for (Stmt& s : row) {
-              const ir::For* f = s->as<ir::For>();
-              if (!f) continue;
-              entries_innermost = entries_innermost && !holds_loop(f->body);
-              ir::LoopSchedule schedule = f->schedule;
-              schedule.most_trips = long_rows ? kWarpTrips : 0;
-              schedule.sizes_by_compiler = long_rows;
-              s = ir::For::make(f->var, f->begin, f->end, f->step, f->body, schedule, f->loc);
-            }
-            body.push_back(ir::If::make(ir::Compare::make(long_rows ? ir::CompareOp::GT : ir::CompareOp::LE, length,
-                                                          int_imm(kShortRow, loc_), loc_),
-                                        ir::Block::make(std::move(row), loc_), nullptr, loc_));
-          },
-          true));
-    }
-    if (!entries_innermost) {
-      out.push_back(make_loop(loop, fill, true));
-      return;
-    }
-    for (Stmt& k : kernels) out.push_back(std::move(k));
-  }
-
-  static bool holds_loop(const Stmt& s) {
-    struct Scan : ir::IRVisitor {
-      bool found = false;
-      using IRVisitor::visit;
-      void visit(const ir::For*) override { found = true; }
-      void visit(const ir::While*) override { found = true; }
-    } scan;
-    scan.visit(s);
-    return scan.found;
-  }
-
-  // The rows in chunks of equal work (stored entries plus rows: pos[r] + r
-  // grows by each row's entries and one), so that a power-law matrix's long
-  // rows do not leave threads idle: the chunks run in parallel, each finds
-  // its rows by a binary search in pos.
-  Stmt chunks_of_rows(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<Stmt>&)>& fill) {
-    constexpr int64_t kChunks = 256;
-    const ir::ArrayVar& pos = t.pos[1];
-    Expr rows = as_index(loop.extent, loc_);
-    ir::Var chunk = new_var(ScalarType::py_int(), "_rows_by_work");
-    auto work = [&](const Expr& r) { return add(as_index(ir::Load::make(pos, {r}, false, loc_), loc_), r, loc_); };
-    auto binop = [&](ir::BinaryOp op, Expr a, Expr b) {
-      return ir::Binary::make(op, std::move(a), std::move(b), ScalarType::py_int(), false, loc_);
-    };
-    std::vector<Stmt> body;
-    Expr total = work(rows);
-    // The first row whose work before it reaches `target`.
-    auto row_at = [&](Expr target, const std::string& hint) {
-      ir::Var lo = new_var(ScalarType::py_int(), hint);
-      ir::Var hi = new_var(ScalarType::py_int(), hint + "_end");
-      ir::Var mid = new_var(ScalarType::py_int(), hint + "_mid");
-      body.push_back(ir::Assign::make(lo, int_imm(0, loc_), loc_));
-      body.push_back(ir::Assign::make(hi, rows, loc_));
-      Expr m = ir::VarRef::make(mid, loc_);
-      Stmt step = ir::Block::make(
-          {ir::Assign::make(mid,
-                            binop(ir::BinaryOp::FloorDiv,
-                                  add(ir::VarRef::make(lo, loc_), ir::VarRef::make(hi, loc_), loc_), int_imm(2, loc_)),
-                            loc_),
-           ir::If::make(ir::Compare::make(ir::CompareOp::LT, work(m), target, loc_),
-                        ir::Assign::make(lo, add(m, int_imm(1, loc_), loc_), loc_), ir::Assign::make(hi, m, loc_),
-                        loc_)},
-          loc_);
-      body.push_back(ir::While::make(
-          ir::Compare::make(ir::CompareOp::LT, ir::VarRef::make(lo, loc_), ir::VarRef::make(hi, loc_), loc_), step,
-          loc_));
-      return ir::VarRef::make(lo, loc_);
-    };
-    Expr c = ir::VarRef::make(chunk, loc_);
-    Expr first =
-        row_at(binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, c, total), int_imm(kChunks, loc_)), "_first_row");
-    Expr end = row_at(binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, add(c, int_imm(1, loc_), loc_), total),
-                            int_imm(kChunks, loc_)),
-                      "_end_row");
-    body.push_back(make_loop(loop, fill, false, {first, end}));
-    ir::LoopSchedule schedule;
-    schedule.kind = ir::LoopKind::Parallel;
-    return ir::For::make(chunk, int_imm(0, loc_), int_imm(kChunks, loc_), int_imm(1, loc_),
-                         ir::Block::make(std::move(body), loc_), schedule, loc_);
-  }
-
-  const FusionPlan& plan_;
-  const NameMaker& names_;
-  Target target_;
-  SourceLoc loc_;
-  std::map<int, Expr> coords_;                         // index variable -> coordinate
-  std::map<const ir::ArrayInfo*, Expr> positions_;     // crd array -> the position being iterated
-  std::map<const TensorVar*, OutputStorage> storage_;  // statement outputs
-  std::map<const TensorVar*, std::vector<IndexVar>> access_vars_;
-  std::vector<IndexVar> bound_;
-};
-
 }  // namespace
 
+std::vector<Stmt> Lowering::run() {
+  std::vector<Stmt> out;
+  for (const Nest& nest : plan_.nests) lower_nest(nest, out);
+  return out;
+}
+
+ir::Var Lowering::new_var(ScalarType t, const std::string& hint) {
+  auto v = std::make_shared<ir::VarInfo>();
+  v->name = names_(hint);
+  v->type = t;
+  v->loc = loc_;
+  return v;
+}
+ir::ArrayVar Lowering::new_array(ArrayType t, const std::string& hint) {
+  auto a = std::make_shared<ir::ArrayInfo>();
+  a->name = names_(hint);
+  a->type = t;
+  a->loc = loc_;
+  return a;
+}
+
+// ---------------------------------------------------------------- positions and values
+
+// The position of level k of t's access `vars` (its parent positions bound).
+Expr Lowering::position(const TensorVar& t, const std::vector<IndexVar>& vars, int k) {
+  if (t.format.levels[k] == LevelKind::Compressed) {
+    auto it = positions_.find(t.crd[k].get());
+    if (it == positions_.end())
+      throw Refusal{loc_, "internal: the stored entries of '" + t.name + "' are read outside their loop"};
+    return it->second;
+  }
+  Expr coord = coordinate(vars[t.format.mode_order[k]]);
+  if (k == 0) return coord;
+  Expr parent = position(t, vars, k - 1);
+  Expr scaled = ir::Binary::make(ir::BinaryOp::Mul, parent, as_index(t.shape[t.format.mode_order[k]], loc_),
+                                 ScalarType::py_int(), false, loc_);
+  return add(scaled, coord, loc_);
+}
+
+Expr Lowering::coordinate(const IndexVar& v) {
+  if (!v.valid()) return int_imm(0, loc_);
+  auto it = coords_.find(v.id);
+  if (it == coords_.end()) throw Refusal{loc_, "internal: index variable " + v.name + " is not bound"};
+  return it->second;
+}
+
+Expr Lowering::load(const IndexExprNode& a) {
+  const TensorVar& t = *a.tensor;
+  if (t.rank() == 0 && t.scalar) return t.scalar;
+  auto local = storage_.find(&t);
+  if (local != storage_.end()) return load_output(t, local->second, a.vars);
+  if (t.is_sparse()) return ir::Load::make(t.values, {position(t, a.vars, t.format.rank() - 1)}, false, loc_);
+  std::vector<Expr> idx;
+  for (size_t d = 0; d < a.vars.size(); ++d) {
+    Expr c = coordinate(a.vars[d]);
+    if (d < a.broadcast.size() && a.broadcast[d]) c = ir::Select::make(a.broadcast[d], int_imm(0, loc_), c, loc_);
+    idx.push_back(c);
+  }
+  return ir::Load::make(t.values, idx, false, loc_);
+}
+
+std::vector<Expr> Lowering::output_index(const TensorVar& t, const OutputStorage& s,
+                                         const std::vector<IndexVar>& vars) {
+  if (t.is_sparse()) return {position(t, vars, t.format.rank() - 1)};
+  std::vector<Expr> idx;
+  for (size_t d = 0; d < vars.size(); ++d)
+    if (s.kept.empty() || s.kept[d]) idx.push_back(coordinate(vars[d]));
+  return idx;
+}
+
+Expr Lowering::load_output(const TensorVar& t, const OutputStorage& s, const std::vector<IndexVar>& vars) {
+  if (s.scalar) return ir::VarRef::make(s.scalar, loc_);
+  return ir::Load::make(s.array, output_index(t, s, vars), false, loc_);
+}
+
+// The value of e; statements it needs first (the loops of its sums) go to `pre`.
+Expr Lowering::value(const IndexExpr& e, std::vector<Stmt>& pre) {
+  switch (e->kind) {
+    case ExprKind::Access:
+      return load(*e);
+    case ExprKind::Literal:
+      return e->literal;
+    case ExprKind::Cast:
+      return ir::Cast::make(e->type, value(e->a, pre), false, loc_);
+    case ExprKind::Unary:
+      return ir::Unary::make(e->unary, value(e->a, pre), loc_);
+    case ExprKind::Binary: {
+      Expr a = value(e->a, pre);
+      Expr b = value(e->b, pre);
+      return ir::Binary::make(e->binary, a, b, e->type, false, loc_);
+    }
+    case ExprKind::Call:
+      return ir::Call::make(e->fn, {value(e->a, pre)}, e->type, false, loc_);
+    case ExprKind::Reduce:
+      return reduction(*e, pre);
+  }
+  return nullptr;
+}
+
+Expr Lowering::reduction(const IndexExprNode& r, std::vector<Stmt>& pre) {
+  ir::Var acc = new_var(r.type, "_acc");
+  pre.push_back(ir::Assign::make(acc, identity(r.reduce, r.type, loc_), loc_));
+  Loop loop;
+  loop.var = r.var;
+  LevelChoice level = compressed_level(r.a, r.var, bound_, loc_);
+  loop.tensor = level.tensor;
+  loop.level = level.level;
+  if (!loop.tensor) loop.extent = extent_of(r.a, r.var);
+  if (!loop.tensor && !loop.extent) throw Refusal{loc_, "internal: no extent for " + r.var.name};
+  pre.push_back(make_loop(loop, [&](std::vector<Stmt>& body) {
+    Expr x = value(r.a, body);
+    Expr next = ir::Binary::make(combine(r.reduce), ir::VarRef::make(acc, loc_), x, r.type, false, loc_);
+    body.push_back(ir::Assign::make(acc, next, loc_));
+  }));
+  return ir::VarRef::make(acc, loc_);
+}
+
+// ---------------------------------------------------------------- loops
+
+// The loop `l` with its variable bound while `fill` makes its body.
+// `range` (dense loops only): the loop's first and end coordinates, instead of 0 and its extent.
+Stmt Lowering::make_loop(const Loop& l, const std::function<void(std::vector<Stmt>&)>& fill, bool parallel,
+                         std::pair<Expr, Expr> range) {
+  std::vector<Stmt> body;
+  ir::Var v, c;
+  Expr begin, end;
+  // A sum inside the loop may iterate the same stored entries again (a
+  // row's softmax denominator under each of the row's entries): the outer
+  // loop's position is restored after this one.
+  const ir::ArrayInfo* crd = l.positions() ? l.tensor->crd[l.level].get() : nullptr;
+  std::optional<Expr> outer_position;
+  if (crd && positions_.count(crd)) outer_position = positions_.at(crd);
+  if (l.positions()) {
+    const TensorVar& t = *l.tensor;
+    v = new_var(ScalarType::py_int(), "_p" + l.var.name);
+    Expr parent = l.level == 0 ? int_imm(0, loc_) : position(t, vars_of(t), l.level - 1);
+    const ir::ArrayVar& pos = t.pos[l.level];
+    begin = as_index(ir::Load::make(pos, {parent}, false, loc_), loc_);
+    end = as_index(ir::Load::make(pos, {add(parent, int_imm(1, loc_), loc_)}, false, loc_), loc_);
+    c = new_var(ScalarType::py_int(), l.var.name);
+    body.push_back(ir::Assign::make(
+        c, as_index(ir::Load::make(t.crd[l.level], {ir::VarRef::make(v, loc_)}, false, loc_), loc_), loc_));
+    positions_[crd] = ir::VarRef::make(v, loc_);
+    coords_[l.var.id] = ir::VarRef::make(c, loc_);
+  } else {
+    v = new_var(ScalarType::py_int(), l.var.name);
+    begin = range.first ? range.first : int_imm(0, loc_);
+    end = range.second ? range.second : as_index(l.extent, loc_);
+    coords_[l.var.id] = ir::VarRef::make(v, loc_);
+  }
+  bound_.push_back(l.var);
+  fill(body);
+  bound_.pop_back();
+  if (outer_position) positions_[crd] = *outer_position;
+  ir::LoopSchedule schedule;
+  if (parallel) schedule.kind = ir::LoopKind::Parallel;
+  // An innermost loop runs in SIMD lanes where its iterations are independent
+  // (vector math for exp and the like, sums in lanes).
+  if (!parallel && lanes_independent(body, v, c)) schedule.kind = ir::LoopKind::Vectorized;
+  return ir::For::make(v, begin, end, int_imm(1, loc_), ir::Block::make(std::move(body), loc_), schedule, loc_);
+}
+
+// The variables a tensor is accessed with in the statement being lowered.
+std::vector<IndexVar> Lowering::vars_of(const TensorVar& t) {
+  auto it = access_vars_.find(&t);
+  if (it == access_vars_.end()) throw Refusal{loc_, "internal: no access of '" + t.name + "'"};
+  return it->second;
+}
+
+void Lowering::note_accesses(const Statement& s) {
+  access_vars_[s.out.get()] = s.vars;
+  for (const IndexExprNode* a : accesses(s.rhs)) access_vars_[a->tensor.get()] = a->vars;
+}
+
+// ---------------------------------------------------------------- statements
+
+// The loops of statement `s` from `first` on, and its store.
+void Lowering::lower_tail(const Statement& s, const LoopOrder& order, size_t first, std::vector<Stmt>& out) {
+  note_accesses(s);
+  // Loop invariants: each factor of the product is computed in the
+  // outermost of the statement's loops whose variables it reads.
+  std::vector<IndexExpr> fs;
+  std::vector<size_t> depth;
+  for (const auto& [f, d] : placed_factors(order, first)) {
+    fs.push_back(f);
+    depth.push_back(d);
+  }
+  emit_level(s, order, first, fs, depth, ir::Expr(), out);
+}
+
+void Lowering::emit_level(const Statement& s, const LoopOrder& order, size_t level, const std::vector<IndexExpr>& fs,
+                          const std::vector<size_t>& depth, Expr partial, std::vector<Stmt>& out) {
+  for (size_t f = 0; f < fs.size(); ++f) {
+    if (depth[f] != level) continue;
+    Expr x = value(fs[f], out);
+    partial = partial ? ir::Binary::make(ir::BinaryOp::Mul, partial, x, order.body->type, false, loc_) : x;
+    if (level < order.loops.size()) {
+      ir::Var held = new_var(order.body->type, "_f");
+      out.push_back(ir::Assign::make(held, partial, loc_));
+      partial = ir::VarRef::make(held, loc_);
+    }
+  }
+  if (level == order.loops.size()) {
+    store(s, order, partial, out);
+    return;
+  }
+  out.push_back(make_loop(order.loops[level],
+                          [&](std::vector<Stmt>& body) { emit_level(s, order, level + 1, fs, depth, partial, body); }));
+}
+
+void Lowering::store(const Statement& s, const LoopOrder& order, Expr v, std::vector<Stmt>& out) {
+  const OutputStorage& st = storage_.at(s.out.get());
+  if (order.accumulates)
+    v = ir::Binary::make(ir::BinaryOp::Add, load_output(*s.out, st, s.vars), v, v->type, false, loc_);
+  if (st.scalar) {
+    out.push_back(ir::Assign::make(st.scalar, v, loc_));
+    return;
+  }
+  out.push_back(ir::Store::make(st.array, output_index(*s.out, st, s.vars), v, false, loc_));
+}
+
+// ---------------------------------------------------------------- nests
+
+// Storage of an output kept whole: allocated before its nest.
+void Lowering::allocate_whole(const Statement& s, bool zero, std::vector<Stmt>& out) {
+  TensorVar& t = *s.out;
+  OutputStorage st;
+  if (t.rank() == 0) {
+    st.scalar = new_var(t.type, t.name);
+    t.scalar = ir::VarRef::make(st.scalar, loc_);
+    out.push_back(ir::Assign::make(st.scalar, identity(ir::ReduceOp::Add, t.type, loc_), loc_));
+    storage_[&t] = st;
+    return;
+  }
+  if (t.is_sparse()) {
+    t.values = new_array(ArrayType{t.type.kind, 1, Layout::C}, t.name + "_values");
+    out.push_back(ir::Allocate::make(t.values, {as_index(t.nnz, loc_)},
+                                     zero ? ir::FillKind::Zeros : ir::FillKind::Uninitialized, nullptr, loc_));
+  } else {
+    t.values = new_array(ArrayType{t.type.kind, t.rank(), Layout::C}, t.name);
+    std::vector<Expr> shape;
+    for (const Expr& e : t.shape) shape.push_back(as_index(e, loc_));
+    out.push_back(
+        ir::Allocate::make(t.values, shape, zero ? ir::FillKind::Zeros : ir::FillKind::Uninitialized, nullptr, loc_));
+  }
+  st.array = t.values;
+  storage_[&t] = st;
+}
+
+// Storage of a shrunk temporary, made in each iteration of the shared loops.
+void Lowering::allocate_local(const Statement& s, const std::vector<bool>& dropped, bool zero, std::vector<Stmt>& out) {
+  const TensorVar& t = *s.out;
+  OutputStorage st;
+  std::vector<Expr> shape;
+  for (size_t d = 0; d < dropped.size(); ++d) {
+    st.kept.push_back(!dropped[d]);
+    if (!dropped[d]) shape.push_back(as_index(t.shape[d], loc_));
+  }
+  if (shape.empty()) {
+    st.scalar = new_var(t.type, "_" + t.name);
+    if (zero) out.push_back(ir::Assign::make(st.scalar, identity(ir::ReduceOp::Add, t.type, loc_), loc_));
+  } else {
+    st.array = new_array(ArrayType{t.type.kind, static_cast<int>(shape.size()), Layout::C}, "_" + t.name);
+    out.push_back(
+        ir::Allocate::make(st.array, shape, zero ? ir::FillKind::Zeros : ir::FillKind::Uninitialized, nullptr, loc_));
+  }
+  storage_[&t] = st;
+}
+
+// Whether the nest's outer loop may run its iterations in parallel: a
+// dense loop over an output variable of every statement, each writing
+// only the outputs of its own iteration.
+bool Lowering::parallel_outer(const Nest& nest) {
+  if (nest.shared == 0) return false;
+  for (size_t q = 0; q < nest.stmts.size(); ++q) {
+    const Loop& l = nest.orders[q].loops[0];
+    if (l.positions() || l.reduction) return false;
+    const Statement& s = *nest.stmts[q];
+    if (plan_.shrunk.count(s.out.get())) continue;
+    if (s.vars.empty()) return false;
+    int dim = s.out->is_sparse() ? s.out->format.mode_order[0] : 0;
+    if (s.vars[dim] != l.var) return false;
+  }
+  return true;
+}
+
+void Lowering::lower_nest(const Nest& nest, std::vector<Stmt>& out) {
+  for (size_t q = 0; q < nest.stmts.size(); ++q) {
+    const Statement& s = *nest.stmts[q];
+    if (!plan_.shrunk.count(s.out.get())) allocate_whole(s, nest.orders[q].zero_output(), out);
+  }
+  for (const auto& s : nest.stmts) note_accesses(*s);
+  emit_shared(nest, 0, out);
+}
+
+void Lowering::emit_shared(const Nest& nest, size_t level, std::vector<Stmt>& out) {
+  if (level == nest.shared) {
+    for (size_t q = 0; q < nest.stmts.size(); ++q) {
+      const Statement& s = *nest.stmts[q];
+      auto shrunk = plan_.shrunk.find(s.out.get());
+      if (shrunk != plan_.shrunk.end()) allocate_local(s, shrunk->second, nest.orders[q].zero_output(), out);
+      lower_tail(s, nest.orders[q], level, out);
+    }
+    return;
+  }
+  // The statements' own variables of this loop name the same coordinate.
+  const Loop& loop = nest.orders[0].loops[level];
+  auto fill = [&](std::vector<Stmt>& body) {
+    for (size_t q = 1; q < nest.stmts.size(); ++q) {
+      coords_[nest.orders[q].loops[level].var.id] = coords_[loop.var.id];
+      bound_.push_back(nest.orders[q].loops[level].var);
+    }
+    emit_shared(nest, level + 1, body);
+    bound_.resize(bound_.size() - (nest.stmts.size() - 1));
+  };
+  const bool parallel = level == 0 && parallel_outer(nest);
+  const TensorVar* rows = parallel ? balanced_rows(nest) : nullptr;
+  if (!rows) {
+    out.push_back(make_loop(loop, fill, parallel));
+    return;
+  }
+  if (target_ == Target::CUDA) {
+    rows_by_length(loop, *rows, fill, out);
+    return;
+  }
+  // Threads pay off from about 1e5 operations (the nest's cost formula at
+  // run time); below, the rows run in order.
+  constexpr double kParallelWork = 1e5;
+  Expr enough = ir::Compare::make(ir::CompareOp::GE, nest_cost(nest).value(loc_),
+                                  ir::FloatImm::make(kParallelWork, ScalarType::f64(), loc_), loc_);
+  Stmt chunked = chunks_of_rows(loop, *rows, fill);
+  out.push_back(ir::If::make(enough, chunked, make_loop(loop, fill, false), loc_));
+}
+
+}  // namespace detail
+
 std::vector<ir::Stmt> lower_to_loops(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc) {
-  return Lowering(plan, names, target, loc).run();
+  return detail::Lowering(plan, names, target, loc).run();
 }
 
 }  // namespace plait::tensor

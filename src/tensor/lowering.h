@@ -1,0 +1,104 @@
+// The lowering of a fused Program into the loop IR (lower_to_loops.h), one
+// class whose parts live in three files: lower_to_loops.cpp (values, loops,
+// statements and nests), lower_rows.cpp (how the rows of a sparse matrix are
+// scheduled on each target) and assemble_pattern.cpp (statements whose sparse
+// result has a pattern of its own, merged from their operands' patterns).
+// Internal to src/tensor: the rest of the compiler calls lower_to_loops().
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/lower_to_loops.h"
+
+namespace plait::tensor::detail {
+
+ir::Expr int_imm(int64_t v, SourceLoc loc);
+// e as a Python int (int64).
+ir::Expr as_index(ir::Expr e, SourceLoc loc);
+ir::Expr add(ir::Expr a, ir::Expr b, SourceLoc loc);
+
+// Where a statement's output lives while its nest runs.
+struct OutputStorage {
+  ir::ArrayVar array;      // whole, or kept per iteration of the shared loops
+  std::vector<bool> kept;  // per dimension of the output: indexes `array`
+  ir::Var scalar;          // kept as one scalar
+};
+
+class Lowering {
+ public:
+  Lowering(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc)
+      : plan_(plan), names_(names), target_(target), loc_(loc) {}
+
+  std::vector<ir::Stmt> run();
+
+ private:
+  ir::Var new_var(ScalarType t, const std::string& hint);
+  ir::ArrayVar new_array(ArrayType t, const std::string& hint);
+
+  // Positions and values (lower_to_loops.cpp).
+  // The position of level k of t's access `vars` (its parent positions bound).
+  ir::Expr position(const TensorVar& t, const std::vector<IndexVar>& vars, int k);
+  ir::Expr coordinate(const IndexVar& v);
+  ir::Expr load(const IndexExprNode& a);
+  std::vector<ir::Expr> output_index(const TensorVar& t, const OutputStorage& s, const std::vector<IndexVar>& vars);
+  ir::Expr load_output(const TensorVar& t, const OutputStorage& s, const std::vector<IndexVar>& vars);
+  // The value of e; statements it needs first (the loops of its sums) go to `pre`.
+  ir::Expr value(const IndexExpr& e, std::vector<ir::Stmt>& pre);
+  ir::Expr reduction(const IndexExprNode& r, std::vector<ir::Stmt>& pre);
+
+  // Loops (lower_to_loops.cpp).
+  // The loop `l` with its variable bound while `fill` makes its body.
+  // `range` (dense loops only): the loop's first and end coordinates, instead of 0 and its extent.
+  ir::Stmt make_loop(const Loop& l, const std::function<void(std::vector<ir::Stmt>&)>& fill, bool parallel = false,
+                     std::pair<ir::Expr, ir::Expr> range = {});
+  // The variables a tensor is accessed with in the statement being lowered.
+  std::vector<IndexVar> vars_of(const TensorVar& t);
+  void note_accesses(const Statement& s);
+
+  // Statements and nests (lower_to_loops.cpp).
+  // The loops of statement `s` from `first` on, and its store.
+  void lower_tail(const Statement& s, const LoopOrder& order, size_t first, std::vector<ir::Stmt>& out);
+  void emit_level(const Statement& s, const LoopOrder& order, size_t level, const std::vector<IndexExpr>& fs,
+                  const std::vector<size_t>& depth, ir::Expr partial, std::vector<ir::Stmt>& out);
+  void store(const Statement& s, const LoopOrder& order, ir::Expr v, std::vector<ir::Stmt>& out);
+  // Storage of an output kept whole: allocated before its nest.
+  void allocate_whole(const Statement& s, bool zero, std::vector<ir::Stmt>& out);
+  // Storage of a shrunk temporary, made in each iteration of the shared loops.
+  void allocate_local(const Statement& s, const std::vector<bool>& dropped, bool zero, std::vector<ir::Stmt>& out);
+  bool parallel_outer(const Nest& nest);
+  void lower_nest(const Nest& nest, std::vector<ir::Stmt>& out);
+  void emit_shared(const Nest& nest, size_t level, std::vector<ir::Stmt>& out);
+
+  // Rows of a sparse matrix (lower_rows.cpp).
+  const TensorVar* balanced_rows(const Nest& nest);
+  static bool loop_extent_differs(const Loop& loop, const TensorVar& t);
+  void rows_by_length(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<ir::Stmt>&)>& fill,
+                      std::vector<ir::Stmt>& out);
+  ir::Stmt chunks_of_rows(const Loop& loop, const TensorVar& t,
+                          const std::function<void(std::vector<ir::Stmt>&)>& fill);
+
+  // Statements that assemble a pattern (assemble_pattern.cpp).
+  void assemble(const Statement& s, std::vector<ir::Stmt>& out);
+  ir::Stmt merged_rows(const Statement& s, const std::vector<const TensorVar*>& operands, bool fill_pass);
+  ir::Stmt merge_row(const Statement& s, const std::vector<const TensorVar*>& operands,
+                     const std::vector<const TensorVar*>& needed,
+                     const std::function<void(ir::Expr, std::vector<ir::Stmt>&)>& keep);
+
+  const FusionPlan& plan_;
+  const NameMaker& names_;
+  Target target_;
+  SourceLoc loc_;
+  std::map<int, ir::Expr> coords_;                      // index variable -> coordinate
+  std::map<const ir::ArrayInfo*, ir::Expr> positions_;  // crd array -> the position being iterated
+  // crd array -> whether the merged coordinate is stored there (operands of a merge only)
+  std::map<const ir::ArrayInfo*, ir::Expr> present_;
+  std::map<const TensorVar*, OutputStorage> storage_;  // statement outputs
+  std::map<const TensorVar*, std::vector<IndexVar>> access_vars_;
+  std::vector<IndexVar> bound_;
+};
+
+}  // namespace plait::tensor::detail
