@@ -83,6 +83,33 @@ Value Lowerer::algebra_method(const std::string& method, const Value& self, cons
     nargs(1, 1, {});
     return algebra_elementwise(ir::BinaryOp::Mul, self, args[0], c.loc, true, "multiply");
   }
+  if (method == "maximum" || method == "minimum") {
+    nargs(1, 1, {});
+    const bool max = method == "maximum";
+    const ir::BinaryOp op = max ? ir::BinaryOp::Max : ir::BinaryOp::Min;
+    if (args[0].kind == Value::Kind::Algebra && args[0].algebra->sparse())
+      return algebra_merge(op, self, args[0], c.loc, method.c_str());
+    // With a number SciPy keeps the result sparse when it does not exceed 0
+    // (maximum) or fall below it (minimum); the merge of one pattern then
+    // drops the zeros, as SciPy does.
+    const Expr k = args[0].kind == Value::Kind::Scalar ? args[0].scalar : nullptr;
+    auto number = [](const Expr& e, double* v) {
+      if (auto i = e ? e->as<ir::IntImm>() : nullptr)
+        *v = static_cast<double>(i->value);
+      else if (auto f = e ? e->as<ir::FloatImm>() : nullptr)
+        *v = f->value;
+      else
+        return false;
+      return true;
+    };
+    double v = 0;
+    if (!number(k, &v) || k->type.is_bool() || (max ? v > 0 : v < 0))
+      unsupported(method + "() of a sparse matrix takes a sparse matrix of its shape or a constant number " +
+                      (max ? "<= 0" : ">= 0") + " (other numbers and arrays give a dense result: use np." + method +
+                      "(S.toarray(), x))",
+                  c.loc);
+    return algebra_merge(op, self, args[0], c.loc, method.c_str());
+  }
   if (method == "dot") {
     nargs(1, 1, {});
     return algebra_matmul(self, args[0], c.loc);
@@ -120,7 +147,8 @@ Value Lowerer::algebra_method(const std::string& method, const Value& self, cons
     return algebra_map(self, fn->second, c.loc);
   }
   unsupported("the sparse matrix method '" + method +
-                  "' is not supported in kernels (multiply, dot, sum, mean, toarray, transpose, power and the "
+                  "' is not supported in kernels (multiply, maximum, minimum, dot, sum, mean, toarray, transpose, "
+                  "power and the "
                   "zero-keeping ufunc methods are)",
               c.loc);
 }

@@ -224,10 +224,10 @@ Value Lowerer::algebra_matmul(const Value& a, const Value& b, SourceLoc loc) {
 
 Value Lowerer::algebra_elementwise(ir::BinaryOp op, const Value& sparse, const Value& other, SourceLoc loc,
                                    bool sparse_left, const char* what) {
+  if (is_sparse_value(other))
+    return sparse_left ? algebra_merge(op, sparse, other, loc, what) : algebra_merge(op, other, sparse, loc, what);
   TensorVarPtr s = algebra_tensor(sparse, loc);
   TensorVarPtr d = algebra_tensor(other, loc);
-  if (d->is_sparse())
-    unsupported(std::string(what) + " of two sparse matrices is not supported (it iterates two patterns at once)", loc);
   ScalarType type = promote(s->type, d->type);
   // SciPy divides a sparse matrix by a number in float64, whatever its dtype.
   if (op == ir::BinaryOp::Div) type = ScalarType::f64();
@@ -242,6 +242,58 @@ Value Lowerer::algebra_elementwise(ir::BinaryOp op, const Value& sparse, const V
   st->loc = loc;
   return with_statement(tensor::merge_statements(stmts_of(sparse), stmts_of(other)), st, sparse.algebra->matrix,
                         sparse.algebra->index);
+}
+
+Value Lowerer::algebra_merge(ir::BinaryOp op, const Value& a, const Value& b, SourceLoc loc, const char* what) {
+  // The operands are stored first: the merge reads their patterns. b may
+  // be a number (S.maximum(0)): the merge of one pattern.
+  const Value x = realize(a, loc);
+  const Value y = realize(b, loc);
+  TensorVarPtr s = algebra_tensor(x, loc);
+  TensorVarPtr t = algebra_tensor(y, loc);
+  if (s->type.is_bool() || t->type.is_bool())
+    unsupported(std::string(what) + " of bool sparse matrices is not supported; convert them with astype()", loc);
+  const ScalarType type = promote(s->type, t->type);
+  // SciPy's index dtype: int64 when an operand's indices are.
+  const bool wide = x.algebra->index == ScalarKind::Int64 ||
+                    (y.kind == Value::Kind::Algebra && y.algebra->index == ScalarKind::Int64);
+  const ScalarKind index = wide ? ScalarKind::Int64 : ScalarKind::Int32;
+  if (!inferring_ && t->is_sparse()) {
+    const bool product = op == ir::BinaryOp::Mul;
+    for (int d = 0; d < 2; ++d)
+      pending_.push_back(
+          ir::Assert::make(ir::Compare::make(ir::CompareOp::EQ, s->shape[d], t->shape[d], loc), PLAIT_VALUE_ERROR,
+                           product ? "multiply of sparse matrices of different shapes (broadcast) is not supported"
+                                   : "inconsistent shapes",
+                           loc));
+    if (index == ScalarKind::Int32)
+      pending_.push_back(ir::Assert::make(
+          ir::Compare::make(ir::CompareOp::LE, add(s->nnz, t->nnz, loc), int_imm(INT32_MAX, loc), loc),
+          PLAIT_VALUE_ERROR,
+          "the result may store more entries than int32 indices count; pass operands with int64 indices", loc));
+  }
+  // The result's pattern is its own: row pointers and columns the merge makes.
+  TensorVarPtr out = algebra_temp(type, tensor::Format::csr(), s->shape);
+  out->pos = {nullptr, temp_array(ArrayType{index, 1, Layout::C}, loc)};
+  out->crd = {nullptr, temp_array(ArrayType{index, 1, Layout::C}, loc)};
+  out->pos[1]->name = "_" + out->name + "_indptr";
+  out->crd[1]->name = "_" + out->name + "_indices";
+  out->pos[1]->nonnegative = true;
+  out->crd[1]->nonnegative = true;
+  out->nnz = ir::ArrayDim::make(out->crd[1], 0, loc);
+  out->dims = s->dims;
+  out->pattern = out->name;
+  out->assembled = true;
+  IndexVar i = index_var("i");
+  IndexVar j = index_var("j");
+  auto st = std::make_shared<tensor::Statement>();
+  st->out = out;
+  st->vars = {i, j};
+  st->rhs = tensor::binary(op, tensor::access(s, {i, j}),
+                           tensor::access(t, t->is_sparse() ? std::vector{i, j} : std::vector<IndexVar>{}), type);
+  st->loc = loc;
+  // Stored at once: the statements that read it iterate its pattern.
+  return realize(with_statement({}, st, x.algebra->matrix, index), loc);
 }
 
 Value Lowerer::algebra_binary(ast::BinOpKind op, const Value& a, const Value& b, SourceLoc loc) {
@@ -263,7 +315,7 @@ Value Lowerer::algebra_binary(ast::BinOpKind op, const Value& a, const Value& b,
     case ast::BinOpKind::Mult:
       // csr_matrix's `*` is the matrix product, except by a number.
       if (s.algebra->matrix && !scalar) return algebra_matmul(x, y, loc);
-      if (!scalar && !sa == !sb) break;
+      if (sa && sb) return algebra_merge(ir::BinaryOp::Mul, x, y, loc, "*");
       return algebra_elementwise(ir::BinaryOp::Mul, s, o, loc, sa, "*");
     case ast::BinOpKind::Div:
       if (sa && scalar) return algebra_elementwise(ir::BinaryOp::Div, s, o, loc, true, "/");
@@ -272,11 +324,22 @@ Value Lowerer::algebra_binary(ast::BinOpKind op, const Value& a, const Value& b,
                      : "dividing by a sparse matrix divides by its zeros; use .toarray() first",
                   loc);
     case ast::BinOpKind::Add:
-    case ast::BinOpKind::Sub:
-      unsupported(
-          "adding or subtracting with a sparse matrix is not supported yet; use .toarray() for a dense "
-          "result",
-          loc);
+    case ast::BinOpKind::Sub: {
+      const ir::BinaryOp bop = op == ast::BinOpKind::Add ? ir::BinaryOp::Add : ir::BinaryOp::Sub;
+      if (sa && sb) return algebra_merge(bop, x, y, loc, op == ast::BinOpKind::Add ? "+" : "-");
+      if (scalar)
+        unsupported("SciPy adds only the number 0 to a sparse matrix (others raise NotImplementedError)", loc);
+      // With a dense array SciPy's result is dense: the sparse operand's toarray().
+      if (s.algebra->matrix)
+        unsupported(
+            "a csr_matrix plus or minus an array is a numpy.matrix, which kernels do not produce; pass a "
+            "scipy.sparse.csr_array, or use .toarray()",
+            loc);
+      if (!is_array_like(o)) break;
+      Value dense = realize(algebra_toarray(s, loc), loc);
+      const ast::BinOpKind kind = op;
+      return sa ? tensor_binary(kind, dense, o, loc) : tensor_binary(kind, o, dense, loc);
+    }
     default:
       break;
   }

@@ -306,6 +306,9 @@ class Lowerer {
   Value algebra_matmul(const Value& a, const Value& b, SourceLoc loc);
   Value algebra_elementwise(ir::BinaryOp op, const Value& sparse, const Value& other, SourceLoc loc, bool sparse_left,
                             const char* what);
+  // An elementwise operation between two sparse matrices (a op b): its
+  // result's pattern is merged from theirs (tensor/assemble_pattern.cpp).
+  Value algebra_merge(ir::BinaryOp op, const Value& a, const Value& b, SourceLoc loc, const char* what);
   Value algebra_sum(const Value& self, int axis, bool mean, SourceLoc loc);
   Value algebra_map(const Value& self, ir::Intrinsic fn, SourceLoc loc);
   // A statement with self's pattern whose values are f(self's value); it

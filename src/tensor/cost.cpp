@@ -143,6 +143,13 @@ Cost ops(const IndexExpr& e) {
 Cost nest_cost(const Nest& nest) {
   Cost total = Cost::constant(0);
   for (const LoopOrder& order : nest.orders) {
+    if (order.assembles) {
+      // Each merged entry is visited twice (count, then fill), its value
+      // computed and compared with zero each time.
+      for (const TensorVarPtr& t : order.loops.back().merged)
+        total = total + Cost::constant(2) * positions_trips(*t, 0) * (ops(order.body) + Cost::constant(1));
+      continue;
+    }
     std::vector<Cost> outer(order.loops.size() + 1, Cost::constant(1));
     for (size_t l = 0; l < order.loops.size(); ++l) outer[l + 1] = outer[l] * trips(order.loops[l]);
     // Factors placed before the statement's own loops run once per iteration of the shared ones.

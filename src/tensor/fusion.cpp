@@ -186,7 +186,13 @@ FusionPlan plan_fusion(const Program& program, FusionMode mode) {
 
   for (const StatementPtr& s : stmts) {
     LoopOrder order = loop_order(*s);
-    if (mode != FusionMode::None && !plan.nests.empty()) {
+    if (order.assembles)
+      plan.remarks.emplace_back(s->loc,
+                                s->out->name +
+                                    " has a pattern of its own, merged from its operands' row by row in two "
+                                    "passes (count, then fill), zeros dropped: not fused with other statements");
+    const bool alone = order.assembles || (!plan.nests.empty() && plan.nests.back().orders[0].assembles);
+    if (mode != FusionMode::None && !plan.nests.empty() && !alone) {
       Nest& nest = plan.nests.back();
       size_t shared = 0;
       while (shared < nest.shared && shares(nest, *s, order, shared)) ++shared;

@@ -52,6 +52,9 @@ struct TensorVar {
   std::vector<std::string> dims;
   std::string pattern;
   ir::Expr scalar;  // a rank-0 operand: its value
+  // A sparse result whose pattern its statement makes (pos and crd its own,
+  // merged from its operands': loop_order.h, assembles()).
+  bool assembled = false;
   int rank() const { return static_cast<int>(shape.size()); }
   bool is_sparse() const { return !format.is_dense(); }
   bool same_pattern(const TensorVar& o) const { return is_sparse() && crd == o.crd && format == o.format; }

@@ -11,7 +11,106 @@ bool contains(const std::vector<IndexVar>& vars, const IndexVar& v) {
   return std::find(vars.begin(), vars.end(), v) != vars.end();
 }
 
+// Whether e is zero wherever none of the sparse tensors `absent` accepts
+// stores a value (their accesses read zero there). Conservative: false
+// unless the operators keep zeros.
+bool zero_without(const IndexExpr& e, const std::function<bool(const TensorVar&)>& absent);
+
+// The value of e when it is a number written in the program.
+bool constant_of(const IndexExpr& e, double* v) {
+  if (e->kind == ExprKind::Cast) return constant_of(e->a, v);
+  const ir::Expr& x = e->kind == ExprKind::Literal                        ? e->literal
+                      : e->kind == ExprKind::Access && !e->tensor->rank() ? e->tensor->scalar
+                                                                          : nullptr;
+  if (auto i = x ? x->as<ir::IntImm>() : nullptr)
+    *v = static_cast<double>(i->value);
+  else if (auto f = x ? x->as<ir::FloatImm>() : nullptr)
+    *v = f->value;
+  else
+    return false;
+  return true;
+}
+
+// max(a, b) (or min) is zero where a is, when b is a number at most (at least) zero.
+bool bounded_by_zero(const IndexExpr& a, const IndexExpr& b, bool max,
+                     const std::function<bool(const TensorVar&)>& absent) {
+  double v = 0;
+  return zero_without(a, absent) && constant_of(b, &v) && (max ? v <= 0 : v >= 0);
+}
+
+bool zero_without(const IndexExpr& e, const std::function<bool(const TensorVar&)>& absent) {
+  double v = 0;
+  switch (e->kind) {
+    case ExprKind::Access:
+      if (!e->tensor->is_sparse()) return constant_of(e, &v) && v == 0;
+      return absent(*e->tensor);
+    case ExprKind::Literal:
+      return constant_of(e, &v) && v == 0;
+    case ExprKind::Cast:
+      return zero_without(e->a, absent);
+    case ExprKind::Unary:
+      return e->unary == ir::UnaryOp::Neg && zero_without(e->a, absent);
+    case ExprKind::Binary:
+      switch (e->binary) {
+        case ir::BinaryOp::Mul:
+          return zero_without(e->a, absent) || zero_without(e->b, absent);
+        case ir::BinaryOp::Add:
+        case ir::BinaryOp::Sub:
+          return zero_without(e->a, absent) && zero_without(e->b, absent);
+        case ir::BinaryOp::Max:
+        case ir::BinaryOp::Min: {
+          const bool max = e->binary == ir::BinaryOp::Max;
+          return (zero_without(e->a, absent) && zero_without(e->b, absent)) ||
+                 bounded_by_zero(e->a, e->b, max, absent) || bounded_by_zero(e->b, e->a, max, absent);
+        }
+        default:
+          return false;
+      }
+    default:
+      return false;
+  }
+}
+
+// The loops of a statement that assembles its pattern: the rows, then the
+// columns its operands store, merged.
+LoopOrder merge_order(const Statement& s) {
+  const TensorVar& out = *s.out;
+  if (out.format != Format::csr() || s.vars.size() != 2)
+    throw Refusal{s.loc, "internal: an assembled pattern is stored in CSR"};
+  Loop rows, cols;
+  rows.var = s.vars[0];
+  rows.extent = out.shape[0];
+  rows.extent_name = out.dims.empty() ? out.name + ".shape[0]" : out.dims[0];
+  cols.var = s.vars[1];
+  cols.extent = out.shape[1];
+  cols.extent_name = out.dims.size() < 2 ? out.name + ".shape[1]" : out.dims[1];
+  for (const IndexExprNode* a : accesses(s.rhs)) {
+    const TensorVar& t = *a->tensor;
+    if (!t.is_sparse()) continue;
+    if (t.format != Format::csr())
+      throw Refusal{s.loc, "an elementwise operation between sparse matrices takes them in CSR; '" + t.name +
+                               "' is read as " + t.format.to_string() + " here (a transpose)"};
+    if (a->vars != s.vars) throw Refusal{s.loc, "internal: a merged operand is read at other coordinates"};
+    bool seen = false;
+    for (const TensorVarPtr& m : cols.merged) seen = seen || m->crd == t.crd;
+    if (!seen) cols.merged.push_back(a->tensor);
+  }
+  if (cols.merged.empty() || !zero_without(s.rhs, [](const TensorVar&) { return true; }))
+    throw Refusal{s.loc, "internal: the value of " + out.name + " is not zero where its operands store nothing"};
+  for (const TensorVarPtr& m : cols.merged)
+    if (zero_without(s.rhs, [&](const TensorVar& t) { return t.crd == m->crd; })) cols.needed.push_back(m);
+  LoopOrder order;
+  order.loops = {rows, cols};
+  order.body = s.rhs;
+  order.assembles = true;
+  return order;
+}
+
 }  // namespace
+
+bool assembles(const Statement& s) {
+  return s.out->is_sparse() && s.out->assembled;
+}
 
 ir::Expr extent_of(const IndexExpr& e, const IndexVar& v, std::string* name) {
   for (const IndexExprNode* a : accesses(e))
@@ -69,6 +168,7 @@ LevelChoice compressed_level(const IndexExpr& body, const IndexVar& v, const std
 }
 
 LoopOrder loop_order(const Statement& s, bool sums_inside) {
+  if (assembles(s)) return merge_order(s);
   LoopOrder order;
   std::vector<IndexVar> sums;
   IndexExpr body = s.rhs;
@@ -150,6 +250,16 @@ std::string to_string(const LoopOrder& order, const Statement& st) {
     auto name = names.find(l.var.id);
     s += (p ? ", " : "") + (name != names.end() ? name->second : l.var.name);
     if (l.positions()) s += " (stored in " + l.tensor->name + ")";
+    if (l.merged.empty()) continue;
+    auto names_of = [](const std::vector<TensorVarPtr>& ts, const char* sep) {
+      std::string out;
+      for (const TensorVarPtr& t : ts) out += (out.empty() ? "" : sep) + t->name;
+      return out;
+    };
+    const bool intersection = l.needed.size() == l.merged.size();
+    s += " (stored in " + names_of(l.merged, intersection ? " and " : " or ") + ", merged";
+    if (!intersection && !l.needed.empty()) s += " while " + names_of(l.needed, " and ") + " have entries";
+    s += ")";
   }
   return s;
 }

@@ -36,6 +36,12 @@ struct Loop {
   std::string extent_name;  // for cost formulas ("X.shape[1]")
   TensorVarPtr tensor;
   int level = -1;
+  // Merged (a statement that assembles its pattern, assembles()): the
+  // coordinates stored in the last level of any of these tensors, in order,
+  // one tensor per pattern; `needed` are those without whose entry the value
+  // is zero (the merge ends when one of them does: their intersection; none:
+  // the union).
+  std::vector<TensorVarPtr> merged, needed;
   bool positions() const { return tensor != nullptr; }
 };
 
@@ -46,6 +52,9 @@ struct LoopOrder {
   // A dense output is not written everywhere: a loop over one of its
   // variables iterates stored positions (its other elements are zero).
   bool writes_part = false;
+  // The statement assembles its output's pattern (assembles()): its last
+  // loop merges its operands' patterns.
+  bool assembles = false;
   // Whether the output must start at zero.
   bool zero_output() const { return accumulates || writes_part; }
 };
@@ -61,8 +70,13 @@ ir::Expr extent_of(const IndexExpr& e, const IndexVar& v, std::string* name = nu
 // once per iteration of the loops it depends on).
 std::vector<std::pair<IndexExpr, size_t>> placed_factors(const LoopOrder& order, size_t first);
 
+// Whether s makes its sparse output's pattern (TensorVar::assembled): S + T
+// is stored where S or T is, S.multiply(T) where both are, zeros dropped.
+bool assembles(const Statement& s);
+
 // Throws Refusal for a statement outside what the level iterates: two
-// different sparse patterns over one variable, a compressed level whose
+// different sparse patterns over one variable (unless the statement
+// assembles its output's pattern from theirs), a compressed level whose
 // variable is bound before its parent's.
 // With `sums_inside`, every sum is a scalar inside the output's loops (the
 // order of a dense product that the BLAS library may take,

@@ -30,6 +30,20 @@ Expr add(Expr a, Expr b, SourceLoc loc) {
   return ir::Binary::make(ir::BinaryOp::Add, std::move(a), std::move(b), ScalarType::py_int(), false, loc);
 }
 
+Expr identity(ir::ReduceOp op, ScalarType t, SourceLoc loc) {
+  switch (op) {
+    case ir::ReduceOp::Add:
+      return t.is_float() ? ir::FloatImm::make(0.0, t, loc) : ir::IntImm::make(0, t, loc);
+    case ir::ReduceOp::Mul:
+      return t.is_float() ? ir::FloatImm::make(1.0, t, loc) : ir::IntImm::make(1, t, loc);
+    case ir::ReduceOp::Max:
+      return ir::FloatImm::make(-INFINITY, t, loc);
+    case ir::ReduceOp::Min:
+      return ir::FloatImm::make(INFINITY, t, loc);
+  }
+  return nullptr;
+}
+
 namespace {
 
 // Whether a loop's body may run in SIMD lanes: it holds no loop, and each
@@ -56,20 +70,6 @@ bool lanes_independent(const std::vector<ir::Stmt>& body, const ir::Var& v, cons
   scan.own[1] = c ? c.get() : nullptr;
   for (const ir::Stmt& s : body) scan.visit(s);
   return scan.ok;
-}
-
-Expr identity(ir::ReduceOp op, ScalarType t, SourceLoc loc) {
-  switch (op) {
-    case ir::ReduceOp::Add:
-      return t.is_float() ? ir::FloatImm::make(0.0, t, loc) : ir::IntImm::make(0, t, loc);
-    case ir::ReduceOp::Mul:
-      return t.is_float() ? ir::FloatImm::make(1.0, t, loc) : ir::IntImm::make(1, t, loc);
-    case ir::ReduceOp::Max:
-      return ir::FloatImm::make(-INFINITY, t, loc);
-    case ir::ReduceOp::Min:
-      return ir::FloatImm::make(INFINITY, t, loc);
-  }
-  return nullptr;
 }
 
 ir::BinaryOp combine(ir::ReduceOp op) {
@@ -139,7 +139,14 @@ Expr Lowering::load(const IndexExprNode& a) {
   if (t.rank() == 0 && t.scalar) return t.scalar;
   auto local = storage_.find(&t);
   if (local != storage_.end()) return load_output(t, local->second, a.vars);
-  if (t.is_sparse()) return ir::Load::make(t.values, {position(t, a.vars, t.format.rank() - 1)}, false, loc_);
+  if (t.is_sparse()) {
+    const int last = t.format.rank() - 1;
+    Expr v = ir::Load::make(t.values, {position(t, a.vars, last)}, false, loc_);
+    // An operand of a merge reads zero where it stores no value.
+    auto present = present_.find(t.crd[last].get());
+    if (present == present_.end()) return v;
+    return ir::Select::make(present->second, v, identity(ir::ReduceOp::Add, t.type, loc_), loc_);
+  }
   std::vector<Expr> idx;
   for (size_t d = 0; d < a.vars.size(); ++d) {
     Expr c = coordinate(a.vars[d]);
@@ -375,6 +382,10 @@ bool Lowering::parallel_outer(const Nest& nest) {
 }
 
 void Lowering::lower_nest(const Nest& nest, std::vector<Stmt>& out) {
+  if (nest.orders[0].assembles) {
+    assemble(*nest.stmts[0], nest.orders[0], out);
+    return;
+  }
   for (size_t q = 0; q < nest.stmts.size(); ++q) {
     const Statement& s = *nest.stmts[q];
     if (!plan_.shrunk.count(s.out.get())) allocate_whole(s, nest.orders[q].zero_output(), out);

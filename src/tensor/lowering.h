@@ -20,6 +20,8 @@ ir::Expr int_imm(int64_t v, SourceLoc loc);
 // e as a Python int (int64).
 ir::Expr as_index(ir::Expr e, SourceLoc loc);
 ir::Expr add(ir::Expr a, ir::Expr b, SourceLoc loc);
+// The value a reduction starts from (zero for a sum).
+ir::Expr identity(ir::ReduceOp op, ScalarType t, SourceLoc loc);
 
 // Where a statement's output lives while its nest runs.
 struct OutputStorage {
@@ -81,12 +83,15 @@ class Lowering {
   ir::Stmt chunks_of_rows(const Loop& loop, const TensorVar& t,
                           const std::function<void(std::vector<ir::Stmt>&)>& fill);
 
-  // Statements that assemble a pattern (assemble_pattern.cpp).
-  void assemble(const Statement& s, std::vector<ir::Stmt>& out);
-  ir::Stmt merged_rows(const Statement& s, const std::vector<const TensorVar*>& operands, bool fill_pass);
-  ir::Stmt merge_row(const Statement& s, const std::vector<const TensorVar*>& operands,
-                     const std::vector<const TensorVar*>& needed,
-                     const std::function<void(ir::Expr, std::vector<ir::Stmt>&)>& keep);
+  // Statements that assemble their pattern (assemble_pattern.cpp).
+  void assemble(const Statement& s, const LoopOrder& order, std::vector<ir::Stmt>& out);
+  // A parallel loop over the rows, each merging its operands' entries:
+  // `start` begins a row, `keep` takes each non-zero value (its column
+  // bound), `finish` ends the row.
+  ir::Stmt merged_rows(const Statement& s, const LoopOrder& order,
+                       const std::function<void(std::vector<ir::Stmt>&)>& start,
+                       const std::function<void(ir::Expr, std::vector<ir::Stmt>&)>& keep,
+                       const std::function<void(std::vector<ir::Stmt>&)>& finish);
 
   const FusionPlan& plan_;
   const NameMaker& names_;

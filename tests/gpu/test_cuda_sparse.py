@@ -127,6 +127,14 @@ def scaled_chain(S, D, X, W):
     return (S.multiply(D) @ X) @ W
 
 
+def merges(S, T):
+    return S + T, S.multiply(T), S - T
+
+
+def merge_chain(S, T, X):
+    return (S.maximum(T) - S) @ X
+
+
 def inputs(name, rng, shape, dtype, matrix=False):
     n, m = shape
     d = lambda *s: (rng.random(s) - 0.5).astype(dtype)  # noqa: E731
@@ -146,11 +154,14 @@ def inputs(name, rng, shape, dtype, matrix=False):
         "to_array": lambda: (S,),
         "mask_row": lambda: (S, d(1, m)),  # broadcast down the rows
         "scaled_chain": lambda: (S, d(1, m), d(m, 4), d(4, 3)),
+        "merges": lambda: (S, random_csr(rng, shape, dtype=dtype, matrix=matrix, dense_row=False)),
+        "merge_chain": lambda: (S, random_csr(rng, shape, dtype=dtype, matrix=matrix), d(m, 3)),
     }[name]()
 
 
 PROGRAMS = {f.__name__: f for f in (spmv, spmm, sddmm, gnn, sddmm_spmm, row_normalise, softmax, reductions,
-                                     column_sums, transposed_spmv, scaled, to_array, mask_row, scaled_chain)}
+                                     column_sums, transposed_spmv, scaled, to_array, mask_row, scaled_chain,
+                                     merges, merge_chain)}
 # Reductions with an axis of a csr_matrix return numpy.matrix, which kernels
 # do not return: refused at the line, as on the CPU.
 MATRIX_REFUSED = ("row_normalise", "reductions", "column_sums")
@@ -271,3 +282,15 @@ def test_scipy_matrices_with_gpu_dense_arguments_give_their_library(rng):
         got = kernel(S, torch.from_numpy(B).cuda(), torch.from_numpy(C).cuda())
         assert got.layout == torch.sparse_csr and got.is_cuda
         check(got, sddmm(S, B, C), "torch", 1e-9)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_merges_store_what_scipy_stores(lib, rng):
+    S = random_csr(rng, (50, 40), matrix=lib == "cupyx")
+    T = S.copy()
+    T.data[::2] *= -1  # half the entries cancel in S + T
+    kernel = plait.jit(merges, target="cuda")
+    for got, want in zip(kernel(on_gpu(S, lib), on_gpu(T, lib)), merges(S, T)):
+        check(got, want, lib, 1e-12)
+        nnz = got.nnz if lib != "torch" else got._nnz()
+        assert nnz == want.nnz

@@ -104,11 +104,30 @@ TEST(TensorAlgebra, SoftmaxSharesTheRowLoop) {
   EXPECT_TRUE(contains(text, "kept as a scalar per iteration of the shared loops")) << text;
 }
 
+TEST(TensorAlgebra, TwoPatternsMergeIntoAPatternOfTheirOwn) {
+  const char* const two = "csr[f64, i32], csr[f32, i64]";
+  std::string sum = remarks_of("def f(S, T):\n    return S + T\n", two);
+  EXPECT_TRUE(contains(sum, "t6(i,j) = S(i,j) + f64(T(i,j))    [loops i, j (stored in S or T, merged)]")) << sum;
+  EXPECT_TRUE(contains(sum, "t6 has a pattern of its own")) << sum;
+  // Two passes over both operands' entries: the value and its comparison with zero.
+  EXPECT_TRUE(contains(sum, "operations 4*S.nnz + 4*T.nnz")) << sum;
+  std::string product = remarks_of("def f(S, T):\n    return S.multiply(T)\n", two);
+  EXPECT_TRUE(contains(product, "[loops i, j (stored in S and T, merged)]")) << product;
+  std::string relu = remarks_of("def f(S):\n    return S.maximum(0)\n", "csr[f64, i32]");
+  EXPECT_TRUE(contains(relu, "[loops i, j (stored in S, merged)]")) << relu;
+  // A merged result is stored before a product reads it: two nests, not fused.
+  std::string chain =
+      remarks_of("def f(S, T, X):\n    return (S + T) @ X\n", "csr[f64, i32], csr[f64, i32], f64[:, ::1]");
+  EXPECT_TRUE(contains(chain, "k (stored in t")) << chain;
+  EXPECT_FALSE(contains(chain, "fused:")) << chain;
+}
+
 TEST(TensorAlgebra, Refusals) {
-  EXPECT_TRUE(contains(error_of("def f(S):\n    return S + S\n", "csr[f64, i32]"), "not supported"));
+  EXPECT_TRUE(contains(error_of("def f(S):\n    return S / S\n", "csr[f64, i32]"), "dense result"));
   EXPECT_TRUE(contains(error_of("def f(S):\n    return S @ S\n", "csr[f64, i32]"), "SpGEMM"));
-  EXPECT_TRUE(contains(error_of("def f(S, T):\n    return S.multiply(T)\n", "csr[f64, i32], csr[f64, i32]"),
-                       "two sparse matrices"));
+  EXPECT_TRUE(contains(error_of("def f(S, T):\n    return S.T + T\n", "csr[f64, i32], csr[f64, i32]"), "CSR"));
+  EXPECT_TRUE(contains(error_of("def f(S):\n    return S.maximum(1)\n", "csr[f64, i32]"), "<= 0"));
+  EXPECT_TRUE(contains(error_of("def f(S):\n    return S + 1\n", "csr[f64, i32]"), "only the number 0"));
   EXPECT_TRUE(contains(error_of("def f(S):\n    return S.sum(axis=1)\n", "csr_matrix[f64, i32]"), "numpy.matrix"));
   std::string loop =
       error_of("def f(S):\n    for i in range(2):\n        T = S * 2.0\n    return T\n", "csr[f64, i32]");

@@ -1,0 +1,158 @@
+// Statements that assemble their sparse output's pattern from their
+// operands' (lowering.h): S + T is stored where S or T stores a value,
+// S.multiply(T) where both do. As SciPy's csr_binop_csr, each row's entries
+// are merged in column order (canonical operands: sorted, distinct columns)
+// and a zero result is not stored. The rows run in two parallel passes: the
+// first counts each row's entries into the row pointers, a serial prefix sum
+// turns the counts into offsets, and the second stores columns and values.
+#include <algorithm>
+
+#include "tensor/lowering.h"
+
+namespace plait::tensor::detail {
+
+using ir::Expr;
+using ir::Stmt;
+
+namespace {
+
+Expr ref(const ir::Var& v, SourceLoc loc) {
+  return ir::VarRef::make(v, loc);
+}
+
+Expr less(Expr a, Expr b, SourceLoc loc) {
+  return ir::Compare::make(ir::CompareOp::LT, std::move(a), std::move(b), loc);
+}
+
+Expr logical(ir::LogicalOp op, Expr a, Expr b, SourceLoc loc) {
+  return a ? ir::Logical::make(op, std::move(a), std::move(b), loc) : b;
+}
+
+}  // namespace
+
+void Lowering::assemble(const Statement& s, const LoopOrder& order, std::vector<Stmt>& out) {
+  TensorVar& t = *s.out;
+  const ir::ArrayVar& pos = t.pos[1];
+  const ir::ArrayVar& crd = t.crd[1];
+  const ScalarType index{pos->type.dtype, false};
+  const Expr rows = as_index(t.shape[0], loc_);
+  auto row = [&] { return coordinate(order.loops[0].var); };
+  out.push_back(ir::Allocate::make(pos, {add(rows, int_imm(1, loc_), loc_)}, ir::FillKind::Zeros, nullptr, loc_));
+
+  // Pass 1: each row's count in pos[row + 1].
+  ir::Var count = new_var(ScalarType::py_int(), "_count");
+  out.push_back(merged_rows(
+      s, order, [&](std::vector<Stmt>& body) { body.push_back(ir::Assign::make(count, int_imm(0, loc_), loc_)); },
+      [&](const Expr&, std::vector<Stmt>& body) {
+        body.push_back(ir::Assign::make(count, add(ref(count, loc_), int_imm(1, loc_), loc_), loc_));
+      },
+      [&](std::vector<Stmt>& body) {
+        body.push_back(ir::Store::make(pos, {add(row(), int_imm(1, loc_), loc_)},
+                                       ir::Cast::make(index, ref(count, loc_), false, loc_), false, loc_));
+      }));
+
+  // The counts summed into offsets, in order.
+  ir::Var r = new_var(ScalarType::py_int(), "_row");
+  Expr next = add(ref(r, loc_), int_imm(1, loc_), loc_);
+  Stmt step = ir::Store::make(pos, {next},
+                              ir::Binary::make(ir::BinaryOp::Add, ir::Load::make(pos, {next}, false, loc_),
+                                               ir::Load::make(pos, {ref(r, loc_)}, false, loc_), index, false, loc_),
+                              false, loc_);
+  out.push_back(ir::For::make(r, int_imm(0, loc_), rows, int_imm(1, loc_), step, ir::LoopSchedule{}, loc_));
+
+  const Expr nnz = as_index(ir::Load::make(pos, {rows}, false, loc_), loc_);
+  out.push_back(ir::Allocate::make(crd, {nnz}, ir::FillKind::Uninitialized, nullptr, loc_));
+  t.values = new_array(ArrayType{t.type.kind, 1, Layout::C}, t.name + "_values");
+  out.push_back(ir::Allocate::make(t.values, {nnz}, ir::FillKind::Uninitialized, nullptr, loc_));
+
+  // Pass 2: each row's columns and values from its offset on.
+  ir::Var q = new_var(ScalarType::py_int(), "_q");
+  out.push_back(merged_rows(
+      s, order,
+      [&](std::vector<Stmt>& body) {
+        body.push_back(ir::Assign::make(q, as_index(ir::Load::make(pos, {row()}, false, loc_), loc_), loc_));
+      },
+      [&](const Expr& v, std::vector<Stmt>& body) {
+        Expr col = ir::Cast::make(index, coordinate(order.loops[1].var), false, loc_);
+        body.push_back(ir::Store::make(crd, {ref(q, loc_)}, col, false, loc_));
+        body.push_back(ir::Store::make(t.values, {ref(q, loc_)}, v, false, loc_));
+        body.push_back(ir::Assign::make(q, add(ref(q, loc_), int_imm(1, loc_), loc_), loc_));
+      },
+      [](std::vector<Stmt>&) {}));
+}
+
+Stmt Lowering::merged_rows(const Statement& s, const LoopOrder& order,
+                           const std::function<void(std::vector<Stmt>&)>& start,
+                           const std::function<void(Expr, std::vector<Stmt>&)>& keep,
+                           const std::function<void(std::vector<Stmt>&)>& finish) {
+  note_accesses(s);
+  const Loop& cols = order.loops[1];
+  // Per merged pattern: the next position of the row, its end, the column
+  // there (the column count past the end) and whether it is the merged one.
+  struct Cursor {
+    const TensorVar* tensor;
+    ir::Var p, end, col, present;
+  };
+  return make_loop(
+      order.loops[0],
+      [&](std::vector<Stmt>& row) {
+        start(row);
+        const Expr i = coordinate(order.loops[0].var);
+        const Expr ncols = as_index(s.out->shape[1], loc_);
+        std::vector<Cursor> cursors;
+        Expr any, needed;
+        for (const TensorVarPtr& t : cols.merged) {
+          const std::string& name = t->name;
+          Cursor c{t.get(), new_var(ScalarType::py_int(), "_p" + name), new_var(ScalarType::py_int(), "_end" + name),
+                   new_var(ScalarType::py_int(), "_col" + name), new_var(ScalarType::b1(), "_in" + name)};
+          row.push_back(ir::Assign::make(c.p, as_index(ir::Load::make(t->pos[1], {i}, false, loc_), loc_), loc_));
+          row.push_back(ir::Assign::make(
+              c.end, as_index(ir::Load::make(t->pos[1], {add(i, int_imm(1, loc_), loc_)}, false, loc_), loc_), loc_));
+          Expr has = less(ref(c.p, loc_), ref(c.end, loc_), loc_);
+          any = logical(ir::LogicalOp::Or, any, has, loc_);
+          if (std::find(cols.needed.begin(), cols.needed.end(), t) != cols.needed.end())
+            needed = logical(ir::LogicalOp::And, needed, has, loc_);
+          cursors.push_back(c);
+        }
+        std::vector<Stmt> body;
+        ir::Var j = new_var(ScalarType::py_int(), cols.var.name);
+        Expr first;
+        for (const Cursor& c : cursors) {
+          Expr stored = as_index(ir::Load::make(c.tensor->crd[1], {ref(c.p, loc_)}, false, loc_), loc_);
+          body.push_back(ir::Assign::make(
+              c.col, ir::Select::make(less(ref(c.p, loc_), ref(c.end, loc_), loc_), stored, ncols, loc_), loc_));
+          first = first
+                      ? ir::Binary::make(ir::BinaryOp::Min, first, ref(c.col, loc_), ScalarType::py_int(), false, loc_)
+                      : ref(c.col, loc_);
+        }
+        body.push_back(ir::Assign::make(j, first, loc_));
+        coords_[cols.var.id] = ref(j, loc_);
+        for (const Cursor& c : cursors) {
+          body.push_back(ir::Assign::make(
+              c.present, ir::Compare::make(ir::CompareOp::EQ, ref(c.col, loc_), ref(j, loc_), loc_), loc_));
+          positions_[c.tensor->crd[1].get()] = ref(c.p, loc_);
+          present_[c.tensor->crd[1].get()] = ref(c.present, loc_);
+        }
+        bound_.push_back(cols.var);
+        Expr v = value(order.body, body);
+        bound_.pop_back();
+        ir::Var held = new_var(order.body->type, "_v");
+        body.push_back(ir::Assign::make(held, v, loc_));
+        std::vector<Stmt> kept;
+        keep(ref(held, loc_), kept);
+        Expr nonzero = ir::Compare::make(ir::CompareOp::NE, ref(held, loc_),
+                                         identity(ir::ReduceOp::Add, order.body->type, loc_), loc_);
+        body.push_back(ir::If::make(nonzero, ir::Block::make(std::move(kept), loc_), nullptr, loc_));
+        for (const Cursor& c : cursors) {
+          Expr step = ir::Select::make(ref(c.present, loc_), int_imm(1, loc_), int_imm(0, loc_), loc_);
+          body.push_back(ir::Assign::make(c.p, add(ref(c.p, loc_), step, loc_), loc_));
+          positions_.erase(c.tensor->crd[1].get());
+          present_.erase(c.tensor->crd[1].get());
+        }
+        row.push_back(ir::While::make(needed ? needed : any, ir::Block::make(std::move(body), loc_), loc_));
+        finish(row);
+      },
+      true);
+}
+
+}  // namespace plait::tensor::detail
