@@ -3,8 +3,8 @@
 // S.multiply(T) where both do. As SciPy's csr_binop_csr, each row's entries
 // are merged in column order (canonical operands: sorted, distinct columns)
 // and a zero result is not stored. The rows run in two parallel passes: the
-// first counts each row's entries into the row pointers, a serial prefix sum
-// turns the counts into offsets, and the second stores columns and values.
+// first counts each row's entries into the row pointers, a prefix sum turns
+// the counts into offsets, and the second stores columns and values.
 #include <algorithm>
 
 #include "tensor/lowering.h"
@@ -51,14 +51,7 @@ void Lowering::assemble(const Statement& s, const LoopOrder& order, std::vector<
                                        ir::Cast::make(index, ref(count, loc_), false, loc_), false, loc_));
       }));
 
-  // The counts summed into offsets, in order.
-  ir::Var r = new_var(ScalarType::py_int(), "_row");
-  Expr next = add(ref(r, loc_), int_imm(1, loc_), loc_);
-  Stmt step = ir::Store::make(pos, {next},
-                              ir::Binary::make(ir::BinaryOp::Add, ir::Load::make(pos, {next}, false, loc_),
-                                               ir::Load::make(pos, {ref(r, loc_)}, false, loc_), index, false, loc_),
-                              false, loc_);
-  out.push_back(ir::For::make(r, int_imm(0, loc_), rows, int_imm(1, loc_), step, ir::LoopSchedule{}, loc_));
+  offsets_from_counts(pos, rows, out);
 
   const Expr nnz = as_index(ir::Load::make(pos, {rows}, false, loc_), loc_);
   out.push_back(ir::Allocate::make(crd, {nnz}, ir::FillKind::Uninitialized, nullptr, loc_));
@@ -79,6 +72,74 @@ void Lowering::assemble(const Statement& s, const LoopOrder& order, std::vector<
         body.push_back(ir::Assign::make(q, add(ref(q, loc_), int_imm(1, loc_), loc_), loc_));
       },
       [](std::vector<Stmt>&) {}));
+}
+
+void Lowering::offsets_from_counts(const ir::ArrayVar& pos, const Expr& rows, std::vector<Stmt>& out) {
+  // The rows in blocks: each block's total (in parallel), the totals summed
+  // in order (one short serial loop), then each block's running sums from
+  // its offset (in parallel). A single serial loop over 1e5 rows is one GPU
+  // thread's milliseconds.
+  constexpr int64_t kBlocks = 1024;
+  const ScalarType index{pos->type.dtype, false};
+  auto binop = [&](ir::BinaryOp op, Expr a, Expr b) {
+    return ir::Binary::make(op, std::move(a), std::move(b), ScalarType::py_int(), false, loc_);
+  };
+  ir::Var per = new_var(ScalarType::py_int(), "_rows_per_block");
+  out.push_back(ir::Assign::make(
+      per, binop(ir::BinaryOp::FloorDiv, add(rows, int_imm(kBlocks - 1, loc_), loc_), int_imm(kBlocks, loc_)), loc_));
+  ir::ArrayVar totals = new_array(ArrayType{ScalarKind::Int64, 1, Layout::C}, "_block_offsets");
+  out.push_back(ir::Allocate::make(totals, {int_imm(kBlocks + 1, loc_)}, ir::FillKind::Zeros, nullptr, loc_));
+  ir::LoopSchedule parallel;
+  parallel.kind = ir::LoopKind::Parallel;
+  // A loop over block b's rows, `each` making the body for row r's count pos[r + 1].
+  auto over_block = [&](const ir::Var& b, const std::function<void(const Expr&, const Expr&, std::vector<Stmt>&)>& each,
+                        std::vector<Stmt>& body) {
+    ir::Var r = new_var(ScalarType::py_int(), "_row");
+    Expr first = binop(ir::BinaryOp::Mul, ref(b, loc_), ref(per, loc_));
+    Expr end = binop(ir::BinaryOp::Min, add(first, ref(per, loc_), loc_), rows);
+    Expr next = add(ref(r, loc_), int_imm(1, loc_), loc_);
+    std::vector<Stmt> row;
+    each(next, as_index(ir::Load::make(pos, {next}, false, loc_), loc_), row);
+    body.push_back(ir::For::make(r, first, end, int_imm(1, loc_), ir::Block::make(std::move(row), loc_), {}, loc_));
+  };
+  {
+    ir::Var b = new_var(ScalarType::py_int(), "_block");
+    ir::Var total = new_var(ScalarType::py_int(), "_total");
+    std::vector<Stmt> body{ir::Assign::make(total, int_imm(0, loc_), loc_)};
+    over_block(
+        b,
+        [&](const Expr&, const Expr& count, std::vector<Stmt>& row) {
+          row.push_back(ir::Assign::make(total, add(ref(total, loc_), count, loc_), loc_));
+        },
+        body);
+    body.push_back(ir::Store::make(totals, {add(ref(b, loc_), int_imm(1, loc_), loc_)}, ref(total, loc_), false, loc_));
+    out.push_back(ir::For::make(b, int_imm(0, loc_), int_imm(kBlocks, loc_), int_imm(1, loc_),
+                                ir::Block::make(std::move(body), loc_), parallel, loc_));
+  }
+  {
+    ir::Var c = new_var(ScalarType::py_int(), "_block");
+    Expr next = add(ref(c, loc_), int_imm(1, loc_), loc_);
+    Stmt step = ir::Store::make(
+        totals, {next},
+        add(ir::Load::make(totals, {next}, false, loc_), ir::Load::make(totals, {ref(c, loc_)}, false, loc_), loc_),
+        false, loc_);
+    out.push_back(ir::For::make(c, int_imm(0, loc_), int_imm(kBlocks, loc_), int_imm(1, loc_), step, {}, loc_));
+  }
+  {
+    ir::Var b = new_var(ScalarType::py_int(), "_block");
+    ir::Var running = new_var(ScalarType::py_int(), "_offset");
+    std::vector<Stmt> body{ir::Assign::make(running, ir::Load::make(totals, {ref(b, loc_)}, false, loc_), loc_)};
+    over_block(
+        b,
+        [&](const Expr& next, const Expr& count, std::vector<Stmt>& row) {
+          row.push_back(ir::Assign::make(running, add(ref(running, loc_), count, loc_), loc_));
+          row.push_back(
+              ir::Store::make(pos, {next}, ir::Cast::make(index, ref(running, loc_), false, loc_), false, loc_));
+        },
+        body);
+    out.push_back(ir::For::make(b, int_imm(0, loc_), int_imm(kBlocks, loc_), int_imm(1, loc_),
+                                ir::Block::make(std::move(body), loc_), parallel, loc_));
+  }
 }
 
 Stmt Lowering::merged_rows(const Statement& s, const LoopOrder& order,

@@ -85,6 +85,8 @@ class Lowering {
 
   // Statements that assemble their pattern (assemble_pattern.cpp).
   void assemble(const Statement& s, const LoopOrder& order, std::vector<ir::Stmt>& out);
+  // pos[1..rows] from each row's count to each row's end offset (pos[0] is 0).
+  void offsets_from_counts(const ir::ArrayVar& pos, const ir::Expr& rows, std::vector<ir::Stmt>& out);
   // A parallel loop over the rows, each merging its operands' entries:
   // `start` begins a row, `keep` takes each non-zero value (its column
   // bound), `finish` ends the row.

@@ -12,6 +12,7 @@ Kernels (the functions below, SciPy code that Plait compiles as it is):
     sddmm_spmm(S, C, D, E)   S.multiply(C @ D) @ E, with E: M x 16
     softmax(S)               plait.sparse.softmax(S, axis=1)
     row_normalise(S)         S.multiply(1.0 / S.sum(axis=1)[:, None])
+    add(S, T)                S + T              T: S's entries one column to the right
 softmax runs on the random_D matrices, the others on the graphs and the
 synthetic matrices (plait/bench/sparse_data.py describes them all; --data
 takes names and the groups graphs, synthetic, softmax). H and J are a
@@ -112,8 +113,12 @@ def row_normalise(S):
     return S.multiply(1.0 / S.sum(axis=1)[:, None])
 
 
+def add(S, T):
+    return S + T
+
+
 KERNELS = {"spmv": spmv, "spmm_mm": spmm_mm, "sddmm": sddmm, "sddmm_spmm": sddmm_spmm, "softmax": softmax,
-           "row_normalise": row_normalise}
+           "row_normalise": row_normalise, "add": add}
 KERNEL_GROUPS = {name: ("softmax",) if name == "softmax" else ("graphs", "synthetic") for name in KERNELS}
 
 
@@ -133,7 +138,21 @@ def kernel_inputs(kernel, data, dtype, seed):
             "sddmm": lambda: [A, dense(n, SDDMM_K), dense(SDDMM_K, m)],
             "sddmm_spmm": lambda: [A, dense(n, SDDMM_K), dense(SDDMM_K, m), dense(m, SPMM_OUT)],
             "softmax": lambda: [A],
-            "row_normalise": lambda: [A]}[kernel]()
+            "row_normalise": lambda: [A],
+            "add": lambda: [A, shifted(A, rng)]}[kernel]()
+
+
+def shifted(A, rng):
+    """A second matrix of A's shape and stored-entry count for `add`: each
+    of A's entries one column to the right (the last column's to the first),
+    with new values; its pattern meets A's in part."""
+    import scipy.sparse as sp
+
+    n, m = A.shape
+    T = sp.csr_array((rng.standard_normal(A.nnz, dtype=A.dtype), (A.indices + 1) % max(m, 1), A.indptr.copy()),
+                     shape=A.shape)
+    T.sort_indices()
+    return T
 
 
 def sampled_product(S, B, C):

@@ -225,8 +225,13 @@ def torch_row_normalise(S):
     return torch.sparse_csr_tensor(crow, S.col_indices(), values * scale, S.shape)
 
 
+def torch_add(S, T):
+    return S + T
+
+
 TORCH_KERNELS = {"spmv": torch_spmv, "spmm_mm": torch_spmm_mm, "sddmm": torch_sddmm,
-                 "sddmm_spmm": torch_sddmm_spmm, "softmax": torch_softmax, "row_normalise": torch_row_normalise}
+                 "sddmm_spmm": torch_sddmm_spmm, "softmax": torch_softmax, "row_normalise": torch_row_normalise,
+                 "add": torch_add}
 TORCH_COO_KERNELS = ("softmax",)
 
 
