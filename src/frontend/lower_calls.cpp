@@ -408,6 +408,7 @@ Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
       if (a->kind == ast::ExprKind::Slice) unsupported("slices are only allowed inside [ ]", a->loc);
     return call_array_method(fn, callee.elems[0], c);
   }
+  if (name == "numpy.einsum") return einsum(c);
   std::vector<Value> args;
   bool any_array = false;
   for (const auto& a : c.args) {

@@ -355,6 +355,8 @@ class Lowerer {
   TensorPtr gather(const TensorPtr& view, size_t axis, const TensorPtr& index, bool first, SourceLoc loc);
   void scatter_add(const ast::Call& c, const std::vector<Value>& args);
   Value bincount(const ast::Call& c, const std::vector<Value>& args);
+  // numpy.einsum over dense operands, through the tensor-algebra level (lower_einsum.cpp).
+  Value einsum(const ast::Call& c);
   bool indexes_a_view(const ir::ArrayVar& array, const ast::Expr& index);
   ir::Var broadcast_flag(const Expr& e, const Expr& broadcast, std::vector<Stmt>& out, SourceLoc loc);
   Expr named_if_large(const Expr& extent, SourceLoc loc);
