@@ -127,12 +127,12 @@ Value Lowerer::einsum(const ast::Call& c) {
     } else {
       body = tensor::cast(body, type);
     }
-    std::string later = output;
-    for (size_t m = k + 1; m < subscripts.size(); ++m) later += subscripts[m];
     std::string kept;
     if (k + 1 == operands.size()) {
       kept = output;
     } else {
+      std::string later = output;
+      for (size_t m = k + 1; m < subscripts.size(); ++m) later += subscripts[m];
       for (char ch : read)
         if (later.find(ch) != std::string::npos && kept.find(ch) == std::string::npos) kept += ch;
     }

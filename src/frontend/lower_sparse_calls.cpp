@@ -148,8 +148,7 @@ Value Lowerer::algebra_method(const std::string& method, const Value& self, cons
   }
   unsupported("the sparse matrix method '" + method +
                   "' is not supported in kernels (multiply, maximum, minimum, dot, sum, mean, toarray, transpose, "
-                  "power and the "
-                  "zero-keeping ufunc methods are)",
+                  "power and the zero-keeping ufunc methods are)",
               c.loc);
 }
 

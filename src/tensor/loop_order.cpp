@@ -159,8 +159,8 @@ LevelChoice compressed_level(const IndexExpr& body, const IndexVar& v, const std
                                " first; convert it (.tocsr() or .tocsc()) to match the operation"};
       if (choice.tensor && !choice.tensor->same_pattern(t))
         throw Refusal{loc, "'" + choice.tensor->name + "' and '" + t.name +
-                               "' are sparse with different patterns; an operation that iterates both at once "
-                               "(elementwise between two sparse operands) is not supported"};
+                               "' are sparse with different patterns; iterating both in one loop is supported only "
+                               "where the result has a pattern of its own (S + T, S.multiply(T))"};
       if (!choice.tensor) choice = {a->tensor, k};
     }
   }
