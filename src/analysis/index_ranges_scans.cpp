@@ -68,6 +68,7 @@ std::optional<Interval> IndexFacts::State::range(const Expr& e, size_t outer, in
     }
     if (invariant(e, outer)) return point(e);
     if (Expr value = single_value(v->var.get())) return range(value, outer, depth + 1);
+    if (Expr value = loaded_value(v->var.get(), outer)) return range(value, outer, depth + 1);
     return std::nullopt;
   }
   if (auto d = e->as<ir::ArrayDim>()) {
@@ -130,6 +131,13 @@ std::optional<Interval> IndexFacts::State::range(const Expr& e, size_t outer, in
   }
   if (invariant(e, outer)) return point(e);
   return std::nullopt;
+}
+
+Expr IndexFacts::State::loaded_value(const ir::VarInfo* v, size_t outer) const {
+  auto n = bindings.assigns.find(v);
+  if (n == bindings.assigns.end() || n->second != 1 || !loops[outer].body.writes.count(v)) return nullptr;
+  const Expr& value = bindings.value.at(v);
+  return value->type.is_int() && loaded(value) ? value : nullptr;
 }
 
 bool IndexFacts::State::loaded(const Expr& e) {

@@ -213,6 +213,13 @@ struct IndexFacts::State {
   // one comes before the point (known_values), else that of its one
   // assignment when that is stable.
   Expr single_value(const ir::VarInfo* v) const;
+  // The load a scalar holds where it is read, when its one assignment lies
+  // in the nest of loop `outer` and loads an integer (k = indices[p]): it
+  // then holds one of the values that load reads in the nest, so it lies
+  // within the load's range (a scan of the array, as if `x[indices[p]]`
+  // were written). The assignment must be inside the nest: one before it
+  // could have read the array before the nest's other writes to it.
+  Expr loaded_value(const ir::VarInfo* v, size_t outer) const;
   // Assignments and allocations that come before the point in the blocks
   // around it, with no binding of their target between them and the
   // statement that holds the point (IndexFacts::push_assignment). Their

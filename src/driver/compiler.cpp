@@ -12,6 +12,7 @@
 #include "analysis/written_params.h"
 #include "codegen/cpu/codegen_cpp.h"
 #include "codegen/cuda/codegen_cuda.h"
+#include "codegen/runtime_text.h"
 #include "driver/pipeline.h"
 #include "frontend/lower_to_ir.h"
 #include "frontend/parser.h"
@@ -19,6 +20,7 @@
 #include "jit/cuda_runtime.h"
 #include "jit/disk_cache.h"
 #include "jit/loader.h"
+#include "jit/precompiled_runtime.h"
 #include "jit/toolchain.h"
 
 namespace plait {
@@ -218,6 +220,11 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
       kernel->library_path = *hit;
       kernel->from_disk_cache = true;
     } else {
+      const std::string& runtime = codegen::host_runtime_text();
+      if (std::optional<std::string> dir = jit::precompiled_runtime(cache, toolchain, runtime)) {
+        toolchain.runtime_dir = *dir;
+        toolchain.runtime_text = runtime;
+      }
       kernel->library_path = cache.store(key, kernel->source, toolchain);
     }
     load_library(*kernel, kernel->library_path);

@@ -23,9 +23,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kLibraryName = "kernel.so";
-constexpr const char* kChecksumName = "kernel.sha256";
 constexpr const char* kSourceName = "kernel.cpp";
 constexpr const char* kLogName = "build.log";
+constexpr const char* kPrecompiledSourceName = "kernel_pch.cpp";
 constexpr const char* kRecordDirectory = "records";
 constexpr const char* kRecordHeader = "plait-record-v1\n";
 
@@ -118,16 +118,22 @@ void ensure_usable_directory(const std::string& path) {
   }
 }
 
-// Whether the entry directory holds a kernel.so matching its checksum.
-bool entry_is_intact(const std::string& entry) {
-  std::string library = entry + "/" + kLibraryName;
-  std::string recorded = read_small_file(entry + "/" + kChecksumName);
+// The file next to an entry's file `name` that records its checksum:
+// kernel.so's is kernel.sha256.
+std::string checksum_name(const std::string& name) {
+  return name.substr(0, name.find('.')) + ".sha256";
+}
+
+// Whether the entry directory holds its file `name` matching its checksum.
+bool entry_is_intact(const std::string& entry, const std::string& name) {
+  std::string file = entry + "/" + name;
+  std::string recorded = read_small_file(entry + "/" + checksum_name(name));
   if (recorded.size() < 64) return false;
   recorded.resize(64);
   std::error_code error;
-  if (!fs::is_regular_file(library, error)) return false;
+  if (!fs::is_regular_file(file, error)) return false;
   try {
-    return sha256_file_hex(library) == recorded;
+    return sha256_file_hex(file) == recorded;
   } catch (const std::exception&) {
     return false;
   }
@@ -191,7 +197,16 @@ std::string build_in_directory(const std::string& directory, const std::string& 
   std::string source_path = directory + "/" + kSourceName;
   std::string library_path = directory + "/" + kLibraryName;
   write_file(source_path, source);
-  build_shared_library(toolchain, source_path, library_path, directory + "/" + kLogName);
+  // With a precompiled runtime, the compiler gets the source with the
+  // runtime's text replaced by an include of the header it stands for;
+  // kernel.cpp keeps the whole text.
+  std::string compiled = source_path;
+  const std::string& runtime = toolchain.runtime_text;
+  if (!toolchain.runtime_dir.empty() && source.compare(0, runtime.size(), runtime) == 0) {
+    compiled = directory + "/" + kPrecompiledSourceName;
+    write_file(compiled, "#include \"" + std::string(kRuntimeHeaderName) + "\"\n" + source.substr(runtime.size()));
+  }
+  build_shared_library(toolchain, compiled, library_path, directory + "/" + kLogName);
   return library_path;
 }
 
@@ -215,11 +230,15 @@ std::string DiskCache::entry_path(const std::string& key) const {
 }
 
 std::optional<std::string> DiskCache::lookup(const std::string& key) const {
+  return lookup_file(key, kLibraryName);
+}
+
+std::optional<std::string> DiskCache::lookup_file(const std::string& key, const std::string& name) const {
   std::string entry = entry_path(key);
   struct stat info {};
   // Nothing there, or a shard directory that is not one (store() repairs it).
   if (::lstat(entry.c_str(), &info) != 0) return std::nullopt;
-  if (S_ISDIR(info.st_mode) && entry_is_intact(entry)) return entry + "/" + kLibraryName;
+  if (S_ISDIR(info.st_mode) && entry_is_intact(entry, name)) return entry + "/" + name;
   // Move the damaged entry aside before deleting it, so that a concurrent
   // store() never sees a half-deleted directory under the entry's name
   // (rename replaces the empty directory made for it).
@@ -241,11 +260,19 @@ std::optional<std::string> DiskCache::lookup(const std::string& key) const {
 }
 
 std::string DiskCache::store(const std::string& key, const std::string& source, const Toolchain& toolchain) const {
+  std::string staging = make_staging(key);
+  build_in_directory(staging, source, toolchain);
+  return publish(key, staging, kLibraryName);
+}
+
+std::string DiskCache::make_staging(const std::string& key) const {
+  return make_temporary_directory(directory_, "build-" + key.substr(0, 12) + "-");
+}
+
+std::string DiskCache::publish(const std::string& key, const std::string& staging, const std::string& name) const {
   std::string entry = entry_path(key);
   ensure_usable_directory(directory_ + "/" + key.substr(0, 2));
-  std::string staging = make_temporary_directory(directory_, "build-" + key.substr(0, 12) + "-");
-  std::string staged_library = build_in_directory(staging, source, toolchain);
-  write_file(staging + "/" + kChecksumName, sha256_file_hex(staged_library) + "\n");
+  write_file(staging + "/" + checksum_name(name), sha256_file_hex(staging + "/" + name) + "\n");
 
   // rename() of a directory fails with EEXIST or ENOTEMPTY when the target
   // exists: another process published the key first (ENOTDIR: a file took
@@ -253,13 +280,13 @@ std::string DiskCache::store(const std::string& key, const std::string& source, 
   // removes it and we try again.
   constexpr int kAttempts = 3;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    if (::rename(staging.c_str(), entry.c_str()) == 0) return entry + "/" + kLibraryName;
+    if (::rename(staging.c_str(), entry.c_str()) == 0) return entry + "/" + name;
     int error = errno;
     if (error != EEXIST && error != ENOTEMPTY && error != ENOTDIR) {
       remove_quietly(staging);
       PLAIT_INTERNAL_ERROR("cannot publish '" + entry + "': " + std::strerror(error));
     }
-    if (std::optional<std::string> theirs = lookup(key)) {
+    if (std::optional<std::string> theirs = lookup_file(key, name)) {
       remove_quietly(staging);
       return *theirs;
     }

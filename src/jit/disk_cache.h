@@ -2,7 +2,9 @@
 //
 // Layout: <dir>/<key[0:2]>/<key>/{kernel.cpp, kernel.so, kernel.sha256,
 // build.log}. An entry appears atomically (a directory rename) and is used
-// only when kernel.so matches the checksum recorded next to it.
+// only when kernel.so matches the checksum recorded next to it. The
+// precompiled runtime's entries (precompiled_runtime.h) have the same form:
+// {plait_runtime.h, plait_runtime.h.gch, plait_runtime.sha256, build.log}.
 //
 // Besides kernels it holds small text records (the autotuner's choices,
 // docs/cuda.md): <dir>/records/<key>, a header line, the SHA-256 of the
@@ -54,6 +56,18 @@ class DiskCache {
   // InternalError names its build.log.
   std::string store(const std::string& key, const std::string& source, const Toolchain& toolchain) const;
 
+  // The same for entries of other files (the precompiled runtime,
+  // precompiled_runtime.h): lookup_file is lookup() for the entry's file
+  // `name` (kernel.so for lookup()), checked against the checksum recorded
+  // next to it (<name up to its first dot>.sha256); make_staging makes a
+  // private temporary directory in the cache to build entry `key` in, and
+  // publish records the checksum of its file `name` and publishes it as
+  // entry `key` with one rename, returning the path of that file (in
+  // another process's entry when it published the key first).
+  std::optional<std::string> lookup_file(const std::string& key, const std::string& name) const;
+  std::string make_staging(const std::string& key) const;
+  std::string publish(const std::string& key, const std::string& staging, const std::string& name) const;
+
   // The text of the record `key` (64 hex digits) when it exists and is
   // intact. A damaged record (bad header, checksum or text) is removed and
   // reported as a miss.
@@ -68,6 +82,9 @@ class DiskCache {
 // Builds `source` into `<directory>/kernel.so` (writing kernel.cpp and
 // build.log next to it) and returns the path of the shared object. Used by
 // the cache and, with a private temporary directory, when the cache is off.
+// With the toolchain's precompiled runtime, the compiler reads
+// kernel_pch.cpp: the source with the runtime's text at its start replaced
+// by an include of the precompiled header.
 std::string build_in_directory(const std::string& directory, const std::string& source, const Toolchain& toolchain);
 
 }  // namespace plait::jit

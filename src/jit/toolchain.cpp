@@ -174,6 +174,7 @@ void build_shared_library(const Toolchain& toolchain, const std::string& source_
   std::string temporary_output = temporary_sibling(output_path);
   std::vector<std::string> argv = {toolchain.cxx};
   argv.insert(argv.end(), toolchain.flags.begin(), toolchain.flags.end());
+  if (!toolchain.runtime_dir.empty()) argv.push_back("-I" + toolchain.runtime_dir);
   argv.insert(argv.end(), {source_path, "-o", temporary_output});
   argv.insert(argv.end(), toolchain.libraries.begin(), toolchain.libraries.end());
 
@@ -192,6 +193,23 @@ void build_shared_library(const Toolchain& toolchain, const std::string& source_
     PLAIT_INTERNAL_ERROR("cannot rename '" + temporary_output + "' to '" + output_path + "': " +
                          std::strerror(error));
   }
+}
+
+bool build_precompiled_header(const Toolchain& toolchain, const std::string& header_path,
+                              const std::string& output_path, const std::string& log_path) {
+  std::string temporary_output = temporary_sibling(output_path);
+  std::vector<std::string> argv = {toolchain.cxx};
+  // The kernels' flags, so that g++ accepts the header for them; -shared
+  // only links.
+  for (const std::string& flag : toolchain.flags)
+    if (flag != "-shared") argv.push_back(flag);
+  argv.insert(argv.end(), {"-x", "c++-header", header_path, "-o", temporary_output});
+  int status = run_to_file(argv, log_path);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || ::rename(temporary_output.c_str(), output_path.c_str()) != 0) {
+    ::unlink(temporary_output.c_str());
+    return false;
+  }
+  return true;
 }
 
 }  // namespace plait::jit

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/ir_equal.h"
+#include "tensor/column_reads.h"
 
 namespace plait::tensor {
 
@@ -263,6 +264,7 @@ FusionPlan plan_fusion(const Program& program, FusionMode mode) {
                                            " per iteration of the shared loops");
     }
   }
+  plan_column_reads(program, plan);
   return plan;
 }
 

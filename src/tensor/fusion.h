@@ -28,11 +28,19 @@ namespace plait::tensor {
 
 enum class FusionMode : uint8_t { Partial, Maximal, None };
 
+// A dense matrix a nest reads from a transposed copy when it visits at least
+// as many stored entries as the matrix has columns (column_reads.h).
+struct ColumnRead {
+  TensorVarPtr tensor;
+  ir::Expr entries;  // the number of stored entries whose coordinate picks the column
+};
+
 // Statements that run in one nest: they share their first `shared` loops.
 struct Nest {
   std::vector<StatementPtr> stmts;
   std::vector<LoopOrder> orders;  // per statement
   size_t shared = 0;
+  std::vector<ColumnRead> column_reads;
 };
 
 struct FusionPlan {

@@ -48,16 +48,19 @@ bool Lowering::loop_extent_differs(const Loop& loop, const TensorVar& t) {
 // On the GPU each row is a worker of its own: a team of threads. The CUDA
 // back end gives rows whose lengths it cannot count before the launch a
 // team of 2 threads that spread the row's entries, right for short rows but
-// slow for a power-law matrix's long ones. So where a row's loops over its
-// entries are innermost (those are the loops spread), the rows run in two
-// kernels: rows of at most kShortRow entries, then the longer ones, whose
-// loops ask for a warp (le() on their schedules, marked as the compiler's
-// sizes). Where the loops over entries hold dense loops (SpMM, SDDMM), the
-// team spreads those, sized by their extents, and one kernel runs all rows.
-void Lowering::rows_by_length(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<Stmt>&)>& fill,
-                              std::vector<Stmt>& out) {
+// slow for a power-law matrix's long ones. So the rows run in two kernels,
+// rows of at most kShortRow entries, then the longer ones, whose loops over
+// entries ask for a larger team (le() on their schedules, marked as the
+// compiler's sizes): a warp where those loops are innermost (spmv, softmax,
+// sums), a whole block where they hold dense loops and each entry writes
+// its own stored value (SDDMM: a K-term sum per entry). Where entries add
+// into a dense row (SpMM), the team spreads the dense loops instead, sized
+// by their extents, and one kernel runs all rows.
+void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVar& t,
+                              const std::function<void(std::vector<Stmt>&)>& fill, std::vector<Stmt>& out) {
   constexpr int64_t kShortRow = 64;
-  constexpr int kWarpTrips = 128;  // the trip count the back end gives a warp (docs/cuda.md, "Team size")
+  constexpr int kWarpTrips = 128;    // the trip count the back end gives a warp (docs/cuda.md, "Team size")
+  constexpr int kBlockTrips = 1024;  // and a team of 256 threads
   const ir::ArrayVar& pos = t.pos[1];
   bool entries_innermost = true;
   std::vector<Stmt> kernels;
@@ -76,7 +79,7 @@ void Lowering::rows_by_length(const Loop& loop, const TensorVar& t, const std::f
             if (!f) continue;
             entries_innermost = entries_innermost && !holds_loop(f->body);
             ir::LoopSchedule schedule = f->schedule;
-            schedule.most_trips = long_rows ? kWarpTrips : 0;
+            schedule.most_trips = long_rows ? (holds_loop(f->body) ? kBlockTrips : kWarpTrips) : 0;
             schedule.sizes_by_compiler = long_rows;
             s = ir::For::make(f->var, f->begin, f->end, f->step, f->body, schedule, f->loc);
           }
@@ -86,7 +89,9 @@ void Lowering::rows_by_length(const Loop& loop, const TensorVar& t, const std::f
         },
         true));
   }
-  if (!entries_innermost) {
+  bool entries_own_values = true;
+  for (const StatementPtr& s : nest.stmts) entries_own_values = entries_own_values && s->out->same_pattern(t);
+  if (!entries_innermost && !entries_own_values) {
     out.push_back(make_loop(loop, fill, true));
     return;
   }

@@ -147,6 +147,8 @@ Expr Lowering::load(const IndexExprNode& a) {
     if (present == present_.end()) return v;
     return ir::Select::make(present->second, v, identity(ir::ReduceOp::Add, t.type, loc_), loc_);
   }
+  if (auto copy = transposed_.find(&t); copy != transposed_.end())
+    return ir::Load::make(copy->second, {coordinate(a.vars[1]), coordinate(a.vars[0])}, false, loc_);
   std::vector<Expr> idx;
   for (size_t d = 0; d < a.vars.size(); ++d) {
     Expr c = coordinate(a.vars[d]);
@@ -391,7 +393,7 @@ void Lowering::lower_nest(const Nest& nest, std::vector<Stmt>& out) {
     if (!plan_.shrunk.count(s.out.get())) allocate_whole(s, nest.orders[q].zero_output(), out);
   }
   for (const auto& s : nest.stmts) note_accesses(*s);
-  emit_shared(nest, 0, out);
+  emit_relaid(nest, out);
 }
 
 void Lowering::emit_shared(const Nest& nest, size_t level, std::vector<Stmt>& out) {
@@ -421,7 +423,7 @@ void Lowering::emit_shared(const Nest& nest, size_t level, std::vector<Stmt>& ou
     return;
   }
   if (target_ == Target::CUDA) {
-    rows_by_length(loop, *rows, fill, out);
+    rows_by_length(nest, loop, *rows, fill, out);
     return;
   }
   // Threads pay off from about 1e5 operations (the nest's cost formula at

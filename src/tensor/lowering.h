@@ -1,8 +1,9 @@
 // The lowering of a fused Program into the loop IR (lower_to_loops.h), one
-// class whose parts live in three files: lower_to_loops.cpp (values, loops,
+// class whose parts live in four files: lower_to_loops.cpp (values, loops,
 // statements and nests), lower_rows.cpp (how the rows of a sparse matrix are
-// scheduled on each target) and assemble_pattern.cpp (statements whose sparse
-// result has a pattern of its own, merged from their operands' patterns).
+// scheduled on each target), lower_relayout.cpp (dense operands read down
+// their columns) and assemble_pattern.cpp (statements whose sparse result has
+// a pattern of its own, merged from their operands' patterns).
 // Internal to src/tensor: the rest of the compiler calls lower_to_loops().
 #pragma once
 
@@ -78,10 +79,18 @@ class Lowering {
   // Rows of a sparse matrix (lower_rows.cpp).
   const TensorVar* balanced_rows(const Nest& nest);
   static bool loop_extent_differs(const Loop& loop, const TensorVar& t);
-  void rows_by_length(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<ir::Stmt>&)>& fill,
-                      std::vector<ir::Stmt>& out);
+  void rows_by_length(const Nest& nest, const Loop& loop, const TensorVar& t,
+                      const std::function<void(std::vector<ir::Stmt>&)>& fill, std::vector<ir::Stmt>& out);
   ir::Stmt chunks_of_rows(const Loop& loop, const TensorVar& t,
                           const std::function<void(std::vector<ir::Stmt>&)>& fill);
+
+  // Dense operands read down their columns (lower_relayout.cpp).
+  // A row-major copy of t's transpose in `copy` (allocated here).
+  ir::Stmt transposed_copy(const TensorVar& t, const ir::ArrayVar& copy);
+  // The nest's loops; with column reads (Nest::column_reads), twice: from
+  // transposed copies when the nest visits at least as many entries as each
+  // matrix has columns, else from the matrices.
+  void emit_relaid(const Nest& nest, std::vector<ir::Stmt>& out);
 
   // Statements that assemble their pattern (assemble_pattern.cpp).
   void assemble(const Statement& s, const LoopOrder& order, std::vector<ir::Stmt>& out);
@@ -104,6 +113,7 @@ class Lowering {
   // crd array -> whether the merged coordinate is stored there (operands of a merge only)
   std::map<const ir::ArrayInfo*, ir::Expr> present_;
   std::map<const TensorVar*, OutputStorage> storage_;  // statement outputs
+  std::map<const TensorVar*, ir::ArrayVar> transposed_;  // dense operands read from a transposed copy
   std::map<const TensorVar*, std::vector<IndexVar>> access_vars_;
   std::vector<IndexVar> bound_;
 };

@@ -228,20 +228,36 @@ def test_shared_object_returns_scalar(tmp_path, cache_dir):
     assert results[0].f64 == pytest.approx(sum(values))
 
 
+def entries_holding(cache_dir, name):
+    return [p for p in cache_dir.glob("*/*") if p.is_dir() and (p / name).exists()]
+
+
+def compiler_is_gcc():
+    cxx = os.environ.get("PLAIT_CXX") or os.environ.get("CXX") or "c++"
+    version = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=True).stdout
+    return "clang" not in version.splitlines()[0]
+
+
 def test_disk_cache_is_filled_and_reused(tmp_path, cache_dir):
     build_so(tmp_path, cache_dir, "total", "f64[::1]")
-    entries = [p for p in cache_dir.glob("*/*") if p.is_dir()]
+    entries = entries_holding(cache_dir, "kernel.so")
     assert len(entries) == 1
     entry = entries[0]
     assert entry.name.startswith(entry.parent.name) and len(entry.name) == 64
     assert {"kernel.cpp", "kernel.so", "kernel.sha256", "build.log"} <= {p.name for p in entry.iterdir()}
     assert stat.S_IMODE(cache_dir.stat().st_mode) == 0o700
+    # With g++, the runtime the kernel begins with is precompiled once per
+    # toolchain into an entry of its own, which the kernel's build included.
+    runtimes = 1 if compiler_is_gcc() else 0
+    assert len(entries_holding(cache_dir, "plait_runtime.h.gch")) == runtimes
+    assert (entry / "kernel_pch.cpp").exists() == bool(runtimes)
     mtime = (entry / "kernel.so").stat().st_mtime_ns
     build_so(tmp_path, cache_dir, "total", "f64[::1]")
     assert (entry / "kernel.so").stat().st_mtime_ns == mtime
-    assert len([p for p in cache_dir.glob("*/*") if p.is_dir()]) == 1
+    assert len(entries_holding(cache_dir, "kernel.so")) == 1
     build_so(tmp_path, cache_dir, "total", "f64[::1]", "--fastmath")
-    assert len([p for p in cache_dir.glob("*/*") if p.is_dir()]) == 2
+    assert len(entries_holding(cache_dir, "kernel.so")) == 2
+    assert len(entries_holding(cache_dir, "plait_runtime.h.gch")) == 2 * runtimes
 
 
 def test_corrupted_cache_entry_is_rebuilt(tmp_path, cache_dir):

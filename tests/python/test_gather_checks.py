@@ -35,6 +35,14 @@ def csr_matvec_into(indptr, indices, data, x, y):
 
 
 @plait.jit
+def csr_matvec_through_a_variable(indptr, indices, data, x, y):
+    for i in range(indptr.size - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            k = indices[p]
+            y[i] += data[p] * x[k]
+
+
+@plait.jit
 def gather(x, idx, out):
     for i in range(idx.shape[0]):
         out[i] = x[idx[i]]
@@ -65,6 +73,7 @@ def test_rows_of_a_sparse_matrix(rows, dtype):
     x = rng.random(cols)
     check(csr_matvec, indptr, indices, data, x, rtol=1e-12)
     check(csr_matvec_into, indptr, indices, data, x, rng.random(rows), rtol=1e-12)
+    check(csr_matvec_through_a_variable, indptr, indices, data, x, rng.random(rows), rtol=1e-12)
 
 
 @pytest.mark.parametrize("dtype", (np.int32, np.int64), ids=lambda d: np.dtype(d).name)
@@ -93,6 +102,13 @@ def test_an_index_out_of_range_raises_after_the_same_writes(where, dtype):
     np.testing.assert_allclose(y, expected, rtol=1e-12)
     with pytest.raises(IndexError):
         csr_matvec(indptr, indices, data, x)
+    y = rng.random(50)
+    expected = y.copy()
+    with pytest.raises(IndexError):
+        csr_matvec_through_a_variable.py_func(indptr, indices, data, x, expected)
+    with pytest.raises(IndexError, match="out of bounds"):
+        csr_matvec_through_a_variable(indptr, indices, data, x, y)
+    np.testing.assert_allclose(y, expected, rtol=1e-12)
 
 
 def test_a_row_range_beyond_the_arrays_raises():

@@ -281,6 +281,25 @@ def test_fusion_decisions(rng):
     assert "operations 3*A.nnz*W.shape[1]*X.shape[1]" in explain_of(gnn_left, A, X, W, fusion="maximal")
 
 
+@pytest.mark.parametrize("layout", ("C", "F", "strided"))
+@pytest.mark.parametrize("shape, density", (((30, 20), 0.5), ((6, 90), 0.05), ((1, 1), 1.0)))
+def test_sddmm_column_reads(rng, layout, shape, density):
+    # Row-major C is read from its transposed copy where S stores at least as
+    # many entries as C has columns (the first and third shapes), else as it
+    # is (the second); a column-major C is read as it is.
+    n, m = shape
+    S = random_csr(rng, shape, density=density)
+    B = dense(rng, n, 5)
+    C = {"C": dense(rng, 5, m), "F": np.asfortranarray(dense(rng, 5, m)), "strided": dense(rng, 5, 2 * m)[:, ::2]}[layout]
+    E = dense(rng, m, 3)
+    check_same(plait.jit(sddmm)(S, B, C), sddmm(S, B, C))
+    check_same(plait.jit(sddmm_spmm)(S, B, C, E), sddmm_spmm(S, B, C, E))
+    text = explain_of(sddmm, S, B, C)
+    copy = "C is read down its columns (at each stored entry of S): read from a transposed copy when S.nnz >= C.shape[1]"
+    if m > 1:  # a single column is both row- and column-major
+        assert (copy in text) == (layout != "F"), text
+
+
 def test_reduction_redundancy(rng):
     def scaled(S, d, X):
         return (S.multiply(d[:, None]) @ X)

@@ -16,6 +16,7 @@
 
 #include "jit/disk_cache.h"
 #include "jit/loader.h"
+#include "jit/precompiled_runtime.h"
 #include "jit/sha256.h"
 #include "jit/toolchain.h"
 #include "runtime/abi.h"
@@ -236,20 +237,21 @@ TEST_F(ScratchDir, LoaderFindsSymbolsAndReportsMissingOnes) {
 // --- keys and directories ---------------------------------------------------
 
 TEST(CacheKey, DependsOnEveryInput) {
-  Toolchain toolchain{"g++", {"-O3"}, "g++ 12", {}};
+  Toolchain toolchain{"g++", {"-O3"}, "g++ 12", {}, {}, {}};
   std::string base = cache_key("0.1.0", "src", Target::CPU, toolchain);
   EXPECT_EQ(base.size(), 64u);
   EXPECT_EQ(base, cache_key("0.1.0", "src", Target::CPU, toolchain));
   EXPECT_NE(base, cache_key("0.1.1", "src", Target::CPU, toolchain));
   EXPECT_NE(base, cache_key("0.1.0", "src2", Target::CPU, toolchain));
   EXPECT_NE(base, cache_key("0.1.0", "src", Target::CUDA, toolchain));
-  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"clang++", {"-O3"}, "g++ 12", {}}));
-  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3", "-ffast-math"}, "g++ 12", {}}));
-  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3"}, "g++ 13", {}}));
-  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3"}, "g++ 12", {"-lmvec"}}));
+  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"clang++", {"-O3"}, "g++ 12", {}, {}, {}}));
+  EXPECT_NE(base,
+            cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3", "-ffast-math"}, "g++ 12", {}, {}, {}}));
+  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3"}, "g++ 13", {}, {}, {}}));
+  EXPECT_NE(base, cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3"}, "g++ 12", {"-lmvec"}, {}, {}}));
   // Length prefixes keep part boundaries apart.
-  EXPECT_NE(cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3", "x"}, "v", {}}),
-            cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3x"}, "v", {}}));
+  EXPECT_NE(cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3", "x"}, "v", {}, {}, {}}),
+            cache_key("0.1.0", "src", Target::CPU, Toolchain{"g++", {"-O3x"}, "v", {}, {}, {}}));
 }
 
 // --- records (the autotuner's choices) -------------------------------------
@@ -404,6 +406,43 @@ TEST_F(DiskCacheTest, MissThenStoreThenHit) {
   EXPECT_EQ(*hit, library);
   EXPECT_EQ(call_entry(*hit), 1);
   EXPECT_FALSE(cache.lookup(key_for(2)).has_value());
+}
+
+// The runtime a kernel's source begins with is precompiled once into an
+// entry of the cache; a kernel built with it is the same kernel (kernel.cpp
+// keeps the whole text), and a damaged .gch is a miss as a damaged kernel is.
+TEST_F(DiskCacheTest, PrecompiledRuntimeBuildsKernelsThatBeginWithIt) {
+  DiskCache cache(cache_dir_);
+  const std::string runtime =
+      "#include <stdint.h>\nstatic inline int32_t plait_test_next(int32_t v) { return v + 1; }\n";
+  std::optional<std::string> dir = precompiled_runtime(cache, toolchain_, runtime);
+  if (toolchain_.version.find("clang") != std::string::npos) {
+    EXPECT_FALSE(dir.has_value());
+    return;
+  }
+  ASSERT_TRUE(dir.has_value());
+  EXPECT_EQ(read_text(*dir + "/plait_runtime.h"), runtime);
+  EXPECT_EQ(precompiled_runtime(cache, toolchain_, runtime), dir);
+  Toolchain with = toolchain_;
+  with.runtime_dir = *dir;
+  with.runtime_text = runtime;
+  const std::string source = runtime + "extern \"C\" int32_t plait_kernel_abi_version(void) { return " +
+                             std::to_string(PLAIT_ABI_VERSION) +
+                             "; }\nextern \"C\" int32_t plait_kernel_entry(void**, void*, void*) { return "
+                             "plait_test_next(41); }\n";
+  const std::string key = cache_key("test", source, Target::CPU, toolchain_);
+  const std::string library = cache.store(key, source, with);
+  EXPECT_EQ(call_entry(library), 42);
+  EXPECT_EQ(read_text(cache.entry_path(key) + "/kernel.cpp"), source);
+  EXPECT_EQ(read_text(cache.entry_path(key) + "/kernel_pch.cpp").rfind("#include \"plait_runtime.h\"\n", 0), 0u);
+
+  const std::string gch = *dir + "/plait_runtime.h.gch";
+  std::string bytes = read_text(gch);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  write_text(gch, bytes);
+  EXPECT_FALSE(cache.lookup_file(cache_key("plait-precompiled-runtime-v1", runtime, Target::CPU, toolchain_),
+                                 "plait_runtime.h.gch"));
+  EXPECT_FALSE(fs::exists(*dir));
 }
 
 TEST_F(DiskCacheTest, CorruptedLibraryIsDetectedRemovedAndRebuilt) {

@@ -249,6 +249,20 @@ TEST(BoundsChecks, SparseRowLoopIsCheckedOncePerCall) {
       << text;
 }
 
+// The same through a variable assigned once in the loops: it holds values
+// of the load, which the scan covers.
+TEST(BoundsChecks, IndexThroughAVariableIsCheckedOncePerCall) {
+  const char* src =
+      "def f(indptr, indices, data, x, y):\n"
+      "    for i in range(indptr.shape[0] - 1):\n"
+      "        for p in range(indptr[i], indptr[i + 1]):\n"
+      "            k = indices[p]\n"
+      "            y[i] += data[p] * x[k]\n";
+  std::string text = ir_text(src, "f", "i32[::1], i32[::1], f64[::1], f64[::1], f64[::1]", checked());
+  EXPECT_TRUE(contains(text, "simd for _at_indices in range(max(_least_indptr, 0:int)")) << text;
+  EXPECT_TRUE(contains(text, "(_greatest_indices < x.shape[0])")) << text;
+}
+
 // An index array the loop writes cannot be scanned before it; nor does the
 // CUDA target scan (the host would need a launch and a copy): the access is
 // checked where it happens.

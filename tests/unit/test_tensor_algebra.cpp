@@ -69,6 +69,20 @@ TEST(TensorAlgebra, SddmmComputesOnlyAtTheStoredEntries) {
   EXPECT_TRUE(contains(text, "operations 2*B.shape[1]*S.nnz + S.nnz")) << text;
 }
 
+TEST(TensorAlgebra, SddmmReadsARowMajorOperandFromItsTranspose) {
+  const std::string copied =
+      "C is read down its columns (at each stored entry of S): read from a transposed copy "
+      "when S.nnz >= C.shape[1]";
+  EXPECT_TRUE(contains(remarks_of(kSddmm, kSddmmSignature), copied));
+  EXPECT_TRUE(contains(remarks_of(kSddmm, "csr[f32, i32], f32[:, ::1], f32[:, :]"), copied));
+  // Column-major C (C = Y.T): its columns are contiguous already.
+  std::string f_order = remarks_of(kSddmm, "csr[f32, i32], f32[:, ::1], f32[::1, :]");
+  EXPECT_FALSE(contains(f_order, "transposed copy")) << f_order;
+  // SpMM reads X(k, j) along its rows: nothing to copy.
+  std::string spmm = remarks_of("def f(A, X):\n    return A @ X\n", "csr[f32, i32], f32[:, ::1]");
+  EXPECT_FALSE(contains(spmm, "transposed copy")) << spmm;
+}
+
 TEST(TensorAlgebra, MaximalFusionMultipliesInsideTheSum) {
   std::string text = remarks_of(kSddmm, kSddmmSignature, Fusion::Maximal);
   EXPECT_TRUE(contains(text, "= sum_k((S(i,j) * (B(i,k) * C(k,j))))")) << text;

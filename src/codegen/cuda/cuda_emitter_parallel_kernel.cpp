@@ -553,7 +553,8 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
   // its own, unless the launch is one block, which starts them itself
   // (a loop that runs at each step of a serial loop, NPBench gramschmidt's
   // column norms).
-  const int64_t cap_blocks = sc.reductions.empty() && privatised.empty() ? kMaxBlocks : kMaxReductionBlocks;
+  const int64_t cap_blocks =
+      sc.reductions.empty() && privatised.empty() && !asked.long_rows ? kMaxBlocks : kMaxReductionBlocks;
   const std::string threads = plan.team ? total + " * " + team
                               : batch > 1
                                   ? "(" + total + " + " + std::to_string(batch - 1) + ") / " + std::to_string(batch)

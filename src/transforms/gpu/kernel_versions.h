@@ -44,6 +44,11 @@ struct PragmaTeam {
   int team = 0;
   bool whole_block = false;  // single_block: the wide version's team is its whole block too
   std::string asked_by;      // "single_block at line 12", for explain()
+  // Asked by the compiler for the long rows of a sparse matrix: most
+  // workers find a short row and skip it, so the grid is one of at most
+  // kMaxReductionBlocks blocks (the workers' tests then take a few steps of
+  // each block, not waves of blocks that start only to skip).
+  bool long_rows = false;
 };
 
 // A spread loop of a team worker whose trip count the host computes before

@@ -341,6 +341,7 @@ PragmaTeam WorkerPlanner::pragma_team(const WorkerPlan& plan, int block, int cap
     if (team > 32 && team < block && block / team > 15) team *= 2;
     if (team > out.team) {
       out.team = team;
+      out.long_rows = s.sizes_by_compiler;
       out.asked_by = s.sizes_by_compiler ? "the compiler's " + pragma_sizes(s) + " for long rows of a sparse matrix"
                                          : pragma_sizes(s) + " at line " + std::to_string(s.pragma_loc.line);
     }
