@@ -405,6 +405,12 @@ struct LoopSchedule {
   // The sizes are the compiler's choice (the long rows of a sparse matrix,
   // tensor/lower_to_loops.cpp), not a pragma's: no remark when unused.
   bool sizes_by_compiler = false;
+  // A team of threads runs this loop's iterations in step and spreads the
+  // loops inside it, though its iterations are independent (the compiler's
+  // choice for a sparse row's entries whose values are dense sums: the sum's
+  // terms are contiguous, a row's entries are not; tensor/lower_rows.cpp).
+  // Only the CUDA back end reads it.
+  bool team_in_step = false;
   std::vector<Reduction> reductions;   // scalars combined across iterations
   std::vector<ArrayReduction> array_reductions;  // arrays combined across iterations
   std::vector<Var> privates;           // private(...): the pragma's and those passes find

@@ -66,6 +66,7 @@ std::string schedule_text(const LoopSchedule& s) {
   if (s.block_strip > 0) out += " block(" + std::to_string(s.block_strip) + ")";
   if (s.most_trips > 0) out += " le(" + std::to_string(s.most_trips) + ")";
   if (s.single_block) out += " single_block";
+  if (s.team_in_step) out += " team_in_step";
   for (const Reduction& r : s.reductions) out += std::string(" reduction(") + reduce_op_name(r.op) + ": " + r.var->name + ")";
   for (const ArrayReduction& r : s.array_reductions)
     out += std::string(" reduction(") + reduce_op_name(r.op) + ": " + r.array->name + "[:])";

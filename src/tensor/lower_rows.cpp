@@ -53,15 +53,19 @@ bool Lowering::loop_extent_differs(const Loop& loop, const TensorVar& t) {
 // entries ask for a larger team (le() on their schedules, marked as the
 // compiler's sizes): a warp where those loops are innermost (spmv, softmax,
 // sums), a whole block where they hold dense loops and each entry writes
-// its own stored value (SDDMM: a K-term sum per entry). Where entries add
-// into a dense row (SpMM), the team spreads the dense loops instead, sized
-// by their extents, and one kernel runs all rows.
+// its own stored value (SDDMM: a K-term sum per entry). There a short
+// row's team runs the entries in step and spreads each entry's sum
+// (team_in_step), whose terms lie side by side where the entries' do not.
+// Where entries add into a dense row (SpMM), the team spreads the dense
+// loops instead, sized by their extents, and one kernel runs all rows.
 void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVar& t,
                               const std::function<void(std::vector<Stmt>&)>& fill, std::vector<Stmt>& out) {
   constexpr int64_t kShortRow = 64;
   constexpr int kWarpTrips = 128;    // the trip count the back end gives a warp (docs/cuda.md, "Team size")
   constexpr int kBlockTrips = 1024;  // and a team of 256 threads
   const ir::ArrayVar& pos = t.pos[1];
+  bool entries_own_values = true;
+  for (const StatementPtr& s : nest.stmts) entries_own_values = entries_own_values && s->out->same_pattern(t);
   bool entries_innermost = true;
   std::vector<Stmt> kernels;
   for (bool long_rows : {false, true}) {
@@ -81,6 +85,9 @@ void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVa
             ir::LoopSchedule schedule = f->schedule;
             schedule.most_trips = long_rows ? (holds_loop(f->body) ? kBlockTrips : kWarpTrips) : 0;
             schedule.sizes_by_compiler = long_rows;
+            // A short row's entries run in step, each entry's sum spread
+            // over the team, whose threads then read contiguous terms.
+            schedule.team_in_step = !long_rows && entries_own_values && holds_loop(f->body);
             s = ir::For::make(f->var, f->begin, f->end, f->step, f->body, schedule, f->loc);
           }
           body.push_back(ir::If::make(ir::Compare::make(long_rows ? ir::CompareOp::GT : ir::CompareOp::LE, length,
@@ -89,8 +96,6 @@ void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVa
         },
         true));
   }
-  bool entries_own_values = true;
-  for (const StatementPtr& s : nest.stmts) entries_own_values = entries_own_values && s->out->same_pattern(t);
   if (!entries_innermost && !entries_own_values) {
     out.push_back(make_loop(loop, fill, true));
     return;

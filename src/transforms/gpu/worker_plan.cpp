@@ -279,6 +279,10 @@ class TeamPlanner {
   // read them.
   bool spreadable(const For* f, std::string* why) {
     if (!f->schedule.array_reductions.empty()) return false;
+    if (f->schedule.team_in_step) {
+      *why = "the compiler asks the team to run it in step and spread the loops inside it";
+      return false;
+    }
     if (f->schedule.kind == LoopKind::Serial && !independent_iterations(f, why)) return false;
     // A reduction whose result depends on where the NaNs are runs the loop
     // again in order when the team finds one: the loop must only compute.
