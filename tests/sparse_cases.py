@@ -1,8 +1,10 @@
-"""Random sparse and dense operands shared by the sparse tests of the CPU
-(tests/python) and the GPU (tests/gpu)."""
+"""Random sparse and dense operands, and the operator programs, shared by
+the sparse tests of the CPU (tests/python) and the GPU (tests/gpu)."""
 
 import numpy as np
 import scipy.sparse as sp
+
+import plait
 
 
 def random_csr(rng, shape, density=0.35, dtype=np.float64, index=np.int32, matrix=False, dense_row=True,
@@ -41,3 +43,36 @@ def random_csr(rng, shape, density=0.35, dtype=np.float64, index=np.int32, matri
 def dense(rng, *shape, dtype=np.float64):
     """Values in [-0.5, 0.5): never all zeros."""
     return (rng.random(shape) - 0.5).astype(dtype)
+
+
+# The programs of docs/sparse.md, run undecorated as the oracle.
+def spmv(A, x):
+    return A @ x
+
+
+def spmm(A, X):
+    return A @ X
+
+
+def sddmm(S, B, C):
+    return S.multiply(B @ C)
+
+
+def gnn(A, X, W):
+    return A @ X @ W
+
+
+def sddmm_spmm(S, C, D, E):
+    return S.multiply(C @ D) @ E
+
+
+def row_normalise(S):
+    return S.multiply(1.0 / S.sum(axis=1)[:, None])
+
+
+def softmax(S):
+    return plait.sparse.softmax(S, axis=1)
+
+
+def to_array(S):
+    return S.toarray()

@@ -246,9 +246,12 @@ class BoundsChecker : public ir::IRMutator {
     if (noted_.insert(std::to_string(loc.line) + ":" + std::to_string(loc.col) + message).second)
       remarks.push_back({loc, "insert_bounds_checks", std::move(message)});
   }
-  // The statements that set a scan's results (IndexFacts::IndexScan): both
-  // start at 0 and take the least and greatest of the elements at first..last
-  // that lie in the array (the test rejects positions outside it).
+  // The statements that set a scan's results (IndexFacts::IndexScan): the
+  // least and greatest of the elements at first..last that lie in the array
+  // (the test rejects positions outside it), both 0 when none does. They
+  // start at the first element: a scan of indptr over a chunk of rows then
+  // bounds the chunk's positions, not all those before it, which a scan of
+  // indices over those positions would otherwise read again in each chunk.
   void append_scan(const analysis::IndexFacts::IndexScan& scan, SourceLoc loc, std::vector<ir::Stmt>& out) {
     const ScalarType int64 = ScalarType::py_int();
     auto imm = [&](int64_t v) { return ir::IntImm::make(v, int64, loc); };
@@ -263,8 +266,16 @@ class BoundsChecker : public ir::IRMutator {
     ir::Expr begin = op(ir::BinaryOp::PyMax, mutate(scan.first), imm(0));
     ir::Expr end = op(ir::BinaryOp::Add, op(ir::BinaryOp::PyMin, mutate(scan.last), op(ir::BinaryOp::Sub, n, imm(1))),
                       imm(1));
-    ir::Expr value = ir::Load::make(scan.array, {ref(at)}, false, loc);
-    if (value->type != int64) value = ir::Cast::make(int64, value, false, loc);
+    auto element = [&](const ir::Expr& i) {
+      ir::Expr v = ir::Load::make(scan.array, {i}, false, loc);
+      return v->type != int64 ? ir::Cast::make(int64, v, false, loc) : v;
+    };
+    out.push_back(ir::If::make(ir::Compare::make(ir::CompareOp::LT, begin, end, loc),
+                               ir::Block::make({ir::Assign::make(scan.least, element(begin), loc),
+                                                ir::Assign::make(scan.greatest, element(begin), loc)},
+                                               loc),
+                               nullptr, loc));
+    ir::Expr value = element(ref(at));
     std::vector<ir::Stmt> updates = {
         ir::Assign::make(scan.least, op(ir::BinaryOp::PyMin, ref(scan.least), value), loc),
         ir::Assign::make(scan.greatest, op(ir::BinaryOp::PyMax, ref(scan.greatest), value), loc)};

@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 import plait
-from sparse_cases import random_csr
+from sparse_cases import gnn, random_csr, row_normalise, sddmm, sddmm_spmm, softmax, spmm, spmv, to_array
 from test_cuda_run import cupy, torch
 
 pytestmark = pytest.mark.skipif(not plait.cuda_available(),
@@ -71,34 +71,6 @@ def check(got, want, lib, rtol):
         assert isinstance(got, np.ndarray) or sp.issparse(got) or np.isscalar(got)
 
 
-def spmv(A, x):
-    return A @ x
-
-
-def spmm(A, X):
-    return A @ X
-
-
-def sddmm(S, B, C):
-    return S.multiply(B @ C)
-
-
-def gnn(A, X, W):
-    return A @ X @ W
-
-
-def sddmm_spmm(S, C, D, E):
-    return S.multiply(C @ D) @ E
-
-
-def row_normalise(S):
-    return S.multiply(1.0 / S.sum(axis=1)[:, None])
-
-
-def softmax(S):
-    return plait.sparse.softmax(S, axis=1)
-
-
 def reductions(S):
     return S.sum(axis=1), S.mean(axis=1), S.sum()
 
@@ -113,10 +85,6 @@ def transposed_spmv(S, y):
 
 def scaled(S):
     return abs(S * 2.0) / 3.0
-
-
-def to_array(S):
-    return S.toarray()
 
 
 def mask_row(S, D):

@@ -93,22 +93,16 @@ def test_an_index_out_of_range_raises_after_the_same_writes(where, dtype):
     position = {"first": 0, "middle": indices.size // 2, "last": indices.size - 1}[where]
     indices[position] = 20
     x = rng.random(20)
-    y = rng.random(50)
-    expected = y.copy()
-    with pytest.raises(IndexError):
-        csr_matvec_into.py_func(indptr, indices, data, x, expected)
-    with pytest.raises(IndexError, match="out of bounds"):
-        csr_matvec_into(indptr, indices, data, x, y)
-    np.testing.assert_allclose(y, expected, rtol=1e-12)
+    for kernel in (csr_matvec_into, csr_matvec_through_a_variable):
+        y = rng.random(50)
+        expected = y.copy()
+        with pytest.raises(IndexError):
+            kernel.py_func(indptr, indices, data, x, expected)
+        with pytest.raises(IndexError, match="out of bounds"):
+            kernel(indptr, indices, data, x, y)
+        np.testing.assert_allclose(y, expected, rtol=1e-12)
     with pytest.raises(IndexError):
         csr_matvec(indptr, indices, data, x)
-    y = rng.random(50)
-    expected = y.copy()
-    with pytest.raises(IndexError):
-        csr_matvec_through_a_variable.py_func(indptr, indices, data, x, expected)
-    with pytest.raises(IndexError, match="out of bounds"):
-        csr_matvec_through_a_variable(indptr, indices, data, x, y)
-    np.testing.assert_allclose(y, expected, rtol=1e-12)
 
 
 def test_a_row_range_beyond_the_arrays_raises():

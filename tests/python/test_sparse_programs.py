@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 import plait
 from plait.errors import CompileError
-from sparse_cases import dense, random_csr
+from sparse_cases import dense, gnn, random_csr, row_normalise, sddmm, sddmm_spmm, softmax, spmm, spmv, to_array
 
 FUSIONS = ("partial", "maximal", "none")
 SHAPES = ((0, 0), (0, 3), (3, 0), (1, 1), (1, 6), (6, 1), (7, 5), (13, 17))
@@ -32,45 +32,13 @@ def check_same(got, want, rtol=1e-6):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
 
 
-def spmv(A, x):
-    return A @ x
-
-
-def spmm(A, X):
-    return A @ X
-
-
-def sddmm(S, B, C):
-    return S.multiply(B @ C)
-
-
-def gnn_left(A, X, W):
-    return A @ X @ W
-
-
 def gnn_right(A, X, W):
     return A @ (X @ W)
-
-
-def sddmm_spmm(S, C, D, E):
-    return S.multiply(C @ D) @ E
 
 
 def sddmm_spmm_two_statements(S, C, D, E):
     T = S.multiply(C @ D)
     return T @ E
-
-
-def row_normalise(S):
-    return S.multiply(1.0 / S.sum(axis=1)[:, None])
-
-
-def softmax(S):
-    return plait.sparse.softmax(S, axis=1)
-
-
-def to_array(S):
-    return S.toarray()
 
 
 def row_sums(S):
@@ -104,7 +72,7 @@ def test_core_programs(rng, fusion, shape):
         (spmv, (S, dense(rng, m))),
         (spmm, (S, dense(rng, m, 5))),
         (sddmm, (S, dense(rng, n, k), dense(rng, k, m))),
-        (gnn_left, (A, dense(rng, n, 6), dense(rng, 6, h))),
+        (gnn, (A, dense(rng, n, 6), dense(rng, 6, h))),
         (gnn_right, (A, dense(rng, n, 6), dense(rng, 6, h))),
         (sddmm_spmm, (S, dense(rng, n, k), dense(rng, k, m), dense(rng, m, h))),
         (sddmm_spmm_two_statements, (S, dense(rng, n, k), dense(rng, k, m), dense(rng, m, h))),
@@ -273,12 +241,12 @@ def test_fusion_decisions(rng):
 
     A = random_csr(rng, (8, 8))
     X, W = dense(rng, 8, 5), dense(rng, 5, 2)
-    text = explain_of(gnn_left, A, X, W)
+    text = explain_of(gnn, A, X, W)
     assert "kept as (j) per iteration of the shared loops" in text
     assert "association 1: operations 2*A.shape[0]*W.shape[1]*X.shape[1] + 2*A.nnz*X.shape[1]" in text
     assert "association 2: operations 2*W.shape[1]*X.shape[0]*X.shape[1] + 2*A.nnz*W.shape[1]" in text
     # Maximal fusion multiplies inside the sums: O(nnz * H * J).
-    assert "operations 3*A.nnz*W.shape[1]*X.shape[1]" in explain_of(gnn_left, A, X, W, fusion="maximal")
+    assert "operations 3*A.nnz*W.shape[1]*X.shape[1]" in explain_of(gnn, A, X, W, fusion="maximal")
 
 
 @pytest.mark.parametrize("layout", ("C", "F", "strided"))

@@ -240,8 +240,13 @@ TEST(BoundsChecks, SparseRowLoopIsCheckedOncePerCall) {
       "        for p in range(indptr[i], indptr[i + 1]):\n"
       "            y[i] += data[p] * x[indices[p]]\n";
   std::string text = ir_text(src, "f", "i32[::1], u32[::1], f64[::1], f64[::1], f64[::1]", checked());
-  // Two versions of the row loop, chosen before it (not in each row).
-  EXPECT_EQ(text.find("\n  if ("), text.rfind("\n  if (")) << text;
+  // Two versions of the row loop, chosen before it (not in each row): one
+  // test at the top level besides the three scans' (each starts from its
+  // range's first element when the range is not empty).
+  size_t tests = 0;
+  for (size_t at = text.find("\n  if ("); at != std::string::npos; at = text.find("\n  if (", at + 1)) ++tests;
+  EXPECT_EQ(tests, 4u) << text;
+  EXPECT_TRUE(contains(text, "_least_indices = cast<int>(indices[max(_least_indptr, 0:int)])")) << text;
   EXPECT_FALSE(contains(text, "\n      if (")) << text;
   EXPECT_TRUE(contains(text, "simd for _at_indices in range(max(_least_indptr, 0:int)")) << text;
   EXPECT_TRUE(contains(text, "y[i] = (y[i] + (data[((p + data.shape[0]) if (p < 0:int) else p)] * "
