@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -27,13 +26,6 @@ namespace plait {
 namespace fs = std::filesystem;
 
 namespace {
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) PLAIT_INTERNAL_ERROR("cannot write '" + path + "'");
-}
 
 void ensure_dump_directory(const std::string& dir) {
   std::error_code error;
@@ -140,9 +132,9 @@ LoweredKernel lower_kernel(const SourceFile& source, const std::string& name, co
     observer = [&prefix, &steps, pass_number = 0](const std::string& pass, const ir::Function& after,
                                                   bool changed) mutable {
       steps += two_digits(pass_number) + " " + pass + (changed ? "" : " (unchanged)") + "\n";
-      write_text_file(prefix + "passes", steps);  // so far, also when a later pass fails
+      jit::write_file(prefix + "passes", steps);  // so far, also when a later pass fails
       if (changed)
-        write_text_file(prefix + two_digits(pass_number) + "." + file_name_part(pass) + ".ir", ir::to_string(after));
+        jit::write_file(prefix + two_digits(pass_number) + "." + file_name_part(pass) + ".ir", ir::to_string(after));
       ++pass_number;
     };
   }
@@ -203,14 +195,14 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
     kernel->device_kernel_raises = std::move(cuda.kernel_raises);
     kernel->device_assert_messages = std::move(cuda.assert_messages);
     lowered.function.remarks.insert(lowered.function.remarks.end(), cuda.remarks.begin(), cuda.remarks.end());
-    if (!options.dump_dir.empty()) write_text_file(options.dump_dir + "/" + name + ".cu", kernel->device_source);
+    if (!options.dump_dir.empty()) jit::write_file(options.dump_dir + "/" + name + ".cu", kernel->device_source);
     // ---- CUDA target (end)
   } else {
     std::vector<ir::Remark> remarks;
     kernel->source = codegen::generate_cpp(lowered.function, options, &remarks);
     lowered.function.remarks.insert(lowered.function.remarks.end(), remarks.begin(), remarks.end());
   }
-  if (!options.dump_dir.empty()) write_text_file(options.dump_dir + "/" + name + ".cpp", kernel->source);
+  if (!options.dump_dir.empty()) jit::write_file(options.dump_dir + "/" + name + ".cpp", kernel->source);
 
   jit::Toolchain toolchain = jit::host_toolchain(options);
   if (options.disk_cache) {

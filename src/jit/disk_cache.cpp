@@ -55,13 +55,6 @@ void ensure_private_directory(const std::string& path) {
   }
 }
 
-void write_file(const std::string& path, const std::string& contents) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << contents;
-  out.close();
-  if (!out) PLAIT_INTERNAL_ERROR("cannot write '" + path + "'");
-}
-
 // The contents of a regular file; "" when it is missing, unreadable or
 // something else (a directory under the file's name reads as an error that
 // libstdc++ throws from the stream buffer).
@@ -157,6 +150,13 @@ const std::string& host_cpu_identity() {
 }
 
 }  // namespace
+
+void write_file(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << contents;
+  out.close();
+  if (!out) PLAIT_INTERNAL_ERROR("cannot write '" + path + "'");
+}
 
 std::string default_cache_directory(const CompileOptions& options) {
   if (!options.cache_dir.empty()) return options.cache_dir;

@@ -20,6 +20,10 @@
 
 namespace plait::jit {
 
+// Writes `contents` to `path` (replacing the file); throws InternalError
+// naming it when it cannot.
+void write_file(const std::string& path, const std::string& contents);
+
 // The cache directory for `options`: options.cache_dir, else
 // $PLAIT_CACHE_DIR, else $XDG_CACHE_HOME/plait, else $HOME/.cache/plait.
 std::string default_cache_directory(const CompileOptions& options);

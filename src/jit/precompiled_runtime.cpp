@@ -1,24 +1,15 @@
 // The precompiled runtime (precompiled_runtime.h).
 #include "jit/precompiled_runtime.h"
 
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <mutex>
-
-#include "support/diagnostics.h"
 
 namespace plait::jit {
 
 namespace {
 
 constexpr const char* kLogName = "build.log";
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) PLAIT_INTERNAL_ERROR("cannot write '" + path + "'");
-}
 
 }  // namespace
 
@@ -38,10 +29,15 @@ std::optional<std::string> precompiled_runtime(const DiskCache& cache, const Too
   std::optional<std::string> gch = cache.lookup_file(key, pch);
   if (!gch) {
     const std::string staging = cache.make_staging(key);
-    write_text(staging + "/" + kRuntimeHeaderName, runtime_text);
+    write_file(staging + "/" + kRuntimeHeaderName, runtime_text);
     if (build_precompiled_header(toolchain, staging + "/" + kRuntimeHeaderName, staging + "/" + pch,
                                  staging + "/" + kLogName)) {
       gch = cache.publish(key, staging, pch);
+    } else {
+      // Kernels build from their whole text, so nobody reads the log: a
+      // failing header would otherwise leave a directory per process.
+      std::error_code ignored;
+      std::filesystem::remove_all(staging, ignored);
     }
   }
   std::optional<std::string> dir;

@@ -272,7 +272,7 @@ class BoundsChecker : public ir::IRMutator {
     };
     out.push_back(ir::If::make(ir::Compare::make(ir::CompareOp::LT, begin, end, loc),
                                ir::Block::make({ir::Assign::make(scan.least, element(begin), loc),
-                                                ir::Assign::make(scan.greatest, element(begin), loc)},
+                                                ir::Assign::make(scan.greatest, ref(scan.least), loc)},
                                                loc),
                                nullptr, loc));
     ir::Expr value = element(ref(at));
