@@ -69,9 +69,11 @@ test-cpp: $(VENV)/.plait-installed
 
 # tests/cli drives the plaitc that the wheel installed into .venv/bin. The
 # tests run in $(JOBS) processes (pytest-xdist): most of their time is the
-# system compiler building one kernel at a time.
+# system compiler building one kernel at a time. The slowest are listed, to
+# keep CI's time in view.
 test-python: $(VENV)/.plait-installed
-	PLAIT_PLAITC=$(CURDIR)/$(VENV)/bin/plaitc $(VPY) -m pytest tests -q --tb=short -p no:cacheprovider -n $(JOBS)
+	PLAIT_PLAITC=$(CURDIR)/$(VENV)/bin/plaitc $(VPY) -m pytest tests -q --tb=short -p no:cacheprovider -n $(JOBS) \
+	  --durations=20
 
 # Kernels built by clang instead of g++: the code generator's unit tests
 # (warnings as errors) and the differential tests of loops and parallel loops

@@ -40,6 +40,20 @@ def random_csr(rng, shape, density=0.35, dtype=np.float64, index=np.int32, matri
     return out
 
 
+def check_same_pattern(got, want, rtol=1e-6):
+    """The same class, shape, dtypes and stored entries, in SciPy's (canonical) order."""
+    assert type(got) is type(want), (type(got), type(want))
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.indices.dtype == want.indices.dtype and got.indptr.dtype == want.indptr.dtype
+    want = want.tocsr()
+    if not want.has_sorted_indices:  # SciPy's merge of non-canonical operands leaves rows unsorted
+        want = want.sorted_indices()
+    np.testing.assert_array_equal(got.indptr, want.indptr)
+    np.testing.assert_array_equal(got.indices, want.indices)
+    np.testing.assert_allclose(got.data, want.data, rtol=rtol, atol=rtol)
+    assert got.has_canonical_format
+
+
 def dense(rng, *shape, dtype=np.float64):
     """Values in [-0.5, 0.5): never all zeros."""
     return (rng.random(shape) - 0.5).astype(dtype)

@@ -148,9 +148,7 @@ tensor::IndexExpr Lowerer::broadcast_access(const TensorVarPtr& t, const std::ve
 }
 
 Value Lowerer::algebra_matmul(const Value& a, const Value& b, SourceLoc loc) {
-  if (is_sparse_value(a) && is_sparse_value(b))
-    unsupported("the product of two sparse matrices (SpGEMM) is not supported; make one of them dense (.toarray())",
-                loc);
+  if (is_sparse_value(a) && is_sparse_value(b)) return algebra_sparse_product(a, b, loc);
   TensorVarPtr x = algebra_tensor(a, loc);
   TensorVarPtr y = algebra_tensor(b, loc);
   if (x->rank() == 0 || y->rank() == 0)
@@ -272,18 +270,7 @@ Value Lowerer::algebra_merge(ir::BinaryOp op, const Value& a, const Value& b, So
           PLAIT_VALUE_ERROR,
           "the result may store more entries than int32 indices count; pass operands with int64 indices", loc));
   }
-  // The result's pattern is its own: row pointers and columns the merge makes.
-  TensorVarPtr out = algebra_temp(type, tensor::Format::csr(), s->shape);
-  out->pos = {nullptr, temp_array(ArrayType{index, 1, Layout::C}, loc)};
-  out->crd = {nullptr, temp_array(ArrayType{index, 1, Layout::C}, loc)};
-  out->pos[1]->name = "_" + out->name + "_indptr";
-  out->crd[1]->name = "_" + out->name + "_indices";
-  out->pos[1]->nonnegative = true;
-  out->crd[1]->nonnegative = true;
-  out->nnz = ir::ArrayDim::make(out->crd[1], 0, loc);
-  out->dims = s->dims;
-  out->pattern = out->name;
-  out->assembled = true;
+  TensorVarPtr out = assembled_temp(type, s->shape, s->dims, index, loc);
   IndexVar i = index_var("i");
   IndexVar j = index_var("j");
   auto st = std::make_shared<tensor::Statement>();
@@ -293,6 +280,59 @@ Value Lowerer::algebra_merge(ir::BinaryOp op, const Value& a, const Value& b, So
                            tensor::access(t, t->is_sparse() ? std::vector{i, j} : std::vector<IndexVar>{}), type);
   st->loc = loc;
   // Stored at once: the statements that read it iterate its pattern.
+  return realize(with_statement({}, st, x.algebra->matrix, index), loc);
+}
+
+tensor::TensorVarPtr Lowerer::assembled_temp(ScalarType type, std::vector<Expr> shape, std::vector<std::string> dims,
+                                             ScalarKind index, SourceLoc loc) {
+  // The result's pattern is its own: row pointers and columns its statement makes.
+  TensorVarPtr out = algebra_temp(type, tensor::Format::csr(), std::move(shape));
+  out->pos = {nullptr, temp_array(ArrayType{index, 1, Layout::C}, loc)};
+  out->crd = {nullptr, temp_array(ArrayType{index, 1, Layout::C}, loc)};
+  out->pos[1]->name = "_" + out->name + "_indptr";
+  out->crd[1]->name = "_" + out->name + "_indices";
+  out->pos[1]->nonnegative = true;
+  out->crd[1]->nonnegative = true;
+  out->nnz = ir::ArrayDim::make(out->crd[1], 0, loc);
+  out->dims = std::move(dims);
+  out->pattern = out->name;
+  out->assembled = true;
+  return out;
+}
+
+Value Lowerer::algebra_sparse_product(const Value& a, const Value& b, SourceLoc loc) {
+  // The operands are stored first: the product walks their rows.
+  const Value x = realize(a, loc);
+  const Value y = realize(b, loc);
+  TensorVarPtr s = algebra_tensor(x, loc);
+  TensorVarPtr t = algebra_tensor(y, loc);
+  if (s->type.is_bool() || t->type.is_bool())
+    unsupported("the product of bool sparse matrices is not supported; convert them with astype()", loc);
+  for (const TensorVarPtr& m : {s, t})
+    if (m->format != tensor::Format::csr())
+      unsupported("the product of two sparse matrices takes them in CSR; '" + m->name + "' is read as " +
+                      m->format.to_string() + " here (a transpose)",
+                  loc);
+  // SciPy's index dtype: int64 when an operand's indices are (int32 results
+  // that would overflow are refused at run time by the lowering).
+  const bool wide = x.algebra->index == ScalarKind::Int64 || y.algebra->index == ScalarKind::Int64;
+  const ScalarKind index = wide ? ScalarKind::Int64 : ScalarKind::Int32;
+  if (!inferring_)
+    pending_.push_back(ir::Assert::make(ir::Compare::make(ir::CompareOp::EQ, s->shape[1], t->shape[0], loc),
+                                        PLAIT_VALUE_ERROR, "matmul: the inner dimensions of the operands differ", loc));
+  std::vector<std::string> dims;
+  if (s->dims.size() == 2 && t->dims.size() == 2) dims = {s->dims[0], t->dims[1]};
+  TensorVarPtr out = assembled_temp(promote(s->type, t->type), {s->shape[0], t->shape[1]}, dims, index, loc);
+  IndexVar i = index_var("i");
+  IndexVar k = index_var("k");
+  IndexVar j = index_var("j");
+  auto st = std::make_shared<tensor::Statement>();
+  st->out = out;
+  st->vars = {i, j};
+  st->rhs = tensor::reduce(
+      ir::ReduceOp::Add, k,
+      tensor::binary(ir::BinaryOp::Mul, tensor::access(s, {i, k}), tensor::access(t, {k, j}), out->type));
+  st->loc = loc;
   return realize(with_statement({}, st, x.algebra->matrix, index), loc);
 }
 

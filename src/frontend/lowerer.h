@@ -309,6 +309,12 @@ class Lowerer {
   // An elementwise operation between two sparse matrices (a op b): its
   // result's pattern is merged from theirs (tensor/assemble_pattern.cpp).
   Value algebra_merge(ir::BinaryOp op, const Value& a, const Value& b, SourceLoc loc, const char* what);
+  // The product of two sparse matrices (SpGEMM): its result's pattern is the
+  // union of b's rows at a's stored columns (tensor/assemble_product.cpp).
+  Value algebra_sparse_product(const Value& a, const Value& b, SourceLoc loc);
+  // A CSR temporary whose statement makes its pattern (tensor::TensorVar::assembled).
+  tensor::TensorVarPtr assembled_temp(ScalarType type, std::vector<Expr> shape, std::vector<std::string> dims,
+                                      ScalarKind index, SourceLoc loc);
   Value algebra_sum(const Value& self, int axis, bool mean, SourceLoc loc);
   Value algebra_map(const Value& self, ir::Intrinsic fn, SourceLoc loc);
   // A statement with self's pattern whose values are f(self's value); it

@@ -7,6 +7,7 @@
 // the counts into offsets, and the second stores columns and values.
 #include <algorithm>
 
+#include "runtime/abi.h"
 #include "tensor/lowering.h"
 
 namespace plait::tensor::detail {
@@ -15,10 +16,6 @@ using ir::Expr;
 using ir::Stmt;
 
 namespace {
-
-Expr ref(const ir::Var& v, SourceLoc loc) {
-  return ir::VarRef::make(v, loc);
-}
 
 Expr less(Expr a, Expr b, SourceLoc loc) {
   return ir::Compare::make(ir::CompareOp::LT, std::move(a), std::move(b), loc);
@@ -38,20 +35,36 @@ void Lowering::assemble(const Statement& s, const LoopOrder& order, std::vector<
   const Expr rows = as_index(t.shape[0], loc_);
   auto row = [&] { return coordinate(order.loops[0].var); };
   out.push_back(ir::Allocate::make(pos, {add(rows, int_imm(1, loc_), loc_)}, ir::FillKind::Zeros, nullptr, loc_));
+  // The rows' merges: of the operands' patterns, or of a product's rows.
+  const bool by_heap = order.sparse_product && target_ == Target::CUDA;
+  ProductWorkspace work;
+  if (by_heap) work = product_workspace(order, out);
+  auto rows_of = [&](const RowPass& pass) {
+    if (!order.sparse_product) return merged_rows(s, order, pass);
+    return by_heap ? product_rows_by_heap(order, work, pass) : product_rows(order, pass);
+  };
 
   // Pass 1: each row's count in pos[row + 1].
   ir::Var count = new_var(ScalarType::py_int(), "_count");
-  out.push_back(merged_rows(
-      s, order, [&](std::vector<Stmt>& body) { body.push_back(ir::Assign::make(count, int_imm(0, loc_), loc_)); },
+  out.push_back(rows_of(RowPass{
+      [&](std::vector<Stmt>& body) { body.push_back(ir::Assign::make(count, int_imm(0, loc_), loc_)); },
       [&](const Expr&, std::vector<Stmt>& body) {
         body.push_back(ir::Assign::make(count, add(ref(count, loc_), int_imm(1, loc_), loc_), loc_));
       },
       [&](std::vector<Stmt>& body) {
         body.push_back(ir::Store::make(pos, {add(row(), int_imm(1, loc_), loc_)},
                                        ir::Cast::make(index, ref(count, loc_), false, loc_), false, loc_));
-      }));
+      },
+      false}));
 
-  offsets_from_counts(pos, rows, out);
+  const Expr counted = offsets_from_counts(pos, rows, out);
+  if (order.sparse_product && index.kind == ScalarKind::Int32) {
+    // A product's entries are known only now (a merge's are bounded by its
+    // operands' before the call: frontend/lower_sparse_ops.cpp).
+    out.push_back(ir::Assert::make(
+        ir::Compare::make(ir::CompareOp::LE, counted, int_imm(INT32_MAX, loc_), loc_), PLAIT_VALUE_ERROR,
+        "the result stores more entries than int32 indices count; pass operands with int64 indices", loc_));
+  }
 
   const Expr nnz = as_index(ir::Load::make(pos, {rows}, false, loc_), loc_);
   out.push_back(ir::Allocate::make(crd, {nnz}, ir::FillKind::Uninitialized, nullptr, loc_));
@@ -60,21 +73,20 @@ void Lowering::assemble(const Statement& s, const LoopOrder& order, std::vector<
 
   // Pass 2: each row's columns and values from its offset on.
   ir::Var q = new_var(ScalarType::py_int(), "_q");
-  out.push_back(merged_rows(
-      s, order,
-      [&](std::vector<Stmt>& body) {
-        body.push_back(ir::Assign::make(q, as_index(ir::Load::make(pos, {row()}, false, loc_), loc_), loc_));
-      },
-      [&](const Expr& v, std::vector<Stmt>& body) {
-        Expr col = ir::Cast::make(index, coordinate(order.loops[1].var), false, loc_);
-        body.push_back(ir::Store::make(crd, {ref(q, loc_)}, col, false, loc_));
-        body.push_back(ir::Store::make(t.values, {ref(q, loc_)}, v, false, loc_));
-        body.push_back(ir::Assign::make(q, add(ref(q, loc_), int_imm(1, loc_), loc_), loc_));
-      },
-      [](std::vector<Stmt>&) {}));
+  out.push_back(rows_of(RowPass{[&](std::vector<Stmt>& body) {
+                                  body.push_back(ir::Assign::make(
+                                      q, as_index(ir::Load::make(pos, {row()}, false, loc_), loc_), loc_));
+                                },
+                                [&](const Expr& v, std::vector<Stmt>& body) {
+                                  Expr col = ir::Cast::make(index, coordinate(order.loops.back().var), false, loc_);
+                                  body.push_back(ir::Store::make(crd, {ref(q, loc_)}, col, false, loc_));
+                                  body.push_back(ir::Store::make(t.values, {ref(q, loc_)}, v, false, loc_));
+                                  body.push_back(ir::Assign::make(q, add(ref(q, loc_), int_imm(1, loc_), loc_), loc_));
+                                },
+                                [](std::vector<Stmt>&) {}}));
 }
 
-void Lowering::offsets_from_counts(const ir::ArrayVar& pos, const Expr& rows, std::vector<Stmt>& out) {
+Expr Lowering::offsets_from_counts(const ir::ArrayVar& pos, const Expr& rows, std::vector<Stmt>& out) {
   // The rows in blocks: each block's total (in parallel), the totals summed
   // in order (one short serial loop), then each block's running sums from
   // its offset (in parallel). A single serial loop over 1e5 rows is one GPU
@@ -140,12 +152,10 @@ void Lowering::offsets_from_counts(const ir::ArrayVar& pos, const Expr& rows, st
     out.push_back(ir::For::make(b, int_imm(0, loc_), int_imm(kBlocks, loc_), int_imm(1, loc_),
                                 ir::Block::make(std::move(body), loc_), parallel, loc_));
   }
+  return ir::Load::make(totals, {int_imm(kBlocks, loc_)}, false, loc_);
 }
 
-Stmt Lowering::merged_rows(const Statement& s, const LoopOrder& order,
-                           const std::function<void(std::vector<Stmt>&)>& start,
-                           const std::function<void(Expr, std::vector<Stmt>&)>& keep,
-                           const std::function<void(std::vector<Stmt>&)>& finish) {
+Stmt Lowering::merged_rows(const Statement& s, const LoopOrder& order, const RowPass& pass) {
   note_accesses(s);
   const Loop& cols = order.loops[1];
   // Per merged pattern: the next position of the row, its end, the column
@@ -157,7 +167,7 @@ Stmt Lowering::merged_rows(const Statement& s, const LoopOrder& order,
   return make_loop(
       order.loops[0],
       [&](std::vector<Stmt>& row) {
-        start(row);
+        pass.start(row);
         const Expr i = coordinate(order.loops[0].var);
         const Expr ncols = as_index(s.out->shape[1], loc_);
         std::vector<Cursor> cursors;
@@ -200,7 +210,7 @@ Stmt Lowering::merged_rows(const Statement& s, const LoopOrder& order,
         ir::Var held = new_var(order.body->type, "_v");
         body.push_back(ir::Assign::make(held, v, loc_));
         std::vector<Stmt> kept;
-        keep(ref(held, loc_), kept);
+        pass.keep(ref(held, loc_), kept);
         Expr nonzero = ir::Compare::make(ir::CompareOp::NE, ref(held, loc_),
                                          identity(ir::ReduceOp::Add, order.body->type, loc_), loc_);
         body.push_back(ir::If::make(nonzero, ir::Block::make(std::move(kept), loc_), nullptr, loc_));
@@ -211,7 +221,7 @@ Stmt Lowering::merged_rows(const Statement& s, const LoopOrder& order,
           present_.erase(c.tensor->crd[1].get());
         }
         row.push_back(ir::While::make(needed ? needed : any, ir::Block::make(std::move(body), loc_), loc_));
-        finish(row);
+        pass.finish(row);
       },
       true);
 }

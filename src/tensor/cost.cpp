@@ -143,6 +143,13 @@ Cost ops(const IndexExpr& e) {
 Cost nest_cost(const Nest& nest) {
   Cost total = Cost::constant(0);
   for (const LoopOrder& order : nest.orders) {
+    if (order.sparse_product) {
+      // Each product of an entry of A and an entry of B's row there is
+      // computed twice (count, then fill): A.nnz times B's mean row length.
+      const Cost products = positions_trips(*order.loops[1].tensor, 0) * positions_trips(*order.loops[2].tensor, 1);
+      total = total + Cost::constant(2) * products * (ops(order.body) + Cost::constant(1));
+      continue;
+    }
     if (order.assembles) {
       // Each merged entry is visited twice (count, then fill), its value
       // computed and compared with zero each time.

@@ -187,7 +187,14 @@ FusionPlan plan_fusion(const Program& program, FusionMode mode) {
 
   for (const StatementPtr& s : stmts) {
     LoopOrder order = loop_order(*s);
-    if (order.assembles)
+    if (order.sparse_product)
+      plan.remarks.emplace_back(s->loc, s->out->name + " has a pattern of its own: each row merges the rows of " +
+                                            order.loops[2].tensor->name + " at the columns " +
+                                            order.loops[1].tensor->name +
+                                            " stores in it, in two passes (count, then fill; "
+                                            "on the CPU in a dense row of sums per chunk of rows, on the GPU through a "
+                                            "heap), zeros dropped: not fused with other statements");
+    else if (order.assembles)
       plan.remarks.emplace_back(s->loc,
                                 s->out->name +
                                     " has a pattern of its own, merged from its operands' row by row in two "

@@ -106,6 +106,43 @@ LoopOrder merge_order(const Statement& s) {
   return order;
 }
 
+// The loops of a product of two sparse matrices: the rows, the columns the
+// left operand stores in each (k) and the columns the right one stores in
+// row k.
+LoopOrder product_order(const Statement& s) {
+  const IndexExpr& product = s.rhs->a;
+  auto operand = [](IndexExpr e) {
+    while (e->kind == ExprKind::Cast) e = e->a;
+    return e;
+  };
+  if (product->kind != ExprKind::Binary || product->binary != ir::BinaryOp::Mul)
+    throw Refusal{s.loc, "internal: a sparse product is a sum of products"};
+  const IndexExpr a = operand(product->a);
+  const IndexExpr b = operand(product->b);
+  const IndexVar& k = s.rhs->var;
+  if (a->kind != ExprKind::Access || b->kind != ExprKind::Access || a->tensor->format != Format::csr() ||
+      b->tensor->format != Format::csr() || a->vars != std::vector<IndexVar>{s.vars[0], k} ||
+      b->vars != std::vector<IndexVar>{k, s.vars[1]})
+    throw Refusal{s.loc, "internal: a sparse product reads two CSR matrices as A(i,k) * B(k,j)"};
+  Loop rows, inner, cols;
+  rows.var = s.vars[0];
+  rows.extent = s.out->shape[0];
+  rows.extent_name = s.out->dims.empty() ? s.out->name + ".shape[0]" : s.out->dims[0];
+  inner.var = k;
+  inner.reduction = true;
+  inner.tensor = a->tensor;
+  inner.level = 1;
+  cols.var = s.vars[1];
+  cols.tensor = b->tensor;
+  cols.level = 1;
+  LoopOrder order;
+  order.loops = {rows, inner, cols};
+  order.body = product;
+  order.assembles = true;
+  order.sparse_product = true;
+  return order;
+}
+
 }  // namespace
 
 bool assembles(const Statement& s) {
@@ -168,7 +205,7 @@ LevelChoice compressed_level(const IndexExpr& body, const IndexVar& v, const std
 }
 
 LoopOrder loop_order(const Statement& s, bool sums_inside) {
-  if (assembles(s)) return merge_order(s);
+  if (assembles(s)) return s.rhs->kind == ExprKind::Reduce ? product_order(s) : merge_order(s);
   LoopOrder order;
   std::vector<IndexVar> sums;
   IndexExpr body = s.rhs;

@@ -107,9 +107,8 @@ void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVa
 // grows by each row's entries and one), so that a power-law matrix's long
 // rows do not leave threads idle: the chunks run in parallel, each finds
 // its rows by a binary search in pos.
-Stmt Lowering::chunks_of_rows(const Loop& loop, const TensorVar& t,
-                              const std::function<void(std::vector<Stmt>&)>& fill) {
-  constexpr int64_t kChunks = 256;
+Stmt Lowering::chunks_of_rows(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<Stmt>&)>& fill,
+                              const std::function<void(std::vector<Stmt>&)>& prologue, int64_t chunks) {
   const ir::ArrayVar& pos = t.pos[1];
   Expr rows = as_index(loop.extent, loc_);
   ir::Var chunk = new_var(ScalarType::py_int(), "_rows_by_work");
@@ -142,14 +141,22 @@ Stmt Lowering::chunks_of_rows(const Loop& loop, const TensorVar& t,
   };
   Expr c = ir::VarRef::make(chunk, loc_);
   Expr first =
-      row_at(binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, c, total), int_imm(kChunks, loc_)), "_first_row");
+      row_at(binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, c, total), int_imm(chunks, loc_)), "_first_row");
   Expr end = row_at(binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, add(c, int_imm(1, loc_), loc_), total),
-                          int_imm(kChunks, loc_)),
+                          int_imm(chunks, loc_)),
                     "_end_row");
-  body.push_back(make_loop(loop, fill, false, {first, end}));
+  Stmt rows_loop = make_loop(loop, fill, false, {first, end});
+  if (prologue) {
+    std::vector<Stmt> with;
+    prologue(with);
+    with.push_back(rows_loop);
+    rows_loop = ir::If::make(ir::Compare::make(ir::CompareOp::LT, first, end, loc_),
+                             ir::Block::make(std::move(with), loc_), nullptr, loc_);
+  }
+  body.push_back(rows_loop);
   ir::LoopSchedule schedule;
   schedule.kind = ir::LoopKind::Parallel;
-  return ir::For::make(chunk, int_imm(0, loc_), int_imm(kChunks, loc_), int_imm(1, loc_),
+  return ir::For::make(chunk, int_imm(0, loc_), int_imm(chunks, loc_), int_imm(1, loc_),
                        ir::Block::make(std::move(body), loc_), schedule, loc_);
 }
 

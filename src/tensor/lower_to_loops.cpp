@@ -30,6 +30,10 @@ Expr add(Expr a, Expr b, SourceLoc loc) {
   return ir::Binary::make(ir::BinaryOp::Add, std::move(a), std::move(b), ScalarType::py_int(), false, loc);
 }
 
+Expr ref(const ir::Var& v, SourceLoc loc) {
+  return ir::VarRef::make(v, loc);
+}
+
 Expr identity(ir::ReduceOp op, ScalarType t, SourceLoc loc) {
   switch (op) {
     case ir::ReduceOp::Add:

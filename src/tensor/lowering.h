@@ -21,6 +21,7 @@ ir::Expr int_imm(int64_t v, SourceLoc loc);
 // e as a Python int (int64).
 ir::Expr as_index(ir::Expr e, SourceLoc loc);
 ir::Expr add(ir::Expr a, ir::Expr b, SourceLoc loc);
+ir::Expr ref(const ir::Var& v, SourceLoc loc);
 // The value a reduction starts from (zero for a sum).
 ir::Expr identity(ir::ReduceOp op, ScalarType t, SourceLoc loc);
 
@@ -81,8 +82,9 @@ class Lowering {
   static bool loop_extent_differs(const Loop& loop, const TensorVar& t);
   void rows_by_length(const Nest& nest, const Loop& loop, const TensorVar& t,
                       const std::function<void(std::vector<ir::Stmt>&)>& fill, std::vector<ir::Stmt>& out);
-  ir::Stmt chunks_of_rows(const Loop& loop, const TensorVar& t,
-                          const std::function<void(std::vector<ir::Stmt>&)>& fill);
+  // `prologue` (optional) makes what each chunk that has rows needs before them.
+  ir::Stmt chunks_of_rows(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<ir::Stmt>&)>& fill,
+                          const std::function<void(std::vector<ir::Stmt>&)>& prologue = {}, int64_t chunks = 256);
 
   // Dense operands read down their columns (lower_relayout.cpp).
   // A row-major copy of t's transpose in `copy` (allocated here).
@@ -94,15 +96,39 @@ class Lowering {
 
   // Statements that assemble their pattern (assemble_pattern.cpp).
   void assemble(const Statement& s, const LoopOrder& order, std::vector<ir::Stmt>& out);
-  // pos[1..rows] from each row's count to each row's end offset (pos[0] is 0).
-  void offsets_from_counts(const ir::ArrayVar& pos, const ir::Expr& rows, std::vector<ir::Stmt>& out);
-  // A parallel loop over the rows, each merging its operands' entries:
-  // `start` begins a row, `keep` takes each non-zero value (its column
-  // bound), `finish` ends the row.
-  ir::Stmt merged_rows(const Statement& s, const LoopOrder& order,
-                       const std::function<void(std::vector<ir::Stmt>&)>& start,
-                       const std::function<void(ir::Expr, std::vector<ir::Stmt>&)>& keep,
-                       const std::function<void(std::vector<ir::Stmt>&)>& finish);
+  // pos[1..rows] from each row's count to each row's end offset (pos[0] is
+  // 0); returns the count of all rows (int64).
+  ir::Expr offsets_from_counts(const ir::ArrayVar& pos, const ir::Expr& rows, std::vector<ir::Stmt>& out);
+  // One pass over the rows of an assembled result: `start` begins a row,
+  // `keep` takes each non-zero value (its column bound), `finish` ends it;
+  // without `in_order`, the values may come in any order of their columns.
+  struct RowPass {
+    std::function<void(std::vector<ir::Stmt>&)> start;
+    std::function<void(ir::Expr, std::vector<ir::Stmt>&)> keep;
+    std::function<void(std::vector<ir::Stmt>&)> finish;
+    bool in_order = true;
+  };
+  // A parallel loop over the rows, each merging its operands' entries.
+  ir::Stmt merged_rows(const Statement& s, const LoopOrder& order, const RowPass& pass);
+
+  // Products of two sparse matrices (assemble_product.cpp).
+  // Moves the element at offset `from` of a binary heap (in `heap` from
+  // position `base` on, `size` elements) down past the children that come
+  // `before` it; `key` assigns an element's key to a variable.
+  using HeapKey = std::function<void(const ir::Var& key, const ir::Expr& element, std::vector<ir::Stmt>& out)>;
+  void sift_down(const ir::ArrayVar& heap, const ir::Expr& base, const ir::Var& size, ir::Expr from, const HeapKey& key,
+                 ir::CompareOp before, std::vector<ir::Stmt>& out);
+  // The CPU's: chunks of rows in parallel, each row's products added into a
+  // dense row of sums per chunk.
+  ir::Stmt product_rows(const LoopOrder& order, const RowPass& pass);
+  // The GPU's: per stored entry of A (the left operand), where its row of B
+  // is read next, and a row's heap of A's positions ordered by that column,
+  // each row in its own range of both arrays.
+  struct ProductWorkspace {
+    ir::ArrayVar next, heap;
+  };
+  ProductWorkspace product_workspace(const LoopOrder& order, std::vector<ir::Stmt>& out);
+  ir::Stmt product_rows_by_heap(const LoopOrder& order, const ProductWorkspace& work, const RowPass& pass);
 
   const FusionPlan& plan_;
   const NameMaker& names_;

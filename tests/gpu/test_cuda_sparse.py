@@ -103,6 +103,11 @@ def merge_chain(S, T, X):
     return (S.maximum(T) - S) @ X
 
 
+def products(S, T, X):
+    P = S @ T
+    return P, P @ X
+
+
 def inputs(name, rng, shape, dtype, matrix=False):
     n, m = shape
     d = lambda *s: (rng.random(s) - 0.5).astype(dtype)  # noqa: E731
@@ -124,12 +129,13 @@ def inputs(name, rng, shape, dtype, matrix=False):
         "scaled_chain": lambda: (S, d(1, m), d(m, 4), d(4, 3)),
         "merges": lambda: (S, random_csr(rng, shape, dtype=dtype, matrix=matrix, dense_row=False)),
         "merge_chain": lambda: (S, random_csr(rng, shape, dtype=dtype, matrix=matrix), d(m, 3)),
+        "products": lambda: (S, random_csr(rng, (m, 6), dtype=dtype, matrix=matrix, density=0.5), d(6, 3)),
     }[name]()
 
 
 PROGRAMS = {f.__name__: f for f in (spmv, spmm, sddmm, gnn, sddmm_spmm, row_normalise, softmax, reductions,
                                      column_sums, transposed_spmv, scaled, to_array, mask_row, scaled_chain,
-                                     merges, merge_chain)}
+                                     merges, merge_chain, products)}
 # Reductions with an axis of a csr_matrix return numpy.matrix, which kernels
 # do not return: refused at the line, as on the CPU.
 MATRIX_REFUSED = ("row_normalise", "reductions", "column_sums")
@@ -262,3 +268,17 @@ def test_merges_store_what_scipy_stores(lib, rng):
         check(got, want, lib, 1e-12)
         nnz = got.nnz if lib != "torch" else got._nnz()
         assert nnz == want.nnz
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_products_store_what_scipy_stores(lib, rng):
+    S = random_csr(rng, (300, 200), density=0.05, matrix=lib == "cupyx")
+    T = random_csr(rng, (200, 150), density=0.05, matrix=lib == "cupyx")
+    T.data[T.indices % 2 == 0] = 0.0  # stored zeros: their products sum to zero and are not stored
+    kernel = plait.jit(products, target="cuda")
+    X = rng.random((150, 3))
+    results = kernel(on_gpu(S, lib), on_gpu(T, lib), on_gpu(X, lib))
+    for got, want in zip(results, products(S, T, X)):
+        check(got, want, lib, 1e-12)
+    P = results[0]
+    assert (P.nnz if lib != "torch" else P._nnz()) == (S @ T).nnz  # SciPy stores no sum that is zero

@@ -136,9 +136,28 @@ TEST(TensorAlgebra, TwoPatternsMergeIntoAPatternOfTheirOwn) {
   EXPECT_FALSE(contains(chain, "fused:")) << chain;
 }
 
+TEST(TensorAlgebra, SparseProductMergesTheRightOperandsRows) {
+  std::string product = remarks_of("def f(S, T):\n    return S @ T\n", "csr[f64, i32], csr[f32, i64]");
+  EXPECT_TRUE(
+      contains(product, "t8(i,j) = sum_k((S(i,k) * f64(T(k,j))))    [loops i, k (stored in S), j (stored in T)]"))
+      << product;
+  EXPECT_TRUE(contains(product, "each row merges the rows of T at the columns S stores in it, in two passes"))
+      << product;
+  // Two passes over each product of an entry of S and one of T's row there.
+  EXPECT_TRUE(contains(product, "operations 4*S.nnz*T.nnz/T.shape[0]")) << product;
+  // The same matrix on both sides; a product's result read by the next one.
+  EXPECT_TRUE(contains(remarks_of("def f(S):\n    return S @ S\n", "csr[f64, i32]"),
+                       "[loops i, k (stored in S), j (stored in S)]"));
+  std::string chain =
+      remarks_of("def f(S, T, X):\n    return S @ T @ X\n", "csr[f64, i32], csr[f64, i32], f64[:, ::1]");
+  EXPECT_TRUE(contains(chain, "k (stored in t")) << chain;
+}
+
 TEST(TensorAlgebra, Refusals) {
   EXPECT_TRUE(contains(error_of("def f(S):\n    return S / S\n", "csr[f64, i32]"), "dense result"));
-  EXPECT_TRUE(contains(error_of("def f(S):\n    return S @ S\n", "csr[f64, i32]"), "SpGEMM"));
+  EXPECT_TRUE(
+      contains(error_of("def f(S, T):\n    return S.T @ T\n", "csr[f64, i32], csr[f64, i32]"), "(a transpose)"));
+  EXPECT_TRUE(contains(error_of("def f(S, T):\n    return S @ T\n", "csr[b1, i32], csr[f64, i32]"), "bool"));
   EXPECT_TRUE(contains(error_of("def f(S, T):\n    return S.T + T\n", "csr[f64, i32], csr[f64, i32]"), "CSR"));
   EXPECT_TRUE(contains(error_of("def f(S):\n    return S.maximum(1)\n", "csr[f64, i32]"), "<= 0"));
   EXPECT_TRUE(contains(error_of("def f(S):\n    return S + 1\n", "csr[f64, i32]"), "only the number 0"));

@@ -13,8 +13,9 @@ Kernels (the functions below, SciPy code that Plait compiles as it is):
     softmax(S)               plait.sparse.softmax(S, axis=1)
     row_normalise(S)         S.multiply(1.0 / S.sum(axis=1)[:, None])
     add(S, T)                S + T              T: S's entries one column to the right
-softmax runs on the random_D matrices, the others on the graphs and the
-synthetic matrices (plait/bench/sparse_data.py describes them all; --data
+    spgemm(A, B)             A @ B              B: A (the graph's two-hop paths)
+softmax runs on the random_D matrices, spgemm on the graphs, the others on
+the graphs and the synthetic matrices (plait/bench/sparse_data.py describes them all; --data
 takes names and the groups graphs, synthetic, softmax). H and J are a
 graph's feature and class counts, 256 and 16 on synthetic matrices. Dense
 operands are drawn from np.random.default_rng(--seed) in --dtype, as are the
@@ -117,9 +118,15 @@ def add(S, T):
     return S + T
 
 
+def spgemm(A, B):
+    return A @ B
+
+
 KERNELS = {"spmv": spmv, "spmm_mm": spmm_mm, "sddmm": sddmm, "sddmm_spmm": sddmm_spmm, "softmax": softmax,
-           "row_normalise": row_normalise, "add": add}
-KERNEL_GROUPS = {name: ("softmax",) if name == "softmax" else ("graphs", "synthetic") for name in KERNELS}
+           "row_normalise": row_normalise, "add": add, "spgemm": spgemm}
+# The synthetic matrices' two-hop products hold 1e9 entries and more.
+KERNEL_GROUPS = {name: ("softmax",) if name == "softmax" else ("graphs",) if name == "spgemm" else
+                 ("graphs", "synthetic") for name in KERNELS}
 
 
 def kernel_inputs(kernel, data, dtype, seed):
@@ -139,7 +146,8 @@ def kernel_inputs(kernel, data, dtype, seed):
             "sddmm_spmm": lambda: [A, dense(n, SDDMM_K), dense(SDDMM_K, m), dense(m, SPMM_OUT)],
             "softmax": lambda: [A],
             "row_normalise": lambda: [A],
-            "add": lambda: [A, shifted(A, rng)]}[kernel]()
+            "add": lambda: [A, shifted(A, rng)],
+            "spgemm": lambda: [A, A]}[kernel]()
 
 
 def shifted(A, rng):

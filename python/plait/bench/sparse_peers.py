@@ -229,9 +229,13 @@ def torch_add(S, T):
     return S + T
 
 
+def torch_spgemm(A, B):
+    return A @ B
+
+
 TORCH_KERNELS = {"spmv": torch_spmv, "spmm_mm": torch_spmm_mm, "sddmm": torch_sddmm,
                  "sddmm_spmm": torch_sddmm_spmm, "softmax": torch_softmax, "row_normalise": torch_row_normalise,
-                 "add": torch_add}
+                 "add": torch_add, "spgemm": torch_spgemm}
 TORCH_COO_KERNELS = ("softmax",)
 
 
