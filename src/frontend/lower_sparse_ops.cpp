@@ -308,11 +308,6 @@ Value Lowerer::algebra_sparse_product(const Value& a, const Value& b, SourceLoc 
   TensorVarPtr t = algebra_tensor(y, loc);
   if (s->type.is_bool() || t->type.is_bool())
     unsupported("the product of bool sparse matrices is not supported; convert them with astype()", loc);
-  for (const TensorVarPtr& m : {s, t})
-    if (m->format != tensor::Format::csr())
-      unsupported("the product of two sparse matrices takes them in CSR; '" + m->name + "' is read as " +
-                      m->format.to_string() + " here (a transpose)",
-                  loc);
   // SciPy's index dtype: int64 when an operand's indices are (int32 results
   // that would overflow are refused at run time by the lowering).
   const bool wide = x.algebra->index == ScalarKind::Int64 || y.algebra->index == ScalarKind::Int64;

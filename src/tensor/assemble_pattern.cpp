@@ -37,11 +37,12 @@ void Lowering::assemble(const Statement& s, const LoopOrder& order, std::vector<
   out.push_back(ir::Allocate::make(pos, {add(rows, int_imm(1, loc_), loc_)}, ir::FillKind::Zeros, nullptr, loc_));
   // The rows' merges: of the operands' patterns, or of a product's rows.
   const bool by_heap = order.sparse_product && target_ == Target::CUDA;
+  const LoopOrder product = order.sparse_product ? with_csr_operands(order, out) : order;
   ProductWorkspace work;
-  if (by_heap) work = product_workspace(order, out);
+  if (by_heap) work = product_workspace(product, out);
   auto rows_of = [&](const RowPass& pass) {
     if (!order.sparse_product) return merged_rows(s, order, pass);
-    return by_heap ? product_rows_by_heap(order, work, pass) : product_rows(order, pass);
+    return by_heap ? product_rows_by_heap(product, work, pass) : product_rows(product, pass);
   };
 
   // Pass 1: each row's count in pos[row + 1].

@@ -9,8 +9,8 @@
 // row of sums as wide as C, a stamp per column saying whether the row being
 // merged has touched it, and the list of the columns it touched: products
 // are added where they fall, in A's order (SciPy's order, so the sums are
-// SciPy's), and the fill pass sorts each row's list (heapsort) before it
-// stores the row.
+// SciPy's), and the fill pass puts each row's list in order (from the
+// stamps, or by heapsort) before it stores the row.
 //
 // On the GPU a row has no such workspace (one per thread would be as wide
 // as C): it keeps a binary heap of A's positions in the row, ordered by the
@@ -18,6 +18,10 @@
 // (each row in its own range of them), and takes the smallest column with
 // all its products at each step: work per row is its products times the
 // log of its stored entries.
+//
+// An operand read as CSC (a transpose) is first copied into CSR.
+#include <map>
+
 #include "tensor/lowering.h"
 
 namespace plait::tensor::detail {
@@ -47,6 +51,76 @@ Expr slot(const Expr& base, Expr h, SourceLoc loc) {
 }
 
 }  // namespace
+
+LoopOrder Lowering::with_csr_operands(const LoopOrder& order, std::vector<Stmt>& out) {
+  LoopOrder csr = order;
+  std::map<const TensorVar*, TensorVarPtr> copies;  // S.T @ S.T copies S once
+  for (size_t l : {size_t{1}, size_t{2}}) {
+    TensorVarPtr& t = csr.loops[l].tensor;
+    if (t->format == Format::csr()) continue;
+    TensorVarPtr& copy = copies[t.get()];
+    if (!copy) copy = csr_copy(*t, out);
+    t = copy;
+  }
+  return csr;
+}
+
+TensorVarPtr Lowering::csr_copy(const TensorVar& t, std::vector<Stmt>& out) {
+  // t's storage holds its columns as rows (t.pos[1] per column, t.crd[1]
+  // the rows): count each row's entries, turn the counts into offsets, then
+  // place the entries column by column, so each row's columns come in
+  // order. Serial, as SciPy's tocsr is.
+  const SourceLoc loc = loc_;
+  const Expr rows = as_index(t.shape[0], loc);
+  const Expr columns = as_index(t.shape[1], loc);
+  const Expr nnz = as_index(t.nnz, loc);
+  const Expr one = int_imm(1, loc);
+  auto load = [&](const ir::ArrayVar& array, Expr at) {
+    return as_index(ir::Load::make(array, {at}, false, loc), loc);
+  };
+  auto plus = [&](Expr x, Expr y) { return binop(ir::BinaryOp::Add, std::move(x), std::move(y), loc); };
+  auto var = [&](const char* hint) { return new_var(ScalarType::py_int(), hint); };
+  const ArrayType index{ScalarKind::Int64, 1, Layout::C};
+  auto copy = std::make_shared<TensorVar>(t);
+  copy->format = Format::csr();
+  copy->pos = {nullptr, new_array(index, "_" + t.name + "_rows_indptr")};
+  copy->crd = {nullptr, new_array(index, "_" + t.name + "_rows_indices")};
+  copy->values = new_array(ArrayType{t.type.kind, 1, Layout::C}, "_" + t.name + "_rows_data");
+  const ir::ArrayVar& pos = copy->pos[1];
+  const ir::ArrayVar& crd = copy->crd[1];
+  ir::ArrayVar next = new_array(index, "_" + t.name + "_next_in_row");
+  for (const ir::ArrayVar& a : {pos, crd, next}) a->nonnegative = true;
+  out.push_back(ir::Allocate::make(pos, {plus(rows, one)}, ir::FillKind::Zeros, nullptr, loc));
+  out.push_back(ir::Allocate::make(crd, {nnz}, ir::FillKind::Uninitialized, nullptr, loc));
+  out.push_back(ir::Allocate::make(copy->values, {nnz}, ir::FillKind::Uninitialized, nullptr, loc));
+  out.push_back(ir::Allocate::make(next, {rows}, ir::FillKind::Uninitialized, nullptr, loc));
+  {
+    ir::Var p = var("_p");
+    const Expr slot = plus(load(t.crd[1], ref(p, loc)), one);
+    out.push_back(ir::For::make(p, int_imm(0, loc), nnz, one,
+                                ir::Store::make(pos, {slot}, plus(load(pos, slot), one), false, loc), {}, loc));
+  }
+  {
+    ir::Var r = var("_r");
+    const Expr at = ref(r, loc);
+    std::vector<Stmt> body{
+        ir::Store::make(next, {at}, load(pos, at), false, loc),
+        ir::Store::make(pos, {plus(at, one)}, plus(load(pos, plus(at, one)), load(pos, at)), false, loc)};
+    out.push_back(ir::For::make(r, int_imm(0, loc), rows, one, block(std::move(body), loc), {}, loc));
+  }
+  {
+    ir::Var c = var("_c"), p = var("_p"), r = var("_r"), d = var("_d");
+    std::vector<Stmt> body{
+        ir::Assign::make(r, load(t.crd[1], ref(p, loc)), loc), ir::Assign::make(d, load(next, ref(r, loc)), loc),
+        ir::Store::make(crd, {ref(d, loc)}, ref(c, loc), false, loc),
+        ir::Store::make(copy->values, {ref(d, loc)}, ir::Load::make(t.values, {ref(p, loc)}, false, loc), false, loc),
+        ir::Store::make(next, {ref(r, loc)}, plus(ref(d, loc), one), false, loc)};
+    Stmt entries = ir::For::make(p, load(t.pos[1], ref(c, loc)), load(t.pos[1], plus(ref(c, loc), one)), one,
+                                 block(std::move(body), loc), {}, loc);
+    out.push_back(ir::For::make(c, int_imm(0, loc), columns, one, entries, {}, loc));
+  }
+  return copy;
+}
 
 void Lowering::sift_down(const ir::ArrayVar& heap, const Expr& base, const ir::Var& size, Expr from,
                          const HeapKey& key_of, ir::CompareOp before, std::vector<Stmt>& out) {

@@ -187,18 +187,24 @@ FusionPlan plan_fusion(const Program& program, FusionMode mode) {
 
   for (const StatementPtr& s : stmts) {
     LoopOrder order = loop_order(*s);
-    if (order.sparse_product)
+    if (order.sparse_product) {
       plan.remarks.emplace_back(s->loc, s->out->name + " has a pattern of its own: each row merges the rows of " +
                                             order.loops[2].tensor->name + " at the columns " +
                                             order.loops[1].tensor->name +
                                             " stores in it, in two passes (count, then fill; "
                                             "on the CPU in a dense row of sums per chunk of rows, on the GPU through a "
                                             "heap), zeros dropped: not fused with other statements");
-    else if (order.assembles)
+      for (size_t l : {size_t{1}, size_t{2}})
+        if (order.loops[l].tensor->format != Format::csr())
+          plan.remarks.emplace_back(s->loc, order.loops[l].tensor->name +
+                                                " is read as CSC (a transpose): its rows are copied into CSR first "
+                                                "(a counting sort of its entries, serial)");
+    } else if (order.assembles) {
       plan.remarks.emplace_back(s->loc,
                                 s->out->name +
                                     " has a pattern of its own, merged from its operands' row by row in two "
                                     "passes (count, then fill), zeros dropped: not fused with other statements");
+    }
     const bool alone = order.assembles || (!plan.nests.empty() && plan.nests.back().orders[0].assembles);
     if (mode != FusionMode::None && !plan.nests.empty() && !alone) {
       Nest& nest = plan.nests.back();

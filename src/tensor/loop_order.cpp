@@ -120,10 +120,10 @@ LoopOrder product_order(const Statement& s) {
   const IndexExpr a = operand(product->a);
   const IndexExpr b = operand(product->b);
   const IndexVar& k = s.rhs->var;
-  if (a->kind != ExprKind::Access || b->kind != ExprKind::Access || a->tensor->format != Format::csr() ||
-      b->tensor->format != Format::csr() || a->vars != std::vector<IndexVar>{s.vars[0], k} ||
-      b->vars != std::vector<IndexVar>{k, s.vars[1]})
-    throw Refusal{s.loc, "internal: a sparse product reads two CSR matrices as A(i,k) * B(k,j)"};
+  auto matrix = [](const TensorVar& t) { return t.format == Format::csr() || t.format == Format::csc(); };
+  if (a->kind != ExprKind::Access || b->kind != ExprKind::Access || !matrix(*a->tensor) || !matrix(*b->tensor) ||
+      a->vars != std::vector<IndexVar>{s.vars[0], k} || b->vars != std::vector<IndexVar>{k, s.vars[1]})
+    throw Refusal{s.loc, "internal: a sparse product reads two sparse matrices as A(i,k) * B(k,j)"};
   Loop rows, inner, cols;
   rows.var = s.vars[0];
   rows.extent = s.out->shape[0];

@@ -57,7 +57,8 @@ struct LoopOrder {
   bool assembles = false;
   // ... as the product of two sparse matrices (SpGEMM, sum_k A(i,k) * B(k,j)):
   // the loops are i, k (stored in A), j (stored in B), and a row's result
-  // merges B's rows at the columns A stores in it.
+  // merges B's rows at the columns A stores in it (an operand read as CSC,
+  // a transpose, is copied into CSR first).
   bool sparse_product = false;
   // Whether the output must start at zero.
   bool zero_output() const { return accumulates || writes_part; }

@@ -118,6 +118,10 @@ class Lowering {
   using HeapKey = std::function<void(const ir::Var& key, const ir::Expr& element, std::vector<ir::Stmt>& out)>;
   void sift_down(const ir::ArrayVar& heap, const ir::Expr& base, const ir::Var& size, ir::Expr from, const HeapKey& key,
                  ir::CompareOp before, std::vector<ir::Stmt>& out);
+  // `order` with its operands read as CSC (transposes) replaced by CSR copies made here.
+  LoopOrder with_csr_operands(const LoopOrder& order, std::vector<ir::Stmt>& out);
+  // A CSR copy of t, a matrix read as CSC: a counting sort of its entries by row.
+  TensorVarPtr csr_copy(const TensorVar& t, std::vector<ir::Stmt>& out);
   // The CPU's: chunks of rows in parallel, each row's products added into a
   // dense row of sums per chunk.
   ir::Stmt product_rows(const LoopOrder& order, const RowPass& pass);

@@ -105,7 +105,7 @@ def merge_chain(S, T, X):
 
 def products(S, T, X):
     P = S @ T
-    return P, P @ X
+    return P, P @ X, S.T @ S
 
 
 def inputs(name, rng, shape, dtype, matrix=False):
