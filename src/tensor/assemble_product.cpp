@@ -122,6 +122,17 @@ TensorVarPtr Lowering::csr_copy(const TensorVar& t, std::vector<Stmt>& out) {
   return copy;
 }
 
+void Lowering::keep_nonzero(const RowPass& pass, const IndexVar& column, const ir::Var& at, const ir::Var& sum,
+                            std::vector<Stmt>& out) {
+  coords_[column.id] = ref(at, loc_);
+  std::vector<Stmt> kept;
+  pass.keep(ref(sum, loc_), kept);
+  coords_.erase(column.id);
+  out.push_back(
+      ir::If::make(compare(ir::CompareOp::NE, ref(sum, loc_), identity(ir::ReduceOp::Add, sum->type, loc_), loc_),
+                   block(std::move(kept), loc_), nullptr, loc_));
+}
+
 void Lowering::sift_down(const ir::ArrayVar& heap, const Expr& base, const ir::Var& size, Expr from,
                          const HeapKey& key_of, ir::CompareOp before, std::vector<Stmt>& out) {
   const SourceLoc loc = loc_;
@@ -266,13 +277,7 @@ Stmt Lowering::product_rows(const LoopOrder& order, const RowPass& pass) {
       ir::Var sum = new_var(type, "_sum");
       std::vector<Stmt> body{set(j, load(columns, ref(t, loc))),
                              set(sum, ir::Load::make(sums, {ref(j, loc)}, false, loc))};
-      coords_[order.loops[2].var.id] = ref(j, loc);
-      std::vector<Stmt> kept;
-      pass.keep(ref(sum, loc), kept);
-      coords_.erase(order.loops[2].var.id);
-      body.push_back(
-          ir::If::make(compare(ir::CompareOp::NE, ref(sum, loc), identity(ir::ReduceOp::Add, type, loc), loc),
-                       block(std::move(kept), loc), nullptr, loc));
+      keep_nonzero(pass, order.loops[2].var, j, sum, body);
       row.push_back(ir::For::make(t, zero, ref(count, loc), int_imm(1, loc), block(std::move(body), loc), {}, loc));
     }
     pass.finish(row);
@@ -386,13 +391,7 @@ Stmt Lowering::product_rows_by_heap(const LoopOrder& order, const ProductWorkspa
         column_body.push_back(set(sum, identity(ir::ReduceOp::Add, type, loc)));
         column_body.push_back(set(same, truth(true)));
         column_body.push_back(ir::While::make(ref(same, loc), block(std::move(entry), loc), loc));
-        coords_[order.loops[2].var.id] = ref(j, loc);
-        std::vector<Stmt> kept;
-        pass.keep(ref(sum, loc), kept);
-        coords_.erase(order.loops[2].var.id);
-        column_body.push_back(
-            ir::If::make(compare(ir::CompareOp::NE, ref(sum, loc), identity(ir::ReduceOp::Add, type, loc), loc),
-                         block(std::move(kept), loc), nullptr, loc));
+        keep_nonzero(pass, order.loops[2].var, j, sum, column_body);
         row.push_back(ir::While::make(compare(ir::CompareOp::GT, ref(size, loc), imm(0), loc),
                                       block(std::move(column_body), loc), loc));
         pass.finish(row);
