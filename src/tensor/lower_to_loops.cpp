@@ -240,7 +240,10 @@ Stmt Lowering::make_loop(const Loop& l, const std::function<void(std::vector<Stm
     const ir::ArrayVar& pos = t.pos[l.level];
     begin = as_index(ir::Load::make(pos, {parent}, false, loc_), loc_);
     end = as_index(ir::Load::make(pos, {add(parent, int_imm(1, loc_), loc_)}, false, loc_), loc_);
+    // The coordinate is declared in the loop's body, so that each iteration
+    // (each GPU thread of a team spreading the loop) has its own.
     c = new_var(ScalarType::py_int(), l.var.name);
+    body.push_back(ir::Declare::make(c, loc_));
     body.push_back(ir::Assign::make(
         c, as_index(ir::Load::make(t.crd[l.level], {ir::VarRef::make(v, loc_)}, false, loc_), loc_), loc_));
     positions_[crd] = ir::VarRef::make(v, loc_);

@@ -2,6 +2,7 @@
 #include "transforms/place_declarations.h"
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include "analysis/var_uses.h"
@@ -26,9 +27,15 @@ class UseFinder : public ir::IRVisitor {
  public:
   std::map<const void*, LocalInfo> locals;
   std::vector<const void*> order;  // first-use order, so output is deterministic
+  // The scalars that a Declare already places: their producer (the tensor
+  // level's coordinates, declared in each copy of their loop) knows better.
+  std::set<const void*> declared;
   using IRVisitor::visit;
 
  protected:
+  void visit(const ir::Declare* d) override {
+    if (d->var) declared.insert(d->var.get());
+  }
   void visit(const ir::Block* b) override {
     path_.push_back(b);
     for (const auto& s : b->stmts) {
@@ -197,6 +204,7 @@ void place_declarations(ir::Function& function) {
 
   DeclarationInserter inserter;
   for (const void* key : finder.order) {
+    if (finder.declared.count(key)) continue;
     const LocalInfo& li = finder.locals.at(key);
     BlockPath scope = common_prefix(li.uses);
     // Widen the scope while the local's value on entry to it matters.

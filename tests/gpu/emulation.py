@@ -3,11 +3,17 @@ code where no GPU is (test_cuda_batched.py, test_cuda_pairs.py,
 test_cuda_row_groups.py): the device part's kernel compiles as C++ after a
 prelude of stand-ins for CUDA's names (each test module has its own, for the
 runtime functions its kernels call), a main loads copies of the arrays'
-bases into static buffers, runs the module's launch (every thread in turn,
-or each block's threads as std::threads), and writes the buffers back."""
+bases into buffers, runs the module's launch (every thread in turn, or each
+block's threads as std::threads), and writes the buffers back. The launch's
+integers are read at run time, so the launches of one kernel over other
+sizes and teams share one build."""
 
+import hashlib
+import os
+import pathlib
 import re
 import subprocess
+import tempfile
 
 import numpy as np
 
@@ -75,23 +81,73 @@ STANDARD_HEADERS = ("algorithm", "barrier", "cmath", "cstdint", "cstdio", "cstdl
                     "thread", "vector")
 
 
+# An integer literal of the launch (a shape, a stride, an offset, a team
+# size, a block count), never part of a longer token or of a float.
+_INTEGER = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)(?![\w.])")
+
+
+def _lift_integers(launch):
+    """`launch` with its integer literals read from the program's parameter
+    array P instead, and their values: launches of one kernel that differ in
+    sizes, teams and offsets only are then one program, built once."""
+    values = []
+
+    def lift(m):
+        if not m.group(1).isdigit():
+            return m.group(1)
+        values.append(int(m.group(1)))
+        return f"P[{len(values) - 1}]"
+
+    return _INTEGER.sub(lift, launch), values
+
+
+def _program(source):
+    """The built program of `source`, from the run's cache of emulated
+    programs (under the tests' shared PLAIT_CACHE_DIR, so every test process
+    finds it) or built into it; a new build lands by an atomic rename."""
+    flags = [precompiled.compiler(), *FLAGS]
+    key = hashlib.sha256("\0".join(flags + [source]).encode()).hexdigest()[:32]
+    where = pathlib.Path(os.environ.get("PLAIT_CACHE_DIR") or tempfile.gettempdir()) / "emulated-programs"
+    where.mkdir(parents=True, exist_ok=True)
+    program = where / key
+    if program.exists():
+        return program
+    headers = precompiled.header_dir("emulation_std.h", STANDARD_HEADERS, FLAGS)
+    with tempfile.TemporaryDirectory(dir=where) as staging:
+        cpp = pathlib.Path(staging) / "emulated.cpp"
+        cpp.write_text(source)
+        build = subprocess.run([*flags, "-I", headers, "-include", "emulation_std.h", "-o", str(cpp.with_suffix("")),
+                                str(cpp)], capture_output=True, text=True)
+        assert build.returncode == 0, build.stderr
+        os.replace(cpp.with_suffix(""), program)
+    return program
+
+
 def run(tmp_path, prelude, kernel, copies, launch):
     """Builds prelude + kernel + a main that runs `launch` (C++ statements)
-    over the buffers base0... holding `copies`; returns the buffers after it."""
-    lines = []
+    over the buffers base0... holding `copies`; returns the buffers after it.
+    The launch's integers and the buffers' sizes are the program's
+    parameters, read at run time: the program depends on the kernel and the
+    launch's form only."""
+    launch, values = _lift_integers(launch)
+    lines = [f"  P.resize({len(values) + len(copies)});",
+             "  { FILE* f = fopen((std::string(argv[1]) + \"/params.bin\").c_str(), \"rb\"); "
+             "if (fread(P.data(), sizeof(int64_t), P.size(), f) != P.size()) return 1; fclose(f); }"]
+    sizes = []
     for k, b in enumerate(copies):
         b.tofile(tmp_path / f"base{k}.bin")
-        lines.append(f"  alignas(64) static unsigned char base{k}[{max(b.nbytes, 1)}];")
-        lines.append(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "rb"); '
-                     f"if (fread(base{k}, 1, {b.nbytes}, f) != {b.nbytes}) return 1; fclose(f); }}")
-    source = CUDA_BUILTINS + prelude + kernel + "\nint main() {\n" + "\n".join(lines) + "\n" + launch + \
-        "".join(f'  {{ FILE* f = fopen("{tmp_path}/base{k}.bin", "wb"); fwrite(base{k}, 1, {b.nbytes}, f); '
-                f"fclose(f); }}\n" for k, b in enumerate(copies)) + "  return 0;\n}\n"
-    (tmp_path / "emulated.cpp").write_text(source)
-    headers = precompiled.header_dir("emulation_std.h", STANDARD_HEADERS, FLAGS)
-    build = subprocess.run([precompiled.compiler(), *FLAGS, "-I", headers, "-include", "emulation_std.h", "-o",
-                            str(tmp_path / "emulated"), str(tmp_path / "emulated.cpp")], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    ran = subprocess.run([str(tmp_path / "emulated")], capture_output=True, text=True)
+        size = f"P[{len(values) + k}]"
+        sizes.append(b.nbytes)
+        lines.append(f"  unsigned char* const base{k} = static_cast<unsigned char*>("
+                     f"std::aligned_alloc(64, ({size} + 64) / 64 * 64));")
+        lines.append(f"  {{ FILE* f = fopen((std::string(argv[1]) + \"/base{k}.bin\").c_str(), \"rb\"); "
+                     f"if (fread(base{k}, 1, {size}, f) != (size_t){size}) return 1; fclose(f); }}")
+    source = CUDA_BUILTINS + prelude + kernel + "\n#include <string>\nstatic std::vector<int64_t> P;\n" + \
+        "int main(int, char** argv) {\n" + "\n".join(lines) + "\n" + launch + \
+        "".join(f"  {{ FILE* f = fopen((std::string(argv[1]) + \"/base{k}.bin\").c_str(), \"wb\"); "
+                f"fwrite(base{k}, 1, P[{len(values) + k}], f); fclose(f); }}\n" for k in range(len(copies))) + \
+        "  return 0;\n}\n"
+    np.array(values + sizes, dtype=np.int64).tofile(tmp_path / "params.bin")
+    ran = subprocess.run([str(_program(source)), str(tmp_path)], capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     return [np.fromfile(tmp_path / f"base{k}.bin", dtype=b.dtype).reshape(b.shape) for k, b in enumerate(copies)]

@@ -161,5 +161,24 @@ TEST(KernelVersions, ATemporaryTheHostCannotSizeIsRefusedWhereTheKernelIsEmitted
   }
 }
 
+// The loops over a sparse matrix's stored entries that the tensor level
+// writes (a row's sum, the scaling of its entries) are spread over a team:
+// each copy of a loop (the program's broadcast and bounds-check versions)
+// declares its column coordinate in its own body, so no thread of the team
+// shares it with another.
+TEST(KernelVersions, StoredEntryLoopsOfSparseProgramsTakeTeams) {
+  const std::string text =
+      ir::to_string(lower("def k(S):\n"
+                          "    return S.multiply(1.0 / S.sum(axis=1)[:, None])\n",
+                          "csr[f32, i32]"));
+  size_t rows = 0;
+  for (size_t at = text.find("parallel for _i_"); at != std::string::npos; at = text.find("parallel for _i_", at + 1)) {
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    EXPECT_TRUE(contains(line, "plan(kernel: a team per iteration")) << line;
+    ++rows;
+  }
+  EXPECT_GE(rows, 4u) << text;
+}
+
 }  // namespace
 }  // namespace plait
