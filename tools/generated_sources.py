@@ -10,8 +10,9 @@ meant to preserve behaviour can be checked by comparing two runs:
 The kernels: the NPBench kernels at their test preset's signature (CPU C++,
 CUDA device and host parts, with and without bounds checks) and every case of
 the KERNELS tables of tests/gpu (CUDA device and host parts, CPU C++, and
-the remarks of both targets). A kernel plaitc refuses is recorded with its
-error and exit status, so a change in what is refused shows too.
+the remarks of both targets), and the sparse benchmark's operator programs
+(both targets, the three fusion modes). A kernel plaitc refuses is recorded
+with its error and exit status, so a change in what is refused shows too.
 """
 
 import argparse
@@ -68,6 +69,34 @@ def test_kernel_jobs():
                     yield f"{path.stem}.{name}.{k}.{target}.{emit}", path, name, signature, [target, emit]
 
 
+# The sparse benchmark's programs (plait/bench/sparse.py) at a signature of
+# float32 values with int32 indices and one of float64 values with int64
+# indices (the products' right operands take the other), on both targets,
+# in the three fusion modes.
+SPARSE_SIGNATURES = {
+    "spmv": "{csr}, {v}[::1]",
+    "spmm_mm": "{csr}, {v}[:, ::1], {v}[:, ::1]",
+    "sddmm": "{csr}, {v}[:, ::1], {v}[:, ::1]",
+    "sddmm_spmm": "{csr}, {v}[:, ::1], {v}[:, ::1], {v}[:, ::1]",
+    "softmax": "{csr}",
+    "row_normalise": "{csr}",
+    "add": "{csr}, {other}",
+    "spgemm": "{csr}, {other}",
+}
+
+
+def sparse_jobs():
+    path = ROOT / "python" / "plait" / "bench" / "sparse.py"
+    for types, (v, i, w, j) in (("f32i32", ("f32", "i32", "f64", "i64")), ("f64i64", ("f64", "i64", "f32", "i32"))):
+        for name, form in SPARSE_SIGNATURES.items():
+            signature = form.format(csr=f"csr[{v}, {i}]", v=v, other=f"csr[{w}, {j}]")
+            for fusion in ("partial", "maximal", "none"):
+                for target, emit in (("cpu", "cpp"), ("cpu", "remarks"), ("cuda", "cu"), ("cuda", "cpp"),
+                                     ("cuda", "remarks")):
+                    yield (f"sparse.{name}.{types}.{fusion}.{target}.{emit}", path, name, signature,
+                           [target, emit, "--fusion", fusion])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="directory to write into")
@@ -82,7 +111,7 @@ def main():
                                  target, "--emit", emit, "--no-cache", *flags], capture_output=True, text=True)
         (args.out / file_name).write_text(f"{result.stdout}{result.stderr}\nexit status {result.returncode}\n")
 
-    jobs = list(npbench_jobs()) + list(test_kernel_jobs())
+    jobs = list(npbench_jobs()) + list(test_kernel_jobs()) + list(sparse_jobs())
     with ThreadPoolExecutor(args.jobs) as pool:
         list(pool.map(run, jobs))
     print(f"{len(jobs)} outputs in {args.out}")

@@ -158,6 +158,26 @@ TEST(TensorAlgebra, SparseProductMergesTheRightOperandsRows) {
   EXPECT_TRUE(contains(chain, "k (stored in t")) << chain;
 }
 
+// A sum over a row's stored entries runs in SIMD lanes on the CPU only for
+// rows of 32 entries or more; shorter rows take a loop of their own, as
+// unchecked as the first (its own variables, which the range analysis follows).
+TEST(TensorAlgebra, ShortRowsSumInASerialLoop) {
+  SourceFile file{"k.py", "def f(A, x):\n    return A @ x\n", 1};
+  CompileOptions options;
+  options.boundscheck = true;
+  options.verify_ir = true;
+  ir::Function f = lower_to_ir(parse_function(file, "f"), file, Signature::parse("csr[f32, i32], f32[::1]"),
+                               plait_globals(), options);
+  run_pipeline(f, options);
+  const std::string text = ir::to_string(f);
+  const size_t split = text.find(") >= 32:int) {");
+  ASSERT_NE(split, std::string::npos) << text;
+  const std::string rows = text.substr(split, text.find("_t8_3[", split) - split);
+  EXPECT_TRUE(contains(rows, "simd for __pk_")) << rows;
+  EXPECT_TRUE(contains(rows, "} else {\n")) << rows;
+  EXPECT_FALSE(contains(rows, "checked]")) << rows;
+}
+
 TEST(TensorAlgebra, Refusals) {
   EXPECT_TRUE(contains(error_of("def f(S):\n    return S / S\n", "csr[f64, i32]"), "dense result"));
   EXPECT_TRUE(contains(error_of("def f(S, T):\n    return S @ T\n", "csr[b1, i32], csr[f64, i32]"), "bool"));
