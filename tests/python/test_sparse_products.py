@@ -128,34 +128,41 @@ def test_fusion_modes(rng, fusion):
                                atol=1e-12)
 
 
-def test_products_in_programs(rng):
+def three(S, T, U):
+    return S @ T @ U
+
+
+def sddmm_on_a_product(S, T, B, C):
+    return (S @ T).multiply(B @ C)
+
+
+def softmax_of_a_product(S, T, X):
+    P = S @ T
+    return plait.sparse.softmax(P, axis=1) @ X, P.sum(axis=0)
+
+
+def products_of_merges(S, V, T, U):
+    return (S @ T - V) @ U, (S + S) @ T
+
+
+# One test per program: each compiles its own kernel, so they spread over
+# the test processes.
+@pytest.mark.parametrize("fn", (times_dense, three, sddmm_on_a_product, softmax_of_a_product, products_of_merges),
+                         ids=lambda fn: fn.__name__)
+def test_products_in_programs(rng, fn):
     n, k, m = 23, 19, 17
     S, T, U = random_csr(rng, (n, k)), random_csr(rng, (k, m), density=0.2), random_csr(rng, (m, n), density=0.3)
     X, B, C = dense(rng, m, 4), dense(rng, n, 3), dense(rng, 3, m)
     V = random_csr(rng, (n, m))
-
-    def three(S, T, U):
-        return S @ T @ U
-
-    def sddmm_on_a_product(S, T, B, C):
-        return (S @ T).multiply(B @ C)
-
-    def softmax_of_a_product(S, T, X):
-        P = S @ T
-        return plait.sparse.softmax(P, axis=1) @ X, P.sum(axis=0)
-
-    def products_of_merges(S, V, T, U):
-        return (S @ T - V) @ U, (S + S) @ T
-
-    for fn, args in ((times_dense, (S, T, X)), (three, (S, T, U)), (sddmm_on_a_product, (S, T, B, C)),
-                     (softmax_of_a_product, (S, T, X)), (products_of_merges, (S, V, T, U))):
-        got, want = plait.jit(fn)(*args), fn(*args)
-        for g, w in zip(got if isinstance(want, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
-            if sp.issparse(w):
-                check_same_pattern(g, w.tocsr().sorted_indices(), 1e-12)
-            else:
-                assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype
-                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    args = {times_dense: (S, T, X), three: (S, T, U), sddmm_on_a_product: (S, T, B, C),
+            softmax_of_a_product: (S, T, X), products_of_merges: (S, V, T, U)}[fn]
+    got, want = plait.jit(fn)(*args), fn(*args)
+    for g, w in zip(got if isinstance(want, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        if sp.issparse(w):
+            check_same_pattern(g, w.tocsr().sorted_indices(), 1e-12)
+        else:
+            assert type(g) is type(w) and np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
 
 
 def test_rows_that_touch_few_columns(rng):
