@@ -147,9 +147,8 @@ Cost nest_cost(const Nest& nest) {
       // Each product of an entry of A and an entry of B's row there is
       // computed twice (count, then fill): A.nnz times B's mean row length.
       const TensorVar& rhs = *order.loops[2].tensor;
-      const std::string rows = rhs.dims.empty() ? rhs.name + ".shape[0]" : rhs.dims[0];
       const Cost products =
-          positions_trips(*order.loops[1].tensor, 0) * positions_trips(rhs, 0).per(rows, rhs.shape[0]);
+          positions_trips(*order.loops[1].tensor, 0) * positions_trips(rhs, 0).per(rhs.dim_name(0), rhs.shape[0]);
       total = total + Cost::constant(2) * products * (ops(order.body) + Cost::constant(1));
       continue;
     }

@@ -56,6 +56,10 @@ struct TensorVar {
   // merged from its operands': loop_order.h, assembles()).
   bool assembled = false;
   int rank() const { return static_cast<int>(shape.size()); }
+  // Extent d's name in cost formulas: dims[d], else "t.shape[d]".
+  std::string dim_name(size_t d) const {
+    return d < dims.size() ? dims[d] : name + ".shape[" + std::to_string(d) + "]";
+  }
   bool is_sparse() const { return !format.is_dense(); }
   bool same_pattern(const TensorVar& o) const { return is_sparse() && crd == o.crd && format == o.format; }
 };

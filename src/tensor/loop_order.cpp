@@ -80,10 +80,10 @@ LoopOrder merge_order(const Statement& s) {
   Loop rows, cols;
   rows.var = s.vars[0];
   rows.extent = out.shape[0];
-  rows.extent_name = out.dims.empty() ? out.name + ".shape[0]" : out.dims[0];
+  rows.extent_name = out.dim_name(0);
   cols.var = s.vars[1];
   cols.extent = out.shape[1];
-  cols.extent_name = out.dims.size() < 2 ? out.name + ".shape[1]" : out.dims[1];
+  cols.extent_name = out.dim_name(1);
   for (const IndexExprNode* a : accesses(s.rhs)) {
     const TensorVar& t = *a->tensor;
     if (!t.is_sparse()) continue;
@@ -127,7 +127,7 @@ LoopOrder product_order(const Statement& s) {
   Loop rows, inner, cols;
   rows.var = s.vars[0];
   rows.extent = s.out->shape[0];
-  rows.extent_name = s.out->dims.empty() ? s.out->name + ".shape[0]" : s.out->dims[0];
+  rows.extent_name = s.out->dim_name(0);
   inner.var = k;
   inner.reduction = true;
   inner.tensor = a->tensor;
@@ -155,9 +155,7 @@ ir::Expr extent_of(const IndexExpr& e, const IndexVar& v, std::string* name) {
       // A dimension that may broadcast (an extent of 1 at run time) does not
       // give the loop's extent.
       if (a->vars[d] == v && !(d < a->broadcast.size() && a->broadcast[d])) {
-        if (name)
-          *name =
-              d < a->tensor->dims.size() ? a->tensor->dims[d] : a->tensor->name + ".shape[" + std::to_string(d) + "]";
+        if (name) *name = a->tensor->dim_name(d);
         return a->tensor->shape[d];
       }
   return nullptr;
@@ -268,8 +266,7 @@ LoopOrder loop_order(const Statement& s, bool sums_inside) {
       for (size_t d = 0; !loop.extent && d < s.vars.size(); ++d)
         if (s.vars[d] == v) {
           loop.extent = s.out->shape[d];
-          loop.extent_name =
-              d < s.out->dims.size() ? s.out->dims[d] : s.out->name + ".shape[" + std::to_string(d) + "]";
+          loop.extent_name = s.out->dim_name(d);
         }
     }
     order.loops.push_back(loop);

@@ -112,13 +112,13 @@ class Lowering {
   ir::Stmt merged_rows(const Statement& s, const LoopOrder& order, const RowPass& pass);
 
   // Products of two sparse matrices (assemble_product.cpp).
-  // Moves the element at offset `from` of a binary heap (in `heap` from
-  // position `base` on, `size` elements) down past the children that come
-  // `before` it; `key` assigns an element's key to a variable.
   // `pass.keep` of a row's sum at column `at` (the variable `column` bound
   // to it) when the sum is not zero: SciPy stores no zero sum.
   void keep_nonzero(const RowPass& pass, const IndexVar& column, const ir::Var& at, const ir::Var& sum,
                     std::vector<ir::Stmt>& out);
+  // Moves the element at offset `from` of a binary heap (in `heap` from
+  // position `base` on, `size` elements) down past the children that come
+  // `before` it; `key` assigns an element's key to a variable.
   using HeapKey = std::function<void(const ir::Var& key, const ir::Expr& element, std::vector<ir::Stmt>& out)>;
   void sift_down(const ir::ArrayVar& heap, const ir::Expr& base, const ir::Var& size, ir::Expr from, const HeapKey& key,
                  ir::CompareOp before, std::vector<ir::Stmt>& out);

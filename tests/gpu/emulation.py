@@ -8,10 +8,12 @@ block's threads as std::threads), and writes the buffers back. The launch's
 integers are read at run time, so the launches of one kernel over other
 sizes and teams share one build."""
 
+import atexit
 import hashlib
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -101,14 +103,31 @@ def _lift_integers(launch):
     return _INTEGER.sub(lift, launch), values
 
 
+_PRIVATE = []  # this process's own directory, where no PLAIT_CACHE_DIR is set
+
+
+def _programs_dir():
+    """Where built programs are kept: under the run's PLAIT_CACHE_DIR (which
+    tests/conftest.py makes, private to the run, for every test process), else
+    in a directory of this process's own (never a shared one: its programs
+    are run)."""
+    if os.environ.get("PLAIT_CACHE_DIR"):
+        where = pathlib.Path(os.environ["PLAIT_CACHE_DIR"]) / "emulated-programs"
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return where
+    if not _PRIVATE:
+        _PRIVATE.append(pathlib.Path(tempfile.mkdtemp(prefix="plait-emulated-")))
+        atexit.register(shutil.rmtree, _PRIVATE[0], True)
+    return _PRIVATE[0]
+
+
 def _program(source):
-    """The built program of `source`, from the run's cache of emulated
-    programs (under the tests' shared PLAIT_CACHE_DIR, so every test process
-    finds it) or built into it; a new build lands by an atomic rename."""
+    """The built program of `source`, from the kept programs or built into
+    them; a new build lands by an atomic rename, so test processes that
+    build the same program at once each find a whole one."""
     flags = [precompiled.compiler(), *FLAGS]
     key = hashlib.sha256("\0".join(flags + [source]).encode()).hexdigest()[:32]
-    where = pathlib.Path(os.environ.get("PLAIT_CACHE_DIR") or tempfile.gettempdir()) / "emulated-programs"
-    where.mkdir(parents=True, exist_ok=True)
+    where = _programs_dir()
     program = where / key
     if program.exists():
         return program
@@ -133,11 +152,9 @@ def run(tmp_path, prelude, kernel, copies, launch):
     lines = [f"  P.resize({len(values) + len(copies)});",
              "  { FILE* f = fopen((std::string(argv[1]) + \"/params.bin\").c_str(), \"rb\"); "
              "if (fread(P.data(), sizeof(int64_t), P.size(), f) != P.size()) return 1; fclose(f); }"]
-    sizes = []
     for k, b in enumerate(copies):
         b.tofile(tmp_path / f"base{k}.bin")
         size = f"P[{len(values) + k}]"
-        sizes.append(b.nbytes)
         lines.append(f"  unsigned char* const base{k} = static_cast<unsigned char*>("
                      f"std::aligned_alloc(64, ({size} + 64) / 64 * 64));")
         lines.append(f"  {{ FILE* f = fopen((std::string(argv[1]) + \"/base{k}.bin\").c_str(), \"rb\"); "
@@ -147,7 +164,7 @@ def run(tmp_path, prelude, kernel, copies, launch):
         "".join(f"  {{ FILE* f = fopen((std::string(argv[1]) + \"/base{k}.bin\").c_str(), \"wb\"); "
                 f"fwrite(base{k}, 1, P[{len(values) + k}], f); fclose(f); }}\n" for k in range(len(copies))) + \
         "  return 0;\n}\n"
-    np.array(values + sizes, dtype=np.int64).tofile(tmp_path / "params.bin")
+    np.array(values + [b.nbytes for b in copies], dtype=np.int64).tofile(tmp_path / "params.bin")
     ran = subprocess.run([str(_program(source)), str(tmp_path)], capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     return [np.fromfile(tmp_path / f"base{k}.bin", dtype=b.dtype).reshape(b.shape) for k, b in enumerate(copies)]

@@ -21,8 +21,8 @@ Globals plait_globals() {
   return g;
 }
 
-// The tensor-algebra remarks of lowering `source` for `signature`, one per line.
-std::string remarks_of(const std::string& source, const std::string& signature, Fusion fusion = Fusion::Partial) {
+// `source`'s function f, through the CPU pipeline, bounds checked.
+ir::Function lowered(const std::string& source, const std::string& signature, Fusion fusion = Fusion::Partial) {
   SourceFile file{"k.py", source, 1};
   ast::FunctionDef fn = parse_function(file, "f");
   CompileOptions options;
@@ -31,6 +31,12 @@ std::string remarks_of(const std::string& source, const std::string& signature, 
   options.verify_ir = true;
   ir::Function f = lower_to_ir(fn, file, Signature::parse(signature), plait_globals(), options);
   run_pipeline(f, options);
+  return f;
+}
+
+// The tensor-algebra remarks of lowering `source` for `signature`, one per line.
+std::string remarks_of(const std::string& source, const std::string& signature, Fusion fusion = Fusion::Partial) {
+  const ir::Function f = lowered(source, signature, fusion);
   std::string out;
   for (const ir::Remark& r : f.remarks)
     if (r.pass == "tensor algebra") out += r.message + "\n";
@@ -162,14 +168,7 @@ TEST(TensorAlgebra, SparseProductMergesTheRightOperandsRows) {
 // rows of 32 entries or more; shorter rows take a loop of their own, as
 // unchecked as the first (its own variables, which the range analysis follows).
 TEST(TensorAlgebra, ShortRowsSumInASerialLoop) {
-  SourceFile file{"k.py", "def f(A, x):\n    return A @ x\n", 1};
-  CompileOptions options;
-  options.boundscheck = true;
-  options.verify_ir = true;
-  ir::Function f = lower_to_ir(parse_function(file, "f"), file, Signature::parse("csr[f32, i32], f32[::1]"),
-                               plait_globals(), options);
-  run_pipeline(f, options);
-  const std::string text = ir::to_string(f);
+  const std::string text = ir::to_string(lowered("def f(A, x):\n    return A @ x\n", "csr[f32, i32], f32[::1]"));
   const size_t split = text.find(") >= 32:int) {");
   ASSERT_NE(split, std::string::npos) << text;
   const std::string rows = text.substr(split, text.find("_t8_3[", split) - split);
