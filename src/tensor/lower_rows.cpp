@@ -1,6 +1,10 @@
 // How the lowering schedules the rows of a sparse matrix (lowering.h): on the
 // CPU in chunks of equal work, on the GPU a worker per row, short and long
 // rows apart.
+#include <map>
+
+#include "ir/ir_equal.h"
+#include "ir/ir_mutator.h"
 #include "ir/ir_visitor.h"
 #include "tensor/lowering.h"
 
@@ -22,6 +26,143 @@ bool holds_loop(const Stmt& s) {
   scan.visit(s);
   return scan.found;
 }
+
+// Whether e is `pos[r]` read as an index: where a row's entries begin.
+bool reads_row_start(const Expr& e, const ir::ArrayVar& pos, const Expr& r) {
+  const auto* cast = e->as<ir::Cast>();
+  const auto* load = (cast ? cast->value : e)->as<ir::Load>();
+  return load && load->array.get() == pos.get() && load->indices.size() == 1 && ir::equal(load->indices[0], r);
+}
+
+// Whether e reads no variable and no array element: an extent the same
+// in every iteration of the row's loops (`X.shape[1]`).
+bool fixed_extent(const Expr& e) {
+  struct Scan : ir::IRVisitor {
+    bool fixed = true;
+    using IRVisitor::visit;
+    void visit(const ir::VarRef*) override { fixed = false; }
+    void visit(const ir::Load*) override { fixed = false; }
+  } scan;
+  scan.visit(e);
+  return scan.fixed;
+}
+
+// A long row's work, rewritten for one chunk of its entries while other
+// chunks of the row run at once: the loop over the row's entries runs from
+// `first` to `end` of the chunk, each sum into the row's dense output
+// (`out[r, j] = out[r, j] + e` in a loop over j from 0 to a fixed extent)
+// adds into a row of the chunk's own, and after the entries that row is
+// added to the output atomically: one atomic per chunk and column, so that
+// the chunks of a row of 5e4 entries do not queue on the same addresses.
+// Null when the row does other work: more than that one loop, a store of
+// another form, a temporary, or a read of a summed output outside its sum.
+class ChunkOfRow : public ir::IRMutator {
+ public:
+  using NewArray = std::function<ir::ArrayVar(const ir::ArrayVar& like)>;
+  using NewVar = std::function<ir::Var(const std::string& hint)>;
+  ChunkOfRow(const ir::ArrayVar& pos, Expr row, NewArray new_array, NewVar new_var, SourceLoc loc)
+      : pos_(pos), row_(std::move(row)), new_array_(std::move(new_array)), new_var_(std::move(new_var)), loc_(loc) {}
+
+  Stmt rewrite(const std::vector<Stmt>& stmts, const Expr& first, const Expr& end) {
+    const ir::For* entries = stmts.size() == 1 ? stmts[0]->as<ir::For>() : nullptr;
+    if (!entries || !reads_row_start(entries->begin, pos_, row_)) return nullptr;
+    Stmt body = mutate(entries->body);
+    if (!ok_ || sums_.empty() || reads_of_sums(entries->body) != sum_reads_) return nullptr;
+    auto bound = [&](ir::BinaryOp op, Expr a, Expr b) {
+      return ir::Binary::make(op, std::move(a), std::move(b), ScalarType::py_int(), false, loc_);
+    };
+    std::vector<Stmt> out;
+    for (const auto& [array, sum] : sums_)
+      out.push_back(ir::Allocate::make(sum.row, {sum.extent}, ir::FillKind::Zeros, nullptr, loc_));
+    out.push_back(ir::For::make(entries->var, bound(ir::BinaryOp::Max, entries->begin, first),
+                                bound(ir::BinaryOp::Min, entries->end, end), entries->step, body, entries->schedule,
+                                entries->loc));
+    ir::LoopSchedule lanes;
+    lanes.kind = ir::LoopKind::Vectorized;
+    for (const auto& [array, sum] : sums_) {
+      ir::Var j = new_var_("_chunk_column");
+      Expr at = ir::VarRef::make(j, loc_);
+      Stmt add = ir::AtomicUpdate::make(sum.out, {row_, at}, ir::AtomicOp::Add,
+                                        ir::Load::make(sum.row, {at}, false, loc_), false, loc_);
+      out.push_back(ir::For::make(j, ir::IntImm::make(0, ScalarType::py_int(), loc_), sum.extent,
+                                  ir::IntImm::make(1, ScalarType::py_int(), loc_), add, lanes, loc_));
+    }
+    return ir::Block::make(std::move(out), loc_);
+  }
+
+ private:
+  struct Sum {
+    ir::ArrayVar out, row;
+    Expr extent;
+  };
+
+  int reads_of_sums(const Stmt& s) const {
+    struct Reads : ir::IRVisitor {
+      const std::map<const ir::ArrayInfo*, Sum>& sums;
+      int count = 0;
+      explicit Reads(const std::map<const ir::ArrayInfo*, Sum>& m) : sums(m) {}
+      using IRVisitor::visit;
+      void visit(const ir::Load* l) override {
+        count += sums.count(l->array.get()) ? 1 : 0;
+        IRVisitor::visit(l);
+      }
+    } reads(sums_);
+    reads.visit(s);
+    return reads.count;
+  }
+
+  using IRMutator::visit;
+  Stmt visit(const ir::For* f, const Stmt& self) override {
+    loops_[f->var.get()] = f;
+    Stmt out = IRMutator::visit(f, self);
+    loops_.erase(f->var.get());
+    return out;
+  }
+  Stmt visit(const ir::Store* s, const Stmt& self) override {
+    const auto* sum = s->value->as<ir::Binary>();
+    const auto* old = sum && sum->op == ir::BinaryOp::Add ? sum->a->as<ir::Load>() : nullptr;
+    const auto* column = s->indices.size() == 2 ? s->indices[1]->as<ir::VarRef>() : nullptr;
+    auto loop = column ? loops_.find(column->var.get()) : loops_.end();
+    const auto is = [](const Expr& e, int64_t v) {
+      const auto* imm = e->as<ir::IntImm>();
+      return imm && imm->value == v;
+    };
+    if (!old || old->array.get() != s->array.get() || old->indices.size() != 2 || loop == loops_.end() ||
+        !ir::equal(s->indices[0], row_) || !ir::equal(old->indices[0], row_) ||
+        !ir::equal(old->indices[1], s->indices[1]) || !is(loop->second->begin, 0) || !is(loop->second->step, 1) ||
+        !fixed_extent(loop->second->end)) {
+      ok_ = false;
+      return self;
+    }
+    auto [it, fresh] = sums_.try_emplace(s->array.get(), Sum{s->array, nullptr, loop->second->end});
+    if (fresh) it->second.row = new_array_(s->array);
+    if (!ir::equal(it->second.extent, loop->second->end)) ok_ = false;
+    ++sum_reads_;
+    Expr at = s->indices[1];
+    return ir::Store::make(it->second.row, {at},
+                           ir::Binary::make(ir::BinaryOp::Add, ir::Load::make(it->second.row, {at}, false, loc_),
+                                            sum->b, sum->type, false, sum->loc),
+                           false, s->loc);
+  }
+  Stmt visit(const ir::Allocate* a, const Stmt& self) override {
+    ok_ = false;
+    return IRMutator::visit(a, self);
+  }
+  Stmt visit(const ir::AtomicUpdate* a, const Stmt& self) override {
+    ok_ = false;
+    return IRMutator::visit(a, self);
+  }
+
+  const ir::ArrayVar& pos_;
+  Expr row_;
+  NewArray new_array_;
+  NewVar new_var_;
+  SourceLoc loc_;
+  std::map<const ir::VarInfo*, const ir::For*> loops_;
+  std::map<const ir::ArrayInfo*, Sum> sums_;
+  int sum_reads_ = 0;
+  bool ok_ = true;
+};
 
 }  // namespace
 
@@ -97,10 +238,116 @@ void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVa
         true));
   }
   if (!entries_innermost && !entries_own_values) {
-    out.push_back(make_loop(loop, fill, true));
-    return;
+    // Entries add into a dense row (SpMM): the team spreads the dense loops
+    // and walks the row's entries in order, so a long row's chunks of
+    // entries run apart, each adding its part atomically.
+    Stmt chunks = long_rows_in_chunks(loop, t, fill, kShortRow);
+    if (!chunks) {
+      remarks_.emplace_back(nest.stmts[0]->loc, "the rows of " + t.name +
+                                                    " run a team each, long ones too: a row does more than add its "
+                                                    "entries' terms into a dense row, so its entries are not split");
+      out.push_back(make_loop(loop, fill, true));
+      return;
+    }
+    remarks_.emplace_back(nest.stmts[0]->loc,
+                          "rows of " + t.name + " with more than " + std::to_string(kShortRow) +
+                              " stored entries run in chunks of " + std::to_string(kShortRow) +
+                              " entries, each adding its sums into the row atomically (a kernel of their own)");
+    kernels[1] = chunks;
   }
   for (Stmt& k : kernels) out.push_back(std::move(k));
+}
+
+// The rows of more than `chunk` entries, in chunks of `chunk` consecutive
+// stored entries of the matrix. A chunk holds the end of at most one long
+// row and the start of at most one other (a row inside it is short), so two
+// workers take each chunk: side 0 the row of its first entry, side 1 the row
+// of its last when that row starts inside the chunk. Each finds its row by a
+// binary search in pos; no table of the chunks is built, which would cost
+// a scan's launches on every call.
+Stmt Lowering::long_rows_in_chunks(const Loop& loop, const TensorVar& t,
+                                   const std::function<void(std::vector<Stmt>&)>& fill, int64_t chunk) {
+  const ir::ArrayVar& pos = t.pos[1];
+  auto binop = [&](ir::BinaryOp op, Expr a, Expr b) {
+    return ir::Binary::make(op, std::move(a), std::move(b), ScalarType::py_int(), false, loc_);
+  };
+  auto start = [&](const Expr& r) { return as_index(ir::Load::make(pos, {r}, false, loc_), loc_); };
+  Expr rows = as_index(loop.extent, loc_);
+  Expr entries = start(rows);
+  ir::Var worker = new_var(ScalarType::py_int(), "_chunk_worker");
+  ir::Var first = new_var(ScalarType::py_int(), "_chunk_first");
+  ir::Var end = new_var(ScalarType::py_int(), "_chunk_end");
+  ir::Var side = new_var(ScalarType::py_int(), "_chunk_side");
+  ir::Var lo = new_var(ScalarType::py_int(), "_chunk_row");
+  ir::Var hi = new_var(ScalarType::py_int(), "_chunk_row_end");
+  ir::Var mid = new_var(ScalarType::py_int(), "_chunk_row_mid");
+  ir::Var entry = new_var(ScalarType::py_int(), "_chunk_entry");
+  ir::Var found = new_var(ScalarType::py_int(), "_long_row");
+  Expr r = ref(found, loc_);
+
+  std::vector<Stmt> row;
+  coords_[loop.var.id] = r;
+  bound_.push_back(loop.var);
+  fill(row);
+  bound_.pop_back();
+  ChunkOfRow rewrite(
+      pos, r,
+      [&](const ir::ArrayVar& like) {
+        return new_array(ArrayType{like->type.dtype, 1, Layout::C}, "_chunk_sums");
+      },
+      [&](const std::string& hint) { return new_var(ScalarType::py_int(), hint); }, loc_);
+  Stmt part = rewrite.rewrite(row, ref(first, loc_), ref(end, loc_));
+  if (!part) return nullptr;
+
+  std::vector<Stmt> body;
+  Expr w = ref(worker, loc_);
+  body.push_back(ir::Assign::make(
+      first, binop(ir::BinaryOp::Mul, binop(ir::BinaryOp::FloorDiv, w, int_imm(2, loc_)), int_imm(chunk, loc_)), loc_));
+  body.push_back(ir::Assign::make(
+      end, binop(ir::BinaryOp::Min, add(ref(first, loc_), int_imm(chunk, loc_), loc_), entries), loc_));
+  body.push_back(ir::Assign::make(side, binop(ir::BinaryOp::Mod, w, int_imm(2, loc_)), loc_));
+  // Side 0 looks up the chunk's first entry, side 1 its last.
+  body.push_back(ir::Assign::make(
+      entry,
+      add(ref(first, loc_),
+          binop(ir::BinaryOp::Mul, ref(side, loc_),
+                binop(ir::BinaryOp::Sub, binop(ir::BinaryOp::Sub, ref(end, loc_), ref(first, loc_)), int_imm(1, loc_))),
+          loc_),
+      loc_));
+  // The first row that ends after the entry: the row that holds it.
+  body.push_back(ir::Assign::make(lo, int_imm(0, loc_), loc_));
+  body.push_back(ir::Assign::make(hi, binop(ir::BinaryOp::Sub, rows, int_imm(1, loc_)), loc_));
+  Expr m = ref(mid, loc_);
+  body.push_back(ir::While::make(
+      ir::Compare::make(ir::CompareOp::LT, ref(lo, loc_), ref(hi, loc_), loc_),
+      ir::Block::make(
+          {ir::Assign::make(
+               mid, binop(ir::BinaryOp::FloorDiv, add(ref(lo, loc_), ref(hi, loc_), loc_), int_imm(2, loc_)), loc_),
+           ir::If::make(
+               ir::Compare::make(ir::CompareOp::LE, start(add(m, int_imm(1, loc_), loc_)), ref(entry, loc_), loc_),
+               ir::Assign::make(lo, add(m, int_imm(1, loc_), loc_), loc_), ir::Assign::make(hi, m, loc_), loc_)},
+          loc_),
+      loc_));
+  // The row, assigned once from a value that is never negative: so the
+  // indices it makes are proven non-negative (transforms/normalize_indices).
+  body.push_back(ir::Assign::make(found, binop(ir::BinaryOp::Max, ref(lo, loc_), int_imm(0, loc_)), loc_));
+  Expr row_start = start(r);
+  Expr long_row =
+      ir::Compare::make(ir::CompareOp::GT, binop(ir::BinaryOp::Sub, start(add(r, int_imm(1, loc_), loc_)), row_start),
+                        int_imm(chunk, loc_), loc_);
+  Expr own = ir::Logical::make(ir::LogicalOp::Or,
+                               ir::Compare::make(ir::CompareOp::EQ, ref(side, loc_), int_imm(0, loc_), loc_),
+                               ir::Compare::make(ir::CompareOp::GT, row_start, ref(first, loc_), loc_), loc_);
+  body.push_back(ir::If::make(ir::Logical::make(ir::LogicalOp::And, long_row, own, loc_), part, nullptr, loc_));
+
+  ir::LoopSchedule schedule;
+  schedule.kind = ir::LoopKind::Parallel;
+  Expr workers =
+      binop(ir::BinaryOp::Mul,
+            binop(ir::BinaryOp::FloorDiv, add(entries, int_imm(chunk - 1, loc_), loc_), int_imm(chunk, loc_)),
+            int_imm(2, loc_));
+  return ir::For::make(worker, int_imm(0, loc_), workers, int_imm(1, loc_), ir::Block::make(std::move(body), loc_),
+                       schedule, loc_);
 }
 
 // The rows in chunks of equal work (stored entries plus rows: pos[r] + r

@@ -22,7 +22,8 @@ using NameMaker = std::function<std::string(const std::string& hint)>;
 
 // The statements that run a program as its `plan` says. On return the
 // program's result has its storage (values, and for a sparse result its pattern's pos
-// and crd). Throws Refusal.
-std::vector<ir::Stmt> lower_to_loops(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc);
+// and crd). How rows are scheduled goes to `remarks`, for explain(). Throws Refusal.
+std::vector<ir::Stmt> lower_to_loops(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc,
+                                     std::vector<std::pair<SourceLoc, std::string>>& remarks);
 
 }  // namespace plait::tensor

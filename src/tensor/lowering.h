@@ -34,8 +34,9 @@ struct OutputStorage {
 
 class Lowering {
  public:
-  Lowering(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc)
-      : plan_(plan), names_(names), target_(target), loc_(loc) {}
+  Lowering(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc,
+           std::vector<std::pair<SourceLoc, std::string>>& remarks)
+      : plan_(plan), names_(names), target_(target), loc_(loc), remarks_(remarks) {}
 
   std::vector<ir::Stmt> run();
 
@@ -82,6 +83,11 @@ class Lowering {
   static bool loop_extent_differs(const Loop& loop, const TensorVar& t);
   void rows_by_length(const Nest& nest, const Loop& loop, const TensorVar& t,
                       const std::function<void(std::vector<ir::Stmt>&)>& fill, std::vector<ir::Stmt>& out);
+  // On the GPU, the rows of more than `chunk` entries of a nest whose
+  // entries add into dense rows (SpMM), split into chunks of entries that
+  // add atomically; null when the row's work is not such sums.
+  ir::Stmt long_rows_in_chunks(const Loop& loop, const TensorVar& t,
+                               const std::function<void(std::vector<ir::Stmt>&)>& fill, int64_t chunk);
   // `prologue` (optional) makes what each chunk that has rows needs before them.
   ir::Stmt chunks_of_rows(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<ir::Stmt>&)>& fill,
                           const std::function<void(std::vector<ir::Stmt>&)>& prologue = {}, int64_t chunks = 256);
@@ -142,6 +148,7 @@ class Lowering {
   const NameMaker& names_;
   Target target_;
   SourceLoc loc_;
+  std::vector<std::pair<SourceLoc, std::string>>& remarks_;  // for explain()
   std::map<int, ir::Expr> coords_;                      // index variable -> coordinate
   std::map<const ir::ArrayInfo*, ir::Expr> positions_;  // crd array -> the position being iterated
   // crd array -> whether the merged coordinate is stored there (operands of a merge only)

@@ -13,7 +13,7 @@ import pytest
 import scipy.sparse as sp
 
 import plait
-from sparse_cases import gnn, random_csr, row_normalise, sddmm, sddmm_spmm, softmax, spmm, spmv, to_array
+from sparse_cases import dense, gnn, random_csr, row_normalise, sddmm, sddmm_spmm, softmax, spmm, spmv, to_array
 from test_cuda_run import cupy, torch
 
 pytestmark = pytest.mark.skipif(not plait.cuda_available(),
@@ -165,6 +165,36 @@ def test_programs_match_scipy(name, lib, rng):
                     check(g, w, lib, rtol)
             else:
                 check(got, want, lib, rtol)
+
+
+def rows_of_lengths(rng, lengths, m, dtype, index):
+    """A csr_array whose rows store `lengths` entries at distinct random columns."""
+    cols = [np.sort(rng.choice(m, k, replace=False)) for k in lengths]
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(index)
+    indices = np.concatenate(cols).astype(index)
+    return sp.csr_array((dense(rng, int(indptr[-1]), dtype=dtype), indices, indptr), shape=(len(lengths), m))
+
+
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_long_rows_add_their_chunks_of_entries(index, dtype, rng):
+    """Rows of more than 64 entries, whose entries add into a dense row
+    (SpMM, the fused SDDMM-SpMM), run in chunks of 64 stored entries that
+    add their parts atomically: rows of 63, 64 and 65 entries, rows that
+    start and end inside a chunk, one row of many chunks, short and empty
+    rows between them."""
+    lengths = [0, 65, 3, 64, 63, 0, 129, 1, 2000, 0, 5, 130, 448, 0, 0, 66, 2]
+    m = 2100
+    S = rows_of_lengths(rng, lengths, m, dtype, index)
+    n = S.shape[0]
+    rtol = 1e-9 if dtype == np.float64 else 2e-4
+    cases = ((spmm, (S, dense(rng, m, 5, dtype=dtype))), (spmm, (S, dense(rng, m, 40, dtype=dtype))),
+             (sddmm_spmm, (S, dense(rng, n, 4, dtype=dtype), dense(rng, 4, m, dtype=dtype),
+                           dense(rng, m, 3, dtype=dtype))))
+    for fn, args in cases:
+        kernel = plait.jit(fn, target="cuda")
+        check(kernel(*args), fn(*args), "scipy", rtol)
+        assert "run in chunks of 64 entries" in kernel.explain()
 
 
 @pytest.mark.parametrize("fusion", ["maximal", "none"])

@@ -180,5 +180,22 @@ TEST(KernelVersions, StoredEntryLoopsOfSparseProgramsTakeTeams) {
   EXPECT_GE(rows, 4u) << text;
 }
 
+// Where a sparse row's entries add into a dense row (SpMM), rows of more
+// than 64 entries run in a kernel of their own, chunks of 64 stored entries
+// each a worker that adds its part atomically; where each entry writes its
+// own value (SDDMM) no chunk kernel is made.
+TEST(KernelVersions, LongRowsOfSparseProductsRunInChunksOfEntries) {
+  const std::string spmm = ir::to_string(lower("def k(A, X):\n    return A @ X\n", "csr[f32, i32], f32[:, ::1]"));
+  const size_t chunks = spmm.find("parallel for __chunk_worker_");
+  ASSERT_NE(chunks, std::string::npos) << spmm;
+  EXPECT_TRUE(contains(spmm.substr(chunks, spmm.find('\n', chunks) - chunks), "plan(kernel: a team per iteration"));
+  EXPECT_TRUE(contains(spmm.substr(chunks), "atomic _t")) << spmm;
+  EXPECT_FALSE(contains(spmm.substr(0, chunks), "atomic")) << spmm;
+  EXPECT_TRUE(contains(spmm.substr(0, chunks), ") <= 64:int) {")) << spmm;
+  const std::string sddmm = ir::to_string(
+      lower("def k(S, B, C):\n    return S.multiply(B @ C)\n", "csr[f32, i32], f32[:, ::1], f32[:, ::1]"));
+  EXPECT_FALSE(contains(sddmm, "__chunk_worker")) << sddmm;
+}
+
 }  // namespace
 }  // namespace plait
