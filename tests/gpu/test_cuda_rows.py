@@ -131,6 +131,18 @@ def test_softmax_array_form_float64_strided_and_many_rows(rng, m):
     check(K.softmax_last_axis, [floats(rng, (3, 5, 7, m), np.float32) * 5], "numpy", rtol=1e-5)
 
 
+@pytest.mark.parametrize("m", (1, 2, 3, 5, 16, 33, 63))
+def test_many_short_rows_share_a_warp(rng, m):
+    """With many rows and short ones the team is smaller than a warp
+    (plait_cuda::team_for's rule for many workers: teams of 2 to 16
+    threads), its maxima and sums combined within its lanes of the warp."""
+    x = floats(rng, (40000, m), np.float32) * 5
+    x[:16] = special_rows(rng, m, np.float32, 5.0)
+    check(K.row_softmax, [x, np.empty(x.shape, np.float32)], "numpy", poison=[1], rtol=1e-5)
+    check(K.softmax_last_axis, [x.astype(np.float64)], "numpy", rtol=1e-12)
+    check(K.row_maximum_numpy, [x, np.empty(x.shape[0], np.float32)], "numpy", poison=[1])
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("m", (0,) + LENGTHS)
 def test_softmax_in_place(rng, kind, m):

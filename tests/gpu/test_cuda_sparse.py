@@ -197,6 +197,15 @@ def test_long_rows_add_their_chunks_of_entries(index, dtype, rng):
         assert "run in chunks of 64 entries" in kernel.explain()
 
 
+@pytest.mark.parametrize("columns", [1, 3, 16, 40, 200])
+def test_many_rows_share_warps(columns, rng):
+    """SpMM over many short rows: teams of fewer than 32 threads when the
+    dense rows are short (several rows to a warp), a warp or more else."""
+    S = random_csr(rng, (20000, 300), density=0.02)
+    X = dense(rng, 300, columns)
+    check(plait.jit(spmm, target="cuda")(S, X), spmm(S, X), "scipy", 1e-9)
+
+
 @pytest.mark.parametrize("fusion", ["maximal", "none"])
 @pytest.mark.parametrize("name", ["sddmm_spmm", "gnn", "softmax", "row_normalise"])
 def test_fusion_modes_match_scipy(name, fusion, rng):

@@ -402,6 +402,19 @@ TEST(CodegenCuda, WorkerWithAnInnerReductionIsATeamOfThreads) {
   EXPECT_EQ(run_host(host, {&m, &o}, results, short_rows), PLAIT_OK);
   ASSERT_EQ(short_rows.launches.size(), 1u);
   EXPECT_EQ(short_rows.launches[0].grid, 125u);  // a warp per row: 8 rows per block
+  // Many rows of 8 elements (2 groups of 4): teams of 2 threads, 128 rows
+  // per block; with fewer rows the teams grow to keep 131072 threads busy.
+  m.shape[0] = o.shape[0] = 200000;
+  m.shape[1] = m.strides[0] = 8;
+  Recorder many_rows;
+  EXPECT_EQ(run_host(host, {&m, &o}, results, many_rows), PLAIT_OK);
+  ASSERT_EQ(many_rows.launches.size(), 1u);
+  EXPECT_EQ(many_rows.launches[0].grid, 1563u);
+  m.shape[0] = o.shape[0] = 20000;
+  Recorder fewer_rows;
+  EXPECT_EQ(run_host(host, {&m, &o}, results, fewer_rows), PLAIT_OK);
+  ASSERT_EQ(fewer_rows.launches.size(), 1u);
+  EXPECT_EQ(fewer_rows.launches[0].grid, 625u);  // teams of 8: 32 rows per block
 
   expect_nvrtc_compiles(out.device, out.kernel_names);
 }

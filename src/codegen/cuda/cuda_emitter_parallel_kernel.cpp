@@ -203,9 +203,9 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
     }
     // A whole-block worker's team is the block; other teams stop at the
     // configured largest team.
-    const std::string team_for = "plait_cuda::team_for(" + share + ", " +
-                                 std::to_string(versions.whole_block ? block_size_ : team_cap) + ", " +
-                                 std::to_string(block_size_) + ")";
+    const std::string team_args = share + ", " + std::to_string(versions.whole_block ? block_size_ : team_cap) + ", " +
+                                  std::to_string(block_size_);
+    const std::string team_for = "plait_cuda::team_for(" + team_args + ")";
     if (small_team) {
       line("const int32_t " + team + " = " + std::to_string(kSmallTeam) + ";");
     } else if (asked.team && !wide_version) {
@@ -223,7 +223,8 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
     } else if (plan.teams_when_few) {
       line("const int32_t " + team + " = " + total + " < " + std::to_string(kFewWorkers) + " ? " + team_for + " : 1;");
     } else {
-      line("const int32_t " + team + " = " + team_for + ";");
+      // Many workers may share a warp (plait_cuda::team_for's 4 arguments).
+      line("const int32_t " + team + " = plait_cuda::team_for(" + team_args + ", " + total + ");");
     }
     params.push_back("int32_t p_team");
     args.push_back(team);
@@ -700,7 +701,10 @@ void CudaEmitter::emit_parallel_kernel(const For* loop) {
                           std::to_string(team_cap) +
                           " threads, chosen at launch from the inner trip count n as the "
                           "smallest power of two >= " +
-                          share);
+                          share +
+                          ", or fewer than 32 where the iterations are many: the smallest power of two from 2 that "
+                          "leaves each thread at most 2 " +
+                          (width > 1 ? "groups" : "iterations") + " and the iterations 131072 threads, when below 32");
   } else if (batch > 1) {
     std::string text = what + ": CUDA kernel " + name + ", " + std::to_string(batch) +
                        " iterations per thread, "
