@@ -2,6 +2,7 @@
 // CPU in chunks of equal work, on the GPU a worker per row, short and long
 // rows apart.
 #include <map>
+#include <set>
 
 #include "ir/ir_equal.h"
 #include "ir/ir_mutator.h"
@@ -47,15 +48,28 @@ bool fixed_extent(const Expr& e) {
   return scan.fixed;
 }
 
+// Whether e is a zero literal.
+bool is_zero(const Expr& e) {
+  const auto* i = e->as<ir::IntImm>();
+  const auto* f = e->as<ir::FloatImm>();
+  return (i && i->value == 0) || (f && f->value == 0.0);
+}
+
 // A long row's work, rewritten for one chunk of its entries while other
-// chunks of the row run at once: the loop over the row's entries runs from
-// `first` to `end` of the chunk, each sum into the row's dense output
-// (`out[r, j] = out[r, j] + e` in a loop over j from 0 to a fixed extent)
-// adds into a row of the chunk's own, and after the entries that row is
-// added to the output atomically: one atomic per chunk and column, so that
-// the chunks of a row of 5e4 entries do not queue on the same addresses.
-// Null when the row does other work: more than that one loop, a store of
-// another form, a temporary, or a read of a summed output outside its sum.
+// chunks of the row run at once. The loop over the row's entries runs from
+// `first` to `end` of the chunk, and what the row adds up is added into its
+// output atomically, in one of two forms:
+// - sums into the row's dense output inside the loop (`out[r, j] = out[r, j]
+//   + e` in a loop over j from 0 to a fixed extent: SpMM) add into a row of
+//   the chunk's own, which after the entries is added to the output with one
+//   atomic per column, so that the chunks of a row of 5e4 entries do not
+//   queue on the same addresses;
+// - a scalar sum over the entries (started at zero before the loop, `s = s +
+//   e` in it) stored as the row's element after it (`out[r] = s`: spmv, row
+//   sums) is added to that element instead; the element must be zero
+//   before, which the kernel of short rows sees to (zeroed()).
+// Null when the row does other work: another loop, a store of another form,
+// a temporary, a read of an output it adds into, a scalar carried otherwise.
 class ChunkOfRow : public ir::IRMutator {
  public:
   using NewArray = std::function<ir::ArrayVar(const ir::ArrayVar& like)>;
@@ -63,19 +77,55 @@ class ChunkOfRow : public ir::IRMutator {
   ChunkOfRow(const ir::ArrayVar& pos, Expr row, NewArray new_array, NewVar new_var, SourceLoc loc)
       : pos_(pos), row_(std::move(row)), new_array_(std::move(new_array)), new_var_(std::move(new_var)), loc_(loc) {}
 
-  Stmt rewrite(const std::vector<Stmt>& stmts, const Expr& first, const Expr& end) {
-    const ir::For* entries = stmts.size() == 1 ? stmts[0]->as<ir::For>() : nullptr;
+  Stmt rewrite(const std::vector<Stmt>& stmts, const Expr& first, const Expr& end, int64_t chunk) {
+    const ir::For* entries = nullptr;
+    std::vector<Stmt> before, after;
+    for (const Stmt& s : stmts) {
+      if (const auto* f = s->as<ir::For>()) {
+        if (entries) return nullptr;
+        entries = f;
+      } else {
+        (entries ? after : before).push_back(s);
+      }
+    }
     if (!entries || !reads_row_start(entries->begin, pos_, row_)) return nullptr;
+    for (const Stmt& s : before) {
+      const auto* a = s->as<ir::Assign>();
+      if (a && is_zero(a->value) && !a->var->type.is_bool()) {
+        started_.insert(a->var.get());
+      } else if (!s->as<ir::Declare>()) {
+        return nullptr;
+      }
+    }
     Stmt body = mutate(entries->body);
-    if (!ok_ || sums_.empty() || reads_of_sums(entries->body) != sum_reads_) return nullptr;
+    std::vector<Stmt> out;
+    for (const Stmt& s : before) out.push_back(s);
+    std::vector<Stmt> stored;
+    for (const Stmt& s : after) {
+      const auto* st = s->as<ir::Store>();
+      const auto* v = st && st->indices.size() == 1 ? st->value->as<ir::VarRef>() : nullptr;
+      if (!v || !summed_.count(v->var.get()) || !ir::equal(st->indices[0], row_)) return nullptr;
+      zeroed_.push_back(st->array);
+      outputs_.insert(st->array.get());
+      stored.push_back(ir::AtomicUpdate::make(st->array, st->indices, ir::AtomicOp::Add, st->value, false, st->loc));
+    }
+    if (!ok_ || (sums_.empty() && zeroed_.empty()) || reads_of_outputs(entries->body) != sum_reads_ ||
+        reads_of_started(entries->body) != sum_steps_)
+      return nullptr;
     auto bound = [&](ir::BinaryOp op, Expr a, Expr b) {
       return ir::Binary::make(op, std::move(a), std::move(b), ScalarType::py_int(), false, loc_);
     };
-    std::vector<Stmt> out;
     for (const auto& [array, sum] : sums_)
       out.push_back(ir::Allocate::make(sum.row, {sum.extent}, ir::FillKind::Zeros, nullptr, loc_));
+    // A loop whose iterations the team spreads (sums of a chunk's entries)
+    // has at most `chunk` of them: a warp's worth (docs/cuda.md, "Team size").
+    ir::LoopSchedule schedule = entries->schedule;
+    if (ir::is_vectorized(schedule.kind)) {
+      schedule.most_trips = chunk;
+      schedule.sizes_by_compiler = true;
+    }
     out.push_back(ir::For::make(entries->var, bound(ir::BinaryOp::Max, entries->begin, first),
-                                bound(ir::BinaryOp::Min, entries->end, end), entries->step, body, entries->schedule,
+                                bound(ir::BinaryOp::Min, entries->end, end), entries->step, body, schedule,
                                 entries->loc));
     ir::LoopSchedule lanes;
     lanes.kind = ir::LoopKind::Vectorized;
@@ -87,8 +137,12 @@ class ChunkOfRow : public ir::IRMutator {
       out.push_back(ir::For::make(j, ir::IntImm::make(0, ScalarType::py_int(), loc_), sum.extent,
                                   ir::IntImm::make(1, ScalarType::py_int(), loc_), add, lanes, loc_));
     }
+    for (Stmt& s : stored) out.push_back(std::move(s));
     return ir::Block::make(std::move(out), loc_);
   }
+
+  // The outputs whose long rows' elements start at zero.
+  const std::vector<ir::ArrayVar>& zeroed() const { return zeroed_; }
 
  private:
   struct Sum {
@@ -96,19 +150,44 @@ class ChunkOfRow : public ir::IRMutator {
     Expr extent;
   };
 
-  int reads_of_sums(const Stmt& s) const {
+  int reads_of_outputs(const Stmt& s) const {
     struct Reads : ir::IRVisitor {
-      const std::map<const ir::ArrayInfo*, Sum>& sums;
+      const std::set<const ir::ArrayInfo*>& arrays;
       int count = 0;
-      explicit Reads(const std::map<const ir::ArrayInfo*, Sum>& m) : sums(m) {}
+      explicit Reads(const std::set<const ir::ArrayInfo*>& a) : arrays(a) {}
       using IRVisitor::visit;
       void visit(const ir::Load* l) override {
-        count += sums.count(l->array.get()) ? 1 : 0;
+        count += arrays.count(l->array.get()) ? 1 : 0;
         IRVisitor::visit(l);
       }
-    } reads(sums_);
+    } reads(outputs_);
     reads.visit(s);
     return reads.count;
+  }
+
+  // The reads of the scalars started before the loop in s: each must be
+  // its sum's own (`s = s + e`), so no other value sees a partial sum.
+  int reads_of_started(const Stmt& s) const {
+    struct Reads : ir::IRVisitor {
+      const std::set<const ir::VarInfo*>& vars;
+      int count = 0;
+      explicit Reads(const std::set<const ir::VarInfo*>& v) : vars(v) {}
+      using IRVisitor::visit;
+      void visit(const ir::VarRef* r) override { count += vars.count(r->var.get()) ? 1 : 0; }
+    } reads(started_);
+    reads.visit(s);
+    return reads.count;
+  }
+
+  Stmt visit(const ir::Assign* a, const Stmt& self) override {
+    // A sum started before the loop: `s = s + e`.
+    if (!started_.count(a->var.get())) return IRMutator::visit(a, self);
+    const auto* sum = a->value->as<ir::Binary>();
+    const auto* old = sum && sum->op == ir::BinaryOp::Add ? sum->a->as<ir::VarRef>() : nullptr;
+    if (!old || old->var.get() != a->var.get()) ok_ = false;
+    summed_.insert(a->var.get());
+    ++sum_steps_;
+    return self;
   }
 
   using IRMutator::visit;
@@ -136,6 +215,7 @@ class ChunkOfRow : public ir::IRMutator {
     }
     auto [it, fresh] = sums_.try_emplace(s->array.get(), Sum{s->array, nullptr, loop->second->end});
     if (fresh) it->second.row = new_array_(s->array);
+    outputs_.insert(s->array.get());
     if (!ir::equal(it->second.extent, loop->second->end)) ok_ = false;
     ++sum_reads_;
     Expr at = s->indices[1];
@@ -159,8 +239,12 @@ class ChunkOfRow : public ir::IRMutator {
   NewVar new_var_;
   SourceLoc loc_;
   std::map<const ir::VarInfo*, const ir::For*> loops_;
-  std::map<const ir::ArrayInfo*, Sum> sums_;
-  int sum_reads_ = 0;
+  std::map<const ir::ArrayInfo*, Sum> sums_;       // dense rows summed into, by output
+  std::set<const ir::ArrayInfo*> outputs_;         // every output added into
+  std::set<const ir::VarInfo*> started_, summed_;  // scalars started at zero; those summed in the loop
+  std::vector<ir::ArrayVar> zeroed_;
+  int sum_reads_ = 0;  // reads of dense rows by their sums
+  int sum_steps_ = 0;  // `s = s + e` steps of the started scalars
   bool ok_ = true;
 };
 
@@ -237,25 +321,49 @@ void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVa
         },
         true));
   }
-  if (!entries_innermost && !entries_own_values) {
-    // Entries add into a dense row (SpMM): the team spreads the dense loops
-    // and walks the row's entries in order, so a long row's chunks of
-    // entries run apart, each adding its part atomically.
-    Stmt chunks = long_rows_in_chunks(loop, t, fill, kShortRow);
-    if (!chunks) {
+  const bool sums_into_rows = !entries_innermost && !entries_own_values;
+  if (sums_into_rows || entries_innermost) {
+    // Where entries add into a dense row (SpMM), the team walks the row's
+    // entries in order; where a row's sum is innermost (spmv, row sums), a
+    // warp spreads its entries: either way a row of 5e4 entries takes
+    // thousands of steps of one team. Its chunks of entries run apart
+    // instead, each adding its part atomically.
+    std::vector<ir::ArrayVar> zeroed;
+    Stmt chunks = long_rows_in_chunks(loop, t, fill, kShortRow, zeroed);
+    if (chunks) {
+      remarks_.emplace_back(nest.stmts[0]->loc,
+                            "rows of " + t.name + " with more than " + std::to_string(kShortRow) +
+                                " stored entries run in chunks of " + std::to_string(kShortRow) +
+                                " entries, each adding its sums into the row atomically (a kernel of their own)");
+      kernels[0] = with_long_rows_zeroed(kernels[0], zeroed);
+      kernels[1] = chunks;
+    } else if (sums_into_rows) {
       remarks_.emplace_back(nest.stmts[0]->loc, "the rows of " + t.name +
                                                     " run a team each, long ones too: a row does more than add its "
                                                     "entries' terms into a dense row, so its entries are not split");
       out.push_back(make_loop(loop, fill, true));
       return;
     }
-    remarks_.emplace_back(nest.stmts[0]->loc,
-                          "rows of " + t.name + " with more than " + std::to_string(kShortRow) +
-                              " stored entries run in chunks of " + std::to_string(kShortRow) +
-                              " entries, each adding its sums into the row atomically (a kernel of their own)");
-    kernels[1] = chunks;
   }
   for (Stmt& k : kernels) out.push_back(std::move(k));
+}
+
+// The kernel of short rows (a loop over the rows whose body is `if the row
+// is short: its work`) with, for a long row, its elements of `zeroed` set to
+// zero: the chunks of the row add into them after this kernel.
+Stmt Lowering::with_long_rows_zeroed(const Stmt& short_rows, const std::vector<ir::ArrayVar>& zeroed) {
+  if (zeroed.empty()) return short_rows;
+  const auto* rows = short_rows->as<ir::For>();
+  const auto* body = rows->body->as<ir::Block>();
+  std::vector<Stmt> stmts = body->stmts;
+  const auto* split = stmts.back()->as<ir::If>();
+  std::vector<Stmt> zero;
+  for (const ir::ArrayVar& a : zeroed)
+    zero.push_back(ir::Store::make(a, {ref(rows->var, loc_)},
+                                   identity(ir::ReduceOp::Add, ScalarType{a->type.dtype, false}, loc_), false, loc_));
+  stmts.back() = ir::If::make(split->cond, split->then_case, ir::Block::make(std::move(zero), loc_), loc_);
+  return ir::For::make(rows->var, rows->begin, rows->end, rows->step, ir::Block::make(std::move(stmts), loc_),
+                       rows->schedule, rows->loc);
 }
 
 // The rows of more than `chunk` entries, in chunks of `chunk` consecutive
@@ -266,7 +374,8 @@ void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVa
 // binary search in pos; no table of the chunks is built, which would cost
 // a scan's launches on every call.
 Stmt Lowering::long_rows_in_chunks(const Loop& loop, const TensorVar& t,
-                                   const std::function<void(std::vector<Stmt>&)>& fill, int64_t chunk) {
+                                   const std::function<void(std::vector<Stmt>&)>& fill, int64_t chunk,
+                                   std::vector<ir::ArrayVar>& zeroed) {
   const ir::ArrayVar& pos = t.pos[1];
   auto binop = [&](ir::BinaryOp op, Expr a, Expr b) {
     return ir::Binary::make(op, std::move(a), std::move(b), ScalarType::py_int(), false, loc_);
@@ -296,8 +405,9 @@ Stmt Lowering::long_rows_in_chunks(const Loop& loop, const TensorVar& t,
         return new_array(ArrayType{like->type.dtype, 1, Layout::C}, "_chunk_sums");
       },
       [&](const std::string& hint) { return new_var(ScalarType::py_int(), hint); }, loc_);
-  Stmt part = rewrite.rewrite(row, ref(first, loc_), ref(end, loc_));
+  Stmt part = rewrite.rewrite(row, ref(first, loc_), ref(end, loc_), chunk);
   if (!part) return nullptr;
+  zeroed = rewrite.zeroed();
 
   std::vector<Stmt> body;
   Expr w = ref(worker, loc_);

@@ -83,11 +83,15 @@ class Lowering {
   static bool loop_extent_differs(const Loop& loop, const TensorVar& t);
   void rows_by_length(const Nest& nest, const Loop& loop, const TensorVar& t,
                       const std::function<void(std::vector<ir::Stmt>&)>& fill, std::vector<ir::Stmt>& out);
-  // On the GPU, the rows of more than `chunk` entries of a nest whose
-  // entries add into dense rows (SpMM), split into chunks of entries that
-  // add atomically; null when the row's work is not such sums.
+  // On the GPU, the rows of more than `chunk` entries of a nest whose rows
+  // add up their entries' terms (SpMM, spmv), split into chunks of entries
+  // that add atomically; null when the row's work is not such sums.
+  // `zeroed` receives the outputs whose long rows' elements must be zero
+  // before the chunks add into them.
   ir::Stmt long_rows_in_chunks(const Loop& loop, const TensorVar& t,
-                               const std::function<void(std::vector<ir::Stmt>&)>& fill, int64_t chunk);
+                               const std::function<void(std::vector<ir::Stmt>&)>& fill, int64_t chunk,
+                               std::vector<ir::ArrayVar>& zeroed);
+  ir::Stmt with_long_rows_zeroed(const ir::Stmt& short_rows, const std::vector<ir::ArrayVar>& zeroed);
   // `prologue` (optional) makes what each chunk that has rows needs before them.
   ir::Stmt chunks_of_rows(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<ir::Stmt>&)>& fill,
                           const std::function<void(std::vector<ir::Stmt>&)>& prologue = {}, int64_t chunks = 256);

@@ -179,10 +179,11 @@ def rows_of_lengths(rng, lengths, m, dtype, index):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_long_rows_add_their_chunks_of_entries(index, dtype, rng):
     """Rows of more than 64 entries, whose entries add into a dense row
-    (SpMM, the fused SDDMM-SpMM), run in chunks of 64 stored entries that
-    add their parts atomically: rows of 63, 64 and 65 entries, rows that
-    start and end inside a chunk, one row of many chunks, short and empty
-    rows between them."""
+    (SpMM, the fused SDDMM-SpMM) or into the row's element (spmv, row sums,
+    row normalisation's sums), run in chunks of 64 stored entries that add
+    their parts atomically: rows of 63, 64 and 65 entries, rows that start
+    and end inside a chunk, one row of many chunks, short and empty rows
+    between them."""
     lengths = [0, 65, 3, 64, 63, 0, 129, 1, 2000, 0, 5, 130, 448, 0, 0, 66, 2]
     m = 2100
     S = rows_of_lengths(rng, lengths, m, dtype, index)
@@ -190,7 +191,8 @@ def test_long_rows_add_their_chunks_of_entries(index, dtype, rng):
     rtol = 1e-9 if dtype == np.float64 else 2e-4
     cases = ((spmm, (S, dense(rng, m, 5, dtype=dtype))), (spmm, (S, dense(rng, m, 40, dtype=dtype))),
              (sddmm_spmm, (S, dense(rng, n, 4, dtype=dtype), dense(rng, 4, m, dtype=dtype),
-                           dense(rng, m, 3, dtype=dtype))))
+                           dense(rng, m, 3, dtype=dtype))),
+             (spmv, (S, dense(rng, m, dtype=dtype))), (row_normalise, (abs(S),)))
     for fn, args in cases:
         kernel = plait.jit(fn, target="cuda")
         check(kernel(*args), fn(*args), "scipy", rtol)

@@ -195,6 +195,14 @@ TEST(KernelVersions, LongRowsOfSparseProductsRunInChunksOfEntries) {
   const std::string sddmm = ir::to_string(
       lower("def k(S, B, C):\n    return S.multiply(B @ C)\n", "csr[f32, i32], f32[:, ::1], f32[:, ::1]"));
   EXPECT_FALSE(contains(sddmm, "__chunk_worker")) << sddmm;
+  // A row's scalar sum (spmv) adds into its element, which the kernel of
+  // short rows sets to zero for a long row; the chunk's entries take a warp.
+  const std::string spmv = ir::to_string(lower("def k(A, x):\n    return A @ x\n", "csr[f32, i32], f32[::1]"));
+  const size_t spmv_chunks = spmv.find("parallel for __chunk_worker_");
+  ASSERT_NE(spmv_chunks, std::string::npos) << spmv;
+  EXPECT_TRUE(contains(spmv.substr(spmv_chunks), "] += __acc_")) << spmv;
+  EXPECT_TRUE(contains(spmv.substr(spmv_chunks), "le(64)")) << spmv;
+  EXPECT_TRUE(contains(spmv.substr(0, spmv_chunks), "} else {\n      _t8_3[_i_4] = 0.0:f32\n")) << spmv;
 }
 
 }  // namespace
