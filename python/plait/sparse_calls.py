@@ -204,7 +204,7 @@ def fold_results(kernel, results, arguments):
     given = set(id(a) for a in arguments)
     out, k = [], 0
     for declared in kernel.declared_results:
-        if not declared.startswith("csr"):
+        if not declared.startswith(("csr", "csc")):
             out.append(results[k])
             k += 1
             continue
@@ -225,25 +225,32 @@ def _copy(array):
     return array.clone() if type(array).__module__.startswith("torch") else array.copy()
 
 
-def _matrix(declared, data, indices, indptr, ncols):
+def _matrix(declared, data, indices, indptr, extent):
     """A sparse result in the library of its values, which the kernel made: a
     torch sparse CSR tensor for a torch tensor, a cupyx csr_matrix for a CuPy
-    array, else SciPy's csr_array or csr_matrix (as declared). Index arrays of
-    another library (a SciPy argument's, on the GPU target) are moved to it."""
-    shape = (int(indptr.shape[0]) - 1, int(ncols))
+    array, else SciPy's csr_array or csr_matrix (as declared); CSC where the
+    kernel returned a transpose ("csc[...]": index pointers over columns,
+    `extent` rows), as SciPy's `.T` is. Index arrays of another library (a
+    SciPy argument's, on the GPU target) are moved to it."""
+    csc = declared.startswith("csc")
+    compressed = int(indptr.shape[0]) - 1
+    shape = (int(extent), compressed) if csc else (compressed, int(extent))
     module = type(data).__module__
     if module.startswith("torch"):
         import torch
 
         indices, indptr = (torch.as_tensor(a, device=data.device) for a in (indices, indptr))
-        return torch.sparse_csr_tensor(indptr, indices, data, size=shape)
+        make = torch.sparse_csc_tensor if csc else torch.sparse_csr_tensor
+        return make(indptr, indices, data, size=shape)
     if module.startswith("cupy"):
         import cupy
         import cupyx.scipy.sparse as csp
 
-        return csp.csr_matrix((data, cupy.asarray(indices), cupy.asarray(indptr)), shape=shape)
+        cls = csp.csc_matrix if csc else csp.csr_matrix
+        return cls((data, cupy.asarray(indices), cupy.asarray(indptr)), shape=shape)
     data, indices, indptr = (a if isinstance(a, np.ndarray) else a.to_host() for a in (data, indices, indptr))
     import scipy.sparse as sp
 
-    cls = sp.csr_matrix if declared.startswith("csr_matrix") else sp.csr_array
+    matrix = declared.split("[")[0].endswith("_matrix")
+    cls = (sp.csc_matrix if matrix else sp.csc_array) if csc else (sp.csr_matrix if matrix else sp.csr_array)
     return cls((data, indices, indptr), shape=shape, copy=False)

@@ -237,7 +237,9 @@ void Lowerer::sparse_return_values(const Value& v, std::vector<ir::ReturnValue>&
   out.push_back({nullptr, t.values});
   out.push_back({nullptr, t.crd[1]});
   out.push_back({nullptr, t.pos[1]});
-  out.push_back({t.shape[1], nullptr});
+  // The extent of the dimension `crd` indexes: the columns of a CSR result,
+  // the rows of a CSC one.
+  out.push_back({t.shape[t.format.mode_order[1]], nullptr});
 }
 
 }  // namespace plait::lowering

@@ -577,12 +577,8 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
         it = Value::of_array(materialize(it.tensor, out, r.loc, current_stmt_), r.loc);
       if (it.kind == Value::Kind::Algebra) {
         const tensor::TensorVar& t = *it.algebra->program->result;
-        SparseType st{t.type.kind, it.algebra->index, it.algebra->matrix};
-        if (t.format.mode_order[0] != 0)
-          unsupported(
-              "a transposed sparse matrix is returned as CSC, which kernels do not return yet; return "
-              "its .tocsr() outside the kernel",
-              r.value->loc);
+        // A transpose is returned as SciPy returns it: CSC, over its operand's arrays.
+        SparseType st{t.type.kind, it.algebra->index, it.algebra->matrix, t.format.mode_order[0] != 0};
         sparse_return_values(it, values, r.loc);
         types.push_back(ValueType::of(st));
       } else if (it.kind == Value::Kind::Scalar) {

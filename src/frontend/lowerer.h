@@ -341,8 +341,9 @@ class Lowerer {
   // value over the computed values.
   Value realize(const Value& v, SourceLoc loc);
   void check_sparse_assignment(const std::string& name, SourceLoc loc);
-  // A sparse value returned (CSR; lower_return refuses a transposed one): its
-  // values, column indices, row pointers and column count.
+  // A sparse value returned: its values, indices, index pointers and the
+  // extent the indices count in (CSR: column indices, row pointers, columns;
+  // a transpose, CSC: row indices, column pointers, rows).
   void sparse_return_values(const Value& v, std::vector<ir::ReturnValue>& out, SourceLoc loc);
   std::map<std::string, Value> sparse_values_;  // sparse parameters and locals
   std::set<std::string> once_at_top_;           // locals assigned once, at the function's top level

@@ -211,8 +211,8 @@ std::string to_string(const ArrayType& t) {
 }
 
 std::string to_string(const SparseType& t) {
-  return std::string(t.matrix ? "csr_matrix[" : "csr[") + to_string(ScalarType{t.dtype, false}) + ", " +
-         to_string(ScalarType{t.index, false}) + "]";
+  return std::string(t.csc ? "csc" : "csr") + (t.matrix ? "_matrix[" : "[") + to_string(ScalarType{t.dtype, false}) +
+         ", " + to_string(ScalarType{t.index, false}) + "]";
 }
 
 std::string to_string(const ValueType& t) {

@@ -109,11 +109,16 @@ struct SparseType {
   ScalarKind dtype = ScalarKind::Float64;
   ScalarKind index = ScalarKind::Int32;
   bool matrix = false;
-  bool operator==(const SparseType& o) const { return dtype == o.dtype && index == o.index && matrix == o.matrix; }
+  // Stored by columns: a kernel's result that is a transpose (`return S.T`),
+  // whose arrays are its operand's CSR arrays. Arguments are CSR.
+  bool csc = false;
+  bool operator==(const SparseType& o) const {
+    return dtype == o.dtype && index == o.index && matrix == o.matrix && csc == o.csc;
+  }
   bool operator!=(const SparseType& o) const { return !(*this == o); }
 };
 
-// "csr[f64, i32]" (a csr_array), "csr_matrix[f32, i64]".
+// "csr[f64, i32]" (a csr_array), "csr_matrix[f32, i64]"; a result's "csc[...]".
 std::string to_string(const SparseType& t);
 
 // The type of one kernel argument or returned value.

@@ -50,10 +50,10 @@ def on_host(value, lib):
     if cupy is not None and isinstance(value, cupy.ndarray):
         return cupy.asnumpy(value), False
     if cupy is not None and csp.issparse(value):
-        assert value.format == "csr"
+        assert value.format in ("csr", "csc")
         return value.get().toarray(), True
     if torch is not None and isinstance(value, torch.Tensor):
-        if value.layout == torch.sparse_csr:
+        if value.layout in (torch.sparse_csr, torch.sparse_csc):
             return value.to_dense().cpu().numpy(), True
         assert value.layout == torch.strided
         return value.cpu().numpy(), False
@@ -173,6 +173,25 @@ def rows_of_lengths(rng, lengths, m, dtype, index):
     indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(index)
     indices = np.concatenate(cols).astype(index)
     return sp.csr_array((dense(rng, int(indptr[-1]), dtype=dtype), indices, indptr), shape=(len(lengths), m))
+
+
+def scaled_transpose(S):
+    return (S * 2.0).T
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_transposes_are_returned_as_csc(lib, rng):
+    """A returned transpose is CSC in the library of the operand: SciPy's
+    csc_array, cupyx's csc_matrix, a torch sparse CSC tensor."""
+    kernel = plait.jit(scaled_transpose, target="cuda")
+    for shape in ((0, 0), (1, 1), (7, 5), (300, 257)):
+        S = random_csr(rng, shape, matrix=lib == "cupyx")
+        got, want = kernel(on_gpu(S, lib)), scaled_transpose(S)
+        check(got, want, lib, 1e-12)
+        if lib == "torch":
+            assert got.layout == torch.sparse_csc and tuple(got.shape) == want.shape
+        else:
+            assert got.format == "csc" and got.shape == want.shape
 
 
 @pytest.mark.parametrize("index", [np.int32, np.int64])

@@ -176,6 +176,39 @@ def test_transpose(rng):
     check_same(plait.jit(t_sum)(S), t_sum(S))
 
 
+def transposed(S):
+    return S.T
+
+
+def scaled_transpose(S):
+    return (S * 2.0).T
+
+
+def masked_transpose(S, D):
+    return S.T.multiply(D), S.T.T
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+@pytest.mark.parametrize("matrix", [False, True])
+def test_transposes_are_returned_as_csc(rng, shape, index, matrix):
+    """A returned transpose is CSC, as SciPy's `.T` is: csc_array or
+    csc_matrix with the transposed shape, its operand's index dtype and the
+    same values; `.T.T` is CSR again."""
+    S = random_csr(rng, shape, index=index, matrix=matrix)
+    D = dense(rng, shape[1], shape[0])
+    for fn, args in ((transposed, (S,)), (scaled_transpose, (S,)), (masked_transpose, (S, D))):
+        got, want = plait.jit(fn)(*args), fn(*args)
+        got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        for g, w in zip(got, want):
+            if w.format == "coo":  # SciPy's multiply gives COO, Plait the operand's format
+                w = w.asformat("csc" if g.format == "csc" else "csr")
+            else:  # SciPy's conversion from COO may narrow the indices
+                assert g.indices.dtype == w.indices.dtype
+            assert type(g) is type(w), (fn.__name__, type(g), type(w))
+            check_same(g, w)
+
+
 def test_non_canonical_and_other_formats(rng):
     S = random_csr(rng, (9, 8), canonical=False)
     assert not S.has_canonical_format
