@@ -28,6 +28,23 @@ bool holds_loop(const Stmt& s) {
   return scan.found;
 }
 
+// A binary search over rows 0 .. `last`: `lo` ends at the first row r for
+// which `after(r)` is false (the rows for which it holds come first). The
+// caller makes and names the variables.
+void search_rows(const ir::Var& lo, const ir::Var& hi, const ir::Var& mid, Expr last,
+                 const std::function<Expr(const Expr&)>& after, SourceLoc loc, std::vector<Stmt>& body) {
+  body.push_back(ir::Assign::make(lo, int_imm(0, loc), loc));
+  body.push_back(ir::Assign::make(hi, std::move(last), loc));
+  Expr m = ref(mid, loc);
+  Expr half = ir::Binary::make(ir::BinaryOp::FloorDiv, add(ref(lo, loc), ref(hi, loc), loc), int_imm(2, loc),
+                               ScalarType::py_int(), false, loc);
+  Stmt step = ir::Block::make(
+      {ir::Assign::make(mid, half, loc), ir::If::make(after(m), ir::Assign::make(lo, add(m, int_imm(1, loc), loc), loc),
+                                                      ir::Assign::make(hi, m, loc), loc)},
+      loc);
+  body.push_back(ir::While::make(ir::Compare::make(ir::CompareOp::LT, ref(lo, loc), ref(hi, loc), loc), step, loc));
+}
+
 // Whether e is `pos[r]` read as an index: where a row's entries begin.
 bool reads_row_start(const Expr& e, const ir::ArrayVar& pos, const Expr& r) {
   const auto* cast = e->as<ir::Cast>();
@@ -282,7 +299,9 @@ bool Lowering::loop_extent_differs(const Loop& loop, const TensorVar& t) {
 // row's team runs the entries in step and spreads each entry's sum
 // (team_in_step), whose terms lie side by side where the entries' do not.
 // Where entries add into a dense row (SpMM), the team spreads the dense
-// loops instead, sized by their extents, and one kernel runs all rows.
+// loops instead, sized by their extents. Where a row adds up its entries
+// (into a dense row, or into its element: spmv), the longer rows run in
+// chunks of entries instead (long_rows_in_chunks).
 void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVar& t,
                               const std::function<void(std::vector<Stmt>&)>& fill, std::vector<Stmt>& out) {
   constexpr int64_t kShortRow = 64;
@@ -425,19 +444,12 @@ Stmt Lowering::long_rows_in_chunks(const Loop& loop, const TensorVar& t,
           loc_),
       loc_));
   // The first row that ends after the entry: the row that holds it.
-  body.push_back(ir::Assign::make(lo, int_imm(0, loc_), loc_));
-  body.push_back(ir::Assign::make(hi, binop(ir::BinaryOp::Sub, rows, int_imm(1, loc_)), loc_));
-  Expr m = ref(mid, loc_);
-  body.push_back(ir::While::make(
-      ir::Compare::make(ir::CompareOp::LT, ref(lo, loc_), ref(hi, loc_), loc_),
-      ir::Block::make(
-          {ir::Assign::make(
-               mid, binop(ir::BinaryOp::FloorDiv, add(ref(lo, loc_), ref(hi, loc_), loc_), int_imm(2, loc_)), loc_),
-           ir::If::make(
-               ir::Compare::make(ir::CompareOp::LE, start(add(m, int_imm(1, loc_), loc_)), ref(entry, loc_), loc_),
-               ir::Assign::make(lo, add(m, int_imm(1, loc_), loc_), loc_), ir::Assign::make(hi, m, loc_), loc_)},
-          loc_),
-      loc_));
+  search_rows(
+      lo, hi, mid, binop(ir::BinaryOp::Sub, rows, int_imm(1, loc_)),
+      [&](const Expr& m) {
+        return ir::Compare::make(ir::CompareOp::LE, start(add(m, int_imm(1, loc_), loc_)), ref(entry, loc_), loc_);
+      },
+      loc_, body);
   // The row, assigned once from a value that is never negative: so the
   // indices it makes are proven non-negative (transforms/normalize_indices).
   body.push_back(ir::Assign::make(found, binop(ir::BinaryOp::Max, ref(lo, loc_), int_imm(0, loc_)), loc_));
@@ -480,20 +492,9 @@ Stmt Lowering::chunks_of_rows(const Loop& loop, const TensorVar& t, const std::f
     ir::Var lo = new_var(ScalarType::py_int(), hint);
     ir::Var hi = new_var(ScalarType::py_int(), hint + "_end");
     ir::Var mid = new_var(ScalarType::py_int(), hint + "_mid");
-    body.push_back(ir::Assign::make(lo, int_imm(0, loc_), loc_));
-    body.push_back(ir::Assign::make(hi, rows, loc_));
-    Expr m = ir::VarRef::make(mid, loc_);
-    Stmt step = ir::Block::make(
-        {ir::Assign::make(mid,
-                          binop(ir::BinaryOp::FloorDiv,
-                                add(ir::VarRef::make(lo, loc_), ir::VarRef::make(hi, loc_), loc_), int_imm(2, loc_)),
-                          loc_),
-         ir::If::make(ir::Compare::make(ir::CompareOp::LT, work(m), target, loc_),
-                      ir::Assign::make(lo, add(m, int_imm(1, loc_), loc_), loc_), ir::Assign::make(hi, m, loc_), loc_)},
-        loc_);
-    body.push_back(ir::While::make(
-        ir::Compare::make(ir::CompareOp::LT, ir::VarRef::make(lo, loc_), ir::VarRef::make(hi, loc_), loc_), step,
-        loc_));
+    search_rows(
+        lo, hi, mid, rows, [&](const Expr& m) { return ir::Compare::make(ir::CompareOp::LT, work(m), target, loc_); },
+        loc_, body);
     return ir::VarRef::make(lo, loc_);
   };
   Expr c = ir::VarRef::make(chunk, loc_);
