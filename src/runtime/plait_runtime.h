@@ -85,7 +85,11 @@ inline thread_local int64_t parallel_iteration = -1;
 // iterations out of order). The helper that raised returns a harmless value;
 // the generated code tests ctx->error_kind before the statement's effect and
 // stops (returns ctx->error_kind, or leaves a parallel loop's iteration).
-inline void raise_error(plait_context* ctx, int32_t kind, int line, int col, const char* message) {
+// Cold and out of line, so that the checks that may call it (trip counts,
+// interrupts, index checks) stay small enough to inline into the loops that
+// run them: a row loop of spmv paid a call per row otherwise.
+[[gnu::cold, gnu::noinline]] inline void raise_error(plait_context* ctx, int32_t kind, int line, int col,
+                                                     const char* message) {
   static int32_t lock = 0;  // errors are rare: a spin lock
   while (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE) != 0) {
   }
@@ -105,8 +109,9 @@ inline void raise_error(plait_context* ctx, int32_t kind, int line, int col, con
 // (message_formats, which the code generator prints before this text): its
 // format over a, b and c. portable_runtime.h raises its errors so, as
 // device code, which cannot format text, records them by number.
-inline void raise_error(plait_context* ctx, int32_t kind, int line, int col, message_code message, long long a = 0,
-                        long long b = 0, long long c = 0) {
+[[gnu::cold, gnu::noinline]] inline void raise_error(plait_context* ctx, int32_t kind, int line, int col,
+                                                     message_code message, long long a = 0, long long b = 0,
+                                                     long long c = 0) {
   char text[sizeof ctx->error_message];
   std::snprintf(text, sizeof text, message_formats[message], a, b, c);
   raise_error(ctx, kind, line, col, text);
@@ -122,7 +127,7 @@ inline bool stops(const plait_context* ctx) {
 
 // Whether the caller asked the kernel to stop (SIGINT): records a
 // KeyboardInterrupt and returns true, so that the loop testing it stops.
-inline bool interrupted(plait_context* ctx) {
+[[gnu::always_inline]] inline bool interrupted(plait_context* ctx) {
   if (__builtin_expect(ctx->interrupt == nullptr || *ctx->interrupt == 0, 1)) return false;
   raise_error(ctx, PLAIT_KEYBOARD_INTERRUPT, 0, 0, "");
   return true;
@@ -170,7 +175,8 @@ inline T load_checked(plait_context* ctx, int line, int col, const T* data, cons
 // (which a 64-bit loop counter cannot count, and Python would take
 // centuries to run) an OverflowError; either is recorded in `ctx`, at the
 // loop's line, and the loop runs no iteration.
-inline int64_t checked_trip_count(plait_context* ctx, int line, int col, int64_t begin, int64_t end, int64_t step) {
+[[gnu::always_inline]] inline int64_t checked_trip_count(plait_context* ctx, int line, int col, int64_t begin,
+                                                        int64_t end, int64_t step) {
   if (__builtin_expect(step == 0, 0)) {
     raise_error(ctx, PLAIT_VALUE_ERROR, line, col, "range() arg 3 must not be zero");
     return 0;
