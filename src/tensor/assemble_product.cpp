@@ -284,9 +284,17 @@ Stmt Lowering::product_rows(const LoopOrder& order, const RowPass& pass) {
   };
   // Fewer chunks than other nests: each pays its workspace's zeros and the
   // bounds checks' scans of B's index arrays (insert_bounds_checks), which
-  // cover most of B whichever rows the chunk holds.
+  // cover most of B whichever rows the chunk holds. The operations are
+  // about two per product: A's entries times B's mean row length (NaN,
+  // hence one chunk, when both are empty).
   constexpr int64_t kChunks = 32;
-  return chunks_of_rows(order.loops[0], a, fill, prologue, kChunks);
+  auto f64 = [&](const Expr& e) { return ir::Cast::make(ScalarType::f64(), as_index(e, loc_), false, loc_); };
+  auto times = [&](ir::BinaryOp op, Expr x, Expr y) {
+    return ir::Binary::make(op, std::move(x), std::move(y), ScalarType::f64(), false, loc_);
+  };
+  const Expr products = times(ir::BinaryOp::Div, times(ir::BinaryOp::Mul, f64(a.nnz), f64(b.nnz)), f64(b.shape[0]));
+  const Expr ops = times(ir::BinaryOp::Mul, ir::FloatImm::make(2.0, ScalarType::f64(), loc_), products);
+  return chunks_of_rows(order.loops[0], a, ops, fill, prologue, kChunks);
 }
 
 Lowering::ProductWorkspace Lowering::product_workspace(const LoopOrder& order, std::vector<Stmt>& out) {

@@ -475,8 +475,13 @@ Stmt Lowering::long_rows_in_chunks(const Loop& loop, const TensorVar& t,
 // The rows in chunks of equal work (stored entries plus rows: pos[r] + r
 // grows by each row's entries and one), so that a power-law matrix's long
 // rows do not leave threads idle: the chunks run in parallel, each finds
-// its rows by a binary search in pos.
-Stmt Lowering::chunks_of_rows(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<Stmt>&)>& fill,
+// its rows by a binary search in pos. A chunk costs its two searches and
+// the bounds checks' scans of the index arrays its rows read
+// (insert_bounds_checks), about a microsecond, so a chunk holds about
+// kOpsPerChunk of the nest's `ops` (spmv of 1e5 entries: 6 chunks, where
+// `chunks` of them took 1.5x as long on one thread).
+Stmt Lowering::chunks_of_rows(const Loop& loop, const TensorVar& t, const Expr& ops,
+                              const std::function<void(std::vector<Stmt>&)>& fill,
                               const std::function<void(std::vector<Stmt>&)>& prologue, int64_t chunks) {
   const ir::ArrayVar& pos = t.pos[1];
   Expr rows = as_index(loop.extent, loc_);
@@ -485,8 +490,26 @@ Stmt Lowering::chunks_of_rows(const Loop& loop, const TensorVar& t, const std::f
   auto binop = [&](ir::BinaryOp op, Expr a, Expr b) {
     return ir::Binary::make(op, std::move(a), std::move(b), ScalarType::py_int(), false, loc_);
   };
+  constexpr double kOpsPerChunk = 32768;
   std::vector<Stmt> body;
   Expr total = work(rows);
+  // ops / kOpsPerChunk chunks, from 1 to `chunks`.
+  auto at_least = [&](double n) {
+    return ir::Compare::make(ir::CompareOp::GE, ops, ir::FloatImm::make(n * kOpsPerChunk, ScalarType::f64(), loc_),
+                             loc_);
+  };
+  Expr quotient =
+      ir::Cast::make(ScalarType::py_int(),
+                     ir::Binary::make(ir::BinaryOp::Div, ops, ir::FloatImm::make(kOpsPerChunk, ScalarType::f64(), loc_),
+                                      ScalarType::f64(), false, loc_),
+                     false, loc_);
+  ir::Var count = new_var(ScalarType::py_int(), "_row_chunks");
+  Stmt count_chunks =
+      ir::Assign::make(count,
+                       ir::Select::make(at_least(static_cast<double>(chunks)), int_imm(chunks, loc_),
+                                        ir::Select::make(at_least(1), quotient, int_imm(1, loc_), loc_), loc_),
+                       loc_);
+  Expr chunk_count = ir::VarRef::make(count, loc_);
   // The first row whose work before it reaches `target`.
   auto row_at = [&](Expr target, const std::string& hint) {
     ir::Var lo = new_var(ScalarType::py_int(), hint);
@@ -498,11 +521,10 @@ Stmt Lowering::chunks_of_rows(const Loop& loop, const TensorVar& t, const std::f
     return ir::VarRef::make(lo, loc_);
   };
   Expr c = ir::VarRef::make(chunk, loc_);
-  Expr first =
-      row_at(binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, c, total), int_imm(chunks, loc_)), "_first_row");
-  Expr end = row_at(binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, add(c, int_imm(1, loc_), loc_), total),
-                          int_imm(chunks, loc_)),
-                    "_end_row");
+  Expr first = row_at(binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, c, total), chunk_count), "_first_row");
+  Expr end = row_at(
+      binop(ir::BinaryOp::FloorDiv, binop(ir::BinaryOp::Mul, add(c, int_imm(1, loc_), loc_), total), chunk_count),
+      "_end_row");
   Stmt rows_loop = make_loop(loop, fill, false, {first, end});
   if (prologue) {
     std::vector<Stmt> with;
@@ -514,8 +536,9 @@ Stmt Lowering::chunks_of_rows(const Loop& loop, const TensorVar& t, const std::f
   body.push_back(rows_loop);
   ir::LoopSchedule schedule;
   schedule.kind = ir::LoopKind::Parallel;
-  return ir::For::make(chunk, int_imm(0, loc_), int_imm(chunks, loc_), int_imm(1, loc_),
-                       ir::Block::make(std::move(body), loc_), schedule, loc_);
+  Stmt loop_of_chunks = ir::For::make(chunk, int_imm(0, loc_), chunk_count, int_imm(1, loc_),
+                                      ir::Block::make(std::move(body), loc_), schedule, loc_);
+  return ir::Block::make({count_chunks, loop_of_chunks}, loc_);
 }
 
 }  // namespace plait::tensor::detail

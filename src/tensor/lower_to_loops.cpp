@@ -455,9 +455,10 @@ void Lowering::emit_shared(const Nest& nest, size_t level, std::vector<Stmt>& ou
   // Threads pay off from about 1e5 operations (the nest's cost formula at
   // run time); below, the rows run in order.
   constexpr double kParallelWork = 1e5;
-  Expr enough = ir::Compare::make(ir::CompareOp::GE, nest_cost(nest).value(loc_),
-                                  ir::FloatImm::make(kParallelWork, ScalarType::f64(), loc_), loc_);
-  Stmt chunked = chunks_of_rows(loop, *rows, fill);
+  const Expr ops = nest_cost(nest).value(loc_);
+  Expr enough =
+      ir::Compare::make(ir::CompareOp::GE, ops, ir::FloatImm::make(kParallelWork, ScalarType::f64(), loc_), loc_);
+  Stmt chunked = chunks_of_rows(loop, *rows, ops, fill);
   out.push_back(ir::If::make(enough, chunked, make_loop(loop, fill, false), loc_));
 }
 

@@ -92,8 +92,11 @@ class Lowering {
                                const std::function<void(std::vector<ir::Stmt>&)>& fill, int64_t chunk,
                                std::vector<ir::ArrayVar>& zeroed);
   ir::Stmt with_long_rows_zeroed(const ir::Stmt& short_rows, const std::vector<ir::ArrayVar>& zeroed);
-  // `prologue` (optional) makes what each chunk that has rows needs before them.
-  ir::Stmt chunks_of_rows(const Loop& loop, const TensorVar& t, const std::function<void(std::vector<ir::Stmt>&)>& fill,
+  // `ops` (float64) estimates the nest's operations, which set the number
+  // of chunks, at most `chunks`; `prologue` (optional) makes what each
+  // chunk that has rows needs before them.
+  ir::Stmt chunks_of_rows(const Loop& loop, const TensorVar& t, const ir::Expr& ops,
+                          const std::function<void(std::vector<ir::Stmt>&)>& fill,
                           const std::function<void(std::vector<ir::Stmt>&)>& prologue = {}, int64_t chunks = 256);
 
   // Dense operands read down their columns (lower_relayout.cpp).

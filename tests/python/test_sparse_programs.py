@@ -404,6 +404,25 @@ def test_large_enough_for_threads(rng):
     check_same(plait.jit(softmax)(S), softmax(S), rtol=1e-10)
 
 
+@pytest.mark.parametrize("rows, length", [(1000, 6), (20000, 8), (6000, 720)])
+def test_rows_in_chunks_of_work_as_many_as_the_work_gives(rng, rows, length):
+    # Over 1e5 operations, one chunk (under 16384 units of work: entries and
+    # rows), a few, and the most (256, past 4.2e6 units), with rows of 0 to
+    # 2 * length entries, a long one among them, int32 indices: each chunk
+    # finds its rows by a binary search.
+    counts = rng.integers(0, 2 * length + 1, size=rows)
+    counts[rows // 3] = 40 * length
+    indptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+    indices = rng.integers(0, rows, size=indptr[-1]).astype(np.int32)
+    S = sp.csr_array((rng.standard_normal(indptr[-1]), indices, indptr), shape=(rows, rows))
+    S.sum_duplicates()
+    x = dense(rng, rows)
+    check_same(plait.jit(spmv)(S, x), spmv(S, x), rtol=1e-10)
+    if rows * length < 1e6:
+        X = dense(rng, rows, 10)
+        check_same(plait.jit(spmm)(S, X), spmm(S, X), rtol=1e-10)
+
+
 def test_dense_arithmetic_on_dense_results(rng):
     def scaled_product(S, x):
         return (S @ x) * 2.0
