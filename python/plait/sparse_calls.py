@@ -21,21 +21,40 @@ from . import _core
 _INDEX_CODES = {np.dtype(np.int32): "i32", np.dtype(np.int64): "i64"}
 
 
+# The kind of each type of argument seen that is not torch's (whose tensors'
+# kind depends on their layout): a call looks its arguments' kinds up.
+_KIND_OF_TYPE = {}
+
+
 def sparse_kind(value):
     """"scipy", "cupyx" or "torch" for a sparse matrix, else None."""
-    module = type(value).__module__
+    cls = type(value)
+    try:
+        return _KIND_OF_TYPE[cls]
+    except KeyError:
+        pass
+    module = cls.__module__
     if module.startswith("torch"):
         layout = getattr(value, "layout", None)
         return "torch" if layout is not None and str(layout) != "torch.strided" else None
+    kind = None
     if hasattr(value, "tocsr") and hasattr(value, "format"):
-        return "cupyx" if module.startswith("cupyx") else "scipy"
-    return None
+        kind = "cupyx" if module.startswith("cupyx") else "scipy"
+    _KIND_OF_TYPE[cls] = kind
+    return kind
+
+
+_IS_MATRIX_CLASS = {}  # SciPy sparse type -> whether it is an spmatrix (csr_matrix, ...), not an array
 
 
 def _is_matrix_class(value):
-    import scipy.sparse as sp
+    cls = type(value)
+    known = _IS_MATRIX_CLASS.get(cls)
+    if known is None:
+        import scipy.sparse as sp
 
-    return isinstance(value, sp.spmatrix)
+        known = _IS_MATRIX_CLASS[cls] = issubclass(cls, sp.spmatrix)
+    return known
 
 
 def csr_parts(value, kind, kernel, name, notes, target):

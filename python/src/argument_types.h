@@ -25,6 +25,10 @@ namespace plait::python {
 //   array:  kArrayBase + (((layout * 4 + ndim - 1) << 4) | dtype)  (32 ... 223)
 constexpr uint8_t kArrayBase = 0x20;
 constexpr uint8_t kWeakBit = 0x10;
+// Not a type code: a sparse matrix argument, whose call goes through the
+// dispatcher's Python method _call_sparse (the CPU classification returns
+// it where a throw would cost a microsecond or two per call).
+constexpr uint8_t kSparseArgument = 0xFF;
 static_assert(plait::kNumScalarKinds <= 16 && kArrayBase % 16 == 0);
 
 inline uint8_t scalar_code(int dtype, bool weak) {

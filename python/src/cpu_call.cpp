@@ -31,8 +31,8 @@ namespace {
   raise_argument_error(d, index, why);
 }
 
-// Classifies argument `index`; returns its type code and fills `slot`.
-// Sets `guarded` when the argument is an array that a write must not reach
+// Classifies argument `index`; returns its type code and fills `slot`, or
+// kSparseArgument for a SciPy sparse matrix. Sets `guarded` when the argument is an array that a write must not reach
 // (read-only, or a zero stride over more than one element), so that the
 // call checks it against what the kernel writes (check_writes).
 uint8_t classify(const Dispatcher& d, size_t index, PyObject* obj, ArgSlot& slot, bool& guarded) {
@@ -120,7 +120,7 @@ uint8_t classify(const Dispatcher& d, size_t index, PyObject* obj, ArgSlot& slot
     slot.f64 = PyFloat_AS_DOUBLE(obj);
     return scalar_code(PLAIT_FLOAT64, true);
   }
-  if (is_scipy_sparse(obj)) throw SparseArgument{};
+  if (is_scipy_sparse(obj)) return kSparseArgument;
   raise_unsupported_type(d, index, obj);
 }
 
@@ -324,13 +324,11 @@ PyObject* call_cpu(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
   }
   std::string key(nargs, '\0');
   bool guarded = false;
-  try {
-    for (size_t i = 0; i < nargs; ++i) {
-      key[i] = static_cast<char>(classify(d, i, args[i], slots[i], guarded));
-      pointers[i] = &slots[i];
-    }
-  } catch (const SparseArgument&) {
-    return PyObject_CallMethod(self, "_call_sparse", "(O)", args_tuple);
+  for (size_t i = 0; i < nargs; ++i) {
+    const uint8_t code = classify(d, i, args[i], slots[i], guarded);
+    if (code == kSparseArgument) return PyObject_CallMethod(self, "_call_sparse", "(O)", args_tuple);
+    key[i] = static_cast<char>(code);
+    pointers[i] = &slots[i];
   }
 
   auto found = d.table.find(key);
@@ -385,10 +383,12 @@ std::string cpu_signature(const Dispatcher& d, nb::handle args) {
   std::string key(nargs, '\0');
   std::vector<ArgSlot> slots(nargs);
   bool guarded = false;
-  try {
-    for (size_t i = 0; i < nargs; ++i) key[i] = static_cast<char>(classify(d, i, args[i].ptr(), slots[i], guarded));
-  } catch (const SparseArgument&) {
-    throw nb::type_error("a sparse matrix argument: the kernel's signature is known once it is called");
+  for (size_t i = 0; i < nargs; ++i) {
+    const uint8_t code = classify(d, i, args[i].ptr(), slots[i], guarded);
+    if (code == kSparseArgument) {
+      throw nb::type_error("a sparse matrix argument: the kernel's signature is known once it is called");
+    }
+    key[i] = static_cast<char>(code);
   }
   return signature_of(key);
 }

@@ -29,16 +29,16 @@ struct Dispatcher {
   std::unordered_map<std::string, KernelPtr> table;  // key of type codes -> kernel
 };
 
-// Raises TypeError "<kernel>() argument '<param>' <why>".
-// Thrown by a call path's classification on a sparse matrix (SciPy; on the
-// CUDA target also cupyx.scipy.sparse and torch sparse tensors): the call
-// goes through the Python method _call_sparse, which passes each sparse
-// matrix as its arrays (plait/sparse_calls.py).
+// Thrown by the CUDA call path's classification on a sparse matrix (SciPy,
+// cupyx.scipy.sparse and torch sparse tensors; the CPU's returns
+// kSparseArgument): the call goes through the Python method _call_sparse,
+// which passes each sparse matrix as its arrays (plait/sparse_calls.py).
 struct SparseArgument {};
 
 // Whether obj is a SciPy sparse matrix or array (it has `format` and `tocsr`).
 bool is_scipy_sparse(PyObject* obj);
 
+// Raises TypeError "<kernel>() argument '<param>' <why>".
 [[noreturn]] void raise_argument_error(const Dispatcher& d, size_t index, const std::string& why);
 // Raises TypeError for a NumPy masked array, whose mask kernels would ignore.
 void refuse_masked_array(const Dispatcher& d, size_t index, PyObject* obj);
