@@ -7,6 +7,7 @@
 #include "ir/ir_equal.h"
 #include "ir/ir_mutator.h"
 #include "ir/ir_visitor.h"
+#include "runtime/abi.h"
 #include "tensor/lowering.h"
 
 namespace plait::tensor::detail {
@@ -341,20 +342,19 @@ void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVa
         true));
   }
   const bool sums_into_rows = !entries_innermost && !entries_own_values;
+  std::vector<ir::ArrayVar> zeroed;
   if (sums_into_rows || entries_innermost) {
     // Where entries add into a dense row (SpMM), the team walks the row's
     // entries in order; where a row's sum is innermost (spmv, row sums), a
     // warp spreads its entries: either way a row of 5e4 entries takes
     // thousands of steps of one team. Its chunks of entries run apart
     // instead, each adding its part atomically.
-    std::vector<ir::ArrayVar> zeroed;
     Stmt chunks = long_rows_in_chunks(loop, t, fill, kShortRow, zeroed);
     if (chunks) {
       remarks_.emplace_back(nest.stmts[0]->loc,
                             "rows of " + t.name + " with more than " + std::to_string(kShortRow) +
                                 " stored entries run in chunks of " + std::to_string(kShortRow) +
                                 " entries, each adding its sums into the row atomically (a kernel of their own)");
-      kernels[0] = with_long_rows_zeroed(kernels[0], zeroed);
       kernels[1] = chunks;
     } else if (sums_into_rows) {
       remarks_.emplace_back(nest.stmts[0]->loc, "the rows of " + t.name +
@@ -364,25 +364,47 @@ void Lowering::rows_by_length(const Nest& nest, const Loop& loop, const TensorVa
       return;
     }
   }
-  for (Stmt& k : kernels) out.push_back(std::move(k));
+  // The kernel of short rows marks that it met a long one, and the kernel of
+  // long rows runs only then: on a matrix without long rows its workers stop
+  // at once (spmv on banded, 1e6 entries: the chunks' searches for their
+  // rows took 45 us a call).
+  ir::ArrayVar marked = new_array(ArrayType{ScalarKind::Int64, 1, Layout::C}, "_long_rows");
+  out.push_back(ir::Allocate::make(marked, {int_imm(1, loc_)}, ir::FillKind::Zeros, nullptr, loc_));
+  out.push_back(with_long_rows_marked(kernels[0], zeroed, marked));
+  out.push_back(only_where_marked(kernels[1], marked));
 }
 
 // The kernel of short rows (a loop over the rows whose body is `if the row
 // is short: its work`) with, for a long row, its elements of `zeroed` set to
-// zero: the chunks of the row add into them after this kernel.
-Stmt Lowering::with_long_rows_zeroed(const Stmt& short_rows, const std::vector<ir::ArrayVar>& zeroed) {
-  if (zeroed.empty()) return short_rows;
+// zero (the chunks of the row add into them after this kernel) and `marked`
+// set to 1 (atomically, once it reads 0).
+Stmt Lowering::with_long_rows_marked(const Stmt& short_rows, const std::vector<ir::ArrayVar>& zeroed,
+                                     const ir::ArrayVar& marked) {
   const auto* rows = short_rows->as<ir::For>();
   const auto* body = rows->body->as<ir::Block>();
   std::vector<Stmt> stmts = body->stmts;
   const auto* split = stmts.back()->as<ir::If>();
-  std::vector<Stmt> zero;
+  std::vector<Stmt> long_row;
   for (const ir::ArrayVar& a : zeroed)
-    zero.push_back(ir::Store::make(a, {ref(rows->var, loc_)},
-                                   identity(ir::ReduceOp::Add, ScalarType{a->type.dtype, false}, loc_), false, loc_));
-  stmts.back() = ir::If::make(split->cond, split->then_case, ir::Block::make(std::move(zero), loc_), loc_);
+    long_row.push_back(ir::Store::make(
+        a, {ref(rows->var, loc_)}, identity(ir::ReduceOp::Add, ScalarType{a->type.dtype, false}, loc_), false, loc_));
+  const Expr zero = int_imm(0, loc_);
+  long_row.push_back(ir::If::make(
+      ir::Compare::make(ir::CompareOp::EQ, ir::Load::make(marked, {zero}, false, loc_), zero, loc_),
+      ir::AtomicUpdate::make(marked, {zero}, ir::AtomicOp::Max, int_imm(1, loc_), false, loc_), nullptr, loc_));
+  stmts.back() = ir::If::make(split->cond, split->then_case, ir::Block::make(std::move(long_row), loc_), loc_);
   return ir::For::make(rows->var, rows->begin, rows->end, rows->step, ir::Block::make(std::move(stmts), loc_),
                        rows->schedule, rows->loc);
+}
+
+// The kernel of long rows, each iteration's work only where `marked` is set.
+Stmt Lowering::only_where_marked(const Stmt& long_rows, const ir::ArrayVar& marked) {
+  const auto* rows = long_rows->as<ir::For>();
+  const Expr zero = int_imm(0, loc_);
+  Stmt body =
+      ir::If::make(ir::Compare::make(ir::CompareOp::NE, ir::Load::make(marked, {zero}, false, loc_), zero, loc_),
+                   rows->body, nullptr, loc_);
+  return ir::For::make(rows->var, rows->begin, rows->end, rows->step, body, rows->schedule, rows->loc);
 }
 
 // The rows of more than `chunk` entries, in chunks of `chunk` consecutive
@@ -402,6 +424,7 @@ Stmt Lowering::long_rows_in_chunks(const Loop& loop, const TensorVar& t,
   auto start = [&](const Expr& r) { return as_index(ir::Load::make(pos, {r}, false, loc_), loc_); };
   Expr rows = as_index(loop.extent, loc_);
   Expr entries = start(rows);
+  Expr stored = as_index(ir::ArrayDim::make(t.crd[1], 0, loc_), loc_);
   ir::Var worker = new_var(ScalarType::py_int(), "_chunk_worker");
   ir::Var first = new_var(ScalarType::py_int(), "_chunk_first");
   ir::Var end = new_var(ScalarType::py_int(), "_chunk_end");
@@ -429,6 +452,9 @@ Stmt Lowering::long_rows_in_chunks(const Loop& loop, const TensorVar& t,
   zeroed = rewrite.zeroed();
 
   std::vector<Stmt> body;
+  // Entries past the index array would be in no chunk.
+  body.push_back(ir::Assert::make(ir::Compare::make(ir::CompareOp::LE, entries, stored, loc_), PLAIT_INDEX_ERROR,
+                                  "the row offsets of '" + t.name + "' reach past its stored entries", loc_));
   Expr w = ref(worker, loc_);
   body.push_back(ir::Assign::make(
       first, binop(ir::BinaryOp::Mul, binop(ir::BinaryOp::FloorDiv, w, int_imm(2, loc_)), int_imm(chunk, loc_)), loc_));
@@ -460,14 +486,19 @@ Stmt Lowering::long_rows_in_chunks(const Loop& loop, const TensorVar& t,
   Expr own = ir::Logical::make(ir::LogicalOp::Or,
                                ir::Compare::make(ir::CompareOp::EQ, ref(side, loc_), int_imm(0, loc_), loc_),
                                ir::Compare::make(ir::CompareOp::GT, row_start, ref(first, loc_), loc_), loc_);
-  body.push_back(ir::If::make(ir::Logical::make(ir::LogicalOp::And, long_row, own, loc_), part, nullptr, loc_));
+  Expr in_entries = ir::Compare::make(ir::CompareOp::LT, ref(first, loc_), entries, loc_);
+  body.push_back(ir::If::make(ir::Logical::make(ir::LogicalOp::And, in_entries,
+                                                ir::Logical::make(ir::LogicalOp::And, long_row, own, loc_), loc_),
+                              part, nullptr, loc_));
 
   ir::LoopSchedule schedule;
   schedule.kind = ir::LoopKind::Parallel;
-  Expr workers =
-      binop(ir::BinaryOp::Mul,
-            binop(ir::BinaryOp::FloorDiv, add(entries, int_imm(chunk - 1, loc_), loc_), int_imm(chunk, loc_)),
-            int_imm(2, loc_));
+  // Workers for the entries the index array holds, known on the host, where
+  // pos[rows] would be read from the GPU (a wait for the kernels before);
+  // the workers past pos[rows] find no entries.
+  Expr workers = binop(ir::BinaryOp::Mul,
+                       binop(ir::BinaryOp::FloorDiv, add(stored, int_imm(chunk - 1, loc_), loc_), int_imm(chunk, loc_)),
+                       int_imm(2, loc_));
   return ir::For::make(worker, int_imm(0, loc_), workers, int_imm(1, loc_), ir::Block::make(std::move(body), loc_),
                        schedule, loc_);
 }

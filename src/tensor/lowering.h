@@ -91,7 +91,9 @@ class Lowering {
   ir::Stmt long_rows_in_chunks(const Loop& loop, const TensorVar& t,
                                const std::function<void(std::vector<ir::Stmt>&)>& fill, int64_t chunk,
                                std::vector<ir::ArrayVar>& zeroed);
-  ir::Stmt with_long_rows_zeroed(const ir::Stmt& short_rows, const std::vector<ir::ArrayVar>& zeroed);
+  ir::Stmt with_long_rows_marked(const ir::Stmt& short_rows, const std::vector<ir::ArrayVar>& zeroed,
+                                 const ir::ArrayVar& marked);
+  ir::Stmt only_where_marked(const ir::Stmt& long_rows, const ir::ArrayVar& marked);
   // `ops` (float64) estimates the nest's operations, which set the number
   // of chunks, at most `chunks`; `prologue` (optional) makes what each
   // chunk that has rows needs before them.

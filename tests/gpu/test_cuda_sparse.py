@@ -218,6 +218,24 @@ def test_long_rows_add_their_chunks_of_entries(index, dtype, rng):
         assert "run in chunks of 64 entries" in kernel.explain()
 
 
+@pytest.mark.skipif(torch is None, reason="needs PyTorch")
+@pytest.mark.parametrize("fn", [spmv, spmm])
+def test_row_offsets_past_the_stored_entries_raise(fn, rng):
+    """A torch CSR tensor built without its invariants checked whose last
+    row offset (200) passes its column indices (150 entries): the long row's
+    chunks reach past them, an IndexError as on the CPU, not a sum of what
+    the chunks over the array found."""
+    crow = torch.tensor([0, 0, 200], dtype=torch.int32)
+    col = torch.arange(150, dtype=torch.int32)
+    S = torch.sparse_csr_tensor(crow, col, torch.ones(150, dtype=torch.float64), size=(2, 150),
+                                check_invariants=False).cuda()
+    x = torch.ones(150, dtype=torch.float64, device="cuda")
+    if fn is spmm:
+        x = x[:, None].repeat(1, 4)
+    with pytest.raises(IndexError, match="row offsets of"):
+        plait.jit(fn, target="cuda")(S, x)
+
+
 @pytest.mark.parametrize("columns", [1, 3, 16, 40, 200])
 def test_many_rows_share_warps(columns, rng):
     """SpMM over many short rows: teams of fewer than 32 threads when the

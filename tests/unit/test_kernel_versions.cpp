@@ -183,14 +183,21 @@ TEST(KernelVersions, StoredEntryLoopsOfSparseProgramsTakeTeams) {
 // Where a sparse row's entries add into a dense row (SpMM), rows of more
 // than 64 entries run in a kernel of their own, chunks of 64 stored entries
 // each a worker that adds its part atomically; where each entry writes its
-// own value (SDDMM) no chunk kernel is made.
+// own value (SDDMM) no chunk kernel is made. The chunks are counted from the
+// column indices' length (known on the host), and run only where the kernel
+// of short rows marked that it met a long row.
 TEST(KernelVersions, LongRowsOfSparseProductsRunInChunksOfEntries) {
   const std::string spmm = ir::to_string(lower("def k(A, X):\n    return A @ X\n", "csr[f32, i32], f32[:, ::1]"));
   const size_t chunks = spmm.find("parallel for __chunk_worker_");
   ASSERT_NE(chunks, std::string::npos) << spmm;
-  EXPECT_TRUE(contains(spmm.substr(chunks, spmm.find('\n', chunks) - chunks), "plan(kernel: a team per iteration"));
+  const std::string chunk_loop = spmm.substr(chunks, spmm.find('\n', chunks) - chunks);
+  EXPECT_TRUE(contains(chunk_loop, "plan(kernel: a team per iteration")) << chunk_loop;
+  EXPECT_TRUE(contains(chunk_loop, "range(0:int, (((_A_indices.shape[0] + 63:int) // 64:int) * 2:int)")) << chunk_loop;
+  EXPECT_TRUE(contains(spmm.substr(chunks), "if (__long_rows_")) << spmm;
+  EXPECT_TRUE(contains(spmm.substr(chunks), "\"the row offsets of 'A' reach past its stored entries\"")) << spmm;
   EXPECT_TRUE(contains(spmm.substr(chunks), "atomic _t")) << spmm;
-  EXPECT_FALSE(contains(spmm.substr(0, chunks), "atomic")) << spmm;
+  EXPECT_FALSE(contains(spmm.substr(0, chunks), "atomic _t")) << spmm;
+  EXPECT_TRUE(contains(spmm.substr(0, chunks), "atomic __long_rows_")) << spmm;
   EXPECT_TRUE(contains(spmm.substr(0, chunks), ") <= 64:int) {")) << spmm;
   const std::string sddmm = ir::to_string(
       lower("def k(S, B, C):\n    return S.multiply(B @ C)\n", "csr[f32, i32], f32[:, ::1], f32[:, ::1]"));
