@@ -88,5 +88,10 @@ def softmax(S):
     return plait.sparse.softmax(S, axis=1)
 
 
+def attention(P, q, k, v, scale):
+    s = plait.sparse.mask(P, q @ k.T) * scale
+    return plait.sparse.softmax(s, axis=1) @ v
+
+
 def to_array(S):
     return S.toarray()

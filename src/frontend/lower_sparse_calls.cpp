@@ -257,11 +257,19 @@ Value Lowerer::plait_sparse_call(const std::string& fn, const ast::Call& c) {
     if (args.size() != 2) type_error(name + "() takes a sparse matrix and an array", c.loc);
     TensorVarPtr d = algebra_tensor(args[1], c.loc);
     if (d->is_sparse()) type_error(name + "() takes a dense array second", c.loc);
-    return algebra_pattern_map(self, c.loc, d->type, [&](const tensor::IndexExpr& x) {
-      IndexVar i = x->vars[0];
-      IndexVar j = x->vars[1];
-      return broadcast_access(d, {i, j}, s->shape, c.loc);
-    });
+    // The dense values may be a program of their own (`mask(P, q @ k.T)`, the
+    // sampled product): its statements come first.
+    std::vector<tensor::StatementPtr> before = self.algebra->program->stmts;
+    if (args[1].kind == Value::Kind::Algebra)
+      before = tensor::merge_statements(before, args[1].algebra->program->stmts);
+    return algebra_pattern_map(
+        self, c.loc, d->type,
+        [&](const tensor::IndexExpr& x) {
+          IndexVar i = x->vars[0];
+          IndexVar j = x->vars[1];
+          return broadcast_access(d, {i, j}, s->shape, c.loc);
+        },
+        &before);
   }
   if (fn == "softmax") {
     expect(2, {"axis"});

@@ -164,13 +164,20 @@ FusionPlan plan_fusion(const Program& program, FusionMode mode) {
     inline_statements(
         stmts, result,
         [](const Statement& p, const Statement& c) {
-          // Dead values: a dense temporary read only where a sparse output is stored.
+          // Dead values: a dense temporary read only where a sparse output is
+          // stored, at each entry's own element (a temporary of fewer
+          // variables, a softmax's row sums, would be computed again at each
+          // entry): one multiplied by an operand of the output's pattern, or
+          // read by a statement over a pattern it does not assemble (whose
+          // loops run over the stored entries: plait.sparse.mask(P, q @ k.T)).
           if (p.out->is_sparse() || !c.out->is_sparse() || c.rhs->kind == ExprKind::Reduce) return false;
-          for (const IndexExprNode* a : accesses(c.rhs))
-            if (a->tensor == p.out)
-              for (const IndexVar& v : a->vars)
-                if (std::find(c.vars.begin(), c.vars.end(), v) == c.vars.end()) return false;
-          return masked_by_pattern(c);
+          for (const IndexExprNode* a : accesses(c.rhs)) {
+            if (a->tensor != p.out) continue;
+            if (a->vars.size() != c.vars.size()) return false;
+            for (const IndexVar& v : a->vars)
+              if (std::find(c.vars.begin(), c.vars.end(), v) == c.vars.end()) return false;
+          }
+          return masked_by_pattern(c) || !assembles(c);
         },
         "dead-value redundancy (computed only at the stored entries)", plan.remarks);
     factor_all("reduction redundancy");

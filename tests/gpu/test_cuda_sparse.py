@@ -13,7 +13,8 @@ import pytest
 import scipy.sparse as sp
 
 import plait
-from sparse_cases import dense, gnn, random_csr, row_normalise, sddmm, sddmm_spmm, softmax, spmm, spmv, to_array
+from sparse_cases import (attention, dense, gnn, random_csr, row_normalise, sddmm, sddmm_spmm, softmax, spmm, spmv,
+                          to_array)
 from test_cuda_run import cupy, torch
 
 pytestmark = pytest.mark.skipif(not plait.cuda_available(),
@@ -234,6 +235,19 @@ def test_row_offsets_past_the_stored_entries_raise(fn, rng):
         x = x[:, None].repeat(1, 4)
     with pytest.raises(IndexError, match="row offsets of"):
         plait.jit(fn, target="cuda")(S, x)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_attention_over_a_pattern_samples_its_scores(dtype, rng):
+    """Masked attention as an operator program: scores at the pattern's
+    stored entries, their softmax per row, times v; rows with no entry give
+    zeros."""
+    kernel = plait.jit(attention, target="cuda")
+    rtol = 1e-9 if dtype == np.float64 else 2e-4
+    for n, m, d in ((1, 1, 1), (7, 5, 3), (300, 257, 16)):
+        P = random_csr(rng, (n, m), density=0.3, dtype=dtype)
+        args = (P, dense(rng, n, d, dtype=dtype), dense(rng, m, d, dtype=dtype), dense(rng, m, 4, dtype=dtype), 0.5)
+        check(kernel(*args), attention(*args), "scipy", rtol)
 
 
 @pytest.mark.parametrize("columns", [1, 3, 16, 40, 200])

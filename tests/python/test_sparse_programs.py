@@ -11,7 +11,8 @@ import scipy.sparse as sp
 
 import plait
 from plait.errors import CompileError
-from sparse_cases import dense, gnn, random_csr, row_normalise, sddmm, sddmm_spmm, softmax, spmm, spmv, to_array
+from sparse_cases import (attention, dense, gnn, random_csr, row_normalise, sddmm, sddmm_spmm, softmax, spmm, spmv,
+                          to_array)
 
 FUSIONS = ("partial", "maximal", "none")
 SHAPES = ((0, 0), (0, 3), (3, 0), (1, 1), (1, 6), (6, 1), (7, 5), (13, 17))
@@ -479,6 +480,23 @@ def test_chains_of_a_computed_sparse_matrix_with_broadcast_operands(rng, fusion)
         # A row of D broadcast down the rows: the other version of the nests.
         args = (random_csr(rng, (7, 5)), dense(rng, 1, 5), dense(rng, 5, 4), dense(rng, 4, 3))
         check_same(kernel(*args), fn(*args))
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_attention_over_a_pattern_samples_its_scores(rng, fusion, index):
+    # Masked attention as an operator program: the scores q @ k.T at P's
+    # stored entries only (dead values), their softmax per row, times v;
+    # rows with no entry (their output is zero), one row, one column.
+    kernel = plait.jit(attention, fusion=fusion)
+    for n, m, d in ((0, 0, 3), (1, 1, 1), (7, 5, 3), (33, 40, 8)):
+        P = random_csr(rng, (n, m), density=0.3, index=index)
+        q, k, v = dense(rng, n, d), dense(rng, m, d), dense(rng, m, 4)
+        check_same(kernel(P, q, k, v, 0.5), attention(P, q, k, v, 0.5), rtol=1e-10)
+    if fusion == "partial":
+        explained = kernel.explain()
+        assert "dead-value redundancy (computed only at the stored entries)" in explained
+        assert "q.shape[0]*q.shape[1]*k.shape[0]" not in explained
 
 
 @pytest.mark.parametrize("fusion", FUSIONS)

@@ -75,6 +75,23 @@ TEST(TensorAlgebra, SddmmComputesOnlyAtTheStoredEntries) {
   EXPECT_TRUE(contains(text, "operations 2*B.shape[1]*S.nnz + S.nnz")) << text;
 }
 
+// plait.sparse.mask of a product samples it: the mask's statement runs over
+// the stored entries, so the product is computed there only; a softmax's row
+// sums (one per row) are not inlined into its entries.
+TEST(TensorAlgebra, MaskOfAProductComputesOnlyAtTheStoredEntries) {
+  const char* source =
+      "import plait\n"
+      "def f(P, q, k, v):\n"
+      "    s = plait.sparse.mask(P, q @ k.T)\n"
+      "    return plait.sparse.softmax(s, axis=1) @ v\n";
+  std::string text = remarks_of(source, "csr[f64, i32], f64[:, ::1], f64[:, ::1], f64[:, ::1]");
+  EXPECT_TRUE(contains(text, "dead-value redundancy (computed only at the stored entries)")) << text;
+  EXPECT_TRUE(contains(text, " = sum_k((q(i,k) * ")) << text;
+  EXPECT_FALSE(contains(text, "/ sum_")) << text;
+  EXPECT_FALSE(contains(text, "q.shape[0]*q.shape[1]*k.shape[0]")) << text;
+  EXPECT_FALSE(contains(text, "nnz*P.nnz")) << text;
+}
+
 TEST(TensorAlgebra, SddmmReadsARowMajorOperandFromItsTranspose) {
   const std::string copied =
       "C is read down its columns (at each stored entry of S): read from a transposed copy "
