@@ -5,6 +5,8 @@ int32 and int64 indices, float32 and float64 values, csr_array and
 csr_matrix, and non-canonical inputs; in the three fusion modes. explain()
 pins the fusion decisions and the operation counts."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -497,6 +499,35 @@ def test_attention_over_a_pattern_samples_its_scores(rng, fusion, index):
         explained = kernel.explain()
         assert "dead-value redundancy (computed only at the stored entries)" in explained
         assert "q.shape[0]*q.shape[1]*k.shape[0]" not in explained
+
+
+SAMPLED_PROGRAMS = [
+    "abs(plait.sparse.mask(P, q @ k.T))",
+    "plait.sparse.mask(P.power(2), q @ k.T)",
+    "X + plait.sparse.mask(P, q @ k.T).T",
+    "plait.sparse.mask(abs(P), q @ k.T).sum()",
+    "plait.sparse.mask(plait.sparse.exp(P), q @ k.T).mean(axis=0)",
+    "plait.sparse.mask(P * 2.0, q @ k.T) @ plait.sparse.mask(P * 2.0, q @ k.T).T",
+    "plait.sparse.row_sum(plait.sparse.mask(P, X @ X))",
+    "plait.sparse.mask(P.multiply(X), q @ k.T) + plait.sparse.mask(P.multiply(X), q @ k.T)",
+    "plait.sparse.mask(plait.sparse.softmax(P, axis=1), q @ k.T).multiply(q @ k.T)",
+]
+
+
+@pytest.mark.parametrize("expr", SAMPLED_PROGRAMS)
+def test_masked_products_compose_with_the_other_operations(rng, tmp_path, expr):
+    # Each failed an internal check of the compiler while mask dropped its
+    # dense operand's statements. (A kernel's source is read from its file.)
+    source = tmp_path / "sampled_program.py"
+    source.write_text(f"import plait\n\n\ndef program(P, q, k, X):\n    return {expr}\n")
+    spec = importlib.util.spec_from_file_location("sampled_program", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    program = module.program
+    n, d = 9, 3
+    P = random_csr(rng, (n, n))
+    args = (P, dense(rng, n, d), dense(rng, n, d), dense(rng, n, n))
+    check_same(plait.jit(program)(*args), program(*args), rtol=1e-10)
 
 
 @pytest.mark.parametrize("fusion", FUSIONS)
