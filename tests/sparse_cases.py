@@ -93,5 +93,16 @@ def attention(P, q, k, v, scale):
     return plait.sparse.softmax(s, axis=1) @ v
 
 
+def masked_attention(q, k, v, mask, scale):
+    """Masked softmax attention in float64; a row with no kept key gives zeros."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    s = np.einsum("...id,...jd->...ij", q, k) * scale
+    s = np.where(mask, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)
+    e = np.where(mask, np.exp(s - np.where(np.isfinite(m), m, 0.0)), 0.0)
+    total = e.sum(axis=-1, keepdims=True)
+    return np.einsum("...ij,...jd->...id", np.divide(e, total, out=np.zeros_like(e), where=total > 0), v)
+
+
 def to_array(S):
     return S.toarray()

@@ -106,6 +106,7 @@ __all__ = [
     "PythonDispatcher",
     "RaceError",
     "UnsupportedError",
+    "attention",
     "cuda_available",
     "cuda_unavailable_reason",
     "jit",
@@ -117,3 +118,4 @@ __all__ = [
     "vidx",
 ]
 from . import sparse  # noqa: E402
+from .sparse_attention import attention  # noqa: E402

@@ -10,7 +10,8 @@ kernels need:
     row_sum(S)           per row, the sum of the stored entries (0 if none)
     mask(S, dense)       dense's values at S's stored positions
 
-S is a SciPy sparse matrix or array of any format. It is read in canonical
+S is a SciPy sparse matrix or array of any format, or an affine attention
+pattern of plait.sparse.acsr (a csr_array of ones on its entries). It is read in canonical
 CSR form (sorted indices, duplicates summed: the input is left as it is), so
 an entry stored twice counts once, with the sum of its values. Explicit
 zeros are stored entries. Sparse results are CSR, of S's class for CSR
@@ -25,7 +26,9 @@ import functools
 
 import numpy as np
 
-__all__ = ["exp", "mask", "row_max", "row_sum", "softmax"]
+from . import acsr
+
+__all__ = ["acsr", "exp", "mask", "row_max", "row_sum", "softmax"]
 
 
 def _canonical(S, name):
@@ -34,6 +37,8 @@ def _canonical(S, name):
     change it, so S is never modified."""
     import scipy.sparse as sp
 
+    if isinstance(S, acsr.Pattern):
+        S = S.tocsr()
     if not sp.issparse(S):
         raise TypeError(f"{name}: S must be a SciPy sparse matrix or array, got {type(S).__module__}."
                         f"{type(S).__qualname__}")

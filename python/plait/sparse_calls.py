@@ -77,6 +77,8 @@ def canonical_csr(value, name, notes):
     """value, a SciPy or cupyx matrix, as canonical CSR (sorted column indices,
     no duplicates, one index dtype), converted or copied when it is not;
     `notes` gets what was done."""
+    if value.format == "acsr":  # plait.sparse.acsr: its csr_array of ones, made once per pattern
+        return value.tocsr()
     csr = value
     if value.format != "csr":
         notes.add(f"argument '{name}' ({value.format.upper()}) is converted to CSR on each call")
