@@ -124,3 +124,14 @@ def test_a_pattern_is_a_sparse_matrix_of_ones_in_kernels():
     P = acsr.global_window(13, 2, 1)
     q, k = rng.standard_normal((13, 3)), rng.standard_normal((13, 3))
     np.testing.assert_allclose(plait.jit(scores)(P, q, k), scores(P, q, k), rtol=1e-12)
+
+
+def test_the_benchmarks_mask_mods_are_its_patterns():
+    # python -m plait.bench attention gives FlexAttention the mask_mod of each
+    # pattern: the two must keep the same scores.
+    from plait.bench.attention import PATTERNS
+
+    for name, (make, mask_mod) in PATTERNS.items():
+        for seq_len in (1, 700):
+            P = make(acsr, seq_len)
+            np.testing.assert_array_equal(P.mask(), brute(seq_len, mask_mod), err_msg=name)

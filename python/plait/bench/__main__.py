@@ -2,14 +2,15 @@
 
 Suites: npbench (NPBench's 20 kernels against NumPy, Numba and, on the GPU,
 CuPy, JAX and PyTorch); sparse (sparse kernels written with SciPy against
-SciPy, PyTorch and, on the GPU, CuPy and PyG). `python -m plait.bench
+SciPy, PyTorch and, on the GPU, CuPy and PyG); attention (plait.attention
+over affine patterns against FlexAttention and SDPA, on the GPU). `python -m plait.bench
 <suite> --help` lists a suite's options.
 """
 
 import importlib
 import sys
 
-SUITES = ("npbench", "sparse")
+SUITES = ("npbench", "sparse", "attention")
 
 
 def main(argv):
