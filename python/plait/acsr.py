@@ -16,7 +16,10 @@ No per-entry column index is stored.
     from_mask(mask, shape=None)             a boolean (queries x keys) mask, or mask_mod(q_idx, kv_idx)
                                             (FlexAttention's, also with (b, h, q_idx, kv_idx))
 
-i is the query's index, j the key's, both from 0 to seq_len - 1. A pattern
+i is the query's index, j the key's, both from 0 to seq_len - 1. The
+constructors are cached by their parameters (the last 64 of each): the same
+call gives the same pattern, whose CSR matrix and device copies are made
+once. A pattern's arrays are read-only. A pattern
 has the value semantics of a SciPy csr_array of ones on its entries
 (tocsr() gives that matrix, made once), so plait.sparse.mask(P, q @ k.T)
 and P's SciPy operations work on it as they work on a csr_array, in plain
@@ -24,6 +27,7 @@ Python and in compiled kernels alike; plait.attention (attention.py) runs
 attention over it.
 """
 
+import functools
 import inspect
 
 import numpy as np
@@ -43,7 +47,7 @@ class Pattern:
 
     def __init__(self, shape, parts, name="pattern"):
         self.shape = (int(shape[0]), int(shape[1]))
-        self.parts = [tuple(np.ascontiguousarray(a, dtype=np.int64) for a in part) for part in parts]
+        self.parts = [tuple(_frozen(a) for a in part) for part in parts]
         self.name = name
         self._csr = None
         self._check()
@@ -153,6 +157,13 @@ class Pattern:
                 f"strides {strides[:4]}{'...' if len(strides) > 4 else ''}; {kept}>")
 
 
+def _frozen(a):
+    """A read-only int64 copy: a pattern (cached by its parameters) does not change."""
+    a = np.array(a, dtype=np.int64)
+    a.setflags(write=False)
+    return a
+
+
 def _rows(seq_len):
     seq_len = int(seq_len)
     if seq_len < 0:
@@ -180,6 +191,7 @@ def _span(first, last, stride):
     return np.where(count > 0, first, 0), np.full_like(first, stride), count
 
 
+@functools.lru_cache(maxsize=64)
 def sliding(seq_len, window):
     """Keys within `window` positions of the query on either side."""
     i = _rows(seq_len)
@@ -188,6 +200,7 @@ def sliding(seq_len, window):
                    f"sliding(window={window})")
 
 
+@functools.lru_cache(maxsize=64)
 def causal_window(seq_len, window):
     """The query's key and the `window` keys before it."""
     i = _rows(seq_len)
@@ -195,6 +208,7 @@ def causal_window(seq_len, window):
     return Pattern((i.size, i.size), [_span(np.maximum(i - window, 0), i, 1)], f"causal_window(window={window})")
 
 
+@functools.lru_cache(maxsize=64)
 def dilated(seq_len, window, dilation):
     """Every `dilation`-th key within `window` positions of the query, the
     query's own key among them."""
@@ -207,6 +221,7 @@ def dilated(seq_len, window, dilation):
                    f"dilated(window={window}, dilation={dilation})")
 
 
+@functools.lru_cache(maxsize=64)
 def strided(seq_len, stride):
     """The query's key and every `stride`-th key before it."""
     i = _rows(seq_len)
@@ -214,6 +229,7 @@ def strided(seq_len, stride):
     return Pattern((i.size, i.size), [_span(i % stride, i, stride)], f"strided(stride={stride})")
 
 
+@functools.lru_cache(maxsize=64)
 def blocked(seq_len, block):
     """The keys of the query's block of `block` positions."""
     i = _rows(seq_len)
@@ -223,6 +239,7 @@ def blocked(seq_len, block):
                    f"blocked(block={block})")
 
 
+@functools.lru_cache(maxsize=64)
 def global_window(seq_len, window, globals):
     """Keys within `window` positions of the query, and the first `globals`
     tokens, which attend to every key and to which every query attends."""

@@ -198,7 +198,7 @@ Value Lowerer::realize(const Value& v, SourceLoc loc) {
       costs.push_back(tensor::plan_cost(plan));
       const std::string which = programs.size() > 1 ? "association " + std::to_string(lowered.size() + 1) + ": " : "";
       function_remarks_.push_back(ir::Remark{loc, "tensor algebra", which + "operations " + costs.back().to_string()});
-      std::vector<std::pair<SourceLoc, std::string>> schedule;
+      tensor::Remarks schedule;
       lowered.push_back(tensor::lower_to_loops(
           plan, [this](const std::string& hint) { return "_" + hint + "_" + std::to_string(temp_counter_++); },
           options_.target, loc, schedule));

@@ -99,8 +99,7 @@ Cost positions_trips(const TensorVar& t, int level) {
   Cost c = Cost::symbol(nnz, t.nnz);
   if (level == 0) return c;
   const int parent = t.format.mode_order[level - 1];
-  const std::string name = parent < static_cast<int>(t.dims.size()) ? t.dims[parent] : t.name + ".shape";
-  return c.per(name, t.shape[parent]);
+  return c.per(t.dim_name(static_cast<size_t>(parent)), t.shape[parent]);
 }
 
 Cost trips(const Loop& l) {

@@ -11,8 +11,6 @@ namespace plait::tensor {
 
 namespace {
 
-using Remarks = std::vector<std::pair<SourceLoc, std::string>>;
-
 IndexExpr product(const std::vector<IndexExpr>& fs, ScalarType type) {
   IndexExpr out = fs[0];
   for (size_t k = 1; k < fs.size(); ++k) out = binary(ir::BinaryOp::Mul, out, fs[k], type);

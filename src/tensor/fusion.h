@@ -48,7 +48,7 @@ struct FusionPlan {
   // Temporaries kept per iteration of their nest's shared loops: the
   // dimensions they drop (those the shared loops index).
   std::map<const TensorVar*, std::vector<bool>> shrunk;
-  std::vector<std::pair<SourceLoc, std::string>> remarks;  // for explain()
+  Remarks remarks;  // for explain()
 };
 
 // Throws Refusal (loop_order.h).

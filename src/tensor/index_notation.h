@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/ir.h"
@@ -64,6 +65,9 @@ struct TensorVar {
   bool same_pattern(const TensorVar& o) const { return is_sparse() && crd == o.crd && format == o.format; }
 };
 using TensorVarPtr = std::shared_ptr<TensorVar>;
+
+// What the level tells explain(): a source position and a sentence each.
+using Remarks = std::vector<std::pair<SourceLoc, std::string>>;
 
 enum class ExprKind : uint8_t { Access, Literal, Cast, Unary, Binary, Call, Reduce };
 

@@ -465,7 +465,7 @@ void Lowering::emit_shared(const Nest& nest, size_t level, std::vector<Stmt>& ou
 }  // namespace detail
 
 std::vector<ir::Stmt> lower_to_loops(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc,
-                                     std::vector<std::pair<SourceLoc, std::string>>& remarks) {
+                                     Remarks& remarks) {
   return detail::Lowering(plan, names, target, loc, remarks).run();
 }
 

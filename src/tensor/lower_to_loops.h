@@ -24,6 +24,6 @@ using NameMaker = std::function<std::string(const std::string& hint)>;
 // program's result has its storage (values, and for a sparse result its pattern's pos
 // and crd). How rows are scheduled goes to `remarks`, for explain(). Throws Refusal.
 std::vector<ir::Stmt> lower_to_loops(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc,
-                                     std::vector<std::pair<SourceLoc, std::string>>& remarks);
+                                     Remarks& remarks);
 
 }  // namespace plait::tensor

@@ -34,8 +34,7 @@ struct OutputStorage {
 
 class Lowering {
  public:
-  Lowering(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc,
-           std::vector<std::pair<SourceLoc, std::string>>& remarks)
+  Lowering(const FusionPlan& plan, const NameMaker& names, Target target, SourceLoc loc, Remarks& remarks)
       : plan_(plan), names_(names), target_(target), loc_(loc), remarks_(remarks) {}
 
   std::vector<ir::Stmt> run();
@@ -157,7 +156,7 @@ class Lowering {
   const NameMaker& names_;
   Target target_;
   SourceLoc loc_;
-  std::vector<std::pair<SourceLoc, std::string>>& remarks_;  // for explain()
+  Remarks& remarks_;                                    // for explain()
   std::map<int, ir::Expr> coords_;                      // index variable -> coordinate
   std::map<const ir::ArrayInfo*, ir::Expr> positions_;  // crd array -> the position being iterated
   // crd array -> whether the merged coordinate is stored there (operands of a merge only)

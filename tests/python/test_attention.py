@@ -135,3 +135,11 @@ def test_the_benchmarks_mask_mods_are_its_patterns():
         for seq_len in (1, 700):
             P = make(acsr, seq_len)
             np.testing.assert_array_equal(P.mask(), brute(seq_len, mask_mod), err_msg=name)
+
+
+def test_patterns_are_cached_by_their_parameters():
+    P = acsr.dilated(64, 8, 2)
+    assert acsr.dilated(64, 8, 2) is P and acsr.dilated(64, 8, 4) is not P
+    assert P.tocsr() is P.tocsr()
+    with pytest.raises(ValueError, match="read-only"):
+        P.parts[0][0][0] = 5
