@@ -49,10 +49,14 @@ class Pattern:
         self.shape = (int(shape[0]), int(shape[1]))
         self.parts = [tuple(_frozen(a) for a in part) for part in parts]
         self.name = name
+        self._check_parts()
+        # The kept entries, each row's columns in order, made once: tocsr()
+        # and comparisons read them.
+        self._indptr, self._indices = self._entries()
         self._csr = None
-        self._check()
+        self._device_copies = {}  # plait.attention's copies of tocsr() on GPUs, by library, device and dtype
 
-    def _check(self):
+    def _check_parts(self):
         rows, cols = self.shape
         if rows < 0 or cols < 0:
             raise ValueError(f"{self.name}: a pattern's shape is not negative, got {self.shape}")
@@ -67,20 +71,12 @@ class Pattern:
                 r = int(np.argmax(bad))
                 raise ValueError(f"{self.name}: row {r}'s part (first {first[r]}, stride {stride[r]}, count "
                                  f"{count[r]}) leaves the {cols} columns")
-        indptr, indices = self._entries()
-        # Parts that meet would keep a column twice.
-        if indices.size > 1:
-            same = (indices[1:] == indices[:-1]) & (np.diff(self._row_of(indptr)) == 0)
-            if same.any():
-                r = int(self._row_of(indptr)[1:][same][0])
-                raise ValueError(f"{self.name}: row {r}'s affine parts keep column {indices[1:][same][0]} twice")
-
-    def _row_of(self, indptr):
-        return np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(indptr))
 
     def _entries(self):
-        """(indptr, indices) of the kept entries, each row's columns in order."""
-        rows = self.shape[0]
+        """(indptr, indices) of the kept entries, each row's columns in order
+        (int32 where they fit); parts that meet (a column kept twice) are a
+        ValueError."""
+        rows, cols = self.shape
         counts = sum(part[2] for part in self.parts)
         indptr = np.zeros(rows + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
@@ -88,29 +84,35 @@ class Pattern:
         for first, stride, count in self.parts:
             r = np.repeat(np.arange(rows, dtype=np.int64), count)
             start = np.repeat(np.cumsum(count) - count, count)
-            t = np.arange(r.size, dtype=np.int64) - start
             row_parts.append(r)
-            col_parts.append(first[r] + stride[r] * t)
-        r = np.concatenate(row_parts) if row_parts else np.zeros(0, np.int64)
-        c = np.concatenate(col_parts) if col_parts else np.zeros(0, np.int64)
-        order = np.lexsort((c, r))
-        return indptr, c[order]
+            col_parts.append(first[r] + stride[r] * (np.arange(r.size, dtype=np.int64) - start))
+        if len(self.parts) == 1:
+            # One part per row: its columns already come row by row, in order.
+            r, c = row_parts[0], col_parts[0]
+        else:
+            r, c = np.concatenate(row_parts), np.concatenate(col_parts)
+            order = np.lexsort((c, r))
+            r, c = r[order], c[order]
+            same = (c[1:] == c[:-1]) & (r[1:] == r[:-1])
+            if same.any():
+                at = int(np.argmax(same))
+                raise ValueError(f"{self.name}: row {r[at]}'s affine parts keep column {c[at]} twice")
+        index = np.int32 if max(indptr[-1], cols) < 2**31 else np.int64
+        return indptr.astype(index), c.astype(index)
 
     @property
     def nnz(self):
         """The kept scores."""
-        return int(sum(int(part[2].sum()) for part in self.parts))
+        return int(self._indptr[-1])
 
     def tocsr(self, copy=False):
-        """The SciPy csr_array of ones on the pattern (int32 indices where
-        they fit), made on the first call and shared by later ones."""
+        """The SciPy csr_array of ones on the pattern, made on the first call
+        and shared by later ones."""
         if self._csr is None:
             import scipy.sparse as sp
 
-            indptr, indices = self._entries()
-            index = np.int32 if max(indptr[-1], self.shape[1]) < 2**31 else np.int64
-            self._csr = sp.csr_array((np.ones(indices.size), indices.astype(index), indptr.astype(index)),
-                                     shape=self.shape)
+            self._csr = sp.csr_array((np.ones(self._indices.size), self._indices, self._indptr), shape=self.shape,
+                                     copy=False)
             self._csr.has_canonical_format = True
         return self._csr.copy() if copy else self._csr
 
@@ -143,8 +145,7 @@ class Pattern:
             return NotImplemented
         if self.shape != other.shape:
             return False
-        a, b = self._entries(), other._entries()
-        return bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
+        return bool(np.array_equal(self._indptr, other._indptr) and np.array_equal(self._indices, other._indices))
 
     __hash__ = object.__hash__
 

@@ -11,13 +11,13 @@ kernels need:
     mask(S, dense)       dense's values at S's stored positions
 
 S is a SciPy sparse matrix or array of any format, or an affine attention
-pattern of plait.sparse.acsr (a csr_array of ones on its entries). It is read in canonical
-CSR form (sorted indices, duplicates summed: the input is left as it is), so
-an entry stored twice counts once, with the sum of its values. Explicit
-zeros are stored entries. Sparse results are CSR, of S's class for CSR
-input (csr_array or csr_matrix), else csr_array for a sparse array and
-csr_matrix for a sparse matrix, with S's canonical pattern: indices and
-indptr are copies of S's, of the same index dtype.
+pattern of plait.sparse.acsr (a csr_array of ones on its entries). It is
+read in canonical CSR form (sorted indices, duplicates summed: the input is
+left as it is), so an entry stored twice counts once, with the sum of its
+values. Explicit zeros are stored entries. Sparse results are CSR, of S's
+class for CSR input (csr_array or csr_matrix), else csr_array for a sparse
+array and csr_matrix for a sparse matrix, with S's canonical pattern:
+indices and indptr are copies of S's, of the same index dtype.
 
 SciPy is imported on the first call, so that `import plait` does not need it.
 """

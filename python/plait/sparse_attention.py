@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from . import sparse as _sparse
+from .acsr import Pattern
 
 __all__ = ["attention"]
 
@@ -63,14 +64,14 @@ def _dtype_name(x):
 
 def _pattern_for(pattern, library, device, dtype):
     """The pattern as the sparse matrix the kernel takes on `library`'s
-    device, made once per pattern, library, device and dtype."""
+    device. An ACSR pattern (which does not change) is copied to a GPU once
+    per library, device and dtype; another sparse matrix, which its owner may
+    change between calls, goes as it is (the call copies a SciPy matrix's
+    arrays to the GPU each time)."""
+    if not isinstance(pattern, Pattern) or library in ("numpy", "torch-cpu"):
+        return pattern.tocsr()
     csr = pattern.tocsr()
-    if library in ("numpy", "torch-cpu"):
-        return csr
-    if not csr.has_canonical_format:
-        csr = csr.copy()
-        csr.sum_duplicates()
-    cache = pattern.__dict__.setdefault("_plait_on_device", {})
+    cache = pattern._device_copies
     key = (library, str(device), str(dtype))
     found = cache.get(key)
     if found is None:

@@ -74,9 +74,9 @@ def csr_parts(value, kind, kernel, name, notes, target):
 
 
 def canonical_csr(value, name, notes):
-    """value, a SciPy or cupyx matrix, as canonical CSR (sorted column indices,
-    no duplicates, one index dtype), converted or copied when it is not;
-    `notes` gets what was done."""
+    """value, a SciPy or cupyx matrix or a plait.sparse.acsr pattern, as
+    canonical CSR (sorted column indices, no duplicates, one index dtype),
+    converted or copied when it is not; `notes` gets what was done."""
     if value.format == "acsr":  # plait.sparse.acsr: its csr_array of ones, made once per pattern
         return value.tocsr()
     csr = value

@@ -32,9 +32,10 @@ namespace {
 }
 
 // Classifies argument `index`; returns its type code and fills `slot`, or
-// kSparseArgument for a SciPy sparse matrix. Sets `guarded` when the argument is an array that a write must not reach
-// (read-only, or a zero stride over more than one element), so that the
-// call checks it against what the kernel writes (check_writes).
+// kSparseArgument for a SciPy sparse matrix. Sets `guarded` when the
+// argument is an array that a write must not reach (read-only, or a zero
+// stride over more than one element), so that the call checks it against
+// what the kernel writes (check_writes).
 uint8_t classify(const Dispatcher& d, size_t index, PyObject* obj, ArgSlot& slot, bool& guarded) {
   if (PyArray_Check(obj)) {
     refuse_masked_array(d, index, obj);

@@ -164,6 +164,12 @@ Expr FloatImm::make(double v, ScalarType t, SourceLoc l) {
   return std::make_shared<FloatImm>(v, t, l);
 }
 
+bool is_zero(const Expr& e) {
+  const auto* i = e->as<IntImm>();
+  const auto* f = e->as<FloatImm>();
+  return (i && i->value == 0) || (f && f->value == 0.0);
+}
+
 Expr BoolImm::make(bool v, SourceLoc l) { return std::make_shared<BoolImm>(v, ScalarType::py_bool(), l); }
 
 Expr VarRef::make(Var v, SourceLoc l) {

@@ -124,6 +124,9 @@ struct FloatImm : ExprNode {
   static Expr make(double v, ScalarType t = ScalarType::py_float(), SourceLoc l = {});
 };
 
+// Whether e is a literal zero, int or float.
+bool is_zero(const Expr& e);
+
 struct BoolImm : ExprNode {
   static constexpr NodeKind kKind = NodeKind::BoolImm;
   BoolImm(bool v, ScalarType t, SourceLoc l) : ExprNode(kKind, t, l), value(v) {}

@@ -286,7 +286,7 @@ Stmt Lowering::product_rows(const LoopOrder& order, const RowPass& pass) {
   // bounds checks' scans of B's index arrays (insert_bounds_checks), which
   // cover most of B whichever rows the chunk holds. The operations are
   // about two per product: A's entries times B's mean row length (NaN,
-  // hence one chunk, when both are empty).
+  // hence one chunk, when B has no rows).
   constexpr int64_t kChunks = 32;
   auto f64 = [&](const Expr& e) { return ir::Cast::make(ScalarType::f64(), as_index(e, loc_), false, loc_); };
   auto times = [&](ir::BinaryOp op, Expr x, Expr y) {

@@ -66,13 +66,6 @@ bool fixed_extent(const Expr& e) {
   return scan.fixed;
 }
 
-// Whether e is a zero literal.
-bool is_zero(const Expr& e) {
-  const auto* i = e->as<ir::IntImm>();
-  const auto* f = e->as<ir::FloatImm>();
-  return (i && i->value == 0) || (f && f->value == 0.0);
-}
-
 // A long row's work, rewritten for one chunk of its entries while other
 // chunks of the row run at once. The loop over the row's entries runs from
 // `first` to `end` of the chunk, and what the row adds up is added into its
@@ -109,7 +102,7 @@ class ChunkOfRow : public ir::IRMutator {
     if (!entries || !reads_row_start(entries->begin, pos_, row_)) return nullptr;
     for (const Stmt& s : before) {
       const auto* a = s->as<ir::Assign>();
-      if (a && is_zero(a->value) && !a->var->type.is_bool()) {
+      if (a && ir::is_zero(a->value) && !a->var->type.is_bool()) {
         started_.insert(a->var.get());
       } else if (!s->as<ir::Declare>()) {
         return nullptr;

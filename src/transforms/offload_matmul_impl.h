@@ -25,11 +25,6 @@ inline bool is_int(const Expr& e, int64_t value) {
   return i && i->value == value;
 }
 
-inline bool is_zero(const Expr& e) {
-  const FloatImm* f = e->as<FloatImm>();
-  return (f && f->value == 0.0) || is_int(e, 0);
-}
-
 inline bool is_var(const Expr& e, const Var& v) {
   const VarRef* r = e ? e->as<VarRef>() : nullptr;
   return r && r->var == v;
