@@ -54,7 +54,8 @@ class Pattern:
         # and comparisons read them.
         self._indptr, self._indices = self._entries()
         self._csr = None
-        self._device_copies = {}  # plait.attention's copies of tocsr() on GPUs, by library, device and dtype
+        self._tiles = {}  # tile plans by (tile rows, key tile)
+        self._device_copies = {}  # plait.attention's copies (tocsr(), tile plans) on GPUs, by library and device
 
     def _check_parts(self):
         rows, cols = self.shape
@@ -118,6 +119,39 @@ class Pattern:
 
     def toarray(self):
         return self.tocsr().toarray()
+
+    def tiles(self, tile_rows=64, key_tile=64):
+        """The plan of the fused attention kernel (made once per tile shape):
+        rows of the same strides and column residues grouped into tiles of
+        `tile_rows` queries whose keys are gathered from one progression per
+        part (src/tensor/affine_tiles.h). A dict: `rows`, `tiles`,
+        `row_parts` (int32 arrays), `tile_count`, `kept`, `computed` (the
+        scores the tiles compute) and `description`."""
+        plan = self._tiles.get((tile_rows, key_tile))
+        if plan is None:
+            from . import _core
+
+            parts = [tuple(np.ascontiguousarray(a, dtype=np.int64).tobytes() for a in part) for part in self.parts]
+            plan = _core.affine_tiles(self.shape[0], self.shape[1], parts, tile_rows, key_tile)
+            for name in ("rows", "tiles", "row_parts"):
+                plan[name] = np.frombuffer(plan[name], dtype=np.int32)
+            self._tiles[(tile_rows, key_tile)] = plan
+        return plan
+
+    def explain(self):
+        """The pattern's affine metadata and the fused kernel's tiles, as text."""
+        lines = [repr(self)]
+        for p, (first, stride, count) in enumerate(self.parts):
+            live = count > 0
+            if not live.any():
+                lines.append(f"  part {p}: no row keeps columns")
+                continue
+            strides = np.unique(stride[live])
+            lines.append(f"  part {p}: {int(live.sum())} rows, {int(count.sum())} columns, "
+                         f"{int(count[live].min())} to {int(count[live].max())} a row, stride "
+                         f"{int(strides[0]) if strides.size == 1 else f'{int(strides[0])} to {int(strides[-1])}'}")
+        lines.append("  tiles: " + self.tiles()["description"])
+        return "\n".join(lines)
 
     def mask(self):
         """The pattern as a dense boolean (queries x keys) mask."""

@@ -96,9 +96,13 @@ def _pattern_for(pattern, library, device, dtype):
     return found
 
 
-def attention(q, k, v, pattern, scale=None):
-    """Softmax attention of q over k and v at the kept scores of `pattern`
-    (module docstring)."""
+_HALF = ("bfloat16", "float16")
+_FLOAT = ("float32", "float64")
+
+
+def _check(q, k, v, pattern):
+    """The library of q, k and v ("numpy", "torch-cpu", "torch-cuda",
+    "cupy") after checking that the arguments describe one attention."""
     library = _library(q)
     for name, x in (("k", k), ("v", v)):
         if _library(x) != library:
@@ -122,16 +126,53 @@ def attention(q, k, v, pattern, scale=None):
         raise ValueError(f"plait.attention: the pattern's shape {tuple(pattern.shape)} is not (S_q, S_k) = "
                          f"({sq}, {sk})")
     dtypes = {_dtype_name(x) for x in (q, k, v)}
-    if len(dtypes) != 1 or dtypes.pop() not in ("float32", "float64"):
-        raise TypeError(f"plait.attention: q, k and v are all float32 or all float64, got {_dtype_name(q)}, "
-                        f"{_dtype_name(k)} and {_dtype_name(v)} (convert half precision with .float())")
-    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    if len(dtypes) != 1 or dtypes.pop() not in _FLOAT + _HALF:
+        raise TypeError(f"plait.attention: q, k and v are all float32, float64, bfloat16 or float16, got "
+                        f"{_dtype_name(q)}, {_dtype_name(k)} and {_dtype_name(v)}")
+    return library
 
+
+def _fused_refusal(q, v, pattern, library, fused):
+    """Why the fused kernel does not run this call ("" when it does)."""
+    if not fused:
+        return "fused=False asks for the generated kernels"
+    if library not in ("torch-cuda", "cupy"):
+        return "the fused kernel runs on the GPU"
+    if _dtype_name(q) not in _HALF:
+        return (f"the fused kernel multiplies bfloat16 or float16 on tensor cores; {_dtype_name(q)} runs the "
+                "generated kernels, exact to the element")
+    if not isinstance(pattern, Pattern):
+        return "the fused kernel takes a plait.sparse.acsr pattern (its tiles come from the affine metadata)"
+    from . import _core
+
+    d, dv = q.shape[-1], v.shape[-1]
+    if dv != d or not _core.sparse_attention_head_dim_supported(d):
+        return f"the fused kernel takes D = D_v, a multiple of 16 up to 128; got D {d}, D_v {dv}"
+    return ""
+
+
+def attention(q, k, v, pattern, scale=None, fused=True):
+    """Softmax attention of q over k and v at the kept scores of `pattern`
+    (module docstring)."""
+    library = _check(q, k, v, pattern)
+    d = q.shape[-1]
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    if not _fused_refusal(q, v, pattern, library, fused):
+        return _fused(q, k, v, pattern, scale, library)
+    dtype = _dtype_name(q)
+    if dtype in _HALF:
+        # The generated kernels compute in float32; the result is rounded to the inputs' type.
+        out = attention(q.float() if library.startswith("torch") else q.astype("float32"),
+                        k.float() if library.startswith("torch") else k.astype("float32"),
+                        v.float() if library.startswith("torch") else v.astype("float32"), pattern, scale, False)
+        return out.to(q.dtype) if library.startswith("torch") else out.astype(q.dtype)
     if library == "torch-cpu":
         import torch
 
-        out = attention(q.detach().numpy(), k.detach().numpy(), v.detach().numpy(), pattern, scale)
+        out = attention(q.detach().numpy(), k.detach().numpy(), v.detach().numpy(), pattern, scale, False)
         return torch.from_numpy(out)
+    lead = tuple(q.shape[:-2])
+    sq = q.shape[-2]
     device = q.device if library == "torch-cuda" else (q.device.id if library == "cupy" else None)
     P = _pattern_for(pattern, library, device, q.dtype)
     kernel = _kernel("cpu" if library == "numpy" else "cuda")
@@ -147,4 +188,101 @@ def attention(q, k, v, pattern, scale=None):
         out = cupy.empty(lead + (sq, v.shape[-1]), dtype=q.dtype)
     for index in np.ndindex(*lead):
         out[index] = kernel(P, q[index], k[index], v[index], scale)
+    return out
+
+
+def explain(q, k, v, pattern, scale=None, fused=True):
+    """Which kernel plait.attention runs for these arguments and why, and
+    the pattern's affine metadata and tiles (for an ACSR pattern)."""
+    library = _check(q, k, v, pattern)
+    why = _fused_refusal(q, v, pattern, library, fused)
+    lines = ["plait.attention: " + ("the fused kernel on tensor cores (one launch: batches and heads in its grid; "
+                                    "online softmax; scores never stored)" if not why else
+                                    "the generated operator program, one call per (batch, head): " + why)]
+    if isinstance(pattern, Pattern):
+        lines.append(pattern.explain())
+    return "\n".join(lines)
+
+
+attention.explain = explain
+
+
+# ---------------------------------------------------------------- the fused kernel
+
+
+def _plan_on_device(pattern, library, device):
+    """The pattern's tile plan (Pattern.tiles) on the device, copied once per
+    library and device: (rows, tiles, row_parts) arrays and the tile count."""
+    key = ("tiles", library, str(device))
+    found = pattern._device_copies.get(key)
+    if found is None:
+        plan = pattern.tiles()
+        arrays = [plan[name] for name in ("rows", "tiles", "row_parts")]
+        if library == "torch-cuda":
+            import torch
+
+            on_device = [torch.from_numpy(a.copy()).to(device) for a in arrays]
+        else:
+            import cupy
+
+            with cupy.cuda.Device(device):
+                on_device = [cupy.asarray(a) for a in arrays]
+        found = pattern._device_copies[key] = (on_device, plan["tile_count"])
+    return found
+
+
+def _address(x, library):
+    return x.data_ptr() if library == "torch-cuda" else x.data.ptr
+
+
+def _as_heads(x, library):
+    """x as (batch, heads, rows, D), the last dimension contiguous and the
+    other strides multiples of 8 elements from a 16-byte aligned start (a
+    copy where they are not), and those three strides in elements."""
+    lead = x.shape[:-2]
+    if len(lead) != 2:
+        count = int(np.prod(lead)) if lead else 1
+        x = x.reshape((1, count) + tuple(x.shape[-2:]))
+    if library == "torch-cuda":
+        strides = tuple(x.stride())
+    else:
+        strides = tuple(s // x.itemsize for s in x.strides)
+    if strides[-1] != 1 or any(s % 8 for s in strides[:-1]) or _address(x, library) % 16:
+        if library == "torch-cuda":
+            x = x.contiguous()
+            strides = tuple(x.stride())
+        else:
+            import cupy
+
+            x = cupy.ascontiguousarray(x)
+            strides = tuple(s // x.itemsize for s in x.strides)
+    return x, strides[:3]
+
+
+def _fused(q, k, v, pattern, scale, library):
+    from . import _core
+
+    lead = tuple(q.shape[:-2])
+    sq, d = q.shape[-2], q.shape[-1]
+    if library == "torch-cuda":
+        import torch
+
+        device = q.device
+        out = torch.empty(lead + (sq, d), dtype=q.dtype, device=device)
+        stream = torch.cuda.current_stream(device).cuda_stream
+    else:
+        import cupy
+
+        device = q.device.id
+        out = cupy.empty(lead + (sq, d), dtype=q.dtype)
+        stream = cupy.cuda.get_current_stream().ptr
+    (rows, tiles, row_parts), tile_count = _plan_on_device(pattern, library, device)
+    qh, qs = _as_heads(q, library)
+    kh, ks = _as_heads(k, library)
+    vh, vs = _as_heads(v, library)
+    oh, os_ = _as_heads(out, library)
+    _core.sparse_attention(_dtype_name(q), d, _address(qh, library), qs, _address(kh, library), ks,
+                           _address(vh, library), vs, _address(oh, library), os_, qh.shape[0], qh.shape[1], scale,
+                           _address(rows, library), _address(tiles, library), _address(row_parts, library),
+                           tile_count, stream)
     return out

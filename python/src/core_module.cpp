@@ -23,6 +23,7 @@
 #include "runtime/abi.h"
 
 #include "argument_types.h"
+#include "attention_bindings.h"
 #include "compile_bindings.h"
 #include "cuda_bindings.h"
 #include "cuda_call_plan.h"
@@ -77,6 +78,7 @@ NB_MODULE(_core, m) {
   m.def("store_record", &store_record, "key"_a, "text"_a, "cache_dir"_a,
         "Writes the disk cache's record `key` (64 hex digits), replacing an older one.");
   define_cuda_bindings(m);
+  define_attention_bindings(m);
   define_cuda_call(m);
 
   nb::class_<Kernel>(m, "Kernel")

@@ -625,6 +625,18 @@ void copy_device_to_device(uintptr_t dst, uintptr_t src, size_t bytes, uintptr_t
   check(rt.d->cuMemcpyDtoDAsync(dst, src, bytes, reinterpret_cast<CUstream>(stream)), "copying on the GPU");
 }
 
+void launch_kernel(const CudaModule& module, int index, uint32_t grid_x, uint32_t grid_y, uint32_t block,
+                   uint32_t shared_bytes, void** params, uintptr_t stream) {
+  Runtime& rt = require_runtime();
+  ContextGuard guard(rt);
+  if (!module.allow_shared_bytes(index, shared_bytes))
+    PLAIT_INTERNAL_ERROR("kernel " + module.name(index) + " cannot have " + std::to_string(shared_bytes) +
+                         " bytes of shared memory on this GPU");
+  check(rt.d->cuLaunchKernel(module.function(index), grid_x, grid_y, 1, block, 1, 1, shared_bytes,
+                             reinterpret_cast<CUstream>(stream), params, nullptr),
+        "launching a CUDA kernel");
+}
+
 void synchronize(uintptr_t stream) {
   Runtime& rt = require_runtime();
   ContextGuard guard(rt);

@@ -111,4 +111,10 @@ void copy_device_to_host(void* dst, uintptr_t src, size_t bytes, uintptr_t strea
 void copy_device_to_device(uintptr_t dst, uintptr_t src, size_t bytes, uintptr_t stream);
 void synchronize(uintptr_t stream);
 
+// Launches kernel `index` of `module` on `stream`: grid_x by grid_y blocks of
+// `block` threads with `shared_bytes` of dynamic shared memory. Throws
+// InternalError naming the driver's error.
+void launch_kernel(const CudaModule& module, int index, uint32_t grid_x, uint32_t grid_y, uint32_t block,
+                   uint32_t shared_bytes, void** params, uintptr_t stream);
+
 }  // namespace plait::jit

@@ -110,10 +110,41 @@ def test_attention_refuses_what_it_cannot_take():
     q = np.ones((5, 4))
     with pytest.raises(ValueError, match="pattern's shape"):
         plait.attention(q, q, q, acsr.sliding(6, 1))
-    with pytest.raises(TypeError, match="all float32 or all float64"):
-        plait.attention(q.astype(np.float16), q.astype(np.float16), q.astype(np.float16), P)
+    with pytest.raises(TypeError, match="all float32, float64, bfloat16 or float16"):
+        plait.attention(q.astype(np.float16), q, q, P)
+    with pytest.raises(TypeError, match="all float32, float64, bfloat16 or float16"):
+        plait.attention(*(q.astype(np.int64),) * 3, P)
     with pytest.raises(ValueError, match="leading dimensions"):
         plait.attention(np.ones((2, 5, 4)), np.ones((3, 5, 4)), np.ones((3, 5, 4)), P)
+
+
+def test_half_precision_runs_in_float32_on_the_cpu():
+    # NumPy float16 and PyTorch CPU bfloat16/float16: computed in float32,
+    # the result rounded to the inputs' type.
+    rng = np.random.default_rng(8)
+    P = acsr.dilated(37, 9, 2)
+    host = [rng.standard_normal((2, 37, 16)).astype(np.float16) for _ in range(3)]
+    got = plait.attention(*host, P)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got, reference(*host, P.mask(), 0.25), rtol=2e-3, atol=2e-3)
+    assert "the fused kernel runs on the GPU" in plait.attention.explain(*host, P)
+    torch = pytest.importorskip("torch")
+    t = [torch.from_numpy(x.astype(np.float32)).to(torch.bfloat16) for x in host]
+    got = plait.attention(*t, P)
+    assert got.dtype == torch.bfloat16
+    np.testing.assert_allclose(got.float().numpy(), reference(*(x.float().numpy() for x in t), P.mask(), 0.25),
+                               rtol=2e-2, atol=2e-2)
+
+
+def test_a_pattern_explains_its_affine_parts_and_tiles():
+    text = acsr.dilated(4099, 512, 4).explain()
+    assert "part 0: 4099 rows" in text and "stride 4" in text
+    assert "4 groups of rows" in text and "computed scores kept" in text
+    plan = acsr.dilated(4099, 512, 4).tiles()
+    assert plan["kept"] == acsr.dilated(4099, 512, 4).nnz <= plan["computed"]
+    assert sorted(plan["rows"].tolist()) == list(range(4099))
+    text = acsr.global_window(300, 8, 3).explain()
+    assert "part 1: 297 rows" in text and "2 groups of rows" in text
 
 
 def test_a_pattern_is_a_sparse_matrix_of_ones_in_kernels():
