@@ -155,7 +155,9 @@ class Pattern:
 
     def mask(self):
         """The pattern as a dense boolean (queries x keys) mask."""
-        return self.tocsr().toarray().astype(bool)
+        mask = np.zeros(self.shape, dtype=bool)
+        mask[np.repeat(np.arange(self.shape[0]), np.diff(self._indptr)), self._indices] = True
+        return mask
 
     def __getattr__(self, attribute):
         # The rest of a csr_array's methods and attributes (multiply, sum, T, indptr, ...).

@@ -212,7 +212,7 @@ attention.explain = explain
 
 def _plan_on_device(pattern, library, device):
     """The pattern's tile plan (Pattern.tiles) on the device, copied once per
-    library and device: (rows, tiles, row_parts) arrays and the tile count."""
+    library and device: (rows, tiles, row_parts) arrays and the plan."""
     key = ("tiles", library, str(device))
     found = pattern._device_copies.get(key)
     if found is None:
@@ -227,7 +227,7 @@ def _plan_on_device(pattern, library, device):
 
             with cupy.cuda.Device(device):
                 on_device = [cupy.asarray(a) for a in arrays]
-        found = pattern._device_copies[key] = (on_device, plan["tile_count"])
+        found = pattern._device_copies[key] = (on_device, plan)
     return found
 
 
@@ -264,19 +264,29 @@ def _fused(q, k, v, pattern, scale, library):
 
     lead = tuple(q.shape[:-2])
     sq, d = q.shape[-2], q.shape[-1]
+    heads = int(np.prod(lead)) if lead else 1
+    device = q.device if library == "torch-cuda" else q.device.id
+    (rows, tiles, row_parts), plan = _plan_on_device(pattern, library, device)
+    # The splits of long tiles leave partial results in slots and count
+    # themselves in zeroed counters, per (batch, head).
+    slots, groups = plan["slots"], plan["split_groups"]
+    partials = counters = None
     if library == "torch-cuda":
         import torch
 
-        device = q.device
         out = torch.empty(lead + (sq, d), dtype=q.dtype, device=device)
         stream = torch.cuda.current_stream(device).cuda_stream
+        if groups:
+            partials = torch.empty(heads * slots * 64 * (d + 2), dtype=torch.float32, device=device)
+            counters = torch.zeros(heads * groups, dtype=torch.int32, device=device)
     else:
         import cupy
 
-        device = q.device.id
         out = cupy.empty(lead + (sq, d), dtype=q.dtype)
         stream = cupy.cuda.get_current_stream().ptr
-    (rows, tiles, row_parts), tile_count = _plan_on_device(pattern, library, device)
+        if groups:
+            partials = cupy.empty(heads * slots * 64 * (d + 2), dtype=cupy.float32)
+            counters = cupy.zeros(heads * groups, dtype=cupy.int32)
     qh, qs = _as_heads(q, library)
     kh, ks = _as_heads(k, library)
     vh, vs = _as_heads(v, library)
@@ -284,5 +294,6 @@ def _fused(q, k, v, pattern, scale, library):
     _core.sparse_attention(_dtype_name(q), d, _address(qh, library), qs, _address(kh, library), ks,
                            _address(vh, library), vs, _address(oh, library), os_, qh.shape[0], qh.shape[1], scale,
                            _address(rows, library), _address(tiles, library), _address(row_parts, library),
-                           tile_count, stream)
+                           plan["tile_count"], _address(partials, library) if groups else 0,
+                           _address(counters, library) if groups else 0, slots, groups, stream)
     return out

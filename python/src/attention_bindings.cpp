@@ -42,6 +42,8 @@ nb::dict affine_tiles(int64_t rows, int64_t columns,
   out["tiles"] = as_bytes(plan.tiles);
   out["row_parts"] = as_bytes(plan.row_parts);
   out["tile_count"] = plan.tile_count();
+  out["slots"] = plan.slots;
+  out["split_groups"] = plan.split_groups;
   out["kept"] = plan.kept;
   out["computed"] = plan.computed;
   out["description"] = tensor::describe(plan);
@@ -52,7 +54,8 @@ using Strides = std::tuple<int64_t, int64_t, int64_t>;
 
 void sparse_attention(const std::string& dtype, int head_dim, uintptr_t q, Strides qs, uintptr_t k, Strides ks,
                       uintptr_t v, Strides vs, uintptr_t out, Strides os, int64_t batch, int64_t heads, double scale,
-                      uintptr_t rows, uintptr_t tiles, uintptr_t row_parts, int64_t tile_count, uintptr_t stream) {
+                      uintptr_t rows, uintptr_t tiles, uintptr_t row_parts, int64_t tile_count, uintptr_t partials,
+                      uintptr_t counters, int64_t slots, int64_t split_groups, uintptr_t stream) {
   jit::SparseAttentionCall c;
   if (dtype == "bfloat16") {
     c.type = jit::HalfType::BFloat16;
@@ -78,6 +81,10 @@ void sparse_attention(const std::string& dtype, int head_dim, uintptr_t q, Strid
   c.tiles = tiles;
   c.row_parts = row_parts;
   c.tile_count = tile_count;
+  c.partials = partials;
+  c.counters = counters;
+  c.slots = slots;
+  c.split_groups = split_groups;
   c.stream = stream;
   jit::run_sparse_attention(c);
 }
@@ -87,10 +94,10 @@ void sparse_attention(const std::string& dtype, int head_dim, uintptr_t q, Strid
 void define_attention_bindings(nb::module_& m) {
   m.def("affine_tiles", &affine_tiles, "rows"_a, "columns"_a, "parts"_a, "tile_rows"_a, "key_tile"_a,
         "The tile plan of an affine pattern: a dict of rows, tiles and row_parts (bytes of int32), tile_count, "
-        "kept, computed and description (tensor/affine_tiles.h).");
+        "slots, split_groups, kept, computed and description (tensor/affine_tiles.h).");
   m.def("sparse_attention", &sparse_attention, "dtype"_a, "head_dim"_a, "q"_a, "q_strides"_a, "k"_a, "k_strides"_a,
         "v"_a, "v_strides"_a, "out"_a, "out_strides"_a, "batch"_a, "heads"_a, "scale"_a, "rows"_a, "tiles"_a,
-        "row_parts"_a, "tile_count"_a, "stream"_a,
+        "row_parts"_a, "tile_count"_a, "partials"_a, "counters"_a, "slots"_a, "split_groups"_a, "stream"_a,
         "Queues the fused attention kernel over a tile plan on `stream` (jit/cuda_sparse_attention.h).");
   m.def("sparse_attention_head_dim_supported", &jit::sparse_attention_head_dim_supported, "head_dim"_a);
 }

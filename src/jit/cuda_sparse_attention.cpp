@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "jit/cuda_runtime.h"
+#include "runtime/attention_tiles.h"
 #include "support/compile_options.h"
 
 namespace plait {
@@ -42,8 +43,17 @@ const CudaModule& attention_module(HalfType type, int head_dim) {
 }  // namespace
 
 std::string sparse_attention_source(HalfType type, int head_dim) {
-  return "#define PLAIT_ATTENTION_D " + std::to_string(head_dim) + "\n#define PLAIT_ATTENTION_BF16 " +
-         (type == HalfType::BFloat16 ? "1" : "0") + "\n" + kCudaSparseAttentionText;
+  using namespace runtime;
+  std::string s = "#define PLAIT_ATTENTION_D " + std::to_string(head_dim) + "\n#define PLAIT_ATTENTION_BF16 " +
+                  (type == HalfType::BFloat16 ? "1" : "0") + "\n";
+  const std::pair<const char*, int> fields[] = {
+      {"FIELDS", kTileFields},    {"ROW_BEGIN", kRowBegin},     {"ROW_COUNT", kRowCount},
+      {"PART_LO", kPartLo},       {"PART_STRIDE", kPartStride}, {"PART_COLUMNS", kPartColumns},
+      {"STEP_BEGIN", kStepBegin}, {"STEP_END", kStepEnd},       {"SPLIT_GROUP", kSplitGroup},
+      {"SPLIT", kSplit},          {"SPLITS", kSplits},          {"SLOT", kSlot}};
+  for (const auto& [name, value] : fields)
+    s += "#define PLAIT_TILE_" + std::string(name) + " " + std::to_string(value) + "\n";
+  return s + kCudaSparseAttentionText;
 }
 
 bool sparse_attention_head_dim_supported(int head_dim) {
@@ -71,12 +81,15 @@ void run_sparse_attention(const SparseAttentionCall& c) {
   const int64_t* strides[4] = {c.q_strides, c.k_strides, c.v_strides, c.out_strides};
   for (int a = 0; a < 4; ++a)
     for (int d = 0; d < 3; ++d) s[a][d] = strides[a][d];
-  void* params[] = {&q,       &s[0][0], &s[0][1], &s[0][2],    &k,       &s[1][0], &s[1][1],
-                    &s[1][2], &v,       &s[2][0], &s[2][1],    &s[2][2], &out,     &s[3][0],
-                    &s[3][1], &s[3][2], &heads,   &scale_log2, &rows,    &tiles,   &parts};
-  // Shared memory: a tile of K (Q's before it) and one of V, rows padded by 8 halves.
-  const auto shared_bytes = static_cast<uint32_t>(2 * kKeysPerTile * (c.head_dim + 8) * 2);
-  static_assert(kRowsPerTile == kKeysPerTile, "Q's tile is loaded where K's go");
+  void* partials = reinterpret_cast<void*>(c.partials);
+  void* counters = reinterpret_cast<void*>(c.counters);
+  int slots = static_cast<int>(c.slots), groups = static_cast<int>(c.split_groups);
+  // In the kernel's order: each array, then its batch, head and row strides.
+  void* params[] = {&q,       &s[0][0], &s[0][1], &s[0][2],  &k,        &s[1][0], &s[1][1], &s[1][2], &v,
+                    &s[2][0], &s[2][1], &s[2][2], &out,      &s[3][0],  &s[3][1], &s[3][2], &heads,   &scale_log2,
+                    &rows,    &tiles,   &parts,   &partials, &counters, &slots,   &groups};
+  // Shared memory: Q's tile and two buffers of a K and a V tile, rows padded by 8 halves.
+  const auto shared_bytes = static_cast<uint32_t>((kRowsPerTile + 4 * kKeysPerTile) * (c.head_dim + 8) * 2);
   launch_kernel(module, 0, static_cast<uint32_t>(c.batch * c.heads), static_cast<uint32_t>(c.tile_count), kThreads,
                 shared_bytes, params, c.stream);
 }

@@ -9,6 +9,8 @@
 
 namespace plait::tensor {
 
+using namespace runtime;
+
 namespace {
 
 // What rows must share to share a tile: per part, its stride and the
@@ -88,8 +90,8 @@ AffineTiles plan_affine_tiles(int64_t rows, int64_t columns, const std::vector<A
     if (begin == 0 || key[static_cast<size_t>(order[begin])] != key[static_cast<size_t>(order[begin - 1])])
       ++plan.groups;
     Tile tile{};
-    tile.fields[0] = narrow(static_cast<int64_t>(begin));
-    tile.fields[1] = narrow(static_cast<int64_t>(end - begin));
+    tile.fields[kRowBegin] = narrow(static_cast<int64_t>(begin));
+    tile.fields[kRowCount] = narrow(static_cast<int64_t>(end - begin));
     int64_t gathered = 0;
     for (size_t p = 0; p < parts.size(); ++p) {
       int64_t lo = std::numeric_limits<int64_t>::max(), hi = -1, stride = 1;
@@ -102,16 +104,53 @@ AffineTiles plan_affine_tiles(int64_t rows, int64_t columns, const std::vector<A
       }
       if (hi < 0) continue;
       const int64_t n = (hi - lo) / stride + 1;
-      tile.fields[2 + 3 * p] = narrow(lo);
-      tile.fields[3 + 3 * p] = narrow(stride);
-      tile.fields[4 + 3 * p] = narrow(n);
+      tile.fields[kPartLo + 3 * p] = narrow(lo);
+      tile.fields[kPartStride + 3 * p] = narrow(stride);
+      tile.fields[kPartColumns + 3 * p] = narrow(n);
       tile.key_tiles += (n + key_tile - 1) / key_tile;
       gathered += (n + key_tile - 1) / key_tile * key_tile;
     }
     plan.computed += static_cast<int64_t>(end - begin) * gathered;
+    tile.fields[kStepBegin] = 0;
+    tile.fields[kStepEnd] = narrow(tile.key_tiles);
+    tile.fields[kSplitGroup] = -1;
     tiles.push_back(tile);
     begin = end;
   }
+  // Tiles of more than twice the median's steps (and at least kMinSplit)
+  // are split into ranges of about that many.
+  constexpr int64_t kMinSplit = 8;
+  std::vector<int64_t> steps;
+  for (const Tile& t : tiles) steps.push_back(t.key_tiles);
+  int64_t median = 0;
+  if (!steps.empty()) {
+    std::nth_element(steps.begin(), steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2), steps.end());
+    median = steps[steps.size() / 2];
+  }
+  plan.split_steps = std::max(kMinSplit, 2 * median);
+  std::vector<Tile> split;
+  for (const Tile& t : tiles) {
+    if (t.key_tiles <= plan.split_steps) {
+      split.push_back(t);
+      continue;
+    }
+    const int64_t splits = (t.key_tiles + plan.split_steps - 1) / plan.split_steps;
+    const int64_t each = (t.key_tiles + splits - 1) / splits;
+    for (int64_t k = 0; k < splits; ++k) {
+      Tile part = t;
+      part.fields[kStepBegin] = narrow(k * each);
+      part.fields[kStepEnd] = narrow(std::min(t.key_tiles, (k + 1) * each));
+      part.key_tiles = part.fields[kStepEnd] - part.fields[kStepBegin];
+      part.fields[kSplitGroup] = narrow(plan.split_groups);
+      part.fields[kSplit] = narrow(k);
+      part.fields[kSplits] = narrow(splits);
+      part.fields[kSlot] = narrow(plan.slots);
+      split.push_back(part);
+    }
+    ++plan.split_groups;
+    plan.slots += splits;
+  }
+  tiles = std::move(split);
   std::stable_sort(tiles.begin(), tiles.end(), [](const Tile& a, const Tile& b) { return a.key_tiles > b.key_tiles; });
   plan.rows.reserve(order.size());
   for (int64_t i : order) plan.rows.push_back(static_cast<int32_t>(i));
@@ -127,6 +166,10 @@ std::string describe(const AffineTiles& tiles) {
                   std::to_string(tiles.key_tile) + "; " + with_commas(tiles.kept) + " of " +
                   with_commas(tiles.computed) + " computed scores kept";
   if (tiles.computed > 0) s += " (" + std::to_string(tiles.kept * 100 / tiles.computed) + "%)";
+  if (tiles.split_groups > 0)
+    s += "; " + std::to_string(tiles.split_groups) + (tiles.split_groups == 1 ? " long tile" : " long tiles") +
+         " split into " + std::to_string(tiles.slots) + " ranges of at most " + std::to_string(tiles.split_steps) +
+         " key tiles, merged by the last to finish";
   return s;
 }
 

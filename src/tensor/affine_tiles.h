@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/attention_tiles.h"
+
 namespace plait::tensor {
 
 // One affine part: per row its first column, stride and count (count 0: no
@@ -25,22 +27,27 @@ struct AffinePart {
   const int64_t* count = nullptr;
 };
 
-inline constexpr int kAffineParts = 2;
-inline constexpr int kTileFields = 2 + 3 * kAffineParts;
+using runtime::kAffineParts;
+using runtime::kTileFields;
+using runtime::TileField;
 
 struct AffineTiles {
   // The query rows in tile order.
   std::vector<int32_t> rows;
-  // Per tile, kTileFields ints: its first position in `rows`, its row count,
-  // then per part the progression's first column, stride and number of
-  // columns (0 where no row of the tile has the part). Tiles that gather
-  // more keys come first, so that the longest run from the start.
+  // Per tile, kTileFields ints (runtime/attention_tiles.h). A tile of more key tiles than
+  // `split_steps` (global rows that keep every key) is split into ranges
+  // of its key tiles, each a tile of its own that leaves its partial
+  // softmax in a slot, merged by the last of them to finish: no tile runs
+  // much longer than the others. Tiles of more steps come first, so that
+  // the longest run from the start.
   std::vector<int32_t> tiles;
   // Per row, per part, its first column and count (the stride is its tile's).
   std::vector<int32_t> row_parts;
   int64_t kept = 0;      // stored entries: the scores the pattern keeps
   int64_t computed = 0;  // scores the tiles compute (each tile's rows by its gathered keys, keys in tiles of key_tile)
   int64_t groups = 0;    // groups of rows with the same strides and residues
+  int64_t split_groups = 0, slots = 0;  // long tiles split, and their splits
+  int64_t split_steps = 0;
   int tile_rows = 0, key_tile = 0;
   size_t tile_count() const { return tiles.size() / kTileFields; }
 };

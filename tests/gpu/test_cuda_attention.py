@@ -49,8 +49,8 @@ def _empty_rows_mask(n):
     return mask
 
 
-FUSED_PATTERNS = [acsr.sliding(203, 17), acsr.causal_window(203, 40), acsr.dilated(203, 60, 4), acsr.dilated(203, 33, 2),
-                  acsr.dilated(203, 90, 8), acsr.strided(203, 9), acsr.blocked(203, 64), acsr.blocked(203, 10),
+FUSED_PATTERNS = [acsr.sliding(203, 17), acsr.causal_window(203, 40), acsr.dilated(203, 60, 4),
+                  acsr.dilated(203, 33, 2), acsr.dilated(203, 90, 8), acsr.strided(203, 9), acsr.blocked(203, 64), acsr.blocked(203, 10),
                   acsr.global_window(203, 12, 3), acsr.from_mask(_empty_rows_mask(203)), acsr.sliding(1, 3),
                   acsr.from_mask(np.zeros((5, 9), bool)), acsr.from_mask(lambda i, j: (j <= 2 * i) & (j % 3 == 0),
                                                                          shape=(70, 150))]
@@ -127,3 +127,16 @@ def test_half_precision_outside_the_fused_kernel_runs_the_generated_kernels_in_f
         assert got.dtype == torch.bfloat16
         np.testing.assert_allclose(_host(got, "torch"), masked_attention(*host, P.mask(), 40**-0.5), rtol=2e-2,
                                    atol=2e-2)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_fused_attention_splits_the_long_tiles_of_global_rows(lib):
+    # The global rows' tile has 32 key tiles, the others 2 or 3: it runs in
+    # four ranges whose partial softmaxes the last to finish merges.
+    P = acsr.global_window(2000, 8, 3)
+    assert P.tiles()["split_groups"] == 1 and "split into 4 ranges" in P.explain()
+    (q, k, v), host = _half_inputs(lib, "float16", [(1, 2, 2000, 32)] * 3)
+    want = masked_attention(*host, P.mask(), 0.3)
+    for _ in range(2):  # the counters start from zero in each call
+        got = plait.attention(q, k, v, P, scale=0.3)
+        np.testing.assert_allclose(_host(got, lib), want, rtol=4e-3, atol=4e-3)

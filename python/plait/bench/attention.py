@@ -1,10 +1,10 @@
 """Sparse attention over affine patterns on the GPU: plait.attention against
 PyTorch's FlexAttention and SDPA, validated, then timed.
 
-    python -m plait.bench attention [--patterns sliding,dilated4] [--seq-lens 4096,16384]
-                                    [--heads 16] [--head-dim 64] [--batch 1] [--dtype float32]
-                                    [--peers plait,flex,sdpa-mask] [--repeat 10] [--time-budget 5]
-                                    [--out DIR]
+    python -m plait.bench attention [--patterns sliding,dilated4] [--seq-lens 4096,16384,32768]
+                                    [--heads 16] [--head-dim 64] [--batch 1] [--dtype bfloat16]
+                                    [--peers plait,flex,sdpa-mask,sdpa-causal,plait-unfused]
+                                    [--repeat 10] [--time-budget 5] [--out DIR]
 
 Patterns (plait.sparse.acsr, docs/attention.md), for a sequence of S keys:
     sliding        sliding(S, 256)
@@ -15,15 +15,25 @@ Patterns (plait.sparse.acsr, docs/attention.md), for a sequence of S keys:
     global_window  global_window(S, 256, 16)
 
 Peers, in one run on the same CUDA tensors (batch, heads, S, head dim):
-    plait      plait.attention(q, k, v, P)
-    flex       torch.compile(flex_attention), compiled for each pattern and
-               length, with the BlockMask of the same mask_mod (both made
-               outside the timing)
-    sdpa-mask  torch's scaled_dot_product_attention with the dense boolean mask
-Each peer's output is compared with sdpa-mask's (float32: 1e-3 absolute);
-the timed statement is one call plus a device synchronisation; the median of
---repeat runs (fewer past --time-budget seconds, at least 2). Ratios are
-peer time over Plait's (above 1: Plait is faster).
+    plait          plait.attention(q, k, v, P): the fused kernel for bfloat16
+                   and float16, the generated operator program otherwise
+    flex           torch.compile(flex_attention), compiled for each pattern and
+                   length, with the BlockMask of the same mask_mod (both made
+                   outside the timing)
+    sdpa-mask      torch's scaled_dot_product_attention with the dense boolean mask
+    sdpa-causal    scaled_dot_product_attention(is_causal=True), for the causal
+                   patterns (causal_window, strided) only: it computes the whole
+                   lower triangle, a superset of their scores, so it is timed
+                   and not compared
+    plait-unfused  plait.attention(..., fused=False): the generated kernels
+                   (sampled product, softmax, product with v) in float32, one
+                   call per (batch, head): the ablation of the fused kernel
+Each peer's output (but sdpa-causal's) is compared with a reference, SDPA
+with the dense mask on float32 copies (absolute error: bfloat16 3e-2,
+float16 4e-3, float32 1e-3, float64 1e-9); the timed statement is one call
+plus a device synchronisation; the median of --repeat runs (fewer past
+--time-budget seconds, at least 2). Ratios are peer time over Plait's
+(above 1: Plait is faster).
 """
 
 import argparse
@@ -46,10 +56,12 @@ PATTERNS = {
     "global_window": (lambda a, S: a.global_window(S, 256, 16),
                       lambda q, kv: (abs(q - kv) <= 256) | (q < 16) | (kv < 16)),
 }
-PEERS = ("plait", "flex", "sdpa-mask")
+PEERS = ("plait", "flex", "sdpa-mask", "sdpa-causal", "plait-unfused")
+CAUSAL = ("causal_window", "strided")  # patterns inside the lower triangle
+TOLERANCE = {"bfloat16": 3e-2, "float16": 4e-3, "float32": 1e-3, "float64": 1e-9}
 
 
-def _peers(names, torch, pattern, mask_mod, shape):
+def _peers(names, torch, pattern, mask_mod, shape, causal):
     """name -> a function of (q, k, v), for the peers that can run here."""
     import plait
 
@@ -58,6 +70,11 @@ def _peers(names, torch, pattern, mask_mod, shape):
     for name in names:
         if name == "plait":
             made[name] = lambda q, k, v: plait.attention(q, k, v, pattern)
+        elif name == "plait-unfused":
+            made[name] = lambda q, k, v: plait.attention(q, k, v, pattern, fused=False)
+        elif name == "sdpa-causal":
+            if causal:
+                made[name] = lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         elif name == "flex":
             try:
                 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
@@ -93,11 +110,11 @@ def _time(fn, args, repeat, budget_s, torch):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m plait.bench attention", description=__doc__.split("\n")[0])
     parser.add_argument("--patterns", default=",".join(PATTERNS))
-    parser.add_argument("--seq-lens", default="4096,16384")
+    parser.add_argument("--seq-lens", default="4096,16384,32768")
     parser.add_argument("--heads", type=int, default=16)
     parser.add_argument("--head-dim", type=int, default=64)
     parser.add_argument("--batch", type=int, default=1)
-    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    parser.add_argument("--dtype", default="bfloat16", choices=list(TOLERANCE))
     parser.add_argument("--peers", default=",".join(PEERS))
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--time-budget", type=float, default=5.0)
@@ -120,26 +137,35 @@ def main(argv=None):
             shape = (args.batch, args.heads, seq_len, args.head_dim)
             gen = torch.Generator(device="cuda").manual_seed(0)
             q, k, v = (torch.randn(shape, device="cuda", dtype=dtype, generator=gen) for _ in range(3))
-            fns = _peers(peers, torch, pattern, mask_mod, shape)
-            reference = fns["sdpa-mask"](q, k, v) if "sdpa-mask" in fns else None
+            fns = _peers(peers, torch, pattern, mask_mod, shape, name in CAUSAL)
+            dense = torch.from_numpy(pattern.mask()).cuda()
+            wide = torch.float64 if dtype == torch.float64 else torch.float32
+            reference = torch.nn.functional.scaled_dot_product_attention(q.to(wide), k.to(wide), v.to(wide),
+                                                                         attn_mask=dense)
+            # A row without kept keys: SDPA gives NaN, plait.attention and FlexAttention zeros.
+            reference = torch.nan_to_num(reference, nan=0.0)
+            del dense
             row = {"pattern": name, "seq_len": seq_len, "kept": pattern.nnz / float(seq_len) ** 2}
             for peer, fn in fns.items():
                 try:
                     out = fn(q, k, v)
-                    if reference is not None and peer != "sdpa-mask":
-                        error = float((out.float() - reference.float()).abs().max())
-                        if not error <= 1e-3:
-                            raise AssertionError(f"differs from sdpa-mask by {error:.3g}")
+                    if peer != "sdpa-causal":
+                        error = float((torch.nan_to_num(out.to(wide), nan=0.0) - reference).abs().max())
+                        if not error <= TOLERANCE[args.dtype]:
+                            raise AssertionError(f"differs from the reference by {error:.3g}")
                     row[peer] = _time(fn, (q, k, v), args.repeat, args.time_budget, torch)
                 except Exception as e:  # a peer that fails is reported, the suite goes on
                     row[peer] = float("nan")
                     print(f"note: {peer} on {name} / {seq_len}: {type(e).__name__}: {str(e)[:200]}")
             rows.append(row)
             print(f"{name} / {seq_len}: " + ", ".join(f"{p} {format_time(row[p])}" for p in fns), flush=True)
-            del q, k, v, fns
+            del q, k, v, fns, reference
             torch.cuda.empty_cache()
     others = [p for p in peers if p != "plait"]
     print(f"\nSparse attention ({args.dtype}, batch {args.batch}, {args.heads} heads, head dim {args.head_dim})")
+    if "plait" in peers:
+        print("plait: " + ("the fused kernel" if args.dtype in ("bfloat16", "float16") else
+                           "the generated operator program (the fused kernel takes bfloat16 and float16)"))
     print(machine_description("cuda"))
     print("\n| pattern / S | kept | " + " | ".join(peers) + " | " + " | ".join(f"{p}/plait" for p in others) + " |")
     print("|---" * (2 + len(peers) + len(others)) + "|")
@@ -156,7 +182,7 @@ def main(argv=None):
     cells = ["geomean", ""] + [""] * len(peers) + [f"{geomean(ratios[p]):.2f}x" if ratios[p] else "-" for p in others]
     print("| " + " | ".join(cells) + " |")
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"attention_{args.dtype}.csv")
+    path = os.path.join(args.out, f"attention_{args.dtype}_b{args.batch}_h{args.heads}_d{args.head_dim}.csv")
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["pattern", "seq_len", "kept", *peers])
