@@ -241,7 +241,7 @@ def _as_heads(x, library):
     copy where they are not), and those three strides in elements."""
     lead = x.shape[:-2]
     if len(lead) != 2:
-        count = int(np.prod(lead)) if lead else 1
+        count = math.prod(lead)
         x = x.reshape((1, count) + tuple(x.shape[-2:]))
     if library == "torch-cuda":
         strides = tuple(x.stride())
@@ -264,7 +264,7 @@ def _fused(q, k, v, pattern, scale, library):
 
     lead = tuple(q.shape[:-2])
     sq, d = q.shape[-2], q.shape[-1]
-    heads = int(np.prod(lead)) if lead else 1
+    heads = math.prod(lead)
     device = q.device if library == "torch-cuda" else q.device.id
     (rows, tiles, row_parts), plan = _plan_on_device(pattern, library, device)
     # The splits of long tiles leave partial results in slots and count

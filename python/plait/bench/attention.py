@@ -65,7 +65,7 @@ def _peers(names, torch, pattern, mask_mod, shape, causal):
     """name -> a function of (q, k, v), for the peers that can run here."""
     import plait
 
-    b, h, s, _ = shape
+    s = shape[2]
     made = {}
     for name in names:
         if name == "plait":
@@ -86,7 +86,8 @@ def _peers(names, torch, pattern, mask_mod, shape, causal):
             # 5-35x slower past the first few.
             torch._dynamo.reset()
             flex = torch.compile(flex_attention)
-            block_mask = create_block_mask(lambda bb, hh, q, kv: mask_mod(q, kv), b, h, s, s)
+            # One mask for every batch and head (mask_mod reads neither): None broadcasts them.
+            block_mask = create_block_mask(lambda bb, hh, q, kv: mask_mod(q, kv), None, None, s, s)
             made[name] = lambda q, k, v, f=flex, m=block_mask: f(q, k, v, block_mask=m)
         elif name == "sdpa-mask":
             dense = torch.from_numpy(pattern.mask()).cuda()
