@@ -1,6 +1,7 @@
 """plait.attention: softmax attention over a sparse pattern of kept scores.
 
-    out = plait.attention(q, k, v, P, scale=None)
+    out = plait.attention(q, k, v, P, scale=None, fused=True)
+    plait.attention.explain(q, k, v, P)     # which kernel runs, why, and P's tiles
 
 q: (..., S_q, D), k: (..., S_k, D), v: (..., S_k, D_v), the leading
 dimensions (batch, heads) the same; P a pattern of plait.sparse.acsr (or any
@@ -11,12 +12,16 @@ SciPy sparse matrix: its stored entries are the kept scores) of shape
 
 with scale 1 / sqrt(D) by default. A row with no kept key gives zeros (as
 FlexAttention gives). NumPy arrays and PyTorch CPU tensors run on the CPU,
-PyTorch CUDA tensors and CuPy arrays on the GPU, float32 or float64.
+PyTorch CUDA tensors and CuPy arrays on the GPU; float32, float64, bfloat16
+or float16, the result of the inputs' type.
 
-Each (batch, head) runs the operator program `_attend` below, compiled by
-Plait: the scores are computed at the pattern's entries only (the sampled
-product), then their softmax per row and the product with v, in one pass
-over the rows (docs/sparse.md).
+bfloat16 and float16 on the GPU over an ACSR pattern run one fused kernel on
+tensor cores (jit/cuda_sparse_attention.h) over the pattern's tiles
+(Pattern.tiles). Everything else runs, per (batch, head), the operator
+program `_attend` below, compiled by Plait (half precision in float32): the
+scores are computed at the pattern's entries only (the sampled product),
+then their softmax per row and the product with v, in one pass over the rows
+(docs/sparse.md, docs/attention.md).
 """
 
 import math
