@@ -14,7 +14,7 @@ VPY := $(VENV)/bin/python
 JOBS ?= 2
 # clang with its OpenMP runtime (libomp) and sanitizer/libFuzzer runtimes
 # (libclang-rt): the second system compiler and the fuzzer's compiler.
-DEBIAN_PACKAGES := g++ cmake ninja-build libgtest-dev clang libomp-dev libclang-rt-dev
+DEBIAN_PACKAGES := g++ cmake ninja-build libgtest-dev clang libomp-dev libclang-rt-dev libopenblas0-openmp
 CLANGXX ?= clang++
 BUILD_DEPS := scikit-build-core nanobind "numpy>=2" pytest pytest-xdist scipy hypothesis
 

@@ -85,6 +85,13 @@ def memory_pool_stats():
     return {"free_blocks": blocks, "free_bytes": free_bytes, "budget_bytes": budget}
 
 
+def blas_library():
+    """The BLAS that CPU kernels' matrix products call (OpenBLAS or BLIS,
+    loaded on first use; $PLAIT_BLAS names another, "none" turns it off),
+    or "none (...)" with why: their loops run instead."""
+    return _core.cpu_blas_description()
+
+
 def release_memory_pool():
     """Gives the pool's free blocks back to the operating system."""
     _core.release_host_memory()
@@ -107,6 +114,7 @@ __all__ = [
     "RaceError",
     "UnsupportedError",
     "attention",
+    "blas_library",
     "cuda_available",
     "cuda_unavailable_reason",
     "jit",

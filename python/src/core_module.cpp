@@ -18,6 +18,7 @@
 
 #include "driver/compiler.h"
 #include "ir/types.h"
+#include "jit/cpu_blas.h"
 #include "jit/cuda_runtime.h"
 #include "jit/host_memory.h"
 #include "runtime/abi.h"
@@ -52,6 +53,8 @@ NB_MODULE(_core, m) {
   m.def("_set_error_classes", &set_error_classes, "by_kind"_a, "internal"_a,
         "Registers the Python classes raised for compile errors (plait/errors.py).");
   m.def("compiler_version", &plait::compiler_version);
+  m.def("cpu_blas_description", &plait::jit::cpu_blas_description,
+        "The BLAS CPU kernels' matrix products call, or why none (jit/cpu_blas.h).");
   // Whether plait.jit checks indices unless told.
   m.attr("default_boundscheck") = plait::default_boundscheck;
   m.def("_raise_compile_error", &raise_python_compile_error, "kind"_a, "message"_a, "path"_a, "text"_a, "first_line"_a,

@@ -13,6 +13,7 @@
 #include "argument_types.h"
 #include "compile_bindings.h"
 #include "dispatcher.h"
+#include "jit/cpu_blas.h"
 #include "jit/host_memory.h"
 #include "module_errors.h"
 
@@ -355,6 +356,7 @@ PyObject* call_cpu(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
   ctx.error_message[0] = '\0';
   ctx.error_iteration = -1;
   ctx.cuda = nullptr;
+  ctx.blas = plait::jit::cpu_blas_api();
   ctx.memory = plait::jit::host_memory_pool();
   ctx.interrupt = &g_interrupt;
   // Cleared, then Python's pending signals handled: a SIGINT that came

@@ -33,6 +33,7 @@
 #include "transforms/insert_bounds_checks.h"
 #include "transforms/interchange_reductions.h"
 #include "transforms/normalize_indices.h"
+#include "transforms/offload_matmul.h"
 #include "transforms/place_declarations.h"
 #include "transforms/plan_parallel_loops.h"
 #include "transforms/privatize_atomics.h"
@@ -64,6 +65,9 @@ void run_cpu_passes(PassRunner& run, const CompileOptions& options) {
     checks.scans = true;
     run("insert_bounds_checks", [&](ir::Function& f) { transforms::insert_bounds_checks(f, checks); });
   }
+  // Matrix-product nests as calls of the BLAS (products only: the CPU's
+  // table has gemm), each keeping its loops for when the library declines.
+  run("offload_matmul", [](ir::Function& f) { transforms::offload_matmul(f, transforms::BlasEntries::Products); });
   // Reductions that read down a column run outside chunks of their loop.
   run("interchange_reductions", transforms::interchange_reductions);
   // Vector loops whose body may raise run without simd, so that an error

@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 
+#include "jit/blas_layout.h"
 #include "jit/cuda_call.h"
 #include "support/diagnostics.h"
 
@@ -12,43 +13,8 @@ namespace plait::jit::cuda_call {
 
 namespace {
 
-constexpr int32_t kDone = 0, kDeclined = 1, kFailed = -1;
-constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-
-// A matrix of rows x cols with element strides (rs, cs) as cuBLAS takes it:
-// column-major with leading dimension `ld`, or row-major (its transpose is
-// column-major). Strides of a dimension of extent 1 do not matter.
-struct BlasLayout {
-  bool row_major = false;
-  int64_t ld = 0;
-};
-
-std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool prefer_row_major) {
-  const bool row_major = (cs == 1 || cols <= 1) && (rows <= 1 || rs >= cols);
-  const bool col_major = (rs == 1 || rows <= 1) && (cols <= 1 || cs >= rows);
-  if (row_major && (prefer_row_major || !col_major)) return BlasLayout{true, rows <= 1 ? cols : rs};
-  if (col_major) return BlasLayout{false, cols <= 1 ? rows : cs};
-  return std::nullopt;
-}
-
-// The bytes a rows x cols matrix spans from its first element.
-uint64_t span_bytes(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t element) {
-  const int64_t last = (rows - 1) * (rows > 1 ? rs : 0) + (cols - 1) * (cols > 1 ? cs : 0);
-  return static_cast<uint64_t>((last + 1) * element);
-}
-
-bool overlaps(const void* x, uint64_t x_bytes, const void* y, uint64_t y_bytes) {
-  const auto a = reinterpret_cast<uintptr_t>(x), b = reinterpret_cast<uintptr_t>(y);
-  return a < b + y_bytes && b < a + x_bytes;
-}
-
-// A coefficient the library multiplies by as the loops would: not 0 (the
-// library then skips the product, and the NaNs the loops would propagate),
-// finite, and normal in the element type (a division x / s arrives as
-// alpha = 1 / s, whose precision a subnormal would lose).
-bool usable_alpha(double alpha, int32_t dtype) {
-  return std::isnormal(alpha) && (dtype != PLAIT_FLOAT32 || std::isnormal(static_cast<float>(alpha)));
-}
+constexpr int32_t kDone = kBlasDone, kDeclined = kBlasDeclined, kFailed = kBlasFailed;
+constexpr int64_t kMaxInt = kBlasMaxInt;
 
 // The cuBLAS handle of the call's stream (each stream has its own, with its
 // own workspace), made on first use; null with the error in ctx.
@@ -64,52 +30,19 @@ cublasHandle cublas_handle(plait_context* ctx, const CublasApi& blas, CallState&
   return slot;
 }
 
-// A matrix argument of a BLAS entry: its first element, extents and element
-// strides.
-struct BlasMatrix {
-  const void* data;
-  int64_t rows, cols, rs, cs;
-};
-
-// The library and the layouts a BLAS entry hands it: its output's
-// (row-major where it can be either) and those of its laid-out inputs, in
-// the output's orientation where they can be either.
+// The library and the layouts a BLAS entry hands it (blas_layout.h).
 struct BlasOperands {
   const CublasApi* blas = nullptr;
   BlasLayout out;
   std::vector<BlasLayout> in;
 };
 
-// The checks every BLAS entry makes before it calls the library; nullopt
-// (the entry declines) for an element type other than float32 and float64,
-// without the library, where an extent or a leading dimension exceeds an
-// int, where cuBLAS cannot take a layout, or where an input overlaps the
-// output. `laid_out` inputs get their layouts (in order); `apart` ones,
-// which the entry lays out itself, are only checked not to overlap it.
 std::optional<BlasOperands> blas_operands(int32_t dtype, const BlasMatrix& out, const std::vector<BlasMatrix>& laid_out,
                                           const std::vector<BlasMatrix>& apart = {}) {
-  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return std::nullopt;
-  auto too_large = [](const BlasMatrix& x) { return x.rows > kMaxInt || x.cols > kMaxInt; };
-  if (too_large(out)) return std::nullopt;
-  for (const std::vector<BlasMatrix>* inputs : {&laid_out, &apart})
-    for (const BlasMatrix& x : *inputs)
-      if (too_large(x)) return std::nullopt;
-  BlasOperands operands;
-  operands.blas = cublas();
+  std::optional<BlasLayouts> layouts = blas_layouts(dtype, out, laid_out, apart);
+  if (!layouts) return std::nullopt;
+  BlasOperands operands{cublas(), layouts->out, std::move(layouts->in)};
   if (!operands.blas) return std::nullopt;
-  const std::optional<BlasLayout> out_layout = blas_layout(out.rows, out.cols, out.rs, out.cs, true);
-  if (!out_layout || out_layout->ld > kMaxInt) return std::nullopt;
-  operands.out = *out_layout;
-  for (const BlasMatrix& x : laid_out) {
-    const std::optional<BlasLayout> layout = blas_layout(x.rows, x.cols, x.rs, x.cs, out_layout->row_major);
-    if (!layout || layout->ld > kMaxInt) return std::nullopt;
-    operands.in.push_back(*layout);
-  }
-  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
-  const uint64_t out_bytes = span_bytes(out.rows, out.cols, out.rs, out.cs, element);
-  for (const std::vector<BlasMatrix>* inputs : {&laid_out, &apart})
-    for (const BlasMatrix& x : *inputs)
-      if (overlaps(out.data, out_bytes, x.data, span_bytes(x.rows, x.cols, x.rs, x.cs, element))) return std::nullopt;
   return operands;
 }
 
@@ -119,42 +52,26 @@ int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_
                  int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta,
                  int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
   if (m <= 0 || n <= 0) return kDone;
-  if (k <= 0 || !usable_alpha(alpha, dtype) || (beta_reads_c && beta == 0.0)) return kDeclined;
-  const std::optional<BlasOperands> operands =
-      blas_operands(dtype, {c, m, n, c_rs, c_cs}, {{a, m, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}});
-  if (!operands) return kDeclined;
-  const CublasApi* blas = operands->blas;
-  const BlasLayout &lc = operands->out, &la = operands->in[0], &lb = operands->in[1];
-
+  const std::optional<ColumnMajorGemm> g =
+      column_major_gemm(dtype, m, n, k, alpha, {a, m, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}, beta, beta_reads_c != 0,
+                        {c, m, n, c_rs, c_cs});
+  const CublasApi* blas = cublas();
+  if (!g || !blas) return kDeclined;
   CallState& s = state_of(ctx);
   const cublasHandle handle = cublas_handle(ctx, *blas, s);
   if (!handle) return kFailed;
-  // Column-major cuBLAS computes the product in C's storage order: for a
-  // row-major C it computes C^T = B^T A^T, where a row-major operand is its
-  // own transpose's column-major storage (op N) and a column-major one
-  // needs op T; for a column-major C, the other way round.
   constexpr int kOpN = 0, kOpT = 1;
-  const bool swap = lc.row_major;
-  const BlasLayout& first = swap ? lb : la;
-  const BlasLayout& second = swap ? la : lb;
-  const int op_first = first.row_major == swap ? kOpN : kOpT;
-  const int op_second = second.row_major == swap ? kOpN : kOpT;
-  const int rows = static_cast<int>(swap ? n : m), cols = static_cast<int>(swap ? m : n);
-  const void* x = swap ? b : a;
-  const void* y = swap ? a : b;
-  const double beta_used = beta_reads_c ? beta : 0.0;
+  const int op_first = g->transpose_first ? kOpT : kOpN, op_second = g->transpose_second ? kOpT : kOpN;
   cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
   if (status == 0 && dtype == PLAIT_FLOAT64) {
-    status =
-        blas->cublasDgemm_v2(handle, op_first, op_second, rows, cols, static_cast<int>(k), &alpha,
-                             static_cast<const double*>(x), static_cast<int>(first.ld), static_cast<const double*>(y),
-                             static_cast<int>(second.ld), &beta_used, static_cast<double*>(c), static_cast<int>(lc.ld));
+    status = blas->cublasDgemm_v2(
+        handle, op_first, op_second, g->rows, g->cols, g->k, &alpha, static_cast<const double*>(g->first), g->ld_first,
+        static_cast<const double*>(g->second), g->ld_second, &g->beta, static_cast<double*>(c), g->ld_out);
   } else if (status == 0) {
-    const float alpha32 = static_cast<float>(alpha), beta32 = static_cast<float>(beta_used);
-    status =
-        blas->cublasSgemm_v2(handle, op_first, op_second, rows, cols, static_cast<int>(k), &alpha32,
-                             static_cast<const float*>(x), static_cast<int>(first.ld), static_cast<const float*>(y),
-                             static_cast<int>(second.ld), &beta32, static_cast<float*>(c), static_cast<int>(lc.ld));
+    const float alpha32 = static_cast<float>(alpha), beta32 = static_cast<float>(g->beta);
+    status = blas->cublasSgemm_v2(
+        handle, op_first, op_second, g->rows, g->cols, g->k, &alpha32, static_cast<const float*>(g->first), g->ld_first,
+        static_cast<const float*>(g->second), g->ld_second, &beta32, static_cast<float*>(c), g->ld_out);
   }
   if (status == 0) return kDone;
   record_error(ctx, PLAIT_RUNTIME_ERROR, "a cuBLAS matrix product failed (status " + std::to_string(status) + ")");

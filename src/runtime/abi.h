@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define PLAIT_ABI_VERSION 11
+#define PLAIT_ABI_VERSION 12
 #define PLAIT_MAX_NDIM 4
 
 /* dtype codes, same order as plait::ScalarKind */
@@ -169,6 +169,17 @@ typedef struct plait_host_memory {
   void (*release)(void* block, uint64_t bytes);
 } plait_host_memory;
 
+/* The CPU's BLAS (the caller's: a library it loaded). gemm is C = alpha * A
+ * @ B + beta * C with the arguments and returns of plait_cuda_api::gemm, on
+ * the calling thread, which the library may parallelise over the process's
+ * OpenMP threads (called outside a parallel loop). */
+typedef struct plait_blas_api {
+  int32_t (*gemm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha,
+                  const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
+                  int64_t b_col_stride, double beta, int32_t beta_reads_c, void* c, int64_t c_row_stride,
+                  int64_t c_col_stride);
+} plait_blas_api;
+
 /* Arrays of at least this many bytes come from plait_context::memory (when
  * set) and are aligned to 2 MiB with huge pages advised, as NumPy does. */
 #define PLAIT_HOST_MEMORY_LARGE_BYTES (4u << 20)
@@ -197,6 +208,8 @@ typedef struct plait_context {
   /* With error_kind set: the iteration of the parallel loop that raised it
    * (-1: not in one); see plait::raise_error. */
   int64_t error_iteration;
+  /* CPU kernels' matrix products; null: their loops run. */
+  const plait_blas_api* blas;
 } plait_context;
 
 /* The default for parallel_work_threshold (PLAIT_PARALLEL_THRESHOLD overrides). */

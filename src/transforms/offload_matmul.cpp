@@ -11,13 +11,14 @@ using namespace offload;
 
 class MatMulFinder : public IRMutator {
  public:
-  explicit MatMulFinder(const Function& f) : fn_(f) {}
+  MatMulFinder(const Function& f, BlasEntries entries) : fn_(f), entries_(entries) {}
   std::vector<Remark> remarks;
 
  protected:
   using IRMutator::visit;
   Stmt visit(const For* fi, const Stmt& self) override {
     if (Stmt m = match(fi, self)) return m;
+    if (entries_ == BlasEntries::Products) return IRMutator::visit(fi, self);
     const LibraryMatch triangle = match_triangle(fn_, fi, self, holding_);
     if (Stmt m = triangle.stmt) {
       remarks.push_back({fi->loc, "offload_matmul", triangle.remark});
@@ -121,14 +122,15 @@ class MatMulFinder : public IRMutator {
   }
 
   const Function& fn_;
+  BlasEntries entries_;
   std::vector<Expr> holding_;  // conditions of the `then` branches the visit is in
 };
 
 }  // namespace
 
-void offload_matmul(Function& function) {
+void offload_matmul(Function& function, BlasEntries entries) {
   if (!function.body) return;
-  MatMulFinder finder(function);
+  MatMulFinder finder(function, entries);
   function.body = finder.mutate(function.body);
   for (Remark& r : finder.remarks) function.remarks.push_back(std::move(r));
 }

@@ -1,4 +1,5 @@
-// Pass: matrix products for the target's BLAS library (CUDA: cuBLAS).
+// Pass: matrix products for the target's BLAS library (CUDA: cuBLAS; CPU:
+// the BLAS of jit/cpu_blas.h, products only).
 //
 // Finds host-level loop nests of the form
 //
@@ -49,6 +50,11 @@
 
 namespace plait::transforms {
 
-void offload_matmul(ir::Function& function);
+// Which of the library's entries the target has: all of them (CUDA:
+// cuBLAS), or its matrix products only (CPU: plait_blas_api::gemm), where
+// the triangles, in-place, symmetric and solve nests stay loops.
+enum class BlasEntries : uint8_t { All, Products };
+
+void offload_matmul(ir::Function& function, BlasEntries entries = BlasEntries::All);
 
 }  // namespace plait::transforms

@@ -189,10 +189,9 @@ class CppEmitter : public CEmitter {
   bool stops_after(const Expr& e) override { return !stop_.empty() && scan(e).facts.expressions; }
   void emit_stop() override { stop_on_error(); }
   void emit_assert(const Assert* a) override;
-  // offload_matmul runs on the CUDA target only.
-  void emit_matmul(const MatMul* /*mm*/) override {
-    PLAIT_INTERNAL_ERROR("a library matrix product on the CPU target");
-  }
+  // A product through plait_context::blas, its loops where the library
+  // declines or none is loaded.
+  void emit_matmul(const MatMul* mm) override;
 
   void emit_store(const Store* st) override;
 

@@ -32,6 +32,23 @@ void CppEmitter::emit_declare(const Declare* d) {
   CEmitter::emit_declare(d);
 }
 
+void CppEmitter::emit_matmul(const MatMul* mm) {
+  if (mm->triangle.part != MatMulPart::Full)
+    PLAIT_INTERNAL_ERROR("a triangular or symmetric library product on the CPU target (its BLAS has gemm only)");
+  auto operand = [&](const ArrayVar& x, bool transposed) {
+    return data(x) + ", " + stride(x, transposed ? 1 : 0) + ", " + stride(x, transposed ? 0 : 1);
+  };
+  const std::string status = temp("gemm");
+  line("const int32_t " + status + " = ctx->blas ? ctx->blas->gemm(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
+       expr(mm->m) + ", " + expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " +
+       operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) + ", " +
+       (mm->beta ? expr(mm->beta) : std::string("0.0")) + ", " + (mm->beta ? "1" : "0") + ", " + operand(mm->c, false) +
+       ") : 1;");
+  line("if (" + status + " != 0) {");
+  nested(mm->loops);
+  line("}");
+}
+
 void CppEmitter::emit_assert(const Assert* a) {
   line("if (!(" + expr(a->cond) + ")) {");
   ++indent_;

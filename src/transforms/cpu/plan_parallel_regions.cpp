@@ -30,6 +30,8 @@ class RegionCheck {
         if (std::string why = stmt(st); !why.empty()) return why;
       return "";
     }
+    // The library runs a product with the process's threads, outside any team.
+    if (s->kind == NodeKind::MatMul) return "a matrix product in the BLAS library";
     const AccessScan sc = scan(s);
     if (!sc.has_parallel) return plain(s, sc);
     if (const If* i = s->as<If>()) {

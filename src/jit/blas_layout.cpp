@@ -1,0 +1,88 @@
+// What a BLAS library is handed (blas_layout.h).
+#include "jit/blas_layout.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "runtime/abi.h"
+
+namespace plait::jit {
+
+namespace {
+
+// The bytes a rows x cols matrix spans from its first element.
+uint64_t span_bytes(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t element) {
+  const int64_t last = (rows - 1) * (rows > 1 ? rs : 0) + (cols - 1) * (cols > 1 ? cs : 0);
+  return static_cast<uint64_t>((last + 1) * element);
+}
+
+bool overlaps(const void* x, uint64_t x_bytes, const void* y, uint64_t y_bytes) {
+  const auto a = reinterpret_cast<uintptr_t>(x), b = reinterpret_cast<uintptr_t>(y);
+  return a < b + y_bytes && b < a + x_bytes;
+}
+
+}  // namespace
+
+std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool prefer_row_major) {
+  const bool row_major = (cs == 1 || cols <= 1) && (rows <= 1 || rs >= cols);
+  const bool col_major = (rs == 1 || rows <= 1) && (cols <= 1 || cs >= rows);
+  if (row_major && (prefer_row_major || !col_major)) return BlasLayout{true, rows <= 1 ? cols : rs};
+  if (col_major) return BlasLayout{false, cols <= 1 ? rows : cs};
+  return std::nullopt;
+}
+
+bool usable_alpha(double alpha, int32_t dtype) {
+  return std::isnormal(alpha) && (dtype != PLAIT_FLOAT32 || std::isnormal(static_cast<float>(alpha)));
+}
+
+std::optional<BlasLayouts> blas_layouts(int32_t dtype, const BlasMatrix& out, const std::vector<BlasMatrix>& laid_out,
+                                        const std::vector<BlasMatrix>& apart) {
+  if (dtype != PLAIT_FLOAT32 && dtype != PLAIT_FLOAT64) return std::nullopt;
+  auto too_large = [](const BlasMatrix& x) { return x.rows > kBlasMaxInt || x.cols > kBlasMaxInt; };
+  if (too_large(out)) return std::nullopt;
+  for (const std::vector<BlasMatrix>* inputs : {&laid_out, &apart})
+    for (const BlasMatrix& x : *inputs)
+      if (too_large(x)) return std::nullopt;
+  BlasLayouts layouts;
+  const std::optional<BlasLayout> out_layout = blas_layout(out.rows, out.cols, out.rs, out.cs, true);
+  if (!out_layout || out_layout->ld > kBlasMaxInt) return std::nullopt;
+  layouts.out = *out_layout;
+  for (const BlasMatrix& x : laid_out) {
+    const std::optional<BlasLayout> layout = blas_layout(x.rows, x.cols, x.rs, x.cs, out_layout->row_major);
+    if (!layout || layout->ld > kBlasMaxInt) return std::nullopt;
+    layouts.in.push_back(*layout);
+  }
+  const int64_t element = dtype == PLAIT_FLOAT32 ? 4 : 8;
+  const uint64_t out_bytes = span_bytes(out.rows, out.cols, out.rs, out.cs, element);
+  for (const std::vector<BlasMatrix>* inputs : {&laid_out, &apart})
+    for (const BlasMatrix& x : *inputs)
+      if (overlaps(out.data, out_bytes, x.data, span_bytes(x.rows, x.cols, x.rs, x.cs, element))) return std::nullopt;
+  return layouts;
+}
+
+std::optional<ColumnMajorGemm> column_major_gemm(int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha,
+                                                 const BlasMatrix& a, const BlasMatrix& b, double beta,
+                                                 bool beta_reads_c, const BlasMatrix& c) {
+  if (k <= 0 || !usable_alpha(alpha, dtype) || (beta_reads_c && beta == 0.0)) return std::nullopt;
+  const std::optional<BlasLayouts> layouts = blas_layouts(dtype, c, {a, b});
+  if (!layouts) return std::nullopt;
+  const BlasLayout &lc = layouts->out, &la = layouts->in[0], &lb = layouts->in[1];
+  const bool swap = lc.row_major;
+  const BlasLayout& first = swap ? lb : la;
+  const BlasLayout& second = swap ? la : lb;
+  ColumnMajorGemm g;
+  g.transpose_first = first.row_major != swap;
+  g.transpose_second = second.row_major != swap;
+  g.rows = static_cast<int>(swap ? n : m);
+  g.cols = static_cast<int>(swap ? m : n);
+  g.k = static_cast<int>(k);
+  g.first = swap ? b.data : a.data;
+  g.second = swap ? a.data : b.data;
+  g.ld_first = static_cast<int>(first.ld);
+  g.ld_second = static_cast<int>(second.ld);
+  g.ld_out = static_cast<int>(lc.ld);
+  g.beta = beta_reads_c ? beta : 0.0;
+  return g;
+}
+
+}  // namespace plait::jit

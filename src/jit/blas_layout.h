@@ -1,0 +1,79 @@
+// What a BLAS library is handed, shared by the CUDA runtime's cuBLAS
+// entries (cuda_blas.cpp) and the CPU's BLAS (cpu_blas.cpp): the layouts of
+// strided matrices as a column-major library takes them, the checks every
+// entry makes before it calls the library, and a matrix product in those
+// terms.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <vector>
+
+namespace plait::jit {
+
+// What an entry returns (runtime/abi.h): done, declined (the loops run), failed (error recorded).
+inline constexpr int32_t kBlasDone = 0, kBlasDeclined = 1, kBlasFailed = -1;
+inline constexpr int64_t kBlasMaxInt = std::numeric_limits<int>::max();
+
+// A matrix of rows x cols with element strides (rs, cs) as a column-major
+// library takes it: column-major with leading dimension `ld`, or row-major
+// (its transpose is column-major). Strides of a dimension of extent 1 do
+// not matter.
+struct BlasLayout {
+  bool row_major = false;
+  int64_t ld = 0;
+};
+std::optional<BlasLayout> blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool prefer_row_major);
+
+// A coefficient the library multiplies by as the loops would: not 0 (the
+// library then skips the product, and the NaNs the loops would propagate),
+// finite, and normal in the element type (a division x / s arrives as
+// alpha = 1 / s, whose precision a subnormal would lose).
+bool usable_alpha(double alpha, int32_t dtype);
+
+// A matrix argument of a BLAS entry: its first element, extents and element
+// strides.
+struct BlasMatrix {
+  const void* data;
+  int64_t rows, cols, rs, cs;
+};
+
+// The layouts an entry hands the library: its output's (row-major where it
+// can be either) and those of its laid-out inputs, in the output's
+// orientation where they can be either.
+struct BlasLayouts {
+  BlasLayout out;
+  std::vector<BlasLayout> in;
+};
+
+// The checks every entry makes before it calls the library; nullopt (the
+// entry declines) for an element type other than float32 and float64, where
+// an extent or a leading dimension exceeds an int, where a layout is neither
+// row- nor column-major, or where an input overlaps the output. `laid_out`
+// inputs get their layouts (in order); `apart` ones, which the entry lays
+// out itself, are only checked not to overlap it.
+std::optional<BlasLayouts> blas_layouts(int32_t dtype, const BlasMatrix& out, const std::vector<BlasMatrix>& laid_out,
+                                        const std::vector<BlasMatrix>& apart = {});
+
+// C = alpha * A @ B + beta * C (A m x k, B k x n) as a column-major gemm
+// computes it in C's storage order: for a row-major C, C^T = B^T A^T, where a
+// row-major operand is its own transpose's column-major storage (no
+// transposition) and a column-major one is transposed; for a column-major
+// C, the other way round.
+struct ColumnMajorGemm {
+  bool transpose_first = false, transpose_second = false;
+  int rows = 0, cols = 0, k = 0;
+  const void* first = nullptr;
+  const void* second = nullptr;
+  int ld_first = 0, ld_second = 0, ld_out = 0;
+  double beta = 0.0;  // 0 where C is not read
+};
+// nullopt where the entry declines (blas_layouts, and a k, alpha or beta
+// the library would not treat as the loops do); the caller has returned
+// for an empty C first.
+std::optional<ColumnMajorGemm> column_major_gemm(int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha,
+                                                 const BlasMatrix& a, const BlasMatrix& b, double beta,
+                                                 bool beta_reads_c, const BlasMatrix& c);
+
+}  // namespace plait::jit

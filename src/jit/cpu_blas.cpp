@@ -1,0 +1,113 @@
+// The CPU's BLAS (cpu_blas.h).
+#include "jit/cpu_blas.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jit/blas_layout.h"
+
+namespace plait::jit {
+
+namespace {
+
+// CBLAS's enumerations and its LP64 (int) interface.
+constexpr int kColMajor = 102, kNoTrans = 111, kTrans = 112;
+using Dgemm = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*,
+                       int);
+using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+
+struct Library {
+  Dgemm dgemm = nullptr;
+  Sgemm sgemm = nullptr;
+  plait_blas_api api{};
+  bool loaded = false;
+  std::string description;
+};
+
+int32_t gemm(plait_context* /*ctx*/, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
+             int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta, int32_t beta_reads_c,
+             void* c, int64_t c_rs, int64_t c_cs);
+
+Library& library() {
+  static Library lib;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::string wanted = std::getenv("PLAIT_BLAS") ? std::getenv("PLAIT_BLAS") : "";
+    if (wanted == "none" || wanted == "0") {
+      lib.description = "none (PLAIT_BLAS=" + wanted + ")";
+      return;
+    }
+    const std::vector<std::string> candidates = wanted.empty()
+                                                    ? std::vector<std::string>{"libopenblas.so.0", "libblis.so.4"}
+                                                    : std::vector<std::string>{wanted};
+    std::string tried;
+    for (const std::string& name : candidates) {
+      void* handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        tried += (tried.empty() ? "" : ", ") + name;
+        continue;
+      }
+      lib.dgemm = reinterpret_cast<Dgemm>(::dlsym(handle, "cblas_dgemm"));
+      lib.sgemm = reinterpret_cast<Sgemm>(::dlsym(handle, "cblas_sgemm"));
+      if (!lib.dgemm || !lib.sgemm) {
+        tried += (tried.empty() ? "" : ", ") + name + " (no cblas_dgemm)";
+        ::dlclose(handle);
+        continue;
+      }
+      lib.description = name;
+      using Config = const char* (*)();
+      using Parallel = int (*)();
+      if (auto config = reinterpret_cast<Config>(::dlsym(handle, "openblas_get_config")))
+        lib.description = std::string(config()) + " from " + name;
+      if (auto parallel = reinterpret_cast<Parallel>(::dlsym(handle, "openblas_get_parallel"))) {
+        const int mode = parallel();
+        lib.description += mode == 2 ? " (OpenMP threads)" : mode == 1 ? " (its own threads)" : " (one thread)";
+      }
+      lib.api.gemm = gemm;
+      lib.loaded = true;
+      return;
+    }
+    lib.description = "none (" + (tried.empty() ? std::string("nothing to load") : "cannot load " + tried) + ")";
+  });
+  return lib;
+}
+
+int32_t gemm(plait_context* /*ctx*/, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
+             int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta, int32_t beta_reads_c,
+             void* c, int64_t c_rs, int64_t c_cs) {
+  if (m <= 0 || n <= 0) return kBlasDone;
+  const std::optional<ColumnMajorGemm> g =
+      column_major_gemm(dtype, m, n, k, alpha, {a, m, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}, beta, beta_reads_c != 0,
+                        {c, m, n, c_rs, c_cs});
+  if (!g) return kBlasDeclined;
+  const Library& lib = library();
+  const int first = g->transpose_first ? kTrans : kNoTrans, second = g->transpose_second ? kTrans : kNoTrans;
+  if (dtype == PLAIT_FLOAT64) {
+    lib.dgemm(kColMajor, first, second, g->rows, g->cols, g->k, alpha, static_cast<const double*>(g->first),
+              g->ld_first, static_cast<const double*>(g->second), g->ld_second, g->beta, static_cast<double*>(c),
+              g->ld_out);
+  } else {
+    lib.sgemm(kColMajor, first, second, g->rows, g->cols, g->k, static_cast<float>(alpha),
+              static_cast<const float*>(g->first), g->ld_first, static_cast<const float*>(g->second), g->ld_second,
+              static_cast<float>(g->beta), static_cast<float*>(c), g->ld_out);
+  }
+  return kBlasDone;
+}
+
+}  // namespace
+
+const plait_blas_api* cpu_blas_api() {
+  const Library& lib = library();
+  return lib.loaded ? &lib.api : nullptr;
+}
+
+std::string cpu_blas_description() {
+  return library().description;
+}
+
+}  // namespace plait::jit

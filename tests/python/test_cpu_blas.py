@@ -1,0 +1,202 @@
+"""Matrix products of CPU kernels handed to the BLAS (jit/cpu_blas.h,
+transforms/offload_matmul with the CPU's products), differentially against
+the undecorated function: the array form `C[:] = alpha * A @ B + beta * C`,
+a returned product, `C += A @ B`, `C - s * (A @ B)`, a division by a scalar
+and products written as loops; C-order, Fortran-order, sliced and
+transposed operands (the library takes them), strided ones (the loops run),
+empty and 1-element shapes, float32 and float64; NaN where the library
+would skip reads (alpha 0, beta 0 with C read); a product inside a time
+loop; the same results with the library turned off (PLAIT_BLAS=none)."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import plait
+
+SHAPES = [(0, 3, 2), (3, 0, 2), (2, 3, 0), (1, 1, 1), (5, 7, 3), (64, 33, 70), (129, 65, 257)]
+RTOL = {np.float64: 1e-12, np.float32: 2e-5}
+
+
+def gemm(alpha, beta, C, A, B):
+    C[:] = alpha * A @ B + beta * C
+
+
+def matmul_new(A, B):
+    return A @ B
+
+
+def matmul_accumulate(C, A, B):
+    C += A @ B
+
+
+def gemm_minus(s, C, A, B):
+    C[:] = C - s * (A @ B)
+
+
+def matmul_divided(C, A, B):
+    C[:] = A @ B / 3.0
+
+
+def gemm_transposed_loops(A, B, C):
+    # C = A.T @ B.T written as loops.
+    #pragma parallel for
+    for i in range(C.shape[0]):
+        for j in range(C.shape[1]):
+            t = 0.0
+            for r in range(A.shape[0]):
+                t += B[j, r] * A[r, i]
+            C[i, j] = t
+
+
+def products_in_a_time_loop(A, B, C, x, steps):
+    # A product and a parallel loop in each step: the step does not run as
+    # one parallel region (the library starts the threads of its product).
+    for step in range(steps):
+        C[:] = A @ B + C
+        #pragma parallel for
+        for i in range(x.shape[0]):
+            x[i] = x[i] * 0.5 + C[i % C.shape[0], 0]
+
+
+def positive(rng, shape, dtype):
+    # Positive values: sums in any order stay within rtol of each other.
+    return (rng.random(shape) + 0.5).astype(dtype)
+
+
+def as_layout(x, layout):
+    """x as a C-order, Fortran-order, column-sliced, transposed-copy or
+    strided (both steps 2: the loops run) array."""
+    m, n = x.shape
+    if layout == "C":
+        return np.ascontiguousarray(x)
+    if layout == "F":
+        return np.asfortranarray(x)
+    if layout == "sliced":
+        out = np.zeros((m, n + 3), dtype=x.dtype)[:, 2:2 + n]
+    elif layout == "transposed":
+        return np.ascontiguousarray(x.T).T
+    else:
+        out = np.zeros((2 * m, 2 * n), dtype=x.dtype)[::2, ::2]
+    out[...] = x
+    return out
+
+
+def run_both(fn, args, rtol):
+    """Runs fn and its compiled kernel on copies of args; compares results
+    and arguments."""
+    def copies():
+        return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+    want_args, got_args = copies(), copies()
+    want = fn(*want_args)
+    kernel = plait.jit(fn)
+    got = kernel(*got_args)
+    if want is not None:
+        np.testing.assert_allclose(got, want, rtol=rtol)
+    for w, g in zip(want_args, got_args):
+        if isinstance(w, np.ndarray):
+            np.testing.assert_allclose(g, w, rtol=rtol)
+    return kernel
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gemm_array_form(rng, shape, dtype):
+    m, k, n = shape
+    args = [1.5, 1.25, positive(rng, (m, n), dtype), positive(rng, (m, k), dtype), positive(rng, (k, n), dtype)]
+    kernel = run_both(gemm, args, RTOL[dtype])
+    assert "handed to the BLAS library" in kernel.explain()
+
+
+@pytest.mark.parametrize("layout_c", ["C", "F", "sliced", "strided"])
+@pytest.mark.parametrize("layout_a", ["C", "F", "sliced", "transposed", "strided"])
+@pytest.mark.parametrize("layout_b", ["C", "F"])
+@pytest.mark.parametrize("shape", [(1, 4, 5), (6, 1, 2), (17, 9, 12)])
+def test_gemm_operand_layouts(rng, layout_c, layout_a, layout_b, shape):
+    m, k, n = shape
+    c, a, b = (positive(rng, s, np.float64) for s in [(m, n), (m, k), (k, n)])
+    expected = c.copy()
+    gemm(0.5, -2.0, expected, a, b)
+    got = as_layout(c, layout_c)
+    plait.jit(gemm)(0.5, -2.0, got, as_layout(a, layout_a), as_layout(b, layout_b))
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(0, 2, 3), (1, 1, 1), (33, 17, 65)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_returned_accumulated_and_scaled_products(rng, shape, dtype):
+    m, k, n = shape
+    a, b = positive(rng, (m, k), dtype), positive(rng, (k, n), dtype)
+    run_both(matmul_new, [a, b], RTOL[dtype])
+    run_both(matmul_accumulate, [positive(rng, (m, n), dtype), a, b], RTOL[dtype])
+    run_both(gemm_minus, [0.75, positive(rng, (m, n), np.float64), a.astype(np.float64), b.astype(np.float64)],
+             1e-11)
+    kernel = run_both(matmul_divided, [positive(rng, (m, n), dtype), a, b], RTOL[dtype])
+    assert "handed to the BLAS library" in kernel.explain()
+
+
+def test_products_written_as_loops(rng):
+    a, b = positive(rng, (31, 20), np.float64), positive(rng, (17, 31), np.float64)
+    kernel = run_both(gemm_transposed_loops, [a, b, np.zeros((20, 17))], 1e-12)
+    assert "A.T @ B.T handed to the BLAS library" in kernel.explain()
+
+
+def test_integer_products_run_the_loops(rng):
+    a, b, c = (rng.integers(-50, 50, size=s) for s in [(9, 4), (4, 6), (9, 6)])
+    kernel = run_both(matmul_accumulate, [c, a, b], 0)
+    assert "BLAS" not in kernel.explain()
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_zero_alpha_and_zero_beta_propagate_nan(rng):
+    a = positive(rng, (8, 5), np.float64)
+    a[3, 2] = np.nan
+    run_both(gemm, [0.0, 1.0, positive(rng, (8, 6), np.float64), a, positive(rng, (5, 6), np.float64)], 1e-12)
+    c = positive(rng, (8, 6), np.float64)
+    c[1, 4], c[7, 0] = np.nan, np.inf
+    run_both(gemm, [2.0, 0.0, c, positive(rng, (8, 5), np.float64), positive(rng, (5, 6), np.float64)], 1e-12)
+
+
+def test_result_sharing_memory_with_an_operand(rng):
+    # B and C disjoint column blocks of one array: the library takes them;
+    # C the same memory as B: the call copies as Python's semantics need.
+    base = positive(rng, (12, 16), np.float64)
+    a = positive(rng, (12, 12), np.float64)
+    for c_cols, b_cols in ((slice(0, 8), slice(8, 16)), (slice(0, 8), slice(4, 12))):
+        expected, got = base.copy(), base.copy()
+        gemm(1.0, 0.5, expected[:, c_cols], a, expected[:, b_cols])
+        plait.jit(gemm)(1.0, 0.5, got[:, c_cols], a, got[:, b_cols])
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_a_product_in_a_time_loop(rng):
+    a, b = positive(rng, (40, 30), np.float64), positive(rng, (30, 20), np.float64)
+    kernel = run_both(products_in_a_time_loop, [a, b, positive(rng, (40, 20), np.float64),
+                                                positive(rng, (5000,), np.float64), 3], 1e-12)
+    assert "handed to the BLAS library" in kernel.explain()
+
+
+def test_the_library_off_gives_the_same_results(tmp_path):
+    # PLAIT_BLAS=none: no library; the products run their loops.
+    script = tmp_path / "products.py"
+    script.write_text(
+        "import numpy as np, plait\n"
+        "def gemm(alpha, beta, C, A, B):\n"
+        "    C[:] = alpha * A @ B + beta * C\n"
+        "rng = np.random.default_rng(3)\n"
+        "A, B, C = (rng.random((70, 70)) for _ in range(3))\n"
+        "want = C.copy(); gemm(2.0, 0.5, want, A, B)\n"
+        "plait.jit(gemm)(2.0, 0.5, C, A, B)\n"
+        "print(plait.blas_library()); print(np.allclose(C, want, rtol=1e-12, atol=0))\n")
+    env = dict(os.environ, PLAIT_BLAS="none")
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["none (PLAIT_BLAS=none)", "True"]
+
+
+def test_the_library_is_named():
+    name = plait.blas_library()
+    assert name.startswith("none (") or "from lib" in name
