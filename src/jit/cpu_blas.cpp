@@ -38,10 +38,7 @@ Library& library() {
   static std::once_flag once;
   std::call_once(once, [] {
     std::string wanted = std::getenv("PLAIT_BLAS") ? std::getenv("PLAIT_BLAS") : "";
-    if (wanted == "none" || wanted == "0") {
-      lib.description = "none (PLAIT_BLAS=" + wanted + ")";
-      return;
-    }
+    if (wanted == "none" || wanted == "0") wanted.clear();  // off for now (turned_off); the default if turned on later
     const std::vector<std::string> candidates = wanted.empty()
                                                     ? std::vector<std::string>{"libopenblas.so.0", "libblis.so.4"}
                                                     : std::vector<std::string>{wanted};
@@ -99,14 +96,23 @@ int32_t gemm(plait_context* /*ctx*/, int32_t dtype, int64_t m, int64_t n, int64_
   return kBlasDone;
 }
 
+// PLAIT_BLAS=none (or 0), read at each call: a getenv costs far less than a
+// call, and tests and users can turn the library off and on in a process.
+const char* turned_off() {
+  const char* wanted = std::getenv("PLAIT_BLAS");
+  return wanted && (std::string(wanted) == "none" || std::string(wanted) == "0") ? wanted : nullptr;
+}
+
 }  // namespace
 
 const plait_blas_api* cpu_blas_api() {
+  if (turned_off()) return nullptr;
   const Library& lib = library();
   return lib.loaded ? &lib.api : nullptr;
 }
 
 std::string cpu_blas_description() {
+  if (const char* off = turned_off()) return "none (PLAIT_BLAS=" + std::string(off) + ")";
   return library().description;
 }
 

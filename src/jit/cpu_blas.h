@@ -1,7 +1,8 @@
 // The CPU's BLAS: the library CPU kernels' matrix products call through
 // plait_context::blas (runtime/abi.h), loaded with dlopen on first use (no
 // header or link-time dependency), as cuBLAS is for CUDA kernels. Searched
-// for: $PLAIT_BLAS (a file name or path; "none" turns the library off), then
+// for: $PLAIT_BLAS (a file name or path; "none" turns the library off, read
+// at each call), then
 // OpenBLAS (libopenblas.so.0; the project installs Debian's
 // libopenblas0-openmp, whose threads are the process's OpenMP threads: a
 // product inside a parallel loop runs in its thread, one outside uses the

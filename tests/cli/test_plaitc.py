@@ -73,7 +73,7 @@ def contiguous_array(values):
 def call(library_path, arrays):
     library = ctypes.CDLL(str(library_path))
     library.plait_kernel_abi_version.restype = ctypes.c_int32
-    assert library.plait_kernel_abi_version() == 11
+    assert library.plait_kernel_abi_version() == 12
     entry = library.plait_kernel_entry
     entry.restype = ctypes.c_int32
     entry.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(PlaitResult), ctypes.POINTER(PlaitContext)]
@@ -88,7 +88,7 @@ def test_version():
     result = run_plaitc("--version")
     assert result.returncode == 0
     assert result.stdout.startswith("plaitc ")
-    assert "+abi11" in result.stdout
+    assert "+abi12" in result.stdout
 
 
 def test_help():

@@ -197,6 +197,10 @@ def test_the_library_off_gives_the_same_results(tmp_path):
     assert out.splitlines() == ["none (PLAIT_BLAS=none)", "True"]
 
 
-def test_the_library_is_named():
+def test_the_library_is_named_and_turned_off_at_each_call(monkeypatch, rng):
     name = plait.blas_library()
     assert name.startswith("none (") or "from lib" in name
+    monkeypatch.setenv("PLAIT_BLAS", "none")
+    assert plait.blas_library() == "none (PLAIT_BLAS=none)"
+    run_both(gemm, [1.5, 0.5, positive(rng, (9, 7), np.float64), positive(rng, (9, 5), np.float64),
+                    positive(rng, (5, 7), np.float64)], 1e-12)
