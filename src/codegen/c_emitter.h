@@ -121,6 +121,15 @@ class CEmitter {
   virtual void emit_assert(const ir::Assert* a) = 0;
   virtual void emit_allocate(const ir::Allocate* al) = 0;
   virtual void emit_matmul(const ir::MatMul* mm) = 0;
+  // A library product's arguments, shared by the targets' emit_matmul: a
+  // matrix as its data and row and column strides (those of its transpose
+  // when `transposed`); a solve's vector as its first element and step (a
+  // row of a matrix where the product names one); and the check, before
+  // the call, that the solve's row condition holds for each of `rows` rows
+  // (into the bool `ok`, declared here, true without a condition).
+  std::string blas_matrix(const ir::ArrayVar& x, bool transposed);
+  std::string blas_vector(const ir::MatMulTriangle& tri, const ir::ArrayVar& x);
+  void emit_rows_hold(const ir::MatMulTriangle& tri, const std::string& rows, const std::string& ok);
   // Whether the code stops after evaluating `e` (it may record an error
   // where the code being printed can stop), and the line(s) that stop it.
   virtual bool stops_after(const ir::Expr& e) = 0;

@@ -97,6 +97,31 @@ void CEmitter::emit_if(const If* i) {
   line("}");
 }
 
+std::string CEmitter::blas_matrix(const ArrayVar& x, bool transposed) {
+  return data(x) + ", " + stride(x, transposed ? 1 : 0) + ", " + stride(x, transposed ? 0 : 1);
+}
+
+std::string CEmitter::blas_vector(const MatMulTriangle& tri, const ArrayVar& x) {
+  if (!tri.vector_row) return data(x) + ", " + stride(x, 0);
+  return data(x) + " + (" + expr(tri.vector_row) + ") * " + stride(x, 0) + ", " + stride(x, 1);
+}
+
+void CEmitter::emit_rows_hold(const MatMulTriangle& tri, const std::string& rows, const std::string& ok) {
+  line("bool " + ok + " = true;");
+  if (!tri.row_condition) return;
+  const std::string r = temp("row");
+  line("for (int64_t " + r + " = 0; " + ok + " && " + r + " < " + rows + "; ++" + r + ") {");
+  ++indent_;
+  scopes_.emplace_back();
+  line("[[maybe_unused]] const " + ctype(tri.row->type) + " " + var_name(tri.row) + " = static_cast<" +
+       ctype(tri.row->type) + ">(" + r + ");");
+  scopes_.back().insert(tri.row.get());
+  line(ok + " = " + expr(tri.row_condition) + ";");
+  scopes_.pop_back();
+  --indent_;
+  line("}");
+}
+
 void CEmitter::emit_while(const While* w) {
   const bool test_first = stops_after(w->cond);
   line(test_first ? "while (true) {" : "while (" + expr(w->cond) + ") {");

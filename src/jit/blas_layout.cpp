@@ -85,4 +85,24 @@ std::optional<ColumnMajorGemm> column_major_gemm(int32_t dtype, int64_t m, int64
   return g;
 }
 
+std::optional<ColumnMajorTrsv> column_major_trsv(int32_t dtype, int64_t n, const BlasMatrix& a, const void* b,
+                                                 int64_t b_stride, const void* x, int64_t x_stride) {
+  if (n == 1) b_stride = x_stride = 1;
+  const bool in_place = b == x && b_stride == x_stride;
+  std::vector<BlasMatrix> apart;
+  if (!in_place) apart.push_back({b, n, 1, b_stride, 1});
+  const std::optional<BlasLayouts> layouts = blas_layouts(dtype, {x, n, 1, x_stride, 1}, {a}, apart);
+  if (!layouts || b_stride < 1 || b_stride > kBlasMaxInt) return std::nullopt;
+  const BlasLayout& la = layouts->in[0];
+  ColumnMajorTrsv t;
+  t.upper = la.row_major;
+  t.transpose = la.row_major;
+  t.copy = !in_place;
+  t.n = static_cast<int>(n);
+  t.lda = static_cast<int>(la.ld);
+  t.incb = static_cast<int>(b_stride);
+  t.incx = static_cast<int>(x_stride);
+  return t;
+}
+
 }  // namespace plait::jit

@@ -76,4 +76,17 @@ std::optional<ColumnMajorGemm> column_major_gemm(int32_t dtype, int64_t m, int64
                                                  const BlasMatrix& a, const BlasMatrix& b, double beta,
                                                  bool beta_reads_c, const BlasMatrix& c);
 
+// x = solve(lower(A), b) (A n x n; b and x vectors) as a column-major trsv
+// computes it: A's lower triangle as it is (column-major) or as the upper
+// triangle of its transpose (row-major), b copied into x first unless x is b.
+struct ColumnMajorTrsv {
+  bool upper = false, transpose = false, copy = false;
+  int n = 0, lda = 0, incb = 0, incx = 0;
+};
+// nullopt where the entry declines: A sharing memory with x, b with x
+// (other than in place), strides the library cannot take (a vector's must
+// be positive); the caller has returned for n <= 0 first.
+std::optional<ColumnMajorTrsv> column_major_trsv(int32_t dtype, int64_t n, const BlasMatrix& a, const void* b,
+                                                 int64_t b_stride, const void* x, int64_t x_stride);
+
 }  // namespace plait::jit

@@ -16,14 +16,22 @@ namespace plait::jit {
 namespace {
 
 // CBLAS's enumerations and its LP64 (int) interface.
-constexpr int kColMajor = 102, kNoTrans = 111, kTrans = 112;
+constexpr int kColMajor = 102, kNoTrans = 111, kTrans = 112, kUpper = 121, kLower = 122, kNonUnit = 131;
 using Dgemm = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double, double*,
                        int);
 using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+template <typename T>
+using Trsv = void (*)(int, int, int, int, int, const T*, int, T*, int);
+template <typename T>
+using Copy = void (*)(int, const T*, int, T*, int);
 
 struct Library {
   Dgemm dgemm = nullptr;
   Sgemm sgemm = nullptr;
+  Trsv<double> dtrsv = nullptr;
+  Trsv<float> strsv = nullptr;
+  Copy<double> dcopy = nullptr;
+  Copy<float> scopy = nullptr;
   plait_blas_api api{};
   bool loaded = false;
   std::string description;
@@ -32,6 +40,14 @@ struct Library {
 int32_t gemm(plait_context* /*ctx*/, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha, const void* a,
              int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double beta, int32_t beta_reads_c,
              void* c, int64_t c_rs, int64_t c_cs);
+int32_t trsv(plait_context* /*ctx*/, int32_t dtype, int64_t n, const void* a, int64_t a_rs, int64_t a_cs, const void* b,
+             int64_t b_stride, void* x, int64_t x_stride);
+
+template <typename F>
+bool bind(void* handle, F& slot, const char* symbol) {
+  slot = reinterpret_cast<F>(::dlsym(handle, symbol));
+  return slot != nullptr;
+}
 
 Library& library() {
   static Library lib;
@@ -49,10 +65,11 @@ Library& library() {
         tried += (tried.empty() ? "" : ", ") + name;
         continue;
       }
-      lib.dgemm = reinterpret_cast<Dgemm>(::dlsym(handle, "cblas_dgemm"));
-      lib.sgemm = reinterpret_cast<Sgemm>(::dlsym(handle, "cblas_sgemm"));
-      if (!lib.dgemm || !lib.sgemm) {
-        tried += (tried.empty() ? "" : ", ") + name + " (no cblas_dgemm)";
+      const bool complete = bind(handle, lib.dgemm, "cblas_dgemm") && bind(handle, lib.sgemm, "cblas_sgemm") &&
+                            bind(handle, lib.dtrsv, "cblas_dtrsv") && bind(handle, lib.strsv, "cblas_strsv") &&
+                            bind(handle, lib.dcopy, "cblas_dcopy") && bind(handle, lib.scopy, "cblas_scopy");
+      if (!complete) {
+        tried += (tried.empty() ? "" : ", ") + name + " (without the CBLAS entries)";
         ::dlclose(handle);
         continue;
       }
@@ -66,6 +83,7 @@ Library& library() {
         lib.description += mode == 2 ? " (OpenMP threads)" : mode == 1 ? " (its own threads)" : " (one thread)";
       }
       lib.api.gemm = gemm;
+      lib.api.trsv = trsv;
       lib.loaded = true;
       return;
     }
@@ -92,6 +110,27 @@ int32_t gemm(plait_context* /*ctx*/, int32_t dtype, int64_t m, int64_t n, int64_
     lib.sgemm(kColMajor, first, second, g->rows, g->cols, g->k, static_cast<float>(alpha),
               static_cast<const float*>(g->first), g->ld_first, static_cast<const float*>(g->second), g->ld_second,
               static_cast<float>(g->beta), static_cast<float*>(c), g->ld_out);
+  }
+  return kBlasDone;
+}
+
+template <typename T>
+void solve(Trsv<T> trsv, Copy<T> copy, const ColumnMajorTrsv& t, const void* a, const void* b, void* x) {
+  if (t.copy) copy(t.n, static_cast<const T*>(b), t.incb, static_cast<T*>(x), t.incx);
+  trsv(kColMajor, t.upper ? kUpper : kLower, t.transpose ? kTrans : kNoTrans, kNonUnit, t.n, static_cast<const T*>(a),
+       t.lda, static_cast<T*>(x), t.incx);
+}
+
+int32_t trsv(plait_context* /*ctx*/, int32_t dtype, int64_t n, const void* a, int64_t a_rs, int64_t a_cs, const void* b,
+             int64_t b_stride, void* x, int64_t x_stride) {
+  if (n <= 0) return kBlasDone;
+  const std::optional<ColumnMajorTrsv> t = column_major_trsv(dtype, n, {a, n, n, a_rs, a_cs}, b, b_stride, x, x_stride);
+  if (!t) return kBlasDeclined;
+  const Library& lib = library();
+  if (dtype == PLAIT_FLOAT64) {
+    solve(lib.dtrsv, lib.dcopy, *t, a, b, x);
+  } else {
+    solve(lib.strsv, lib.scopy, *t, a, b, x);
   }
   return kBlasDone;
 }

@@ -214,37 +214,29 @@ int32_t api_trmm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, const 
 int32_t api_trsv(plait_context* ctx, int32_t dtype, int64_t n, const void* a, int64_t a_rs, int64_t a_cs, const void* b,
                  int64_t b_stride, void* x, int64_t x_stride) {
   if (n <= 0) return kDone;
-  if (n == 1) b_stride = x_stride = 1;
-  const bool in_place = b == x && b_stride == x_stride;
-  std::vector<BlasMatrix> apart;
-  if (!in_place) apart.push_back({b, n, 1, b_stride, 1});
-  const std::optional<BlasOperands> operands =
-      blas_operands(dtype, {x, n, 1, x_stride, 1}, {{a, n, n, a_rs, a_cs}}, apart);
-  if (!operands || b_stride < 1 || b_stride > kMaxInt) return kDeclined;
-  const CublasApi* blas = operands->blas;
-  const BlasLayout& la = operands->in[0];
-
+  const std::optional<ColumnMajorTrsv> t = column_major_trsv(dtype, n, {a, n, n, a_rs, a_cs}, b, b_stride, x, x_stride);
+  const CublasApi* blas = cublas();
+  if (!t || !blas) return kDeclined;
   CallState& s = state_of(ctx);
   const cublasHandle handle = cublas_handle(ctx, *blas, s);
   if (!handle) return kFailed;
   constexpr int kLower = 0, kUpper = 1, kOpN = 0, kOpT = 1, kNonUnit = 0;
-  const int uplo = la.row_major ? kUpper : kLower;
-  const int trans = la.row_major ? kOpT : kOpN;
-  const int count = static_cast<int>(n), lda = static_cast<int>(la.ld);
-  const int incb = static_cast<int>(b_stride), incx = static_cast<int>(x_stride);
+  const int uplo = t->upper ? kUpper : kLower, trans = t->transpose ? kOpT : kOpN;
   cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
   if (status == 0 && dtype == PLAIT_FLOAT64) {
-    if (!in_place)
-      status = blas->cublasDcopy_v2(handle, count, static_cast<const double*>(b), incb, static_cast<double*>(x), incx);
+    if (t->copy)
+      status =
+          blas->cublasDcopy_v2(handle, t->n, static_cast<const double*>(b), t->incb, static_cast<double*>(x), t->incx);
     if (status == 0)
-      status = blas->cublasDtrsv_v2(handle, uplo, trans, kNonUnit, count, static_cast<const double*>(a), lda,
-                                    static_cast<double*>(x), incx);
+      status = blas->cublasDtrsv_v2(handle, uplo, trans, kNonUnit, t->n, static_cast<const double*>(a), t->lda,
+                                    static_cast<double*>(x), t->incx);
   } else if (status == 0) {
-    if (!in_place)
-      status = blas->cublasScopy_v2(handle, count, static_cast<const float*>(b), incb, static_cast<float*>(x), incx);
+    if (t->copy)
+      status =
+          blas->cublasScopy_v2(handle, t->n, static_cast<const float*>(b), t->incb, static_cast<float*>(x), t->incx);
     if (status == 0)
-      status = blas->cublasStrsv_v2(handle, uplo, trans, kNonUnit, count, static_cast<const float*>(a), lda,
-                                    static_cast<float*>(x), incx);
+      status = blas->cublasStrsv_v2(handle, uplo, trans, kNonUnit, t->n, static_cast<const float*>(a), t->lda,
+                                    static_cast<float*>(x), t->incx);
   }
   if (status == 0) return kDone;
   record_error(ctx, PLAIT_RUNTIME_ERROR, "a cuBLAS triangular solve failed (status " + std::to_string(status) + ")");

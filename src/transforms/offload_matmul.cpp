@@ -18,8 +18,8 @@ class MatMulFinder : public IRMutator {
   using IRMutator::visit;
   Stmt visit(const For* fi, const Stmt& self) override {
     if (Stmt m = match(fi, self)) return m;
-    if (entries_ == BlasEntries::Products) return IRMutator::visit(fi, self);
-    const LibraryMatch triangle = match_triangle(fn_, fi, self, holding_);
+    const bool all = entries_ == BlasEntries::All;
+    const LibraryMatch triangle = all ? match_triangle(fn_, fi, self, holding_) : LibraryMatch{};
     if (Stmt m = triangle.stmt) {
       remarks.push_back({fi->loc, "offload_matmul", triangle.remark});
       return m;
@@ -27,7 +27,7 @@ class MatMulFinder : public IRMutator {
     if (triangle.found)
       remarks.push_back({fi->loc, "offload_matmul",
                          "triangular update kept as loops, not handed to the BLAS library: " + triangle.why});
-    const LibraryMatch in_place = match_in_place(fn_, fi, self, holding_);
+    const LibraryMatch in_place = all ? match_in_place(fn_, fi, self, holding_) : LibraryMatch{};
     if (Stmt m = in_place.stmt) {
       remarks.push_back({fi->loc, "offload_matmul", in_place.remark});
       return m;
@@ -43,7 +43,7 @@ class MatMulFinder : public IRMutator {
     if (solve.found)
       remarks.push_back(
           {fi->loc, "offload_matmul", "triangular solve kept as a loop, not handed to the BLAS library: " + solve.why});
-    const LibraryMatch symmetric = match_symmetric(fn_, fi, self, holding_);
+    const LibraryMatch symmetric = all ? match_symmetric(fn_, fi, self, holding_) : LibraryMatch{};
     if (Stmt m = symmetric.stmt) {
       remarks.push_back({fi->loc, "offload_matmul", symmetric.remark});
       return m;

@@ -1,5 +1,5 @@
 // Pass: matrix products for the target's BLAS library (CUDA: cuBLAS; CPU:
-// the BLAS of jit/cpu_blas.h, products only).
+// the BLAS of jit/cpu_blas.h, products and solves).
 //
 // Finds host-level loop nests of the form
 //
@@ -51,9 +51,10 @@
 namespace plait::transforms {
 
 // Which of the library's entries the target has: all of them (CUDA:
-// cuBLAS), or its matrix products only (CPU: plait_blas_api::gemm), where
-// the triangles, in-place, symmetric and solve nests stay loops.
-enum class BlasEntries : uint8_t { All, Products };
+// cuBLAS), or its matrix products and triangular solves (CPU:
+// plait_blas_api's gemm and trsv), where the triangles, in-place and
+// symmetric nests stay loops.
+enum class BlasEntries : uint8_t { All, ProductsAndSolves };
 
 void offload_matmul(ir::Function& function, BlasEntries entries = BlasEntries::All);
 

@@ -1,12 +1,15 @@
-"""Matrix products of CPU kernels handed to the BLAS (jit/cpu_blas.h,
-transforms/offload_matmul with the CPU's products), differentially against
+"""Matrix products and triangular solves of CPU kernels handed to the BLAS
+(jit/cpu_blas.h, transforms/offload_matmul with the CPU's entries: gemm and
+trsv), differentially against
 the undecorated function: the array form `C[:] = alpha * A @ B + beta * C`,
 a returned product, `C += A @ B`, `C - s * (A @ B)`, a division by a scalar
 and products written as loops; C-order, Fortran-order, sliced and
 transposed operands (the library takes them), strided ones (the loops run),
 empty and 1-element shapes, float32 and float64; NaN where the library
 would skip reads (alpha 0, beta 0 with C read); a product inside a time
-loop; the same results with the library turned off (PLAIT_BLAS=none)."""
+loop; forward substitutions (NPBench's trisolv and cholesky's rows, in
+place, over columns) and those that are not solves; the same results with
+the library turned off (PLAIT_BLAS=none)."""
 
 import os
 import subprocess
@@ -60,6 +63,49 @@ def products_in_a_time_loop(A, B, C, x, steps):
         #pragma parallel for
         for i in range(x.shape[0]):
             x[i] = x[i] * 0.5 + C[i % C.shape[0], 0]
+
+
+def trisolv(L, x, b):
+    # NPBench's trisolv: forward substitution, x = solve(lower(L), b).
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+def trisolv_in_place(L, x):
+    for i in range(x.shape[0]):
+        x[i] = (x[i] - np.dot(L[i, :i], x[:i])) / L[i, i]
+
+
+def trisolv_columns(U, x, b):
+    # The dot product by hand, over U's column i: x = solve(lower(U.T), b).
+    for i in range(x.shape[0]):
+        t = 0.0
+        for r in range(i):
+            t += x[r] * U[r, i]
+        x[i] = (b[i] - t) / U[i, i]
+
+
+def trisolv_with_diagonal(L, x, b):
+    # The dot product takes x[i] too: not a solve.
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i + 1] @ x[:i + 1]) / L[i, i]
+
+
+def cholesky(A):
+    # NPBench's cholesky: row i left of the diagonal is a forward
+    # substitution with the rows above it, in place.
+    A[0, 0] = np.sqrt(A[0, 0])
+    for i in range(1, A.shape[0]):
+        for j in range(i):
+            A[i, j] -= np.dot(A[i, :j], A[j, :j])
+            A[i, j] /= A[j, j]
+        A[i, i] -= np.dot(A[i, :i], A[i, :i])
+        A[i, i] = np.sqrt(A[i, i])
+
+
+def lower_triangular(rng, n, dtype):
+    # A well-conditioned lower triangle: its diagonal dominates.
+    return (np.tril(rng.random((n, n))) + n * np.eye(n)).astype(dtype)
 
 
 def positive(rng, shape, dtype):
@@ -178,6 +224,33 @@ def test_a_product_in_a_time_loop(rng):
     kernel = run_both(products_in_a_time_loop, [a, b, positive(rng, (40, 20), np.float64),
                                                 positive(rng, (5000,), np.float64), 3], 1e-12)
     assert "handed to the BLAS library" in kernel.explain()
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 9, 300])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_forward_substitutions(rng, n, dtype):
+    L, b = lower_triangular(rng, n, dtype), positive(rng, (n,), dtype)
+    rtol = 1e-10 if dtype == np.float64 else 1e-4
+    kernel = run_both(trisolv, [L, np.zeros(n, dtype), b], rtol)
+    if n:
+        assert "triangular solve" in kernel.explain() and "BLAS" in kernel.explain()
+    run_both(trisolv_in_place, [L, b], rtol)
+    run_both(trisolv_columns, [np.ascontiguousarray(L.T), np.zeros(n, dtype), b], rtol)
+    # Views: L in Fortran order, x a strided view (the library takes both).
+    want = np.zeros(n, dtype)
+    trisolv(L, want, b)
+    got = np.zeros(2 * n, dtype)[::2]
+    plait.jit(trisolv)(np.asfortranarray(L), got, b)
+    np.testing.assert_allclose(got, want, rtol=rtol)
+    kernel = run_both(trisolv_with_diagonal, [L, np.zeros(n, dtype), b], rtol)
+    assert "solve" not in kernel.explain() or "kept as a loop" in kernel.explain()
+
+
+@pytest.mark.parametrize("n", [1, 2, 17, 120])
+def test_cholesky_rows_are_solves(rng, n):
+    M = rng.random((n, n))
+    A = M @ M.T + n * np.eye(n)
+    run_both(cholesky, [A], 1e-10)
 
 
 def test_the_library_off_gives_the_same_results(tmp_path):

@@ -33,17 +33,28 @@ void CppEmitter::emit_declare(const Declare* d) {
 }
 
 void CppEmitter::emit_matmul(const MatMul* mm) {
-  if (mm->triangle.part != MatMulPart::Full)
-    PLAIT_INTERNAL_ERROR("a triangular or symmetric library product on the CPU target (its BLAS has gemm only)");
-  auto operand = [&](const ArrayVar& x, bool transposed) {
-    return data(x) + ", " + stride(x, transposed ? 1 : 0) + ", " + stride(x, transposed ? 0 : 1);
-  };
-  const std::string status = temp("gemm");
-  line("const int32_t " + status + " = ctx->blas ? ctx->blas->gemm(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
-       expr(mm->m) + ", " + expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " +
-       operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) + ", " +
-       (mm->beta ? expr(mm->beta) : std::string("0.0")) + ", " + (mm->beta ? "1" : "0") + ", " + operand(mm->c, false) +
-       ") : 1;");
+  const MatMulTriangle& tri = mm->triangle;
+  if (tri.part != MatMulPart::Full && tri.part != MatMulPart::LowerSolve)
+    PLAIT_INTERNAL_ERROR("a triangular or symmetric library product on the CPU target (its BLAS has gemm and trsv)");
+  const std::string status = temp("blas");
+  const std::string dtype = dtype_code(mm->c->type.dtype);
+  if (tri.part == MatMulPart::Full) {
+    line("const int32_t " + status + " = ctx->blas ? ctx->blas->gemm(ctx, " + dtype + ", " + expr(mm->m) + ", " +
+         expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " + blas_matrix(mm->a, mm->a_transposed) +
+         ", " + blas_matrix(mm->b, mm->b_transposed) + ", " + (mm->beta ? expr(mm->beta) : std::string("0.0")) + ", " +
+         (mm->beta ? "1" : "0") + ", " + blas_matrix(mm->c, false) + ") : 1;");
+  } else {
+    line("int32_t " + status + " = 1;");
+    line("if (ctx->blas) {");
+    ++indent_;
+    const std::string rows = temp("rows"), ok = temp("ok");
+    line("const int64_t " + rows + " = " + expr(mm->m) + ";");
+    emit_rows_hold(tri, rows, ok);
+    line("if (" + ok + ") " + status + " = ctx->blas->trsv(ctx, " + dtype + ", " + rows + ", " +
+         blas_matrix(mm->a, mm->a_transposed) + ", " + blas_vector(tri, mm->b) + ", " + blas_vector(tri, mm->c) + ");");
+    --indent_;
+    line("}");
+  }
   line("if (" + status + " != 0) {");
   nested(mm->loops);
   line("}");

@@ -131,10 +131,7 @@ void CudaEmitter::emit_loop(const Stmt& s) {
 
 void CudaEmitter::emit_matmul(const MatMul* mm) {
   if (device()) PLAIT_INTERNAL_ERROR("a library matrix product in device code");
-  auto operand = [&](const ArrayVar& x, bool transposed) {
-    const std::string rows = stride(x, transposed ? 1 : 0), cols = stride(x, transposed ? 0 : 1);
-    return data(x) + ", " + rows + ", " + cols;
-  };
+  auto operand = [&](const ArrayVar& x, bool transposed) { return blas_matrix(x, transposed); };
   const std::string beta = mm->beta ? expr(mm->beta) : std::string("0.0");
   const std::string beta_reads_c = mm->beta ? "1" : "0";
   const std::string status = temp("gemm");
@@ -150,30 +147,13 @@ void CudaEmitter::emit_matmul(const MatMul* mm) {
     ++indent_;
     const std::string rows = temp("rows"), ok = temp("ok");
     line("const int64_t " + rows + " = " + expr(mm->m) + ";");
-    line("bool " + ok + " = true;");
-    if (tri.row_condition) {
-      const std::string r = temp("row");
-      line("for (int64_t " + r + " = 0; " + ok + " && " + r + " < " + rows + "; ++" + r + ") {");
-      ++indent_;
-      scopes_.emplace_back();
-      line("[[maybe_unused]] const " + ctype(tri.row->type) + " " + var_name(tri.row) + " = static_cast<" +
-           ctype(tri.row->type) + ">(" + r + ");");
-      scopes_.back().insert(tri.row.get());
-      line(ok + " = " + expr(tri.row_condition) + ";");
-      scopes_.pop_back();
-      --indent_;
-      line("}");
-    }
+    emit_rows_hold(tri, rows, ok);
     std::string call;
     if (tri.part == MatMulPart::StrictUpperInPlace) {
       call = "ctx->cuda->trmm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " + expr(mm->n) + ", " +
              operand(mm->a, mm->a_transposed) + ", " + operand(mm->c, false) + ")";
     } else if (tri.part == MatMulPart::LowerSolve) {
-      // A vector, or the row of a matrix: its first element and step.
-      auto vector = [&](const ArrayVar& x) {
-        if (!tri.vector_row) return data(x) + ", " + stride(x, 0);
-        return data(x) + " + (" + expr(tri.vector_row) + ") * " + stride(x, 0) + ", " + stride(x, 1);
-      };
+      auto vector = [&](const ArrayVar& x) { return blas_vector(tri, x); };
       call = "ctx->cuda->trsv(ctx, " + dtype_code(mm->c->type.dtype) + ", " + rows + ", " +
              operand(mm->a, mm->a_transposed) + ", " + vector(mm->b) + ", " + vector(mm->c) + ")";
     } else if (tri.part == MatMulPart::SymmetricLower) {
