@@ -101,6 +101,13 @@ std::string CEmitter::blas_matrix(const ArrayVar& x, bool transposed) {
   return data(x) + ", " + stride(x, transposed ? 1 : 0) + ", " + stride(x, transposed ? 0 : 1);
 }
 
+std::string CEmitter::gemm_arguments(const MatMul* mm) {
+  return dtype_code(mm->c->type.dtype) + ", " + expr(mm->m) + ", " + expr(mm->n) + ", " + expr(mm->k) + ", " +
+         expr(mm->alpha) + ", " + blas_matrix(mm->a, mm->a_transposed) + ", " + blas_matrix(mm->b, mm->b_transposed) +
+         ", " + (mm->beta ? expr(mm->beta) : std::string("0.0")) + ", " + (mm->beta ? "1" : "0") + ", " +
+         blas_matrix(mm->c, false);
+}
+
 std::string CEmitter::blas_vector(const MatMulTriangle& tri, const ArrayVar& x) {
   if (!tri.vector_row) return data(x) + ", " + stride(x, 0);
   return data(x) + " + (" + expr(tri.vector_row) + ") * " + stride(x, 0) + ", " + stride(x, 1);

@@ -20,39 +20,13 @@ import pytest
 
 import plait
 
+# The kernels of the cuBLAS tests (tests/gpu), which the CPU's BLAS runs too.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
+import cuda_kernels as K  # noqa: E402
+import triangle_kernels as T  # noqa: E402
+
 SHAPES = [(0, 3, 2), (3, 0, 2), (2, 3, 0), (1, 1, 1), (5, 7, 3), (64, 33, 70), (129, 65, 257)]
 RTOL = {np.float64: 1e-12, np.float32: 2e-5}
-
-
-def gemm(alpha, beta, C, A, B):
-    C[:] = alpha * A @ B + beta * C
-
-
-def matmul_new(A, B):
-    return A @ B
-
-
-def matmul_accumulate(C, A, B):
-    C += A @ B
-
-
-def gemm_minus(s, C, A, B):
-    C[:] = C - s * (A @ B)
-
-
-def matmul_divided(C, A, B):
-    C[:] = A @ B / 3.0
-
-
-def gemm_transposed_loops(A, B, C):
-    # C = A.T @ B.T written as loops.
-    #pragma parallel for
-    for i in range(C.shape[0]):
-        for j in range(C.shape[1]):
-            t = 0.0
-            for r in range(A.shape[0]):
-                t += B[j, r] * A[r, i]
-            C[i, j] = t
 
 
 def products_in_a_time_loop(A, B, C, x, steps):
@@ -63,44 +37,6 @@ def products_in_a_time_loop(A, B, C, x, steps):
         #pragma parallel for
         for i in range(x.shape[0]):
             x[i] = x[i] * 0.5 + C[i % C.shape[0], 0]
-
-
-def trisolv(L, x, b):
-    # NPBench's trisolv: forward substitution, x = solve(lower(L), b).
-    for i in range(x.shape[0]):
-        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
-
-
-def trisolv_in_place(L, x):
-    for i in range(x.shape[0]):
-        x[i] = (x[i] - np.dot(L[i, :i], x[:i])) / L[i, i]
-
-
-def trisolv_columns(U, x, b):
-    # The dot product by hand, over U's column i: x = solve(lower(U.T), b).
-    for i in range(x.shape[0]):
-        t = 0.0
-        for r in range(i):
-            t += x[r] * U[r, i]
-        x[i] = (b[i] - t) / U[i, i]
-
-
-def trisolv_with_diagonal(L, x, b):
-    # The dot product takes x[i] too: not a solve.
-    for i in range(x.shape[0]):
-        x[i] = (b[i] - L[i, :i + 1] @ x[:i + 1]) / L[i, i]
-
-
-def cholesky(A):
-    # NPBench's cholesky: row i left of the diagonal is a forward
-    # substitution with the rows above it, in place.
-    A[0, 0] = np.sqrt(A[0, 0])
-    for i in range(1, A.shape[0]):
-        for j in range(i):
-            A[i, j] -= np.dot(A[i, :j], A[j, :j])
-            A[i, j] /= A[j, j]
-        A[i, i] -= np.dot(A[i, :i], A[i, :i])
-        A[i, i] = np.sqrt(A[i, i])
 
 
 def lower_triangular(rng, n, dtype):
@@ -154,7 +90,7 @@ def run_both(fn, args, rtol):
 def test_gemm_array_form(rng, shape, dtype):
     m, k, n = shape
     args = [1.5, 1.25, positive(rng, (m, n), dtype), positive(rng, (m, k), dtype), positive(rng, (k, n), dtype)]
-    kernel = run_both(gemm, args, RTOL[dtype])
+    kernel = run_both(K.gemm, args, RTOL[dtype])
     assert "handed to the BLAS library" in kernel.explain()
 
 
@@ -166,9 +102,9 @@ def test_gemm_operand_layouts(rng, layout_c, layout_a, layout_b, shape):
     m, k, n = shape
     c, a, b = (positive(rng, s, np.float64) for s in [(m, n), (m, k), (k, n)])
     expected = c.copy()
-    gemm(0.5, -2.0, expected, a, b)
+    K.gemm(0.5, -2.0, expected, a, b)
     got = as_layout(c, layout_c)
-    plait.jit(gemm)(0.5, -2.0, got, as_layout(a, layout_a), as_layout(b, layout_b))
+    plait.jit(K.gemm)(0.5, -2.0, got, as_layout(a, layout_a), as_layout(b, layout_b))
     np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
@@ -177,23 +113,23 @@ def test_gemm_operand_layouts(rng, layout_c, layout_a, layout_b, shape):
 def test_returned_accumulated_and_scaled_products(rng, shape, dtype):
     m, k, n = shape
     a, b = positive(rng, (m, k), dtype), positive(rng, (k, n), dtype)
-    run_both(matmul_new, [a, b], RTOL[dtype])
-    run_both(matmul_accumulate, [positive(rng, (m, n), dtype), a, b], RTOL[dtype])
-    run_both(gemm_minus, [0.75, positive(rng, (m, n), np.float64), a.astype(np.float64), b.astype(np.float64)],
+    run_both(K.matmul_new, [a, b], RTOL[dtype])
+    run_both(K.matmul_accumulate, [positive(rng, (m, n), dtype), a, b], RTOL[dtype])
+    run_both(K.gemm_minus, [0.75, positive(rng, (m, n), np.float64), a.astype(np.float64), b.astype(np.float64)],
              1e-11)
-    kernel = run_both(matmul_divided, [positive(rng, (m, n), dtype), a, b], RTOL[dtype])
+    kernel = run_both(K.matmul_divided, [positive(rng, (m, n), dtype), a, b], RTOL[dtype])
     assert "handed to the BLAS library" in kernel.explain()
 
 
 def test_products_written_as_loops(rng):
     a, b = positive(rng, (31, 20), np.float64), positive(rng, (17, 31), np.float64)
-    kernel = run_both(gemm_transposed_loops, [a, b, np.zeros((20, 17))], 1e-12)
+    kernel = run_both(K.gemm_transposed_loops, [a, b, np.zeros((20, 17))], 1e-12)
     assert "A.T @ B.T handed to the BLAS library" in kernel.explain()
 
 
 def test_integer_products_run_the_loops(rng):
     a, b, c = (rng.integers(-50, 50, size=s) for s in [(9, 4), (4, 6), (9, 6)])
-    kernel = run_both(matmul_accumulate, [c, a, b], 0)
+    kernel = run_both(K.matmul_accumulate, [c, a, b], 0)
     assert "BLAS" not in kernel.explain()
 
 
@@ -201,10 +137,10 @@ def test_integer_products_run_the_loops(rng):
 def test_zero_alpha_and_zero_beta_propagate_nan(rng):
     a = positive(rng, (8, 5), np.float64)
     a[3, 2] = np.nan
-    run_both(gemm, [0.0, 1.0, positive(rng, (8, 6), np.float64), a, positive(rng, (5, 6), np.float64)], 1e-12)
+    run_both(K.gemm, [0.0, 1.0, positive(rng, (8, 6), np.float64), a, positive(rng, (5, 6), np.float64)], 1e-12)
     c = positive(rng, (8, 6), np.float64)
     c[1, 4], c[7, 0] = np.nan, np.inf
-    run_both(gemm, [2.0, 0.0, c, positive(rng, (8, 5), np.float64), positive(rng, (5, 6), np.float64)], 1e-12)
+    run_both(K.gemm, [2.0, 0.0, c, positive(rng, (8, 5), np.float64), positive(rng, (5, 6), np.float64)], 1e-12)
 
 
 def test_result_sharing_memory_with_an_operand(rng):
@@ -214,8 +150,8 @@ def test_result_sharing_memory_with_an_operand(rng):
     a = positive(rng, (12, 12), np.float64)
     for c_cols, b_cols in ((slice(0, 8), slice(8, 16)), (slice(0, 8), slice(4, 12))):
         expected, got = base.copy(), base.copy()
-        gemm(1.0, 0.5, expected[:, c_cols], a, expected[:, b_cols])
-        plait.jit(gemm)(1.0, 0.5, got[:, c_cols], a, got[:, b_cols])
+        K.gemm(1.0, 0.5, expected[:, c_cols], a, expected[:, b_cols])
+        plait.jit(K.gemm)(1.0, 0.5, got[:, c_cols], a, got[:, b_cols])
         np.testing.assert_allclose(got, expected, rtol=1e-12)
 
 
@@ -231,18 +167,18 @@ def test_a_product_in_a_time_loop(rng):
 def test_forward_substitutions(rng, n, dtype):
     L, b = lower_triangular(rng, n, dtype), positive(rng, (n,), dtype)
     rtol = 1e-10 if dtype == np.float64 else 1e-4
-    kernel = run_both(trisolv, [L, np.zeros(n, dtype), b], rtol)
+    kernel = run_both(T.trisolv, [L, np.zeros(n, dtype), b], rtol)
     if n:
         assert "triangular solve" in kernel.explain() and "BLAS" in kernel.explain()
-    run_both(trisolv_in_place, [L, b], rtol)
-    run_both(trisolv_columns, [np.ascontiguousarray(L.T), np.zeros(n, dtype), b], rtol)
+    run_both(T.trisolv_in_place, [L, b], rtol)
+    run_both(T.trisolv_columns, [np.ascontiguousarray(L.T), np.zeros(n, dtype), b], rtol)
     # Views: L in Fortran order, x a strided view (the library takes both).
     want = np.zeros(n, dtype)
-    trisolv(L, want, b)
+    T.trisolv(L, want, b)
     got = np.zeros(2 * n, dtype)[::2]
-    plait.jit(trisolv)(np.asfortranarray(L), got, b)
+    plait.jit(T.trisolv)(np.asfortranarray(L), got, b)
     np.testing.assert_allclose(got, want, rtol=rtol)
-    kernel = run_both(trisolv_with_diagonal, [L, np.zeros(n, dtype), b], rtol)
+    kernel = run_both(T.trisolv_with_diagonal, [L, np.zeros(n, dtype), b], rtol)
     assert "solve" not in kernel.explain() or "kept as a loop" in kernel.explain()
 
 
@@ -250,7 +186,7 @@ def test_forward_substitutions(rng, n, dtype):
 def test_cholesky_rows_are_solves(rng, n):
     M = rng.random((n, n))
     A = M @ M.T + n * np.eye(n)
-    run_both(cholesky, [A], 1e-10)
+    run_both(T.cholesky, [A], 1e-10)
 
 
 def test_the_library_off_gives_the_same_results(tmp_path):
@@ -275,5 +211,5 @@ def test_the_library_is_named_and_turned_off_at_each_call(monkeypatch, rng):
     assert name.startswith("none (") or "from lib" in name
     monkeypatch.setenv("PLAIT_BLAS", "none")
     assert plait.blas_library() == "none (PLAIT_BLAS=none)"
-    run_both(gemm, [1.5, 0.5, positive(rng, (9, 7), np.float64), positive(rng, (9, 5), np.float64),
+    run_both(K.gemm, [1.5, 0.5, positive(rng, (9, 7), np.float64), positive(rng, (9, 5), np.float64),
                     positive(rng, (5, 7), np.float64)], 1e-12)

@@ -39,10 +39,7 @@ void CppEmitter::emit_matmul(const MatMul* mm) {
   const std::string status = temp("blas");
   const std::string dtype = dtype_code(mm->c->type.dtype);
   if (tri.part == MatMulPart::Full) {
-    line("const int32_t " + status + " = ctx->blas ? ctx->blas->gemm(ctx, " + dtype + ", " + expr(mm->m) + ", " +
-         expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " + blas_matrix(mm->a, mm->a_transposed) +
-         ", " + blas_matrix(mm->b, mm->b_transposed) + ", " + (mm->beta ? expr(mm->beta) : std::string("0.0")) + ", " +
-         (mm->beta ? "1" : "0") + ", " + blas_matrix(mm->c, false) + ") : 1;");
+    line("const int32_t " + status + " = ctx->blas ? ctx->blas->gemm(ctx, " + gemm_arguments(mm) + ") : 1;");
   } else {
     line("int32_t " + status + " = 1;");
     line("if (ctx->blas) {");

@@ -137,10 +137,7 @@ void CudaEmitter::emit_matmul(const MatMul* mm) {
   const std::string status = temp("gemm");
   const MatMulTriangle& tri = mm->triangle;
   if (tri.part == MatMulPart::Full) {
-    line("const int32_t " + status + " = ctx->cuda->gemm(ctx, " + dtype_code(mm->c->type.dtype) + ", " + expr(mm->m) +
-         ", " + expr(mm->n) + ", " + expr(mm->k) + ", " + expr(mm->alpha) + ", " + operand(mm->a, mm->a_transposed) +
-         ", " + operand(mm->b, mm->b_transposed) + ", " + beta + ", " + beta_reads_c + ", " + operand(mm->c, false) +
-         ");");
+    line("const int32_t " + status + " = ctx->cuda->gemm(ctx, " + gemm_arguments(mm) + ");");
   } else {
     line("int32_t " + status + " = 1;");
     line("{");
