@@ -128,8 +128,10 @@ class CEmitter {
   // the call, that the solve's row condition holds for each of `rows` rows
   // (into the bool `ok`, declared here, true without a condition).
   std::string blas_matrix(const ir::ArrayVar& x, bool transposed);
-  // A full product's arguments after ctx: dtype, m, n, k, alpha, A, B, beta, whether C is read, C.
+  // A full product's arguments after ctx: dtype, m, n, k, alpha, A, B, beta, whether C is read, C;
+  // a triangle's: dtype, upper, its `rows`, k, alpha, A, B, alpha2, A2, B2 (or none), beta, whether C is read, C.
   std::string gemm_arguments(const ir::MatMul* mm);
+  std::string gemmt_arguments(const ir::MatMul* mm, const std::string& rows);
   std::string blas_vector(const ir::MatMulTriangle& tri, const ir::ArrayVar& x);
   void emit_rows_hold(const ir::MatMulTriangle& tri, const std::string& rows, const std::string& ok);
   // Whether the code stops after evaluating `e` (it may record an error

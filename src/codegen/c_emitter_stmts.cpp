@@ -108,6 +108,18 @@ std::string CEmitter::gemm_arguments(const MatMul* mm) {
          blas_matrix(mm->c, false);
 }
 
+std::string CEmitter::gemmt_arguments(const MatMul* mm, const std::string& rows) {
+  const MatMulTriangle& tri = mm->triangle;
+  const std::string second = tri.a2 ? expr(tri.alpha2) + ", " + blas_matrix(tri.a2, tri.a2_transposed) + ", " +
+                                          blas_matrix(tri.b2, tri.b2_transposed)
+                                    : std::string("0.0, nullptr, 0, 0, nullptr, 0, 0");
+  return dtype_code(mm->c->type.dtype) + ", " + (tri.part == MatMulPart::Upper ? "1" : "0") + ", " + rows + ", " +
+         expr(mm->k) + ", " + expr(mm->alpha) + ", " + blas_matrix(mm->a, mm->a_transposed) + ", " +
+         blas_matrix(mm->b, mm->b_transposed) + ", " + second + ", " +
+         (mm->beta ? expr(mm->beta) : std::string("0.0")) + ", " + (mm->beta ? "1" : "0") + ", " +
+         blas_matrix(mm->c, false);
+}
+
 std::string CEmitter::blas_vector(const MatMulTriangle& tri, const ArrayVar& x) {
   if (!tri.vector_row) return data(x) + ", " + stride(x, 0);
   return data(x) + " + (" + expr(tri.vector_row) + ") * " + stride(x, 0) + ", " + stride(x, 1);

@@ -65,11 +65,14 @@ void run_cpu_passes(PassRunner& run, const CompileOptions& options) {
     checks.scans = true;
     run("insert_bounds_checks", [&](ir::Function& f) { transforms::insert_bounds_checks(f, checks); });
   }
-  // Matrix-product and triangular-solve nests as calls of the BLAS (the
-  // CPU's table has gemm and trsv), each keeping its loops for when the
-  // library declines.
-  run("offload_matmul",
-      [](ir::Function& f) { transforms::offload_matmul(f, transforms::BlasEntries::ProductsAndSolves); });
+  // Matrix products, triangles of products and triangular solves as calls
+  // of the BLAS (the CPU's table has gemm, gemmt and trsv), each keeping
+  // its loops for when the library declines.
+  run("offload_matmul", [](ir::Function& f) {
+    transforms::BlasEntries cpu;
+    cpu.in_place = cpu.symmetric = false;
+    transforms::offload_matmul(f, cpu);
+  });
   // Reductions that read down a column run outside chunks of their loop.
   run("interchange_reductions", transforms::interchange_reductions);
   // Vector loops whose body may raise run without simd, so that an error

@@ -74,7 +74,7 @@ void run_cuda_passes(PassRunner& run, const CompileOptions& options) {
   // reductions: a CUDA thread per element already reads a row across its
   // warp. No scalarised vector loops: a CUDA thread leaves its iteration
   // alone.)
-  run("offload_matmul", [](ir::Function& f) { transforms::offload_matmul(f, transforms::BlasEntries::All); });
+  run("offload_matmul", [](ir::Function& f) { transforms::offload_matmul(f); });
   // Planning passes, last (their plans point into the loops' bodies): how
   // the iterations of each loop the emitter may run as a kernel map to
   // threads; then which time loops run as one persistent kernel (refused

@@ -85,6 +85,27 @@ std::optional<ColumnMajorGemm> column_major_gemm(int32_t dtype, int64_t m, int64
   return g;
 }
 
+std::optional<TriangleProduct> triangle_product(double alpha, int64_t n, int64_t k, const void* a, int64_t a_rs,
+                                                int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs,
+                                                bool c_row_major) {
+  // P = A and Q = B^T, both n x k; C = alpha P Q^T, C^T = alpha Q P^T.
+  struct Matrix {
+    const void* data;
+    int64_t rs, cs;
+  };
+  const Matrix p{a, a_rs, a_cs}, q{b, b_cs, b_rs};
+  const Matrix& x = c_row_major ? q : p;
+  const Matrix& y = c_row_major ? p : q;
+  for (const bool row_major : {false, true}) {
+    const std::optional<BlasLayout> lx = blas_layout(n, k, x.rs, x.cs, row_major);
+    const std::optional<BlasLayout> ly = blas_layout(n, k, y.rs, y.cs, row_major);
+    if (!lx || !ly || lx->row_major != ly->row_major) continue;
+    if (lx->ld > kBlasMaxInt || ly->ld > kBlasMaxInt) return std::nullopt;
+    return TriangleProduct{alpha, x.data, y.data, lx->row_major, lx->ld, ly->ld};
+  }
+  return std::nullopt;
+}
+
 std::optional<ColumnMajorTrsv> column_major_trsv(int32_t dtype, int64_t n, const BlasMatrix& a, const void* b,
                                                  int64_t b_stride, const void* x, int64_t x_stride) {
   if (n == 1) b_stride = x_stride = 1;

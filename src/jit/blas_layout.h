@@ -76,6 +76,25 @@ std::optional<ColumnMajorGemm> column_major_gemm(int32_t dtype, int64_t m, int64
                                                  const BlasMatrix& a, const BlasMatrix& b, double beta,
                                                  bool beta_reads_c, const BlasMatrix& c);
 
+// One product of a triangle: alpha * X Y^T with X and Y n x k, in the
+// column-major orientation of C's storage, both row-major (transposed) or
+// both column-major, with their leading dimensions.
+struct TriangleProduct {
+  double alpha = 0.0;
+  const void* x = nullptr;
+  const void* y = nullptr;
+  bool transposed = false;
+  int64_t ldx = 0, ldy = 0;
+};
+
+// alpha * A B (A n x k, B k x n, with their strides) as a TriangleProduct
+// for a C stored row-major (`c_row_major`, whose column-major storage is
+// C^T = B^T A^T) or column-major; nullopt when no layout of one orientation
+// takes both operands.
+std::optional<TriangleProduct> triangle_product(double alpha, int64_t n, int64_t k, const void* a, int64_t a_rs,
+                                                int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs,
+                                                bool c_row_major);
+
 // x = solve(lower(A), b) (A n x n; b and x vectors) as a column-major trsv
 // computes it: A's lower triangle as it is (column-major) or as the upper
 // triangle of its transpose (row-major), b copied into x first unless x is b.

@@ -23,6 +23,10 @@ using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, c
 template <typename T>
 using Trsv = void (*)(int, int, int, int, int, const T*, int, T*, int);
 template <typename T>
+using Syrk = void (*)(int, int, int, int, int, T, const T*, int, T, T*, int);
+template <typename T>
+using Syr2k = void (*)(int, int, int, int, int, T, const T*, int, const T*, int, T, T*, int);
+template <typename T>
 using Copy = void (*)(int, const T*, int, T*, int);
 
 struct Library {
@@ -32,6 +36,10 @@ struct Library {
   Trsv<float> strsv = nullptr;
   Copy<double> dcopy = nullptr;
   Copy<float> scopy = nullptr;
+  Syrk<double> dsyrk = nullptr;
+  Syrk<float> ssyrk = nullptr;
+  Syr2k<double> dsyr2k = nullptr;
+  Syr2k<float> ssyr2k = nullptr;
   plait_blas_api api{};
   bool loaded = false;
   std::string description;
@@ -42,6 +50,10 @@ int32_t gemm(plait_context* /*ctx*/, int32_t dtype, int64_t m, int64_t n, int64_
              void* c, int64_t c_rs, int64_t c_cs);
 int32_t trsv(plait_context* /*ctx*/, int32_t dtype, int64_t n, const void* a, int64_t a_rs, int64_t a_cs, const void* b,
              int64_t b_stride, void* x, int64_t x_stride);
+int32_t gemmt(plait_context* /*ctx*/, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha, const void* a,
+              int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double alpha2, const void* a2,
+              int64_t a2_rs, int64_t a2_cs, const void* b2, int64_t b2_rs, int64_t b2_cs, double beta,
+              int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs);
 
 template <typename F>
 bool bind(void* handle, F& slot, const char* symbol) {
@@ -67,7 +79,9 @@ Library& library() {
       }
       const bool complete = bind(handle, lib.dgemm, "cblas_dgemm") && bind(handle, lib.sgemm, "cblas_sgemm") &&
                             bind(handle, lib.dtrsv, "cblas_dtrsv") && bind(handle, lib.strsv, "cblas_strsv") &&
-                            bind(handle, lib.dcopy, "cblas_dcopy") && bind(handle, lib.scopy, "cblas_scopy");
+                            bind(handle, lib.dcopy, "cblas_dcopy") && bind(handle, lib.scopy, "cblas_scopy") &&
+                            bind(handle, lib.dsyrk, "cblas_dsyrk") && bind(handle, lib.ssyrk, "cblas_ssyrk") &&
+                            bind(handle, lib.dsyr2k, "cblas_dsyr2k") && bind(handle, lib.ssyr2k, "cblas_ssyr2k");
       if (!complete) {
         tried += (tried.empty() ? "" : ", ") + name + " (without the CBLAS entries)";
         ::dlclose(handle);
@@ -84,6 +98,7 @@ Library& library() {
       }
       lib.api.gemm = gemm;
       lib.api.trsv = trsv;
+      lib.api.gemmt = gemmt;
       lib.loaded = true;
       return;
     }
@@ -133,6 +148,55 @@ int32_t trsv(plait_context* /*ctx*/, int32_t dtype, int64_t n, const void* a, in
     solve(lib.strsv, lib.scopy, *t, a, b, x);
   }
   return kBlasDone;
+}
+
+// One product X X^T is a syrk; two, alpha X Y^T + alpha Y X^T, a syr2k
+// (the BLAS has no general triangle of products before gemmt, which
+// Debian's OpenBLAS lacks).
+template <typename T>
+int32_t triangle(Syrk<T> syrk, Syr2k<T> syr2k, int uplo, int64_t n, int64_t k, const TriangleProduct& first,
+                 const std::optional<TriangleProduct>& second, double beta, void* c, int64_t ldc) {
+  auto same = [](const void* p, int64_t ldp, const void* q, int64_t ldq) { return p == q && ldp == ldq; };
+  const int trans = first.transposed ? kTrans : kNoTrans;
+  const int ni = static_cast<int>(n), ki = static_cast<int>(k), ld = static_cast<int>(ldc);
+  if (!second && same(first.x, first.ldx, first.y, first.ldy)) {
+    syrk(kColMajor, uplo, trans, ni, ki, static_cast<T>(first.alpha), static_cast<const T*>(first.x),
+         static_cast<int>(first.ldx), static_cast<T>(beta), static_cast<T*>(c), ld);
+    return kBlasDone;
+  }
+  if (second && second->alpha == first.alpha && second->transposed == first.transposed &&
+      same(second->x, second->ldx, first.y, first.ldy) && same(second->y, second->ldy, first.x, first.ldx)) {
+    syr2k(kColMajor, uplo, trans, ni, ki, static_cast<T>(first.alpha), static_cast<const T*>(first.x),
+          static_cast<int>(first.ldx), static_cast<const T*>(first.y), static_cast<int>(first.ldy),
+          static_cast<T>(beta), static_cast<T*>(c), ld);
+    return kBlasDone;
+  }
+  return kBlasDeclined;
+}
+
+int32_t gemmt(plait_context* /*ctx*/, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha, const void* a,
+              int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double alpha2, const void* a2,
+              int64_t a2_rs, int64_t a2_cs, const void* b2, int64_t b2_rs, int64_t b2_cs, double beta,
+              int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
+  if (n <= 0) return kBlasDone;
+  if (k <= 0 || !usable_alpha(alpha, dtype) || (a2 && !usable_alpha(alpha2, dtype)) || (beta_reads_c && beta == 0.0))
+    return kBlasDeclined;
+  std::vector<BlasMatrix> factors{{a, n, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}};
+  if (a2) factors.insert(factors.end(), {{a2, n, k, a2_rs, a2_cs}, {b2, k, n, b2_rs, b2_cs}});
+  const std::optional<BlasLayouts> layouts = blas_layouts(dtype, {c, n, n, c_rs, c_cs}, {}, factors);
+  if (!layouts) return kBlasDeclined;
+  const bool c_row_major = layouts->out.row_major;
+  const std::optional<TriangleProduct> first = triangle_product(alpha, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c_row_major);
+  std::optional<TriangleProduct> second;
+  if (a2) second = triangle_product(alpha2, n, k, a2, a2_rs, a2_cs, b2, b2_rs, b2_cs, c_row_major);
+  if (!first || (a2 && !second)) return kBlasDeclined;
+  // The lower triangle of a row-major C is the upper one of its column-major storage C^T.
+  const int uplo = (upper != 0) != c_row_major ? kUpper : kLower;
+  const double beta_used = beta_reads_c ? beta : 0.0;
+  const Library& lib = library();
+  return dtype == PLAIT_FLOAT64
+             ? triangle(lib.dsyrk, lib.dsyr2k, uplo, n, k, *first, second, beta_used, c, layouts->out.ld)
+             : triangle(lib.ssyrk, lib.ssyr2k, uplo, n, k, *first, second, beta_used, c, layouts->out.ld);
 }
 
 // PLAIT_BLAS=none (or 0), read at each call: a getenv costs far less than a

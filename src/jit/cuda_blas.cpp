@@ -78,42 +78,6 @@ int32_t api_gemm(plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_
   return kFailed;
 }
 
-// One product of a triangle: alpha * X Y^T with X and Y n x k, in the
-// column-major orientation of C's storage, both row-major (op T) or both
-// column-major (op N) with their leading dimensions.
-struct TriangleProduct {
-  double alpha = 0.0;
-  const void* x = nullptr;
-  const void* y = nullptr;
-  int op = 0;
-  int64_t ldx = 0, ldy = 0;
-};
-
-// alpha * A B (A n x k, B k x n, with their strides) as a TriangleProduct
-// for a C stored row-major (`c_row_major`, whose column-major storage is
-// C^T = B^T A^T) or column-major; null when cuBLAS cannot take the operands.
-std::optional<TriangleProduct> triangle_product(double alpha, int64_t n, int64_t k, const void* a, int64_t a_rs,
-                                                int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs,
-                                                bool c_row_major) {
-  // P = A and Q = B^T, both n x k; C = alpha P Q^T, C^T = alpha Q P^T.
-  struct Matrix {
-    const void* data;
-    int64_t rs, cs;
-  };
-  const Matrix p{a, a_rs, a_cs}, q{b, b_cs, b_rs};
-  const Matrix& x = c_row_major ? q : p;
-  const Matrix& y = c_row_major ? p : q;
-  for (const bool row_major : {false, true}) {
-    const std::optional<BlasLayout> lx = blas_layout(n, k, x.rs, x.cs, row_major);
-    const std::optional<BlasLayout> ly = blas_layout(n, k, y.rs, y.cs, row_major);
-    if (!lx || !ly || lx->row_major != ly->row_major) continue;
-    if (lx->ld > kMaxInt || ly->ld > kMaxInt) return std::nullopt;
-    constexpr int kOpN = 0, kOpT = 1;
-    return TriangleProduct{alpha, x.data, y.data, lx->row_major ? kOpT : kOpN, lx->ld, ly->ld};
-  }
-  return std::nullopt;
-}
-
 int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha, const void* a,
                   int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, double alpha2, const void* a2,
                   int64_t a2_rs, int64_t a2_cs, const void* b2, int64_t b2_rs, int64_t b2_cs, double beta,
@@ -148,13 +112,15 @@ int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, i
   for (const TriangleProduct& p : products) {
     if (status != 0) break;
     const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+    constexpr int kOpN = 0, kOpT = 1;
+    const int op = p.transposed ? kOpT : kOpN;
     if (dtype == PLAIT_FLOAT64) {
-      status = blas->cublasDsyrkx(handle, uplo, p.op, ni, ki, &p.alpha, static_cast<const double*>(p.x),
+      status = blas->cublasDsyrkx(handle, uplo, op, ni, ki, &p.alpha, static_cast<const double*>(p.x),
                                   static_cast<int>(p.ldx), static_cast<const double*>(p.y), static_cast<int>(p.ldy),
                                   &beta_used, static_cast<double*>(c), static_cast<int>(lc.ld));
     } else {
       const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(beta_used);
-      status = blas->cublasSsyrkx(handle, uplo, p.op, ni, ki, &alpha32, static_cast<const float*>(p.x),
+      status = blas->cublasSsyrkx(handle, uplo, op, ni, ki, &alpha32, static_cast<const float*>(p.x),
                                   static_cast<int>(p.ldx), static_cast<const float*>(p.y), static_cast<int>(p.ldy),
                                   &beta32, static_cast<float*>(c), static_cast<int>(lc.ld));
     }

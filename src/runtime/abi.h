@@ -170,15 +170,22 @@ typedef struct plait_host_memory {
 } plait_host_memory;
 
 /* The CPU's BLAS (the caller's: a library it loaded). gemm is C = alpha * A
- * @ B + beta * C and trsv x = solve(lower(A), b), with the arguments and
- * returns of plait_cuda_api's, on the calling thread, which the library may
- * parallelise over the process's OpenMP threads (called outside a parallel
- * loop). */
+ * @ B + beta * C, gemmt a triangle of products and trsv x = solve(lower(A),
+ * b), with the arguments and returns of plait_cuda_api's (gemmt declines
+ * what is not a syrk, alpha A A^T, or a syr2k, alpha (A B^T + B A^T): the
+ * library may have no general triangle), on the calling thread, which the
+ * library may parallelise over the process's OpenMP threads (called outside
+ * a parallel loop). */
 typedef struct plait_blas_api {
   int32_t (*gemm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha,
                   const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
                   int64_t b_col_stride, double beta, int32_t beta_reads_c, void* c, int64_t c_row_stride,
                   int64_t c_col_stride);
+  int32_t (*gemmt)(struct plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha,
+                   const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
+                   int64_t b_col_stride, double alpha2, const void* a2, int64_t a2_row_stride, int64_t a2_col_stride,
+                   const void* b2, int64_t b2_row_stride, int64_t b2_col_stride, double beta, int32_t beta_reads_c,
+                   void* c, int64_t c_row_stride, int64_t c_col_stride);
   int32_t (*trsv)(struct plait_context* ctx, int32_t dtype, int64_t n, const void* a, int64_t a_row_stride,
                   int64_t a_col_stride, const void* b, int64_t b_stride, void* x, int64_t x_stride);
 } plait_blas_api;

@@ -18,8 +18,7 @@ class MatMulFinder : public IRMutator {
   using IRMutator::visit;
   Stmt visit(const For* fi, const Stmt& self) override {
     if (Stmt m = match(fi, self)) return m;
-    const bool all = entries_ == BlasEntries::All;
-    const LibraryMatch triangle = all ? match_triangle(fn_, fi, self, holding_) : LibraryMatch{};
+    const LibraryMatch triangle = entries_.triangles ? match_triangle(fn_, fi, self, holding_) : LibraryMatch{};
     if (Stmt m = triangle.stmt) {
       remarks.push_back({fi->loc, "offload_matmul", triangle.remark});
       return m;
@@ -27,7 +26,7 @@ class MatMulFinder : public IRMutator {
     if (triangle.found)
       remarks.push_back({fi->loc, "offload_matmul",
                          "triangular update kept as loops, not handed to the BLAS library: " + triangle.why});
-    const LibraryMatch in_place = all ? match_in_place(fn_, fi, self, holding_) : LibraryMatch{};
+    const LibraryMatch in_place = entries_.in_place ? match_in_place(fn_, fi, self, holding_) : LibraryMatch{};
     if (Stmt m = in_place.stmt) {
       remarks.push_back({fi->loc, "offload_matmul", in_place.remark});
       return m;
@@ -35,7 +34,7 @@ class MatMulFinder : public IRMutator {
     if (in_place.found)
       remarks.push_back({fi->loc, "offload_matmul",
                          "triangular product in place kept as loops, not handed to the BLAS library: " + in_place.why});
-    const LibraryMatch solve = match_solve(fn_, fi, self, holding_);
+    const LibraryMatch solve = entries_.solves ? match_solve(fn_, fi, self, holding_) : LibraryMatch{};
     if (Stmt m = solve.stmt) {
       remarks.push_back({fi->loc, "offload_matmul", solve.remark});
       return m;
@@ -43,7 +42,7 @@ class MatMulFinder : public IRMutator {
     if (solve.found)
       remarks.push_back(
           {fi->loc, "offload_matmul", "triangular solve kept as a loop, not handed to the BLAS library: " + solve.why});
-    const LibraryMatch symmetric = all ? match_symmetric(fn_, fi, self, holding_) : LibraryMatch{};
+    const LibraryMatch symmetric = entries_.symmetric ? match_symmetric(fn_, fi, self, holding_) : LibraryMatch{};
     if (Stmt m = symmetric.stmt) {
       remarks.push_back({fi->loc, "offload_matmul", symmetric.remark});
       return m;

@@ -1,5 +1,5 @@
 // Pass: matrix products for the target's BLAS library (CUDA: cuBLAS; CPU:
-// the BLAS of jit/cpu_blas.h, products and solves).
+// the BLAS of jit/cpu_blas.h: products, triangles and solves).
 //
 // Finds host-level loop nests of the form
 //
@@ -50,12 +50,13 @@
 
 namespace plait::transforms {
 
-// Which of the library's entries the target has: all of them (CUDA:
-// cuBLAS), or its matrix products and triangular solves (CPU:
-// plait_blas_api's gemm and trsv), where the triangles, in-place and
-// symmetric nests stay loops.
-enum class BlasEntries : uint8_t { All, ProductsAndSolves };
+// Which of the library's entries the target has besides products: all of
+// them (CUDA: cuBLAS), or triangles and solves (CPU: plait_blas_api's gemmt
+// and trsv), where the in-place and symmetric nests stay loops.
+struct BlasEntries {
+  bool triangles = true, in_place = true, solves = true, symmetric = true;
+};
 
-void offload_matmul(ir::Function& function, BlasEntries entries = BlasEntries::All);
+void offload_matmul(ir::Function& function, BlasEntries entries = {});
 
 }  // namespace plait::transforms

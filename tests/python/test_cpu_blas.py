@@ -1,14 +1,15 @@
 """Matrix products and triangular solves of CPU kernels handed to the BLAS
-(jit/cpu_blas.h, transforms/offload_matmul with the CPU's entries: gemm and
-trsv), differentially against
+(jit/cpu_blas.h, transforms/offload_matmul with the CPU's entries: gemm,
+gemmt as syrk and syr2k, and trsv), differentially against
 the undecorated function: the array form `C[:] = alpha * A @ B + beta * C`,
 a returned product, `C += A @ B`, `C - s * (A @ B)`, a division by a scalar
 and products written as loops; C-order, Fortran-order, sliced and
 transposed operands (the library takes them), strided ones (the loops run),
 empty and 1-element shapes, float32 and float64; NaN where the library
 would skip reads (alpha 0, beta 0 with C read); a product inside a time
-loop; forward substitutions (NPBench's trisolv and cholesky's rows, in
-place, over columns) and those that are not solves; the same results with
+loop; triangles of products (syrk, syr2k, covariance; those the library
+does not take); forward substitutions (NPBench's trisolv and cholesky's
+rows, in place, over columns) and those that are not solves; the same results with
 the library turned off (PLAIT_BLAS=none)."""
 
 import os
@@ -187,6 +188,24 @@ def test_cholesky_rows_are_solves(rng, n):
     M = rng.random((n, n))
     A = M @ M.T + n * np.eye(n)
     run_both(T.cholesky, [A], 1e-10)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 3), (37, 20), (130, 70)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_triangles_of_products(rng, shape, dtype):
+    # syrk (A A^T) and syr2k (A B^T + B A^T) go to the library's syrk and
+    # syr2k; covariance's data^T data is a syrk of the centred copy; a
+    # triangle of A^T B - 2 A^T B (not symmetric) and a strict triangle run
+    # their loops.
+    n, k = shape
+    rtol = RTOL[dtype] * 10
+    a, b = positive(rng, (n, k), dtype), positive(rng, (n, k), dtype)
+    kernel = run_both(T.syrk, [1.5, 1.2, positive(rng, (n, n), dtype), a], rtol)
+    assert "handed to the BLAS library" in kernel.explain()
+    run_both(T.syr2k, [1.5, 1.2, positive(rng, (n, n), dtype), a, b], rtol)
+    run_both(T.covariance, [k, float(n + 1), positive(rng, (n, k), dtype)], rtol * 100)
+    run_both(T.upper_accumulate, [positive(rng, (k, k), dtype), a, b], rtol * 100)
+    run_both(T.strict_lower, [1.5, positive(rng, (n, n), dtype), a], rtol)
 
 
 def test_the_library_off_gives_the_same_results(tmp_path):

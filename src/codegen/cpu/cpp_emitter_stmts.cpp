@@ -34,8 +34,8 @@ void CppEmitter::emit_declare(const Declare* d) {
 
 void CppEmitter::emit_matmul(const MatMul* mm) {
   const MatMulTriangle& tri = mm->triangle;
-  if (tri.part != MatMulPart::Full && tri.part != MatMulPart::LowerSolve)
-    PLAIT_INTERNAL_ERROR("a triangular or symmetric library product on the CPU target (its BLAS has gemm and trsv)");
+  if (tri.part == MatMulPart::StrictUpperInPlace || tri.part == MatMulPart::SymmetricLower)
+    PLAIT_INTERNAL_ERROR("an in-place or symmetric library product on the CPU target (its BLAS has gemm, gemmt, trsv)");
   const std::string status = temp("blas");
   const std::string dtype = dtype_code(mm->c->type.dtype);
   if (tri.part == MatMulPart::Full) {
@@ -47,8 +47,12 @@ void CppEmitter::emit_matmul(const MatMul* mm) {
     const std::string rows = temp("rows"), ok = temp("ok");
     line("const int64_t " + rows + " = " + expr(mm->m) + ";");
     emit_rows_hold(tri, rows, ok);
-    line("if (" + ok + ") " + status + " = ctx->blas->trsv(ctx, " + dtype + ", " + rows + ", " +
-         blas_matrix(mm->a, mm->a_transposed) + ", " + blas_vector(tri, mm->b) + ", " + blas_vector(tri, mm->c) + ");");
+    const std::string call = tri.part == MatMulPart::LowerSolve
+                                 ? "ctx->blas->trsv(ctx, " + dtype + ", " + rows + ", " +
+                                       blas_matrix(mm->a, mm->a_transposed) + ", " + blas_vector(tri, mm->b) + ", " +
+                                       blas_vector(tri, mm->c) + ")"
+                                 : "ctx->blas->gemmt(ctx, " + gemmt_arguments(mm, rows) + ")";
+    line("if (" + ok + ") " + status + " = " + call + ";");
     --indent_;
     line("}");
   }

@@ -158,13 +158,7 @@ void CudaEmitter::emit_matmul(const MatMul* mm) {
              expr(mm->alpha) + ", " + operand(mm->a, false) + ", " + operand(mm->b, mm->b_transposed) + ", " + beta +
              ", " + beta_reads_c + ", " + operand(mm->c, false) + ")";
     } else {
-      const std::string second = tri.a2 ? expr(tri.alpha2) + ", " + operand(tri.a2, tri.a2_transposed) + ", " +
-                                              operand(tri.b2, tri.b2_transposed)
-                                        : std::string("0.0, nullptr, 0, 0, nullptr, 0, 0");
-      call = "ctx->cuda->gemmt(ctx, " + dtype_code(mm->c->type.dtype) + ", " +
-             (tri.part == MatMulPart::Upper ? "1" : "0") + ", " + rows + ", " + expr(mm->k) + ", " + expr(mm->alpha) +
-             ", " + operand(mm->a, mm->a_transposed) + ", " + operand(mm->b, mm->b_transposed) + ", " + second + ", " +
-             beta + ", " + beta_reads_c + ", " + operand(mm->c, false) + ")";
+      call = "ctx->cuda->gemmt(ctx, " + gemmt_arguments(mm, rows) + ")";
     }
     line("if (" + ok + ") " + status + " = " + call + ";");
     --indent_;
