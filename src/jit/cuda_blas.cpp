@@ -14,7 +14,6 @@ namespace plait::jit::cuda_call {
 namespace {
 
 constexpr int32_t kDone = kBlasDone, kDeclined = kBlasDeclined, kFailed = kBlasFailed;
-constexpr int64_t kMaxInt = kBlasMaxInt;
 
 // The cuBLAS handle of the call's stream (each stream has its own, with its
 // own workspace), made on first use; null with the error in ctx.
