@@ -167,10 +167,10 @@ def attention(q, k, v, pattern, scale=None, fused=True):
     dtype = _dtype_name(q)
     if dtype in _HALF:
         # The generated kernels compute in float32; the result is rounded to the inputs' type.
-        out = attention(q.float() if library.startswith("torch") else q.astype("float32"),
-                        k.float() if library.startswith("torch") else k.astype("float32"),
-                        v.float() if library.startswith("torch") else v.astype("float32"), pattern, scale, False)
-        return out.to(q.dtype) if library.startswith("torch") else out.astype(q.dtype)
+        torch_like = library.startswith("torch")
+        wide = [x.float() if torch_like else x.astype("float32") for x in (q, k, v)]
+        out = attention(*wide, pattern, scale, False)
+        return out.to(q.dtype) if torch_like else out.astype(q.dtype)
     if library == "torch-cpu":
         import torch
 

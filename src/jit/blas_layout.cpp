@@ -106,6 +106,33 @@ std::optional<TriangleProduct> triangle_product(double alpha, int64_t n, int64_t
   return std::nullopt;
 }
 
+std::optional<ColumnMajorTriangle> column_major_triangle(int32_t dtype, bool upper, int64_t n, int64_t k, double alpha,
+                                                         const BlasMatrix& a, const BlasMatrix& b, double alpha2,
+                                                         const BlasMatrix& a2, const BlasMatrix& b2, double beta,
+                                                         bool beta_reads_c, const BlasMatrix& c) {
+  const bool two = a2.data != nullptr;
+  if (k <= 0 || !usable_alpha(alpha, dtype) || (two && !usable_alpha(alpha2, dtype)) || (beta_reads_c && beta == 0.0))
+    return std::nullopt;
+  std::vector<BlasMatrix> factors{a, b};
+  if (two) factors.insert(factors.end(), {a2, b2});
+  const std::optional<BlasLayouts> layouts = blas_layouts(dtype, c, {}, factors);
+  if (!layouts) return std::nullopt;
+  ColumnMajorTriangle t;
+  const bool c_row_major = layouts->out.row_major;
+  // The lower triangle of a row-major C is the upper one of its column-major storage C^T.
+  t.upper = upper != c_row_major;
+  t.ld_out = layouts->out.ld;
+  t.beta = beta_reads_c ? beta : 0.0;
+  for (size_t p = 0; p < factors.size(); p += 2) {
+    const BlasMatrix &x = factors[p], &y = factors[p + 1];
+    const std::optional<TriangleProduct> product =
+        triangle_product(p == 0 ? alpha : alpha2, n, k, x.data, x.rs, x.cs, y.data, y.rs, y.cs, c_row_major);
+    if (!product) return std::nullopt;
+    t.products.push_back(*product);
+  }
+  return t;
+}
+
 std::optional<ColumnMajorTrsv> column_major_trsv(int32_t dtype, int64_t n, const BlasMatrix& a, const void* b,
                                                  int64_t b_stride, const void* x, int64_t x_stride) {
   if (n == 1) b_stride = x_stride = 1;

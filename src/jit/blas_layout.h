@@ -95,6 +95,24 @@ std::optional<TriangleProduct> triangle_product(double alpha, int64_t n, int64_t
                                                 int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs,
                                                 bool c_row_major);
 
+// A triangle of C (n x n) of alpha A B + alpha2 A2 B2 + beta C (A2 B2
+// absent where a2.data is null) as a column-major library computes it: the
+// triangle in C's storage (`upper`: j >= i there), each product in that
+// orientation, C's leading dimension and beta (0 where C is not read).
+struct ColumnMajorTriangle {
+  bool upper = false;
+  std::vector<TriangleProduct> products;
+  int64_t ld_out = 0;
+  double beta = 0.0;
+};
+// nullopt where the entry declines: blas_layouts, a k, alpha or beta the
+// library would not treat as the loops do, a product no orientation takes;
+// the caller has returned for an empty C first.
+std::optional<ColumnMajorTriangle> column_major_triangle(int32_t dtype, bool upper, int64_t n, int64_t k, double alpha,
+                                                         const BlasMatrix& a, const BlasMatrix& b, double alpha2,
+                                                         const BlasMatrix& a2, const BlasMatrix& b2, double beta,
+                                                         bool beta_reads_c, const BlasMatrix& c);
+
 // x = solve(lower(A), b) (A n x n; b and x vectors) as a column-major trsv
 // computes it: A's lower triangle as it is (column-major) or as the upper
 // triangle of its transpose (row-major), b copied into x first unless x is b.

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,7 +41,6 @@ struct Library {
   Syrk<float> ssyrk = nullptr;
   Syr2k<double> dsyr2k = nullptr;
   Syr2k<float> ssyr2k = nullptr;
-  plait_blas_api api{};
   bool loaded = false;
   std::string description;
 };
@@ -96,9 +96,6 @@ Library& library() {
         const int mode = parallel();
         lib.description += mode == 2 ? " (OpenMP threads)" : mode == 1 ? " (its own threads)" : " (one thread)";
       }
-      lib.api.gemm = gemm;
-      lib.api.trsv = trsv;
-      lib.api.gemmt = gemmt;
       lib.loaded = true;
       return;
     }
@@ -114,8 +111,8 @@ int32_t gemm(plait_context* /*ctx*/, int32_t dtype, int64_t m, int64_t n, int64_
   const std::optional<ColumnMajorGemm> g =
       column_major_gemm(dtype, m, n, k, alpha, {a, m, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}, beta, beta_reads_c != 0,
                         {c, m, n, c_rs, c_cs});
-  if (!g) return kBlasDeclined;
   const Library& lib = library();
+  if (!g || !lib.loaded) return kBlasDeclined;
   const int first = g->transpose_first ? kTrans : kNoTrans, second = g->transpose_second ? kTrans : kNoTrans;
   if (dtype == PLAIT_FLOAT64) {
     lib.dgemm(kColMajor, first, second, g->rows, g->cols, g->k, alpha, static_cast<const double*>(g->first),
@@ -140,8 +137,8 @@ int32_t trsv(plait_context* /*ctx*/, int32_t dtype, int64_t n, const void* a, in
              int64_t b_stride, void* x, int64_t x_stride) {
   if (n <= 0) return kBlasDone;
   const std::optional<ColumnMajorTrsv> t = column_major_trsv(dtype, n, {a, n, n, a_rs, a_cs}, b, b_stride, x, x_stride);
-  if (!t) return kBlasDeclined;
   const Library& lib = library();
+  if (!t || !lib.loaded) return kBlasDeclined;
   if (dtype == PLAIT_FLOAT64) {
     solve(lib.dtrsv, lib.dcopy, *t, a, b, x);
   } else {
@@ -154,22 +151,25 @@ int32_t trsv(plait_context* /*ctx*/, int32_t dtype, int64_t n, const void* a, in
 // (the BLAS has no general triangle of products before gemmt, which
 // Debian's OpenBLAS lacks).
 template <typename T>
-int32_t triangle(Syrk<T> syrk, Syr2k<T> syr2k, int uplo, int64_t n, int64_t k, const TriangleProduct& first,
-                 const std::optional<TriangleProduct>& second, double beta, void* c, int64_t ldc) {
+int32_t triangle(Syrk<T> syrk, Syr2k<T> syr2k, int64_t n, int64_t k, const ColumnMajorTriangle& t, void* c) {
   auto same = [](const void* p, int64_t ldp, const void* q, int64_t ldq) { return p == q && ldp == ldq; };
-  const int trans = first.transposed ? kTrans : kNoTrans;
-  const int ni = static_cast<int>(n), ki = static_cast<int>(k), ld = static_cast<int>(ldc);
-  if (!second && same(first.x, first.ldx, first.y, first.ldy)) {
+  const TriangleProduct& first = t.products[0];
+  const int uplo = t.upper ? kUpper : kLower, trans = first.transposed ? kTrans : kNoTrans;
+  const int ni = static_cast<int>(n), ki = static_cast<int>(k), ld = static_cast<int>(t.ld_out);
+  if (t.products.size() == 1 && same(first.x, first.ldx, first.y, first.ldy)) {
     syrk(kColMajor, uplo, trans, ni, ki, static_cast<T>(first.alpha), static_cast<const T*>(first.x),
-         static_cast<int>(first.ldx), static_cast<T>(beta), static_cast<T*>(c), ld);
+         static_cast<int>(first.ldx), static_cast<T>(t.beta), static_cast<T*>(c), ld);
     return kBlasDone;
   }
-  if (second && second->alpha == first.alpha && second->transposed == first.transposed &&
-      same(second->x, second->ldx, first.y, first.ldy) && same(second->y, second->ldy, first.x, first.ldx)) {
-    syr2k(kColMajor, uplo, trans, ni, ki, static_cast<T>(first.alpha), static_cast<const T*>(first.x),
-          static_cast<int>(first.ldx), static_cast<const T*>(first.y), static_cast<int>(first.ldy),
-          static_cast<T>(beta), static_cast<T*>(c), ld);
-    return kBlasDone;
+  if (t.products.size() == 2) {
+    const TriangleProduct& second = t.products[1];
+    if (second.alpha == first.alpha && second.transposed == first.transposed &&
+        same(second.x, second.ldx, first.y, first.ldy) && same(second.y, second.ldy, first.x, first.ldx)) {
+      syr2k(kColMajor, uplo, trans, ni, ki, static_cast<T>(first.alpha), static_cast<const T*>(first.x),
+            static_cast<int>(first.ldx), static_cast<const T*>(first.y), static_cast<int>(first.ldy),
+            static_cast<T>(t.beta), static_cast<T*>(c), ld);
+      return kBlasDone;
+    }
   }
   return kBlasDeclined;
 }
@@ -179,39 +179,31 @@ int32_t gemmt(plait_context* /*ctx*/, int32_t dtype, int32_t upper, int64_t n, i
               int64_t a2_rs, int64_t a2_cs, const void* b2, int64_t b2_rs, int64_t b2_cs, double beta,
               int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
   if (n <= 0) return kBlasDone;
-  if (k <= 0 || !usable_alpha(alpha, dtype) || (a2 && !usable_alpha(alpha2, dtype)) || (beta_reads_c && beta == 0.0))
-    return kBlasDeclined;
-  std::vector<BlasMatrix> factors{{a, n, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}};
-  if (a2) factors.insert(factors.end(), {{a2, n, k, a2_rs, a2_cs}, {b2, k, n, b2_rs, b2_cs}});
-  const std::optional<BlasLayouts> layouts = blas_layouts(dtype, {c, n, n, c_rs, c_cs}, {}, factors);
-  if (!layouts) return kBlasDeclined;
-  const bool c_row_major = layouts->out.row_major;
-  const std::optional<TriangleProduct> first = triangle_product(alpha, n, k, a, a_rs, a_cs, b, b_rs, b_cs, c_row_major);
-  std::optional<TriangleProduct> second;
-  if (a2) second = triangle_product(alpha2, n, k, a2, a2_rs, a2_cs, b2, b2_rs, b2_cs, c_row_major);
-  if (!first || (a2 && !second)) return kBlasDeclined;
-  // The lower triangle of a row-major C is the upper one of its column-major storage C^T.
-  const int uplo = (upper != 0) != c_row_major ? kUpper : kLower;
-  const double beta_used = beta_reads_c ? beta : 0.0;
+  const std::optional<ColumnMajorTriangle> t = column_major_triangle(
+      dtype, upper != 0, n, k, alpha, {a, n, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}, alpha2, {a2, n, k, a2_rs, a2_cs},
+      {b2, k, n, b2_rs, b2_cs}, beta, beta_reads_c != 0, {c, n, n, c_rs, c_cs});
   const Library& lib = library();
-  return dtype == PLAIT_FLOAT64
-             ? triangle(lib.dsyrk, lib.dsyr2k, uplo, n, k, *first, second, beta_used, c, layouts->out.ld)
-             : triangle(lib.ssyrk, lib.ssyr2k, uplo, n, k, *first, second, beta_used, c, layouts->out.ld);
+  if (!t || !lib.loaded) return kBlasDeclined;
+  return dtype == PLAIT_FLOAT64 ? triangle(lib.dsyrk, lib.dsyr2k, n, k, *t, c)
+                                : triangle(lib.ssyrk, lib.ssyr2k, n, k, *t, c);
 }
 
 // PLAIT_BLAS=none (or 0), read at each call: a getenv costs far less than a
 // call, and tests and users can turn the library off and on in a process.
 const char* turned_off() {
   const char* wanted = std::getenv("PLAIT_BLAS");
-  return wanted && (std::string(wanted) == "none" || std::string(wanted) == "0") ? wanted : nullptr;
+  return wanted && (std::strcmp(wanted, "none") == 0 || std::strcmp(wanted, "0") == 0) ? wanted : nullptr;
 }
+
+// The entries load the library when a kernel first calls one (about 4 ms
+// and the library's memory, which a process whose kernels multiply no
+// matrices does not pay), and decline without one.
+constexpr plait_blas_api kEntries{gemm, gemmt, trsv};
 
 }  // namespace
 
 const plait_blas_api* cpu_blas_api() {
-  if (turned_off()) return nullptr;
-  const Library& lib = library();
-  return lib.loaded ? &lib.api : nullptr;
+  return turned_off() ? nullptr : &kEntries;
 }
 
 std::string cpu_blas_description() {

@@ -16,7 +16,9 @@
 
 namespace plait::jit {
 
-// The table for plait_context::blas; null when no library loads.
+// The table for plait_context::blas; null with PLAIT_BLAS=none. Its entries
+// load the library on their first call and decline (the loops run) when
+// none loads.
 const plait_blas_api* cpu_blas_api();
 
 // The library in use ("OpenBLAS 0.3.21 (OpenMP) from libopenblas.so.0"), or

@@ -82,33 +82,19 @@ int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, i
                   int64_t a2_rs, int64_t a2_cs, const void* b2, int64_t b2_rs, int64_t b2_cs, double beta,
                   int32_t beta_reads_c, void* c, int64_t c_rs, int64_t c_cs) {
   if (n <= 0) return kDone;
-  if (k <= 0 || !usable_alpha(alpha, dtype) || (a2 && !usable_alpha(alpha2, dtype)) || (beta_reads_c && beta == 0.0))
-    return kDeclined;
-  std::vector<BlasMatrix> factors{{a, n, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}};
-  if (a2) factors.insert(factors.end(), {{a2, n, k, a2_rs, a2_cs}, {b2, k, n, b2_rs, b2_cs}});
-  const std::optional<BlasOperands> operands = blas_operands(dtype, {c, n, n, c_rs, c_cs}, {}, factors);
-  if (!operands) return kDeclined;
-  const CublasApi* blas = operands->blas;
-  const BlasLayout& lc = operands->out;
-  std::vector<TriangleProduct> products;
-  for (size_t p = 0; p < factors.size(); p += 2) {
-    const BlasMatrix &x = factors[p], &y = factors[p + 1];
-    const std::optional<TriangleProduct> product =
-        triangle_product(p == 0 ? alpha : alpha2, n, k, x.data, x.rs, x.cs, y.data, y.rs, y.cs, lc.row_major);
-    if (!product) return kDeclined;
-    products.push_back(*product);
-  }
-
+  const std::optional<ColumnMajorTriangle> t = column_major_triangle(
+      dtype, upper != 0, n, k, alpha, {a, n, k, a_rs, a_cs}, {b, k, n, b_rs, b_cs}, alpha2, {a2, n, k, a2_rs, a2_cs},
+      {b2, k, n, b2_rs, b2_cs}, beta, beta_reads_c != 0, {c, n, n, c_rs, c_cs});
+  const CublasApi* blas = cublas();
+  if (!t || !blas) return kDeclined;
   CallState& s = state_of(ctx);
   const cublasHandle handle = cublas_handle(ctx, *blas, s);
   if (!handle) return kFailed;
-  // The lower triangle of a row-major C is the upper one of its
-  // column-major storage C^T.
-  const int uplo = (upper != 0) != lc.row_major ? 1 : 0;
+  const int uplo = t->upper ? 1 : 0;
   cublasStatus status = blas->cublasSetStream_v2(handle, s.stream);
   // The second product adds to what the first left in C.
-  double beta_used = beta_reads_c ? beta : 0.0;
-  for (const TriangleProduct& p : products) {
+  double beta_used = t->beta;
+  for (const TriangleProduct& p : t->products) {
     if (status != 0) break;
     const int ni = static_cast<int>(n), ki = static_cast<int>(k);
     constexpr int kOpN = 0, kOpT = 1;
@@ -116,12 +102,12 @@ int32_t api_gemmt(plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, i
     if (dtype == PLAIT_FLOAT64) {
       status = blas->cublasDsyrkx(handle, uplo, op, ni, ki, &p.alpha, static_cast<const double*>(p.x),
                                   static_cast<int>(p.ldx), static_cast<const double*>(p.y), static_cast<int>(p.ldy),
-                                  &beta_used, static_cast<double*>(c), static_cast<int>(lc.ld));
+                                  &beta_used, static_cast<double*>(c), static_cast<int>(t->ld_out));
     } else {
       const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(beta_used);
       status = blas->cublasSsyrkx(handle, uplo, op, ni, ki, &alpha32, static_cast<const float*>(p.x),
                                   static_cast<int>(p.ldx), static_cast<const float*>(p.y), static_cast<int>(p.ldy),
-                                  &beta32, static_cast<float*>(c), static_cast<int>(lc.ld));
+                                  &beta32, static_cast<float*>(c), static_cast<int>(t->ld_out));
     }
     beta_used = 1.0;
   }

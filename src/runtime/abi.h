@@ -66,6 +66,22 @@ enum plait_error_kind {
 
 struct plait_context;
 
+/* The BLAS entries the CUDA and CPU tables share (plait_cuda_api describes
+ * them; plait_blas_api). */
+typedef int32_t (*plait_gemm_fn)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_t k,
+                                 double alpha, const void* a, int64_t a_row_stride, int64_t a_col_stride,
+                                 const void* b, int64_t b_row_stride, int64_t b_col_stride, double beta,
+                                 int32_t beta_reads_c, void* c, int64_t c_row_stride, int64_t c_col_stride);
+typedef int32_t (*plait_gemmt_fn)(struct plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, int64_t k,
+                                  double alpha, const void* a, int64_t a_row_stride, int64_t a_col_stride,
+                                  const void* b, int64_t b_row_stride, int64_t b_col_stride, double alpha2,
+                                  const void* a2, int64_t a2_row_stride, int64_t a2_col_stride, const void* b2,
+                                  int64_t b2_row_stride, int64_t b2_col_stride, double beta, int32_t beta_reads_c,
+                                  void* c, int64_t c_row_stride, int64_t c_col_stride);
+typedef int32_t (*plait_trsv_fn)(struct plait_context* ctx, int32_t dtype, int64_t n, const void* a,
+                                 int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_stride, void* x,
+                                 int64_t x_stride);
+
 /* ---- CUDA target (begin) ----
  * The host part of a CUDA kernel reaches the GPU only through this table,
  * which the caller fills for each call; so the kernel library links against
@@ -112,10 +128,7 @@ typedef struct plait_cuda_api {
    * or B, sizes beyond its int, alpha 0 or not finite, beta 0 with C read:
    * the library skips reads whose NaNs the loops would propagate), and the
    * caller runs its loops instead; -1 when the library failed (error in ctx). */
-  int32_t (*gemm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha,
-                  const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
-                  int64_t b_col_stride, double beta, int32_t beta_reads_c, void* c, int64_t c_row_stride,
-                  int64_t c_col_stride);
+  plait_gemm_fn gemm;
   /* The triangle of C (n x n) with j <= i (upper == 0) or j >= i (upper ==
    * 1), diagonal included, of alpha * A @ B + alpha2 * A2 @ B2 + beta * C;
    * the other elements of C are neither read nor written. A and A2 are
@@ -123,11 +136,7 @@ typedef struct plait_cuda_api {
    * their strides are ignored). Returns as gemm does, and declines in the
    * same cases (for either product) and when the two products' operands
    * cannot be given to the library in one orientation. */
-  int32_t (*gemmt)(struct plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha,
-                   const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
-                   int64_t b_col_stride, double alpha2, const void* a2, int64_t a2_row_stride, int64_t a2_col_stride,
-                   const void* b2, int64_t b2_row_stride, int64_t b2_col_stride, double beta, int32_t beta_reads_c,
-                   void* c, int64_t c_row_stride, int64_t c_col_stride);
+  plait_gemmt_fn gemmt;
   /* B = B + strict_upper(A) @ B in place (A m x m, B m x n): each row of B
    * gains the products of A's row with the rows below it, as they were.
    * Returns and declines as gemm does. */
@@ -146,8 +155,7 @@ typedef struct plait_cuda_api {
    * does not share memory with it. Returns as gemm does, and declines when
    * A shares memory with x or b with x (other than in place), and for
    * strides cuBLAS cannot take (a vector's must be positive). */
-  int32_t (*trsv)(struct plait_context* ctx, int32_t dtype, int64_t n, const void* a, int64_t a_row_stride,
-                  int64_t a_col_stride, const void* b, int64_t b_stride, void* x, int64_t x_stride);
+  plait_trsv_fn trsv;
   /* The most blocks of `block` threads of kernel `kernel` that can be
    * resident on the GPU at once (0: not known). */
   uint32_t (*resident_grid)(struct plait_context* ctx, int32_t kernel, uint32_t block);
@@ -177,17 +185,9 @@ typedef struct plait_host_memory {
  * library may parallelise over the process's OpenMP threads (called outside
  * a parallel loop). */
 typedef struct plait_blas_api {
-  int32_t (*gemm)(struct plait_context* ctx, int32_t dtype, int64_t m, int64_t n, int64_t k, double alpha,
-                  const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
-                  int64_t b_col_stride, double beta, int32_t beta_reads_c, void* c, int64_t c_row_stride,
-                  int64_t c_col_stride);
-  int32_t (*gemmt)(struct plait_context* ctx, int32_t dtype, int32_t upper, int64_t n, int64_t k, double alpha,
-                   const void* a, int64_t a_row_stride, int64_t a_col_stride, const void* b, int64_t b_row_stride,
-                   int64_t b_col_stride, double alpha2, const void* a2, int64_t a2_row_stride, int64_t a2_col_stride,
-                   const void* b2, int64_t b2_row_stride, int64_t b2_col_stride, double beta, int32_t beta_reads_c,
-                   void* c, int64_t c_row_stride, int64_t c_col_stride);
-  int32_t (*trsv)(struct plait_context* ctx, int32_t dtype, int64_t n, const void* a, int64_t a_row_stride,
-                  int64_t a_col_stride, const void* b, int64_t b_stride, void* x, int64_t x_stride);
+  plait_gemm_fn gemm;
+  plait_gemmt_fn gemmt;
+  plait_trsv_fn trsv;
 } plait_blas_api;
 
 /* Arrays of at least this many bytes come from plait_context::memory (when

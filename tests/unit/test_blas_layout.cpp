@@ -56,7 +56,7 @@ TEST(BlasLayout, DeclinesWhatTheLoopsWouldComputeDifferently) {
 
 TEST(CpuBlas, ComputesAProductOrSaysWhyItCannot) {
   const plait_blas_api* blas = cpu_blas_api();
-  if (!blas) GTEST_SKIP() << "no BLAS: " << cpu_blas_description();
+  if (!blas || cpu_blas_description().rfind("none", 0) == 0) GTEST_SKIP() << "no BLAS: " << cpu_blas_description();
   // [[1, 2], [3, 4]] @ [[5, 6], [7, 8]] + C, A column-major.
   const double a[] = {1, 3, 2, 4}, b[] = {5, 6, 7, 8};
   double c[] = {1, 1, 1, 1};
