@@ -249,7 +249,8 @@ Command parse_command_line(const std::vector<std::string>& args) {
 }
 
 // The module-level names the kernel may use: imported modules and functions
-// (by their dotted name) and int/float/bool constants, frozen now.
+// (by their dotted name), int/float/bool constants, frozen now, and the
+// functions the file defines (inlined where the kernel calls them).
 plait::Globals module_globals(const plait::SourceFile& file) {
   plait::ModuleNames names = plait::scan_module_names(file);
   plait::Globals globals;
@@ -275,7 +276,19 @@ plait::Globals module_globals(const plait::SourceFile& file) {
     }
     globals[name] = value;
   }
-  return globals;
+  // The file's functions, which a kernel may call: each sees the same names.
+  auto callees = std::make_shared<plait::CalleeTable>();
+  plait::Globals with_functions = globals;
+  for (const std::string& function : names.functions) {
+    plait::GlobalValue value;
+    value.kind = plait::GlobalValue::Kind::Function;
+    value.module = function;
+    with_functions[function] = value;
+  }
+  for (const std::string& function : names.functions)
+    (*callees)[function] = plait::Callee{file, function, with_functions};
+  for (const std::string& function : names.functions) with_functions[function].callees = callees;
+  return with_functions;
 }
 
 void write_output(const Command& command, const std::string& extension, const std::string& text) {

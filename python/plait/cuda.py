@@ -243,15 +243,17 @@ class CudaDispatcher(Dispatcher):
         the kernel's source and name, the globals it sees (tuned names
         left out), the options, the GPU and the candidate space."""
         code = self.py_func.__code__
-        modules, constants = collect_globals(self.py_func)
+        modules, constants, functions, callees = collect_globals(self.py_func)
         for name in self._tuning.constants:
             modules.pop(name, None)
             constants.pop(name, None)
+            functions.pop(name, None)
         device = _core.cuda_device()
         return tuning.record_key([
             _core.compiler_version(), code.co_filename, code.co_firstlineno, self._source_text(),
             self.py_func.__name__, signature, shape, sorted(modules.items()),
             sorted((name, repr(value)) for name, value in constants.items()),
+            sorted(functions.items()), sorted((key, repr(callee)) for key, callee in callees.items()),
             [self._boundscheck, _env_flag("PLAIT_BOUNDSCHECK"), self._fastmath, self._auto_simd],
             [device["name"], device["arch"]], self._tuning.to_json()])
 

@@ -77,18 +77,55 @@ def _classify_global(value, prange):
             module = sys.modules.get(module_name)
             if isinstance(name, str) and module is not None and getattr(module, name, None) is value:
                 return "module", f"{module_name}.{name}"
-        return None
+        function = _user_function(value)
+        return ("function", function) if function is not None else None
     if isinstance(value, (bool, int, float)):
         return "constant", value
     return None
 
 
+def _user_function(value):
+    """The Python function behind `value` that a kernel may call (the call is
+    inlined): a plain function or lambda, or the function a plait (or
+    Numba) dispatcher compiles; None for anything else."""
+    function = value if isinstance(value, types.FunctionType) else getattr(value, "py_func", None)
+    return function if isinstance(function, types.FunctionType) else None
+
+
 def collect_globals(fn):
-    """The modules and constants a kernel sees besides its parameters:
-    (modules: name -> module name, constants: name -> bool/int/float)."""
+    """The names a kernel sees besides its parameters: (modules: name ->
+    module name, constants: name -> bool/int/float, functions: name -> key
+    in `callees`, callees: key -> (path, text, first_line, name, modules,
+    constants, functions) for every function the kernel's calls reach, text
+    "" where Python kept no source)."""
+    callees = {}
+    modules, constants, functions = _function_globals(fn, callees)
+    return modules, constants, functions, callees
+
+
+def _add_callee(fn, callees):
+    """The key of `fn` in `callees`, adding it and what it calls. Its source
+    is read now (at the kernel's compile) with its decorators, which the
+    compiler skips: a function is inlined as its own text."""
+    code = fn.__code__
+    key = f"{code.co_filename}:{code.co_firstlineno}:{fn.__qualname__}"
+    if key not in callees:
+        callees[key] = None  # being added: a call back to it is recursion, refused by the compiler
+        try:
+            # A lambda has no `def` to inline: the compiler refuses it by its name.
+            lines, first_line = inspect.getsourcelines(fn) if fn.__name__ != "<lambda>" else ([], code.co_firstlineno)
+            text = "".join(lines)
+        except (OSError, TypeError):
+            text, first_line = "", code.co_firstlineno
+        modules, constants, functions = _function_globals(fn, callees)
+        callees[key] = (code.co_filename, text, max(first_line, 1), fn.__name__, modules, constants, functions)
+    return key
+
+
+def _function_globals(fn, callees):
     from . import prange
 
-    modules, constants = {}, {}
+    modules, constants, functions = {}, {}, {}
     scopes = [fn.__globals__]
     if fn.__closure__:
         scopes.insert(0, {name: cell.cell_contents for name, cell in zip(fn.__code__.co_freevars, fn.__closure__)
@@ -98,10 +135,14 @@ def collect_globals(fn):
         for scope in scopes:
             if name in scope:
                 found = _classify_global(scope[name], prange)
-                if found is not None:
+                if found is None:
+                    pass
+                elif found[0] == "function":
+                    functions[name] = _add_callee(found[1], callees)
+                else:
                     (modules if found[0] == "module" else constants)[name] = found[1]
                 break
-    return modules, constants
+    return modules, constants, functions
 
 
 def _cell_is_set(cell):
@@ -217,10 +258,11 @@ class Dispatcher(_core.Dispatcher):
         frozen over the globals of the same names and `launch` (the
         cuda_* launch knobs of _core.compile) when given: a candidate of a
         tuned kernel (plait/tuning.py)."""
-        modules, frozen = collect_globals(self.py_func)
+        modules, frozen, functions, callees = collect_globals(self.py_func)
         if constants:
             for name in constants:
                 modules.pop(name, None)
+                functions.pop(name, None)
             frozen.update(constants)
         boundscheck = _env_flag("PLAIT_BOUNDSCHECK")
         return _core.compile(
@@ -231,6 +273,8 @@ class Dispatcher(_core.Dispatcher):
             signature=signature,
             modules=modules,
             constants=frozen,
+            functions=functions,
+            callees=callees,
             boundscheck=self._boundscheck if boundscheck is None else boundscheck,
             fastmath=self._fastmath,
             disk_cache=self._cache,

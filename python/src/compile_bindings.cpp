@@ -3,6 +3,7 @@
 #include "compile_bindings.h"
 
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 
 #include <cstdlib>
 #include <optional>
@@ -24,9 +25,18 @@ namespace {
 // Dispatcher).
 
 // modules: name -> "numpy" | "math" | "plait" | "plait.prange";
-// constants: name -> bool | int | float.
-plait::Globals to_globals(const nb::dict& modules, const nb::dict& constants) {
+// constants: name -> bool | int | float; functions: name -> key in
+// `callees` (null in a callee's own globals: the table holds them).
+plait::Globals to_globals(const nb::dict& modules, const nb::dict& constants, const nb::dict& functions,
+                          const std::shared_ptr<const plait::CalleeTable>& callees) {
   plait::Globals globals;
+  for (auto [name, key] : functions) {
+    plait::GlobalValue value;
+    value.kind = plait::GlobalValue::Kind::Function;
+    value.module = nb::cast<std::string>(key);
+    value.callees = callees;
+    globals[nb::cast<std::string>(name)] = value;
+  }
   for (auto [name, module] : modules) {
     plait::GlobalValue value;
     value.kind = plait::GlobalValue::Kind::Module;
@@ -48,6 +58,19 @@ plait::Globals to_globals(const nb::dict& modules, const nb::dict& constants) {
     globals[nb::cast<std::string>(name)] = value;
   }
   return globals;
+}
+
+// callees: key -> (path, text, first_line, name, modules, constants,
+// functions), as plait/dispatcher.py's collect_globals gives them.
+std::shared_ptr<const plait::CalleeTable> to_callees(const nb::dict& callees) {
+  auto table = std::make_shared<plait::CalleeTable>();
+  for (auto [key, entry] : callees) {
+    auto [path, text, first_line, name, modules, constants, functions] =
+        nb::cast<std::tuple<std::string, std::string, int, std::string, nb::dict, nb::dict, nb::dict>>(entry);
+    (*table)[nb::cast<std::string>(key)] = plait::Callee{plait::SourceFile{path, text, first_line}, name,
+                                                         to_globals(modules, constants, functions, nullptr)};
+  }
+  return table;
 }
 
 // Compiles (or finds in the disk cache) one specialisation. The GIL is
@@ -73,7 +96,7 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
                const std::string& signature_text, nb::dict modules, nb::dict constants, bool boundscheck, bool fastmath,
                bool disk_cache, const std::string& cache_dir, const std::string& dump_dir, const std::string& cxx,
                const std::string& target, bool auto_simd, int cuda_threads, int cuda_row_groups, int cuda_max_team,
-               const std::string& fusion) {
+               const std::string& fusion, nb::dict functions, nb::dict callees) {
   plait::Signature signature;
   try {
     signature = plait::Signature::parse(signature_text);
@@ -81,7 +104,7 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
     throw nb::value_error(e.what());
   }
   plait::SourceFile source{path, text, first_line};
-  plait::Globals globals = to_globals(modules, constants);
+  plait::Globals globals = to_globals(modules, constants, functions, to_callees(callees));
   plait::CompileOptions options;
   options.boundscheck = boundscheck;
   options.fastmath = fastmath;

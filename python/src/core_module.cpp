@@ -74,6 +74,7 @@ NB_MODULE(_core, m) {
         "boundscheck"_a, "fastmath"_a, "disk_cache"_a, "cache_dir"_a, "dump_dir"_a, "cxx"_a, "target"_a = "cpu",
         "auto_simd"_a = false, "cuda_threads"_a = plait::CudaLaunchConfig{}.threads,
         "cuda_row_groups"_a = plait::CudaLaunchConfig{}.row_groups, "cuda_max_team"_a = 0, "fusion"_a = "partial",
+        "functions"_a = nb::dict(), "callees"_a = nb::dict(),
         "Compiles one specialisation of a kernel and returns a Kernel.");
   m.def("lookup_record", &lookup_record, "key"_a, "cache_dir"_a,
         "The text of the disk cache's record `key` (64 hex digits), or None when it is missing or damaged "

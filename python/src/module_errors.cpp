@@ -154,8 +154,8 @@ void set_kernel_error(int32_t status, plait_context& ctx, const plait::SourceFil
   ctx.error_message[sizeof(ctx.error_message) - 1] = '\0';
   std::string message = ctx.error_message;
   if (ctx.error_line > 0) {
-    message += " (File \"" + source.path + "\", line " + std::to_string(ctx.error_line) + ", col " +
-               std::to_string(ctx.error_col + 1) + ")";
+    message += " (File \"" + source.path_of(ctx.error_line) + "\", line " +
+               std::to_string(source.file_line(ctx.error_line)) + ", col " + std::to_string(ctx.error_col + 1) + ")";
     const std::string excerpt = plait::source_excerpt(
         source, plait::SourceLoc{ctx.error_line, ctx.error_col, ctx.error_line, ctx.error_col + 1});
     if (!excerpt.empty()) message += "\n" + excerpt;

@@ -379,7 +379,10 @@ std::string CEmitter::bound_checks(const ArrayVar& a, const std::vector<Expr>& i
 void CEmitter::line_directive(const SourceLoc& loc) {
   // std::to_string, not operator<<(int): numbers never go through the
   // stream's locale (a Python process may have set an unusual one).
-  if (loc.valid()) out() << "#line " + std::to_string(loc.line) + " \"" + path_ + "\"\n";
+  if (!loc.valid()) return;
+  const std::string& path = fn_.source.path_of(loc.line);
+  out() << "#line " + std::to_string(fn_.source.file_line(loc.line)) + " \"" +
+               (path == fn_.source.path ? path_ : escape_path(path)) + "\"\n";
 }
 
 std::string CEmitter::atomic_function(AtomicOp op, ScalarKind kind) {

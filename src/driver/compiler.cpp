@@ -13,6 +13,7 @@
 #include "codegen/cuda/codegen_cuda.h"
 #include "codegen/runtime_text.h"
 #include "driver/pipeline.h"
+#include "frontend/inline_calls.h"
 #include "frontend/lower_to_ir.h"
 #include "frontend/parser.h"
 #include "ir/ir_printer.h"
@@ -69,11 +70,11 @@ std::string remark_lines(const ir::Function& function) {
   std::stable_sort(remarks.begin(), remarks.end(), [](const ir::Remark& a, const ir::Remark& b) {
     return a.loc.line != b.loc.line ? a.loc.line < b.loc.line : a.loc.col < b.loc.col;
   });
-  std::string file = fs::path(function.source.path).filename().string();
+  const SourceFile& source = function.source;
   if (remarks.empty()) out << "no remarks: every loop runs sequentially as written\n";
   for (const ir::Remark& remark : remarks) {
-    out << file;
-    if (remark.loc.valid()) out << ":" << remark.loc.line;
+    out << fs::path(source.path_of(remark.loc.line)).filename().string();
+    if (remark.loc.valid()) out << ":" << source.file_line(remark.loc.line);
     out << ": " << remark.message << "\n";
   }
   return out.str();
@@ -119,8 +120,9 @@ void load_library(CompiledKernel& kernel, const std::string& path) {
 
 LoweredKernel lower_kernel(const SourceFile& source, const std::string& name, const Signature& signature,
                            const Globals& globals, const CompileOptions& options) {
-  ast::FunctionDef definition = parse_function(source, name);
-  ir::Function function = lower_to_ir(definition, source, signature, globals, options);
+  InlinedKernel kernel = inline_calls(parse_function(source, name), source, globals);
+  ir::Function function = lower_to_ir(kernel.definition, kernel.source, signature, kernel.globals, options);
+  function.remarks.insert(function.remarks.begin(), kernel.remarks.begin(), kernel.remarks.end());
 
   // The dump: the IR after each step that changed it, and the list of the
   // steps with whether each changed the function.
@@ -182,7 +184,7 @@ std::shared_ptr<const CompiledKernel> compile_kernel(const SourceFile& source, c
   kernel->declared_list = lowered.function.declared_list;
   kernel->writes_param = analysis::written_parameters(lowered.function);
   kernel->ir_text = lowered.ir_text;
-  kernel->python_source = source;
+  kernel->python_source = lowered.function.source;  // with the text of the functions it calls
   if (options.target == Target::CUDA) {
     // ---- CUDA target (begin): host C++ + device CUDA C++
     const std::string unavailable = jit::cuda_unavailable_reason();

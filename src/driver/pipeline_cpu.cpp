@@ -3,7 +3,8 @@
 // transforms/cpu/) and add one line here.
 //
 //  1. frontend/parser.h, parse_function: the Python source as an AST, with
-//     positions and comments (pragmas).
+//     positions and comments (pragmas); frontend/inline_calls.h,
+//     inline_calls: the calls to module-level functions inlined into it.
 //  2. frontend/lower_to_ir.h, lower_to_ir: types, names and Python's
 //     semantics as typed IR; array statements become loop nests. Choices it
 //     makes for the CPU: the default schedule of an array statement's nest
@@ -30,6 +31,7 @@
 #include "transforms/detect_reductions.h"
 #include "transforms/fuse_loop_nests.h"
 #include "transforms/hoist_allocations.h"
+#include "transforms/hoist_invariant_arrays.h"
 #include "transforms/insert_bounds_checks.h"
 #include "transforms/interchange_reductions.h"
 #include "transforms/normalize_indices.h"
@@ -41,6 +43,9 @@
 namespace plait {
 
 void run_cpu_passes(PassRunner& run, const CompileOptions& options) {
+  // Array statements that are the same in every step of a serial loop
+  // computed once before it (before fusion joins them to the steps' nests).
+  run("hoist_invariant_arrays", transforms::hoist_invariant_arrays);
   // One loop for consecutive nests over the same extent; shrink temporaries.
   run("fuse_loop_nests", transforms::fuse_loop_nests);
   // Scratch arrays of a serial loop's steps allocated once, before it (after

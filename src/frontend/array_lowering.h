@@ -85,6 +85,14 @@ inline Expr lt(const Expr& a, const Expr& b, SourceLoc loc) {
   return ir::Compare::make(ir::CompareOp::LT, a, b, loc);
 }
 
+// `for var in range(extent): body`, scheduled as `kind`.
+inline Stmt loop(const ir::Var& var, const Expr& extent, std::vector<Stmt> body, ir::LoopKind kind, SourceLoc loc) {
+  ir::LoopSchedule sched;
+  sched.kind = kind;
+  return ir::For::make(var, int_imm(0, loc), extent, int_imm(1, loc), ir::Block::make(std::move(body), loc), sched,
+                       loc);
+}
+
 // Whether syntax names every element of an array in order: `A`, `A[:]`,
 // `A[:, :]` (a bare name or only bare full slices).
 inline bool whole_array_syntax(const ast::Expr* n) {

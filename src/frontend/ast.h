@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -322,5 +324,17 @@ struct FunctionDef {
 struct Module {
   std::vector<FunctionDef> functions;
 };
+
+// Adds to `out` the names `body` assigns (targets of assignments and for
+// loops, nested blocks included): Python makes them local to the function.
+void collect_assigned_names(const StmtList& body, std::set<std::string>& out);
+
+// Deep copies in which every Name's id, and every word of a pragma clause's
+// arguments, is replaced by rename(id) (frontend/inline_calls.cpp copies a
+// callee's body with its locals renamed).
+using Rename = std::function<std::string(const std::string&)>;
+ExprPtr clone(const Expr& e, const Rename& rename);
+StmtPtr clone(const Stmt& s, const Rename& rename);
+StmtList clone(const StmtList& body, const Rename& rename);
 
 }  // namespace plait::ast

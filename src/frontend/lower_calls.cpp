@@ -352,6 +352,20 @@ Value Lowerer::call_numpy(const std::string& fn, const ast::Call& c, const std::
     if (!t.is_float()) t = ScalarType::f64();
     return Value::of(ir::Call::make(ir::Intrinsic::Atan2, {cast(xs[0], t), cast(xs[1], t)}, t, false, c.loc));
   }
+  if (fn == "sign") {
+    want(1);
+    ScalarType t = strong(xs[0]->type);
+    if (t.is_bool()) type_error("numpy.sign() of a bool is not supported (NumPy has no loop for bools)", c.loc);
+    Expr x = cast(xs[0], t);
+    auto constant = [&](int v) {
+      return t.is_float() ? ir::FloatImm::make(v, t, c.loc) : ir::IntImm::make(v, t, c.loc);
+    };
+    auto is = [&](ir::CompareOp op) { return ir::Compare::make(op, x, constant(0), c.loc); };
+    // -1, 0 or 1; a float's zeros give +0.0 and NaN gives NaN, as NumPy's.
+    Expr rest = !t.is_float() ? constant(0) : ir::Select::make(is(ir::CompareOp::EQ), constant(0), x, c.loc);
+    if (!t.is_unsigned()) rest = ir::Select::make(is(ir::CompareOp::LT), constant(-1), rest, c.loc);
+    return Value::of(ir::Select::make(is(ir::CompareOp::GT), constant(1), rest, c.loc));
+  }
   if (fn == "where") {
     want(3);
     ScalarType t = strong(promote(xs[1]->type, xs[2]->type));
@@ -409,6 +423,8 @@ Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
     return call_array_method(fn, callee.elems[0], c);
   }
   if (name == "numpy.einsum") return einsum(c);
+  if (mod == "numpy")
+    if (std::optional<Value> v = numpy_library(fn, c, nullptr)) return *v;
   std::vector<Value> args;
   bool any_array = false;
   for (const auto& a : c.args) {
@@ -515,6 +531,7 @@ bool Lowerer::call_numpy_array(const std::string& fn, const ast::Call& c, const 
 }
 
 Value Lowerer::call_array_method(const std::string& method, const Value& self, const ast::Call& c) {
+  if (std::optional<Value> v = numpy_library(method, c, &self)) return *v;
   static const std::set<std::string> kReductions = {"sum", "prod", "max", "min", "mean", "argmax", "argmin"};
   if (kReductions.count(method)) return reduce(method, self, c, 0);
   if (method == "copy") {

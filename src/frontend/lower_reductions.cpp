@@ -15,34 +15,12 @@ Value Lowerer::reduce(const std::string& name, const Value& x, const ast::Call& 
     if (kw.name == "axis") {
       axis_value = lower(*kw.value);
     } else if (kw.name == "keepdims") {
-      Expr k = scalar(*kw.value, "keepdims=");
-      auto b = k->as<ir::BoolImm>();
-      if (!b) unsupported("keepdims= must be True or False", kw.loc);
-      keepdims = b->value;
+      keepdims = keepdims_flag(lower(*kw.value), kw.loc);
     } else {
       unsupported(name + "() keyword '" + kw.name + "' is not supported", kw.loc);
     }
   }
-  std::vector<int> axes;
-  auto add_axis = [&](const Value& v, SourceLoc l) {
-    Expr e = as_scalar(v, "axis=", l);
-    auto i = e->as<ir::IntImm>();
-    if (!i) unsupported("axis must be an integer constant", l);
-    int64_t r = static_cast<int64_t>(t->rank());
-    if (i->value < -r || i->value >= r)
-      fail(ErrorKind::Value,
-           "axis " + std::to_string(i->value) + " is out of bounds for an array of dimension " + std::to_string(r), l);
-    int a = static_cast<int>(i->value < 0 ? i->value + r : i->value);
-    if (std::find(axes.begin(), axes.end(), a) != axes.end()) fail(ErrorKind::Value, "duplicate value in 'axis'", l);
-    axes.push_back(a);
-  };
-  if (!axis_value || axis_value->kind == Value::Kind::None) {
-    for (size_t d = 0; d < t->rank(); ++d) axes.push_back(static_cast<int>(d));
-  } else if (axis_value->kind == Value::Kind::Tuple) {
-    for (const auto& v : axis_value->elems) add_axis(v, c.loc);
-  } else {
-    add_axis(*axis_value, c.loc);
-  }
+  std::vector<int> axes = reduction_axes(axis_value, t->rank(), c.loc);
   if ((name == "argmax" || name == "argmin") && axes.size() != 1 && axes.size() != t->rank())
     unsupported(name + "() over several axes is not supported", c.loc);
   return reduce_axes(name, t, axes, keepdims, c.loc);

@@ -14,12 +14,6 @@ namespace plait::lowering {
 namespace {
 
 // A loop over [0, extent) whose body is `body`.
-Stmt loop(const ir::Var& var, const Expr& extent, std::vector<Stmt> body, ir::LoopKind kind, SourceLoc loc) {
-  ir::LoopSchedule sched;
-  sched.kind = kind;
-  return ir::For::make(var, int_imm(0, loc), extent, int_imm(1, loc), ir::Block::make(std::move(body), loc), sched,
-                       loc);
-}
 
 }  // namespace
 

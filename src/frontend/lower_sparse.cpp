@@ -18,7 +18,7 @@ std::set<std::string> assigned_once_at_top(const ast::StmtList& body) {
   std::map<std::string, int> count;
   auto disqualify = [&](const ast::StmtList& block) {
     std::set<std::string> names;
-    collect_assigned_names(block, names);
+    ast::collect_assigned_names(block, names);
     for (const auto& n : names) count[n] += 2;
   };
   for (const auto& s : body) {

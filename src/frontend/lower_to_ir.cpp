@@ -130,34 +130,6 @@ void collect_written_arrays(const ast::StmtList& body, std::set<std::string>& ou
 }
 
 // Names assigned anywhere in the function: Python makes them local everywhere.
-void collect_assigned_names(const ast::StmtList& body, std::set<std::string>& out) {
-  std::function<void(const ast::Expr*)> target = [&](const ast::Expr* t) {
-    if (auto n = t->as<ast::Name>()) out.insert(n->id);
-    if (auto tu = t->as<ast::Tuple>())
-      for (auto& e : tu->elts) target(e.get());
-    if (auto l = t->as<ast::List>())
-      for (auto& e : l->elts) target(e.get());
-  };
-  for (const auto& s : body) {
-    if (auto a = s->as<ast::Assign>())
-      for (auto& t : a->targets) target(t.get());
-    if (auto a = s->as<ast::AugAssign>()) target(a->target.get());
-    if (auto f = s->as<ast::For>()) {
-      target(f->target.get());
-      collect_assigned_names(f->body, out);
-      collect_assigned_names(f->orelse, out);
-    }
-    if (auto w = s->as<ast::While>()) {
-      collect_assigned_names(w->body, out);
-      collect_assigned_names(w->orelse, out);
-    }
-    if (auto i = s->as<ast::If>()) {
-      collect_assigned_names(i->body, out);
-      collect_assigned_names(i->orelse, out);
-    }
-  }
-}
-
 // ================================================================ names
 
 void Lowerer::declare_params(const ast::FunctionDef& fn) {
@@ -240,6 +212,11 @@ Value Lowerer::global_value(const std::string& id, SourceLoc loc) {
         return Value::of(ir::FloatImm::make(g.float_value, ScalarType::py_float(), loc));
       case GlobalValue::Kind::Bool:
         return Value::of(ir::BoolImm::make(g.bool_value, loc));
+      case GlobalValue::Kind::Function:
+        unsupported("'" + id +
+                        "' is a function: a kernel may call it (the call is inlined) but not use it as a value "
+                        "or call it here",
+                    loc);
     }
   }
   static const std::set<std::string> kBuiltins = {"range", "len", "int", "float", "bool",
@@ -336,7 +313,7 @@ bool always_returns(const ast::StmtList& body) {
 
 ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   declare_params(fn);
-  collect_assigned_names(fn.body, assigned_names_);
+  ast::collect_assigned_names(fn.body, assigned_names_);
   assigned_names_.insert(fn.annotated_names.begin(), fn.annotated_names.end());
   collect_written_arrays(fn.body, written_arrays_);
   once_at_top_ = assigned_once_at_top(fn.body);

@@ -190,17 +190,12 @@ struct Local {
   ir::ArrayVar array;
 };
 
-// Structural equality of two syntax trees, for `#pragma atomic` on
-// `x[k] = max(x[k], e)`.
-
-// Names assigned anywhere in the function: Python makes them local everywhere.
-
-
 const char* value_kind_name(Value::Kind k);
 std::string describe(ScalarType t);
 std::string describe(const ArrayType& t);
+// Structural equality of two syntax trees, for `#pragma atomic` on
+// `x[k] = max(x[k], e)`.
 bool same_tree(const ast::Expr* a, const ast::Expr* b);
-void collect_assigned_names(const ast::StmtList& body, std::set<std::string>& out);
 void collect_written_arrays(const ast::StmtList& body, std::set<std::string>& out);
 // The names one statement at the function's top level assigns, and nothing else.
 std::set<std::string> assigned_once_at_top(const ast::StmtList& body);
@@ -374,6 +369,23 @@ class Lowerer {
   Value matmul(const Value& a, const Value& b, SourceLoc loc);
   Value transpose(const Value& a, SourceLoc loc);
   Value call_array_method(const std::string& method, const Value& self, const ast::Call& c);
+  // ------------------------------------------------------------ NumPy library functions (lower_numpy_library.cpp)
+  // np.clip, np.linalg.norm, np.any/all, np.arange, np.linspace, np.cumsum,
+  // np.nonzero, np.where(c) and the methods of those names (`self`: the
+  // array of a method call): the value, or none when `fn` is none of them.
+  std::optional<Value> numpy_library(const std::string& fn, const ast::Call& c, const Value* self);
+  // The arguments of a call bound to `names` (self first), as Python binds
+  // them; `aliases` maps other keyword spellings to names.
+  std::vector<std::optional<Value>> library_arguments(const std::string& what, const ast::Call& c, const Value* self,
+                                                      const std::vector<std::string>& names,
+                                                      const std::map<std::string, std::string>& aliases);
+  // The axes an axis= argument names (all for None), checked as NumPy checks them.
+  std::vector<int> reduction_axes(const std::optional<Value>& axis, size_t rank, SourceLoc loc);
+  bool keepdims_flag(const std::optional<Value>& v, SourceLoc loc);
+  Value arange(const ast::Call& c);
+  Value linspace(const ast::Call& c);
+  Value cumsum(const ast::Call& c, const Value* self);
+  Value nonzero(const Value& a, SourceLoc loc);
   bool call_numpy_array(const std::string& fn, const ast::Call& c, const std::vector<Value>& args, Value* out);
   ir::ArrayVar materialize(const TensorPtr& t, std::vector<Stmt>& out, SourceLoc loc, const ast::Stmt* stmt);
   void assign_tensor(const TensorPtr& target, const TensorPtr& value, std::vector<Stmt>& out, SourceLoc loc,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -27,13 +28,15 @@ ast::FunctionDef parse_function(const SourceFile& file, const std::string& name)
 
 // The module-level names plaitc needs from a whole file: import aliases
 // (alias -> dotted module or object name: `import numpy as np` gives
-// np -> "numpy", `from plait import prange` gives prange -> "plait.prange")
-// and constants assigned a literal int, float or bool, possibly negated
-// (`N = 10`, `ALPHA = -0.5`, `FLAG = True`). A later binding of the same name
-// replaces an earlier one; a name rebound to anything else is dropped.
+// np -> "numpy", `from plait import prange` gives prange -> "plait.prange"),
+// constants assigned a literal int, float or bool, possibly negated
+// (`N = 10`, `ALPHA = -0.5`, `FLAG = True`), and the functions defined. A
+// later binding of the same name replaces an earlier one; a name rebound to
+// anything else is dropped.
 struct ModuleNames {
   std::map<std::string, std::string> imports;
   std::map<std::string, ast::Constant::Value> constants;
+  std::set<std::string> functions;  // the names of top-level `def`s
 };
 ModuleNames scan_module_names(const SourceFile& file);
 

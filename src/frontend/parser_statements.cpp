@@ -38,10 +38,16 @@ ModuleNames Parser::scan_names() {
     } else if (first.is_keyword("from")) {
       scan_from_import(names);
     } else if (first.kind == TokenKind::Name && (peek(1).is_op("=") || peek(1).is_op(":"))) {
+      names.functions.erase(first.text);
       scan_assignment(names);
     } else if ((first.is_keyword("def") || first.is_keyword("class")) && peek(1).kind == TokenKind::Name) {
       names.imports.erase(peek(1).text);
       names.constants.erase(peek(1).text);
+      if (first.is_keyword("def")) {
+        names.functions.insert(peek(1).text);
+      } else {
+        names.functions.erase(peek(1).text);
+      }
     }
     pos_ = start;
     skip_top_level_statement();

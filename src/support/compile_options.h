@@ -5,23 +5,43 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+
+#include "support/diagnostics.h"
 
 namespace plait {
 
 enum class Target { CPU, CUDA };
 
+struct Callee;
+using CalleeTable = std::map<std::string, Callee>;
+
 // A name the kernel can see besides its parameters: a module alias
-// (`np` -> "numpy", `math` -> "math", `plait` -> "plait") or a constant
-// whose value is frozen at compile time, as Numba freezes global scalars.
+// (`np` -> "numpy", `math` -> "math", `plait` -> "plait"), a constant
+// whose value is frozen at compile time, as Numba freezes global scalars, or
+// a module-level function that calls inline (frontend/inline_calls.h).
 struct GlobalValue {
-  enum class Kind { Module, Int, Float, Bool } kind = Kind::Module;
-  std::string module;  // for Module: "numpy", "math" or "plait"
+  enum class Kind { Module, Int, Float, Bool, Function } kind = Kind::Module;
+  std::string module;  // for Module: "numpy", "math" or "plait"; for Function: its key in `callees`
   int64_t int_value = 0;
   double float_value = 0.0;
   bool bool_value = false;
+  // Function, in the kernel's globals: the functions reachable from the
+  // kernel (null in a callee's globals, which the table holds: no cycle).
+  std::shared_ptr<const CalleeTable> callees = nullptr;
 };
 using Globals = std::map<std::string, GlobalValue>;
+
+// A function a kernel may call: its source, the name of its `def` there and
+// the names it sees (its own module's). Keys name functions uniquely (the
+// drivers use the file, line and name of the `def`); a function whose
+// source Python did not keep has an empty text, refused where it is called.
+struct Callee {
+  SourceFile source;
+  std::string name;
+  Globals globals;
+};
 
 // The launch configuration of the CUDA target's kernels (docs/cuda.md,
 // "Launch configuration and autotuning"): compile-time choices of the code

@@ -2,24 +2,55 @@
 #include "support/diagnostics.h"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 
 namespace plait {
 
-std::string SourceFile::line_text(int line) const {
+namespace {
+
+// Line `line` of `text`, whose first line is `first_line`, without '\n'; null
+// when `text` has no such line.
+std::optional<std::string> text_line(const std::string& text, int first_line, int line) {
   const int index = line - first_line;
-  if (index < 0) return "";
+  if (index < 0) return std::nullopt;
   size_t start = 0;
   for (int i = 0; i < index; ++i) {
     const size_t newline = text.find('\n', start);
-    if (newline == std::string::npos) return "";
+    if (newline == std::string::npos) return std::nullopt;
     start = newline + 1;
   }
-  if (start >= text.size() && index > 0) return "";
+  if (start >= text.size() && index > 0) return std::nullopt;
   size_t end = text.find('\n', start);
   if (end == std::string::npos) end = text.size();
   if (end > start && text[end - 1] == '\r') --end;
   return text.substr(start, end - start);
+}
+
+}  // namespace
+
+std::string SourceFile::line_text(int line) const {
+  if (std::optional<std::string> own = text_line(text, first_line, line)) return *own;
+  for (const Inlined& callee : inlined) {
+    if (std::optional<std::string> found = text_line(callee.text, callee.first_line, line)) return *found;
+  }
+  return "";
+}
+
+const std::string& SourceFile::path_of(int line) const {
+  for (const Inlined& callee : inlined) {
+    if (callee.line_offset != 0 && line >= callee.line_offset && line < callee.line_offset + kInlinedLineSpan)
+      return callee.path;
+  }
+  return path;
+}
+
+int SourceFile::file_line(int line) const {
+  for (const Inlined& callee : inlined) {
+    if (callee.line_offset != 0 && line >= callee.line_offset && line < callee.line_offset + kInlinedLineSpan)
+      return line - callee.line_offset;
+  }
+  return line;
 }
 
 const char* error_kind_name(ErrorKind kind) {
@@ -101,9 +132,9 @@ std::string source_excerpt(const SourceFile& file, const SourceLoc& loc) {
 namespace {
 
 std::string format_located(const SourceFile& file, SourceLoc loc, const std::string& message) {
-  std::string out = "File \"" + file.path + "\"";
+  std::string out = "File \"" + file.path_of(loc.line) + "\"";
   if (loc.valid()) {
-    out += ", line " + std::to_string(loc.line) + ", col " + std::to_string(loc.col + 1);
+    out += ", line " + std::to_string(file.file_line(loc.line)) + ", col " + std::to_string(loc.col + 1);
     const std::string excerpt = source_excerpt(file, loc);
     if (!excerpt.empty()) out += "\n" + excerpt;
   }
@@ -117,12 +148,24 @@ std::string format_diagnostic(const SourceFile& file, SourceLoc loc, const std::
   return format_located(file, character_columns(file, loc), message);
 }
 
+namespace {
+
+// `loc` with the line numbers of its own file.
+SourceLoc in_its_file(const SourceFile& file, SourceLoc loc) {
+  if (!loc.valid()) return loc;
+  loc.line = file.file_line(loc.line);
+  loc.end_line = file.file_line(loc.end_line);
+  return loc;
+}
+
+}  // namespace
+
 CompileError::CompileError(ErrorKind kind, std::string message, const SourceFile& file, SourceLoc loc)
     : std::runtime_error(format_diagnostic(file, loc, std::string(error_kind_name(kind)) + ": " + message)),
       kind_(kind),
       message_(std::move(message)),
-      path_(file.path),
-      loc_(character_columns(file, loc)) {}
+      path_(file.path_of(loc.line)),
+      loc_(in_its_file(file, character_columns(file, loc))) {}
 
 namespace {
 

@@ -31,15 +31,33 @@ struct SourceLoc {
 };
 
 // The text being compiled: the function's source as given by the caller
-// (for Python callers: inspect.getsource) and where it sits in its file.
+// (for Python callers: inspect.getsource) and where it sits in its file,
+// with the text of the functions inlined into it (frontend/inline_calls.h).
 struct SourceFile {
   std::string path;        // the user's .py file, as shown in errors
   std::string text;        // the function's source text (may be indented)
   int first_line = 1;      // file line number of the first line of `text`
 
-  // The file line `line` (1-based file numbering) of `text`, without '\n',
-  // or "" when out of range.
+  // A function inlined into this one, numbered in one line space with it, as
+  // a compiler's source manager numbers all its files: its lines are its
+  // file's lines plus `line_offset`, which is 0 in the same file and a
+  // multiple of kInlinedLineSpan for another file (so one number names one
+  // line of one file).
+  struct Inlined {
+    std::string path;
+    std::string text;
+    int first_line = 1;  // in this line space: the file's line plus line_offset
+    int line_offset = 0;
+  };
+  static constexpr int kInlinedLineSpan = 1 << 22;
+  std::vector<Inlined> inlined = {};
+
+  // The line `line` of this line space, without '\n', or "" when out of
+  // range.
   std::string line_text(int line) const;
+  // The file that line `line` is in, and its number there.
+  const std::string& path_of(int line) const;
+  int file_line(int line) const;
 };
 
 // The Python exception class a CompileError maps to.

@@ -27,7 +27,7 @@ std::string bindings_of(const std::string& source, const std::string& name) {
   SourceFile file{"k.py", source, 1};
   ast::FunctionDef fn = parse_function(file, "f");
   std::set<std::string> locals;
-  lowering::collect_assigned_names(fn.body, locals);
+  ast::collect_assigned_names(fn.body, locals);
   for (const auto& p : fn.params) locals.erase(p.name);
   lowering::Bindings b = lowering::definite_assignment(fn.body, locals);
   // Every read of `name`, in the order of the text.

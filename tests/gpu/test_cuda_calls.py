@@ -1,0 +1,50 @@
+"""Calls between functions on the CUDA target: the inlined callees run in the
+device code of the loops that call them (frontend/inline_calls.h), checked
+against the undecorated functions for each array kind."""
+
+import math
+
+import numpy as np
+import pytest
+
+import plait
+from test_cuda_run import KINDS, check
+
+on_gpu = pytest.mark.skipif(not plait.cuda_available(),
+                            reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
+
+
+def sigma(x):
+    e = math.exp(-x)
+    return e / (1.0 - e)
+
+
+def clip(x, lo=0.0, hi=1.0):
+    if x < lo:
+        return lo
+    elif x > hi:
+        return hi
+    return x
+
+
+def row_dot(A, i, v):
+    s = 0.0
+    for k in range(A.shape[1]):
+        s += A[i, k] * v[k]
+    return s
+
+
+def calls_in_parallel_loops(A, v, out):
+    #pragma parallel for
+    for i in range(A.shape[0]):
+        out[i] = clip(sigma(row_dot(A, i, v) + 3.0), hi=0.2)
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (37, 5), (1000, 17)])
+def test_calls_in_device_loops(kind, shape):
+    rng = np.random.default_rng(sum(shape))
+    A = rng.random(shape)
+    v = rng.random(shape[1])
+    check(calls_in_parallel_loops, [A, v, np.empty(shape[0])], kind, poison=(2,), rtol=1e-12)

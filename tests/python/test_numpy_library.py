@@ -1,0 +1,247 @@
+"""NumPy library functions beyond one ufunc per element
+(frontend/lower_numpy_library.cpp, np.sign in lower_calls.cpp): each kernel
+against the undecorated function on random inputs, empty and one-element
+arrays, odd sizes, non-contiguous views, every dtype NumPy accepts, and
+NumPy's errors."""
+
+import numpy as np
+import pytest
+
+import plait
+from oracle import DTYPES, NUMERIC_DTYPES, SIZES, check, dtype_id, random_array, rng_for
+
+SHAPES = ((0, 0), (0, 3), (1, 1), (4, 1), (7, 5))
+
+
+def with_specials(rng, dtype, n):
+    a = random_array(rng, dtype, n)
+    if np.dtype(dtype).kind == "f" and n >= 4:
+        a[1], a[2], a[3] = 0.0, -0.0, np.nan
+    return a
+
+
+@plait.jit
+def sign(a):
+    return np.sign(a)
+
+
+@plait.jit
+def sign_scalar(x):
+    return np.sign(x)
+
+
+@pytest.mark.parametrize("dtype", NUMERIC_DTYPES + (np.uint8,), ids=dtype_id)
+@pytest.mark.parametrize("n", SIZES)
+def test_sign(dtype, n):
+    a = with_specials(rng_for("sign", dtype, n), dtype, n)
+    check(sign, a)
+    check(sign, a[::-2])
+    if n:
+        check(sign_scalar, a[0])
+    for x in (-2.5, 0.0, 3, -0.0):
+        check(sign_scalar, x)
+
+
+def test_sign_of_bools_is_refused_as_numpy_refuses_it():
+    with pytest.raises(TypeError, match="bool"):
+        sign(np.array([True, False]))
+
+
+@plait.jit
+def clip(a, lo, hi):
+    return np.clip(a, lo, hi)
+
+
+@plait.jit
+def clip_keywords(a):
+    return a.clip(max=0.25), np.clip(a, a_min=-0.5, a_max=None), np.clip(a, None, None)
+
+
+@pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("n", SIZES)
+def test_clip(dtype, n):
+    rng = rng_for("clip", dtype, n)
+    a = with_specials(rng, dtype, n)
+    check(clip, a, -0.5, 0.5)
+    check(clip, a, 7, 3)  # min above max: every element is max, as NumPy gives
+    check(clip, a[::2], np.float32(-0.1), 0.1)
+    if np.dtype(dtype).kind == "f":
+        check(clip_keywords, a)
+    check(clip, 2.5, 0, 1)
+
+
+@plait.jit
+def norm(x):
+    return np.linalg.norm(x)
+
+
+@plait.jit
+def norm_axis(X, k):
+    if k == 0:
+        return np.linalg.norm(X, axis=0)
+    return np.linalg.norm(X, axis=1)
+
+
+@plait.jit
+def norm_keepdims(X):
+    return np.linalg.norm(X, axis=-1, keepdims=True), np.linalg.norm(X, axis=(0, 1))
+
+
+@pytest.mark.parametrize("dtype", NUMERIC_DTYPES + (np.bool_,), ids=dtype_id)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_norm(dtype, shape):
+    X = random_array(rng_for("norm", dtype, shape), dtype, shape)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    check(norm, X, rtol=rtol)
+    check(norm, X.T, rtol=rtol)
+    check(norm, X[:, 0] if shape[1] else X.ravel(), rtol=rtol)
+    for k in range(2):
+        check(norm_axis, X, k, rtol=rtol)
+    check(norm_keepdims, X, rtol=rtol)
+
+
+def test_norm_with_ord_is_refused():
+    @plait.jit
+    def norm_ord(x):
+        return np.linalg.norm(x, 1)
+
+    with pytest.raises(NotImplementedError, match="ord="):
+        norm_ord(np.ones(3))
+
+
+@plait.jit
+def any_all(a):
+    return np.any(a), np.all(a), a.any(), a.all()
+
+
+@plait.jit
+def any_all_axis(A):
+    return np.any(A > 0, axis=0), np.all(A, axis=1), A.any(axis=-1, keepdims=True), np.any(A[0, 0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("n", SIZES)
+def test_any_all(dtype, n):
+    rng = rng_for("any_all", dtype, n)
+    a = random_array(rng, dtype, n)
+    check(any_all, a)
+    check(any_all, np.zeros(n, dtype))
+    check(any_all, np.ones(n, dtype)[::2])
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 1), (7, 5)])
+def test_any_all_along_axes(shape):
+    A = random_array(rng_for("any_all_axis", shape), np.float64, shape)
+    A[0] = 0.0
+    check(any_all_axis, A)
+
+
+@plait.jit
+def arange1(n):
+    return np.arange(n)
+
+
+@plait.jit
+def arange3(a, b, s):
+    return np.arange(a, b, s)
+
+
+@pytest.mark.parametrize("args", [(0, 5, 1), (5, 0, -1), (0, 10, 3), (-3, 7, 2), (7, 7, 1), (5, 0, 1), (0, 1, 7),
+                                  (0.1, 1.0, 0.2), (0.0, 1.0, 0.1), (1.0, -1.0, -0.3), (0, 1, 0.25), (2.5, 2.5, 1.0)])
+def test_arange(args):
+    check(arange3, *args)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, -3])
+def test_arange_of_one_argument(n):
+    check(arange1, n)
+    check(arange1, float(n) + 0.5)
+
+
+@pytest.mark.parametrize("args, error", [((0, 5, 0), ZeroDivisionError), ((0.0, 1.0, 0.0), ZeroDivisionError),
+                                         ((0.0, float("nan"), 1.0), ValueError)])
+def test_arange_errors(args, error):
+    with pytest.raises(error):
+        arange3.py_func(*args)
+    with pytest.raises(error):
+        arange3(*args)
+
+
+@plait.jit
+def linspace(a, b, n):
+    return np.linspace(a, b, n)
+
+
+@plait.jit
+def linspace_open(a, b, n):
+    return np.linspace(a, b, n, endpoint=False), np.linspace(a, b)
+
+
+@pytest.mark.parametrize("args", [(0.0, 1.0, 5), (0, 1, 0), (0, 1, 1), (2.5, -1.5, 7), (3.0, 3.0, 4), (-1, 10, 11),
+                                  (1e-300, 1e300, 13)])
+def test_linspace(args):
+    check(linspace, *args)
+    check(linspace_open, *args)
+
+
+def test_linspace_with_negative_samples_raises():
+    with pytest.raises(ValueError, match="non-negative"):
+        linspace(0.0, 1.0, -1)
+
+
+@plait.jit
+def cumsum(a):
+    return np.cumsum(a), a.cumsum(axis=0)
+
+
+@plait.jit
+def cumsum_flat(A):
+    return np.cumsum(A), np.cumsum(A * 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + (np.uint8,), ids=dtype_id)
+@pytest.mark.parametrize("n", SIZES)
+def test_cumsum(dtype, n):
+    a = random_array(rng_for("cumsum", dtype, n), dtype, n)
+    check(cumsum, a)
+    check(cumsum, a[::-3])
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_cumsum_flattens_in_c_order(shape):
+    A = random_array(rng_for("cumsum_flat", shape), np.float64, shape)
+    check(cumsum_flat, A)
+    check(cumsum_flat, np.asfortranarray(A))
+
+
+@plait.jit
+def nonzero(a):
+    return np.nonzero(a)[0], np.where(a > 0)[0], a.nonzero()[0]
+
+
+@plait.jit
+def neighbours(A, i):
+    # bigCLAM's use: the neighbours of row i, then a loop over them.
+    nb = np.where(A[i] != 0)[0]
+    s = 0
+    for k in range(nb.shape[0]):
+        s += nb[k] * nb[k]
+    return nb, s
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("n", SIZES)
+def test_nonzero(dtype, n):
+    a = random_array(rng_for("nonzero", dtype, n), dtype, n)
+    if n > 2:
+        a[::3] = 0
+    check(nonzero, a)
+    check(nonzero, a[::-2])
+    check(nonzero, np.zeros(n, dtype))
+
+
+def test_where_of_one_argument_in_a_loop():
+    rng = rng_for("neighbours")
+    A = (rng.random((9, 9)) < 0.4).astype(np.int8)
+    for i in range(9):
+        check(neighbours, A, i)
