@@ -54,7 +54,7 @@ class Pattern:
         # and comparisons read them.
         self._indptr, self._indices = self._entries()
         self._csr = None
-        self._tiles = {}  # tile plans by (tile rows, key tile)
+        self._tiles = None  # the fused kernel's tile plan, made on first use
         self._device_copies = {}  # plait.attention's copies (tocsr(), tile plans) on GPUs, by library and device
 
     def _check_parts(self):
@@ -120,22 +120,23 @@ class Pattern:
     def toarray(self):
         return self.tocsr().toarray()
 
-    def tiles(self, tile_rows=64, key_tile=64):
-        """The plan of the fused attention kernel (made once per tile shape):
-        rows of the same strides and column residues grouped into tiles of
+    def tiles(self):
+        """The plan of the fused attention kernel (made once): rows of the
+        same strides and column residues grouped into tiles of the kernel's
         `tile_rows` queries whose keys are gathered from one progression per
         part (src/tensor/affine_tiles.h). A dict: `rows`, `tiles`,
-        `row_parts` (int32 arrays), `tile_count`, `kept`, `computed` (the
-        scores the tiles compute) and `description`."""
-        plan = self._tiles.get((tile_rows, key_tile))
+        `row_parts` (int32 arrays), `tile_count`, `tile_rows`, `slots`,
+        `split_groups`, `kept`, `computed` (the scores the tiles compute) and
+        `description`."""
+        plan = self._tiles
         if plan is None:
             from . import _core
 
             parts = [tuple(np.ascontiguousarray(a, dtype=np.int64).tobytes() for a in part) for part in self.parts]
-            plan = _core.affine_tiles(self.shape[0], self.shape[1], parts, tile_rows, key_tile)
+            plan = _core.affine_tiles(self.shape[0], self.shape[1], parts)
             for name in ("rows", "tiles", "row_parts"):
                 plan[name] = np.frombuffer(plan[name], dtype=np.int32)
-            self._tiles[(tile_rows, key_tile)] = plan
+            self._tiles = plan
         return plan
 
     def explain(self):

@@ -282,7 +282,7 @@ def _fused(q, k, v, pattern, scale, library):
         out = torch.empty(lead + (sq, d), dtype=q.dtype, device=device)
         stream = torch.cuda.current_stream(device).cuda_stream
         if groups:
-            partials = torch.empty(heads * slots * 64 * (d + 2), dtype=torch.float32, device=device)
+            partials = torch.empty(heads * slots * plan["tile_rows"] * (d + 2), dtype=torch.float32, device=device)
             counters = torch.zeros(heads * groups, dtype=torch.int32, device=device)
     else:
         import cupy
@@ -290,7 +290,7 @@ def _fused(q, k, v, pattern, scale, library):
         out = cupy.empty(lead + (sq, d), dtype=q.dtype)
         stream = cupy.cuda.get_current_stream().ptr
         if groups:
-            partials = cupy.empty(heads * slots * 64 * (d + 2), dtype=cupy.float32)
+            partials = cupy.empty(heads * slots * plan["tile_rows"] * (d + 2), dtype=cupy.float32)
             counters = cupy.zeros(heads * groups, dtype=cupy.int32)
     qh, qs = _as_heads(q, library)
     kh, ks = _as_heads(k, library)

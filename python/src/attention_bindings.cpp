@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "jit/cuda_sparse_attention.h"
+#include "runtime/attention_tiles.h"
 #include "tensor/affine_tiles.h"
 
 namespace nb = nanobind;
@@ -25,9 +26,9 @@ nb::bytes as_bytes(const std::vector<int32_t>& v) {
 }
 
 // parts: per part (first, stride, count), each the bytes of `rows` int64s.
+// The tiles are the fused kernel's (runtime/attention_tiles.h).
 nb::dict affine_tiles(int64_t rows, int64_t columns,
-                      const std::vector<std::tuple<nb::bytes, nb::bytes, nb::bytes>>& parts, int tile_rows,
-                      int key_tile) {
+                      const std::vector<std::tuple<nb::bytes, nb::bytes, nb::bytes>>& parts) {
   std::vector<tensor::AffinePart> views;
   for (const auto& [first, stride, count] : parts) {
     for (const nb::bytes* b : {&first, &stride, &count})
@@ -36,12 +37,14 @@ nb::dict affine_tiles(int64_t rows, int64_t columns,
     views.push_back({reinterpret_cast<const int64_t*>(first.c_str()), reinterpret_cast<const int64_t*>(stride.c_str()),
                      reinterpret_cast<const int64_t*>(count.c_str())});
   }
-  const tensor::AffineTiles plan = tensor::plan_affine_tiles(rows, columns, views, tile_rows, key_tile);
+  const tensor::AffineTiles plan =
+      tensor::plan_affine_tiles(rows, columns, views, runtime::kTileRows, runtime::kTileKeys);
   nb::dict out;
   out["rows"] = as_bytes(plan.rows);
   out["tiles"] = as_bytes(plan.tiles);
   out["row_parts"] = as_bytes(plan.row_parts);
   out["tile_count"] = plan.tile_count();
+  out["tile_rows"] = plan.tile_rows;
   out["slots"] = plan.slots;
   out["split_groups"] = plan.split_groups;
   out["kept"] = plan.kept;
@@ -92,7 +95,7 @@ void sparse_attention(const std::string& dtype, int head_dim, uintptr_t q, Strid
 }  // namespace
 
 void define_attention_bindings(nb::module_& m) {
-  m.def("affine_tiles", &affine_tiles, "rows"_a, "columns"_a, "parts"_a, "tile_rows"_a, "key_tile"_a,
+  m.def("affine_tiles", &affine_tiles, "rows"_a, "columns"_a, "parts"_a,
         "The tile plan of an affine pattern: a dict of rows, tiles and row_parts (bytes of int32), tile_count, "
         "slots, split_groups, kept, computed and description (tensor/affine_tiles.h).");
   m.def("sparse_attention", &sparse_attention, "dtype"_a, "head_dim"_a, "q"_a, "q_strides"_a, "k"_a, "k_strides"_a,

@@ -94,11 +94,11 @@ void collect_assigned_names(const StmtList& body, std::set<std::string>& out) {
 
 namespace {
 
-ExprPtr clone_or_null(const ExprPtr& e, const Rename& rename) {
+ExprPtr clone_or_null(const ExprPtr& e, const Renaming& rename) {
   return e ? clone(*e, rename) : nullptr;
 }
 
-std::vector<ExprPtr> clone_all(const std::vector<ExprPtr>& exprs, const Rename& rename) {
+std::vector<ExprPtr> clone_all(const std::vector<ExprPtr>& exprs, const Renaming& rename) {
   std::vector<ExprPtr> out;
   out.reserve(exprs.size());
   for (const ExprPtr& e : exprs) out.push_back(clone(*e, rename));
@@ -107,7 +107,7 @@ std::vector<ExprPtr> clone_all(const std::vector<ExprPtr>& exprs, const Rename& 
 
 // `text` with each identifier (a run of letters, digits and '_' not starting
 // with a digit) replaced by rename(identifier).
-std::string rename_words(const std::string& text, const Rename& rename) {
+std::string rename_words(const std::string& text, const Renaming& rename) {
   auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   std::string out;
   for (size_t i = 0; i < text.size();) {
@@ -118,14 +118,14 @@ std::string rename_words(const std::string& text, const Rename& rename) {
     size_t end = i;
     while (end < text.size() && word_char(text[end])) ++end;
     const std::string word = text.substr(i, end - i);
-    out += std::isdigit(static_cast<unsigned char>(word[0])) ? word : rename(word);
+    out += std::isdigit(static_cast<unsigned char>(word[0])) ? word : rename.name(word);
     i = end;
   }
   return out;
 }
 
 template <typename T>
-std::unique_ptr<T> with_pragmas(std::unique_ptr<T> copy, const Stmt& s, const Rename& rename) {
+std::unique_ptr<T> with_pragmas(std::unique_ptr<T> copy, const Stmt& s, const Renaming& rename) {
   copy->pragmas = s.pragmas;
   for (Pragma& pragma : copy->pragmas)
     for (PragmaClause& clause : pragma.clauses)
@@ -135,10 +135,14 @@ std::unique_ptr<T> with_pragmas(std::unique_ptr<T> copy, const Stmt& s, const Re
 
 }  // namespace
 
-ExprPtr clone(const Expr& e, const Rename& rename) {
+ExprPtr clone(const Expr& e, const Renaming& rename) {
   switch (e.kind) {
-    case ExprKind::Name:
-      return std::make_unique<Name>(e.loc, rename(e.as<Name>()->id));
+    case ExprKind::Name: {
+      const std::string& id = e.as<Name>()->id;
+      if (const Expr* replacement = rename.replace ? rename.replace(id) : nullptr)
+        return clone(*replacement, Renaming{[](const std::string& same) { return same; }, nullptr});
+      return std::make_unique<Name>(e.loc, rename.name(id));
+    }
     case ExprKind::Constant:
       return std::make_unique<Constant>(e.loc, e.as<Constant>()->value);
     case ExprKind::BinOp: {
@@ -189,7 +193,7 @@ ExprPtr clone(const Expr& e, const Rename& rename) {
   PLAIT_INTERNAL_ERROR("unknown expression kind");
 }
 
-StmtPtr clone(const Stmt& s, const Rename& rename) {
+StmtPtr clone(const Stmt& s, const Renaming& rename) {
   switch (s.kind) {
     case StmtKind::Assign: {
       const auto* a = s.as<Assign>();
@@ -233,7 +237,7 @@ StmtPtr clone(const Stmt& s, const Rename& rename) {
   PLAIT_INTERNAL_ERROR("unknown statement kind");
 }
 
-StmtList clone(const StmtList& body, const Rename& rename) {
+StmtList clone(const StmtList& body, const Renaming& rename) {
   StmtList out;
   out.reserve(body.size());
   for (const StmtPtr& s : body) out.push_back(clone(*s, rename));

@@ -330,11 +330,17 @@ struct Module {
 void collect_assigned_names(const StmtList& body, std::set<std::string>& out);
 
 // Deep copies in which every Name's id, and every word of a pragma clause's
-// arguments, is replaced by rename(id) (frontend/inline_calls.cpp copies a
-// callee's body with its locals renamed).
+// arguments, is replaced by name(id), and a Name for which replace(id)
+// gives an expression by a copy of that expression (frontend/inline_calls.cpp
+// copies a callee's body with its locals renamed and some parameters
+// replaced by the arguments passed).
 using Rename = std::function<std::string(const std::string&)>;
-ExprPtr clone(const Expr& e, const Rename& rename);
-StmtPtr clone(const Stmt& s, const Rename& rename);
-StmtList clone(const StmtList& body, const Rename& rename);
+struct Renaming {
+  Rename name;
+  std::function<const Expr*(const std::string&)> replace;  // may be empty; null: no replacement
+};
+ExprPtr clone(const Expr& e, const Renaming& rename);
+StmtPtr clone(const Stmt& s, const Renaming& rename);
+StmtList clone(const StmtList& body, const Renaming& rename);
 
 }  // namespace plait::ast

@@ -71,7 +71,7 @@ class ReturnRewriter {
         // branches, so that a branch that returned skips them.
         StmtList rest;
         for (size_t j = i + 1; j < body.size(); ++j) rest.push_back(std::move(body[j]));
-        StmtList copy = ast::clone(rest, [](const std::string& id) { return id; });
+        StmtList copy = ast::clone(rest, ast::Renaming{[](const std::string& id) { return id; }, nullptr});
         for (StmtPtr& r : copy) branch.body.push_back(std::move(r));
         for (StmtPtr& r : rest) branch.orelse.push_back(std::move(r));
         branch.body = rewrite(std::move(branch.body), false);

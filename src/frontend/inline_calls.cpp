@@ -32,6 +32,28 @@ const ast::Name* root_name(const ast::Expr& e) {
   return nullptr;
 }
 
+// Whether `e` names memory without computing: a name, or subscripts and
+// attributes of one whose indices are names, constants and slices of those.
+bool is_reference(const ast::Expr& e) {
+  auto simple = [](const ExprPtr& x) { return !x || x->as<ast::Name>() || x->as<ast::Constant>(); };
+  if (e.as<ast::Name>()) return true;
+  if (const auto* a = e.as<ast::Attribute>()) return is_reference(*a->value);
+  const auto* s = e.as<ast::Subscript>();
+  if (!s || !is_reference(*s->value)) return false;
+  std::vector<const ast::Expr*> parts = {s->index.get()};
+  if (const auto* t = s->index->as<ast::Tuple>()) {
+    parts.clear();
+    for (const ExprPtr& x : t->elts) parts.push_back(x.get());
+  }
+  for (const ast::Expr* part : parts) {
+    const auto* slice = part->as<ast::Slice>();
+    const bool ok = slice ? simple(slice->lower) && simple(slice->upper) && simple(slice->step)
+                          : part->as<ast::Name>() || part->as<ast::Constant>();
+    if (!ok) return false;
+  }
+  return true;
+}
+
 bool same_binding(const GlobalValue& a, const GlobalValue& b) {
   return a.kind == b.kind && a.module == b.module && a.int_value == b.int_value && a.float_value == b.float_value &&
          a.bool_value == b.bool_value;
@@ -43,7 +65,8 @@ bool same_binding(const GlobalValue& a, const GlobalValue& b) {
 struct Definition {
   const Callee* callee = nullptr;
   ast::FunctionDef def;
-  std::set<std::string> locals;  // parameters, assigned and annotated names
+  std::set<std::string> locals;    // parameters, assigned and annotated names
+  std::set<std::string> assigned;  // the names its body assigns (parameters among them when rebound)
   bool returns_value = false;
   bool returns_in_loop = false;
   std::string where;  // "line 12", or "helpers.py:12" in another file
@@ -117,9 +140,7 @@ class Inliner {
 
 const Definition& Inliner::definition(const std::string& key, SourceLoc call) {
   if (auto it = definitions_.find(key); it != definitions_.end()) return it->second;
-  auto entry = table_ ? table_->find(key) : CalleeTable::const_iterator{};
-  if (!table_ || entry == table_->end()) PLAIT_INTERNAL_ERROR("no callee '" + key + "' in the table of functions");
-  const Callee& callee = entry->second;
+  const Callee& callee = table_->at(key);  // instantiate checked that it is there
   if (callee.name == "<lambda>") {
     refuse(ErrorKind::Unsupported,
            "this call is to a lambda: plait inlines the functions a kernel calls from their `def`; define it "
@@ -149,7 +170,8 @@ const Definition& Inliner::definition(const std::string& key, SourceLoc call) {
   d.callee = &callee;
   d.def = parse_function(shifted, callee.name);
   for (const ast::Param& p : d.def.params) d.locals.insert(p.name);
-  ast::collect_assigned_names(d.def.body, d.locals);
+  ast::collect_assigned_names(d.def.body, d.assigned);
+  d.locals.insert(d.assigned.begin(), d.assigned.end());
   d.locals.insert(d.def.annotated_names.begin(), d.def.annotated_names.end());
   const std::string line = std::to_string(callee.source.first_line + (d.def.loc.line - chunk.first_line));
   d.where = offset == 0 ? "line " + line : std::filesystem::path(path).filename().string() + ":" + line;
@@ -283,7 +305,7 @@ std::vector<ExprPtr> Inliner::bind_arguments(ast::Call& call, const Definition& 
   for (size_t i = 0; i < params.size(); ++i) {
     if (bound[i]) continue;
     if (params[i].default_value) {
-      bound[i] = ast::clone(*params[i].default_value, free_names);
+      bound[i] = ast::clone(*params[i].default_value, ast::Renaming{free_names, nullptr});
     } else {
       missing.push_back("'" + params[i].name + "'");
     }
@@ -300,18 +322,19 @@ std::vector<ExprPtr> Inliner::bind_arguments(ast::Call& call, const Definition& 
 }
 
 ExprPtr Inliner::instantiate(ast::Call& call, StmtList& pre, Position position) {
-  const std::string& id = call.func->as<ast::Name>()->id;
-  const std::string key = globals_.at(id).module;
+  const std::string key = globals_.at(call.func->as<ast::Name>()->id).module;
+  if (!table_ || !table_->count(key)) PLAIT_INTERNAL_ERROR("no callee '" + key + "' in the table of functions");
+  const std::string& fn = table_->at(key).name;  // as its `def` names it (the call's name may be renamed)
   if (std::find(stack_.begin(), stack_.end(), key) != stack_.end()) {
     refuse(ErrorKind::Unsupported,
-           "'" + id +
+           "'" + fn +
                "' is called recursively: plait inlines the functions a kernel calls, so a function may not "
                "reach itself again; write the recursion as a loop",
            call.loc);
   }
   if (position == Position::Conditional) {
     refuse(ErrorKind::Unsupported,
-           "this call to '" + id +
+           "this call to '" + fn +
                "' is in a part of the expression Python may not evaluate (after 'and'/'or', in "
                "a branch of 'x if c else y', or past a comparison chain's first comparison): assign its result to "
                "a name in a statement first",
@@ -320,7 +343,7 @@ ExprPtr Inliner::instantiate(ast::Call& call, StmtList& pre, Position position) 
   const Definition& d = definition(key, call.loc);
   if (position != Position::Whole && writes_arguments(key)) {
     refuse(ErrorKind::Unsupported,
-           "'" + id +
+           "'" + fn +
                "' may write the arrays passed to it, and here other parts of the statement are evaluated "
                "before it: call it as a statement of its own or as the whole right-hand side of an assignment",
            call.loc);
@@ -329,6 +352,12 @@ ExprPtr Inliner::instantiate(ast::Call& call, StmtList& pre, Position position) 
   const int n = ++instances_[callee.name];
   const std::string prefix = callee.name + (n > 1 ? "#" + std::to_string(n) : "");
   auto free_names = [&](const std::string& x) { return free_name(x, callee, prefix); };
+  // Parameters that read the argument passed instead of a copy (see below).
+  std::map<std::string, const ast::Expr*> passed;
+  auto replace = [&](const std::string& x) -> const ast::Expr* {
+    auto it = passed.find(x);
+    return it == passed.end() ? nullptr : it->second;
+  };
   auto rename = [&](const std::string& x) { return d.locals.count(x) ? prefix + "." + x : free_names(x); };
 
   // A builtin the callee reads must not become a local of the kernel.
@@ -347,22 +376,36 @@ ExprPtr Inliner::instantiate(ast::Call& call, StmtList& pre, Position position) 
   });
 
   std::vector<ExprPtr> args = bind_arguments(call, d, free_names);
+  // A parameter the body never rebinds reads the argument itself where the
+  // argument is a name, or, in a function that writes no argument, a view
+  // of one (`F[j]`, `A.T`) whose indices are names and constants: its value
+  // cannot change while the callee runs, an array stays the caller's (its
+  // extents known before the loops around the call, nothing bound per call)
+  // and a scalar needs no copy. Other arguments are bound to the parameter
+  // first, as Python binds them.
   StmtList body;
+  const bool writes = writes_arguments(key);
   for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& param = d.def.params[i].name;
+    if (!d.assigned.count(param) && (args[i]->as<ast::Name>() || (!writes && is_reference(*args[i])))) {
+      passed[param] = args[i].get();
+      continue;
+    }
     const SourceLoc loc = args[i]->loc;
-    body.push_back(assign(loc, prefix + "." + d.def.params[i].name, std::move(args[i])));
+    body.push_back(assign(loc, prefix + "." + param, std::move(args[i])));
   }
   for (const std::string& a : d.def.annotated_names) annotated_.push_back(prefix + "." + a);
   const std::string flag = d.returns_in_loop ? prefix + ".returned" : "";
   if (!flag.empty()) body.push_back(assign(d.def.loc, flag, std::make_unique<ast::Constant>(d.def.loc, false)));
-  for (StmtPtr& s : inlining::rewrite_returns(ast::clone(d.def.body, rename), prefix + ".return", flag))
+  for (StmtPtr& s :
+       inlining::rewrite_returns(ast::clone(d.def.body, ast::Renaming{rename, replace}), prefix + ".return", flag))
     body.push_back(std::move(s));
 
   stack_.push_back(key);
   inline_block(body);
   stack_.pop_back();
   for (StmtPtr& s : body) pre.push_back(std::move(s));
-  remarks_.push_back({call.loc, "inline_calls", "call to " + id + " inlined (defined at " + d.where + ")"});
+  remarks_.push_back({call.loc, "inline_calls", "call to " + callee.name + " inlined (defined at " + d.where + ")"});
   if (!d.returns_value) return std::make_unique<ast::Constant>(call.loc, ast::Constant::Value{});
   return name(call.loc, prefix + ".return");
 }

@@ -206,10 +206,10 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
     }
     Expr i = as_scalar(iv, "an index", part->loc);
     if (!i->type.is_int()) type_error("array indices must be integers, got " + describe(i->type), part->loc);
+    // Python's negative indices are left to transforms/normalize_indices,
+    // which wraps each index once where the bounds checks then see it (a
+    // second wrap here would take an index below -n into range).
     i = cast(i, ScalarType::py_int());
-    auto lb = analysis::lower_bound(i, {});
-    if (!lb || *lb < 0)
-      i = ir::Select::make(lt(i, int_imm(0, part->loc), part->loc), add(i, n, part->loc), i, part->loc);
     mapped.push_back(Part{Part::Fixed, i, 1, nullptr, ""});
     ++base_dim;
   }

@@ -563,8 +563,16 @@ Value Lowerer::lower_subscript(const ast::Subscript& s) {
     if (k < -n || k >= n) fail(ErrorKind::Value, "tuple index out of range", s.index->loc);
     return base.elems[static_cast<size_t>(k < 0 ? k + n : k)];
   }
-  if (base.kind == Value::Kind::Tensor)
-    return Value::of_tensor(array_view(base.tensor, s.index.get(), &s, s.loc), s.loc);
+  if (base.kind == Value::Kind::Tensor) {
+    TensorPtr view = array_view(base.tensor, s.index.get(), &s, s.loc);
+    // Every dimension indexed (`F[j][k]`): the element, a scalar as NumPy's.
+    if (view->rank() == 0) {
+      Sink sink;
+      Expr element = view->element({}, sink);
+      if (sink.groups.empty()) return Value::of(element);
+    }
+    return Value::of_tensor(view, s.loc);
+  }
   if (base.kind != Value::Kind::Array)
     type_error(std::string(value_kind_name(base.kind)) + " cannot be indexed", s.value->loc);
   if (indexes_a_view(base.array, *s.index))

@@ -20,7 +20,7 @@ namespace plait::jit {
 
 namespace {
 
-constexpr int kRowsPerTile = 64, kKeysPerTile = 64, kThreads = 128;
+constexpr int kThreads = 128;
 constexpr int64_t kMaxGridY = 65535;
 
 const CudaModule& attention_module(HalfType type, int head_dim) {
@@ -50,7 +50,8 @@ std::string sparse_attention_source(HalfType type, int head_dim) {
       {"FIELDS", kTileFields},    {"ROW_BEGIN", kRowBegin},     {"ROW_COUNT", kRowCount},
       {"PART_LO", kPartLo},       {"PART_STRIDE", kPartStride}, {"PART_COLUMNS", kPartColumns},
       {"STEP_BEGIN", kStepBegin}, {"STEP_END", kStepEnd},       {"SPLIT_GROUP", kSplitGroup},
-      {"SPLIT", kSplit},          {"SPLITS", kSplits},          {"SLOT", kSlot}};
+      {"SPLIT", kSplit},          {"SPLITS", kSplits},          {"SLOT", kSlot},
+      {"ROWS", kTileRows},        {"KEYS", kTileKeys}};
   for (const auto& [name, value] : fields)
     s += "#define PLAIT_TILE_" + std::string(name) + " " + std::to_string(value) + "\n";
   return s + kCudaSparseAttentionText;
@@ -89,7 +90,7 @@ void run_sparse_attention(const SparseAttentionCall& c) {
                     &s[2][0], &s[2][1], &s[2][2], &out,      &s[3][0],  &s[3][1], &s[3][2], &heads,   &scale_log2,
                     &rows,    &tiles,   &parts,   &partials, &counters, &slots,   &groups};
   // Shared memory: Q's tile and two buffers of a K and a V tile, rows padded by 8 halves.
-  const auto shared_bytes = static_cast<uint32_t>((kRowsPerTile + 4 * kKeysPerTile) * (c.head_dim + 8) * 2);
+  const auto shared_bytes = static_cast<uint32_t>((runtime::kTileRows + 4 * runtime::kTileKeys) * (c.head_dim + 8) * 2);
   launch_kernel(module, 0, static_cast<uint32_t>(c.batch * c.heads), static_cast<uint32_t>(c.tile_count), kThreads,
                 shared_bytes, params, c.stream);
 }

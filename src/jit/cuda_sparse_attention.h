@@ -27,7 +27,7 @@ struct SparseAttentionCall {
   uintptr_t rows = 0, tiles = 0, row_parts = 0;
   int64_t tile_count = 0;
   // For a plan that splits long tiles (AffineTiles::split_groups > 0): per
-  // (batch, head), `slots` slots of 64 x (head_dim + 2) floats, and
+  // (batch, head), `slots` slots of runtime::kTileRows x (head_dim + 2) floats, and
   // `split_groups` int32 counters, zeros.
   uintptr_t partials = 0, counters = 0;
   int64_t slots = 0, split_groups = 0;

@@ -7,6 +7,9 @@
 namespace plait::runtime {
 
 inline constexpr int kAffineParts = 2;  // affine parts a row has at most
+// The kernel's tile: query rows per block (16 per warp) and keys per step.
+inline constexpr int kTileRows = 64;
+inline constexpr int kTileKeys = 64;
 
 // A tile's fields, ints in this order.
 enum TileField : int {

@@ -27,8 +27,8 @@ typedef unsigned short plait_half_bits;
 namespace plait_attention {
 
 constexpr int kD = PLAIT_ATTENTION_D;
-constexpr int kRows = 64;         // query rows per block (16 per warp)
-constexpr int kKeys = 64;         // keys per tile
+constexpr int kRows = PLAIT_TILE_ROWS;  // query rows per block (16 per warp)
+constexpr int kKeys = PLAIT_TILE_KEYS;  // keys per tile
 constexpr int kThreads = 128;
 constexpr int kStride = kD + 8;   // halves per shared row: 16 bytes of padding keep fragment loads free of conflicts
 constexpr int kChunks = kD / 8;   // 16-byte chunks per row

@@ -2,7 +2,8 @@
 device code of the loops that call them (frontend/inline_calls.h), checked
 against the undecorated functions for each array kind."""
 
-import math
+import os
+import sys
 
 import numpy as np
 import pytest
@@ -10,21 +11,11 @@ import pytest
 import plait
 from test_cuda_run import KINDS, check
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from test_calls import clip, sigma  # noqa: E402 -- the CPU tests' callees
+
 on_gpu = pytest.mark.skipif(not plait.cuda_available(),
                             reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
-
-
-def sigma(x):
-    e = math.exp(-x)
-    return e / (1.0 - e)
-
-
-def clip(x, lo=0.0, hi=1.0):
-    if x < lo:
-        return lo
-    elif x > hi:
-        return hi
-    return x
 
 
 def row_dot(A, i, v):

@@ -7,8 +7,10 @@ sets PLAIT_CACHE_DIR before any test module imports plait).
 import os
 
 # Every parallel loop starts its threads, however small the test's data, so
-# that the tests exercise the threaded code (reductions, atomics, privacy).
-os.environ["PLAIT_PARALLEL_THRESHOLD"] = "0"
+# that the tests exercise the threaded code (reductions, atomics, privacy);
+# test_serial_versions.py runs some modules again with no loop threaded
+# (PLAIT_PARALLEL_THRESHOLD set before), which exercises their serial code.
+os.environ.setdefault("PLAIT_PARALLEL_THRESHOLD", "0")
 for _name in ("PLAIT_DISABLE_JIT", "PLAIT_BOUNDSCHECK", "PLAIT_DUMP_DIR", "PLAIT_EXPLAIN"):
     os.environ.pop(_name, None)
 

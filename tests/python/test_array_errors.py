@@ -356,3 +356,25 @@ def test_in_place_float_update_of_an_int_array_is_a_type_error(fn):
         fn(np.arange(4))
     with pytest.raises(TypeError):
         plait.jit(fn)(np.arange(4))
+
+
+@plait.jit
+def row_of(F, j):
+    u = F[j]
+    return u[0] + F[j].sum() + F[j][1]
+
+
+@pytest.mark.parametrize("j", [-7, -6, 5, 9])
+def test_a_view_at_an_index_out_of_range_raises_index_error(j):
+    # An index below -n is out of range: wrapped once it stays negative.
+    F = np.arange(10.0).reshape(5, 2)
+    with pytest.raises(IndexError):
+        row_of.py_func(F, j)
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 5"):
+        row_of(F, j)
+
+
+@pytest.mark.parametrize("j", [-5, -1, 0, 4])
+def test_a_view_at_a_negative_index_reads_its_row(j):
+    F = np.arange(10.0).reshape(5, 2)
+    assert row_of(F, j) == row_of.py_func(F, j)

@@ -372,3 +372,25 @@ def calls_closure(x):
 def test_a_closure_sees_its_cells_frozen_as_constants():
     check(calls_closure, 2.5)
     check(calls_closure, 4)
+
+
+def increments(x):
+    x = x + 1
+    return x
+
+
+def tail_sum(a):
+    a = a[1:]  # rebinds the parameter, not the caller's name
+    return a.sum()
+
+
+@plait.jit
+def rebinding(y, a):
+    z = increments(y)
+    t = tail_sum(a)
+    return y, z, t, a.sum()
+
+
+def test_a_callee_that_rebinds_a_parameter_leaves_the_callers_name():
+    check(rebinding, 3, np.arange(5.0))
+    check(rebinding, 2.5, np.arange(1.0))

@@ -289,7 +289,7 @@ def test_a_time_loop_starts_one_team_and_shares_out_its_loops():
     # Two versions of the time loop (fuse_loop_nests): one where A and B may
     # share memory or an extent broadcasts at run time, and the usual one,
     # with the two plain loops; each is one region.
-    start = "#pragma omp parallel num_threads(ctx->num_threads) if("
+    start = "#pragma omp parallel num_threads(ctx->num_threads)\n"
     assert source.count(start) == 2
     usual = source[source.rindex(start):]
     assert usual.count("#pragma omp for simd schedule(static)") == 2
@@ -297,6 +297,11 @@ def test_a_time_loop_starts_one_team_and_shares_out_its_loops():
     # The loop-level checks run in every thread; nothing needs one thread.
     assert "omp single" not in usual and "omp barrier" not in usual
     assert usual.index("for (") < usual.index("#pragma omp for")
+    # When its work does not pay for a team, the time loop runs as serial
+    # code: vector loops, no OpenMP call.
+    serial = usual[usual.index("} else {"):]
+    assert serial.count("#pragma omp simd") == 2
+    assert "omp parallel" not in serial and "omp for" not in serial
     assert "runs as one parallel region" in jacobi_1d.explain()
 
 

@@ -321,7 +321,7 @@ TEST(BoundsChecks, TriangularSlicesAreProvenFromTheStatementsChecks) {
   std::string text = ir_text(trmm, "f", "f64[:, ::1], f64[:, ::1]", checked());
   EXPECT_EQ(text.find("\n  if ("), text.rfind("\n  if (")) << text;
   EXPECT_FALSE(contains(text, "\n    if (")) << text;
-  EXPECT_TRUE(contains(text, "if (((((0:int + A.shape[1]) >= 0:int) and ((B.shape[0] - 1:int) < A.shape[1]))")) << text;
+  EXPECT_TRUE(contains(text, "if ((((B.shape[0] - 1:int) < A.shape[1])")) << text;
   const char* mirror =
       "import numpy as np\n"
       "def f(M):\n"
@@ -338,7 +338,7 @@ TEST(BoundsChecks, TriangularSlicesAreProvenFromTheStatementsChecks) {
   ASSERT_NE(row_test, std::string::npos) << text;
   EXPECT_EQ(row_test, text.rfind("\n      if ((")) << text;
   EXPECT_GT(row_test, text.find("if _broadcast4 {")) << text;
-  EXPECT_TRUE(contains(text, "i)] = _tmp_array2[_i5]\n")) << text;
+  EXPECT_TRUE(contains(text, ", i] = _tmp_array2[_i5]\n")) << text;
 }
 
 TEST(Errors, UnknownNameHasACaret) {

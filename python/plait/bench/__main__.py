@@ -3,14 +3,15 @@
 Suites: npbench (NPBench's 20 kernels against NumPy, Numba and, on the GPU,
 CuPy, JAX and PyTorch); sparse (sparse kernels written with SciPy against
 SciPy, PyTorch and, on the GPU, CuPy and PyG); attention (plait.attention
-over affine patterns against FlexAttention and SDPA, on the GPU). `python -m plait.bench
-<suite> --help` lists a suite's options.
+over affine patterns against FlexAttention and SDPA, on the GPU); intrepydd
+(the Intrepydd data-science applications against NumPy and Numba, on the
+CPU). `python -m plait.bench <suite> --help` lists a suite's options.
 """
 
 import importlib
 import sys
 
-SUITES = ("npbench", "sparse", "attention")
+SUITES = ("npbench", "sparse", "attention", "intrepydd")
 
 
 def main(argv):

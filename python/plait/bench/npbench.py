@@ -49,7 +49,23 @@ import numpy as np
 
 from .peers import NumpyPeer, first_line, optional_peers_for, peers_for
 
-KERNEL_PACKAGE = "plait_npbench_kernels"
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A suite of kernel modules in a Plait checkout (benchmarks/<name>/, its
+    __init__.py naming them in KERNELS), run by this harness."""
+    name: str          # the folder under benchmarks/, and the CSV's stem
+    title: str         # the report's title
+    presets: tuple     # the presets the modules all have
+    environment: str   # the variable that names the folder instead
+
+    @property
+    def package(self):
+        return f"plait_{self.name}_kernels"
+
+
+NPBENCH = Suite("npbench", "NPBench", ("S", "M", "L", "paper", "test"), "PLAIT_NPBENCH_DIR")
 SHORT_RUN_S = 0.010      # runs shorter than this get more repetitions
 SHORT_RUN_BUDGET_S = 0.25  # timed seconds a short kernel's repetitions add up to
 MAX_RUNS = 200
@@ -60,62 +76,63 @@ CHECKSUM_RTOL = 1e-8
 
 # ================================================================ finding the kernels
 
-def find_kernel_dir(explicit=None):
-    """benchmarks/npbench of a Plait checkout: `explicit`, else
-    PLAIT_NPBENCH_DIR, else the first directory from the current one upwards
-    that holds benchmarks/npbench/__init__.py."""
-    candidate = explicit or os.environ.get("PLAIT_NPBENCH_DIR")
+def find_kernel_dir(explicit=None, suite=NPBENCH):
+    """benchmarks/<suite> of a Plait checkout: `explicit`, else the suite's
+    environment variable, else the first directory from the current one
+    upwards that holds benchmarks/<suite>/__init__.py."""
+    candidate = explicit or os.environ.get(suite.environment)
     if candidate:
         path = Path(candidate)
         if not (path / "__init__.py").is_file():
-            raise FileNotFoundError(f"{path} does not hold the npbench kernels (no __init__.py)")
+            raise FileNotFoundError(f"{path} does not hold the {suite.name} kernels (no __init__.py)")
         return path.resolve()
     here = Path.cwd().resolve()
     for directory in (here, *here.parents):
-        path = directory / "benchmarks" / "npbench"
+        path = directory / "benchmarks" / suite.name
         if (path / "__init__.py").is_file():
             return path
     raise FileNotFoundError(
-        "the npbench kernels live in benchmarks/npbench/ of a Plait checkout, and none was found from "
-        f"{here} upwards: run this from the checkout, or pass --kernels-dir (or set PLAIT_NPBENCH_DIR)")
+        f"the {suite.name} kernels live in benchmarks/{suite.name}/ of a Plait checkout, and none was found from "
+        f"{here} upwards: run this from the checkout, or pass --kernels-dir (or set {suite.environment})")
 
 
-def kernel_package(directory):
+def kernel_package(directory, suite=NPBENCH):
     """The kernel directory imported as a package (once per process)."""
-    package = sys.modules.get(KERNEL_PACKAGE)
+    package = sys.modules.get(suite.package)
     if package is not None:
         return package
     spec = importlib.util.spec_from_file_location(
-        KERNEL_PACKAGE, Path(directory) / "__init__.py", submodule_search_locations=[str(directory)])
+        suite.package, Path(directory) / "__init__.py", submodule_search_locations=[str(directory)])
     package = importlib.util.module_from_spec(spec)
-    sys.modules[KERNEL_PACKAGE] = package
+    sys.modules[suite.package] = package
     spec.loader.exec_module(package)
     return package
 
 
-def load_kernel(directory, name):
+def load_kernel(directory, name, suite=NPBENCH):
     """The module of one kernel."""
-    package = kernel_package(directory)
+    package = kernel_package(directory, suite)
     if name not in package.KERNELS:
         raise ValueError(f"unknown kernel {name!r}; known: {', '.join(package.KERNELS)}")
-    return importlib.import_module(f"{KERNEL_PACKAGE}.{name}")
+    return importlib.import_module(f"{suite.package}.{name}")
 
 
 # ================================================================ validation
 
-def compare(reference, value):
-    """None when `value` matches `reference` by NPBench's rule, else why not."""
+def compare(reference, value, rtol=RTOL):
+    """None when `value` matches `reference` by NPBench's rule (a module may
+    ask for a smaller `rtol`: its RTOL), else why not."""
     if value.shape != reference.shape:
         return f"shape {value.shape}, expected {reference.shape}"
     if value.dtype != reference.dtype:
         return f"dtype {value.dtype}, expected {reference.dtype}"
     with np.errstate(all="ignore"):
-        if np.allclose(reference, value, rtol=RTOL, atol=ATOL):
+        if np.allclose(reference, value, rtol=rtol, atol=ATOL * rtol / RTOL):
             return None
         ref = reference.astype(np.float64)
         norm = np.linalg.norm(ref)
         error = np.linalg.norm(ref - value.astype(np.float64)) / norm if norm else np.inf
-    if error < L2_TOL:
+    if error < L2_TOL * rtol / RTOL:
         return None
     return f"relative L2 error {error:.3g}"
 
@@ -243,7 +260,7 @@ def validate(peer, fn, module, preset, inputs, references):
         if len(outputs) != len(reference):
             return f"{label}: {len(outputs)} outputs, expected {len(reference)}"
         for out_name, ref, value in zip(output_names(module, len(reference)), reference, outputs):
-            problem = compare(ref, value)
+            problem = compare(ref, value, getattr(module, "RTOL", RTOL))
             if problem:
                 return f"{label}: {out_name}: {problem}"
     return None
@@ -472,7 +489,7 @@ class _Progress:
 
 
 def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, seed=0, budget_s=math.inf,
-        timeout_s=math.inf, max_time_s=math.inf, min_runs=MIN_RUNS, on_kernel_done=None):
+        timeout_s=math.inf, max_time_s=math.inf, min_runs=MIN_RUNS, on_kernel_done=None, suite=NPBENCH):
     """Validates and times every (kernel, peer); returns ({(kernel, peer):
     Result}, notes, names of the peers that ran). Each implementation but
     NumPy's gets at most `timeout_s` seconds (NumPy, the baseline and the
@@ -502,7 +519,7 @@ def run(kernel_dir, kernels, target, preset, peer_names, repeat, verbose=False, 
     progress = _Progress(len(kernels) * len(peers))
     try:
         for kernel in kernels:
-            module = load_kernel(kernel_dir, kernel)
+            module = load_kernel(kernel_dir, kernel, suite)
             progress.step(f"{kernel}: initialising {preset} and computing NumPy's outputs")
             setup_problem = None
             remaining = deadline - time.perf_counter()
@@ -591,11 +608,12 @@ def gpu_description():
     return out.splitlines()[0] if out else "unknown"
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m plait.bench npbench", description=__doc__.split("\n\n")[0])
+def main(argv=None, suite=NPBENCH, description=__doc__):
+    parser = argparse.ArgumentParser(prog=f"python -m plait.bench {suite.name}",
+                                     description=description.split("\n\n")[0])
     parser.add_argument("--target", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--preset", default="S", choices=["S", "M", "L", "paper", "test"])
-    parser.add_argument("--kernels", nargs="+", help="kernel names (comma or space separated); default: all 20")
+    parser.add_argument("--preset", default="S", choices=list(suite.presets))
+    parser.add_argument("--kernels", nargs="+", help="kernel names (comma or space separated); default: all")
     parser.add_argument("--peers", help="comma-separated peers; default: all of the target's peers")
     parser.add_argument("--repeat", type=int, default=10, help="timed runs per implementation (default 10)")
     parser.add_argument("--time-budget", type=float, default=120.0,
@@ -612,7 +630,7 @@ def main(argv=None):
                         help="seconds the whole suite may take; after it the remaining (kernel, peer) pairs are "
                              "skipped, and each implementation's --timeout and --time-budget are cut to the time "
                              "left (default: no limit)")
-    parser.add_argument("--kernels-dir", help="the benchmarks/npbench directory of a Plait checkout")
+    parser.add_argument("--kernels-dir", help=f"the benchmarks/{suite.name} directory of a Plait checkout")
     parser.add_argument("--output-dir", default=".", help="where the CSV and the heatmap PNG go (default: .)")
     parser.add_argument("--verbose", action="store_true", help="print the traceback of each failing implementation")
     args = parser.parse_args(argv)
@@ -621,10 +639,10 @@ def main(argv=None):
     if args.min_runs < 1:
         parser.error("--min-runs must be at least 1")
     try:
-        kernel_dir = find_kernel_dir(args.kernels_dir)
+        kernel_dir = find_kernel_dir(args.kernels_dir, suite)
     except FileNotFoundError as e:
         parser.exit(2, f"error: {e}\n")
-    package = kernel_package(kernel_dir)
+    package = kernel_package(kernel_dir, suite)
     kernels = [k for item in (args.kernels or []) for k in item.split(",") if k] or list(package.KERNELS)
     unknown = [k for k in kernels if k not in package.KERNELS]
     if unknown:
@@ -632,17 +650,18 @@ def main(argv=None):
     peer_names = args.peers.split(",") if args.peers else [p.name for p in peers_for(args.target)]
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"npbench_{args.target}_{args.preset}"
+    stem = out_dir / f"{suite.name}_{args.target}_{args.preset}"
     try:
         load_before = os.getloadavg()[0]
         results, notes, peers = run(
             kernel_dir, kernels, args.target, args.preset, peer_names, args.repeat, args.verbose,
             budget_s=args.time_budget, timeout_s=args.timeout, max_time_s=args.max_time, min_runs=args.min_runs,
-            on_kernel_done=lambda partial: write_csv(stem.with_suffix(".csv"), partial, args.target, args.preset))
+            on_kernel_done=lambda partial: write_csv(stem.with_suffix(".csv"), partial, args.target, args.preset),
+            suite=suite)
         load_after = os.getloadavg()[0]
     except ValueError as e:
         parser.error(str(e))
-    title = f"NPBench, preset {args.preset}, target {args.target}: speedup over NumPy"
+    title = f"{suite.title}, preset {args.preset}, target {args.target}: speedup over NumPy"
     print(f"\n{title}\n{machine_description(args.target)}\nload average (1 min) {load_before:.2f} before, "
           f"{load_after:.2f} after the run\n")
     print(format_table(results, kernels, peers))

@@ -248,6 +248,9 @@ class CppEmitter : public CEmitter {
   // `step`: the plan of a loop at a parallel region's level (an `omp for`,
   // or a serial loop every thread runs).
   void emit_for(const For* loop, const RegionStep* step = nullptr);
+  // A loop as its own statement, not as one parallel region: each parallel
+  // loop inside starts its threads (or, under serial_only_, none does).
+  void emit_plain_for(const For* loop, const RegionStep* step);
 
   // Whether evaluating the bounds of `nest` may record an error: an
   // expression that raises, or a step that may be zero.
@@ -340,6 +343,8 @@ class CppEmitter : public CEmitter {
   // loop inside the region around parallel loops (its plan `step`): every
   // thread runs it.
   void emit_region_loop(const For* loop, std::unique_ptr<Region> root, const RegionStep* step);
+  // A region's loop as serial code, for when its work does not pay for a team.
+  void emit_serial_version(const For* loop);
 
   void emit_region_stmts(const RegionSteps& steps);
 
@@ -369,12 +374,14 @@ class CppEmitter : public CEmitter {
   // when the team is not started.
   static std::string if_clause(const std::string& work, const For* innermost, bool combined);
 
-  // The OpenMP pragma of a loop; the reductions in `thread_order` are left
-  // out (emit_thread_order combines them), and so is simd, which would not
-  // run the thread's iterations in order; those in `nan_kept` use
-  // plait_max/plait_min.
-  std::string pragma(const For* loop, size_t depth, const For* innermost, bool work_shared, const std::string& work,
-                     const VarSet& thread_order, const VarSet& nan_kept);
+  // The OpenMP pragma of a loop as `sc` schedules it; the reductions in
+  // `thread_order` are left out (emit_thread_order combines them), and so
+  // is simd, which would not run the thread's iterations in order; those in
+  // `nan_kept` use plait_max/plait_min. `work` is the iterations' count for
+  // the `if` clause of a loop that starts its team ("": no clause, the
+  // caller branched on it).
+  std::string pragma(const For* loop, const LoopSchedule& sc, size_t depth, const For* innermost, bool work_shared,
+                     const std::string& work, const VarSet& thread_order, const VarSet& nan_kept);
 
   // A pass that makes a loop parallel, or moves statements into one, must
   // say which scalars each thread keeps to itself: one it leaves out is an
@@ -419,6 +426,10 @@ class CppEmitter : public CEmitter {
   int parallel_iterations_ = 0;     // enclosing iterations of parallel loops that note their iteration
   std::unique_ptr<Region> region_;  // the parallel region being emitted
   bool region_level_ = false;       // emitting a region's statements outside its `omp for` loops
+  // Emitting the serial version of a region's loop (what runs when its work
+  // does not pay for a team): parallel loops run as serial (and vector)
+  // loops, with no OpenMP construct that costs a call at run time.
+  bool serial_only_ = false;
   // What stops the code being emitted after a run-time error: a statement
   // (return, or a goto to the end of a parallel loop's iteration or of a
   // region's single), or empty where nothing may leave (a vector loop's

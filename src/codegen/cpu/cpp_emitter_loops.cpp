@@ -21,6 +21,34 @@ void CppEmitter::emit_for(const For* loop, const RegionStep* step) {
                         "loop over '" + loop->var->name + "': each parallel loop inside starts its own threads (" +
                             plan->refusal + ")"});
   }
+  emit_plain_for(loop, step);
+}
+
+void CppEmitter::emit_plain_for(const For* loop, const RegionStep* step) {
+  LoopSchedule sc = loop->schedule;
+  // The order of its float max/min reductions and its per-thread
+  // temporaries (transforms/cpu/plan_omp_loops.h).
+  const OmpLoopPlan* omp = sc.plan<OmpLoopPlan>();
+  if (!omp && has_omp_loop_plan(sc))
+    PLAIT_INTERNAL_ERROR("the loop over `" + loop->var->name +
+                         "` has no OpenMP loop plan: the pass transforms/cpu/plan_omp_loops must run");
+  // Under serial_only_ (a region's serial version) a parallel loop runs as a
+  // serial loop, or as a vector loop where it was one loop's `parallel for
+  // simd` (a collapsed nest's levels would nest simd in simd) without array
+  // reductions or reductions combined in thread order: its float max/min
+  // reductions then update in Python's order and its temporaries are
+  // allocated per iteration, as the IR has them.
+  OmpLoopPlan serial_order;
+  if (serial_only_ && is_parallel(sc.kind)) {
+    const bool vector = is_vectorized(sc.kind) && collapse_nest(loop).size() == 1 && sc.array_reductions.empty() &&
+                        (!omp || omp->thread_order.empty());
+    sc.kind = vector ? LoopKind::Vectorized : LoopKind::Serial;
+    sc.array_reductions.clear();
+    if (omp) serial_order = *omp;
+    serial_order.per_thread.clear();
+    serial_order.thread_order.clear();
+    omp = &serial_order;
+  }
   const bool work_shared = region_level_;  // an `omp for` of the enclosing region
   PLAIT_ASSERT(!work_shared || step);      // the plan's step of the loop
   if (work_shared && sc.kind == LoopKind::Serial) return emit_region_loop(loop, nullptr, step);
@@ -35,12 +63,6 @@ void CppEmitter::emit_for(const For* loop, const RegionStep* step) {
 
   line("{");
   ++indent_;
-  // The order of its float max/min reductions and its per-thread
-  // temporaries (transforms/cpu/plan_omp_loops.h).
-  const OmpLoopPlan* omp = sc.plan<OmpLoopPlan>();
-  if (!omp && has_omp_loop_plan(sc))
-    PLAIT_INTERNAL_ERROR("the loop over `" + loop->var->name +
-                         "` has no OpenMP loop plan: the pass transforms/cpu/plan_omp_loops must run");
   static const OmpLoopPlan kNoPlan;  // a serial loop without float max/min reductions: nothing to order
   const OmpLoopPlan& order = omp ? *omp : kNoPlan;
   const VarInfo* order_var = order.in_order;
@@ -153,94 +175,123 @@ void CppEmitter::emit_for(const For* loop, const RegionStep* step) {
       partials.push_back(part);
     }
   }
-  const For* planned = is_vectorized(sc.kind)
+  const For* planned = is_vectorized(sc.kind) || serial_only_
                            ? nullptr
                            : plan_prefetch(innermost, levels.back().step, levels.back().k, levels.back().trip);
   // A compute-bound pass of a loop over rows runs in chunks that prefetch
   // what the other passes read and write (transforms/cpu/plan_row_prefetch.h).
-  const auto site = prefetch_.find(loop);
+  const auto site = serial_only_ ? prefetch_.end() : prefetch_.find(loop);
   const bool in_chunks = site != prefetch_.end();
   std::string k_begin = "0";
   std::string k_end = levels[0].trip;
   if (in_chunks) emit_prefetch_chunk(site->second, levels[0].trip, &k_begin, &k_end);
   // The bound set-up above shifted the line count: re-anchor so that a
   // diagnostic about the OpenMP pragma names the user's pragma line.
-  if (sc.kind != LoopKind::Serial) line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
-  if (sc.kind != LoopKind::Serial && !in_order)
-    line(pragma(loop, levels.size(), innermost, work_shared || own_team, trips, thread_order, order.nan_kept));
-  // Every thread of a region walks the statements around its loops.
-  if (in_order && work_shared) line("#pragma omp single");
-  for (size_t d = 0; d < levels.size(); ++d) {
-    const Level& lv = levels[d];
-    line("for (int64_t " + lv.k + " = " + (d == 0 ? k_begin : "0") + "; " + lv.k + " < " + (d == 0 ? k_end : lv.trip) +
-         "; ++" + lv.k + ")" + (d + 1 == levels.size() ? " {" : ""));
-  }
-  ++indent_;
-  scopes_.emplace_back();
-  // The loop variable: a serial loop assigns the variable itself (so break
-  // and assignments in the body leave Python's value); parallel and vector
-  // loops give each iteration its own copy and set the last value after.
   std::vector<const Level*> copy_back;
-  for (const Level& lv : levels) {
-    const Var& v = lv.loop->var;
-    const std::string value = "static_cast<" + ctype(v->type) + ">(" + lv.begin + " + " + lv.k + " * " + lv.step + ")";
-    if (sc.kind == LoopKind::Serial && declared(v.get())) {
-      line(var_name(v) + " = " + value + ";");
-    } else {
-      if (declared(v.get())) copy_back.push_back(&lv);
-      line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
-      scopes_.back().insert(v.get());
-    }
-  }
-  if (sc.kind != LoopKind::Serial) ++omp_depth_;
-  ++loop_depth_;
-  auto emit_body = [&] {
-    if (const Block* b = innermost->body->as<Block>()) {
-      for (const Stmt& st : b->stmts)
-        if (!hoisted.count(st.get())) emit(st);
-    } else {
-      emit(innermost->body);
-    }
-  };
-  // After an error a thread of a parallel loop skips its remaining
-  // iterations, and an error in an iteration leaves it. A vector loop
-  // raises nothing (scalarize_raising_loops).
   const bool body_stops = may_stop(scan(innermost->body));
-  PLAIT_ASSERT(!(body_stops && is_vectorized(sc.kind)));
-  if (parallel && body_stops) {
-    // Python raises the error of the first iteration that fails: the
-    // thread notes the iteration it runs (in Python's order, the nest's
-    // levels row by row), an iteration after a failed one is skipped, one
-    // before it runs on, and its own error replaces the later one's
-    // (plait::raise_error keeps the lowest iteration's).
-    std::string at = levels[0].k;
-    for (size_t d = 1; d < levels.size(); ++d) at = "(" + at + ") * " + levels[d].trip + " + " + levels[d].k;
-    line("plait::parallel_iteration = " + at + ";");
-    line("if (__builtin_expect(ctx->error_kind != 0, 0) && plait::stops(ctx)) {");
-    line("  plait::parallel_iteration = -1;");
-    line("  continue;");
+  // The nest's loops and body (printed twice for a branch, below).
+  auto print_nest = [&] {
+    for (size_t d = 0; d < levels.size(); ++d) {
+      const Level& lv = levels[d];
+      line("for (int64_t " + lv.k + " = " + (d == 0 ? k_begin : "0") + "; " + lv.k + " < " +
+           (d == 0 ? k_end : lv.trip) + "; ++" + lv.k + ")" + (d + 1 == levels.size() ? " {" : ""));
+    }
+    ++indent_;
+    scopes_.emplace_back();
+    // The loop variable: a serial loop assigns the variable itself (so break
+    // and assignments in the body leave Python's value); parallel and vector
+    // loops give each iteration its own copy and set the last value after.
+    copy_back.clear();
+    for (const Level& lv : levels) {
+      const Var& v = lv.loop->var;
+      const std::string value =
+          "static_cast<" + ctype(v->type) + ">(" + lv.begin + " + " + lv.k + " * " + lv.step + ")";
+      if (sc.kind == LoopKind::Serial && declared(v.get())) {
+        line(var_name(v) + " = " + value + ";");
+      } else {
+        if (declared(v.get())) copy_back.push_back(&lv);
+        line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + " = " + value + ";");
+        scopes_.back().insert(v.get());
+      }
+    }
+    if (sc.kind != LoopKind::Serial) ++omp_depth_;
+    ++loop_depth_;
+    auto emit_body = [&] {
+      if (const Block* b = innermost->body->as<Block>()) {
+        for (const Stmt& st : b->stmts)
+          if (!hoisted.count(st.get())) emit(st);
+      } else {
+        emit(innermost->body);
+      }
+    };
+    // After an error a thread of a parallel loop skips its remaining
+    // iterations, and an error in an iteration leaves it. A vector loop
+    // raises nothing (scalarize_raising_loops).
+    PLAIT_ASSERT(!(body_stops && is_vectorized(sc.kind)));
+    if (parallel && body_stops) {
+      // Python raises the error of the first iteration that fails: the
+      // thread notes the iteration it runs (in Python's order, the nest's
+      // levels row by row), an iteration after a failed one is skipped, one
+      // before it runs on, and its own error replaces the later one's
+      // (plait::raise_error keeps the lowest iteration's).
+      std::string at = levels[0].k;
+      for (size_t d = 1; d < levels.size(); ++d) at = "(" + at + ") * " + levels[d].trip + " + " + levels[d].k;
+      line("plait::parallel_iteration = " + at + ";");
+      line("if (__builtin_expect(ctx->error_kind != 0, 0) && plait::stops(ctx)) {");
+      line("  plait::parallel_iteration = -1;");
+      line("  continue;");
+      line("}");
+      // In a region the thread that fails notes it for all (check_failed).
+      ++parallel_iterations_;
+      with_stop_label(emit_body, work_shared ? failed_flag() + " = true;" : "");
+      --parallel_iterations_;
+      line("plait::parallel_iteration = -1;");
+    } else if (is_vectorized(sc.kind)) {
+      const std::string outer_stop = std::exchange(stop_, "");
+      emit_body();
+      stop_ = outer_stop;
+    } else {
+      if (scan(innermost->body).has_loop) emit_interrupt_check();
+      emit_body();
+    }
+    --loop_depth_;
+    if (sc.kind != LoopKind::Serial) --omp_depth_;
+    scopes_.pop_back();
+    --indent_;
     line("}");
-    // In a region the thread that fails notes it for all (check_failed).
-    ++parallel_iterations_;
-    with_stop_label(emit_body, work_shared ? failed_flag() + " = true;" : "");
-    --parallel_iterations_;
-    line("plait::parallel_iteration = -1;");
-  } else if (is_vectorized(sc.kind)) {
-    const std::string outer_stop = std::exchange(stop_, "");
-    emit_body();
-    stop_ = outer_stop;
+  };
+  // A parallel loop in a serial loop's steps whose work may not pay for
+  // threads branches on it: a team of one that `omp parallel for if(...)`
+  // would start costs a call and a barrier (0.3 us, libgomp) at every step,
+  // the plain loop nothing. (Loops with their own team, partials or
+  // prefetched chunks, or that run in order, keep the clause.)
+  const bool branch = parallel && !work_shared && !own_team && partials.empty() && !in_chunks && !planned &&
+                      !in_order && loop_depth_ > 0;
+  if (sc.kind != LoopKind::Serial) line_directive(sc.pragma_loc.valid() ? sc.pragma_loc : loop->loc);
+  if (branch) {
+    line("if (" + trips + " * " + std::to_string(body_cost(innermost)) +
+         ".0 >= static_cast<double>(ctx->parallel_work_threshold)) {");
+    ++indent_;
+    line(pragma(loop, sc, levels.size(), innermost, false, "", thread_order, order.nan_kept));
+    print_nest();
+    --indent_;
+    line("} else {");
+    ++indent_;
+    const size_t remarks = remarks_.size();  // the copy's remarks would repeat the loop's
+    print_nest();
+    remarks_.erase(remarks_.begin() + static_cast<std::ptrdiff_t>(remarks), remarks_.end());
+    --indent_;
+    line("}");
   } else {
-    if (scan(innermost->body).has_loop) emit_interrupt_check();
-    emit_body();
+    if (sc.kind != LoopKind::Serial && !in_order)
+      line(pragma(loop, sc, levels.size(), innermost, work_shared || own_team, trips, thread_order, order.nan_kept));
+    // Every thread of a region walks the statements around its loops.
+    if (in_order && work_shared) line("#pragma omp single");
+    print_nest();
   }
-  --loop_depth_;
-  if (sc.kind != LoopKind::Serial) --omp_depth_;
   // IR nodes are shared: the pass may appear again where this row loop's
   // variables are not in scope.
   if (planned) prefetch_.erase(planned);
-  scopes_.pop_back();
-  --indent_;
-  line("}");
   if (in_chunks) {  // the chunk loop
     --indent_;
     line("}");
@@ -376,9 +427,9 @@ std::string CppEmitter::if_clause(const std::string& work, const For* innermost,
          ".0 >= static_cast<double>(ctx->parallel_work_threshold))";
 }
 
-std::string CppEmitter::pragma(const For* loop, size_t depth, const For* innermost, bool work_shared,
-                               const std::string& work, const VarSet& thread_order, const VarSet& nan_kept) {
-  const LoopSchedule& sc = loop->schedule;
+std::string CppEmitter::pragma(const For* loop, const LoopSchedule& sc, size_t depth, const For* innermost,
+                               bool work_shared, const std::string& work, const VarSet& thread_order,
+                               const VarSet& nan_kept) {
   std::string p;
   const LoopKind kind = sc.kind == LoopKind::ParallelVectorized && !thread_order.empty() ? LoopKind::Parallel : sc.kind;
   switch (kind) {
@@ -399,7 +450,7 @@ std::string CppEmitter::pragma(const For* loop, size_t depth, const For* innermo
     // clause weighed the work of the whole region.
     if (!work_shared) p += num_threads_clause(sc);
     if (depth > 1) p += " collapse(" + std::to_string(depth) + ")";
-    if (!work_shared) p += if_clause(work, innermost, true);
+    if (!work_shared && !work.empty()) p += if_clause(work, innermost, true);
     // Arrays (re)bound inside the body but declared outside it belong to
     // one iteration.
     ArrayCollector arrays;

@@ -95,6 +95,24 @@ void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root,
   std::string outer_stop;
   if (is_root) {
     region_ = std::move(root);
+    const std::string threads =
+        region_->plan.num_threads > 0 ? std::to_string(region_->plan.num_threads) : std::string("ctx->num_threads");
+    // The team starts when the whole loop's work reaches the threshold
+    // (what starting a team costs) and each barrier inside has on average
+    // as much to share out: with passive waiting a barrier puts threads
+    // to sleep and wakes them like a start does (fdtd_2d at preset S, four
+    // barriers per step of 1.2-1.9M node-iterations each, ran 1.6x slower
+    // on 2 threads than on one). Otherwise the loop runs as serial code
+    // (emit_serial_version): a team of one thread would still make a system
+    // call at each of its barriers (0.24 us each, libgomp).
+    const std::string work = temp("work"), syncs = temp("syncs");
+    line("const double " + work + " = " + region_work(loop->body) + ";");
+    line("const double " + syncs + " = " + region_syncs(loop->body) + ";");
+    line("if (static_cast<double>(" + trip + ") * " + work +
+         " >= static_cast<double>(ctx->parallel_work_threshold) && " + work + " >= " + syncs +
+         " * static_cast<double>(ctx->parallel_work_threshold)) {");
+    ++indent_;
+    scopes_.emplace_back();
     for (const ArrayVar& a : region_->plan.hoisted_arrays) declare_array(a);
     for (const Var& v : region_->plan.hoisted_vars) {
       line("[[maybe_unused]] " + ctype(v->type) + " " + var_name(v) + "{};");
@@ -106,21 +124,8 @@ void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root,
       region_->exit = temp("exit");
       line("bool " + region_->failed + "[2] = {false, false};");
     }
-    const std::string threads =
-        region_->plan.num_threads > 0 ? std::to_string(region_->plan.num_threads) : std::string("ctx->num_threads");
-    // The team starts when the whole loop's work reaches the threshold
-    // (what starting a team costs) and each barrier inside has on average
-    // as much to share out: with passive waiting a barrier puts threads
-    // to sleep and wakes them like a start does (fdtd_2d at preset S, four
-    // barriers per step of 1.2-1.9M node-iterations each, ran 1.6x slower
-    // on 2 threads than on one).
-    const std::string work = temp("work"), syncs = temp("syncs");
-    line("const double " + work + " = " + region_work(loop->body) + ";");
-    line("const double " + syncs + " = " + region_syncs(loop->body) + ";");
     line_directive(loop->loc);
-    line("#pragma omp parallel num_threads(" + threads + ") if(static_cast<double>(" + trip + ") * " + work +
-         " >= static_cast<double>(ctx->parallel_work_threshold) && " + work + " >= " + syncs +
-         " * static_cast<double>(ctx->parallel_work_threshold))");
+    line("#pragma omp parallel num_threads(" + threads + ")");
     line("{");
     ++indent_;
     if (region_->plan.may_stop) line("int64_t " + region_->passes + " = 0;");
@@ -156,9 +161,17 @@ void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root,
     region_.reset();
     remarks_.push_back({loop->loc, "codegen_cpp",
                         "loop over '" + v->name + "' runs as one parallel region: its " + std::to_string(loops) +
-                            " parallel loop(s) share one thread team (`omp for`), started once per call"});
+                            " parallel loop(s) share one thread team (`omp for`), started once per call; "
+                            "when its work does not pay for a team, it runs as serial code"});
     if (declared(v.get())) line(copy_back);
     if (stops) stop_on_error();
+    scopes_.pop_back();
+    --indent_;
+    line("} else {");
+    ++indent_;
+    emit_serial_version(loop);
+    --indent_;
+    line("}");
   } else if (declared(v.get())) {
     if (step->single_copy_back.count(v.get())) {
       if (step->barrier_before_copy_back) line("#pragma omp barrier");
@@ -168,6 +181,15 @@ void CppEmitter::emit_region_loop(const For* loop, std::unique_ptr<Region> root,
   }
   --indent_;
   line("}");
+}
+
+void CppEmitter::emit_serial_version(const For* loop) {
+  // The remarks of the serial version would repeat the region's.
+  const size_t remarks = remarks_.size();
+  serial_only_ = true;
+  emit_plain_for(loop, nullptr);
+  serial_only_ = false;
+  remarks_.erase(remarks_.begin() + static_cast<std::ptrdiff_t>(remarks), remarks_.end());
 }
 
 void CppEmitter::emit_region_stmts(const RegionSteps& steps) {

@@ -1,0 +1,71 @@
+"""The Intrepydd applications (benchmarks/intrepydd) at a tiny size: each
+one's Plait and Numba versions must match NumPy's outputs (within the
+module's RTOL), with the invariants the specification states, and the suite
+runs end to end through `python -m plait.bench intrepydd`."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plait.bench import intrepydd, npbench
+from plait.bench.peers import NumbaPeer, PlaitPeer
+
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "intrepydd"
+KERNELS = npbench.kernel_package(KERNEL_DIR, intrepydd.INTREPYDD).KERNELS
+
+
+def load(name):
+    return npbench.load_kernel(KERNEL_DIR, name, intrepydd.INTREPYDD)
+
+
+@pytest.mark.parametrize("preset", ["test", "S"])
+@pytest.mark.parametrize("name", KERNELS)
+def test_plait_matches_numpy(name, preset):
+    module = load(name)
+    inputs = module.initialize(preset)
+    peer = PlaitPeer("cpu")
+    problem = npbench.validate(peer, peer.implementation(module), module, preset, inputs,
+                               npbench.numpy_references(module, preset, inputs))
+    assert problem is None, problem
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_numba_matches_numpy(name):
+    peer = NumbaPeer()
+    if peer.unavailable():
+        pytest.skip(peer.unavailable())
+    module = load(name)
+    inputs = module.initialize("test")
+    problem = npbench.validate(peer, peer.implementation(module), module, "test", inputs,
+                               npbench.numpy_references(module, "test", inputs))
+    assert problem is None, problem
+
+
+def test_bigclam_ascends():
+    module = load("bigclam")
+    inputs = module.initialize("S")
+    ll = module.kernel_plait(inputs["A"], inputs["F"].copy(), inputs["sweeps"])
+    assert ll[-1] > ll[0] and np.all(np.isfinite(ll))
+
+
+def test_pr_nibble_keeps_its_invariants():
+    # Each column's scores sum to at most 1 (the rest is residual) and are
+    # non-negative; the seed scores highest in its own column.
+    module = load("pr_nibble")
+    inputs = module.initialize("S")
+    scores = module.kernel_plait(*(inputs[k] for k in module.PARAMETERS))
+    assert np.all(scores >= 0) and np.all(scores.sum(axis=0) <= 1.0 + 1e-12)
+    assert np.all(np.argmax(scores, axis=0) == inputs["seeds"])
+
+
+def test_the_suite_runs(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "plait.bench", "intrepydd", "--preset", "test", "--repeat", "1",
+         "--kernels-dir", str(KERNEL_DIR), "--output-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "Intrepydd applications, preset test, target cpu" in result.stdout
+    assert (tmp_path / "intrepydd_cpu_test.csv").is_file()
