@@ -394,3 +394,31 @@ def rebinding(y, a):
 def test_a_callee_that_rebinds_a_parameter_leaves_the_callers_name():
     check(rebinding, 3, np.arange(5.0))
     check(rebinding, 2.5, np.arange(1.0))
+
+
+def squares(a):
+    s = 0.0
+    #pragma parallel for reduction(+:s)
+    for i in range(a.shape[0]):
+        s += a[i] * a[i]
+    return s
+
+
+def scale_rows(A, c):
+    for i in plait.prange(A.shape[0]):
+        A[i, :] = A[i, :] * c
+
+
+@plait.jit
+def parallel_callees(a, A):
+    scale_rows(A, 2.0)
+    return squares(a) + squares(A[0])
+
+
+@pytest.mark.parametrize("n", [0, 1, 33, 1000])
+def test_callees_keep_their_pragmas_and_prange(n):
+    rng = rng_for("parallel_callees", n)
+    check(parallel_callees, random_array(rng, np.float64, n), random_array(rng, np.float64, (5, 7)), rtol=1e-12)
+    text = parallel_callees.explain()
+    assert "parallel loop over 'squares.i', reduction(+: squares.s)" in text
+    assert "parallel loop over 'squares#2.i', reduction(+: squares#2.s)" in text
