@@ -1,7 +1,7 @@
 // NumPy library functions that are more than one ufunc per element:
 // np.clip, np.linalg.norm, np.any/np.all, np.arange, np.linspace, np.cumsum,
-// np.nonzero and np.where with one argument, and the array methods of the
-// same names. Each follows NumPy 2's result types, edge cases and errors.
+// np.sort, np.nonzero and np.where with one argument, and the array methods
+// of the same names. Each follows NumPy 2's result types, edge cases and errors.
 #include <map>
 
 #include "frontend/array_lowering.h"
@@ -167,6 +167,8 @@ std::optional<Value> Lowerer::numpy_library(const std::string& fn, const ast::Ca
     if (count.kind == Value::Kind::Scalar) return Value::of(decide({count.scalar}));
     return elementwise({count}, decide, c.loc);
   }
+  if (fn == "sort" && !self) return sort(c);
+  if (fn == "sort") unsupported("the array method .sort() (in place) is not supported: use np.sort(a)", c.loc);
   if (fn == "arange" && !self) return arange(c);
   if (fn == "linspace" && !self) return linspace(c);
   if (fn == "cumsum") return cumsum(c, self);
@@ -363,6 +365,95 @@ Value Lowerer::nonzero(const Value& a, SourceLoc loc) {
       ir::Allocate::make(out, {ir::VarRef::make(count, loc)}, ir::FillKind::Uninitialized, nullptr, loc));
   pass(count, true);
   return result;
+}
+
+Value Lowerer::sort(const ast::Call& c) {
+  const SourceLoc loc = c.loc;
+  auto args = library_arguments("numpy.sort", c, nullptr, {"a", "axis", "kind", "order"}, {});
+  if (!args[0] || !is_array_like(*args[0])) type_error("numpy.sort() takes an array", loc);
+  if (args[3] && args[3]->kind != Value::Kind::None) unsupported("numpy.sort() with order= is not supported", loc);
+  // Every kind sorts to the same values.
+  if (args[2] && args[2]->kind != Value::Kind::None && args[2]->kind != Value::Kind::String)
+    type_error("numpy.sort(): kind must be a string", loc);
+  TensorPtr x = to_tensor(*args[0], loc);
+  if (x->rank() != 1)
+    unsupported("numpy.sort() of an array of more than one dimension is not supported: sort each row in a loop", loc);
+  reduction_axes(args[1], 1, loc);  // None, 0 or -1
+  ArrayType at;
+  at.dtype = x->type.kind;
+  at.ndim = 1;
+  at.layout = Layout::C;
+  ir::ArrayVar out = temp_array(at, loc);
+  array_units_[out] = {false};
+  if (inferring_) return Value::of_array(out, loc);
+  const ScalarType t{at.dtype, false};
+  const ScalarType index = ScalarType::py_int();
+  auto named = [&](const char* what, ScalarType type) {
+    ir::Var v = temp_var(type, loc);
+    v->name = std::string(what) + v->name.substr(4);
+    return v;
+  };
+  auto ref = [&](const ir::Var& v) { return ir::VarRef::make(v, loc); };
+  auto at_ = [&](const Expr& i) { return ir::Load::make(out, {i}, false, loc); };
+  auto set = [&](const ir::Var& v, Expr e) { return ir::Assign::make(v, std::move(e), loc); };
+  auto plus = [&](const Expr& a, int64_t b) { return add(a, int_imm(b, loc), loc); };
+  // NumPy's order: NaN after every number.
+  auto less = [&](const Expr& a, const Expr& b) {
+    Expr lt = ir::Compare::make(ir::CompareOp::LT, t.is_bool() ? cast(a, ScalarType::i64()) : a,
+                                t.is_bool() ? cast(b, ScalarType::i64()) : b, loc);
+    if (!t.is_float()) return lt;
+    Expr b_nan = ir::Compare::make(ir::CompareOp::NE, b, b, loc);
+    Expr a_number = ir::Compare::make(ir::CompareOp::EQ, a, a, loc);
+    return ir::Logical::make(ir::LogicalOp::Or, lt, ir::Logical::make(ir::LogicalOp::And, b_nan, a_number, loc), loc);
+  };
+  const ir::Var held = named("_held", t);
+  auto swap = [&](const Expr& i, const Expr& j, std::vector<Stmt>& body) {
+    body.push_back(set(held, at_(i)));
+    body.push_back(ir::Store::make(out, {i}, at_(j), false, loc));
+    body.push_back(ir::Store::make(out, {j}, ref(held), false, loc));
+  };
+  // Heapsort of out: the root sinks below its larger child until neither
+  // child is larger (a child is read only when it exists).
+  const ir::Var root = named("_root", index), child = named("_child", index);
+  auto sift = [&](Expr from, Expr size, std::vector<Stmt>& out_stmts) {
+    out_stmts.push_back(set(root, std::move(from)));
+    std::vector<Stmt> body;
+    body.push_back(set(child, plus(mul(int_imm(2, loc), ref(root), loc), 1)));
+    body.push_back(
+        ir::If::make(ir::Compare::make(ir::CompareOp::GE, ref(child), size, loc), ir::Break::make(loc), nullptr, loc));
+    body.push_back(ir::If::make(
+        ir::Compare::make(ir::CompareOp::LT, plus(ref(child), 1), size, loc),
+        ir::If::make(less(at_(ref(child)), at_(plus(ref(child), 1))), set(child, plus(ref(child), 1)), nullptr, loc),
+        nullptr, loc));
+    std::vector<Stmt> sink;
+    swap(ref(root), ref(child), sink);
+    sink.push_back(set(root, ref(child)));
+    body.push_back(ir::If::make(less(at_(ref(root)), at_(ref(child))), ir::Block::make(std::move(sink), loc),
+                                ir::Break::make(loc), loc));
+    out_stmts.push_back(ir::While::make(ir::BoolImm::make(true, loc), ir::Block::make(std::move(body), loc), loc));
+  };
+  Expr n = named_if_large(x->shape[0], loc);
+  pending_.push_back(ir::Allocate::make(out, {n}, ir::FillKind::Uninitialized, nullptr, loc));
+  {
+    const ir::Var i = named("_i", index);
+    Sink sink;
+    Expr element = x->element({ref(i)}, sink);
+    std::vector<Stmt> body;
+    for (const auto& g : sink.groups) body.insert(body.end(), g.begin(), g.end());
+    body.push_back(ir::Store::make(out, {ref(i)}, element, false, loc));
+    pending_.push_back(loop(i, n, std::move(body), ir::LoopKind::Serial, loc));
+  }
+  const ir::Var start = named("_start", index), end = named("_end", index);
+  std::vector<Stmt> heapify, extract;
+  sift(ref(start), n, heapify);
+  pending_.push_back(ir::For::make(start, sub(floordiv(n, 2, loc), int_imm(1, loc), loc), int_imm(-1, loc),
+                                   int_imm(-1, loc), ir::Block::make(std::move(heapify), loc), ir::LoopSchedule{},
+                                   loc));
+  swap(int_imm(0, loc), ref(end), extract);
+  sift(int_imm(0, loc), ref(end), extract);
+  pending_.push_back(ir::For::make(end, sub(n, int_imm(1, loc), loc), int_imm(0, loc), int_imm(-1, loc),
+                                   ir::Block::make(std::move(extract), loc), ir::LoopSchedule{}, loc));
+  return Value::of_array(out, loc);
 }
 
 }  // namespace plait::lowering

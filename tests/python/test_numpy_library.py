@@ -245,3 +245,33 @@ def test_where_of_one_argument_in_a_loop():
     A = (rng.random((9, 9)) < 0.4).astype(np.int8)
     for i in range(9):
         check(neighbours, A, i)
+
+
+@plait.jit
+def sort(a):
+    return np.sort(a), np.sort(a, axis=-1, kind="stable"), np.sort(a[::-1], axis=None)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + (np.uint8,), ids=dtype_id)
+@pytest.mark.parametrize("n", SIZES)
+def test_sort(dtype, n):
+    # NaNs go last, as NumPy's; the values are NumPy's whatever the kind.
+    a = with_specials(rng_for("sort", dtype, n), dtype, n)
+    check(sort, a)
+    check(sort, a[::3])
+    check(sort, np.full(n, a[0] if n else 1, dtype=dtype))
+
+
+def test_sort_of_more_than_one_dimension_and_in_place_are_refused():
+    @plait.jit
+    def sort_rows(A):
+        return np.sort(A)
+
+    @plait.jit
+    def sort_in_place(a):
+        return a.sort()
+
+    with pytest.raises(NotImplementedError, match="more than one dimension"):
+        sort_rows(np.ones((2, 2)))
+    with pytest.raises(NotImplementedError, match=r"\.sort\(\) \(in place\)"):
+        sort_in_place(np.ones(3))
