@@ -1,7 +1,7 @@
 // NumPy library functions that are more than one ufunc per element:
 // np.clip, np.linalg.norm, np.any/np.all, np.arange, np.linspace, np.cumsum,
-// np.sort, np.nonzero and np.where with one argument, and the array methods
-// of the same names. Each follows NumPy 2's result types, edge cases and errors.
+// np.sort, np.unique, np.concatenate, np.nonzero and np.where with one
+// argument, and the array methods of the same names. Each follows NumPy 2's result types, edge cases and errors.
 #include <map>
 
 #include "frontend/array_lowering.h"
@@ -83,10 +83,10 @@ std::vector<int> Lowerer::reduction_axes(const std::optional<Value>& axis, size_
   return axes;
 }
 
-bool Lowerer::keepdims_flag(const std::optional<Value>& v, SourceLoc loc) {
+bool Lowerer::constant_flag(const std::optional<Value>& v, const std::string& what, SourceLoc loc) {
   if (!v || v->kind == Value::Kind::None) return false;
-  auto b = as_scalar(*v, "keepdims=", loc)->as<ir::BoolImm>();
-  if (!b) unsupported("keepdims= must be True or False", loc);
+  auto b = as_scalar(*v, what.c_str(), loc)->as<ir::BoolImm>();
+  if (!b) unsupported(what + " must be True or False", loc);
   return b->value;
 }
 
@@ -133,7 +133,7 @@ std::optional<Value> Lowerer::numpy_library(const std::string& fn, const ast::Ca
         },
         c.loc);
     Value total = reduce_axes("sum", to_tensor(squares, c.loc), reduction_axes(args[2], x->rank(), c.loc),
-                              keepdims_flag(args[3], c.loc), c.loc);
+                              constant_flag(args[3], "keepdims=", c.loc), c.loc);
     auto root = [f, &c](const std::vector<Expr>& e) {
       return ir::Call::make(ir::Intrinsic::Sqrt, {e[0]}, f, false, c.loc);
     };
@@ -159,7 +159,7 @@ std::optional<Value> Lowerer::numpy_library(const std::string& fn, const ast::Ca
         },
         c.loc);
     Value count = reduce_axes("sum", to_tensor(deciding, c.loc), reduction_axes(args[1], t->rank(), c.loc),
-                              keepdims_flag(args[2], c.loc), c.loc);
+                              constant_flag(args[2], "keepdims=", c.loc), c.loc);
     auto decide = [any, &c](const std::vector<Expr>& e) {
       Expr r = ir::Compare::make(any ? ir::CompareOp::GT : ir::CompareOp::EQ, e[0], int_imm(0, c.loc), c.loc);
       return ir::Cast::make(ScalarType::b1(), r, false, c.loc);
@@ -168,6 +168,8 @@ std::optional<Value> Lowerer::numpy_library(const std::string& fn, const ast::Ca
     return elementwise({count}, decide, c.loc);
   }
   if (fn == "sort" && !self) return sort(c);
+  if (fn == "unique" && !self) return unique(c);
+  if (fn == "concatenate" && !self) return concatenate(c);
   if (fn == "sort") unsupported("the array method .sort() (in place) is not supported: use np.sort(a)", c.loc);
   if (fn == "arange" && !self) return arange(c);
   if (fn == "linspace" && !self) return linspace(c);
@@ -379,13 +381,17 @@ Value Lowerer::sort(const ast::Call& c) {
   if (x->rank() != 1)
     unsupported("numpy.sort() of an array of more than one dimension is not supported: sort each row in a loop", loc);
   reduction_axes(args[1], 1, loc);  // None, 0 or -1
+  return Value::of_array(sorted_copy(x, loc), loc);
+}
+
+ir::ArrayVar Lowerer::sorted_copy(const TensorPtr& x, SourceLoc loc) {
   ArrayType at;
   at.dtype = x->type.kind;
   at.ndim = 1;
   at.layout = Layout::C;
   ir::ArrayVar out = temp_array(at, loc);
   array_units_[out] = {false};
-  if (inferring_) return Value::of_array(out, loc);
+  if (inferring_) return out;
   const ScalarType t{at.dtype, false};
   const ScalarType index = ScalarType::py_int();
   auto named = [&](const char* what, ScalarType type) {
@@ -453,6 +459,135 @@ Value Lowerer::sort(const ast::Call& c) {
   sift(int_imm(0, loc), ref(end), extract);
   pending_.push_back(ir::For::make(end, sub(n, int_imm(1, loc), loc), int_imm(0, loc), int_imm(-1, loc),
                                    ir::Block::make(std::move(extract), loc), ir::LoopSchedule{}, loc));
+  return out;
+}
+
+Value Lowerer::unique(const ast::Call& c) {
+  const SourceLoc loc = c.loc;
+  auto args = library_arguments("numpy.unique", c, nullptr,
+                                {"ar", "return_index", "return_inverse", "return_counts", "axis", "equal_nan"}, {});
+  if (!args[0] || !is_array_like(*args[0])) type_error("numpy.unique() takes an array", loc);
+  for (size_t k = 1; k < 4; ++k)
+    if (constant_flag(args[k], "return_index=, return_inverse= and return_counts=", loc))
+      unsupported("numpy.unique() with return_index, return_inverse or return_counts is not supported", loc);
+  if (args[4] && args[4]->kind != Value::Kind::None) unsupported("numpy.unique() with axis= is not supported", loc);
+  if (args[5] && !constant_flag(args[5], "equal_nan=", loc))
+    unsupported("numpy.unique() with equal_nan=False is not supported", loc);
+  TensorPtr x = to_tensor(*args[0], loc);
+  if (x->rank() != 1) unsupported("numpy.unique() of an array of more than one dimension is not supported", loc);
+  // The sorted copy, then its first element and each that differs from the
+  // one before (NaNs count as one value, as NumPy's equal_nan=True), in two
+  // passes: the count, then the values.
+  const ir::ArrayVar sorted = sorted_copy(x, loc);
+  ir::ArrayVar out = temp_array(sorted->type, loc);
+  array_units_[out] = {false};
+  if (inferring_) return Value::of_array(out, loc);
+  const ScalarType t{sorted->type.dtype, false};
+  auto at = [&](const Expr& i) { return ir::Load::make(sorted, {i}, false, loc); };
+  const Expr n = ir::ArrayDim::make(sorted, 0, loc);
+  auto counter = [&](const char* what) {
+    ir::Var v = temp_var(ScalarType::py_int(), loc);
+    v->name = std::string(what) + v->name.substr(4);
+    return v;
+  };
+  auto pass = [&](const ir::Var& count, bool fill) {
+    const Expr any = ir::Compare::make(ir::CompareOp::GT, n, int_imm(0, loc), loc);
+    pending_.push_back(ir::Assign::make(count, ir::Select::make(any, int_imm(1, loc), int_imm(0, loc), loc), loc));
+    if (fill)
+      pending_.push_back(
+          ir::If::make(any, ir::Store::make(out, {int_imm(0, loc)}, at(int_imm(0, loc)), false, loc), nullptr, loc));
+    const ir::Var i = counter("_i");
+    const Expr here = at(ir::VarRef::make(i, loc)), before = at(sub(ir::VarRef::make(i, loc), int_imm(1, loc), loc));
+    Expr same = ir::Compare::make(ir::CompareOp::EQ, here, before, loc);
+    if (t.is_float()) {
+      Expr both_nan = ir::Logical::make(ir::LogicalOp::And, ir::Compare::make(ir::CompareOp::NE, here, here, loc),
+                                        ir::Compare::make(ir::CompareOp::NE, before, before, loc), loc);
+      same = ir::Logical::make(ir::LogicalOp::Or, same, both_nan, loc);
+    }
+    std::vector<Stmt> taken;
+    if (fill) taken.push_back(ir::Store::make(out, {ir::VarRef::make(count, loc)}, here, false, loc));
+    taken.push_back(ir::Assign::make(count, add(ir::VarRef::make(count, loc), int_imm(1, loc), loc), loc));
+    Stmt body = ir::If::make(ir::Unary::make(ir::UnaryOp::Not, same, loc), ir::Block::make(std::move(taken), loc),
+                             nullptr, loc);
+    pending_.push_back(
+        ir::For::make(i, int_imm(1, loc), n, int_imm(1, loc), ir::Block::make({body}, loc), ir::LoopSchedule{}, loc));
+  };
+  const ir::Var count = counter("_unique");
+  pass(count, false);
+  pending_.push_back(
+      ir::Allocate::make(out, {ir::VarRef::make(count, loc)}, ir::FillKind::Uninitialized, nullptr, loc));
+  pass(count, true);
+  return Value::of_array(out, loc);
+}
+
+Value Lowerer::concatenate(const ast::Call& c) {
+  const SourceLoc loc = c.loc;
+  auto args = library_arguments("numpy.concatenate", c, nullptr, {"arrays", "axis"}, {});
+  if (!args[0] || args[0]->kind != Value::Kind::Tuple || args[0]->elems.empty())
+    type_error("numpy.concatenate() takes a tuple or list of arrays", loc);
+  if (args[1] && args[1]->kind != Value::Kind::None) {
+    auto axis = as_scalar(*args[1], "axis=", loc)->as<ir::IntImm>();
+    if (!axis || axis->value != 0) unsupported("numpy.concatenate() along an axis other than 0 is not supported", loc);
+  } else if (args[1]) {
+    unsupported("numpy.concatenate() with axis=None is not supported", loc);
+  }
+  std::vector<TensorPtr> parts;
+  for (const Value& v : args[0]->elems) {
+    if (!is_array_like(v)) type_error("numpy.concatenate(): zero-dimensional arrays cannot be concatenated", loc);
+    parts.push_back(to_tensor(v, loc));
+    if (parts.back()->rank() != parts[0]->rank())
+      fail(ErrorKind::Value, "numpy.concatenate(): all the input arrays must have the same number of dimensions", loc);
+  }
+  const size_t rank = parts[0]->rank();
+  if (rank == 0) type_error("numpy.concatenate(): zero-dimensional arrays cannot be concatenated", loc);
+  ScalarType t = parts[0]->type;
+  for (const TensorPtr& p : parts) t = promote(t, p->type);
+  t = t.strong();
+  ArrayType at;
+  at.dtype = t.kind;
+  at.ndim = static_cast<int>(rank);
+  at.layout = Layout::C;
+  ir::ArrayVar out = temp_array(at, loc);
+  array_units_[out] = std::vector<bool>(rank, false);
+  if (inferring_) return Value::of_array(out, loc);
+  // The other dimensions agree (NumPy's ValueError), the first adds up.
+  Expr rows = int_imm(0, loc);
+  for (const TensorPtr& p : parts) {
+    for (size_t d = 1; d < rank; ++d) {
+      if (same_expr(p->shape[d], parts[0]->shape[d])) continue;
+      pending_.push_back(ir::Assert::make(ir::Compare::make(ir::CompareOp::EQ, p->shape[d], parts[0]->shape[d], loc),
+                                          PLAIT_VALUE_ERROR,
+                                          "all the input array dimensions except for the concatenation axis must "
+                                          "match exactly",
+                                          loc));
+    }
+    rows = add(rows, p->shape[0], loc);
+  }
+  std::vector<Expr> shape = {named_if_large(rows, loc)};
+  for (size_t d = 1; d < rank; ++d) shape.push_back(parts[0]->shape[d]);
+  pending_.push_back(ir::Allocate::make(out, shape, ir::FillKind::Uninitialized, nullptr, loc));
+  // Each part copied below the rows of those before it.
+  Expr offset = int_imm(0, loc);
+  for (const TensorPtr& p : parts) {
+    std::vector<ir::Var> vars;
+    std::vector<Expr> index, target;
+    for (size_t d = 0; d < rank; ++d) {
+      ir::Var v = temp_var(ScalarType::py_int(), loc);
+      v->name = "_i" + v->name.substr(4);
+      vars.push_back(v);
+      index.push_back(ir::VarRef::make(v, loc));
+      target.push_back(d == 0 ? add(offset, index.back(), loc) : index.back());
+    }
+    Sink sink;
+    Expr element = cast(p->element(index, sink), t);
+    std::vector<Stmt> body;
+    for (const auto& g : sink.groups) body.insert(body.end(), g.begin(), g.end());
+    body.push_back(ir::Store::make(out, target, element, false, loc));
+    Stmt nest = ir::Block::make(std::move(body), loc);
+    for (size_t d = rank; d-- > 0;) nest = loop(vars[d], p->shape[d], {nest}, ir::LoopKind::Serial, loc);
+    pending_.push_back(nest);
+    offset = named_if_large(add(offset, p->shape[0], loc), loc);
+  }
   return Value::of_array(out, loc);
 }
 

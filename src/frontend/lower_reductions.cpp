@@ -15,7 +15,7 @@ Value Lowerer::reduce(const std::string& name, const Value& x, const ast::Call& 
     if (kw.name == "axis") {
       axis_value = lower(*kw.value);
     } else if (kw.name == "keepdims") {
-      keepdims = keepdims_flag(lower(*kw.value), kw.loc);
+      keepdims = constant_flag(lower(*kw.value), "keepdims=", kw.loc);
     } else {
       unsupported(name + "() keyword '" + kw.name + "' is not supported", kw.loc);
     }

@@ -371,7 +371,8 @@ class Lowerer {
   Value call_array_method(const std::string& method, const Value& self, const ast::Call& c);
   // ------------------------------------------------------------ NumPy library functions (lower_numpy_library.cpp)
   // np.clip, np.linalg.norm, np.any/all, np.arange, np.linspace, np.cumsum,
-  // np.sort, np.nonzero, np.where(c) and the methods of those names (`self`: the
+  // np.sort, np.unique, np.concatenate, np.nonzero, np.where(c) and the
+  // methods of those names (`self`: the
   // array of a method call): the value, or none when `fn` is none of them.
   std::optional<Value> numpy_library(const std::string& fn, const ast::Call& c, const Value* self);
   // The arguments of a call bound to `names` (self first), as Python binds
@@ -381,12 +382,18 @@ class Lowerer {
                                                       const std::map<std::string, std::string>& aliases);
   // The axes an axis= argument names (all for None), checked as NumPy checks them.
   std::vector<int> reduction_axes(const std::optional<Value>& axis, size_t rank, SourceLoc loc);
-  bool keepdims_flag(const std::optional<Value>& v, SourceLoc loc);
+  // A True/False constant argument (keepdims=); absent or None: false.
+  bool constant_flag(const std::optional<Value>& v, const std::string& what, SourceLoc loc);
   Value arange(const ast::Call& c);
   Value linspace(const ast::Call& c);
   Value cumsum(const ast::Call& c, const Value* self);
   // np.sort of a 1-D array: a heapsort of a copy, NaNs last.
   Value sort(const ast::Call& c);
+  ir::ArrayVar sorted_copy(const TensorPtr& x, SourceLoc loc);
+  // np.unique of a 1-D array: its sorted distinct values (NaNs as one).
+  Value unique(const ast::Call& c);
+  // np.concatenate of arrays along their first axis.
+  Value concatenate(const ast::Call& c);
   Value nonzero(const Value& a, SourceLoc loc);
   bool call_numpy_array(const std::string& fn, const ast::Call& c, const std::vector<Value>& args, Value* out);
   ir::ArrayVar materialize(const TensorPtr& t, std::vector<Stmt>& out, SourceLoc loc, const ast::Stmt* stmt);

@@ -1,6 +1,6 @@
 """NumPy library functions on the CUDA target (frontend/lower_numpy_library.cpp):
 np.sign, np.clip, np.linalg.norm, np.any/np.all, np.arange, np.linspace,
-np.cumsum, np.sort and np.nonzero in one kernel, checked against the undecorated
+np.cumsum, np.sort, np.unique, np.concatenate and np.nonzero in one kernel, checked against the undecorated
 function for each array kind."""
 
 import numpy as np
@@ -17,7 +17,7 @@ def library(a, A):
     s = np.sign(a) + np.clip(a, -0.25, 0.5) + np.cumsum(a)
     r = np.arange(a.shape[0]) * 1.5 + np.linspace(0.0, 1.0, a.shape[0])
     return (s + r, np.linalg.norm(A, axis=1), np.linalg.norm(a), np.nonzero(a > 0)[0], np.any(a > 0.5),
-            np.all(A > -0.9, axis=0), np.sort(a))
+            np.all(A > -0.9, axis=0), np.sort(a), np.unique(np.floor(a * 4)), np.concatenate((a, a[::2])))
 
 
 @on_gpu

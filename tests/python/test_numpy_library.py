@@ -275,3 +275,65 @@ def test_sort_of_more_than_one_dimension_and_in_place_are_refused():
         sort_rows(np.ones((2, 2)))
     with pytest.raises(NotImplementedError, match=r"\.sort\(\) \(in place\)"):
         sort_in_place(np.ones(3))
+
+
+@plait.jit
+def unique(a):
+    return np.unique(a), np.unique(a[::-1], equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + (np.uint8,), ids=dtype_id)
+@pytest.mark.parametrize("n", SIZES)
+def test_unique(dtype, n):
+    # Sorted distinct values; NaNs count as one value, as NumPy 2's default.
+    rng = rng_for("unique", dtype, n)
+    a = with_specials(rng, dtype, n)
+    if n > 6:
+        a[-3:] = a[:3]  # duplicates
+        if np.dtype(dtype).kind == "f":
+            a[5] = np.nan
+    check(unique, a)
+    check(unique, np.full(n, 7, dtype=dtype))
+
+
+def test_unique_with_more_than_the_values_is_refused():
+    @plait.jit
+    def unique_counts(a):
+        return np.unique(a, return_counts=True)
+
+    with pytest.raises(NotImplementedError, match="return_counts"):
+        unique_counts(np.ones(3))
+
+
+@plait.jit
+def concatenate(a, b):
+    return np.concatenate((a, b)), np.concatenate([b, a, b], axis=0)
+
+
+@plait.jit
+def concatenate_rows(A, B):
+    return np.concatenate((A, B[::2], A.T[:, :A.shape[1]]))
+
+
+@pytest.mark.parametrize("dtypes", [(np.float64, np.float64), (np.int32, np.float32), (np.bool_, np.int64),
+                                    (np.uint8, np.int32)], ids=lambda d: "-".join(dtype_id(x) for x in d))
+@pytest.mark.parametrize("n, m", [(0, 0), (0, 3), (1, 1), (7, 4)])
+def test_concatenate(dtypes, n, m):
+    rng = rng_for("concatenate", dtypes, n, m)
+    a, b = random_array(rng, dtypes[0], n), random_array(rng, dtypes[1], m)
+    check(concatenate, a, b)
+    check(concatenate, a[::-1], b[::2])
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (5, 5), (4, 4)])
+def test_concatenate_rows(shape):
+    rng = rng_for("concatenate_rows", shape)
+    A = random_array(rng, np.float64, shape)
+    check(concatenate_rows, A, random_array(rng, np.float64, (3, shape[1])))
+
+
+def test_concatenate_of_rows_of_other_lengths_raises_value_error():
+    with pytest.raises(ValueError):
+        concatenate_rows.py_func(np.ones((2, 3)), np.ones((2, 4)))
+    with pytest.raises(ValueError, match="must match exactly"):
+        concatenate_rows(np.ones((2, 3)), np.ones((2, 4)))
