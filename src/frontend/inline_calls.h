@@ -2,12 +2,14 @@
 // (decorated or not) are inlined into its syntax tree before it is lowered.
 //
 // Each call becomes statements placed before the statement that makes it:
-// the arguments bound to the callee's parameters, then a copy of the callee's
-// body whose locals are renamed for that call (`f.x`, `f#2.x` for the second
-// call of f), whose returns assign `f.return` (with a flag and breaks out of
-// the loops they are in), and whose global names are the callee's module's.
-// The call's value is then that name. Lowering sees one function, so every
-// call is specialised to its arguments' types as the kernel is.
+// the arguments bound to the callee's parameters (a parameter the body never
+// rebinds reads the name passed, or in a callee that writes no argument the
+// view passed, `F[j]`, instead of a copy), then a copy of the callee's body
+// whose locals are renamed for that call (`f.x`, `f#2.x` for the second call
+// of f), whose returns assign `f.return` (with a flag and breaks out of the
+// loops they are in), and whose global names are the callee's module's. The
+// call's value is then that name. Lowering sees one function, so every call
+// is specialised to its arguments' types as the kernel is.
 //
 // Refused at the user's line: recursion (a call that reaches its own
 // function again), a callee without source, arguments that do not bind as
