@@ -330,41 +330,54 @@ Value Lowerer::cumsum(const ast::Call& c, const Value* self) {
 Value Lowerer::nonzero(const Value& a, SourceLoc loc) {
   if (!is_array_like(a)) type_error("numpy.nonzero() takes an array", loc);
   TensorPtr x = to_tensor(a, loc);
-  if (x->rank() != 1) unsupported("numpy.nonzero() of an array of more than one dimension is not supported", loc);
+  const size_t rank = x->rank();
+  if (rank == 0) type_error("numpy.nonzero() of a zero-dimensional array is not supported", loc);
   ArrayType at;
   at.dtype = ScalarKind::Int64;
   at.ndim = 1;
   at.layout = Layout::C;
-  ir::ArrayVar out = temp_array(at, loc);
-  array_units_[out] = {false};
+  // One int64 array of indices per dimension.
   Value result;
   result.kind = Value::Kind::Tuple;
   result.loc = loc;
-  result.elems = {Value::of_array(out, loc)};
+  std::vector<ir::ArrayVar> outs;
+  for (size_t d = 0; d < rank; ++d) {
+    outs.push_back(temp_array(at, loc));
+    array_units_[outs.back()] = {false};
+    result.elems.push_back(Value::of_array(outs.back(), loc));
+  }
   if (inferring_) return result;
-  // Two passes: the count, then the indices in order.
-  Expr n = named_if_large(x->shape[0], loc);
+  // Two passes over the elements in C order: the count, then the indices.
   auto pass = [&](const ir::Var& count, bool fill) {
-    ir::Var i = temp_var(ScalarType::py_int(), loc);
-    i->name = "_i" + i->name.substr(4);
-    Expr iref = ir::VarRef::make(i, loc);
+    std::vector<ir::Var> vars;
+    std::vector<Expr> index;
+    for (size_t d = 0; d < rank; ++d) {
+      ir::Var v = temp_var(ScalarType::py_int(), loc);
+      v->name = "_i" + v->name.substr(4);
+      vars.push_back(v);
+      index.push_back(ir::VarRef::make(v, loc));
+    }
     Sink sink;
-    Expr yes = truthy(x->element({iref}, sink), loc);
+    Expr yes = truthy(x->element(index, sink), loc);
     std::vector<Stmt> taken;
-    if (fill)
-      taken.push_back(ir::Store::make(out, {ir::VarRef::make(count, loc)}, cast(iref, ScalarType::i64()), false, loc));
+    for (size_t d = 0; fill && d < rank; ++d)
+      taken.push_back(
+          ir::Store::make(outs[d], {ir::VarRef::make(count, loc)}, cast(index[d], ScalarType::i64()), false, loc));
     taken.push_back(ir::Assign::make(count, add(ir::VarRef::make(count, loc), int_imm(1, loc), loc), loc));
     std::vector<Stmt> body;
     for (const auto& g : sink.groups) body.insert(body.end(), g.begin(), g.end());
     body.push_back(ir::If::make(yes, ir::Block::make(std::move(taken), loc), nullptr, loc));
+    Stmt nest = ir::Block::make(std::move(body), loc);
+    for (size_t d = rank; d-- > 0;) nest = loop(vars[d], x->shape[d], {nest}, ir::LoopKind::Serial, loc);
     pending_.push_back(ir::Assign::make(count, int_imm(0, loc), loc));
-    pending_.push_back(loop(i, n, std::move(body), ir::LoopKind::Serial, loc));
+    pending_.push_back(nest);
   };
   ir::Var count = temp_var(ScalarType::py_int(), loc);
   count->name = "_nonzero" + count->name.substr(4);
   pass(count, false);
-  pending_.push_back(
-      ir::Allocate::make(out, {ir::VarRef::make(count, loc)}, ir::FillKind::Uninitialized, nullptr, loc));
+  for (const ir::ArrayVar& out : outs)
+    pending_.push_back(
+        ir::Allocate::make(out, {ir::VarRef::make(count, loc)}, ir::FillKind::Uninitialized, nullptr, loc));
   pass(count, true);
   return result;
 }

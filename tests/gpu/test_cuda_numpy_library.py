@@ -17,7 +17,8 @@ def library(a, A):
     s = np.sign(a) + np.clip(a, -0.25, 0.5) + np.cumsum(a)
     r = np.arange(a.shape[0]) * 1.5 + np.linspace(0.0, 1.0, a.shape[0])
     return (s + r, np.linalg.norm(A, axis=1), np.linalg.norm(a), np.nonzero(a > 0)[0], np.any(a > 0.5),
-            np.all(A > -0.9, axis=0), np.sort(a), np.unique(np.floor(a * 4)), np.concatenate((a, a[::2])))
+            np.all(A > -0.9, axis=0), np.sort(a), np.unique(np.floor(a * 4)), np.concatenate((a, a[::2])),
+            np.nonzero(A > 0.5)[0], np.nonzero(A > 0.5)[1])
 
 
 @on_gpu

@@ -337,3 +337,20 @@ def test_concatenate_of_rows_of_other_lengths_raises_value_error():
         concatenate_rows.py_func(np.ones((2, 3)), np.ones((2, 4)))
     with pytest.raises(ValueError, match="must match exactly"):
         concatenate_rows(np.ones((2, 3)), np.ones((2, 4)))
+
+
+@plait.jit
+def nonzero_2d(A):
+    rows, cols = np.nonzero(A)
+    r, c = np.where(A > 0)
+    return rows, cols, r, c, A.nonzero()[1]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_nonzero_of_a_matrix_gives_one_index_array_per_dimension(dtype, shape):
+    A = random_array(rng_for("nonzero_2d", dtype, shape), dtype, shape)
+    if A.size > 2:
+        A.flat[::3] = 0
+    check(nonzero_2d, A)
+    check(nonzero_2d, A.T)
