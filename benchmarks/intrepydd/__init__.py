@@ -12,5 +12,7 @@ runs them.
 
 KERNELS = (
     "bigclam",
+    "changepoint",
+    "ipnsw",
     "pr_nibble",
 )

@@ -19,7 +19,7 @@ from .source import capture_source
 
 _TRUE_WORDS = ("1", "true", "yes", "on")
 _FALSE_WORDS = ("", "0", "false", "no", "off")
-_KERNEL_MODULES = ("numpy", "math", "plait", "plait.sparse")
+_KERNEL_MODULES = ("numpy", "math", "heapq", "plait", "plait.sparse")
 
 
 def _env_flag(name):
@@ -73,7 +73,7 @@ def _classify_global(value, prange):
         return "module", "plait.prange"
     if callable(value) and not isinstance(value, type):
         name = getattr(value, "__name__", None)
-        for module_name in ("math", "numpy", "plait.sparse"):
+        for module_name in ("math", "numpy", "heapq", "plait.sparse"):
             module = sys.modules.get(module_name)
             if isinstance(name, str) and module is not None and getattr(module, name, None) is value:
                 return "module", f"{module_name}.{name}"
@@ -233,13 +233,7 @@ class Dispatcher(_core.Dispatcher):
         if calls is None:
             calls = self._array_calls[arrangement] = sparse_calls.ArrayCalls(self, arrangement)
         calls.num_threads = self.num_threads
-        results = calls(*parts)
-        if not calls.folds:
-            return results
-        kernel = calls.kernels.get(calls._signature_of(*parts))
-        if kernel is None or not kernel.declared_results:
-            return results
-        return sparse_calls.fold_results(kernel, results, parts)
+        return calls(*parts)  # sparse results come back folded (fold_results)
 
     def _source_text(self):
         return self._source.text

@@ -5,8 +5,9 @@ pointers and the column count (the compiler's signature spells it
 "csr[f64, i32]"). The C++ call path hands a call with a sparse argument to
 the dispatcher's _call_sparse, which makes each one canonical CSR (once per
 call, with a note for explain()), calls a second _core.Dispatcher that takes
-the arrays (so that the kernel's table lookup and call stay in C++), and
-folds sparse results back into matrices of the arguments' library.
+the arrays (so that the kernel's table lookup and call stay in C++). The
+call path folds sparse results back into matrices of the arguments' library
+(fold_results, which also makes the lists a kernel returns).
 
 Sparse arguments: SciPy matrices and arrays on both targets; on the CUDA
 target also cupyx.scipy.sparse matrices and torch sparse tensors, whose
@@ -201,8 +202,6 @@ class ArrayCalls(_core.Dispatcher):
         super().__init__()
         self._owner = owner
         self._sparse_params = sparse_params
-        self.kernels = {}  # the entry point's signature (as _signature_of spells it) -> _core.Kernel
-        self.folds = False  # whether a kernel returns a sparse matrix (as arrays, to fold)
         names = []
         for name, matrix in zip(owner._param_names, sparse_params):
             names += [name] if matrix is None else [f"{name}.data", f"{name}.indices", f"{name}.indptr",
@@ -211,20 +210,27 @@ class ArrayCalls(_core.Dispatcher):
                     owner._target)
 
     def _compile(self, abi_signature):
-        kernel = self._owner._compile(fold_signature(abi_signature, self._sparse_params))
-        self.kernels[abi_signature] = kernel
-        self.folds = self.folds or bool(kernel.declared_results)
-        return kernel
+        return self._owner._compile(fold_signature(abi_signature, self._sparse_params))
 
     def _bind(self, args, kwargs):
         return tuple(args)
 
 
-def fold_results(kernel, results, arguments):
-    """The Python results of a kernel that returns sparse matrices as arrays."""
+def fold_results(declared_results, declared_tuple, declared_list, results, arguments):
+    """The Python results of a kernel that returns sparse matrices or lists as
+    arrays (the kernel's declared_results, e.g. "csr[f64, i32]",
+    "list[(int, f64)]"): called by the dispatcher's call path."""
     given = set(id(a) for a in arguments)
     out, k = [], 0
-    for declared in kernel.declared_results:
+    for declared in declared_results:
+        if declared.startswith("list["):
+            items = declared[len("list["):-1]
+            tuples = items.startswith("(")
+            names = items.strip("()").split(", ")
+            columns = [_list_items(results[k + i], name) for i, name in enumerate(names)]
+            k += len(names)
+            out.append(list(zip(*columns)) if tuples else columns[0])
+            continue
         if not declared.startswith(("csr", "csc")):
             out.append(results[k])
             k += 1
@@ -235,11 +241,21 @@ def fold_results(kernel, results, arguments):
         indices = _copy(indices) if id(indices) in given else indices
         indptr = _copy(indptr) if id(indptr) in given else indptr
         out.append(_matrix(declared, data, indices, indptr, ncols))
-    if kernel.declared_list:
+    if declared_list:
         return out
-    if kernel.declared_tuple:
+    if declared_tuple:
         return tuple(out)
     return out[0] if out else None
+
+
+def _list_items(column, item_type):
+    """The elements of a returned list's array as Python gives them: Python
+    numbers for the items typed int, float or bool, NumPy scalars for the
+    others (a list of an array's elements holds NumPy scalars)."""
+    from .cuda import to_host  # a GPU array (the CUDA target's results) as a NumPy copy
+
+    column = to_host(column)
+    return column.tolist() if item_type in ("int", "float", "bool") else list(column)
 
 
 def _copy(array):

@@ -378,7 +378,7 @@ PyObject* call_cpu(Dispatcher& d, PyObject* self, PyObject* args_tuple) {
     return nullptr;
   }
   const CallState call{args, slots, reinterpret_cast<const uint8_t*>(key.data()), nargs};
-  return build_results(results, kernel, call);
+  return fold_declared_results(*kernel, build_results(results, kernel, call), args_tuple);
 }
 
 std::string cpu_signature(const Dispatcher& d, nb::handle args) {

@@ -375,7 +375,7 @@ PyObject* call_cuda(Dispatcher& d, PyObject* self, PyObject* args) {
     throw;
   }
   plan.copy_back();
-  return plan.result_values(kernel, results).release().ptr();
+  return fold_declared_results(*kernel, plan.result_values(kernel, results).release().ptr(), args);
 }
 
 std::string cuda_signature(const Dispatcher& d, nb::handle args) {

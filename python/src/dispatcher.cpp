@@ -97,6 +97,16 @@ void check_writes(const Dispatcher& d, const plait::CompiledKernel& kernel, PyOb
   }
 }
 
+PyObject* fold_declared_results(const plait::CompiledKernel& kernel, PyObject* results, PyObject* args) {
+  if (results == nullptr || kernel.declared_results.empty()) return results;
+  nb::object arrays = nb::steal(results);
+  nb::list declared;
+  for (const auto& t : kernel.declared_results) declared.append(plait::to_string(t));
+  // Kept for the process (released, never destroyed: the interpreter may be finalizing at exit).
+  static const nb::handle fold = nb::object(nb::module_::import_("plait.sparse_calls").attr("fold_results")).release();
+  return fold(declared, kernel.declared_tuple, kernel.declared_list, arrays, nb::handle(args)).release().ptr();
+}
+
 const KernelPtr& compile_for_key(Dispatcher& d, PyObject* self, const std::string& key) {
   nb::object kernel = nb::borrow(self).attr("_compile")(signature_of(key));
   return d.table.emplace(key, nb::cast<Kernel&>(kernel).compiled).first->second;

@@ -60,6 +60,12 @@ const KernelPtr& compile_for_key(Dispatcher& d, PyObject* self, const std::strin
 PyObject* call_cpu(Dispatcher& d, PyObject* self, PyObject* args);
 PyObject* call_cuda(Dispatcher& d, PyObject* self, PyObject* args);
 
+// The results of a kernel that returns sparse matrices or lists as their
+// arrays (CompiledKernel::declared_results), folded into the values the
+// Python function returns by plait.sparse_calls.fold_results; `results` is
+// stolen. Other kernels' results are returned as they are.
+PyObject* fold_declared_results(const plait::CompiledKernel& kernel, PyObject* results, PyObject* args);
+
 // The signature a call with these complete arguments is compiled for.
 std::string cpu_signature(const Dispatcher& d, nanobind::handle args);
 std::string cuda_signature(const Dispatcher& d, nanobind::handle args);

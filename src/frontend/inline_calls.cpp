@@ -489,7 +489,11 @@ void Inliner::inline_block(StmtList& body) {
       case ast::StmtKind::AugAssign: {
         auto& a = static_cast<ast::AugAssign&>(*s);
         inline_in(a.target, pre, Position::Unconditional);
-        inline_in(a.value, pre, Position::Unconditional);
+        // `n += f(A)`: reading the name first gives what it holds after the
+        // call too (a callee cannot rebind the caller's names), so the value
+        // is the whole of what the statement computes besides it. An
+        // element target (`x[i] += f(x)`) is loaded before the call runs.
+        inline_in(a.value, pre, a.target->as<ast::Name>() ? Position::Whole : Position::Unconditional);
         break;
       }
       case ast::StmtKind::ExprStmt:

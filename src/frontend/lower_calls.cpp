@@ -142,6 +142,8 @@ Value Lowerer::call_builtin(const std::string& fn, const ast::Call& c, const std
     want(1, 1);
     if (args[0].kind == Value::Kind::Tuple)
       return Value::of(ir::IntImm::make(static_cast<int64_t>(args[0].elems.size()), ScalarType::py_int(), c.loc));
+    if (args[0].kind == Value::Kind::List && args[0].list)
+      return Value::of(ir::VarRef::make(args[0].list->length, c.loc));
     if (args[0].kind != Value::Kind::Array) type_error("len() needs an array", c.loc);
     return Value::of(ir::ArrayDim::make(args[0].array, 0, c.loc));
   }
@@ -421,6 +423,17 @@ Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
     for (const auto& a : c.args)
       if (a->kind == ast::ExprKind::Slice) unsupported("slices are only allowed inside [ ]", a->loc);
     return call_array_method(fn, callee.elems[0], c);
+  }
+  if (mod == "list") return call_list_method(fn, callee.elems[0], c);
+  if (mod == "heapq") return call_heapq(fn, c);
+  if (name == "builtins.list") {
+    // list(L): a copy of a list.
+    if (c.args.size() != 1 || !c.keywords.empty()) type_error("list() takes one argument here", c.loc);
+    Value source = lower(*c.args[0]);
+    if (source.kind != Value::Kind::List || !source.list)
+      unsupported("list() makes a copy of a list here; lists of other values are not supported", c.args[0]->loc);
+    source.name = "copy";
+    return source;
   }
   if (name == "numpy.einsum") return einsum(c);
   if (mod == "numpy")

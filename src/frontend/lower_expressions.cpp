@@ -249,6 +249,8 @@ Value Lowerer::unary_value(const ast::UnaryOp& u, const Value& operand) {
         },
         u.loc);
   }
+  if (operand.kind == Value::Kind::List && operand.list && u.op == ast::UnaryOpKind::Not)
+    return Value::of(ir::Unary::make(ir::UnaryOp::Not, list_nonempty(operand.list, u.loc), u.loc));
   Expr x = as_scalar(operand, "arithmetic", u.operand->loc);
   switch (u.op) {
     case ast::UnaryOpKind::Not: {
@@ -325,7 +327,10 @@ Value Lowerer::lower(const ast::Expr& e) {
       std::vector<Expr> vals;
       const size_t outer_guards = guards_.size();
       for (const auto& v : b.values) {
-        vals.push_back(scalar(*v, "'and'/'or'"));
+        // A list operand counts by its truth (not empty), as in a condition.
+        Value operand = lower(*v);
+        vals.push_back(operand.kind == Value::Kind::List ? condition_of(operand, v->loc)
+                                                         : as_scalar(operand, "'and'/'or'", v->loc));
         // Python evaluates the next operand only when this one does not
         // decide the result.
         if (!inferring_) {
@@ -374,6 +379,9 @@ Value Lowerer::lower(const ast::Expr& e) {
               },
               e.loc);
         }
+        // Each operand is lowered once: its checks (a list index) run once.
+        return Value::of(compare(c.ops[0], as_scalar(lv, "a comparison", c.left->loc),
+                                 as_scalar(rv, "a comparison", c.comparators[0]->loc), e.loc));
       }
       Expr left = scalar(*c.left, "a comparison");
       Expr result;
@@ -391,7 +399,7 @@ Value Lowerer::lower(const ast::Expr& e) {
     }
     case ast::ExprKind::IfExp: {
       const auto& x = *e.as<ast::IfExp>();
-      Expr test = truthy(scalar(*x.test, "a conditional expression"), e.loc);
+      Expr test = condition(*x.test, "a conditional expression");
       if (!inferring_) guards_.push_back(test);
       Value body = lower(*x.body);
       if (!inferring_) guards_.back() = ir::Unary::make(ir::UnaryOp::Not, test, e.loc);
@@ -458,6 +466,12 @@ Value Lowerer::lower_attribute(const ast::Attribute& a) {
     m.elems.push_back(base);
     return m;
   }
+  if (base.kind == Value::Kind::List) {
+    if (!base.list) unsupported("methods of a list display: bind the list to a name first", a.loc);
+    Value m = Value::function("list." + attr, a.loc);
+    m.elems.push_back(base);
+    return m;
+  }
   if (base.kind == Value::Kind::Function) {
     const std::string& mod = base.name;
     if (mod == "numpy") {
@@ -492,7 +506,7 @@ Value Lowerer::lower_attribute(const ast::Attribute& a) {
       if (c != kConsts.end()) return Value::of(ir::FloatImm::make(c->second, ScalarType::py_float(), a.loc));
       return Value::function("math." + attr, a.loc);
     }
-    if (mod == "plait" || mod == "plait.sparse") return Value::function(mod + "." + attr, a.loc);
+    if (mod == "plait" || mod == "plait.sparse" || mod == "heapq") return Value::function(mod + "." + attr, a.loc);
     if (mod.rfind("numpy.", 0) == 0) return Value::function(mod + "." + attr, a.loc);
   }
   unsupported("the attribute '." + attr + "' of " + value_kind_name(base.kind) + " is not supported", a.loc);
@@ -542,6 +556,12 @@ std::vector<Expr> Lowerer::element_indices(const ir::ArrayVar& array, const ast:
 
 Value Lowerer::lower_subscript(const ast::Subscript& s) {
   Value base = lower(*s.value);
+  if (base.kind == Value::Kind::List) {
+    if (!base.list) unsupported("indexing a list display: bind the list to a name first", s.loc);
+    if (s.index->kind == ast::ExprKind::Slice || s.index->kind == ast::ExprKind::Tuple)
+      unsupported("lists are indexed by one integer (slices of lists are not supported)", s.index->loc);
+    return list_element(base.list, scalar(*s.index, "a list index"), s.loc);
+  }
   if (base.kind == Value::Kind::Tuple) {
     const auto* c = s.index->as<ast::Constant>();
     int64_t k = 0;

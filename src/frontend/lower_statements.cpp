@@ -71,13 +71,26 @@ void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
       check_pragmas_allowed(s);
       const auto& e = *s.as<ast::ExprStmt>()->value;
       if (e.as<ast::Constant>()) break;  // a stray string or number: no effect
-      // np.add.at(y, idx, v): a scatter, the one call with an effect.
+      // np.add.at(y, idx, v) (a scatter), list methods and heapq's
+      // functions: the calls with an effect.
       if (auto call = e.as<ast::Call>()) {
         auto at = call->func->as<ast::Attribute>();
-        Value f = at && at->attr == "at" ? lower(*call->func) : Value();
-        if (f.kind == Value::Kind::Function && f.name == "numpy.add.at") {
+        Value f = at ? lower(*call->func) : Value();
+        if (f.kind == Value::Kind::Function &&
+            (f.name == "numpy.add.at" || f.name.rfind("list.", 0) == 0 || f.name.rfind("heapq.", 0) == 0)) {
+          effect_call_ = call;
           lower_call(*call);
+          effect_call_ = nullptr;
           break;
+        }
+        if (auto name = call->func->as<ast::Name>(); name && globals_.count(name->id)) {
+          Value g = lower(*name);  // `heappush(h, x)` after `from heapq import heappush`
+          if (g.kind == Value::Kind::Function && g.name.rfind("heapq.", 0) == 0) {
+            effect_call_ = call;
+            lower_call(*call);
+            effect_call_ = nullptr;
+            break;
+          }
         }
       }
       unsupported(
@@ -90,7 +103,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
       const auto& i = *s.as<ast::If>();
       Expr cond;
       try {
-        cond = truthy(scalar(*i.test, "an if condition"), i.test->loc);
+        cond = condition(*i.test, "an if condition");
       } catch (const TypeNotKnownYet&) {
         if (!inferring_) throw;
       }
@@ -117,7 +130,7 @@ void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
       if (!w.orelse.empty()) unsupported("'while ... else' is not supported", s.loc);
       Expr cond;
       try {
-        cond = truthy(scalar(*w.test, "a while condition"), w.test->loc);
+        cond = condition(*w.test, "a while condition");
       } catch (const TypeNotKnownYet&) {
         if (!inferring_) throw;
       }
@@ -264,12 +277,18 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
       sparse_values_[n->id] = value;
       return;
     }
-    if (value.kind == Value::Kind::Tuple)
-      unsupported("tuples can only be unpacked into names (a, b = ...), not kept in a variable", target.loc);
+    if (value.kind == Value::Kind::Tuple) return assign_tuple(n->id, value, out, loc);
+    if (value.kind == Value::Kind::List) return assign_list(n->id, value, out, loc);
     type_error("cannot assign " + std::string(value_kind_name(value.kind)) + " to a variable in a kernel", loc);
   }
   if (auto s = target.as<ast::Subscript>()) {
     Value base = lower(*s->value);
+    if (base.kind == Value::Kind::List && base.list) {
+      if (s->index->kind == ast::ExprKind::Slice || s->index->kind == ast::ExprKind::Tuple)
+        unsupported("lists are indexed by one integer (assigning to slices of lists is not supported)", s->index->loc);
+      return store_list_element(base.list, scalar(*s->index, "a list index"), value, out, loc);
+    }
+    if (base.kind == Value::Kind::Tuple) type_error("'tuple' object does not support item assignment", s->loc);
     if (base.kind == Value::Kind::Array) base.node = s->value.get();
     if (base.kind == Value::Kind::Tensor && base.tensor->array) {
       TensorPtr view = array_view(base.tensor, s->index.get(), s, s->loc);
@@ -340,10 +359,15 @@ void Lowerer::lower_assign(const ast::Assign& a, std::vector<Stmt>& out) {
     }
   }
   Value v;
-  if (auto c = a.value->as<ast::Call>())
+  if (auto c = a.value->as<ast::Call>()) {
+    effect_call_ = c;  // the whole right-hand side may change a list (x = L.pop())
     v = lower_call(*c, into);
-  else
+    effect_call_ = nullptr;
+  } else if (is_list_display(*a.value) && a.targets.size() == 1 && a.targets[0]->as<ast::Name>()) {
+    v = list_display(*a.value);  // `L = [a, b]` makes a list (elsewhere a display is a sequence of values)
+  } else {
     v = lower(*a.value);
+  }
   for (const auto& t : a.targets) assign_to(*t, v, out, a.loc);
 }
 
@@ -393,6 +417,12 @@ void Lowerer::lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out) 
   }
   if (auto s = a.target->as<ast::Subscript>()) {
     Value base = lower(*s->value);
+    if (base.kind == Value::Kind::List && base.list) {
+      Expr cur = as_scalar(current, "an augmented assignment", a.target->loc);
+      store_list_element(base.list, scalar(*s->index, "a list index"), Value::of(binary(a.op, cur, r, a.loc)), out,
+                         a.loc);
+      return;
+    }
     if (base.kind != Value::Kind::Array) type_error("only arrays support item assignment", s->value->loc);
     std::vector<Expr> idx = element_indices(base.array, *s->index, s->loc);
     Expr cur = ir::Load::make(base.array, idx, false, s->loc);
@@ -482,6 +512,10 @@ void Lowerer::lower_atomic(const ast::Stmt& s, std::vector<Stmt>& out) {
 
 void Lowerer::lower_for(const ast::For& f, std::vector<Stmt>& out) {
   if (!f.orelse.empty()) unsupported("'for ... else' is not supported", f.loc);
+  if (auto n = f.iter->as<ast::Name>()) {
+    Value iterated = lower(*n);
+    if (iterated.kind == Value::Kind::List) return lower_for_list(f, iterated.list, out);
+  }
   auto target = f.target->as<ast::Name>();
   if (!target) unsupported("the target of a for loop must be a single name", f.target->loc);
   auto call = f.iter->as<ast::Call>();
@@ -495,7 +529,7 @@ void Lowerer::lower_for(const ast::For& f, std::vector<Stmt>& out) {
     else
       call = nullptr;
   }
-  if (!call) unsupported("for loops must iterate over range(...) or plait.prange(...)", f.iter->loc);
+  if (!call) unsupported("for loops must iterate over range(...), plait.prange(...) or a list", f.iter->loc);
   if (!call->keywords.empty()) type_error("range() takes no keyword arguments", call->keywords[0].loc);
   if (call->args.empty() || call->args.size() > 3)
     type_error("range expected 1 to 3 arguments, got " + std::to_string(call->args.size()), call->loc);
@@ -560,10 +594,13 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
   bool list = false;  // `return [a, b]`: a tuple of values, given to Python as a list
   if (r.value) {
     Value v;
-    if (auto c = r.value->as<ast::Call>())
+    if (auto c = r.value->as<ast::Call>()) {
+      effect_call_ = c;  // `return h.pop()`
       v = lower_call(*c);
-    else
+      effect_call_ = nullptr;
+    } else {
       v = lower(*r.value);
+    }
     std::vector<Value> items;
     list = r.value->kind == ast::ExprKind::List;
     if (v.kind == Value::Kind::Tuple) {
@@ -581,6 +618,12 @@ void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
         SparseType st{t.type.kind, it.algebra->index, it.algebra->matrix, t.format.mode_order[0] != 0};
         sparse_return_values(it, values, r.loc);
         types.push_back(ValueType::of(st));
+      } else if (it.kind == Value::Kind::List) {
+        if (!it.list) unsupported("return a list display as `return [a, b]`, or bind it to a name first", r.loc);
+        if (!it.list->type.known()) throw TypeNotKnownYet{};
+        std::vector<ir::ArrayVar> arrays = inferring_ ? it.list->columns : list_result(it.list, out, r.loc);
+        for (const ir::ArrayVar& a : arrays) values.push_back({nullptr, a});
+        types.push_back(ValueType::of_list(it.list->type.items, it.list->type.tuple));
       } else if (it.kind == Value::Kind::Scalar) {
         values.push_back({it.scalar, nullptr});
         types.push_back(ValueType::of(it.scalar->type));

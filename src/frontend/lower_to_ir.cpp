@@ -46,6 +46,8 @@ const char* value_kind_name(Value::Kind k) {
       return "a sparse matrix expression";
     case Value::Kind::String:
       return "a string";
+    case Value::Kind::List:
+      return "a list";
   }
   return "a value";
 }
@@ -219,8 +221,8 @@ Value Lowerer::global_value(const std::string& id, SourceLoc loc) {
                     loc);
     }
   }
-  static const std::set<std::string> kBuiltins = {"range", "len", "int", "float", "bool",
-                                                  "abs",   "min", "max", "round", "pow"};
+  static const std::set<std::string> kBuiltins = {"range", "len", "int",   "float", "bool", "abs",
+                                                  "min",   "max", "round", "pow",   "list"};
   if (kBuiltins.count(id)) return Value::function("builtins." + id, loc);
   fail(ErrorKind::Name,
        "name '" + id +
@@ -243,6 +245,8 @@ Value Lowerer::lookup_name(const ast::Name& name) {
       auto it = types_.find(id);
       if (it == types_.end()) throw TypeNotKnownYet{};
       const LocalType& lt = it->second;
+      if (lt.list) return Value::of_list(named_list(id, name.loc), name.loc);
+      if (lt.tuple_size) return tuple_local(id, name.loc);
       if (lt.array) {
         auto a = std::make_shared<ir::ArrayInfo>();
         a->name = id;
@@ -253,6 +257,10 @@ Value Lowerer::lookup_name(const ast::Name& name) {
       v->name = id;
       v->type = *lt.scalar;
       return Value::of(ir::VarRef::make(v, name.loc));
+    }
+    if (auto t = types_.find(id); t != types_.end() && (t->second.list || t->second.tuple_size)) {
+      check_bound(name);
+      return t->second.list ? Value::of_list(named_list(id, name.loc), name.loc) : tuple_local(id, name.loc);
     }
     auto it = locals_.find(id);
     if (it == locals_.end())
@@ -293,8 +301,7 @@ void Lowerer::mark_bound(const std::string& name, std::vector<Stmt>& out, Source
 
 bool Lowerer::pending_beyond_checks() const {
   for (const Stmt& p : pending_) {
-    const auto* a = p->as<ir::Assert>();
-    if (!a || a->error_kind != PLAIT_UNBOUND_LOCAL_ERROR) return true;
+    if (!p->as<ir::Assert>()) return true;
   }
   return false;
 }
@@ -340,12 +347,14 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
     lower_block(fn.body, scratch);
     if (!changed_) break;
   }
+  settle_lists();
   // Phase 2: create the IR variables with their final types and emit.
   inferring_ = false;
   sparse_values_ = sparse_params;
   array_units_.clear();
   for (const auto& [name, lt] : types_) {
-    if (lt.sparse) continue;  // sparse values are sparse_values_
+    if (lt.sparse) continue;                 // sparse values are sparse_values_
+    if (lt.list || lt.tuple_size) continue;  // held in the locals named list_column_name and the like
     Local l;
     if (lt.array) {
       l.array = std::make_shared<ir::ArrayInfo>();
@@ -393,10 +402,11 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   if (results_) out.results = *results_;
   out.returns_tuple = returns_tuple_;
   out.returns_list = returns_list_;
-  bool sparse_result = false;
-  for (const ValueType& t : out.results) sparse_result = sparse_result || t.is_sparse();
-  if (sparse_result) {
-    // The entry point returns each sparse matrix as its arrays, in a tuple.
+  bool folded_result = false;
+  for (const ValueType& t : out.results) folded_result = folded_result || t.is_sparse() || t.is_list();
+  if (folded_result) {
+    // The entry point returns each sparse matrix and each list as its
+    // arrays, in a tuple; the caller folds them (declared_results).
     out.declared_results = out.results;
     out.declared_tuple = out.returns_tuple;
     out.declared_list = out.returns_list;

@@ -89,6 +89,27 @@ struct LoopDim {
 
 struct AlgebraValue;
 
+// The element type of a list (lower_lists.cpp): one number, or a tuple of
+// numbers; `items` is empty while no element has been seen.
+struct ListType {
+  std::vector<ScalarType> items;
+  bool tuple = false;
+  bool known() const { return !items.empty(); }
+};
+
+// A list in the IR: one 1-D array per item of its elements (their extent is
+// the capacity) and the number of elements. Python lists are objects that
+// names share; here each list has one name (a second name is refused), so a
+// list is its arrays and its length.
+struct ListParts {
+  std::string name;  // for messages: the local's name, or "list" for a temporary
+  ListType type;
+  std::vector<ir::ArrayVar> columns;  // empty while the type is not known (inference)
+  ir::Var length;                     // int64
+  bool temporary = false;             // a literal or a copy: may be bound to a name without a copy
+};
+using ListPtr = std::shared_ptr<const ListParts>;
+
 // Thrown in the inference phase when an expression reads a local whose type
 // is not known yet; the statement is retried in the next round.
 struct TypeNotKnownYet {};
@@ -96,12 +117,13 @@ struct TypeNotKnownYet {};
 // What an expression evaluates to in the front end. Only scalars become IR
 // expressions; the rest exist at compile time (shapes, modules, dtypes).
 struct Value {
-  enum class Kind { Scalar, Array, Tensor, Tuple, Function, DType, None, String, Algebra };
+  enum class Kind { Scalar, Array, Tensor, Tuple, Function, DType, None, String, Algebra, List };
   Kind kind = Kind::None;
   Expr scalar;
   ir::ArrayVar array;
   TensorPtr tensor;  // Tensor: an array-valued expression, evaluated lazily
   std::shared_ptr<const AlgebraValue> algebra;  // Algebra
+  ListPtr list;                                 // List
   std::vector<Value> elems;
   std::string name;  // Function: qualified name ("numpy.sqrt", "builtins.max"); String: the text
   ScalarKind dtype = ScalarKind::Float64;
@@ -140,6 +162,13 @@ struct Value {
     Value v;
     v.kind = Kind::Algebra;
     v.algebra = std::move(a);
+    v.loc = l;
+    return v;
+  }
+  static Value of_list(ListPtr p, SourceLoc l) {
+    Value v;
+    v.kind = Kind::List;
+    v.list = std::move(p);
     v.loc = l;
     return v;
   }
@@ -182,8 +211,18 @@ struct LocalType {
   std::optional<ScalarType> scalar;
   std::optional<ArrayType> array;
   std::optional<SparseType> sparse;
+  std::optional<ListType> list;      // a list: its arrays and length are the locals list_column_name, list_length_name
+  std::optional<size_t> tuple_size;  // a tuple of numbers: its items are the locals tuple_item_name
   SourceLoc first_loc;
 };
+
+// The locals that hold a list's arrays and length and a tuple's items: names
+// no Python identifier can have.
+std::string list_column_name(const std::string& list, size_t item);
+std::string list_length_name(const std::string& list);
+std::string tuple_item_name(const std::string& tuple, size_t item);
+// `[a, b]`, `[x] * n` or `n * [x]`: a list display that makes a list object.
+bool is_list_display(const ast::Expr& e);
 
 struct Local {
   ir::Var var;
@@ -232,8 +271,9 @@ class Lowerer {
   // the condition of a check that pending_ runs before the statement.
   Expr unless_skipped(Expr ok, SourceLoc loc) const;
   void mark_bound(const std::string& name, std::vector<Stmt>& out, SourceLoc loc);
-  // Whether pending_ holds statements other than those checks (allocations,
-  // broadcast checks), which loop headers cannot take.
+  // Whether pending_ holds statements other than checks (Asserts: unbound
+  // locals, list indices, broadcasts), such as allocations, which loop
+  // headers cannot take.
   bool pending_beyond_checks() const;
   Value global_value(const std::string& id, SourceLoc loc);
 
@@ -285,6 +325,52 @@ class Lowerer {
   Value call_builtin(const std::string& fn, const ast::Call& c, const std::vector<Value>& args);
   Expr unary_float(ir::Intrinsic fn, Expr x, bool python_math, SourceLoc loc);
 
+  // ------------------------------------------------------------ lists and tuples of numbers (lower_lists.cpp)
+  // The list a name holds (its locals), or a new temporary of `type`.
+  ListPtr named_list(const std::string& name, SourceLoc loc);
+  ListPtr temporary_list(const ListType& type, SourceLoc loc);
+  // `L = value` for a list value (a literal, a copy, `[x] * n`), or a tuple
+  // of numbers kept in a name (`t = (d, v)`, `t = heapq.heappop(h)`).
+  void assign_list(const std::string& name, const Value& value, std::vector<Stmt>& out, SourceLoc loc);
+  void assign_tuple(const std::string& name, const Value& value, std::vector<Stmt>& out, SourceLoc loc);
+  // Widens the element type of the list `name` (inference), as Python lets a
+  // list hold any value: ints and floats give floats (a variable's rule).
+  void record_list(const std::string& name, const ListType& given, SourceLoc loc);
+  // After inference: lists never given an element hold floats.
+  void settle_lists();
+  ListType element_type(const Value& v, SourceLoc loc);
+  // v's items converted to the list's, for a store (checked conversions).
+  std::vector<Expr> element_items(const ListPtr& l, const Value& v, SourceLoc loc);
+  Value tuple_local(const std::string& name, SourceLoc loc);
+  // A list display `[a, b]` or `[x] * n` where a list object is made.
+  Value list_display(const ast::Expr& e);
+  // Element k (checked: Python's IndexError) and stores; a truth test.
+  Value list_element(const ListPtr& l, Expr k, SourceLoc loc);
+  void store_list_element(const ListPtr& l, Expr k, const Value& v, std::vector<Stmt>& out, SourceLoc loc);
+  Expr list_nonempty(const ListPtr& l, SourceLoc loc);
+  // l.method(...) and heapq.fn(l, ...).
+  Value call_list_method(const std::string& method, const Value& self, const ast::Call& c);
+  Value call_heapq(const std::string& fn, const ast::Call& c);
+  void grow_if_full(const ListPtr& l, std::vector<Stmt>& out, SourceLoc loc);
+  void append_items(const ListPtr& l, const std::vector<Expr>& items, std::vector<Stmt>& out, SourceLoc loc);
+  // An element held in temporaries, as a value (its items' Python types).
+  Value held_element(const ListPtr& l, const std::vector<ir::Var>& held, SourceLoc loc);
+  // Calls that change a list run before the statement that contains them,
+  // so they must be that statement (or its whole right-hand side): then no
+  // other part of it reads the list before the change.
+  void check_effect_allowed(const ast::Call& c, const std::string& what);
+  const ast::Call* effect_call_ = nullptr;
+  // The element argument of an append or heappush, which may be such a call.
+  Value effect_argument(const ast::Expr& e);
+  // The arrays a returned list gives the caller (its length's worth of each).
+  std::vector<ir::ArrayVar> list_result(const ListPtr& l, std::vector<Stmt>& out, SourceLoc loc);
+  // `for x in L` / `for a, b in L`: Python's iteration by index, which sees
+  // elements appended during the loop.
+  void lower_for_list(const ast::For& f, const ListPtr& l, std::vector<Stmt>& out);
+  // The condition of an if, while, `not`, `and`/`or` or conditional: a
+  // number's truth, or a list's (not empty).
+  Expr condition(const ast::Expr& e, const char* context);
+  Expr condition_of(const Value& list, SourceLoc loc);
   // ------------------------------------------------------------ sparse operator programs (lower_sparse*.cpp)
   void declare_sparse_param(const std::string& name, const SparseType& t, SourceLoc loc);
   // Whether e computes with a sparse matrix: the tensor-algebra level lowers it.

@@ -49,7 +49,12 @@ struct ArrayInfo {
   ArrayInfo(std::string n, ArrayType t, SourceLoc l, bool param)
       : name(std::move(n)), type(t), loc(l), is_param(param) {}
   ArrayInfo(const ArrayInfo& other)
-      : name(other.name), type(other.type), loc(other.loc), is_param(other.is_param), nonnegative(other.nonnegative) {}
+      : name(other.name),
+        type(other.type),
+        loc(other.loc),
+        is_param(other.is_param),
+        nonnegative(other.nonnegative),
+        indices_in_range(other.indices_in_range) {}
   ArrayInfo& operator=(const ArrayInfo&) = delete;
   std::string name;
   ArrayType type;
@@ -59,6 +64,11 @@ struct ArrayInfo {
   // SciPy's format has them. An index read from it needs no wrap-around; one
   // out of range still meets the bounds checks.
   bool nonnegative = false;
+  // Every index into it is in range by construction: a list's storage,
+  // whose accesses the front end checks against the list's length (Python's
+  // IndexError) or makes in range (a heap's positions, copies). Neither
+  // normalize_indices nor insert_bounds_checks touches its accesses.
+  bool indices_in_range = false;
   const uint64_t id = next_info_id();
 };
 using ArrayVar = std::shared_ptr<ArrayInfo>;

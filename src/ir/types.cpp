@@ -217,10 +217,21 @@ std::string to_string(const SparseType& t) {
 
 std::string to_string(const ValueType& t) {
   if (t.is_sparse()) return to_string(t.sparse);
+  if (t.is_list()) {
+    // "list[float]", "list[(int, f64)]"
+    std::string items;
+    for (size_t k = 0; k < t.items.size(); ++k) items += (k ? ", " : "") + to_string(t.items[k]);
+    return "list[" + (t.tuple_items ? "(" + items + ")" : items) + "]";
+  }
   return t.is_array() ? to_string(t.array) : to_string(t.scalar);
 }
 
 std::vector<ValueType> abi_types(const ValueType& t) {
+  if (t.is_list()) {
+    std::vector<ValueType> columns;
+    for (ScalarType item : t.items) columns.push_back(ValueType::of(ArrayType{item.kind, 1, Layout::C}));
+    return columns;
+  }
   if (!t.is_sparse()) return {t};
   ArrayType values{t.sparse.dtype, 1, Layout::C};
   ArrayType index{t.sparse.index, 1, Layout::C};

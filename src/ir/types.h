@@ -123,13 +123,25 @@ std::string to_string(const SparseType& t);
 
 // The type of one kernel argument or returned value.
 struct ValueType {
-  enum class Tag : uint8_t { Scalar, Array, Sparse } tag = Tag::Scalar;
+  enum class Tag : uint8_t { Scalar, Array, Sparse, List } tag = Tag::Scalar;
   ScalarType scalar;
   ArrayType array;
   SparseType sparse;
+  // A list (a kernel's result only): its elements' types, one per item of
+  // a tuple when `tuple_items`.
+  std::vector<ScalarType> items;
+  bool tuple_items = false;
 
   bool is_array() const { return tag == Tag::Array; }
   bool is_sparse() const { return tag == Tag::Sparse; }
+  bool is_list() const { return tag == Tag::List; }
+  static ValueType of_list(std::vector<ScalarType> items, bool tuple) {
+    ValueType v;
+    v.tag = Tag::List;
+    v.items = std::move(items);
+    v.tuple_items = tuple;
+    return v;
+  }
   static ValueType of(ScalarType s) { ValueType v; v.tag = Tag::Scalar; v.scalar = s; return v; }
   static ValueType of(ArrayType a) { ValueType v; v.tag = Tag::Array; v.array = a; return v; }
   static ValueType of(SparseType t) {
@@ -141,6 +153,7 @@ struct ValueType {
   bool operator==(const ValueType& o) const {
     if (tag != o.tag) return false;
     if (is_sparse()) return sparse == o.sparse;
+    if (is_list()) return items == o.items && tuple_items == o.tuple_items;
     return is_array() ? array == o.array : scalar == o.scalar;
   }
 };
@@ -148,7 +161,8 @@ std::string to_string(const ValueType& t);
 
 // The arguments a kernel's entry point takes for one argument of type t: t
 // itself, or for a sparse matrix its values, column indices and row
-// pointers (contiguous 1-D arrays) and its column count (a Python int).
+// pointers (contiguous 1-D arrays) and its column count (a Python int); for
+// a list (a result) one 1-D array per item of its elements.
 std::vector<ValueType> abi_types(const ValueType& t);
 
 // A call signature: the types of the arguments in order, e.g. from

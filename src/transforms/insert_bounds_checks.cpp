@@ -28,6 +28,7 @@ class Decider {
   analysis::IndexFacts facts;
 
   Decision decide(const ir::ArrayVar& a, const std::vector<ir::Expr>& indices) {
+    if (a->indices_in_range) return {};
     std::vector<int> open;
     for (size_t d = 0; d < indices.size(); ++d)
       if (!facts.proves_in_range(indices[d], a, static_cast<int>(d))) open.push_back(static_cast<int>(d));

@@ -22,7 +22,9 @@
 // test, a loop finds the least and greatest element of `col` over the
 // positions the nest reads (index_ranges.h, IndexScan): a row loop of a
 // sparse matrix is checked once per call, by scans of its index arrays.
-// Where scans may run is the target's choice (BoundsCheckOptions).
+// Where scans may run is the target's choice (BoundsCheckOptions). Arrays
+// whose indices are in range by construction (ir::ArrayInfo::
+// indices_in_range: a list's storage) are not checked.
 #pragma once
 
 #include "ir/ir.h"

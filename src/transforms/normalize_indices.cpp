@@ -86,6 +86,7 @@ class IndexNormalizer : public ir::IRMutator {
 
  private:
   std::vector<ir::Expr> wrap(const ir::ArrayVar& a, std::vector<ir::Expr> idx, bool* changed) {
+    if (a->indices_in_range) return idx;
     for (size_t d = 0; d < idx.size(); ++d) {
       auto lb = analysis::lower_bound(idx[d], bounds_);
       if (lb && *lb >= 0) continue;

@@ -158,8 +158,14 @@ def _assert_values(got, expected, rtol, atol, what):
 
 def assert_same(got, expected, rtol=None, atol=None, types=True, what="result"):
     """`got` (the kernel's) equals `expected` (Python's): same type (tuples
-    element by element; Python int/float/bool vs NumPy scalars told apart),
+    and lists element by element; Python int/float/bool vs NumPy scalars told apart),
     same dtype and shape for arrays, same values (exact unless rtol/atol)."""
+    if isinstance(expected, list):
+        assert isinstance(got, list), f"{what}: expected a list, got {type(got).__name__}: {got!r}"
+        assert len(got) == len(expected), f"{what}: expected {len(expected)} elements, got {len(got)}"
+        for k, (g, e) in enumerate(zip(got, expected)):
+            assert_same(g, e, rtol, atol, types, f"{what}[{k}]")
+        return
     if isinstance(expected, tuple):
         assert isinstance(got, tuple), f"{what}: expected a tuple, got {type(got).__name__}: {got!r}"
         assert len(got) == len(expected), f"{what}: expected {len(expected)} values, got {len(got)}"

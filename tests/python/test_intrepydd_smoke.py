@@ -61,6 +61,34 @@ def test_pr_nibble_keeps_its_invariants():
     assert np.all(np.argmax(scores, axis=0) == inputs["seeds"])
 
 
+def test_changepoint_counts_the_cut_of_each_window():
+    # R[o, s] is the number of tree edges with one end in [o, s]: the degrees
+    # inside the window minus twice the edges inside it (the spec's check).
+    module = load("changepoint")
+    inputs = module.initialize("test")
+    indptr, indices = inputs["indptr"], inputs["indices"]
+    R, Z = module.kernel_plait(indptr, indices)
+    degree = np.diff(indptr)
+    rows = np.repeat(np.arange(degree.size), degree)
+    rng = np.random.default_rng(0)
+    for o, s in rng.integers(0, degree.size, (20, 2)):
+        o, s = min(o, s), max(o, s)
+        inside = np.sum((rows >= o) & (rows <= s) & (indices >= o) & (indices <= s)) // 2
+        assert R[o, s] == degree[o:s + 1].sum() - 2 * inside
+    assert np.all(np.isfinite(Z))
+
+
+def test_ipnsw_finds_the_best_inner_products():
+    # Recall@10 against brute force (the spec's figure for its small input:
+    # 0.995) and fewer inner products than the brute force's.
+    module = load("ipnsw")
+    inputs = module.initialize("S")
+    ids, calls = module.kernel_plait(*(inputs[k] for k in module.PARAMETERS))
+    truth = np.argsort(-(inputs["queries"] @ inputs["data"].T), axis=1)[:, :10]
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids, truth)])
+    assert recall >= 0.95 and calls < inputs["queries"].shape[0] * inputs["data"].shape[0]
+
+
 def test_the_suite_runs(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "plait.bench", "intrepydd", "--preset", "test", "--repeat", "1",

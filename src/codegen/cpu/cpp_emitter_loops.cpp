@@ -277,6 +277,13 @@ void CppEmitter::emit_plain_for(const For* loop, const RegionStep* step) {
     --indent_;
     line("} else {");
     ++indent_;
+    // Without threads a `parallel for simd` loop stays a vector loop (a
+    // dot product's reduction would otherwise run one element at a time).
+    if (is_vectorized(sc.kind) && levels.size() == 1 && sc.array_reductions.empty()) {
+      LoopSchedule vector = sc;
+      vector.kind = LoopKind::Vectorized;
+      line(pragma(loop, vector, 1, innermost, false, "", thread_order, order.nan_kept));
+    }
     const size_t remarks = remarks_.size();  // the copy's remarks would repeat the loop's
     print_nest();
     remarks_.erase(remarks_.begin() + static_cast<std::ptrdiff_t>(remarks), remarks_.end());
