@@ -219,10 +219,17 @@ class ArrayCalls(_core.Dispatcher):
 def fold_results(declared_results, declared_tuple, declared_list, results, arguments):
     """The Python results of a kernel that returns sparse matrices or lists as
     arrays (the kernel's declared_results, e.g. "csr[f64, i32]",
-    "list[(int, f64)]"): called by the dispatcher's call path."""
+    "list[(int, f64)]", "dict[int, float]", "set[i64]"): called by the
+    dispatcher's call path."""
     given = set(id(a) for a in arguments)
     out, k = [], 0
     for declared in declared_results:
+        if declared.startswith(("dict[", "set[")):
+            names = declared[declared.index("[") + 1:-1].split(", ")
+            columns = [_list_items(results[k + i], name) for i, name in enumerate(names)]
+            k += len(names)
+            out.append(dict(zip(*columns)) if declared.startswith("dict") else set(columns[0]))
+            continue
         if declared.startswith("list["):
             items = declared[len("list["):-1]
             tuples = items.startswith("(")

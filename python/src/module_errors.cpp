@@ -135,6 +135,8 @@ PyObject* runtime_error_class(int32_t kind) {
       return PyExc_UnboundLocalError;
     case PLAIT_KEYBOARD_INTERRUPT:
       return PyExc_KeyboardInterrupt;
+    case PLAIT_KEY_ERROR:
+      return PyExc_KeyError;
     default:
       return PyExc_RuntimeError;
   }

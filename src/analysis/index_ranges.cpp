@@ -8,6 +8,7 @@ namespace plait::analysis {
 
 IndexFacts::IndexFacts(const ir::Stmt& body, bool scans) : state_(std::make_unique<State>()) {
   state_->bindings.visit(body);
+  state_->function_uses = uses_of(body);
   state_->scans_allowed = scans;
 }
 IndexFacts::~IndexFacts() = default;

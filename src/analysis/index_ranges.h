@@ -72,6 +72,12 @@ class IndexFacts {
     ir::Var least, greatest;
     ir::ArrayVar array;
     ir::Expr first, last;
+    // The whole array, scanned once at the function's entry (first = 0,
+    // last = its extent - 1): an array no statement writes or rebinds, read
+    // by a nest inside another loop, whose positions would otherwise be
+    // scanned at each step of that loop (a sparse matrix's column indices
+    // over the rows a frontier picks).
+    bool whole = false;
   };
   // The scans `cond` reads, each once, in the order they were made.
   std::vector<IndexScan> scans_read(const ir::Expr& cond) const;

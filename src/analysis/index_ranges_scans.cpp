@@ -150,6 +150,24 @@ std::optional<Interval> IndexFacts::State::scanned(const ir::Load* l, size_t out
   if (l->indices.size() != 1 || !t.is_int() || (t.is_unsigned() && t.bits() >= 64) || !scans_allowed)
     return std::nullopt;
   const Frame& fr = loops[outer];
+  if (outer > 0 && scannable_whole(l->array.get())) {
+    // The test runs at each step of loop(outer - 1): one scan of the whole
+    // array at the entry serves them all.
+    const std::string k = "whole|" + std::to_string(l->array->id);
+    auto found = scan_index.find(k);
+    if (found == scan_index.end()) {
+      auto var = [&](const char* what) {
+        return std::make_shared<ir::VarInfo>(std::string("_") + what + "_of_all_" + l->array->name,
+                                             ScalarType::py_int(), l->loc, false);
+      };
+      const Expr last = op(BinaryOp::Sub, ir::ArrayDim::make(l->array, 0, l->loc), imm(1));
+      IndexFacts::IndexScan scan{var("least"), var("greatest"), l->array, imm(0), last, true};
+      scans.push_back({scan, ir::BoolImm::make(true, l->loc)});
+      found = scan_index.emplace(k, scans.size() - 1).first;
+    }
+    const IndexFacts::IndexScan& sc = scans[found->second].scan;
+    return Interval{ir::VarRef::make(sc.least, l->loc), ir::VarRef::make(sc.greatest, l->loc)};
+  }
   if (fr.body.array_binds.count(l->array.get())) return std::nullopt;
   // A view made inside the nest could write the array unseen.
   if (!fr.body.views.empty() || fr.body.arrays_written.count(l->array.get())) return std::nullopt;
@@ -183,6 +201,27 @@ std::optional<Interval> IndexFacts::State::scanned(const ir::Load* l, size_t out
   }
   const IndexFacts::IndexScan& sc = scans[found->second].scan;
   return Interval{ir::VarRef::make(sc.least, l->loc), ir::VarRef::make(sc.greatest, l->loc)};
+}
+
+bool IndexFacts::State::scannable_whole(const ir::ArrayInfo* a) const {
+  const VarUses& u = function_uses;
+  if (!a->is_param || u.arrays_written.count(a) || u.array_binds.count(a)) return false;
+  for (const ir::ArrayInfo* written : u.arrays_written) {
+    std::set<const ir::ArrayInfo*> seen;
+    if (!fresh(written, seen)) return false;
+  }
+  return true;
+}
+
+bool IndexFacts::State::fresh(const ir::ArrayInfo* a, std::set<const ir::ArrayInfo*>& seen) const {
+  if (a->is_param) return false;
+  if (!seen.insert(a).second) return true;  // a cycle of bindings adds no other memory
+  auto from = bindings.sources.find(a);
+  if (from != bindings.sources.end())
+    for (const ir::ArrayInfo* src : from->second)
+      if (!fresh(src, seen)) return false;
+  // Bound by allocations and such arrays only (an array never bound holds no memory of another).
+  return true;
 }
 
 std::vector<const IndexFacts::State::ScanEntry*> IndexFacts::State::scans_in(const std::vector<Expr>& exprs) const {

@@ -40,6 +40,7 @@ struct Bindings : ir::IRVisitor {
   ir::ArrayMap<int> binds;
   ir::ArrayMap<const ir::Allocate*> allocation;
   ir::ArrayMap<ir::ArrayVar> bound_to;
+  ir::ArrayMap<std::vector<const ir::ArrayInfo*>> sources;  // of every binding `dst = src`
   using IRVisitor::visit;
   void visit(const ir::Assign* a) override {
     ++assigns[a->var.get()];
@@ -58,6 +59,7 @@ struct Bindings : ir::IRVisitor {
   void visit(const ir::ArrayBind* b) override {
     ++binds[b->dst.get()];
     bound_to[b->dst.get()] = b->src;
+    sources[b->dst.get()].push_back(b->src.get());
     IRVisitor::visit(b);
   }
 };
@@ -166,6 +168,7 @@ using namespace ranges_detail;  // NOLINT(google-build-using-namespace): the par
 
 struct IndexFacts::State {
   Bindings bindings;
+  VarUses function_uses;       // of the whole body
   bool scans_allowed = false;  // IndexFacts' constructor
   std::vector<Frame> loops;
   // Scans made by range() (see IndexScan), with the condition under which
@@ -311,6 +314,12 @@ struct IndexFacts::State {
   // unless the two do not overlap: a run-time test, or none when the other
   // is allocated in the function).
   std::optional<Interval> scanned(const ir::Load* l, size_t outer, int depth) const;
+  // Whether `a` may be scanned whole at the function's entry: a parameter
+  // that no statement writes or rebinds, in a function whose written arrays
+  // are all bound to memory it allocates (so none can share `a`'s).
+  bool scannable_whole(const ir::ArrayInfo* a) const;
+  // Whether every binding of `a` is an allocation or another such array.
+  bool fresh(const ir::ArrayInfo* a, std::set<const ir::ArrayInfo*>& seen) const;
 
   // The scans whose results `exprs` read, in the order they were made.
   std::vector<const ScanEntry*> scans_in(const std::vector<Expr>& exprs) const;

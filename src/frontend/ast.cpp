@@ -64,14 +64,16 @@ const char* cmpop_symbol(CmpOpKind op) {
   PLAIT_INTERNAL_ERROR("unknown comparison operator");
 }
 
+void collect_target_names(const Expr& t, std::set<std::string>& out) {
+  if (auto n = t.as<Name>()) out.insert(n->id);
+  if (auto tu = t.as<Tuple>())
+    for (auto& e : tu->elts) collect_target_names(*e, out);
+  if (auto l = t.as<List>())
+    for (auto& e : l->elts) collect_target_names(*e, out);
+}
+
 void collect_assigned_names(const StmtList& body, std::set<std::string>& out) {
-  std::function<void(const Expr*)> target = [&](const Expr* t) {
-    if (auto n = t->as<Name>()) out.insert(n->id);
-    if (auto tu = t->as<Tuple>())
-      for (auto& e : tu->elts) target(e.get());
-    if (auto l = t->as<List>())
-      for (auto& e : l->elts) target(e.get());
-  };
+  auto target = [&](const Expr* t) { collect_target_names(*t, out); };
   for (const auto& s : body) {
     if (auto a = s->as<Assign>())
       for (auto& t : a->targets) target(t.get());

@@ -199,10 +199,20 @@ struct Tuple : Expr {
   std::vector<ExprPtr> elts;
 };
 
+// One `for target in iter if c1 if c2` clause of a list comprehension.
+struct Comprehension {
+  ExprPtr target, iter;
+  std::vector<ExprPtr> ifs;
+};
+
 struct List : Expr {
   static constexpr ExprKind kKind = ExprKind::List;
   List(SourceLoc l, std::vector<ExprPtr> e) : Expr(kKind, l), elts(std::move(e)) { above(elts); }
   std::vector<ExprPtr> elts;
+  // A comprehension `[elts[0] for ...]`: its clauses. Only the parser sees
+  // one: it rewrites `L = [e for ...]` into a loop of appends
+  // (parser_statements.cpp) and refuses comprehensions anywhere else.
+  std::vector<Comprehension> generators;
 };
 
 // `body if test else orelse`
@@ -328,6 +338,8 @@ struct Module {
 // Adds to `out` the names `body` assigns (targets of assignments and for
 // loops, nested blocks included): Python makes them local to the function.
 void collect_assigned_names(const StmtList& body, std::set<std::string>& out);
+// Adds the names an assignment or loop target binds (`a`, `a, (b, c)`).
+void collect_target_names(const Expr& target, std::set<std::string>& out);
 
 // Deep copies in which every Name's id, and every word of a pragma clause's
 // arguments, is replaced by name(id), and a Name for which replace(id)

@@ -144,6 +144,8 @@ Value Lowerer::call_builtin(const std::string& fn, const ast::Call& c, const std
       return Value::of(ir::IntImm::make(static_cast<int64_t>(args[0].elems.size()), ScalarType::py_int(), c.loc));
     if (args[0].kind == Value::Kind::List && args[0].list)
       return Value::of(ir::VarRef::make(args[0].list->length, c.loc));
+    if (args[0].kind == Value::Kind::Dict && args[0].table)
+      return Value::of(ir::VarRef::make(args[0].table->size, c.loc));
     if (args[0].kind != Value::Kind::Array) type_error("len() needs an array", c.loc);
     return Value::of(ir::ArrayDim::make(args[0].array, 0, c.loc));
   }
@@ -425,6 +427,8 @@ Value Lowerer::lower_call(const ast::Call& c, ir::ArrayVar into) {
     return call_array_method(fn, callee.elems[0], c);
   }
   if (mod == "list") return call_list_method(fn, callee.elems[0], c);
+  if (mod == "table") return call_table_method(fn, callee.elems[0], c);
+  if (name == "builtins.dict" || name == "builtins.set") return table_display(fn, c);
   if (mod == "heapq") return call_heapq(fn, c);
   if (name == "builtins.list") {
     // list(L): a copy of a list.

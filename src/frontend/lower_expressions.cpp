@@ -249,8 +249,8 @@ Value Lowerer::unary_value(const ast::UnaryOp& u, const Value& operand) {
         },
         u.loc);
   }
-  if (operand.kind == Value::Kind::List && operand.list && u.op == ast::UnaryOpKind::Not)
-    return Value::of(ir::Unary::make(ir::UnaryOp::Not, list_nonempty(operand.list, u.loc), u.loc));
+  if ((operand.kind == Value::Kind::List || operand.kind == Value::Kind::Dict) && u.op == ast::UnaryOpKind::Not)
+    return Value::of(ir::Unary::make(ir::UnaryOp::Not, condition_of(operand, u.loc), u.loc));
   Expr x = as_scalar(operand, "arithmetic", u.operand->loc);
   switch (u.op) {
     case ast::UnaryOpKind::Not: {
@@ -329,8 +329,8 @@ Value Lowerer::lower(const ast::Expr& e) {
       for (const auto& v : b.values) {
         // A list operand counts by its truth (not empty), as in a condition.
         Value operand = lower(*v);
-        vals.push_back(operand.kind == Value::Kind::List ? condition_of(operand, v->loc)
-                                                         : as_scalar(operand, "'and'/'or'", v->loc));
+        const bool container = operand.kind == Value::Kind::List || operand.kind == Value::Kind::Dict;
+        vals.push_back(container ? condition_of(operand, v->loc) : as_scalar(operand, "'and'/'or'", v->loc));
         // Python evaluates the next operand only when this one does not
         // decide the result.
         if (!inferring_) {
@@ -368,6 +368,11 @@ Value Lowerer::lower(const ast::Expr& e) {
       if (c.ops.size() == 1) {
         Value lv = lower(*c.left);
         Value rv = lower(*c.comparators[0]);
+        const bool membership = c.ops[0] == ast::CmpOpKind::In || c.ops[0] == ast::CmpOpKind::NotIn;
+        if (membership && rv.kind == Value::Kind::Dict && rv.table) {
+          Expr found = table_contains(rv.table, lv, e.loc);
+          return Value::of(c.ops[0] == ast::CmpOpKind::In ? found : ir::Unary::make(ir::UnaryOp::Not, found, e.loc));
+        }
         if (is_array_like(lv) || is_array_like(rv)) {
           const ast::CmpOpKind op = c.ops[0];
           const SourceLoc loc = e.loc;
@@ -472,6 +477,12 @@ Value Lowerer::lower_attribute(const ast::Attribute& a) {
     m.elems.push_back(base);
     return m;
   }
+  if (base.kind == Value::Kind::Dict) {
+    if (!base.table) unsupported("methods of a dict or set display: bind it to a name first", a.loc);
+    Value m = Value::function("table." + attr, a.loc);
+    m.elems.push_back(base);
+    return m;
+  }
   if (base.kind == Value::Kind::Function) {
     const std::string& mod = base.name;
     if (mod == "numpy") {
@@ -561,6 +572,10 @@ Value Lowerer::lower_subscript(const ast::Subscript& s) {
     if (s.index->kind == ast::ExprKind::Slice || s.index->kind == ast::ExprKind::Tuple)
       unsupported("lists are indexed by one integer (slices of lists are not supported)", s.index->loc);
     return list_element(base.list, scalar(*s.index, "a list index"), s.loc);
+  }
+  if (base.kind == Value::Kind::Dict) {
+    if (!base.table) unsupported("indexing a dict display: bind it to a name first", s.loc);
+    return table_lookup(base.table, lower(*s.index), s.loc);
   }
   if (base.kind == Value::Kind::Tuple) {
     const auto* c = s.index->as<ast::Constant>();

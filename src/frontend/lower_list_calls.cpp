@@ -150,8 +150,8 @@ Value Lowerer::held_element(const ListPtr& l, const std::vector<ir::Var>& held, 
 void Lowerer::check_effect_allowed(const ast::Call& c, const std::string& what) {
   if (effect_call_ != &c || !guards_.empty())
     unsupported(what +
-                    " changes the list: call it as a statement of its own or as the whole right-hand side of an "
-                    "assignment (x = " +
+                    " changes a list, dict or set: call it as a statement of its own or as the whole right-hand "
+                    "side of an assignment (x = " +
                     what + "), not inside another expression",
                 c.loc);
 }

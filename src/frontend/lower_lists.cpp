@@ -393,13 +393,15 @@ Expr Lowerer::list_nonempty(const ListPtr& l, SourceLoc loc) {
 
 Expr Lowerer::condition(const ast::Expr& e, const char* context) {
   Value v = lower(e);
-  if (v.kind == Value::Kind::List) return condition_of(v, e.loc);
+  if (v.kind == Value::Kind::List || v.kind == Value::Kind::Dict) return condition_of(v, e.loc);
   return truthy(as_scalar(v, context, e.loc), e.loc);
 }
 
-Expr Lowerer::condition_of(const Value& list, SourceLoc loc) {
-  if (!list.list) unsupported("the truth of a list display is known: write True or False", loc);
-  return list_nonempty(list.list, loc);
+Expr Lowerer::condition_of(const Value& container, SourceLoc loc) {
+  if (container.kind == Value::Kind::Dict && container.table)
+    return ir::Compare::make(ir::CompareOp::NE, var(container.table->size, loc), int_imm(0, loc), loc);
+  if (!container.list) unsupported("the truth of a display is known: write True or False", loc);
+  return list_nonempty(container.list, loc);
 }
 
 // ---------------------------------------------------------------- loops and returns

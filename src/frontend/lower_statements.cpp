@@ -76,8 +76,8 @@ void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
       if (auto call = e.as<ast::Call>()) {
         auto at = call->func->as<ast::Attribute>();
         Value f = at ? lower(*call->func) : Value();
-        if (f.kind == Value::Kind::Function &&
-            (f.name == "numpy.add.at" || f.name.rfind("list.", 0) == 0 || f.name.rfind("heapq.", 0) == 0)) {
+        if (f.kind == Value::Kind::Function && (f.name == "numpy.add.at" || f.name.rfind("list.", 0) == 0 ||
+                                                f.name.rfind("heapq.", 0) == 0 || f.name.rfind("table.", 0) == 0)) {
           effect_call_ = call;
           lower_call(*call);
           effect_call_ = nullptr;
@@ -134,17 +134,18 @@ void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
       } catch (const TypeNotKnownYet&) {
         if (!inferring_) throw;
       }
-      if (pending_beyond_checks())
-        unsupported("allocating an array in a while condition is not supported", w.test->loc);
+      if (pending_allocates()) unsupported("allocating an array in a while condition is not supported", w.test->loc);
       // A local the condition may read unassigned: a read that runs at every
       // test runs at the first, and a local it finds assigned stays so, so
       // its check runs once before the loop (from pending_). A read behind
       // `and`/`or`/`if else` may first run at a later test: its check runs
       // before every test, ending the loop when it fails, and raises after it.
+      // Other statements the condition needs (a dict lookup's probe) run
+      // before every test too.
       std::vector<Stmt> late_checks, kept;
       for (Stmt& p : pending_) {
         const auto* a = p->as<ir::Assert>();
-        (a && !a->cond->as<ir::VarRef>() ? late_checks : kept).push_back(std::move(p));
+        (a && a->cond->as<ir::VarRef>() ? kept : late_checks).push_back(std::move(p));
       }
       pending_.clear();
       std::vector<Stmt> body;
@@ -160,6 +161,10 @@ void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
       std::vector<Stmt> loop, after;
       for (const Stmt& check : late_checks) {
         const auto* a = check->as<ir::Assert>();
+        if (!a) {
+          loop.push_back(check);
+          continue;
+        }
         ir::Var failed = temp_var(ScalarType::py_bool(), a->loc);
         here.push_back(ir::Assign::make(failed, ir::BoolImm::make(false, a->loc), a->loc));
         loop.push_back(ir::If::make(
@@ -279,6 +284,7 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
     }
     if (value.kind == Value::Kind::Tuple) return assign_tuple(n->id, value, out, loc);
     if (value.kind == Value::Kind::List) return assign_list(n->id, value, out, loc);
+    if (value.kind == Value::Kind::Dict) return assign_table(n->id, value, out, loc);
     type_error("cannot assign " + std::string(value_kind_name(value.kind)) + " to a variable in a kernel", loc);
   }
   if (auto s = target.as<ast::Subscript>()) {
@@ -288,6 +294,7 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
         unsupported("lists are indexed by one integer (assigning to slices of lists is not supported)", s->index->loc);
       return store_list_element(base.list, scalar(*s->index, "a list index"), value, out, loc);
     }
+    if (base.kind == Value::Kind::Dict && base.table) return store_table(base.table, lower(*s->index), value, out, loc);
     if (base.kind == Value::Kind::Tuple) type_error("'tuple' object does not support item assignment", s->loc);
     if (base.kind == Value::Kind::Array) base.node = s->value.get();
     if (base.kind == Value::Kind::Tensor && base.tensor->array) {
@@ -376,7 +383,10 @@ void Lowerer::lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out) 
   const ast::Expr* base = a.target.get();
   while (auto s = base->as<ast::Subscript>()) base = s->value.get();
   if (auto n = base->as<ast::Name>(); n && !inferring_) check_bound(*n);
+  // `n += d.pop(k)`: the call's change cannot reach the number read first.
+  if (a.target->as<ast::Name>()) effect_call_ = a.value->as<ast::Call>();
   Value rhs = lower(*a.value);
+  effect_call_ = nullptr;
   // In-place operators on arrays (`A += B`, `A[1:-1] *= 2`) update the
   // array's own elements, as NumPy does.
   Value current = lower(*a.target);
@@ -417,6 +427,11 @@ void Lowerer::lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out) 
   }
   if (auto s = a.target->as<ast::Subscript>()) {
     Value base = lower(*s->value);
+    if (base.kind == Value::Kind::Dict && base.table) {
+      Expr cur = as_scalar(current, "an augmented assignment", a.target->loc);
+      store_table(base.table, lower(*s->index), Value::of(binary(a.op, cur, r, a.loc)), out, a.loc);
+      return;
+    }
     if (base.kind == Value::Kind::List && base.list) {
       Expr cur = as_scalar(current, "an augmented assignment", a.target->loc);
       store_list_element(base.list, scalar(*s->index, "a list index"), Value::of(binary(a.op, cur, r, a.loc)), out,
@@ -508,187 +523,6 @@ void Lowerer::lower_atomic(const ast::Stmt& s, std::vector<Stmt>& out) {
                operand->loc);
   if (elem.is_bool()) type_error("atomic updates of bool arrays are not supported", target->loc);
   if (!inferring_) out.push_back(ir::AtomicUpdate::make(base.array, idx, op, cast(v, elem), false, s.loc));
-}
-
-void Lowerer::lower_for(const ast::For& f, std::vector<Stmt>& out) {
-  if (!f.orelse.empty()) unsupported("'for ... else' is not supported", f.loc);
-  if (auto n = f.iter->as<ast::Name>()) {
-    Value iterated = lower(*n);
-    if (iterated.kind == Value::Kind::List) return lower_for_list(f, iterated.list, out);
-  }
-  auto target = f.target->as<ast::Name>();
-  if (!target) unsupported("the target of a for loop must be a single name", f.target->loc);
-  auto call = f.iter->as<ast::Call>();
-  bool is_prange = false;
-  if (call) {
-    Value callee = lower(*call->func);
-    if (callee.kind == Value::Kind::Function && callee.name == "builtins.range")
-      is_prange = false;
-    else if (callee.kind == Value::Kind::Function && callee.name == "plait.prange")
-      is_prange = true;
-    else
-      call = nullptr;
-  }
-  if (!call) unsupported("for loops must iterate over range(...), plait.prange(...) or a list", f.iter->loc);
-  if (!call->keywords.empty()) type_error("range() takes no keyword arguments", call->keywords[0].loc);
-  if (call->args.empty() || call->args.size() > 3)
-    type_error("range expected 1 to 3 arguments, got " + std::to_string(call->args.size()), call->loc);
-  ir::LoopSchedule sched = parse_loop_pragmas(f, is_prange);
-  std::vector<Expr> bounds;
-  try {
-    for (const auto& a : call->args) {
-      Expr e = scalar(*a, "range()");
-      if (!e->type.is_int() && !e->type.is_bool())
-        type_error("range() arguments must be integers, got " + describe(e->type), a->loc);
-      bounds.push_back(cast(e, ScalarType::py_int()));
-    }
-  } catch (const TypeNotKnownYet&) {
-    if (!inferring_) throw;
-  }
-  if (pending_beyond_checks()) unsupported("allocating an array in range() is not supported", call->loc);
-  // The loop variable is a Python int whatever the bounds' types are.
-  if (inferring_) record_scalar(target->id, ScalarType::py_int(), f.target->loc);
-  std::vector<Stmt> body;
-  ++loop_depth_;
-  const bool parallel = ir::is_parallel(sched.kind) || ir::is_vectorized(sched.kind);
-  parallel_depth_ += parallel;
-  auto checks = std::move(pending_);  // of the bounds, before the loop
-  lower_block(f.body, body);
-  pending_ = std::move(checks);
-  parallel_depth_ -= parallel;
-  --loop_depth_;
-  if (inferring_) return;
-  const Local& l = locals_.at(target->id);
-  if (!l.var || !l.var->type.is_int() || l.var->type.kind != ScalarKind::Int64)
-    type_error("loop variable '" + target->id + "' is also assigned " +
-                   (l.var ? describe(l.var->type) : std::string("an array")) + " elsewhere; a variable keeps one type",
-               f.target->loc);
-  Expr begin = bounds.size() == 1 ? ir::IntImm::make(0, ScalarType::py_int(), call->loc) : bounds[0];
-  Expr end = bounds.size() == 1 ? bounds[0] : bounds[1];
-  Expr step = bounds.size() == 3 ? bounds[2] : ir::IntImm::make(1, ScalarType::py_int(), call->loc);
-  if (auto s = step->as<ir::IntImm>(); s && s->value == 0)
-    fail(ErrorKind::Value, "range() arg 3 must not be zero", call->args[2]->loc);
-  if (bound_flags_.count(target->id)) {
-    // Python assigns the loop variable only when the range is not empty.
-    auto runs = [&](bool up) {
-      return ir::Compare::make(up ? ir::CompareOp::LT : ir::CompareOp::GT, begin, end, f.loc);
-    };
-    Expr nonempty;
-    if (auto s = step->as<ir::IntImm>())
-      nonempty = runs(s->value > 0);
-    else
-      nonempty =
-          ir::Select::make(ir::Compare::make(ir::CompareOp::GT, step, ir::IntImm::make(0, step->type, f.loc), f.loc),
-                           runs(true), runs(false), f.loc);
-    std::vector<Stmt> mark;
-    mark_bound(target->id, mark, f.loc);
-    out.push_back(ir::If::make(nonempty, ir::Block::make(mark, f.loc), nullptr, f.loc));
-  }
-  out.push_back(ir::For::make(l.var, begin, end, step, ir::Block::make(body, f.loc), sched, f.loc));
-}
-
-void Lowerer::lower_return(const ast::Return& r, std::vector<Stmt>& out) {
-  std::vector<ir::ReturnValue> values;
-  std::vector<ValueType> types;
-  bool tuple = false;
-  bool list = false;  // `return [a, b]`: a tuple of values, given to Python as a list
-  if (r.value) {
-    Value v;
-    if (auto c = r.value->as<ast::Call>()) {
-      effect_call_ = c;  // `return h.pop()`
-      v = lower_call(*c);
-      effect_call_ = nullptr;
-    } else {
-      v = lower(*r.value);
-    }
-    std::vector<Value> items;
-    list = r.value->kind == ast::ExprKind::List;
-    if (v.kind == Value::Kind::Tuple) {
-      tuple = true;
-      items = v.elems;
-    } else if (v.kind != Value::Kind::None) {
-      items.push_back(v);
-    }
-    for (auto& it : items) {
-      if (it.kind == Value::Kind::Tensor)
-        it = Value::of_array(materialize(it.tensor, out, r.loc, current_stmt_), r.loc);
-      if (it.kind == Value::Kind::Algebra) {
-        const tensor::TensorVar& t = *it.algebra->program->result;
-        // A transpose is returned as SciPy returns it: CSC, over its operand's arrays.
-        SparseType st{t.type.kind, it.algebra->index, it.algebra->matrix, t.format.mode_order[0] != 0};
-        sparse_return_values(it, values, r.loc);
-        types.push_back(ValueType::of(st));
-      } else if (it.kind == Value::Kind::List) {
-        if (!it.list) unsupported("return a list display as `return [a, b]`, or bind it to a name first", r.loc);
-        if (!it.list->type.known()) throw TypeNotKnownYet{};
-        std::vector<ir::ArrayVar> arrays = inferring_ ? it.list->columns : list_result(it.list, out, r.loc);
-        for (const ir::ArrayVar& a : arrays) values.push_back({nullptr, a});
-        types.push_back(ValueType::of_list(it.list->type.items, it.list->type.tuple));
-      } else if (it.kind == Value::Kind::Scalar) {
-        values.push_back({it.scalar, nullptr});
-        types.push_back(ValueType::of(it.scalar->type));
-      } else if (it.kind == Value::Kind::Array) {
-        values.push_back({nullptr, it.array});
-        types.push_back(ValueType::of(it.array->type));
-      } else {
-        unsupported("kernels return numbers, arrays or tuples of them, not " + std::string(value_kind_name(it.kind)),
-                    r.value->loc);
-      }
-    }
-  }
-  if (inferring_) {
-    if (!results_) {
-      results_ = types;
-      returns_tuple_ = tuple;
-      returns_list_ = list;
-      first_return_loc_ = r.loc;
-      changed_ = true;
-      return;
-    }
-    if (results_->size() != types.size() || returns_tuple_ != tuple)
-      type_error("this return gives a different number of values than the return at line " +
-                     std::to_string(first_return_loc_.line),
-                 r.loc);
-    if (returns_list_ != list)
-      type_error(std::string("this return gives a ") + (list ? "list" : "tuple") + " where the return at line " +
-                     std::to_string(first_return_loc_.line) + " gives a " + (list ? "tuple" : "list"),
-                 r.loc);
-    for (size_t i = 0; i < types.size(); ++i) {
-      ValueType& have = (*results_)[i];
-      if (have.is_sparse() || types[i].is_sparse()) {
-        if (!(have == types[i]))
-          type_error("this return gives " + to_string(types[i]) + " where the return at line " +
-                         std::to_string(first_return_loc_.line) + " gives " + to_string(have),
-                     r.loc);
-        continue;
-      }
-      if (have.is_array() != types[i].is_array())
-        type_error("this return gives an array where the return at line " + std::to_string(first_return_loc_.line) +
-                       " gives a number (or the other way round)",
-                   r.loc);
-      if (have.is_array()) {
-        if (have.array.dtype != types[i].array.dtype || have.array.ndim != types[i].array.ndim)
-          type_error("this return gives " + describe(types[i].array) + " but the return at line " +
-                         std::to_string(first_return_loc_.line) + " gives " + describe(have.array),
-                     r.loc);
-        if (have.array.layout != types[i].array.layout) {
-          have.array.layout = Layout::Any;
-          changed_ = true;
-        }
-      } else {
-        ScalarType u = unify(have.scalar, types[i].scalar);
-        if (u != have.scalar) {
-          have.scalar = u;
-          changed_ = true;
-        }
-      }
-    }
-    return;
-  }
-  const std::vector<ValueType> abi = Signature{*results_}.abi().args;
-  for (size_t i = 0; i < values.size(); ++i)
-    if (values[i].scalar) values[i].scalar = cast(values[i].scalar, abi[i].scalar);
-  out.push_back(ir::Return::make(values, r.loc));
 }
 
 }  // namespace plait::lowering

@@ -48,6 +48,8 @@ const char* value_kind_name(Value::Kind k) {
       return "a string";
     case Value::Kind::List:
       return "a list";
+    case Value::Kind::Dict:
+      return "a dict or set";
   }
   return "a value";
 }
@@ -221,9 +223,11 @@ Value Lowerer::global_value(const std::string& id, SourceLoc loc) {
                     loc);
     }
   }
-  static const std::set<std::string> kBuiltins = {"range", "len", "int",   "float", "bool", "abs",
-                                                  "min",   "max", "round", "pow",   "list"};
+  static const std::set<std::string> kBuiltins = {"range", "len",   "int", "float", "bool", "abs", "min",
+                                                  "max",   "round", "pow", "list",  "dict", "set"};
   if (kBuiltins.count(id)) return Value::function("builtins." + id, loc);
+  // The parser's spelling of `{...}` displays, which no user name can shadow.
+  if (id == "<dict>" || id == "<set>") return Value::function("builtins." + id.substr(1, id.size() - 2), loc);
   fail(ErrorKind::Name,
        "name '" + id +
            "' is not defined (kernels see their parameters, their locals, the modules "
@@ -246,6 +250,7 @@ Value Lowerer::lookup_name(const ast::Name& name) {
       if (it == types_.end()) throw TypeNotKnownYet{};
       const LocalType& lt = it->second;
       if (lt.list) return Value::of_list(named_list(id, name.loc), name.loc);
+      if (lt.hash) return Value::of_table(named_table(id, name.loc), name.loc);
       if (lt.tuple_size) return tuple_local(id, name.loc);
       if (lt.array) {
         auto a = std::make_shared<ir::ArrayInfo>();
@@ -258,8 +263,9 @@ Value Lowerer::lookup_name(const ast::Name& name) {
       v->type = *lt.scalar;
       return Value::of(ir::VarRef::make(v, name.loc));
     }
-    if (auto t = types_.find(id); t != types_.end() && (t->second.list || t->second.tuple_size)) {
+    if (auto t = types_.find(id); t != types_.end() && (t->second.list || t->second.tuple_size || t->second.hash)) {
       check_bound(name);
+      if (t->second.hash) return Value::of_table(named_table(id, name.loc), name.loc);
       return t->second.list ? Value::of_list(named_list(id, name.loc), name.loc) : tuple_local(id, name.loc);
     }
     auto it = locals_.find(id);
@@ -299,10 +305,9 @@ void Lowerer::mark_bound(const std::string& name, std::vector<Stmt>& out, Source
   if (it != bound_flags_.end()) out.push_back(ir::Assign::make(it->second, ir::BoolImm::make(true, loc), loc));
 }
 
-bool Lowerer::pending_beyond_checks() const {
-  for (const Stmt& p : pending_) {
-    if (!p->as<ir::Assert>()) return true;
-  }
+bool Lowerer::pending_allocates() const {
+  for (const Stmt& p : pending_)
+    if (p->as<ir::Allocate>()) return true;
   return false;
 }
 
@@ -348,13 +353,14 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
     if (!changed_) break;
   }
   settle_lists();
+  settle_tables();
   // Phase 2: create the IR variables with their final types and emit.
   inferring_ = false;
   sparse_values_ = sparse_params;
   array_units_.clear();
   for (const auto& [name, lt] : types_) {
     if (lt.sparse) continue;                 // sparse values are sparse_values_
-    if (lt.list || lt.tuple_size) continue;  // held in the locals named list_column_name and the like
+    if (lt.list || lt.tuple_size || lt.hash) continue;  // held in the locals named list_column_name and the like
     Local l;
     if (lt.array) {
       l.array = std::make_shared<ir::ArrayInfo>();
@@ -403,7 +409,7 @@ ir::Function Lowerer::run(const ast::FunctionDef& fn) {
   out.returns_tuple = returns_tuple_;
   out.returns_list = returns_list_;
   bool folded_result = false;
-  for (const ValueType& t : out.results) folded_result = folded_result || t.is_sparse() || t.is_list();
+  for (const ValueType& t : out.results) folded_result = folded_result || t.is_sparse() || t.is_container();
   if (folded_result) {
     // The entry point returns each sparse matrix and each list as its
     // arrays, in a tuple; the caller folds them (declared_results).

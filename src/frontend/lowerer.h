@@ -110,6 +110,24 @@ struct ListParts {
 };
 using ListPtr = std::shared_ptr<const ListParts>;
 
+// The types of a dict's keys and values or a set's keys (lower_dicts.cpp);
+// unknown while nothing has been stored.
+struct HashType {
+  std::optional<ScalarType> key, value;
+  bool set = false;
+};
+
+// A dict or set in the IR (lower_hash_tables.cpp): its entries in insertion
+// order (keys, values for a dict, live flags), the slots indexing them, the
+// entries used and the live ones (its len()).
+struct HashParts {
+  std::string name;
+  HashType type;
+  ir::ArrayVar keys, values, live, slots;  // null while the key type is not known (inference)
+  ir::Var used, size;
+};
+using HashPtr = std::shared_ptr<const HashParts>;
+
 // Thrown in the inference phase when an expression reads a local whose type
 // is not known yet; the statement is retried in the next round.
 struct TypeNotKnownYet {};
@@ -117,13 +135,14 @@ struct TypeNotKnownYet {};
 // What an expression evaluates to in the front end. Only scalars become IR
 // expressions; the rest exist at compile time (shapes, modules, dtypes).
 struct Value {
-  enum class Kind { Scalar, Array, Tensor, Tuple, Function, DType, None, String, Algebra, List };
+  enum class Kind { Scalar, Array, Tensor, Tuple, Function, DType, None, String, Algebra, List, Dict };
   Kind kind = Kind::None;
   Expr scalar;
   ir::ArrayVar array;
   TensorPtr tensor;  // Tensor: an array-valued expression, evaluated lazily
   std::shared_ptr<const AlgebraValue> algebra;  // Algebra
   ListPtr list;                                 // List
+  HashPtr table;                                // Dict (a dict or a set; null for a display)
   std::vector<Value> elems;
   std::string name;  // Function: qualified name ("numpy.sqrt", "builtins.max"); String: the text
   ScalarKind dtype = ScalarKind::Float64;
@@ -172,6 +191,13 @@ struct Value {
     v.loc = l;
     return v;
   }
+  static Value of_table(HashPtr t, SourceLoc l) {
+    Value v;
+    v.kind = Kind::Dict;
+    v.table = std::move(t);
+    v.loc = l;
+    return v;
+  }
   static Value dtype_of(ScalarKind k, SourceLoc l) {
     Value v;
     v.kind = Kind::DType;
@@ -213,6 +239,7 @@ struct LocalType {
   std::optional<SparseType> sparse;
   std::optional<ListType> list;      // a list: its arrays and length are the locals list_column_name, list_length_name
   std::optional<size_t> tuple_size;  // a tuple of numbers: its items are the locals tuple_item_name
+  std::optional<HashType> hash;      // a dict or set: its parts are the locals hash_part_name
   SourceLoc first_loc;
 };
 
@@ -221,6 +248,7 @@ struct LocalType {
 std::string list_column_name(const std::string& list, size_t item);
 std::string list_length_name(const std::string& list);
 std::string tuple_item_name(const std::string& tuple, size_t item);
+std::string hash_part_name(const std::string& table, const char* part);
 // `[a, b]`, `[x] * n` or `n * [x]`: a list display that makes a list object.
 bool is_list_display(const ast::Expr& e);
 
@@ -271,10 +299,10 @@ class Lowerer {
   // the condition of a check that pending_ runs before the statement.
   Expr unless_skipped(Expr ok, SourceLoc loc) const;
   void mark_bound(const std::string& name, std::vector<Stmt>& out, SourceLoc loc);
-  // Whether pending_ holds statements other than checks (Asserts: unbound
-  // locals, list indices, broadcasts), such as allocations, which loop
-  // headers cannot take.
-  bool pending_beyond_checks() const;
+  // Whether pending_ allocates an array, which loop headers cannot take
+  // (checks and other statements run before the loop, or before each test
+  // of a while loop).
+  bool pending_allocates() const;
   Value global_value(const std::string& id, SourceLoc loc);
 
   // ------------------------------------------------------------ statements
@@ -371,6 +399,30 @@ class Lowerer {
   // number's truth, or a list's (not empty).
   Expr condition(const ast::Expr& e, const char* context);
   Expr condition_of(const Value& list, SourceLoc loc);
+  // ------------------------------------------------------------ dicts and sets (lower_hash_tables.cpp,
+  // lower_dicts.cpp)
+  HashPtr named_table(const std::string& name, SourceLoc loc);
+  void record_table(const std::string& name, const HashType& given, SourceLoc loc);
+  void settle_tables();
+  Expr table_slot(const HashParts& t, const Expr& key, SourceLoc loc);
+  Expr next_slot(const HashParts& t, const Expr& slot, SourceLoc loc);
+  // Statements setting a temporary to the live entry holding `key`, or -1.
+  ir::Var find_entry(const HashParts& t, const Expr& key, std::vector<Stmt>& out, SourceLoc loc);
+  void place_entry(const HashParts& t, const Expr& entry, std::vector<Stmt>& out, SourceLoc loc);
+  void allocate_table(const HashParts& t, const Expr& capacity, std::vector<Stmt>& out, SourceLoc loc);
+  void make_room(const HashParts& t, std::vector<Stmt>& out, SourceLoc loc);
+  // d[key] = value (value null for a set's add).
+  void insert_entry(const HashParts& t, const Expr& key, const Expr& value, std::vector<Stmt>& out, SourceLoc loc);
+  Value table_display(const std::string& fn, const ast::Call& c);
+  void assign_table(const std::string& name, const Value& value, std::vector<Stmt>& out, SourceLoc loc);
+  // A dict or set key: an integer.
+  Expr table_key(const Value& key, SourceLoc loc);
+  Value table_lookup(const HashPtr& t, const Value& key, SourceLoc loc);
+  void store_table(const HashPtr& t, const Value& key, const Value& value, std::vector<Stmt>& out, SourceLoc loc);
+  Expr table_contains(const HashPtr& t, const Value& key, SourceLoc loc);
+  Value call_table_method(const std::string& method, const Value& self, const ast::Call& c);
+  void lower_for_table(const ast::For& f, const Value& table, std::vector<Stmt>& out);
+  std::vector<ir::ArrayVar> table_result(const HashPtr& t, std::vector<Stmt>& out, SourceLoc loc);
   // ------------------------------------------------------------ sparse operator programs (lower_sparse*.cpp)
   void declare_sparse_param(const std::string& name, const SparseType& t, SourceLoc loc);
   // Whether e computes with a sparse matrix: the tensor-algebra level lowers it.

@@ -335,7 +335,7 @@ ExprPtr Parser::parse_atom() {
     case TokenKind::Op:
       if (token.text == "(") return parse_parenthesized();
       if (token.text == "[") return parse_list();
-      if (token.text == "{") reject_dict_or_set();
+      if (token.text == "{") return parse_brace();
       if (token.text == "...") unsupported("Ellipsis ('...') is", token.loc);
       unexpected(token);
     default:
@@ -385,7 +385,8 @@ ExprPtr Parser::parse_list() {
   std::vector<ExprPtr> elements;
   if (!peek().is_op("]")) {
     elements.push_back(parse_star_expr());
-    reject_comprehension(start, "list comprehensions are");
+    if (peek().is_keyword("async")) reject_comprehension(start, "asynchronous comprehensions are");
+    if (peek().is_keyword("for")) return parse_list_comprehension(start, std::move(elements[0]));
     while (peek().is_op(",")) {
       advance();
       if (peek().is_op("]")) break;
@@ -394,6 +395,72 @@ ExprPtr Parser::parse_list() {
   }
   expect_op("]", "expected ',' or ']'");
   return std::make_unique<ast::List>(since(start), std::move(elements));
+}
+
+ExprPtr Parser::parse_brace() {
+  const size_t start = pos_;
+  advance();  // {
+  std::vector<ExprPtr> items;
+  bool dict = peek().is_op("}");
+  if (peek().is_op("**")) unsupported("unpacking in dict displays ('**') is", peek().loc);
+  if (!peek().is_op("}")) {
+    ExprPtr first = parse_test();
+    dict = peek().is_op(":");
+    auto item = [&](ExprPtr key) -> ExprPtr {
+      if (!dict) return key;
+      expect_op(":", "expected ':'");
+      const size_t item_start = pos_;
+      ExprPtr value = parse_test();
+      std::vector<ExprPtr> pair;
+      pair.push_back(std::move(key));
+      pair.push_back(std::move(value));
+      return std::make_unique<ast::Tuple>(since(item_start), std::move(pair));
+    };
+    items.push_back(item(std::move(first)));
+    reject_comprehension(start, dict ? "dict comprehensions are" : "set comprehensions are");
+    while (peek().is_op(",")) {
+      advance();
+      if (peek().is_op("}")) break;
+      if (peek().is_op("**")) unsupported("unpacking in dict displays ('**') is", peek().loc);
+      items.push_back(item(parse_test()));
+    }
+  }
+  expect_op("}", "expected ',' or '}'");
+  const SourceLoc loc = since(start);
+  std::vector<ExprPtr> args;
+  if (!items.empty()) args.push_back(std::make_unique<ast::List>(loc, std::move(items)));
+  return std::make_unique<ast::Call>(loc, std::make_unique<ast::Name>(loc, dict ? "<dict>" : "<set>"), std::move(args),
+                                     std::vector<ast::Keyword>{});
+}
+
+ExprPtr Parser::parse_list_comprehension(size_t start, ExprPtr element) {
+  if (start != comprehension_start_) {
+    reject_comprehension(start,
+                         "list comprehensions are supported as the whole value of an assignment to a name "
+                         "(L = [e for x in ...]); elsewhere they are");
+  }
+  std::vector<ast::Comprehension> generators;
+  while (peek().is_keyword("for")) {
+    advance();
+    ast::Comprehension clause;
+    clause.target = parse_target_list();
+    check_target(*clause.target);
+    if (!peek().is_keyword("in")) syntax_error("expected 'in'", peek().loc);
+    advance();
+    clause.iter = parse_or();  // `if` after it starts a condition, not a conditional expression
+    while (peek().is_keyword("if")) {
+      advance();
+      clause.ifs.push_back(parse_or());
+    }
+    generators.push_back(std::move(clause));
+  }
+  expect_op("]", "expected ']'");
+  std::vector<ExprPtr> elements;
+  elements.push_back(std::move(element));
+  auto list = std::make_unique<ast::List>(since(start), std::move(elements));
+  list->generators = std::move(generators);
+  ++comprehensions_;
+  return list;
 }
 
 }  // namespace plait::parsing

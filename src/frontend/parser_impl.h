@@ -291,25 +291,21 @@ class Parser {
   ExprPtr parse_parenthesized();
 
   ExprPtr parse_list();
+  // `[e for t in it if c ...]` after its element: a List with generators.
+  ExprPtr parse_list_comprehension(size_t start, ExprPtr element);
+  // Comprehensions parsed and not yet rewritten by the statement that holds
+  // them (rewrite_comprehension): any left over is refused.
+  int comprehensions_ = 0;
+  // Where a comprehension may start: just after `name =` (else refused at once).
+  size_t comprehension_start_ = static_cast<size_t>(-1);
+  // `L = [e for t in it if c]` as `L = []` and a loop of appends, the loop
+  // variables renamed `<listcomp>.t` (they do not leak, as in Python 3).
+  void rewrite_comprehension(StmtList& out);
 
-  [[noreturn]] void reject_dict_or_set() {
-    // The literal is a dict when a ':' or '**' appears at its top level, or
-    // when it is empty.
-    const size_t open = pos_;
-    size_t close = open + 1;
-    int depth = 1;
-    bool is_dict = peek(1).is_op("}") || peek(1).is_op("**");
-    for (; close < tokens_.size() && tokens_[close].kind != TokenKind::EndOfInput; ++close) {
-      const Token& token = tokens_[close];
-      if (token.is_op("(") || token.is_op("[") || token.is_op("{")) ++depth;
-      if (token.is_op(")") || token.is_op("]") || token.is_op("}")) {
-        if (--depth == 0) break;
-      }
-      if (depth == 1 && token.is_op(":")) is_dict = true;
-    }
-    const SourceLoc loc = SourceLoc::span(tokens_[open].loc, tokens_[std::min(close, tokens_.size() - 1)].loc);
-    unsupported(is_dict ? "dict literals are" : "set literals are", loc);
-  }
+  // `{}`, `{k: v, ...}` and `{a, b}`: a call of `<dict>` or `<set>` (names
+  // no user name can shadow) on a list display of the items, (k, v) tuples
+  // for a dict, as `dict([(k, v)])` and `set([a, b])` would build them.
+  ExprPtr parse_brace();
 
   // ------------------------------------------------------------ module scan
 

@@ -300,13 +300,74 @@ void Parser::parse_statement(StmtList& out) {
 
 void Parser::parse_simple_statements(StmtList& out) {
   while (true) {
+    const size_t start = pos_;
     out.push_back(parse_simple_statement());
+    rewrite_comprehension(out);
+    if (comprehensions_ > 0)
+      unsupported(
+          "list comprehensions are supported as the whole value of an assignment to a name "
+          "(L = [e for x in ...]); elsewhere they are",
+          since(start));
     if (!peek().is_op(";")) break;
     advance();
     if (peek().kind == TokenKind::Newline) break;
   }
   if (peek().kind != TokenKind::Newline) unexpected(peek());
   advance();
+}
+
+void Parser::rewrite_comprehension(StmtList& out) {
+  auto* assign = out.back()->kind == ast::StmtKind::Assign ? static_cast<ast::Assign*>(out.back().get()) : nullptr;
+  auto* list =
+      assign && assign->value->kind == ast::ExprKind::List ? static_cast<ast::List*>(assign->value.get()) : nullptr;
+  if (!list || list->generators.empty() || assign->targets.size() != 1 ||
+      assign->targets[0]->kind != ast::ExprKind::Name)
+    return;
+  const std::string& name = static_cast<const ast::Name&>(*assign->targets[0]).id;
+  const SourceLoc loc = assign->loc;
+  // Each clause's targets are names of the comprehension's own scope, seen
+  // by the later clauses and the element.
+  std::set<std::string> scope;
+  bool reads_name = false;
+  auto renamed = [&](const ast::Expr& e) {
+    return ast::clone(e, ast::Renaming{[&](const std::string& id) {
+                                         if (scope.count(id)) return "<listcomp>." + id;
+                                         reads_name = reads_name || id == name;
+                                         return id;
+                                       },
+                                       nullptr});
+  };
+  std::vector<StmtList*> bodies;
+  StmtList loops;
+  StmtList* body = &loops;
+  for (ast::Comprehension& clause : list->generators) {
+    ExprPtr iter = renamed(*clause.iter);
+    std::set<std::string> targets;
+    ast::collect_target_names(*clause.target, targets);
+    scope.insert(targets.begin(), targets.end());
+    ExprPtr target = renamed(*clause.target);
+    StmtList inner;
+    auto loop = std::make_unique<ast::For>(loc, std::move(target), std::move(iter), StmtList{}, StmtList{});
+    StmtList* next = &loop->body;
+    body->push_back(std::move(loop));
+    for (const ExprPtr& condition : clause.ifs) {
+      auto test = std::make_unique<ast::If>(loc, renamed(*condition), StmtList{}, StmtList{});
+      StmtList* then = &test->body;
+      next->push_back(std::move(test));
+      next = then;
+    }
+    body = next;
+  }
+  std::vector<ExprPtr> element;
+  element.push_back(renamed(*list->elts[0]));
+  body->push_back(std::make_unique<ast::ExprStmt>(
+      loc, std::make_unique<ast::Call>(
+               loc, std::make_unique<ast::Attribute>(loc, std::make_unique<ast::Name>(loc, name), "append"),
+               std::move(element), std::vector<ast::Keyword>{})));
+  if (reads_name) unsupported("a list comprehension that reads the name it is assigned to ('" + name + "') is", loc);
+  assign->value = std::make_unique<ast::List>(list->loc, std::vector<ExprPtr>{});
+  for (StmtPtr& s : loops) out.push_back(std::move(s));
+  --comprehensions_;
 }
 
 StmtPtr Parser::parse_simple_statement() {
@@ -332,7 +393,9 @@ StmtPtr Parser::parse_simple_statement() {
     while (peek().is_op("=")) {
       advance();
       if (value) targets.push_back(std::move(value));
+      if (targets.size() == 1 && targets[0]->kind == ast::ExprKind::Name) comprehension_start_ = pos_;
       value = parse_star_expressions();
+      comprehension_start_ = static_cast<size_t>(-1);
     }
     for (const ExprPtr& each : targets) check_target(*each);
     return std::make_unique<ast::Assign>(since(start), std::move(targets), std::move(value));

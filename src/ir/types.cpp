@@ -217,17 +217,18 @@ std::string to_string(const SparseType& t) {
 
 std::string to_string(const ValueType& t) {
   if (t.is_sparse()) return to_string(t.sparse);
-  if (t.is_list()) {
-    // "list[float]", "list[(int, f64)]"
+  if (t.is_container()) {
+    // "list[float]", "list[(int, f64)]", "dict[int, float]", "set[i64]"
     std::string items;
     for (size_t k = 0; k < t.items.size(); ++k) items += (k ? ", " : "") + to_string(t.items[k]);
-    return "list[" + (t.tuple_items ? "(" + items + ")" : items) + "]";
+    const char* kind = t.tag == ValueType::Tag::Dict ? "dict[" : t.tag == ValueType::Tag::Set ? "set[" : "list[";
+    return kind + (t.tuple_items ? "(" + items + ")" : items) + "]";
   }
   return t.is_array() ? to_string(t.array) : to_string(t.scalar);
 }
 
 std::vector<ValueType> abi_types(const ValueType& t) {
-  if (t.is_list()) {
+  if (t.is_container()) {
     std::vector<ValueType> columns;
     for (ScalarType item : t.items) columns.push_back(ValueType::of(ArrayType{item.kind, 1, Layout::C}));
     return columns;

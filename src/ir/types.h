@@ -123,18 +123,26 @@ std::string to_string(const SparseType& t);
 
 // The type of one kernel argument or returned value.
 struct ValueType {
-  enum class Tag : uint8_t { Scalar, Array, Sparse, List } tag = Tag::Scalar;
+  enum class Tag : uint8_t { Scalar, Array, Sparse, List, Dict, Set } tag = Tag::Scalar;
   ScalarType scalar;
   ArrayType array;
   SparseType sparse;
   // A list (a kernel's result only): its elements' types, one per item of
-  // a tuple when `tuple_items`.
+  // a tuple when `tuple_items`. A dict: its key and value types; a set: its
+  // key type.
   std::vector<ScalarType> items;
   bool tuple_items = false;
 
   bool is_array() const { return tag == Tag::Array; }
   bool is_sparse() const { return tag == Tag::Sparse; }
   bool is_list() const { return tag == Tag::List; }
+  bool is_container() const { return tag == Tag::List || tag == Tag::Dict || tag == Tag::Set; }
+  static ValueType of_table(std::vector<ScalarType> items, bool set) {
+    ValueType v;
+    v.tag = set ? Tag::Set : Tag::Dict;
+    v.items = std::move(items);
+    return v;
+  }
   static ValueType of_list(std::vector<ScalarType> items, bool tuple) {
     ValueType v;
     v.tag = Tag::List;
@@ -153,7 +161,7 @@ struct ValueType {
   bool operator==(const ValueType& o) const {
     if (tag != o.tag) return false;
     if (is_sparse()) return sparse == o.sparse;
-    if (is_list()) return items == o.items && tuple_items == o.tuple_items;
+    if (is_container()) return items == o.items && tuple_items == o.tuple_items;
     return is_array() ? array == o.array : scalar == o.scalar;
   }
 };

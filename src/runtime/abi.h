@@ -62,6 +62,7 @@ enum plait_error_kind {
   PLAIT_RUNTIME_ERROR = 6,       /* RuntimeError (a CUDA call failed) */
   PLAIT_UNBOUND_LOCAL_ERROR = 7, /* UnboundLocalError (a local read before any assignment) */
   PLAIT_KEYBOARD_INTERRUPT = 8,  /* KeyboardInterrupt (SIGINT during the call) */
+  PLAIT_KEY_ERROR = 9,           /* KeyError (a key not in a dict or set) */
 };
 
 struct plait_context;

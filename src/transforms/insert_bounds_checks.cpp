@@ -149,6 +149,14 @@ class BoundsChecker : public ir::IRMutator {
  public:
   BoundsChecker(const ir::Function& f, const BoundsCheckOptions& options) : decider_(f, options.scans) {}
   std::vector<ir::Remark> remarks;
+  // The scans of whole arrays that the conditions read, for the function's entry.
+  ir::Stmt with_whole_scans(const ir::Stmt& body) {
+    if (whole_scans_.empty()) return body;
+    std::vector<ir::Stmt> stmts;
+    for (const auto& [scan, loc] : whole_scans_) append_scan(scan, loc, stmts);
+    stmts.push_back(body);
+    return ir::Block::make(std::move(stmts), body->loc);
+  }
 
  protected:
   ir::Stmt visit(const ir::For* f, const ir::Stmt&) override {
@@ -187,9 +195,18 @@ class BoundsChecker : public ir::IRMutator {
                      "; the loop runs unchecked when they stay in range, else it checks each access");
     ir::Stmt versions =
         ir::If::make(cond, loop, ir::For::make(f->var, begin, end, step, checked_body, f->schedule, f->loc), f->loc);
-    if (scans.empty()) return versions;
     std::vector<ir::Stmt> stmts;
-    for (const auto& scan : scans) append_scan(scan, f->loc, stmts);
+    for (const auto& scan : scans) {
+      if (!scan.whole) {
+        append_scan(scan, f->loc, stmts);
+      } else if (whole_scanned_.insert(scan.least.get()).second) {
+        whole_scans_.push_back({scan, f->loc});
+        note(f->loc, "loop over '" + f->var->name + "': the elements of '" + scan.array->name +
+                         "' it reads are bounded by one scan of the whole array when the call starts (no statement "
+                         "writes it)");
+      }
+    }
+    if (stmts.empty()) return versions;
     stmts.push_back(versions);
     return ir::Block::make(std::move(stmts), f->loc);
   }
@@ -298,6 +315,8 @@ class BoundsChecker : public ir::IRMutator {
   }
 
   Decider decider_;
+  std::set<const ir::VarInfo*> whole_scanned_;
+  std::vector<std::pair<analysis::IndexFacts::IndexScan, SourceLoc>> whole_scans_;
   std::vector<bool> fast_;  // per enclosing loop: writing its unchecked version
   int checked_copies_ = 0;  // the checked copies being written around this point
   std::set<std::string> noted_;
@@ -307,7 +326,7 @@ class BoundsChecker : public ir::IRMutator {
 
 void insert_bounds_checks(ir::Function& function, const BoundsCheckOptions& options) {
   BoundsChecker checker(function, options);
-  function.body = checker.mutate(function.body);
+  function.body = checker.with_whole_scans(checker.mutate(function.body));
   for (auto& r : checker.remarks) function.remarks.push_back(std::move(r));
 }
 

@@ -21,7 +21,10 @@
 // is checked once as well where the analysis bounds it by a scan: before the
 // test, a loop finds the least and greatest element of `col` over the
 // positions the nest reads (index_ranges.h, IndexScan): a row loop of a
-// sparse matrix is checked once per call, by scans of its index arrays.
+// sparse matrix is checked once per call, by scans of its index arrays. A
+// nest inside another loop (the rows a frontier picks at each sweep) would
+// scan its positions at each step of that loop: an index array that no
+// statement writes is then scanned whole, once, when the call starts.
 // Where scans may run is the target's choice (BoundsCheckOptions). Arrays
 // whose indices are in range by construction (ir::ArrayInfo::
 // indices_in_range: a list's storage) are not checked.

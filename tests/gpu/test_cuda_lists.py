@@ -1,4 +1,5 @@
-"""Lists and heapq on the CUDA target (frontend/lower_lists.cpp): the CPU
+"""Lists, heapq, dicts and sets on the CUDA target (frontend/lower_lists.cpp,
+lower_dicts.cpp): the CPU
 tests' kernels, compiled for the GPU, against the undecorated functions for
 each array kind. A list's arrays are allocated like any array of the
 kernel's host code; its loops run where the back end places them."""
@@ -13,7 +14,8 @@ import plait
 from test_cuda_run import KINDS, check
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from test_lists import cut_sizes, halves, heap_of_numbers, heap_order, pairs, pops, squares  # noqa: E402
+from test_dicts import counts, first_seen, removals, visited  # noqa: E402
+from test_lists import comprehensions, cut_sizes, halves, heap_of_numbers, heap_order, pairs, pops, squares  # noqa: E402
 
 on_gpu = pytest.mark.skipif(not plait.cuda_available(),
                             reason=f"no usable CUDA GPU: {plait.cuda_unavailable_reason()}")
@@ -54,3 +56,17 @@ def test_pops_and_a_heap_in_a_while_condition(kind):
     indices = np.array([v for x in neighbours for v in x], dtype=np.int64)
     for o in (0, 17):
         check(cut_sizes.py_func, [indptr, indices, o], kind)
+
+
+@on_gpu
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [0, 9, 500])
+def test_comprehensions_dicts_and_sets(kind, n):
+    rng = np.random.default_rng(n)
+    keys = rng.integers(-5, max(1, n // 3), n)
+    check(counts.py_func, [keys], kind)
+    check(first_seen.py_func, [keys, rng.standard_normal(n)], kind)
+    check(removals.py_func, [keys, rng.integers(0, 60, n // 2 + 1)], kind)
+    check(comprehensions.py_func, [rng.standard_normal(2 * n + 1), min(n, 6)], kind)
+    if n:
+        check(visited.py_func, [keys, rng.integers(-5, max(1, n // 3), n), int(keys[0])], kind)

@@ -124,3 +124,75 @@ def test_an_index_array_that_shares_memory_with_the_output():
     with pytest.raises(IndexError):
         gather(x, ours[:4], ours[1:5])
     np.testing.assert_array_equal(ours, theirs)
+
+
+@plait.jit
+def push_from_frontier(indptr, indices, r, sweeps):
+    """A scatter over the rows a frontier picks at each sweep, PR-Nibble's push."""
+    out = np.zeros(r.shape[0])
+    for sweep in range(sweeps):
+        frontier = np.nonzero(r > 0.25 * sweep)[0]
+        for k in range(frontier.shape[0]):
+            v = frontier[k]
+            for j in range(indptr[v], indptr[v + 1]):
+                out[indices[j]] += r[v]
+    return out
+
+
+def csr_graph(rng, n, bad=None):
+    degree = rng.integers(1, 6, n)
+    indptr = np.concatenate([[0], np.cumsum(degree)]).astype(np.int64)
+    indices = rng.integers(0, n, indptr[-1]).astype(np.int64)
+    if bad is not None:
+        indices[indptr[bad]] = n + 3  # out of range in row `bad` only
+    return indptr, indices
+
+
+WHOLE_SCAN = "bounded by one scan of the whole array when the call starts"
+
+
+def test_indices_never_written_are_scanned_once_per_call():
+    rng = rng_for("frontier")
+    indptr, indices = csr_graph(rng, 40)
+    check(push_from_frontier, indptr, indices, rng.random(40), 4)
+    text = push_from_frontier.explain()
+    assert f"'indices' it reads are {WHOLE_SCAN}" in text and f"'indptr' it reads are {WHOLE_SCAN}" in text
+
+
+@pytest.mark.parametrize("picked", [True, False])
+def test_an_index_out_of_range_raises_only_where_python_reads_it(picked):
+    # The whole array's scan sees the bad row either way; the checked copy
+    # then raises at the access Python raises at, and only when a frontier
+    # picks that row (r > 0 at the first sweep).
+    rng = rng_for("frontier bad", picked)
+    n, bad = 30, 4
+    indptr, indices = csr_graph(rng, n, bad=bad)
+    r = rng.random(n) + 0.01
+    r[bad] = 1.0 if picked else 0.0
+    if picked:
+        with pytest.raises(IndexError):
+            push_from_frontier.py_func(indptr, indices, r, 3)
+        with pytest.raises(IndexError):
+            push_from_frontier(indptr, indices, r, 3)
+    else:
+        check(push_from_frontier, indptr, indices, r, 3)
+
+
+@plait.jit
+def push_writing_indices(indptr, indices, r, sweeps):
+    out = np.zeros(r.shape[0])
+    for sweep in range(sweeps):
+        frontier = np.nonzero(r > 0.25 * sweep)[0]
+        for k in range(frontier.shape[0]):
+            v = frontier[k]
+            for j in range(indptr[v], indptr[v + 1]):
+                out[indices[j]] += r[v]
+        indices[0] = 0
+    return out
+
+
+def test_indices_the_kernel_writes_are_not_scanned_at_the_start():
+    rng = rng_for("frontier written")
+    indptr, indices = csr_graph(rng, 20)
+    check(push_writing_indices, indptr, indices, rng.random(20), 3)
+    assert f"'indices' it reads are {WHOLE_SCAN}" not in push_writing_indices.explain()

@@ -333,7 +333,7 @@ def list_of_arrays(a):
 
 @pytest.mark.parametrize("kernel, error, message", [
     (second_name, NotImplementedError, "second name of the list 'L'"),
-    (pop_in_expression, NotImplementedError, r"L.pop\(\) changes the list"),
+    (pop_in_expression, NotImplementedError, r"L.pop\(\) changes a list, dict or set"),
     (mixed_elements, TypeError, "holds"),
     (list_of_arrays, NotImplementedError, "lists hold numbers or tuples of numbers"),
 ])
@@ -353,3 +353,28 @@ def test_ints_and_floats_in_one_list_are_floats():
     # Python keeps 1 an int; a Plait list has one element type (as a variable has).
     assert mixed(2.5) == [1.0, 2.5] and type(mixed(2.5)[0]) is float
     assert math.isclose(sum(mixed(0.25)), sum(mixed.py_func(0.25)))
+
+
+@plait.jit
+def comprehensions(a, n):
+    squares = [i * i for i in range(n)]
+    positive = [a[i] for i in range(a.shape[0]) if a[i] > 0]
+    pairs = [(i, j) for i in range(n) for j in range(i) if (i + j) % 2 == 1]
+    doubled = [2 * x for x in positive]
+    firsts = [p for p, q in pairs if q == 0]
+    i = -1  # the comprehensions' variables are their own: i keeps its value
+    return squares, positive, pairs, doubled, firsts, i
+
+
+@pytest.mark.parametrize("n", (0, 1, 6))
+def test_list_comprehensions(n):
+    check(comprehensions, rng_for("comprehensions", n).standard_normal(2 * n + 1), n)
+
+
+def test_comprehensions_elsewhere_are_refused_at_their_line():
+    @plait.jit
+    def summed(n):
+        return len([i for i in range(n)])
+
+    with pytest.raises(NotImplementedError, match="list comprehensions are supported as the whole value"):
+        summed(3)

@@ -14,7 +14,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODULES = ["test_parallel_regions.py", "test_loops_parallel.py", "test_loops_runtime_errors.py", "test_calls.py",
-           "test_lists.py"]
+           "test_lists.py", "test_dicts.py"]
 
 
 @pytest.mark.parametrize("module", MODULES)

@@ -272,6 +272,23 @@ TEST(Parser, DocstringIsDropped) {
   EXPECT_EQ(dump_function(parse_function(source("def f():\n    'doc'\n"), "f")), "");
 }
 
+TEST(Parser, ListComprehensionsBecomeLoopsOfAppends) {
+  // The clauses nest in order; their variables are the comprehension's own.
+  EXPECT_EQ(body_of("i = 5\nL = [(i, j) for i in range(n) if i % 2 for j in range(i)]"),
+            "i = 5\n"
+            "L = [list]\n"
+            "for <listcomp>.i in call(range, n):\n"
+            "  if (% <listcomp>.i 2):\n"
+            "    for <listcomp>.j in call(range, <listcomp>.i):\n"
+            "      call(L.append, (tuple <listcomp>.i <listcomp>.j))\n");
+}
+
+TEST(Parser, DictAndSetDisplaysAreCallsOfTheirBuiltins) {
+  // `<dict>` and `<set>` are names no user name can shadow.
+  EXPECT_EQ(body_of("d = {}\ne = {1: a, 2: b}\ns = {x, y + 1}"),
+            "d = call(<dict>)\ne = call(<dict>, [list (tuple 1 a) (tuple 2 b)])\ns = call(<set>, [list x (+ y 1)])\n");
+}
+
 TEST(Parser, OneLineFunction) {
   const ast::FunctionDef f = parse_function(source("def f(x): return x * 2\n"), "f");
   EXPECT_EQ(dump_function(f), "return (* x 2)\n");
@@ -555,13 +572,24 @@ TEST(Parser, UnsupportedConstructsPointAtTheConstruct) {
       {"f = lambda x: x", "lambda expressions are not supported in Plait kernels", "2:8-2:14"},
       {"if (n := len(a)) > 0:\n    pass", "assignment expressions (':=') are not supported in Plait kernels",
        "2:8-2:12"},
-      {"x = [i * 2 for i in r]", "list comprehensions are not supported in Plait kernels", "2:8-2:18"},
+      {"x = f([i * 2 for i in r])",
+       "list comprehensions are supported as the whole value of an assignment to a name (L = [e for x in ...]); "
+       "elsewhere they are not supported in Plait kernels",
+       "2:10-2:20"},
+      {"x = y = [i for i in r]",
+       "list comprehensions are supported as the whole value of an assignment to a name (L = [e for x in ...]); "
+       "elsewhere they are not supported in Plait kernels",
+       "2:12-2:18"},
+      {"x = [x for i in r]",
+       "a list comprehension that reads the name it is assigned to ('x') is not supported in "
+       "Plait kernels",
+       "2:4-2:22"},
       {"x = sum(i for i in r)", "generator expressions are not supported in Plait kernels", "2:12-2:17"},
       {"x = (i for i in r)", "generator expressions are not supported in Plait kernels", "2:8-2:14"},
       {"a, *b = t", "starred expressions are not supported in Plait kernels", "2:7-2:9"},
-      {"x = {'a': 1}", "dict literals are not supported in Plait kernels", "2:8-2:16"},
-      {"x = {}", "dict literals are not supported in Plait kernels", "2:8-2:10"},
-      {"x = {1, (2, 3)}", "set literals are not supported in Plait kernels", "2:8-2:19"},
+      {"x = {k: v for k in r}", "dict comprehensions are not supported in Plait kernels", "2:8-2:17"},
+      {"x = {k for k in r}", "set comprehensions are not supported in Plait kernels", "2:8-2:14"},
+      {"x = {**a}", "unpacking in dict displays ('**') is not supported in Plait kernels", "2:9-2:11"},
       {"x = a[..., 0]", "Ellipsis ('...') is not supported in Plait kernels", "2:10-2:13"},
       {"if a: import m", "'import' statements are not supported in Plait kernels", "2:10-2:16"},
   };
