@@ -70,6 +70,11 @@ SHORT_RUN_S = 0.010      # runs shorter than this get more repetitions
 SHORT_RUN_BUDGET_S = 0.25  # timed seconds a short kernel's repetitions add up to
 MAX_RUNS = 200
 MIN_RUNS = 3         # runs kept even when they exceed the time budget
+# A pause before each version's timed runs: the worker threads of the version
+# before (NumPy's OpenBLAS, Numba's, OpenMP's) spin for a while after their
+# calls and would share the cores with it (symm at preset S: 0.47 ms alone,
+# 2.7 ms just after NumPy's version).
+SETTLE_S = 0.5
 RTOL, ATOL, L2_TOL = 1e-5, 1e-8, 1e-5
 CHECKSUM_RTOL = 1e-8
 
@@ -287,6 +292,7 @@ def run_peer(peer, module, name, preset, inputs, references, repeat, rng, verbos
                 problem = validate(peer, fn, module, preset, inputs, references)
                 if problem:
                     return Result(name, peer.name, "failed", problem)
+            time.sleep(SETTLE_S)
             time_runs(peer, fn, module, inputs, repeat, budget_s, times, min_runs)
     except TimeLimitExceeded:
         _drain(peer)
