@@ -69,4 +69,4 @@ def test_comprehensions_dicts_and_sets(kind, n):
     check(removals.py_func, [keys, rng.integers(0, 60, n // 2 + 1)], kind)
     check(comprehensions.py_func, [rng.standard_normal(2 * n + 1), min(n, 6)], kind)
     if n:
-        check(visited.py_func, [keys, rng.integers(-5, max(1, n // 3), n), int(keys[0])], kind)
+        check(visited.py_func, [keys, rng.integers(-5, max(1, n // 3), n), keys[0]], kind)

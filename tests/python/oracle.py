@@ -157,20 +157,27 @@ def _assert_values(got, expected, rtol, atol, what):
 
 
 def assert_same(got, expected, rtol=None, atol=None, types=True, what="result"):
-    """`got` (the kernel's) equals `expected` (Python's): same type (tuples
-    and lists element by element; Python int/float/bool vs NumPy scalars told apart),
+    """`got` (the kernel's) equals `expected` (Python's): same type (tuples,
+    lists, dicts and sets element by element, a dict's keys in order; Python
+    int/float/bool vs NumPy scalars told apart),
     same dtype and shape for arrays, same values (exact unless rtol/atol)."""
-    if isinstance(expected, list):
-        assert isinstance(got, list), f"{what}: expected a list, got {type(got).__name__}: {got!r}"
-        assert len(got) == len(expected), f"{what}: expected {len(expected)} elements, got {len(got)}"
+    if isinstance(expected, (tuple, list)):
+        kind = type(expected).__name__
+        assert type(got) is type(expected), f"{what}: expected a {kind}, got {type(got).__name__}: {got!r}"
+        assert len(got) == len(expected), f"{what}: expected {len(expected)} items, got {len(got)}"
         for k, (g, e) in enumerate(zip(got, expected)):
             assert_same(g, e, rtol, atol, types, f"{what}[{k}]")
         return
-    if isinstance(expected, tuple):
-        assert isinstance(got, tuple), f"{what}: expected a tuple, got {type(got).__name__}: {got!r}"
-        assert len(got) == len(expected), f"{what}: expected {len(expected)} values, got {len(got)}"
-        for k, (g, e) in enumerate(zip(got, expected)):
-            assert_same(g, e, rtol, atol, types, f"{what}[{k}]")
+    if isinstance(expected, (dict, set)):
+        # A dict's keys in the same order (Python's insertion order), each
+        # value compared as a result; a set's elements as a sorted list.
+        assert type(got) is type(expected), f"{what}: expected a {type(expected).__name__}, got {got!r}"
+        if isinstance(expected, set):
+            assert_same(sorted(got), sorted(expected), rtol, atol, types, what)
+            return
+        assert_same(list(got), list(expected), rtol, atol, types, f"{what}.keys()")
+        for key in expected:
+            assert_same(got[key], expected[key], rtol, atol, types, f"{what}[{key!r}]")
         return
     if expected is None:
         assert got is None, f"{what}: expected None, got {got!r}"

@@ -88,7 +88,7 @@ def visited(edges_from, edges_to, start):
 def test_sets_as_visited_sets(n):
     rng = rng_for("visited", n)
     a, b = rng.integers(0, n, 3 * n), rng.integers(0, n, 3 * n)
-    check(visited, a, b, int(a[0]))
+    check(visited, a, b, a[0])  # NumPy ints throughout: a set has one element type
 
 
 @plait.jit

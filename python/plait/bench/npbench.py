@@ -70,8 +70,8 @@ SHORT_RUN_S = 0.010      # runs shorter than this get more repetitions
 SHORT_RUN_BUDGET_S = 0.25  # timed seconds a short kernel's repetitions add up to
 MAX_RUNS = 200
 MIN_RUNS = 3         # runs kept even when they exceed the time budget
-# A pause before each version's timed runs: the worker threads of the version
-# before (NumPy's OpenBLAS, Numba's, OpenMP's) spin for a while after their
+# A pause before each version's validation and timed runs: the worker threads
+# of the version before (NumPy's OpenBLAS, Numba's, OpenMP's) spin for a while after their
 # calls and would share the cores with it (symm at preset S: 0.47 ms alone,
 # 2.7 ms just after NumPy's version).
 SETTLE_S = 0.5
@@ -286,13 +286,13 @@ def run_peer(peer, module, name, preset, inputs, references, repeat, rng, verbos
     if fn is None:
         return Result(name, peer.name, "skipped", peer.missing_note(module))
     times, note = list(first_times), ""
+    time.sleep(SETTLE_S)  # not counted in the version's time limit
     try:
         with time_limit(timeout_s):
             if not isinstance(peer, NumpyPeer):
                 problem = validate(peer, fn, module, preset, inputs, references)
                 if problem:
                     return Result(name, peer.name, "failed", problem)
-            time.sleep(SETTLE_S)
             time_runs(peer, fn, module, inputs, repeat, budget_s, times, min_runs)
     except TimeLimitExceeded:
         _drain(peer)
