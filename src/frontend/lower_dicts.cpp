@@ -73,9 +73,7 @@ void Lowerer::assign_table(const std::string& name, const Value& value, std::vec
     };
     held.push_back(set ? std::make_pair(hold(item), Expr()) : std::make_pair(hold(item.elems[0]), hold(item.elems[1])));
   }
-  allocate_table(*t, int_imm(8, loc), out, loc);
-  out.push_back(ir::Assign::make(t->used, int_imm(0, loc), loc));
-  out.push_back(ir::Assign::make(t->size, int_imm(0, loc), loc));
+  empty_table(*t, out, loc);
   for (const auto& [key, v] : held) insert_entry(*t, key, v, out, loc);
   mark_bound(name, out, loc);
 }
@@ -184,9 +182,7 @@ Value Lowerer::call_table_method(const std::string& method, const Value& self, c
     arity(0, 0);
     check_effect_allowed(c, t->name + ".clear()");
     if (inferring_ || !t->type.key) return none;
-    allocate_table(*t, int_imm(8, loc), pending_, loc);
-    pending_.push_back(ir::Assign::make(t->used, int_imm(0, loc), loc));
-    pending_.push_back(ir::Assign::make(t->size, int_imm(0, loc), loc));
+    empty_table(*t, pending_, loc);
     return none;
   }
   if (!t->type.set && (method == "keys" || method == "values" || method == "items")) {

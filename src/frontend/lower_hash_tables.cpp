@@ -195,6 +195,12 @@ void Lowerer::allocate_table(const HashParts& t, const Expr& capacity, std::vect
   for (const auto& [dst, src] : binds) out.push_back(ir::ArrayBind::make(dst, src, loc));
 }
 
+void Lowerer::empty_table(const HashParts& t, std::vector<Stmt>& out, SourceLoc loc) {
+  allocate_table(t, int_imm(kFirstCapacity, loc), out, loc);
+  out.push_back(ir::Assign::make(t.used, int_imm(0, loc), loc));
+  out.push_back(ir::Assign::make(t.size, int_imm(0, loc), loc));
+}
+
 void Lowerer::make_room(const HashParts& t, std::vector<Stmt>& out, SourceLoc loc) {
   // Before an insert: when the entries would pass two thirds of the slots,
   // rebuild both from the live entries, with slots for three times their

@@ -65,7 +65,6 @@ ListPtr Lowerer::temporary_list(const ListType& type, SourceLoc loc) {
   auto p = std::make_shared<ListParts>();
   p->name = "list";
   p->type = type;
-  p->temporary = true;
   for (ScalarType t : type.items) {
     p->columns.push_back(temp_array(ArrayType{t.kind, 1, Layout::C}, loc));
     p->columns.back()->indices_in_range = true;
@@ -73,31 +72,6 @@ ListPtr Lowerer::temporary_list(const ListType& type, SourceLoc loc) {
   p->length = temp_var(ScalarType::py_int(), loc);
   return p;
 }
-
-namespace {
-
-// The element type of a new list's value (a display, a copy), unknown for `[]`.
-ListType new_list_type(const Value& v) {
-  if (v.list) return v.list->type;
-  ListType t;
-  for (const Value& item : v.elems) {
-    ListType one;
-    if (item.kind == Value::Kind::Tuple) {
-      one.tuple = true;
-      for (const Value& x : item.elems) one.items.push_back(x.scalar->type);
-    } else {
-      one.items.push_back(item.scalar->type);
-    }
-    if (!t.known()) {
-      t = one;
-      continue;
-    }
-    for (size_t k = 0; k < t.items.size(); ++k) t.items[k] = unify(t.items[k], one.items[k]);
-  }
-  return t;
-}
-
-}  // namespace
 
 Value Lowerer::list_display(const ast::Expr& e) {
   const ast::List* display = e.as<ast::List>();
@@ -207,7 +181,9 @@ void Lowerer::assign_list(const std::string& name, const Value& value, std::vect
                     value.list->name + ") or " + value.list->name + ".copy()",
                 loc);
   }
-  record_list(name, new_list_type(value), loc);
+  // `[]` makes the name a list; each item or a copied list's type widens it.
+  record_list(name, value.list ? value.list->type : ListType{}, loc);
+  for (const Value& item : value.elems) record_list(name, element_type(item, loc), loc);
   if (inferring_) return;
   ListPtr target = named_list(name, loc);
   // New arrays first (the value may read the list it replaces: L = list(L)).
@@ -376,7 +352,7 @@ void Lowerer::store_list_element(const ListPtr& l, Expr k, const Value& v, std::
   if (!k->type.is_int() && !k->type.is_bool())
     type_error("list indices must be integers, not " + describe(k->type), loc);
   if (inferring_) {
-    if (!l->temporary) record_list(l->name, element_type(v, loc), loc);
+    record_list(l->name, element_type(v, loc), loc);
     return;
   }
   std::vector<Expr> items = element_items(l, v, loc);

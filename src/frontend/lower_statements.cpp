@@ -74,23 +74,15 @@ void Lowerer::lower_stmt(const ast::Stmt& s, std::vector<Stmt>& out) {
       // np.add.at(y, idx, v) (a scatter), list methods and heapq's
       // functions: the calls with an effect.
       if (auto call = e.as<ast::Call>()) {
-        auto at = call->func->as<ast::Attribute>();
-        Value f = at ? lower(*call->func) : Value();
+        // A method, or a global function (`heappush(h, x)` after `from heapq import heappush`).
+        auto name = call->func->as<ast::Name>();
+        Value f = call->func->as<ast::Attribute>() || (name && globals_.count(name->id)) ? lower(*call->func) : Value();
         if (f.kind == Value::Kind::Function && (f.name == "numpy.add.at" || f.name.rfind("list.", 0) == 0 ||
                                                 f.name.rfind("heapq.", 0) == 0 || f.name.rfind("table.", 0) == 0)) {
           effect_call_ = call;
           lower_call(*call);
           effect_call_ = nullptr;
           break;
-        }
-        if (auto name = call->func->as<ast::Name>(); name && globals_.count(name->id)) {
-          Value g = lower(*name);  // `heappush(h, x)` after `from heapq import heappush`
-          if (g.kind == Value::Kind::Function && g.name.rfind("heapq.", 0) == 0) {
-            effect_call_ = call;
-            lower_call(*call);
-            effect_call_ = nullptr;
-            break;
-          }
         }
       }
       unsupported(

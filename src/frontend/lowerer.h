@@ -102,11 +102,10 @@ struct ListType {
 // names share; here each list has one name (a second name is refused), so a
 // list is its arrays and its length.
 struct ListParts {
-  std::string name;  // for messages: the local's name, or "list" for a temporary
+  std::string name;  // the local's name (for messages), or "list" for the new arrays of an assignment
   ListType type;
   std::vector<ir::ArrayVar> columns;  // empty while the type is not known (inference)
   ir::Var length;                     // int64
-  bool temporary = false;             // a literal or a copy: may be bound to a name without a copy
 };
 using ListPtr = std::shared_ptr<const ListParts>;
 
@@ -410,6 +409,8 @@ class Lowerer {
   ir::Var find_entry(const HashParts& t, const Expr& key, std::vector<Stmt>& out, SourceLoc loc);
   void place_entry(const HashParts& t, const Expr& entry, std::vector<Stmt>& out, SourceLoc loc);
   void allocate_table(const HashParts& t, const Expr& capacity, std::vector<Stmt>& out, SourceLoc loc);
+  // New, empty storage: `d = {...}` before its items, d.clear().
+  void empty_table(const HashParts& t, std::vector<Stmt>& out, SourceLoc loc);
   void make_room(const HashParts& t, std::vector<Stmt>& out, SourceLoc loc);
   // d[key] = value (value null for a set's add).
   void insert_entry(const HashParts& t, const Expr& key, const Expr& value, std::vector<Stmt>& out, SourceLoc loc);
