@@ -14,5 +14,7 @@ KERNELS = (
     "bigclam",
     "changepoint",
     "ipnsw",
+    "ista",
     "pr_nibble",
+    "sinkhorn_wmd",
 )

@@ -19,11 +19,16 @@ RTOL = 1e-12
 
 
 def initialize(preset, seed=0):
-    """The spec's synthetic graph: lognormal weights, k communities, m edges
-    drawn by weight (a tenth across communities), a path along a random
-    permutation so that no degree is 0; symmetric, no self-loops, no
-    duplicates."""
     n, m, k, seeds = (sizes(PRESETS, preset)[key] for key in ("n", "m", "k", "seeds"))
+    indptr, indices = community_graph(n, m, k, seed)
+    return dict(indptr=indptr, indices=indices, degree=np.diff(indptr), seeds=np.arange(seeds), alpha=0.15, eps=1e-6)
+
+
+def community_graph(n, m, k, seed):
+    """The spec's synthetic graph (PR-Nibble's and ISTA's): lognormal
+    weights, k communities, m edges drawn by weight (a tenth across
+    communities), a path along a random permutation so that no degree is 0;
+    symmetric, no self-loops, no duplicates. Its CSR index arrays (int64)."""
     rng = np.random.default_rng(seed)
     weight = rng.lognormal(0.0, 1.0, n)
     community = rng.integers(0, k, n)
@@ -45,10 +50,7 @@ def initialize(preset, seed=0):
     rows, cols = pairs // n, pairs % n
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.add.at(indptr, rows + 1, 1)
-    indptr = np.cumsum(indptr)
-    degree = np.diff(indptr)
-    return dict(indptr=indptr, indices=cols.astype(np.int64), degree=degree, seeds=np.arange(seeds),
-                alpha=0.15, eps=1e-6)
+    return np.cumsum(indptr), cols.astype(np.int64)
 
 
 # ---------------------------------------------------------------- NumPy

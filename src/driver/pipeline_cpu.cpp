@@ -39,10 +39,15 @@
 #include "transforms/place_declarations.h"
 #include "transforms/plan_parallel_loops.h"
 #include "transforms/privatize_atomics.h"
+#include "transforms/split_variable_webs.h"
 
 namespace plait {
 
 void run_cpu_passes(PassRunner& run, const CompileOptions& options) {
+  // A scalar name reused for independent values (`v = F[k]` in two loops)
+  // becomes one variable per value, so that the analyses below see each
+  // one's single assignment.
+  run("split_variable_webs", transforms::split_variable_webs);
   // Array statements that are the same in every step of a serial loop
   // computed once before it (before fusion joins them to the steps' nests).
   run("hoist_invariant_arrays", transforms::hoist_invariant_arrays);

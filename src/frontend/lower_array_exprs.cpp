@@ -265,6 +265,7 @@ TensorPtr Lowerer::array_view(const TensorPtr& base, const ast::Expr* index, con
     t->array = base->array;
     auto inner = base->array_index;
     t->array_index = [inner, map_index](const std::vector<Expr>& idx) { return inner(map_index(idx)); };
+    t->not_assignable = base->not_assignable;  // a slice of a reshape is one too
     t->source = source;
     TensorPtr view = snapshot_able(t, source, loc);
     return gather_index ? gather(view, gather_axis, gather_index, gather_first, loc) : view;

@@ -30,7 +30,7 @@ TensorPtr Lowerer::gather_index_tensor(const Value& v, bool second, SourceLoc lo
 TensorPtr Lowerer::gather(const TensorPtr& view, size_t axis, const TensorPtr& index, bool first, SourceLoc loc) {
   auto t = std::make_shared<Tensor>();
   t->type = view->type;
-  t->gathered = true;
+  t->not_assignable = kAssignThroughArrayIndex;
   const size_t k = index->rank();
   const size_t at = first ? 0 : axis;
   for (size_t d = 0; d < view->rank(); ++d) {

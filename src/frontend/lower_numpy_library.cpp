@@ -1,7 +1,7 @@
 // NumPy library functions that are more than one ufunc per element:
 // np.clip, np.linalg.norm, np.any/np.all, np.arange, np.linspace, np.cumsum,
-// np.sort, np.unique, np.concatenate, np.nonzero and np.where with one
-// argument, and the array methods of the same names. Each follows NumPy 2's result types, edge cases and errors.
+// np.concatenate, np.stack, np.nonzero and np.where with one argument, and the array
+// methods of the same names (sorting: lower_sorting.cpp). Each follows NumPy 2's result types, edge cases and errors.
 #include <map>
 
 #include "frontend/array_lowering.h"
@@ -168,8 +168,11 @@ std::optional<Value> Lowerer::numpy_library(const std::string& fn, const ast::Ca
     return elementwise({count}, decide, c.loc);
   }
   if (fn == "sort" && !self) return sort(c);
+  if (fn == "argsort") return argsort(c, self);
+  if (fn == "reshape" || fn == "ravel" || (fn == "flatten" && self)) return reshape(fn, c, self);
   if (fn == "unique" && !self) return unique(c);
   if (fn == "concatenate" && !self) return concatenate(c);
+  if (fn == "stack" && !self) return stack(c);
   if (fn == "sort") unsupported("the array method .sort() (in place) is not supported: use np.sort(a)", c.loc);
   if (fn == "arange" && !self) return arange(c);
   if (fn == "linspace" && !self) return linspace(c);
@@ -382,157 +385,6 @@ Value Lowerer::nonzero(const Value& a, SourceLoc loc) {
   return result;
 }
 
-Value Lowerer::sort(const ast::Call& c) {
-  const SourceLoc loc = c.loc;
-  auto args = library_arguments("numpy.sort", c, nullptr, {"a", "axis", "kind", "order"}, {});
-  if (!args[0] || !is_array_like(*args[0])) type_error("numpy.sort() takes an array", loc);
-  if (args[3] && args[3]->kind != Value::Kind::None) unsupported("numpy.sort() with order= is not supported", loc);
-  // Every kind sorts to the same values.
-  if (args[2] && args[2]->kind != Value::Kind::None && args[2]->kind != Value::Kind::String)
-    type_error("numpy.sort(): kind must be a string", loc);
-  TensorPtr x = to_tensor(*args[0], loc);
-  if (x->rank() != 1)
-    unsupported("numpy.sort() of an array of more than one dimension is not supported: sort each row in a loop", loc);
-  reduction_axes(args[1], 1, loc);  // None, 0 or -1
-  return Value::of_array(sorted_copy(x, loc), loc);
-}
-
-ir::ArrayVar Lowerer::sorted_copy(const TensorPtr& x, SourceLoc loc) {
-  ArrayType at;
-  at.dtype = x->type.kind;
-  at.ndim = 1;
-  at.layout = Layout::C;
-  ir::ArrayVar out = temp_array(at, loc);
-  array_units_[out] = {false};
-  if (inferring_) return out;
-  const ScalarType t{at.dtype, false};
-  const ScalarType index = ScalarType::py_int();
-  auto named = [&](const char* what, ScalarType type) {
-    ir::Var v = temp_var(type, loc);
-    v->name = std::string(what) + v->name.substr(4);
-    return v;
-  };
-  auto ref = [&](const ir::Var& v) { return ir::VarRef::make(v, loc); };
-  auto at_ = [&](const Expr& i) { return ir::Load::make(out, {i}, false, loc); };
-  auto set = [&](const ir::Var& v, Expr e) { return ir::Assign::make(v, std::move(e), loc); };
-  auto plus = [&](const Expr& a, int64_t b) { return add(a, int_imm(b, loc), loc); };
-  // NumPy's order: NaN after every number.
-  auto less = [&](const Expr& a, const Expr& b) {
-    Expr lt = ir::Compare::make(ir::CompareOp::LT, t.is_bool() ? cast(a, ScalarType::i64()) : a,
-                                t.is_bool() ? cast(b, ScalarType::i64()) : b, loc);
-    if (!t.is_float()) return lt;
-    Expr b_nan = ir::Compare::make(ir::CompareOp::NE, b, b, loc);
-    Expr a_number = ir::Compare::make(ir::CompareOp::EQ, a, a, loc);
-    return ir::Logical::make(ir::LogicalOp::Or, lt, ir::Logical::make(ir::LogicalOp::And, b_nan, a_number, loc), loc);
-  };
-  const ir::Var held = named("_held", t);
-  auto swap = [&](const Expr& i, const Expr& j, std::vector<Stmt>& body) {
-    body.push_back(set(held, at_(i)));
-    body.push_back(ir::Store::make(out, {i}, at_(j), false, loc));
-    body.push_back(ir::Store::make(out, {j}, ref(held), false, loc));
-  };
-  // Heapsort of out: the root sinks below its larger child until neither
-  // child is larger (a child is read only when it exists).
-  const ir::Var root = named("_root", index), child = named("_child", index);
-  auto sift = [&](Expr from, Expr size, std::vector<Stmt>& out_stmts) {
-    out_stmts.push_back(set(root, std::move(from)));
-    std::vector<Stmt> body;
-    body.push_back(set(child, plus(mul(int_imm(2, loc), ref(root), loc), 1)));
-    body.push_back(
-        ir::If::make(ir::Compare::make(ir::CompareOp::GE, ref(child), size, loc), ir::Break::make(loc), nullptr, loc));
-    body.push_back(ir::If::make(
-        ir::Compare::make(ir::CompareOp::LT, plus(ref(child), 1), size, loc),
-        ir::If::make(less(at_(ref(child)), at_(plus(ref(child), 1))), set(child, plus(ref(child), 1)), nullptr, loc),
-        nullptr, loc));
-    std::vector<Stmt> sink;
-    swap(ref(root), ref(child), sink);
-    sink.push_back(set(root, ref(child)));
-    body.push_back(ir::If::make(less(at_(ref(root)), at_(ref(child))), ir::Block::make(std::move(sink), loc),
-                                ir::Break::make(loc), loc));
-    out_stmts.push_back(ir::While::make(ir::BoolImm::make(true, loc), ir::Block::make(std::move(body), loc), loc));
-  };
-  Expr n = named_if_large(x->shape[0], loc);
-  pending_.push_back(ir::Allocate::make(out, {n}, ir::FillKind::Uninitialized, nullptr, loc));
-  {
-    const ir::Var i = named("_i", index);
-    Sink sink;
-    Expr element = x->element({ref(i)}, sink);
-    std::vector<Stmt> body;
-    for (const auto& g : sink.groups) body.insert(body.end(), g.begin(), g.end());
-    body.push_back(ir::Store::make(out, {ref(i)}, element, false, loc));
-    pending_.push_back(loop(i, n, std::move(body), ir::LoopKind::Serial, loc));
-  }
-  const ir::Var start = named("_start", index), end = named("_end", index);
-  std::vector<Stmt> heapify, extract;
-  sift(ref(start), n, heapify);
-  pending_.push_back(ir::For::make(start, sub(floordiv(n, 2, loc), int_imm(1, loc), loc), int_imm(-1, loc),
-                                   int_imm(-1, loc), ir::Block::make(std::move(heapify), loc), ir::LoopSchedule{},
-                                   loc));
-  swap(int_imm(0, loc), ref(end), extract);
-  sift(int_imm(0, loc), ref(end), extract);
-  pending_.push_back(ir::For::make(end, sub(n, int_imm(1, loc), loc), int_imm(0, loc), int_imm(-1, loc),
-                                   ir::Block::make(std::move(extract), loc), ir::LoopSchedule{}, loc));
-  return out;
-}
-
-Value Lowerer::unique(const ast::Call& c) {
-  const SourceLoc loc = c.loc;
-  auto args = library_arguments("numpy.unique", c, nullptr,
-                                {"ar", "return_index", "return_inverse", "return_counts", "axis", "equal_nan"}, {});
-  if (!args[0] || !is_array_like(*args[0])) type_error("numpy.unique() takes an array", loc);
-  for (size_t k = 1; k < 4; ++k)
-    if (constant_flag(args[k], "return_index=, return_inverse= and return_counts=", loc))
-      unsupported("numpy.unique() with return_index, return_inverse or return_counts is not supported", loc);
-  if (args[4] && args[4]->kind != Value::Kind::None) unsupported("numpy.unique() with axis= is not supported", loc);
-  if (args[5] && !constant_flag(args[5], "equal_nan=", loc))
-    unsupported("numpy.unique() with equal_nan=False is not supported", loc);
-  TensorPtr x = to_tensor(*args[0], loc);
-  if (x->rank() != 1) unsupported("numpy.unique() of an array of more than one dimension is not supported", loc);
-  // The sorted copy, then its first element and each that differs from the
-  // one before (NaNs count as one value, as NumPy's equal_nan=True), in two
-  // passes: the count, then the values.
-  const ir::ArrayVar sorted = sorted_copy(x, loc);
-  ir::ArrayVar out = temp_array(sorted->type, loc);
-  array_units_[out] = {false};
-  if (inferring_) return Value::of_array(out, loc);
-  const ScalarType t{sorted->type.dtype, false};
-  auto at = [&](const Expr& i) { return ir::Load::make(sorted, {i}, false, loc); };
-  const Expr n = ir::ArrayDim::make(sorted, 0, loc);
-  auto counter = [&](const char* what) {
-    ir::Var v = temp_var(ScalarType::py_int(), loc);
-    v->name = std::string(what) + v->name.substr(4);
-    return v;
-  };
-  auto pass = [&](const ir::Var& count, bool fill) {
-    const Expr any = ir::Compare::make(ir::CompareOp::GT, n, int_imm(0, loc), loc);
-    pending_.push_back(ir::Assign::make(count, ir::Select::make(any, int_imm(1, loc), int_imm(0, loc), loc), loc));
-    if (fill)
-      pending_.push_back(
-          ir::If::make(any, ir::Store::make(out, {int_imm(0, loc)}, at(int_imm(0, loc)), false, loc), nullptr, loc));
-    const ir::Var i = counter("_i");
-    const Expr here = at(ir::VarRef::make(i, loc)), before = at(sub(ir::VarRef::make(i, loc), int_imm(1, loc), loc));
-    Expr same = ir::Compare::make(ir::CompareOp::EQ, here, before, loc);
-    if (t.is_float()) {
-      Expr both_nan = ir::Logical::make(ir::LogicalOp::And, ir::Compare::make(ir::CompareOp::NE, here, here, loc),
-                                        ir::Compare::make(ir::CompareOp::NE, before, before, loc), loc);
-      same = ir::Logical::make(ir::LogicalOp::Or, same, both_nan, loc);
-    }
-    std::vector<Stmt> taken;
-    if (fill) taken.push_back(ir::Store::make(out, {ir::VarRef::make(count, loc)}, here, false, loc));
-    taken.push_back(ir::Assign::make(count, add(ir::VarRef::make(count, loc), int_imm(1, loc), loc), loc));
-    Stmt body = ir::If::make(ir::Unary::make(ir::UnaryOp::Not, same, loc), ir::Block::make(std::move(taken), loc),
-                             nullptr, loc);
-    pending_.push_back(
-        ir::For::make(i, int_imm(1, loc), n, int_imm(1, loc), ir::Block::make({body}, loc), ir::LoopSchedule{}, loc));
-  };
-  const ir::Var count = counter("_unique");
-  pass(count, false);
-  pending_.push_back(
-      ir::Allocate::make(out, {ir::VarRef::make(count, loc)}, ir::FillKind::Uninitialized, nullptr, loc));
-  pass(count, true);
-  return Value::of_array(out, loc);
-}
-
 Value Lowerer::concatenate(const ast::Call& c) {
   const SourceLoc loc = c.loc;
   auto args = library_arguments("numpy.concatenate", c, nullptr, {"arrays", "axis"}, {});
@@ -600,6 +452,70 @@ Value Lowerer::concatenate(const ast::Call& c) {
     for (size_t d = rank; d-- > 0;) nest = loop(vars[d], p->shape[d], {nest}, ir::LoopKind::Serial, loc);
     pending_.push_back(nest);
     offset = named_if_large(add(offset, p->shape[0], loc), loc);
+  }
+  return Value::of_array(out, loc);
+}
+
+Value Lowerer::stack(const ast::Call& c) {
+  const SourceLoc loc = c.loc;
+  auto args = library_arguments("numpy.stack", c, nullptr, {"arrays", "axis"}, {});
+  if (!args[0] || args[0]->kind != Value::Kind::Tuple || args[0]->elems.empty())
+    type_error("numpy.stack() takes a tuple or list of arrays", loc);
+  std::vector<TensorPtr> parts;
+  for (const Value& v : args[0]->elems) {
+    if (!is_array_like(v)) unsupported("numpy.stack() of numbers is not supported: stack arrays", loc);
+    parts.push_back(to_tensor(v, loc));
+    if (parts.back()->rank() != parts[0]->rank())
+      fail(ErrorKind::Value, "numpy.stack(): all input arrays must have the same shape", loc);
+  }
+  const size_t rank = parts[0]->rank() + 1;
+  // The new axis: a constant in [-rank, rank).
+  size_t axis = 0;
+  if (args[1] && args[1]->kind != Value::Kind::None) axis = static_cast<size_t>(reduction_axes(args[1], rank, loc)[0]);
+  ScalarType t = parts[0]->type;
+  for (const TensorPtr& p : parts) t = promote(t, p->type);
+  t = t.strong();
+  ArrayType at;
+  at.dtype = t.kind;
+  at.ndim = static_cast<int>(rank);
+  at.layout = Layout::C;
+  ir::ArrayVar out = temp_array(at, loc);
+  std::vector<bool> units;
+  for (size_t d = 0; d + 1 < rank; ++d) units.push_back(parts[0]->unit[d]);
+  units.insert(units.begin() + static_cast<std::ptrdiff_t>(axis), parts.size() == 1);
+  array_units_[out] = units;
+  if (inferring_) return Value::of_array(out, loc);
+  // Every extent agrees (NumPy's ValueError).
+  for (const TensorPtr& p : parts)
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      if (same_expr(p->shape[d], parts[0]->shape[d])) continue;
+      pending_.push_back(ir::Assert::make(ir::Compare::make(ir::CompareOp::EQ, p->shape[d], parts[0]->shape[d], loc),
+                                          PLAIT_VALUE_ERROR, "all input arrays must have the same shape", loc));
+    }
+  std::vector<Expr> shape = parts[0]->shape;
+  shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(axis), int_imm(static_cast<int64_t>(parts.size()), loc));
+  pending_.push_back(ir::Allocate::make(out, shape, ir::FillKind::Uninitialized, nullptr, loc));
+  // Part k fills index k of the new axis.
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const TensorPtr& p = parts[k];
+    std::vector<ir::Var> vars;
+    std::vector<Expr> index, target;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      ir::Var v = temp_var(ScalarType::py_int(), loc);
+      v->name = "_i" + v->name.substr(4);
+      vars.push_back(v);
+      index.push_back(ir::VarRef::make(v, loc));
+    }
+    target = index;
+    target.insert(target.begin() + static_cast<std::ptrdiff_t>(axis), int_imm(static_cast<int64_t>(k), loc));
+    Sink sink;
+    Expr element = cast(p->element(index, sink), t);
+    std::vector<Stmt> body;
+    for (const auto& g : sink.groups) body.insert(body.end(), g.begin(), g.end());
+    body.push_back(ir::Store::make(out, target, element, false, loc));
+    Stmt nest = ir::Block::make(std::move(body), loc);
+    for (size_t d = rank - 1; d-- > 0;) nest = loop(vars[d], p->shape[d], {nest}, ir::LoopKind::Serial, loc);
+    pending_.push_back(nest);
   }
   return Value::of_array(out, loc);
 }

@@ -22,7 +22,7 @@ void Lowerer::scatter_add(const ast::Call& c, const std::vector<Value>& args) {
   if (args.size() != 3 || !c.keywords.empty()) type_error("numpy.add.at(a, indices, b) takes three arguments", loc);
   if (!is_array_like(args[0])) type_error("numpy.add.at() needs an array to update", c.args[0]->loc);
   TensorPtr y = to_tensor(args[0], loc);
-  if (!y->array || y->gathered)
+  if (!y->array || y->not_assignable)
     unsupported("numpy.add.at() updates an array or a view of one (a name, a slice of it)", c.args[0]->loc);
   if (!is_array_like(args[1])) unsupported("numpy.add.at() takes a 1-D integer array of indices", c.args[1]->loc);
   TensorPtr idx = gather_index_tensor(args[1], false, c.args[1]->loc);

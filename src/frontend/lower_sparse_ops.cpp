@@ -35,7 +35,10 @@ Value Lowerer::lower_algebra(const ast::Expr& e) {
     case ast::ExprKind::Name: {
       const std::string& id = e.as<ast::Name>()->id;
       auto it = sparse_values_.find(id);
-      if (it != sparse_values_.end()) return it->second;
+      if (it != sparse_values_.end()) {
+        note_sparse_read(id, e.loc);
+        return it->second;
+      }
       if (inferring_) throw TypeNotKnownYet{};
       unsupported("'" + id + "' is a sparse matrix here but not where it is read", e.loc);
     }
@@ -79,6 +82,25 @@ Value Lowerer::algebra_operand(const ast::Expr& e) {
     if (matrix(l) && matrix(r)) return algebra_matmul(l, r, e.loc);
     if (l.kind == Value::Kind::Algebra || r.kind == Value::Kind::Algebra) return algebra_matmul(l, r, e.loc);
     if (is_array_like(l) || is_array_like(r)) return matmul(l, r, e.loc);
+  }
+  // So does arithmetic of such a product with a number (`S.multiply(1 / (K.T @ u))`).
+  if (auto b = e.as<ast::BinOp>(); b && (b->op == ast::BinOpKind::Div || b->op == ast::BinOpKind::Mult ||
+                                         b->op == ast::BinOpKind::Add || b->op == ast::BinOpKind::Sub)) {
+    auto product = [](const ast::Expr& x) {
+      auto p = x.as<ast::BinOp>();
+      return p && p->op == ast::BinOpKind::MatMult;
+    };
+    if (product(*b->left) != product(*b->right)) {
+      Value l = algebra_operand(*b->left);
+      Value r = algebra_operand(*b->right);
+      auto dense = [](const Value& v) {
+        return v.kind == Value::Kind::Algebra && !v.algebra->program->result->is_sparse() &&
+               v.algebra->program->result->rank() == 2;
+      };
+      if (dense(l) && r.kind == Value::Kind::Scalar) return algebra_dense_arithmetic(b->op, l, r, true, e.loc);
+      if (dense(r) && l.kind == Value::Kind::Scalar) return algebra_dense_arithmetic(b->op, r, l, false, e.loc);
+      return binary_value(*b, realize(l, b->left->loc), realize(r, b->right->loc));
+    }
   }
   return lower(e);
 }
@@ -218,6 +240,30 @@ Value Lowerer::algebra_matmul(const Value& a, const Value& b, SourceLoc loc) {
     if (other.kind == Value::Kind::Algebra) value->other_association = other.algebra->program;
   }
   return Value::of_algebra(value, loc);
+}
+
+Value Lowerer::algebra_dense_arithmetic(ast::BinOpKind op, const Value& product, const Value& number, bool product_left,
+                                        SourceLoc loc) {
+  TensorVarPtr p = algebra_tensor(product, loc);
+  TensorVarPtr k = algebra_tensor(number, loc);
+  // NumPy's types: a true division of integers is float64.
+  ScalarType type = promote(p->type, k->type);
+  if (op == ast::BinOpKind::Div && !type.is_float()) type = ScalarType::f64();
+  const ir::BinaryOp bop = op == ast::BinOpKind::Div    ? ir::BinaryOp::Div
+                           : op == ast::BinOpKind::Mult ? ir::BinaryOp::Mul
+                           : op == ast::BinOpKind::Add  ? ir::BinaryOp::Add
+                                                        : ir::BinaryOp::Sub;
+  IndexVar i = index_var("i");
+  IndexVar j = index_var("j");
+  auto st = std::make_shared<tensor::Statement>();
+  st->out = algebra_temp(type, tensor::Format::dense(2), p->shape);
+  st->out->dims = p->dims;
+  st->vars = {i, j};
+  tensor::IndexExpr x = tensor::access(p, {i, j});
+  tensor::IndexExpr c = tensor::access(k, {});
+  st->rhs = product_left ? tensor::binary(bop, x, c, type) : tensor::binary(bop, c, x, type);
+  st->loc = loc;
+  return with_statement(stmts_of(product), st, product.algebra->matrix, product.algebra->index);
 }
 
 Value Lowerer::algebra_elementwise(ir::BinaryOp op, const Value& sparse, const Value& other, SourceLoc loc,

@@ -271,7 +271,19 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
       check_sparse_assignment(n->id, loc);
       types_[n->id].sparse =
           SparseType{value.algebra->program->result->type.kind, value.algebra->index, value.algebra->matrix};
-      sparse_values_[n->id] = value;
+      auto in_loop = sparse_read_in_loops_.find(n->id);
+      if (in_loop == sparse_read_in_loops_.end() || inferring_ || !value.algebra->program->result->is_sparse()) {
+        sparse_values_[n->id] = value;
+        return;
+      }
+      // Read in a loop: computed here once (loop-invariant code motion of a
+      // sparse program), the loop's statements read its storage.
+      sparse_values_[n->id] = realize(value, loc);
+      function_remarks_.push_back(ir::Remark{loc, "tensor algebra",
+                                             "'" + n->id +
+                                                 "' computed once where it is bound: it is read inside a "
+                                                 "loop (line " +
+                                                 std::to_string(in_loop->second.line) + ")"});
       return;
     }
     if (value.kind == Value::Kind::Tuple) return assign_tuple(n->id, value, out, loc);
@@ -291,14 +303,14 @@ void Lowerer::assign_to(const ast::Expr& target, const Value& value, std::vector
     if (base.kind == Value::Kind::Array) base.node = s->value.get();
     if (base.kind == Value::Kind::Tensor && base.tensor->array) {
       TensorPtr view = array_view(base.tensor, s->index.get(), s, s->loc);
-      if (view->gathered) unsupported(kAssignThroughArrayIndex, s->loc);
+      if (view->not_assignable) unsupported(view->not_assignable, s->loc);
       if (!inferring_) assign_tensor(view, to_tensor(value, loc), out, loc, current_stmt_);
       return;
     }
     if (base.kind != Value::Kind::Array) type_error("only arrays support item assignment", s->value->loc);
     if (indexes_a_view(base.array, *s->index) || is_array_like(value)) {
       TensorPtr view = array_view(to_tensor(base, s->loc), s->index.get(), s, s->loc);
-      if (view->gathered) unsupported(kAssignThroughArrayIndex, s->loc);
+      if (view->not_assignable) unsupported(view->not_assignable, s->loc);
       if (!inferring_) assign_tensor(view, to_tensor(value, loc), out, loc, current_stmt_);
       return;
     }
@@ -400,7 +412,7 @@ void Lowerer::lower_aug_assign(const ast::AugAssign& a, std::vector<Stmt>& out) 
                      " to " + describe(have) + " in place (NumPy's same_kind rule)",
                  a.loc);
     TensorPtr target = to_tensor(current, a.loc);
-    if (target->gathered) unsupported(kAssignThroughArrayIndex, a.target->loc);
+    if (target->not_assignable) unsupported(target->not_assignable, a.target->loc);
     if (!target->array) unsupported("in-place update of an array expression that is not a view", a.target->loc);
     if (!inferring_) assign_tensor(target, updated.tensor, out, a.loc, current_stmt_);
     return;

@@ -238,7 +238,10 @@ Value Lowerer::global_value(const std::string& id, SourceLoc loc) {
 Value Lowerer::lookup_name(const ast::Name& name) {
   const std::string& id = name.id;
   if (!sparse_params_.empty()) {
-    if (auto sparse = sparse_values_.find(id); sparse != sparse_values_.end()) return sparse->second;
+    if (auto sparse = sparse_values_.find(id); sparse != sparse_values_.end()) {
+      note_sparse_read(id, name.loc);
+      return sparse->second;
+    }
     if (auto t = types_.find(id); t != types_.end() && t->second.sparse) {
       if (inferring_) throw TypeNotKnownYet{};
       unsupported("'" + id + "' is read before the sparse matrix it is bound to is computed", name.loc);

@@ -71,7 +71,9 @@ struct Tensor {
   ir::ArrayVar array;
   std::function<std::vector<Expr>(const std::vector<Expr>& index)> array_index;
   const ast::Expr* source = nullptr;
-  bool gathered = false;  // indexed by an integer array (a gather): not a view, never a target
+  // Why it cannot be assigned to or updated in place (a gather, a reshape);
+  // null: it can, when `array` is set.
+  const char* not_assignable = nullptr;
   size_t rank() const { return shape.size(); }
 };
 using TensorPtr = std::shared_ptr<const Tensor>;
@@ -230,6 +232,9 @@ using LoweredParts = std::map<const ast::Expr*, Value>;
 inline constexpr const char* kAssignThroughArrayIndex =
     "assigning through an array index (y[idx] = v, y[idx] += v) is not supported: write a loop over the indices, "
     "or np.add.at(y, idx, v) to accumulate";
+// The refusal of stores through a reshape (`a.reshape(n, m)[i] = v`).
+inline constexpr const char* kAssignThroughReshape =
+    "assigning through a reshape (a.reshape(...)[i] = v) is not supported: assign to the array's own elements";
 
 // The type a local name has after inference: a scalar or an array.
 struct LocalType {
@@ -470,6 +475,11 @@ class Lowerer {
   // A temporary of `type` stored at the positions of sparse tensor s (its pattern).
   tensor::TensorVarPtr pattern_temp(ScalarType type, const tensor::TensorVar& s);
   Value with_statement(std::vector<tensor::StatementPtr> before, tensor::StatementPtr s, bool matrix, ScalarKind index);
+  // A dense product under a sparse operator combined with a number
+  // (`1 / (B @ C)`): a statement of its own, so that fusion computes it
+  // where the operator needs it only.
+  Value algebra_dense_arithmetic(ast::BinOpKind op, const Value& product, const Value& number, bool product_left,
+                                 SourceLoc loc);
   // Runs an algebra value's program where the current statement is: its
   // result as an array (or a scalar), or for a sparse result an algebra
   // value over the computed values.
@@ -480,6 +490,14 @@ class Lowerer {
   // a transpose, CSC: row indices, column pointers, rows).
   void sparse_return_values(const Value& v, std::vector<ir::ReturnValue>& out, SourceLoc loc);
   std::map<std::string, Value> sparse_values_;  // sparse parameters and locals
+  // Sparse locals read inside a loop (found while inferring), with the line
+  // of the first such read: computed where they are bound, once, rather than
+  // fused into the loop's statements and computed again in every step.
+  std::map<std::string, SourceLoc> sparse_read_in_loops_;
+  // Notes a read of sparse local `id` (inside a loop, while inferring).
+  void note_sparse_read(const std::string& id, SourceLoc loc) {
+    if (inferring_ && loop_depth_ > 0 && !sparse_params_.count(id)) sparse_read_in_loops_.emplace(id, loc);
+  }
   std::set<std::string> once_at_top_;           // locals assigned once, at the function's top level
   int algebra_counter_ = 0;
   bool associating_ = false;  // building the other association of a chain
@@ -507,6 +525,8 @@ class Lowerer {
   Value reduce_axes(const std::string& name, TensorPtr t, std::vector<int> axes, bool keepdims, SourceLoc loc);
   Value matmul(const Value& a, const Value& b, SourceLoc loc);
   Value transpose(const Value& a, SourceLoc loc);
+  // np.reshape, .reshape, np.ravel, .ravel and .flatten (lower_reshape.cpp).
+  Value reshape(const std::string& fn, const ast::Call& c, const Value* self);
   Value call_array_method(const std::string& method, const Value& self, const ast::Call& c);
   // ------------------------------------------------------------ NumPy library functions (lower_numpy_library.cpp)
   // np.clip, np.linalg.norm, np.any/all, np.arange, np.linspace, np.cumsum,
@@ -526,13 +546,25 @@ class Lowerer {
   Value arange(const ast::Call& c);
   Value linspace(const ast::Call& c);
   Value cumsum(const ast::Call& c, const Value* self);
-  // np.sort of a 1-D array: a heapsort of a copy, NaNs last.
+  // Sorting (lower_sorting.cpp). np.sort of a 1-D array: a sorted copy.
   Value sort(const ast::Call& c);
   ir::ArrayVar sorted_copy(const TensorPtr& x, SourceLoc loc);
+  // np.argsort and the method, of a 1-D array: int64 positions, equal
+  // values in the order of their positions.
+  Value argsort(const ast::Call& c, const Value* self);
+  // A new 1-D array of n elements whose accesses are all in range by
+  // construction (no checks), and x copied into one.
+  ir::ArrayVar sort_scratch(ScalarKind dtype, const Expr& n, SourceLoc loc);
+  ir::ArrayVar copy_for_sorting(const TensorPtr& x, SourceLoc loc);
+  // Sorts `items` (from sort_scratch) in place, stably, by key(item) in
+  // NumPy's order (NaNs last).
+  void merge_sort(const ir::ArrayVar& items, const std::function<Expr(const Expr&)>& key, SourceLoc loc);
   // np.unique of a 1-D array: its sorted distinct values (NaNs as one).
   Value unique(const ast::Call& c);
   // np.concatenate of arrays along their first axis.
   Value concatenate(const ast::Call& c);
+  // np.stack of arrays of one shape along a new axis.
+  Value stack(const ast::Call& c);
   Value nonzero(const Value& a, SourceLoc loc);
   bool call_numpy_array(const std::string& fn, const ast::Call& c, const std::vector<Value>& args, Value* out);
   ir::ArrayVar materialize(const TensorPtr& t, std::vector<Stmt>& out, SourceLoc loc, const ast::Stmt* stmt);

@@ -87,7 +87,9 @@ bool all_valid(const std::vector<const IndexExprNode*>& reads) {
   return true;
 }
 
-// Inlines the statements `inlinable` accepts into their one reader.
+// Inlines the statements `inlinable` accepts into their one reader, until
+// none is left (an inlined statement may make its producer inlinable: `1 /
+// (B @ C)` at a pattern's entries takes the division, then the product).
 void inline_statements(std::vector<StatementPtr>& stmts, const TensorVar* result,
                        const std::function<bool(const Statement& producer, const Statement& consumer)>& inlinable,
                        const char* kind, Remarks& remarks) {
@@ -106,7 +108,7 @@ void inline_statements(std::vector<StatementPtr>& stmts, const TensorVar* result
                                               stmts[c]->out->name + " (" + to_string(*stmts[c]) + ")");
       stmts[c] = inline_into(*stmts[c], producer);
       stmts.erase(stmts.begin() + static_cast<std::ptrdiff_t>(p));
-      --p;
+      p = static_cast<size_t>(-1);  // again from the first statement
       break;
     }
   }

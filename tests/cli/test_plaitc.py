@@ -289,8 +289,9 @@ def test_dump_dir(tmp_path, cache_dir):
     # Every step is listed, in order; the IR is written after those that changed it.
     steps = (dump / "scale.passes").read_text().splitlines()
     assert steps[0] == "00 lower_to_ir"
-    assert steps[1].startswith("01 hoist_invariant_arrays")
-    assert steps[2].startswith("02 fuse_loop_nests")
+    assert steps[1].startswith("01 split_variable_webs")
+    assert steps[2].startswith("02 hoist_invariant_arrays")
+    assert steps[3].startswith("03 fuse_loop_nests")
     changed = [line.split()[0] + "." + line.split()[1] for line in steps[1:] if not line.endswith("(unchanged)")]
     assert changed, steps
     assert all(f"scale.{step}.ir" in names for step in changed)

@@ -97,3 +97,18 @@ def test_the_suite_runs(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Intrepydd applications, preset test, target cpu" in result.stdout
     assert (tmp_path / "intrepydd_cpu_test.csv").is_file()
+
+
+def test_sinkhorn_scores_the_query_lowest():
+    # The query document is nearest to itself; every score is finite.
+    module = load("sinkhorn_wmd")
+    inputs = module.initialize("S")
+    scores = module.kernel_plait(*(inputs[k] for k in module.PARAMETERS))
+    assert np.all(np.isfinite(scores)) and np.argmin(scores) == module.QUERY
+
+
+def test_ista_scores_are_non_negative_and_peak_at_the_seed():
+    module = load("ista")
+    inputs = module.initialize("S")
+    scores = module.kernel_plait(*(inputs[k] for k in module.PARAMETERS))
+    assert np.all(scores >= 0) and np.all(np.argmax(scores, axis=0) == inputs["seeds"])

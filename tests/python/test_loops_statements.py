@@ -400,3 +400,44 @@ def test_returned_argument_is_the_callers_array():
     result = returns_argument(x)
     assert result is x or np.shares_memory(result, x)
     assert x[0] == 42
+
+
+@plait.jit
+def reused_names(F, r, limit):
+    # `v` holds independent values in each loop, `t` is carried around one
+    # loop and reassigned after it, `x` leaves a loop through break and is
+    # reused by a while loop with continue (the compiler gives each value a
+    # variable of its own: transforms/split_variable_webs.h).
+    for k in range(F.shape[0]):
+        v = F[k]
+        r[v] += 1.0
+    for k in range(F.shape[0]):
+        v = F[k]
+        r[v] *= 2.0
+    t = 0.0
+    for k in range(r.shape[0]):
+        r[k] += t
+        t = r[k] * 0.5
+    u = t
+    t = -1.0
+    x = -1.0
+    for k in range(r.shape[0]):
+        x = float(r[k])
+        if x > limit:
+            break
+    y = x
+    x = 0.0
+    while x < limit:
+        x += 1.0
+        if x > limit / 2:
+            continue
+        x += 0.5
+    return u + t, x, y, v
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 40])
+def test_a_reused_name_keeps_each_of_its_values(n):
+    rng = rng_for("reused_names", n)
+    F = rng.integers(0, n, size=2 * n)
+    for limit in (0.5, 3.0, 100.0):
+        check(reused_names, F, rng.random(n), limit)

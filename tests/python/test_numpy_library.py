@@ -278,6 +278,102 @@ def test_sort_of_more_than_one_dimension_and_in_place_are_refused():
 
 
 @plait.jit
+def argsort(a):
+    return np.argsort(a, kind="stable"), a[::-1].argsort(kind="stable"), np.argsort(a * 2, axis=None, stable=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + (np.uint8,), ids=dtype_id)
+@pytest.mark.parametrize("n", SIZES + (5000,))
+def test_argsort(dtype, n):
+    # Equal values keep the order of their positions (kind="stable"); NaNs
+    # go last. Bools and small integers have many ties.
+    a = with_specials(rng_for("argsort", dtype, n), dtype, n)
+    check(argsort, a)
+    check(argsort, a[::3])
+    check(argsort, np.full(n, a[0] if n else 1, dtype=dtype))
+
+
+@plait.jit
+def argsort_default(a):
+    return np.argsort(a), a[np.argsort(a)]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_argsort_of_distinct_values_with_the_default_kind(n):
+    # Without ties every kind gives the same positions.
+    check(argsort_default, rng_for("argsort_default", n).permutation(n).astype(np.float64) - 0.5)
+
+
+def test_argsort_of_more_than_one_dimension_is_refused():
+    @plait.jit
+    def argsort_rows(A):
+        return np.argsort(A)
+
+    with pytest.raises(NotImplementedError, match="more than one dimension"):
+        argsort_rows(np.ones((2, 2)))
+
+
+@plait.jit
+def reshapes(a, n):
+    A = a.reshape(n, -1)
+    return A, np.reshape(a, (-1, n)).T + 1, A.ravel(), np.ravel(A.T), A.T.flatten(), a.reshape(n, a.shape[0] // n)[1:]
+
+
+@pytest.mark.parametrize("n, m", [(1, 1), (2, 3), (5, 7), (4, 0), (1, 6)])
+def test_reshape_ravel_flatten(n, m):
+    rng = rng_for("reshapes", n, m)
+    a = random_array(rng, np.float64, n * m)
+    check(reshapes, a, n)
+    b = random_array(rng, np.int32, 2 * n * m)[::2]
+    check(reshapes, b, n)
+
+
+@plait.jit
+def reshape_3d(A):
+    return A.reshape(2, -1, 3), A.reshape((A.shape[0] * A.shape[1],)), A[:, ::-1].reshape(3, 2, -1).sum(axis=1)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_reshape_of_a_matrix_and_its_views(layout):
+    A = random_array(rng_for("reshape_3d", layout), np.float64, (4, 6))
+    if layout == "F":
+        A = np.asfortranarray(A)
+    elif layout == "strided":
+        A = random_array(rng_for("reshape_3d", layout), np.float64, (8, 6))[::2]
+    check(reshape_3d, A)
+
+
+def test_reshape_to_another_size_raises_value_error():
+    with pytest.raises(ValueError):
+        reshapes.py_func(np.ones(6), 4)
+    with pytest.raises(ValueError, match="cannot reshape"):
+        reshapes(np.ones(6), 4)
+
+
+def test_reshape_refusals():
+    @plait.jit
+    def two_unknown(a):
+        return a.reshape(-1, -1)
+
+    @plait.jit
+    def written_view(a):
+        b = a.reshape(2, -1)
+        a[0] = 5.0
+        return b
+
+    @plait.jit
+    def assign_through(a):
+        a.reshape(2, -1)[0, 0] = 1.0
+
+    with pytest.raises(ValueError, match="one unknown dimension"):
+        two_unknown(np.ones(4))
+    with pytest.raises(NotImplementedError, match="would be a view"):
+        written_view(np.ones(4))
+    with pytest.raises(NotImplementedError, match="through a reshape"):
+        assign_through(np.ones(4))
+
+
+@plait.jit
 def unique(a):
     return np.unique(a), np.unique(a[::-1], equal_nan=True)
 
@@ -337,6 +433,40 @@ def test_concatenate_of_rows_of_other_lengths_raises_value_error():
         concatenate_rows.py_func(np.ones((2, 3)), np.ones((2, 4)))
     with pytest.raises(ValueError, match="must match exactly"):
         concatenate_rows(np.ones((2, 3)), np.ones((2, 4)))
+
+
+@plait.jit
+def stack(a, b):
+    return np.stack((a, b)), np.stack([b, a, b], axis=1), np.stack((a,), axis=-1)
+
+
+@plait.jit
+def stack_rows(A, B):
+    return np.stack((A, B[::2], A.T[:, :A.shape[1]]), axis=1), np.stack([A, A * 2], axis=-1)
+
+
+@pytest.mark.parametrize("dtypes", [(np.float64, np.float64), (np.int32, np.float32), (np.bool_, np.int64)],
+                         ids=lambda d: "-".join(dtype_id(x) for x in d))
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_stack(dtypes, n):
+    rng = rng_for("stack", dtypes, n)
+    a, b = random_array(rng, dtypes[0], n), random_array(rng, dtypes[1], n)
+    check(stack, a, b)
+    check(stack, a[::-1], b)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (1, 1), (5, 5), (4, 4)])
+def test_stack_rows(shape):
+    rng = rng_for("stack_rows", shape)
+    A = random_array(rng, np.float64, shape)
+    check(stack_rows, A, random_array(rng, np.float64, (2 * shape[0], shape[1])))
+
+
+def test_stack_of_other_shapes_raises_value_error():
+    with pytest.raises(ValueError):
+        stack.py_func(np.ones(2), np.ones(3))
+    with pytest.raises(ValueError, match="same shape"):
+        stack(np.ones(2), np.ones(3))
 
 
 @plait.jit

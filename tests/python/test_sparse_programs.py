@@ -542,3 +542,50 @@ def test_mask_broadcasts_its_dense_operand(rng, fusion):
         S = random_csr(rng, shape)
         for D in (dense(rng, n, m), dense(rng, 1, m), dense(rng, n, 1), dense(rng, m), dense(rng, 1, 1)):
             check_same(kernel(S, D), masked(S, D))
+
+
+def sampled_arithmetic(S, B, C):
+    # Arithmetic of a dense product with a number, at S's entries (sinkhorn's
+    # v = c.multiply(1 / (K.T @ u))).
+    return S.multiply(1 / (B @ C)), S.multiply(B @ C * 2.0), S.multiply(0.5 - B @ C), S.multiply((B @ C) + 1)
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_arithmetic_of_a_sampled_product(rng, fusion, shape):
+    n, m = shape
+    S = random_csr(rng, shape)
+    B, C = dense(rng, n, 3) + 1.0, dense(rng, 3, m) + 1.0
+    got, want = plait.jit(sampled_arithmetic, fusion=fusion)(S, B, C), sampled_arithmetic(S, B, C)
+    for g, w in zip(got, want):
+        check_same(g, w)
+
+
+def sampled_reciprocal(S, B, C):
+    return S.multiply(1 / (B @ C))
+
+
+def test_a_sampled_product_under_a_division_is_computed_at_the_stored_entries_only(rng):
+    S = random_csr(rng, (30, 40), density=0.1)
+    B, C = dense(rng, 30, 4) + 1.0, dense(rng, 4, 40) + 1.0
+    text = explain_of(sampled_reciprocal, S, B, C)
+    assert "(f64(1:int()) / sum_k(" in text and "[loops i, j (stored in S)]" in text, text
+    assert "handed to the BLAS" not in text, text
+
+
+def invariant_in_loops(A, d, x, steps):
+    M = A.multiply(d[:, None])  # read in the loop: computed once, here
+    for _ in range(steps):
+        x = 0.5 * x + M @ x
+    return x
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+@pytest.mark.parametrize("shape", ((0, 0), (1, 1), (7, 7), (13, 13)))
+def test_a_sparse_value_read_in_a_loop_is_computed_once(rng, fusion, shape):
+    A = random_csr(rng, shape)
+    d, x = dense(rng, shape[0]), dense(rng, shape[0])
+    for steps in (0, 1, 5):
+        check_same(plait.jit(invariant_in_loops, fusion=fusion)(A, d, x, steps), invariant_in_loops(A, d, x, steps))
+    text = explain_of(invariant_in_loops, A, d, x, 3)
+    assert "'M' computed once where it is bound: it is read inside a loop" in text, text

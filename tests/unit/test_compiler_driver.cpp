@@ -93,9 +93,10 @@ TEST_F(CompilerDriver, DumpDirectoryGetsEveryPassAndTheSource) {
   while (std::getline(steps, line)) lines.push_back(line);
   ASSERT_GE(lines.size(), 9U);
   EXPECT_EQ(lines[0], "00 lower_to_ir");
-  EXPECT_EQ(lines[1], "01 hoist_invariant_arrays (unchanged)");
-  EXPECT_EQ(lines[2], "02 fuse_loop_nests (unchanged)");
-  EXPECT_FALSE(fs::exists(options_.dump_dir + "/add.02.fuse_loop_nests.ir"));
+  EXPECT_EQ(lines[1], "01 split_variable_webs (unchanged)");
+  EXPECT_EQ(lines[2], "02 hoist_invariant_arrays (unchanged)");
+  EXPECT_EQ(lines[3], "03 fuse_loop_nests (unchanged)");
+  EXPECT_FALSE(fs::exists(options_.dump_dir + "/add.03.fuse_loop_nests.ir"));
 }
 
 TEST_F(CompilerDriver, LowerKernelReportsUserErrors) {

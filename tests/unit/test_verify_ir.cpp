@@ -137,9 +137,10 @@ TEST(VerifyIr, BothPipelinesVerifyAfterEveryStep) {
     });
     ASSERT_GE(steps.size(), 9U);
     EXPECT_EQ(steps[0], "lower_to_ir");
-    EXPECT_EQ(steps[1], "hoist_invariant_arrays (unchanged)");
-    EXPECT_EQ(steps[2], "fuse_loop_nests");
-    EXPECT_EQ(steps[4], "place_declarations");  // declares s, c and the loops' locals
+    EXPECT_EQ(steps[1], "split_variable_webs (unchanged)");
+    EXPECT_EQ(steps[2], "hoist_invariant_arrays (unchanged)");
+    EXPECT_EQ(steps[3], "fuse_loop_nests");
+    EXPECT_EQ(steps[5], "place_declarations");  // declares s, c and the loops' locals
     EXPECT_EQ(steps.back().substr(0, steps.back().find(' ')),
               target == Target::CPU ? "plan_region_statements" : "plan_persistent_loops");
   }
