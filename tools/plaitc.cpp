@@ -17,6 +17,7 @@
 
 #include "codegen/cuda/codegen_cuda.h"
 #include "driver/compiler.h"
+#include "driver/pipeline.h"
 #include "frontend/parser.h"
 #include "jit/cuda_runtime.h"
 #include "support/compiler_stack.h"
@@ -61,6 +62,10 @@ constexpr const char* kUsage =
     "  --fusion partial|maximal|none\n"
     "                     how programs of sparse operators are fused (default:\n"
     "                     partial; docs/sparse.md)\n"
+    "  --disable-pass NAME\n"
+    "                     do not run the optional pass NAME (repeatable), to\n"
+    "                     measure what it contributes; CPU: hoist_invariant_arrays,\n"
+    "                     fuse_loop_nests, hoist_allocations, offload_matmul\n"
     "  --no-cache         build afresh, neither using nor filling the disk cache\n"
     "  --cache-dir DIR    the disk cache directory (default: $PLAIT_CACHE_DIR,\n"
     "                     $XDG_CACHE_HOME/plait or ~/.cache/plait)\n"
@@ -200,6 +205,8 @@ Command parse_command_line(const std::vector<std::string>& args) {
       } else {
         throw UsageError("--fusion takes partial, maximal or none, not '" + mode + "'");
       }
+    } else if (arg == "--disable-pass") {
+      command.options.disabled_passes.insert(value());
     } else if (arg == "--no-cache") {
       no_value();
       command.options.disk_cache = false;
@@ -241,6 +248,8 @@ Command parse_command_line(const std::vector<std::string>& args) {
     throw UsageError("--cuda-threads, --cuda-row-groups and --cuda-max-team are for --target cuda");
   const std::string launch_error = plait::launch_config_error(command.options.cuda_launch);
   if (!launch_error.empty()) throw UsageError(launch_error);
+  const std::string disabled_error = plait::disabled_passes_error(command.options);
+  if (!disabled_error.empty()) throw UsageError(disabled_error);
   if ((command.emit == Emit::Cuda || command.emit == Emit::Ptx) && command.options.target != plait::Target::CUDA)
     throw UsageError("--emit cu and ptx are for --target cuda");
   if (command.emit == Emit::SharedObject && command.options.target == plait::Target::CUDA)

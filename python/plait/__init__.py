@@ -47,7 +47,7 @@ from .errors import (  # noqa: E402
 _core._set_error_classes(_ERROR_CLASSES, InternalCompilerError)
 
 from .decorator import jit  # noqa: E402
-from .dispatcher import Dispatcher, PythonDispatcher  # noqa: E402
+from .dispatcher import Dispatcher, PythonDispatcher, optional_passes  # noqa: E402
 from .cuda import (  # noqa: E402
     CudaDispatcher,
     CudaUnavailableError,
@@ -119,6 +119,7 @@ __all__ = [
     "cuda_unavailable_reason",
     "jit",
     "memory_pool_stats",
+    "optional_passes",
     "prange",
     "release_memory_pool",
     "to_device",

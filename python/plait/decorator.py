@@ -12,7 +12,7 @@ from .tuning import tuning_space
 
 
 def jit(fn=None, *, target="cpu", cache=True, boundscheck=None, fastmath=False, num_threads=None,
-        auto_simd=False, tune=None, autotune=False, fusion="partial"):
+        auto_simd=False, tune=None, autotune=False, fusion="partial", disable_passes=()):
     """Compiles a Python function into a parallel native kernel.
 
     Usable as @plait.jit, @plait.jit(...) and plait.jit(...)(fn).
@@ -36,6 +36,8 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=None, fastmath=False, 
       fusion:      how programs of sparse operators are fused (docs/sparse.md): "partial"
                    (redundancy-aware, the default), or for comparison "maximal" (one loop
                    nest per result) or "none" (one loop nest per operator)
+      disable_passes: names of optional compiler passes not to run, to measure what each
+                   contributes (plait.optional_passes(target) lists them; none on "cuda")
     """
     if target not in ("cpu", "cuda"):
         raise ValueError(f"target {target!r} is not supported; available: cpu, cuda")
@@ -56,7 +58,8 @@ def jit(fn=None, *, target="cpu", cache=True, boundscheck=None, fastmath=False, 
             caller = caller.f_back
         scope = (dict(caller.f_locals), caller.f_globals, call_position(caller)) if caller is not None else None
         options = dict(scope=scope, cache=cache, boundscheck=None if boundscheck is None else bool(boundscheck),
-                       fastmath=bool(fastmath), num_threads=num_threads, auto_simd=bool(auto_simd))
+                       fastmath=bool(fastmath), num_threads=num_threads, auto_simd=bool(auto_simd),
+                       disable_passes=disable_passes)
         if target == "cuda":
             return CudaDispatcher(func, tuning=space, **options)
         return Dispatcher(func, fusion=fusion, **options)

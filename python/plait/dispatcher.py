@@ -35,6 +35,26 @@ def _env_flag(name):
     raise ValueError(f"{name}={value!r}: expected 0 or 1")
 
 
+def optional_passes(target="cpu"):
+    """The compiler passes of `target` that plait.jit(disable_passes=...) may
+    name, in pipeline order: those that only make kernels faster."""
+    if target not in ("cpu", "cuda"):
+        raise ValueError(f"target {target!r} is not supported; available: cpu, cuda")
+    return list(_core.optional_passes(target))
+
+
+def _checked_pass_names(names, target):
+    """`names` (a pass name or an iterable of them) as a sorted tuple, each an
+    optional pass of `target`."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    known = optional_passes(target)
+    for name in names:
+        if name not in known:
+            raise ValueError(f"disable_passes: {name!r} is not an optional pass of the {target} target; "
+                             f"optional: {', '.join(known) or 'none'}")
+    return tuple(sorted(set(names)))
+
+
 def _default_num_threads():
     """PLAIT_NUM_THREADS, else the CPUs this process may run on."""
     value = os.environ.get("PLAIT_NUM_THREADS", "").strip()
@@ -177,7 +197,7 @@ class Dispatcher(_core.Dispatcher):
     _target = "cpu"  # CudaDispatcher (plait/cuda.py): "cuda"
 
     def __init__(self, py_func, *, scope=None, cache=True, boundscheck=None, fastmath=False, num_threads=None,
-                 auto_simd=False, fusion="partial"):
+                 auto_simd=False, fusion="partial", disable_passes=()):
         super().__init__()
         # Read now, as Python compiled it: a file edited after the import
         # must not change what the kernel computes (plait/source.py).
@@ -193,6 +213,7 @@ class Dispatcher(_core.Dispatcher):
         if fusion not in ("partial", "maximal", "none"):
             raise ValueError(f"fusion must be 'partial', 'maximal' or 'none', got {fusion!r}")
         self._fusion = fusion
+        self._disabled_passes = _checked_pass_names(disable_passes, self._target)
         self._kernels = {}  # signature text -> _core.Kernel, in compile order
         self._array_calls = {}  # which parameters are sparse -> sparse_calls.ArrayCalls
         self._sparse_notes = set()  # what calls did to sparse arguments, for explain()
@@ -278,6 +299,7 @@ class Dispatcher(_core.Dispatcher):
             target=self._target,
             auto_simd=self._auto_simd,
             fusion=getattr(self, "_fusion", "partial"),
+            disabled_passes=list(getattr(self, "_disabled_passes", ())),
             **(launch or {}),
         )
 

@@ -4,12 +4,15 @@
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "driver/pipeline.h"
 #include "jit/disk_cache.h"
 #include "module_errors.h"
 #include "support/compiler_stack.h"
@@ -96,7 +99,8 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
                const std::string& signature_text, nb::dict modules, nb::dict constants, bool boundscheck, bool fastmath,
                bool disk_cache, const std::string& cache_dir, const std::string& dump_dir, const std::string& cxx,
                const std::string& target, bool auto_simd, int cuda_threads, int cuda_row_groups, int cuda_max_team,
-               const std::string& fusion, nb::dict functions, nb::dict callees) {
+               const std::string& fusion, nb::dict functions, nb::dict callees,
+               const std::vector<std::string>& disabled_passes) {
   plait::Signature signature;
   try {
     signature = plait::Signature::parse(signature_text);
@@ -131,6 +135,9 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
   } else if (target != "cpu") {
     throw nb::value_error(("unknown target '" + target + "'").c_str());
   }
+  options.disabled_passes.insert(disabled_passes.begin(), disabled_passes.end());
+  const std::string disabled_error = plait::disabled_passes_error(options);
+  if (!disabled_error.empty()) throw nb::value_error(disabled_error.c_str());
 
   // Exceptions are caught with the GIL released and raised once it is back.
   KernelPtr compiled;

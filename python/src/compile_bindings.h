@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernel_object.h"
 
@@ -23,7 +24,8 @@ Kernel compile(const std::string& path, const std::string& text, int first_line,
                const std::string& signature_text, nanobind::dict modules, nanobind::dict constants, bool boundscheck,
                bool fastmath, bool disk_cache, const std::string& cache_dir, const std::string& dump_dir,
                const std::string& cxx, const std::string& target, bool auto_simd, int cuda_threads, int cuda_row_groups,
-               int cuda_max_team, const std::string& fusion, nanobind::dict functions, nanobind::dict callees);
+               int cuda_max_team, const std::string& fusion, nanobind::dict functions, nanobind::dict callees,
+               const std::vector<std::string>& disabled_passes);
 
 // Records of the disk cache in the directory the kernels of `cache_dir` use.
 nanobind::object lookup_record(const std::string& key, const std::string& cache_dir);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "driver/compiler.h"
+#include "driver/pipeline.h"
 #include "ir/types.h"
 #include "jit/cpu_blas.h"
 #include "jit/cuda_runtime.h"
@@ -74,8 +75,14 @@ NB_MODULE(_core, m) {
         "boundscheck"_a, "fastmath"_a, "disk_cache"_a, "cache_dir"_a, "dump_dir"_a, "cxx"_a, "target"_a = "cpu",
         "auto_simd"_a = false, "cuda_threads"_a = plait::CudaLaunchConfig{}.threads,
         "cuda_row_groups"_a = plait::CudaLaunchConfig{}.row_groups, "cuda_max_team"_a = 0, "fusion"_a = "partial",
-        "functions"_a = nb::dict(), "callees"_a = nb::dict(),
+        "functions"_a = nb::dict(), "callees"_a = nb::dict(), "disabled_passes"_a = std::vector<std::string>(),
         "Compiles one specialisation of a kernel and returns a Kernel.");
+  m.def(
+      "optional_passes",
+      [](const std::string& target) {
+        return plait::optional_passes(target == "cuda" ? plait::Target::CUDA : plait::Target::CPU);
+      },
+      "target"_a, "The passes of the target ('cpu' or 'cuda') that disabled_passes may name, in pipeline order.");
   m.def("lookup_record", &lookup_record, "key"_a, "cache_dir"_a,
         "The text of the disk cache's record `key` (64 hex digits), or None when it is missing or damaged "
         "(a damaged one is removed). cache_dir '' is the default cache directory.");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "analysis/verify_ir.h"
 #include "driver/pipeline.h"
@@ -32,6 +33,20 @@ class PassRunner {
     finish(name, function_.params.size() != params || (function_.body != body && differs(body)));
   }
 
+  // Runs `pass` as operator() does, unless options.disabled_passes names
+  // it. Only passes in the target's optional_passes list run through here:
+  // their work only makes the kernel faster, and the pipeline stays correct
+  // without them. A skipped pass leaves a remark for explain().
+  template <typename Pass>
+  void optional(const char* name, Pass&& pass) {
+    check_optional(name);
+    if (!options_.disabled_passes.count(name)) {
+      (*this)(name, std::forward<Pass>(pass));
+      return;
+    }
+    function_.remarks.push_back({SourceLoc{}, name, std::string("pass ") + name + " not run: disabled by request"});
+  }
+
   // From here on every local is declared where the back ends declare it, and
   // the verifier checks that each use is in its declaration's scope.
   void declarations_placed() { verify_.declarations_placed = true; }
@@ -40,6 +55,8 @@ class PassRunner {
 
  private:
   void finish(const char* name, bool changed);
+  // An internal error unless `name` is in optional_passes(target).
+  void check_optional(const char* name) const;
   // Whether the function's body prints differently from `before` (true
   // without an observer, who alone reads the answer).
   bool differs(const ir::Stmt& before) const;

@@ -43,6 +43,16 @@
 
 namespace plait {
 
+// The passes below that run through run.optional, in order: each only makes
+// kernels faster, and every kernel is correct without it (tests/python/
+// test_disabled_passes.py), so plait.jit(disable_passes=...) may skip it to
+// measure what it contributes (BENCHMARKS.md, the Intrepydd ablation).
+const std::vector<std::string>& cpu_optional_passes() {
+  static const std::vector<std::string> passes = {"hoist_invariant_arrays", "fuse_loop_nests", "hoist_allocations",
+                                                  "offload_matmul"};
+  return passes;
+}
+
 void run_cpu_passes(PassRunner& run, const CompileOptions& options) {
   // A scalar name reused for independent values (`v = F[k]` in two loops)
   // becomes one variable per value, so that the analyses below see each
@@ -50,12 +60,12 @@ void run_cpu_passes(PassRunner& run, const CompileOptions& options) {
   run("split_variable_webs", transforms::split_variable_webs);
   // Array statements that are the same in every step of a serial loop
   // computed once before it (before fusion joins them to the steps' nests).
-  run("hoist_invariant_arrays", transforms::hoist_invariant_arrays);
+  run.optional("hoist_invariant_arrays", transforms::hoist_invariant_arrays);
   // One loop for consecutive nests over the same extent; shrink temporaries.
-  run("fuse_loop_nests", transforms::fuse_loop_nests);
+  run.optional("fuse_loop_nests", transforms::fuse_loop_nests);
   // Scratch arrays of a serial loop's steps allocated once, before it (after
   // fusion has shrunk them; before declarations, which follow the move).
-  run("hoist_allocations", transforms::hoist_allocations);
+  run.optional("hoist_allocations", transforms::hoist_allocations);
   // Where each local lives; privacy in parallel loops follows from it.
   run("place_declarations", transforms::place_declarations);
   run.declarations_placed();
@@ -78,7 +88,7 @@ void run_cpu_passes(PassRunner& run, const CompileOptions& options) {
   // Matrix products, triangles of products and triangular solves as calls
   // of the BLAS (the CPU's table has gemm, gemmt and trsv), each keeping
   // its loops for when the library declines.
-  run("offload_matmul", [](ir::Function& f) {
+  run.optional("offload_matmul", [](ir::Function& f) {
     transforms::BlasEntries cpu;
     cpu.in_place = cpu.symmetric = false;
     transforms::offload_matmul(f, cpu);

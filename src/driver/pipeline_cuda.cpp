@@ -47,6 +47,14 @@
 
 namespace plait {
 
+// No pass of this pipeline is optional: the CUDA planners rely on the
+// fused, hoisted form (a persistent kernel over a loop whose scratch is
+// allocated once), and no measurement needs them off.
+const std::vector<std::string>& cuda_optional_passes() {
+  static const std::vector<std::string> passes;
+  return passes;
+}
+
 void run_cuda_passes(PassRunner& run, const CompileOptions& options) {
   // A scalar name reused for independent values (`v = F[k]` in two loops)
   // becomes one variable per value, so that the analyses below see each

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "support/diagnostics.h"
@@ -98,6 +99,11 @@ struct CompileOptions {
   // (analysis/verify_ir.h): set by the tests, PLAIT_VERIFY_IR=1 and plaitc
   // --verify-ir. Never changes what is generated.
   bool verify_ir = false;
+  // Optional passes not to run (plait.jit(disable_passes=...), plaitc
+  // --disable-pass), to measure what each contributes: the pipeline files
+  // mark which passes are optional (PassRunner::optional); naming any other
+  // is an error.
+  std::set<std::string> disabled_passes;
   // The C++ compiler ($PLAIT_CXX, else $CXX, else "c++").
   std::string cxx;
 };

@@ -115,6 +115,18 @@ def test_bad_usage_exits_64_with_usage(args, tmp_path):
     assert "usage: plaitc compile" in result.stderr
 
 
+def test_disable_pass_leaves_an_optional_pass_out():
+    base = ["compile", f"{VECTOR_OPS}::scale", "--signature", "f64[::1], f64[::1]", "--emit", "remarks"]
+    result = run_plaitc(*base, "--disable-pass", "fuse_loop_nests", "--disable-pass", "offload_matmul")
+    assert result.returncode == 0, result.stderr
+    assert "pass fuse_loop_nests not run: disabled by request" in result.stdout
+    assert "pass offload_matmul not run: disabled by request" in result.stdout
+    refused = run_plaitc(*base, "--disable-pass", "detect_reductions")
+    assert refused.returncode == 64
+    assert "'detect_reductions' is not an optional pass of the cpu target; optional: hoist_invariant_arrays" \
+        in refused.stderr
+
+
 def test_unreadable_file_exits_66(tmp_path):
     result = run_plaitc("compile", f"{tmp_path / 'missing.py'}::f", "--signature", "f64")
     assert result.returncode == 66

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import plait
 from plait.bench import intrepydd, npbench
 from plait.bench.peers import NumbaPeer, PlaitPeer
 
@@ -29,6 +30,18 @@ def test_plait_matches_numpy(name, preset):
     peer = PlaitPeer("cpu")
     problem = npbench.validate(peer, peer.implementation(module), module, preset, inputs,
                                npbench.numpy_references(module, preset, inputs))
+    assert problem is None, problem
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_plait_without_its_optional_passes_matches_numpy(name):
+    # The ablation's columns (plait.bench.peers.ABLATIONS) at once: every
+    # optional pass left out and sparse operators unfused.
+    module = load(name)
+    inputs = module.initialize("test")
+    peer = PlaitPeer("cpu", name="plait_ablated", disable_passes=plait.optional_passes(), fusion="none")
+    problem = npbench.validate(peer, peer.implementation(module), module, "test", inputs,
+                               npbench.numpy_references(module, "test", inputs))
     assert problem is None, problem
 
 

@@ -11,7 +11,9 @@ comment). They are found from the current directory upwards, or named with
 --kernels-dir or PLAIT_INTREPYDD_DIR. The method is NPBench's (see `python -m
 plait.bench npbench --help`): every implementation is validated against
 NumPy's outputs on the same inputs before it is timed, and the median of the
-timed runs is reported with its speedup over NumPy.
+timed runs is reported with its speedup over NumPy. The ablation (each
+optimisation's contribution) is --peers plait,plait_no_licm,plait_no_fusion,
+plait_no_alloc_hoist,plait_no_blas.
 """
 
 from .npbench import Suite, main as run_suite

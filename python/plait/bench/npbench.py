@@ -11,7 +11,11 @@ The peers are NumPy, Numba and Plait on the CPU; NumPy (on the CPU, the
 baseline), Plait, CuPy, JAX, PyTorch and torch.compile on the GPU. A peer
 that is not installed, or finds no GPU, is skipped with a note. With
 --peers, plait_unchecked (Plait with boundscheck=False) can join them, to
-measure what the default bounds checks cost.
+measure what the default bounds checks cost, and on the CPU the ablation's
+columns, each Plait without one optimisation: plait_no_licm (no loop-invariant
+array statements hoisted), plait_no_fusion (no loop nests fused, sparse
+operators one nest each), plait_no_alloc_hoist (scratch arrays allocated in
+each step) and plait_no_blas (matrix products as loops).
 
 Method (NPBench's): every implementation is first called once, untimed (it
 compiles), on fresh copies of the inputs, and its outputs -- the returned

@@ -113,12 +113,14 @@ class PlaitPeer(Peer):
     plait.jit(target=...). On the GPU the inputs are copied to the device
     before the call (untimed) and the call is followed by a synchronisation."""
 
-    def __init__(self, target, boundscheck=None):
+    def __init__(self, target, boundscheck=None, name="plait", **options):
         self.target = target
         self.boundscheck = boundscheck  # None: the target's default
-        # "plait_unchecked": boundscheck=False, to measure what the default
-        # checks cost.
-        self.name = "plait_unchecked" if boundscheck is False else "plait"
+        # Other columns of the same kernels: "plait_unchecked"
+        # (boundscheck=False), to measure what the default checks cost, and
+        # the ablation's (ABLATIONS), each without some optimisations.
+        self.options = options
+        self.name = "plait_unchecked" if boundscheck is False else name
         self._retargeted = {}
 
     def unavailable(self):
@@ -136,12 +138,14 @@ class PlaitPeer(Peer):
 
     def implementation(self, module):
         kernel = getattr(module, "kernel_plait", None)
-        if kernel is None or (self.target == "cpu" and self.boundscheck is None):
+        if kernel is None or (self.target == "cpu" and self.boundscheck is None and not self.options):
             return kernel
         if module not in self._retargeted:
             import plait
 
-            options = {} if self.boundscheck is None else {"boundscheck": self.boundscheck}
+            options = dict(self.options)
+            if self.boundscheck is not None:
+                options["boundscheck"] = self.boundscheck
             self._retargeted[module] = plait.jit(target=self.target, **options)(kernel.py_func)
         return self._retargeted[module]
 
@@ -293,6 +297,18 @@ def peers_for(target):
     return [NumpyPeer(), PlaitPeer(target), CupyPeer(), JaxPeer(), TorchPeer(False), TorchPeer(True)]
 
 
+# The CPU's ablation columns (the Intrepydd paper's Table 5): Plait with one
+# optimisation off each, by its optional pass (plait.optional_passes()) or
+# its option.
+ABLATIONS = {
+    "plait_no_licm": dict(disable_passes=("hoist_invariant_arrays",)),
+    "plait_no_fusion": dict(disable_passes=("fuse_loop_nests",), fusion="none"),
+    "plait_no_alloc_hoist": dict(disable_passes=("hoist_allocations",)),
+    "plait_no_blas": dict(disable_passes=("offload_matmul",)),
+}
+
+
 def optional_peers_for(target):
     """Peers run only when --peers names them."""
-    return [PlaitPeer(target, boundscheck=False)]
+    ablations = [PlaitPeer(target, name=name, **options) for name, options in ABLATIONS.items()]
+    return [PlaitPeer(target, boundscheck=False), *(ablations if target == "cpu" else [])]
