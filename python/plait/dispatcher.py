@@ -45,13 +45,11 @@ def optional_passes(target="cpu"):
 
 def _checked_pass_names(names, target):
     """`names` (a pass name or an iterable of them) as a sorted tuple, each an
-    optional pass of `target`."""
+    optional pass of `target` (the compiler's check and message)."""
     names = (names,) if isinstance(names, str) else tuple(names)
-    known = optional_passes(target)
-    for name in names:
-        if name not in known:
-            raise ValueError(f"disable_passes: {name!r} is not an optional pass of the {target} target; "
-                             f"optional: {', '.join(known) or 'none'}")
+    problem = _core.disabled_passes_error(target, list(names))
+    if problem:
+        raise ValueError(f"disable_passes: {problem}")
     return tuple(sorted(set(names)))
 
 

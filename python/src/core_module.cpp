@@ -83,6 +83,15 @@ NB_MODULE(_core, m) {
         return plait::optional_passes(target == "cuda" ? plait::Target::CUDA : plait::Target::CPU);
       },
       "target"_a, "The passes of the target ('cpu' or 'cuda') that disabled_passes may name, in pipeline order.");
+  m.def(
+      "disabled_passes_error",
+      [](const std::string& target, const std::vector<std::string>& names) {
+        plait::CompileOptions options;
+        options.target = target == "cuda" ? plait::Target::CUDA : plait::Target::CPU;
+        options.disabled_passes.insert(names.begin(), names.end());
+        return plait::disabled_passes_error(options);
+      },
+      "target"_a, "names"_a, "'' when every name is an optional pass of the target, else what is wrong.");
   m.def("lookup_record", &lookup_record, "key"_a, "cache_dir"_a,
         "The text of the disk cache's record `key` (64 hex digits), or None when it is missing or damaged "
         "(a damaged one is removed). cache_dir '' is the default cache directory.");
